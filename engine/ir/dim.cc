@@ -1,0 +1,344 @@
+// Symbolic dims: construction, folding, printing and parsing; see dim.h.
+#include "engine/ir/dim.h"
+
+#include <cctype>
+
+namespace kiln::ir {
+
+struct Dim::ExprNode {
+  Op op = Op::kAdd;
+  Dim a, b;
+  std::string name;  // for symbols
+};
+
+namespace {
+int64_t floor_div_i(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+int64_t floor_mod_i(int64_t a, int64_t b) { return a - floor_div_i(a, b) * b; }
+
+const char* op_token(Dim::Op op) {
+  switch (op) {
+    case Dim::Op::kAdd: return "+";
+    case Dim::Op::kSub: return "-";
+    case Dim::Op::kMul: return "*";
+    case Dim::Op::kFloorDiv: return "/";
+    case Dim::Op::kMod: return "%";
+    case Dim::Op::kCeilDiv: return "cdiv";
+    case Dim::Op::kMin: return "min";
+    case Dim::Op::kMax: return "max";
+  }
+  return "?";
+}
+}  // namespace
+
+Dim Dim::symbol(std::string name) {
+  Dim d;
+  d.kind_ = Kind::kSymbol;
+  auto n = std::make_shared<ExprNode>();
+  n->name = std::move(name);
+  d.node_ = std::move(n);
+  return d;
+}
+
+const std::string& Dim::symbol_name() const { return node_->name; }
+Dim::Op Dim::op() const { return node_->op; }
+const Dim& Dim::lhs() const { return node_->a; }
+const Dim& Dim::rhs() const { return node_->b; }
+
+Dim Dim::make_expr(Op op, Dim a, Dim b) {
+  Dim d;
+  d.kind_ = Kind::kExpr;
+  auto n = std::make_shared<ExprNode>();
+  n->op = op;
+  n->a = std::move(a);
+  n->b = std::move(b);
+  d.node_ = std::move(n);
+  return d;
+}
+
+Dim operator+(const Dim& a, const Dim& b) {
+  if (a.is_unknown() || b.is_unknown()) return Dim();
+  if (a.is_const() && b.is_const()) return Dim(a.value() + b.value());
+  if (a.is_const() && a.value() == 0) return b;
+  if (b.is_const() && b.value() == 0) return a;
+  return Dim::make_expr(Dim::Op::kAdd, a, b);
+}
+
+Dim operator-(const Dim& a, const Dim& b) {
+  if (a.is_unknown() || b.is_unknown()) return Dim();
+  if (a.is_const() && b.is_const()) return Dim(a.value() - b.value());
+  if (b.is_const() && b.value() == 0) return a;
+  if (a.same_as(b)) return Dim(0);
+  // (x + c) - c -> x
+  if (a.is_expr() && a.op() == Dim::Op::kAdd && a.rhs().same_as(b)) return a.lhs();
+  return Dim::make_expr(Dim::Op::kSub, a, b);
+}
+
+Dim operator*(const Dim& a, const Dim& b) {
+  if (a.is_unknown() || b.is_unknown()) return Dim();
+  if (a.is_const() && b.is_const()) return Dim(a.value() * b.value());
+  if ((a.is_const() && a.value() == 0) || (b.is_const() && b.value() == 0)) return Dim(0);
+  if (a.is_const() && a.value() == 1) return b;
+  if (b.is_const() && b.value() == 1) return a;
+  // Keep constants on the right so that equal products print the same way.
+  if (a.is_const()) return Dim::make_expr(Dim::Op::kMul, b, a);
+  return Dim::make_expr(Dim::Op::kMul, a, b);
+}
+
+Dim Dim::floor_div(const Dim& a, const Dim& b) {
+  if (a.is_unknown() || b.is_unknown()) return Dim();
+  if (b.is_const() && b.value() == 0) return Dim();
+  if (a.is_const() && b.is_const()) return Dim(floor_div_i(a.value(), b.value()));
+  if (b.is_const() && b.value() == 1) return a;
+  if (a.same_as(b)) return Dim(1);
+  // (x*b)/b -> x and (b*x)/b -> x
+  if (a.is_expr() && a.op() == Op::kMul) {
+    if (a.rhs().same_as(b)) return a.lhs();
+    if (a.lhs().same_as(b)) return a.rhs();
+  }
+  return make_expr(Op::kFloorDiv, a, b);
+}
+
+Dim Dim::ceil_div(const Dim& a, const Dim& b) {
+  if (a.is_unknown() || b.is_unknown()) return Dim();
+  if (b.is_const() && b.value() == 0) return Dim();
+  if (a.is_const() && b.is_const()) return Dim(-floor_div_i(-a.value(), b.value()));
+  if (b.is_const() && b.value() == 1) return a;
+  return make_expr(Op::kCeilDiv, a, b);
+}
+
+Dim Dim::mod(const Dim& a, const Dim& b) {
+  if (a.is_unknown() || b.is_unknown()) return Dim();
+  if (b.is_const() && b.value() == 0) return Dim();
+  if (a.is_const() && b.is_const()) return Dim(floor_mod_i(a.value(), b.value()));
+  if (b.is_const() && b.value() == 1) return Dim(0);
+  if (a.same_as(b)) return Dim(0);
+  return make_expr(Op::kMod, a, b);
+}
+
+Dim Dim::min(const Dim& a, const Dim& b) {
+  if (a.is_unknown() || b.is_unknown()) return Dim();
+  if (a.is_const() && b.is_const()) return Dim(std::min(a.value(), b.value()));
+  if (a.same_as(b)) return a;
+  return make_expr(Op::kMin, a, b);
+}
+
+Dim Dim::max(const Dim& a, const Dim& b) {
+  if (a.is_unknown() || b.is_unknown()) return Dim();
+  if (a.is_const() && b.is_const()) return Dim(std::max(a.value(), b.value()));
+  if (a.same_as(b)) return a;
+  return make_expr(Op::kMax, a, b);
+}
+
+bool Dim::same_as(const Dim& o) const {
+  if (kind_ != o.kind_) return false;
+  switch (kind_) {
+    case Kind::kUnknown: return false;
+    case Kind::kConst: return value_ == o.value_;
+    case Kind::kSymbol: return node_->name == o.node_->name;
+    case Kind::kExpr:
+      if (node_ == o.node_) return true;
+      return node_->op == o.node_->op && node_->a.same_as(o.node_->a) && node_->b.same_as(o.node_->b);
+  }
+  return false;
+}
+
+std::optional<int64_t> Dim::evaluate(const std::map<std::string, int64_t>& bindings) const {
+  switch (kind_) {
+    case Kind::kUnknown: return std::nullopt;
+    case Kind::kConst: return value_;
+    case Kind::kSymbol: {
+      auto it = bindings.find(node_->name);
+      if (it == bindings.end()) return std::nullopt;
+      return it->second;
+    }
+    case Kind::kExpr: break;
+  }
+  auto a = node_->a.evaluate(bindings);
+  auto b = node_->b.evaluate(bindings);
+  if (!a || !b) return std::nullopt;
+  switch (node_->op) {
+    case Op::kAdd: return *a + *b;
+    case Op::kSub: return *a - *b;
+    case Op::kMul: return *a * *b;
+    case Op::kFloorDiv: if (*b == 0) return std::nullopt; return floor_div_i(*a, *b);
+    case Op::kCeilDiv: if (*b == 0) return std::nullopt; return -floor_div_i(-*a, *b);
+    case Op::kMod: if (*b == 0) return std::nullopt; return floor_mod_i(*a, *b);
+    case Op::kMin: return std::min(*a, *b);
+    case Op::kMax: return std::max(*a, *b);
+  }
+  return std::nullopt;
+}
+
+void Dim::collect_symbols(std::vector<std::string>& out) const {
+  if (kind_ == Kind::kSymbol) out.push_back(node_->name);
+  if (kind_ == Kind::kExpr) {
+    node_->a.collect_symbols(out);
+    node_->b.collect_symbols(out);
+  }
+}
+
+std::string Dim::to_string() const {
+  switch (kind_) {
+    case Kind::kUnknown: return "?";
+    case Kind::kConst: return std::to_string(value_);
+    case Kind::kSymbol: return node_->name;
+    case Kind::kExpr: break;
+  }
+  const Op op = node_->op;
+  if (op == Op::kMin || op == Op::kMax || op == Op::kCeilDiv)
+    return std::string(op_token(op)) + "(" + node_->a.to_string() + "," + node_->b.to_string() + ")";
+  return "(" + node_->a.to_string() + op_token(op) + node_->b.to_string() + ")";
+}
+
+namespace {
+// Recursive-descent parser over the grammar in dim.h.
+class DimParser {
+ public:
+  explicit DimParser(std::string_view s) : s_(s) {}
+
+  StatusOr<Dim> parse_all() {
+    KILN_ASSIGN_OR_RETURN(Dim d, parse_expr());
+    skip_ws();
+    if (pos_ != s_.size()) return error("unexpected trailing characters");
+    return d;
+  }
+
+ private:
+  Status error(const std::string& what) {
+    return invalid_argument("bad dim expression '" + std::string(s_) + "' at offset " +
+                            std::to_string(pos_) + ": " + what);
+  }
+  void skip_ws() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  bool eat(char c) {
+    skip_ws();
+    if (pos_ < s_.size() && s_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  StatusOr<Dim> parse_expr() {
+    KILN_ASSIGN_OR_RETURN(Dim lhs, parse_term());
+    for (;;) {
+      if (eat('+')) {
+        KILN_ASSIGN_OR_RETURN(Dim rhs, parse_term());
+        lhs = lhs + rhs;
+      } else if (eat('-')) {
+        KILN_ASSIGN_OR_RETURN(Dim rhs, parse_term());
+        lhs = lhs - rhs;
+      } else {
+        return lhs;
+      }
+    }
+  }
+  StatusOr<Dim> parse_term() {
+    KILN_ASSIGN_OR_RETURN(Dim lhs, parse_atom());
+    for (;;) {
+      if (eat('*')) {
+        KILN_ASSIGN_OR_RETURN(Dim rhs, parse_atom());
+        lhs = lhs * rhs;
+      } else if (eat('/')) {
+        KILN_ASSIGN_OR_RETURN(Dim rhs, parse_atom());
+        lhs = Dim::floor_div(lhs, rhs);
+      } else if (eat('%')) {
+        KILN_ASSIGN_OR_RETURN(Dim rhs, parse_atom());
+        lhs = Dim::mod(lhs, rhs);
+      } else {
+        return lhs;
+      }
+    }
+  }
+  StatusOr<Dim> parse_atom() {
+    skip_ws();
+    if (pos_ >= s_.size()) return error("expected a dim");
+    char c = s_[pos_];
+    if (c == '?') {
+      ++pos_;
+      return Dim();
+    }
+    if (c == '(') {
+      ++pos_;
+      KILN_ASSIGN_OR_RETURN(Dim d, parse_expr());
+      if (!eat(')')) return error("expected ')'");
+      return d;
+    }
+    if (c == '-' || std::isdigit(static_cast<unsigned char>(c))) {
+      size_t start = pos_;
+      if (c == '-') ++pos_;
+      while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+      if (pos_ == start + (c == '-' ? 1u : 0u)) return error("expected digits");
+      return Dim(static_cast<int64_t>(std::stoll(std::string(s_.substr(start, pos_ - start)))));
+    }
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      size_t start = pos_;
+      while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
+        ++pos_;
+      std::string name(s_.substr(start, pos_ - start));
+      if ((name == "min" || name == "max" || name == "cdiv") && eat('(')) {
+        KILN_ASSIGN_OR_RETURN(Dim a, parse_expr());
+        if (!eat(',')) return error("expected ','");
+        KILN_ASSIGN_OR_RETURN(Dim b, parse_expr());
+        if (!eat(')')) return error("expected ')'");
+        if (name == "min") return Dim::min(a, b);
+        if (name == "max") return Dim::max(a, b);
+        return Dim::ceil_div(a, b);
+      }
+      return Dim::symbol(std::move(name));
+    }
+    return error(std::string("unexpected character '") + c + "'");
+  }
+
+  std::string_view s_;
+  size_t pos_ = 0;
+};
+}  // namespace
+
+StatusOr<Dim> Dim::parse(std::string_view text) { return DimParser(text).parse_all(); }
+
+SymShape SymShape::from_concrete(const std::vector<int64_t>& shape) {
+  std::vector<Dim> dims;
+  dims.reserve(shape.size());
+  for (int64_t d : shape) dims.emplace_back(d);
+  return SymShape(std::move(dims));
+}
+
+bool SymShape::is_static() const {
+  if (!has_rank) return false;
+  for (const Dim& d : dims)
+    if (!d.is_const()) return false;
+  return true;
+}
+
+std::vector<int64_t> SymShape::concrete() const {
+  std::vector<int64_t> out;
+  out.reserve(dims.size());
+  for (const Dim& d : dims) out.push_back(d.is_const() ? d.value() : -1);
+  return out;
+}
+
+bool SymShape::same_as(const SymShape& o) const {
+  if (has_rank != o.has_rank) return false;
+  if (!has_rank) return true;
+  if (dims.size() != o.dims.size()) return false;
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (!dims[i].same_as(o.dims[i])) return false;
+  return true;
+}
+
+std::string SymShape::to_string() const {
+  if (!has_rank) return "[*]";
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ",";
+    s += dims[i].to_string();
+  }
+  return s + "]";
+}
+
+}  // namespace kiln::ir

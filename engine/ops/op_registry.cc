@@ -1,0 +1,103 @@
+// Op registry, inference and kernel contexts; see op_registry.h.
+#include "engine/ops/op_registry.h"
+
+namespace kiln::ops {
+
+std::optional<std::vector<ir::Dim>> InferContext::input_as_dims(size_t i) const {
+  if (!has_input(i)) return std::nullopt;
+  const ValueInfo& in = inputs_[i];
+  if (in.value && dtype_is_integer(in.value->dtype()) && in.value->rank() <= 1) {
+    std::vector<ir::Dim> dims;
+    for (int64_t v : in.value->to_i64_vector()) dims.emplace_back(v);
+    return dims;
+  }
+  return in.dims_value;
+}
+
+Status InferContext::error(const std::string& message) const {
+  return invalid_argument(node_.describe() + ": " + message);
+}
+
+StatusOr<Tensor*> KernelContext::allocate_output(size_t i) {
+  const ValueInfo& info = inferred_[i];
+  if (!info.shape.is_static())
+    return internal_error(node_.describe() + ": output " + std::to_string(i) + " has non-static shape " +
+                          info.shape.to_string() + " at run time");
+  return allocate_output(i, info.dtype, info.shape.concrete());
+}
+
+StatusOr<Tensor*> KernelContext::allocate_output(size_t i, DType dtype, Shape shape) {
+  auto t = Tensor::allocate(dtype, std::move(shape));
+  if (!t.ok()) return std::move(t).status().add_context(node_.describe());
+  outputs_[i] = std::move(t).value();
+  return &outputs_[i];
+}
+
+StatusOr<std::vector<Tensor>> KernelContext::run_region(ir::RegionId region, std::vector<Tensor> in) const {
+  if (!region_runner_) return internal_error(node_.describe() + ": no sub-graph runner");
+  return region_runner_(region, std::move(in));
+}
+
+Status KernelContext::error(const std::string& message) const {
+  return invalid_argument(node_.describe() + ": " + message);
+}
+
+Status OpRegistry::add(OpSchema schema) {
+  auto key = std::make_pair(schema.domain, schema.name);
+  if (ops_.count(key)) return internal_error("op registered twice: " + schema.name);
+  ops_[key] = std::make_unique<OpSchema>(std::move(schema));
+  return ok_status();
+}
+
+const OpSchema* OpRegistry::find(std::string_view domain, std::string_view name) const {
+  auto it = ops_.find(std::make_pair(std::string(domain), std::string(name)));
+  return it == ops_.end() ? nullptr : it->second.get();
+}
+
+std::vector<const OpSchema*> OpRegistry::all() const {
+  std::vector<const OpSchema*> out;
+  for (const auto& [k, v] : ops_) out.push_back(v.get());
+  return out;
+}
+
+const OpRegistry& OpRegistry::builtin() {
+  static const OpRegistry* registry = [] {
+    auto* r = new OpRegistry();
+    register_elementwise_ops(*r);
+    register_reduction_ops(*r);
+    register_linalg_ops(*r);
+    register_pooling_ops(*r);
+    register_data_movement_ops(*r);
+    register_control_flow_ops(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+StatusOr<std::vector<ValueInfo>> infer_node(const OpSchema& schema, const ir::Node& node,
+                                            std::vector<ValueInfo> inputs) {
+  // Trailing omitted inputs do not count towards arity.
+  size_t n_in = inputs.size();
+  while (n_in > 0 && inputs[n_in - 1].dtype == DType::kUndefined) --n_in;
+  if (static_cast<int>(n_in) < schema.min_inputs ||
+      (schema.max_inputs >= 0 && static_cast<int>(n_in) > schema.max_inputs))
+    return invalid_argument(node.describe() + ": expects " + std::to_string(schema.min_inputs) +
+                            (schema.max_inputs == schema.min_inputs
+                                 ? ""
+                                 : ".." + (schema.max_inputs < 0 ? std::string("n") : std::to_string(schema.max_inputs))) +
+                            " inputs, got " + std::to_string(n_in));
+  const size_t n_out = node.outputs.size();
+  if (static_cast<int>(n_out) < schema.min_outputs ||
+      (schema.max_outputs >= 0 && static_cast<int>(n_out) > schema.max_outputs))
+    return invalid_argument(node.describe() + ": expects " + std::to_string(schema.min_outputs) + ".." +
+                            std::to_string(schema.max_outputs) + " outputs, got " + std::to_string(n_out));
+  for (size_t i = 0; i < n_in; ++i) {
+    if (inputs[i].dtype == DType::kUndefined && static_cast<int>(i) < schema.min_inputs)
+      return invalid_argument(node.describe() + ": required input " + std::to_string(i) + " is missing");
+  }
+  InferContext ctx(node, std::move(inputs), n_out);
+  KILN_RETURN_IF_ERROR(schema.infer(ctx));
+  return std::move(ctx.mutable_outputs());
+}
+
+}  // namespace kiln::ops

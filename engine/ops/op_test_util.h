@@ -1,0 +1,64 @@
+// Test helpers for op families: run one op on the reference executor, and
+// compare tensors with a tolerance. Header-only; tests only.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/ir/graph.h"
+#include "engine/runtime/reference_executor.h"
+
+namespace kiln::ops::testing {
+
+// Builds a one-node graph whose inputs are graph inputs (or constants when
+// `const_inputs[i]` is true: ops that read shape values need that for static
+// inference) and runs it. An undefined Tensor in `inputs` is an omitted
+// optional input.
+inline StatusOr<std::vector<Tensor>> run_op(const std::string& op, const std::vector<Tensor>& inputs,
+                                            std::map<std::string, ir::Attribute> attrs = {}, size_t num_outputs = 1,
+                                            std::vector<bool> const_inputs = {}) {
+  ir::Graph g;
+  std::vector<ir::ValueId> in_ids;
+  std::vector<Tensor> feeds;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) {
+      in_ids.push_back(ir::kNoValue);
+      continue;
+    }
+    const std::string name = "in" + std::to_string(i);
+    if (i < const_inputs.size() && const_inputs[i]) {
+      in_ids.push_back(g.add_constant(name, inputs[i]));
+    } else {
+      in_ids.push_back(g.add_input(name, inputs[i].dtype(), ir::SymShape::from_concrete(inputs[i].shape())));
+      feeds.push_back(inputs[i]);
+    }
+  }
+  std::vector<ir::ValueId> out_ids;
+  for (size_t i = 0; i < num_outputs; ++i) {
+    out_ids.push_back(g.add_value("out" + std::to_string(i), DType::kUndefined, ir::SymShape()));
+    g.add_output(out_ids.back());
+  }
+  g.add_node(op, in_ids, out_ids, std::move(attrs), "test_" + op);
+  runtime::ReferenceExecutor exec(g);
+  return exec.run(feeds);
+}
+
+// Expects same shape and |a-b| <= atol + rtol*|b| elementwise.
+inline void expect_near(const Tensor& actual, const Tensor& expected, double atol = 1e-5, double rtol = 1e-5) {
+  ASSERT_EQ(shape_to_string(actual.shape()), shape_to_string(expected.shape()));
+  ASSERT_EQ(dtype_name(actual.dtype()), dtype_name(expected.dtype()));
+  for (int64_t i = 0; i < expected.numel(); ++i) {
+    const double a = actual.get_f64(i), e = expected.get_f64(i);
+    if (std::isnan(e)) {
+      EXPECT_TRUE(std::isnan(a)) << "at " << i;
+      continue;
+    }
+    ASSERT_LE(std::abs(a - e), atol + rtol * std::abs(e)) << "element " << i << ": " << a << " vs " << e;
+  }
+}
+
+}  // namespace kiln::ops::testing
