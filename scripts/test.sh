@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian machine: install the
+# dependencies, build (warnings are errors under CI=true), run every test
+# with ctest — unit tests, Vulkan platform tests on lavapipe with validation
+# layers, the ONNX backend node tests and whole models against PyTorch.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${KILN_BUILD_DIR:-$root/build}
+"$root/scripts/setup.sh"
+"$root/scripts/build.sh"
+cd "$build"
+ctest --output-on-failure --timeout 1500 -j "$(nproc)" "$@"

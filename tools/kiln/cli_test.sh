@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# End-to-end tests of the kiln tool: runs, --then with new shapes, outputs,
+# stats, graph export, and clean errors (exit 1 or 2, never a signal) for bad
+# input. Usage: cli_test.sh KILN_BINARY TEST_DATA_DIR
+set -u
+kiln=$1
+data=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+passed=0
+
+check() {  # check NAME EXPECTED_RC PATTERN -- CMD...
+  local name=$1 want=$2 pattern=$3
+  shift 4
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ "$rc" -ne "$want" ] || ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: rc=$rc (want $want), output:"
+    echo "$out" | head -20
+    failures=$((failures + 1))
+  else
+    passed=$((passed + 1))
+  fi
+}
+
+m=$data/add_relu.onnx
+check "run with --shape" 0 "output 'y': f32\[2,3\]" -- "$kiln" run "$m" --shape x=2x3
+check "dynamic dims need a shape" 1 "dynamic shape \[n,3\].*--shape x=" -- "$kiln" run "$m"
+check "wrong rank is named" 1 "input 'x'.*rank" -- "$kiln" run "$m" --shape x=2x3x4
+check "--then with new shapes" 0 "run 3:" -- "$kiln" run "$m" --shape x=1x3 --then --shape x=7x3 --then --shape x=2x3
+check "--backend vulkan says so" 1 "Vulkan execution backend is not implemented" -- "$kiln" run "$m" --backend vulkan --shape x=1x3
+check "unknown backend" 1 "unknown backend 'cuda'" -- "$kiln" run "$m" --backend cuda --shape x=1x3
+check "missing model file" 1 "NOT_FOUND.*/no/such/model.onnx" -- "$kiln" run /no/such/model.onnx
+head -c 300 /dev/urandom > "$tmp/garbage.onnx"
+check "garbage model" 1 "kiln: " -- "$kiln" run "$tmp/garbage.onnx"
+check "unknown option" 1 "unknown option --frobnicate" -- "$kiln" run "$m" --frobnicate 1
+check "unknown command" 2 "unknown command" -- "$kiln" frobnicate
+check "unknown input name" 1 "no input named 'nope'" -- "$kiln" run "$m" --input nope=/dev/null
+
+# Outputs and stats: y = relu(x + [1,-2,0.5]) on a known input.
+/usr/bin/python3 -c "import numpy as np; np.save('$tmp/x.npy', np.array([[-2,-1,0],[1,2,3]], dtype=np.float32))"
+check "--input/--output/--stats" 0 "" -- "$kiln" run "$m" --input x="$tmp/x.npy" --output y="$tmp/y.npy" --stats "$tmp/stats.json"
+check "output values" 0 "ok" -- /usr/bin/python3 -c "
+import json, numpy as np
+y = np.load('$tmp/y.npy')
+assert np.allclose(y, [[0,0,0.5],[2,0,3.5]]), y
+s = json.load(open('$tmp/stats.json'))
+assert s['runs'][0]['outputs']['y'] == '[2,3]' and s['nodes'] == 2, s
+print('ok')"
+check "bad .npy input" 1 "input x" -- "$kiln" run "$m" --input x="$tmp/stats.json"
+
+check "graph --dot" 0 "" -- "$kiln" graph "$m" --dot "$tmp/g.dot"
+check "dot content" 0 "n0 -> n1" -- cat "$tmp/g.dot"
+check "graph --text" 0 "Relu\(%s\)" -- "$kiln" graph "$m" --text -
+check "info" 0 "device" -- "$kiln" info
+check "info --json parses" 0 "ok" -- sh -c "'$kiln' info --json | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); assert isinstance(d[\"devices\"], list); print(\"ok\")'"
+
+echo "$passed passed, $failures failed"
+[ "$failures" -eq 0 ]

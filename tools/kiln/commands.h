@@ -1,0 +1,20 @@
+// The kiln subcommands and the shared way they report errors.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/base/status.h"
+
+namespace kiln::cli {
+
+int cmd_run(const std::vector<std::string>& argv);
+int cmd_info(const std::vector<std::string>& argv);
+int cmd_graph(const std::vector<std::string>& argv);
+
+// Prints "kiln: <status>" to stderr; returns the process exit code (1).
+int fail(const Status& status);
+// Prints "kiln: <message>" and a hint to run `kiln help`; returns 2.
+int usage_error(const std::string& message);
+
+}  // namespace kiln::cli

@@ -1,0 +1,62 @@
+// The kiln command-line tool: run models, inspect devices and graphs.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "tools/kiln/commands.h"
+
+namespace kiln::cli {
+
+int fail(const Status& status) {
+  std::fprintf(stderr, "kiln: %s\n", status.to_string().c_str());
+  return 1;
+}
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "kiln: %s\n(run `kiln help` for usage)\n", message.c_str());
+  return 2;
+}
+
+}  // namespace kiln::cli
+
+namespace {
+
+constexpr const char* kUsage = R"(kiln — a Vulkan-first neural-network inference engine
+
+usage:
+  kiln info [--json]
+      Vulkan devices and their capabilities.
+  kiln run MODEL [--backend reference|vulkan] [--device N|NAME]
+                 [--input NAME=FILE.npy|FILE.pb ...] [--shape NAME=AxBxC ...] [--seed N]
+                 [--output NAME=FILE.npy ...] [--stats FILE.json]
+                 [--then [--input ...] [--shape ...] [--output ...]] ...
+      Runs MODEL (ONNX). Without --input, inputs are seeded random tensors
+      (dynamic dims need --shape). Without --output, prints a summary of each
+      output (shape, first values, top-5 for classifiers). --then separates
+      further runs of the same loaded model, possibly with other shapes.
+  kiln graph MODEL [--dot FILE] [--text FILE] [--full-constants]
+      Writes the imported graph as Graphviz (--dot) or Kiln's text IR (--text;
+      '-' for stdout). Large constants are elided unless --full-constants.
+  kiln version
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "help") || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  std::vector<std::string> rest(argv + 2, argv + argc);
+  if (cmd == "run") return kiln::cli::cmd_run(rest);
+  if (cmd == "info") return kiln::cli::cmd_info(rest);
+  if (cmd == "graph") return kiln::cli::cmd_graph(rest);
+  if (cmd == "version" || cmd == "--version") {
+    std::printf("kiln %s\n", kiln_version_string());
+    return 0;
+  }
+  return kiln::cli::usage_error("unknown command '" + cmd + "'");
+}
