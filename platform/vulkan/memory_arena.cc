@@ -1,0 +1,331 @@
+// The device-memory arena and the Buffer/Image resources bound into it; see
+// memory_arena.h.
+#include "platform/vulkan/memory_arena.h"
+
+#include <algorithm>
+#include <cassert>
+#include <string>
+#include <vector>
+
+namespace kiln::vk {
+namespace {
+
+constexpr VkBufferUsageFlags kBufferUsage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
+                                            VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+constexpr VkImageUsageFlags kImageUsage = VK_IMAGE_USAGE_SAMPLED_BIT | VK_IMAGE_USAGE_STORAGE_BIT |
+                                          VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_TRANSFER_DST_BIT;
+
+VkDeviceSize align_up(VkDeviceSize v, VkDeviceSize a) { return (v + a - 1) / a * a; }
+
+VkBufferCreateInfo buffer_info(VkDeviceSize size) {
+  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  info.size = size;
+  info.usage = kBufferUsage;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  return info;
+}
+
+VkImageCreateInfo image_info(uint32_t width, uint32_t height, ImageFormat format) {
+  VkImageCreateInfo info{VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO};
+  info.imageType = VK_IMAGE_TYPE_2D;
+  info.format = vk_format(format);
+  info.extent = {width, height, 1};
+  info.mipLevels = 1;
+  info.arrayLayers = 1;
+  info.samples = VK_SAMPLE_COUNT_1_BIT;
+  info.tiling = VK_IMAGE_TILING_OPTIMAL;
+  info.usage = kImageUsage;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  info.initialLayout = VK_IMAGE_LAYOUT_UNDEFINED;
+  return info;
+}
+
+std::string bytes_string(VkDeviceSize v) { return std::to_string(v) + " bytes"; }
+
+}  // namespace
+
+VkFormat vk_format(ImageFormat format) {
+  return format == ImageFormat::kRGBA32F ? VK_FORMAT_R32G32B32A32_SFLOAT : VK_FORMAT_R16G16B16A16_SFLOAT;
+}
+
+uint32_t texel_bytes(ImageFormat format) { return format == ImageFormat::kRGBA32F ? 16 : 8; }
+
+const char* image_format_name(ImageFormat format) { return format == ImageFormat::kRGBA32F ? "rgba32f" : "rgba16f"; }
+
+// ---------------------------------------------------------------------------
+// Buffer / Image.
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    reset();
+    arena_ = std::exchange(other.arena_, nullptr);
+    buffer_ = std::exchange(other.buffer_, VK_NULL_HANDLE);
+    offset_ = std::exchange(other.offset_, 0);
+    reserved_ = std::exchange(other.reserved_, 0);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+void Buffer::reset() {
+  if (arena_ == nullptr) return;
+  const Device& device = arena_->device();
+  if (buffer_ != VK_NULL_HANDLE) device.fn().vkDestroyBuffer(device.handle(), buffer_, nullptr);
+  arena_->release(offset_, reserved_);
+  arena_ = nullptr;
+  buffer_ = VK_NULL_HANDLE;
+  offset_ = reserved_ = size_ = 0;
+}
+
+Image& Image::operator=(Image&& other) noexcept {
+  if (this != &other) {
+    reset();
+    arena_ = std::exchange(other.arena_, nullptr);
+    image_ = std::exchange(other.image_, VK_NULL_HANDLE);
+    view_ = std::exchange(other.view_, VK_NULL_HANDLE);
+    offset_ = std::exchange(other.offset_, 0);
+    reserved_ = std::exchange(other.reserved_, 0);
+    width_ = std::exchange(other.width_, 0);
+    height_ = std::exchange(other.height_, 0);
+    format_ = other.format_;
+    layout_ = std::exchange(other.layout_, VK_IMAGE_LAYOUT_UNDEFINED);
+  }
+  return *this;
+}
+
+void Image::reset() {
+  if (arena_ == nullptr) return;
+  const Device& device = arena_->device();
+  if (view_ != VK_NULL_HANDLE) device.fn().vkDestroyImageView(device.handle(), view_, nullptr);
+  if (image_ != VK_NULL_HANDLE) device.fn().vkDestroyImage(device.handle(), image_, nullptr);
+  arena_->release(offset_, reserved_);
+  arena_ = nullptr;
+  image_ = VK_NULL_HANDLE;
+  view_ = VK_NULL_HANDLE;
+  offset_ = reserved_ = 0;
+  width_ = height_ = 0;
+  layout_ = VK_IMAGE_LAYOUT_UNDEFINED;
+}
+
+// ---------------------------------------------------------------------------
+// MemoryArena.
+
+StatusOr<std::unique_ptr<MemoryArena>> MemoryArena::create(Device& device, VkDeviceSize capacity) {
+  KILN_RETURN_IF_ERROR(device.status());
+  if (capacity == 0) return invalid_argument("memory arena capacity must be positive");
+  const Capabilities& caps = device.capabilities();
+  if (caps.max_memory_allocation_size != 0 && capacity > caps.max_memory_allocation_size) {
+    return out_of_memory("memory arena of " + bytes_string(capacity) + " exceeds maxMemoryAllocationSize (" +
+                         bytes_string(caps.max_memory_allocation_size) + ")");
+  }
+  const VolkDeviceTable& fn = device.fn();
+  VkDevice dev = device.handle();
+
+  // Probe the memory types a buffer and each supported image format accept;
+  // the arena's type must serve all of them.
+  uint32_t type_bits = ~0u;
+  {
+    VkBufferCreateInfo binfo = buffer_info(256);
+    VkBuffer probe = VK_NULL_HANDLE;
+    KILN_RETURN_IF_ERROR(device.check(fn.vkCreateBuffer(dev, &binfo, nullptr, &probe), "vkCreateBuffer (probe)"));
+    VkMemoryRequirements req{};
+    fn.vkGetBufferMemoryRequirements(dev, probe, &req);
+    fn.vkDestroyBuffer(dev, probe, nullptr);
+    type_bits &= req.memoryTypeBits;
+  }
+  for (ImageFormat format : {ImageFormat::kRGBA32F, ImageFormat::kRGBA16F}) {
+    bool supported = format == ImageFormat::kRGBA32F ? caps.rgba32f_image : caps.rgba16f_image;
+    if (!supported) continue;
+    VkImageCreateInfo iinfo = image_info(16, 16, format);
+    VkImage probe = VK_NULL_HANDLE;
+    KILN_RETURN_IF_ERROR(device.check(fn.vkCreateImage(dev, &iinfo, nullptr, &probe), "vkCreateImage (probe)"));
+    VkMemoryRequirements req{};
+    fn.vkGetImageMemoryRequirements(dev, probe, &req);
+    fn.vkDestroyImage(dev, probe, nullptr);
+    type_bits &= req.memoryTypeBits;
+  }
+  StatusOr<uint32_t> type = device.find_memory_type(type_bits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  if (!type.ok()) {
+    return unimplemented("no device-local memory type accepts both buffers and RGBA images on '" + caps.device_name +
+                         "': " + type.status().message());
+  }
+  const VkPhysicalDeviceMemoryProperties& mem = device.memory_properties();
+  uint32_t heap_index = mem.memoryTypes[*type].heapIndex;
+  std::vector<MemoryHeapInfo> heaps = device.memory_heaps();
+  if (heap_index < heaps.size()) {
+    const MemoryHeapInfo& heap = heaps[heap_index];
+    if (capacity > heap.size) {
+      return out_of_memory("memory arena of " + bytes_string(capacity) + " exceeds device-local heap " +
+                           std::to_string(heap_index) + " (" + bytes_string(heap.size) + ")");
+    }
+    if (device.enabled().memory_budget && heap.budget != 0) {
+      VkDeviceSize available = heap.budget > heap.usage ? heap.budget - heap.usage : 0;
+      if (capacity > available) {
+        return out_of_memory("memory arena of " + bytes_string(capacity) + " exceeds the memory budget of heap " +
+                             std::to_string(heap_index) + " (" + bytes_string(available) + " of " +
+                             bytes_string(heap.budget) + " left)");
+      }
+    }
+  }
+
+  std::unique_ptr<MemoryArena> arena(new MemoryArena(device));
+  VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  alloc.allocationSize = capacity;
+  alloc.memoryTypeIndex = *type;
+  KILN_RETURN_IF_ERROR(device.check(fn.vkAllocateMemory(dev, &alloc, nullptr, &arena->memory_),
+                                    "vkAllocateMemory (" + bytes_string(capacity) + " arena)"));
+  arena->memory_type_ = *type;
+  arena->capacity_ = capacity;
+  arena->granularity_ = std::max<VkDeviceSize>(1, caps.buffer_image_granularity);
+  arena->free_[0] = capacity;
+  return arena;
+}
+
+MemoryArena::~MemoryArena() {
+  assert(live_ == 0 && "every Buffer and Image must be destroyed before their MemoryArena");
+  if (memory_ != VK_NULL_HANDLE) device_.fn().vkFreeMemory(device_.handle(), memory_, nullptr);
+}
+
+StatusOr<VkDeviceSize> MemoryArena::reserve(VkDeviceSize size, VkDeviceSize alignment, VkDeviceSize* reserved,
+                                            const char* what) {
+  // Every range starts and ends on bufferImageGranularity, so a linear buffer
+  // and an optimal-tiling image never share a granularity page, whatever the
+  // order they are placed in.
+  alignment = std::max(alignment, granularity_);
+  VkDeviceSize need = align_up(size, granularity_);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    VkDeviceSize start = align_up(it->first, alignment);
+    VkDeviceSize end = it->first + it->second;
+    if (start + need > end) continue;
+    VkDeviceSize block = it->first;
+    free_.erase(it);
+    if (start > block) free_[block] = start - block;
+    if (start + need < end) free_[start + need] = end - (start + need);
+    used_ += need;
+    peak_ = std::max(peak_, used_);
+    ++live_;
+    *reserved = need;
+    return start;
+  }
+  VkDeviceSize largest = 0;
+  for (const auto& [offset, free_size] : free_) largest = std::max(largest, free_size);
+  return out_of_memory(std::string("memory arena cannot fit ") + what + " of " + bytes_string(size) + " (alignment " +
+                       std::to_string(alignment) + "): " + bytes_string(capacity_ - used_) + " free of " +
+                       bytes_string(capacity_) + ", largest free range " + bytes_string(largest));
+}
+
+void MemoryArena::release(VkDeviceSize offset, VkDeviceSize reserved) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, inserted] = free_.emplace(offset, reserved);
+  assert(inserted);
+  (void)inserted;
+  auto next = std::next(it);
+  if (next != free_.end() && it->first + it->second == next->first) {
+    it->second += next->second;
+    free_.erase(next);
+  }
+  if (it != free_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second == it->first) {
+      prev->second += it->second;
+      free_.erase(it);
+    }
+  }
+  used_ -= reserved;
+  --live_;
+}
+
+StatusOr<Buffer> MemoryArena::create_buffer(VkDeviceSize size) {
+  KILN_RETURN_IF_ERROR(device_.status());
+  if (size == 0) return invalid_argument("buffer size must be positive");
+  if (size > capacity_) {
+    return out_of_memory("buffer of " + bytes_string(size) + " exceeds the memory arena's capacity (" +
+                         bytes_string(capacity_) + ")");
+  }
+  const VolkDeviceTable& fn = device_.fn();
+  VkBufferCreateInfo info = buffer_info(size);
+  Buffer buffer;
+  KILN_RETURN_IF_ERROR(device_.check(fn.vkCreateBuffer(device_.handle(), &info, nullptr, &buffer.buffer_), "vkCreateBuffer"));
+  VkMemoryRequirements req{};
+  fn.vkGetBufferMemoryRequirements(device_.handle(), buffer.buffer_, &req);
+  if ((req.memoryTypeBits & (1u << memory_type_)) == 0) {
+    fn.vkDestroyBuffer(device_.handle(), buffer.buffer_, nullptr);
+    return internal_error("a buffer of " + bytes_string(size) + " cannot live in the arena's memory type " +
+                          std::to_string(memory_type_));
+  }
+  StatusOr<VkDeviceSize> offset = reserve(req.size, req.alignment, &buffer.reserved_, "a buffer");
+  if (!offset.ok()) {
+    fn.vkDestroyBuffer(device_.handle(), buffer.buffer_, nullptr);
+    return std::move(offset).status();
+  }
+  // From here on the Buffer owns its range and handle: early returns clean up.
+  buffer.arena_ = this;
+  buffer.offset_ = *offset;
+  buffer.size_ = size;
+  KILN_RETURN_IF_ERROR(
+      device_.check(fn.vkBindBufferMemory(device_.handle(), buffer.buffer_, memory_, buffer.offset_), "vkBindBufferMemory"));
+  return buffer;
+}
+
+StatusOr<Image> MemoryArena::create_image(uint32_t width, uint32_t height, ImageFormat format) {
+  KILN_RETURN_IF_ERROR(device_.status());
+  const Capabilities& caps = device_.capabilities();
+  std::string desc = std::string(image_format_name(format)) + " image " + std::to_string(width) + "x" +
+                     std::to_string(height);
+  if (width == 0 || height == 0) return invalid_argument(desc + ": width and height must be positive");
+  if (width > caps.max_image_dimension_2d || height > caps.max_image_dimension_2d) {
+    return invalid_argument(desc + " exceeds maxImageDimension2D (" + std::to_string(caps.max_image_dimension_2d) + ")");
+  }
+  bool supported = format == ImageFormat::kRGBA32F ? caps.rgba32f_image : caps.rgba16f_image;
+  if (!supported) {
+    return unimplemented(desc + ": '" + caps.device_name +
+                         "' cannot use this format as a sampled + storage image with optimal tiling");
+  }
+  const VolkDeviceTable& fn = device_.fn();
+  VkDevice dev = device_.handle();
+  VkImageCreateInfo info = image_info(width, height, format);
+  Image image;
+  KILN_RETURN_IF_ERROR(device_.check(fn.vkCreateImage(dev, &info, nullptr, &image.image_), "vkCreateImage"));
+  VkMemoryRequirements req{};
+  fn.vkGetImageMemoryRequirements(dev, image.image_, &req);
+  if ((req.memoryTypeBits & (1u << memory_type_)) == 0) {
+    fn.vkDestroyImage(dev, image.image_, nullptr);
+    return internal_error(desc + " cannot live in the arena's memory type " + std::to_string(memory_type_));
+  }
+  StatusOr<VkDeviceSize> offset = reserve(req.size, req.alignment, &image.reserved_, "an image");
+  if (!offset.ok()) {
+    fn.vkDestroyImage(dev, image.image_, nullptr);
+    return std::move(offset).status().add_context(desc);
+  }
+  image.arena_ = this;
+  image.offset_ = *offset;
+  image.width_ = width;
+  image.height_ = height;
+  image.format_ = format;
+  KILN_RETURN_IF_ERROR(device_.check(fn.vkBindImageMemory(dev, image.image_, memory_, image.offset_), "vkBindImageMemory"));
+  VkImageViewCreateInfo view{VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO};
+  view.image = image.image_;
+  view.viewType = VK_IMAGE_VIEW_TYPE_2D;
+  view.format = info.format;
+  view.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+  KILN_RETURN_IF_ERROR(device_.check(fn.vkCreateImageView(dev, &view, nullptr, &image.view_), "vkCreateImageView"));
+  return image;
+}
+
+VkDeviceSize MemoryArena::used() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return used_;
+}
+
+VkDeviceSize MemoryArena::peak() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return peak_;
+}
+
+size_t MemoryArena::live_allocations() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return live_;
+}
+
+}  // namespace kiln::vk

@@ -1,0 +1,77 @@
+// Host <-> device copies for arena buffers and images, through a staging
+// buffer in host-visible memory.
+//
+// Arena memory is device-local and, on discrete GPUs, not mappable, so every
+// upload and download goes through a staging buffer: host memcpy, then
+// vkCmdCopyBuffer / vkCmdCopyBufferToImage (or the reverse) with the barriers
+// and image layout transitions the copy needs. Large copies are split into
+// chunks of at most the staging size. Each call is synchronous.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "engine/base/status.h"
+#include "platform/vulkan/memory_arena.h"
+#include "platform/vulkan/submitter.h"
+
+namespace kiln::vk {
+
+class Transfer {
+ public:
+  static constexpr VkDeviceSize kDefaultStagingBytes = 64ull << 20;
+
+  // `device` is borrowed and must outlive the Transfer. `staging_bytes`
+  // bounds the host-visible staging memory (and so the chunk size).
+  // Errors: VkResult errors, kNotFound when no host-visible memory exists.
+  static StatusOr<std::unique_ptr<Transfer>> create(Device& device, VkDeviceSize staging_bytes = kDefaultStagingBytes);
+  ~Transfer();
+  Transfer(const Transfer&) = delete;
+  Transfer& operator=(const Transfer&) = delete;
+
+  // Copies `size` bytes from `data` into `buffer` at `offset`. Commands that
+  // ran before on the queue are finished with the range first; later
+  // compute or transfer commands see the new bytes. Errors: kOutOfRange when
+  // the range exceeds the buffer, kDeviceLost, VkResult errors. Thread-safe.
+  Status upload(const Buffer& buffer, const void* data, size_t size, VkDeviceSize offset = 0);
+  // Copies `size` bytes of `buffer` from `offset` into `out`.
+  Status download(const Buffer& buffer, void* out, size_t size, VkDeviceSize offset = 0);
+
+  // Writes every texel of `image` from `data`: rows top to bottom, tightly
+  // packed, four channels per texel in the image's format (float32 for
+  // RGBA32F, IEEE half for RGBA16F); `size` must equal image.data_size().
+  // Leaves the image in VK_IMAGE_LAYOUT_GENERAL (sampled and storage use).
+  // Errors: kInvalidArgument for a size mismatch, kDeviceLost, VkResult errors.
+  Status upload(Image& image, const void* data, size_t size);
+  // Reads every texel of `image` into `out` (layout as above). The image
+  // must have been written before (kFailedPrecondition otherwise).
+  Status download(Image& image, void* out, size_t size);
+
+  Submitter& submitter() { return *submitter_; }
+  // Number of staging chunks copied so far (observable chunking for tests).
+  uint64_t chunks() const;
+
+ private:
+  explicit Transfer(Device& device) : device_(device) {}
+  // Makes the staging buffer at least `size` bytes (may exceed the cap for a
+  // single image row). Caller holds mutex_.
+  Status ensure_staging(VkDeviceSize size);
+  void release_staging();
+  Status flush_staging(VkDeviceSize size);
+  Status invalidate_staging(VkDeviceSize size);
+
+  Device& device_;
+  std::unique_ptr<Submitter> submitter_;
+  VkDeviceSize staging_cap_ = kDefaultStagingBytes;
+  mutable std::mutex mutex_;
+  VkBuffer staging_ = VK_NULL_HANDLE;
+  VkDeviceMemory staging_memory_ = VK_NULL_HANDLE;
+  VkDeviceSize staging_size_ = 0;
+  bool staging_coherent_ = true;
+  std::byte* mapped_ = nullptr;
+  uint64_t chunks_ = 0;
+};
+
+}  // namespace kiln::vk

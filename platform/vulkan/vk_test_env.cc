@@ -1,0 +1,102 @@
+// Shared instance/device for the platform tests; see vk_test_env.h.
+#include "platform/vulkan/vk_test_env.h"
+
+#include <memory>
+
+namespace kiln::vk::testing {
+namespace {
+
+struct State {
+  bool initialized = false;
+  std::unique_ptr<Instance> instance;
+  std::unique_ptr<Device> device;
+  std::string skip_reason;
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+void initialize() {
+  State& s = state();
+  if (s.initialized) return;
+  s.initialized = true;
+  InstanceOptions options;
+  options.application_name = "kiln_vulkan_test";
+  options.validation = Validation::kRequired;
+  options.synchronization_validation = true;
+  StatusOr<std::unique_ptr<Instance>> instance = Instance::create(options);
+  if (!instance.ok()) {
+    // No loader at all is a skip; a missing validation layer is a failure
+    // (the tests promise validated runs).
+    if (instance.status().message().find("validation") != std::string::npos) {
+      ADD_FAILURE() << instance.status().to_string();
+    }
+    s.skip_reason = "no Vulkan instance: " + instance.status().to_string();
+    return;
+  }
+  StatusOr<std::unique_ptr<Device>> device = Device::create(**instance);
+  if (!device.ok()) {
+    s.skip_reason = "no Vulkan device: " + device.status().to_string();
+    s.instance = std::move(instance).value();
+    return;
+  }
+  s.instance = std::move(instance).value();
+  s.device = std::move(device).value();
+}
+
+// Destroys the device, then the instance, after the last test, and fails if
+// their destruction produced validation errors.
+class Environment : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    State& s = state();
+    s.device.reset();
+    if (s.instance != nullptr) {
+      EXPECT_EQ(s.instance->error_count(), 0u) << format_errors(*s.instance);
+      s.instance.reset();
+    }
+  }
+};
+
+[[maybe_unused]] ::testing::Environment* const kEnvironment =
+    ::testing::AddGlobalTestEnvironment(new Environment());
+
+}  // namespace
+
+Instance* test_instance() {
+  initialize();
+  return state().instance.get();
+}
+
+Device* test_device() {
+  initialize();
+  return state().device.get();
+}
+
+const std::string& skip_reason() {
+  initialize();
+  return state().skip_reason;
+}
+
+std::string format_errors(const Instance& instance) {
+  std::string out;
+  for (const DebugMessage& m : instance.messages()) {
+    if (!m.is_error()) continue;
+    out += "\n  [" + m.id_name + "] " + m.text;
+  }
+  return out;
+}
+
+void VulkanTest::SetUp() {
+  if (test_device() == nullptr) GTEST_SKIP() << skip_reason();
+  instance().clear_messages();
+}
+
+void VulkanTest::TearDown() {
+  if (test_device() == nullptr) return;
+  EXPECT_EQ(instance().error_count(), 0u) << "validation errors:" << format_errors(instance());
+}
+
+}  // namespace kiln::vk::testing
