@@ -1,6 +1,7 @@
 // Host tensor storage; see tensor.h.
 #include "engine/base/tensor.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 
@@ -76,11 +77,24 @@ int64_t load_i64(const void* p, int64_t i) {
   if constexpr (std::is_same_v<T, Half>) return static_cast<int64_t>(static_cast<float>(v));
   else return static_cast<int64_t>(v);
 }
+// double -> T without undefined behaviour: integers truncate toward zero and
+// saturate at the type's range; NaN becomes 0.
 template <typename T>
 void store_f64(void* p, int64_t i, double v) {
-  if constexpr (std::is_same_v<T, Half>) static_cast<T*>(p)[i] = Half(static_cast<float>(v));
-  else if constexpr (std::is_same_v<T, bool>) static_cast<T*>(p)[i] = v != 0.0;
-  else static_cast<T*>(p)[i] = static_cast<T>(v);
+  if constexpr (std::is_same_v<T, Half>) {
+    static_cast<T*>(p)[i] = Half(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<T, bool>) {
+    static_cast<T*>(p)[i] = v != 0.0;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    static_cast<T*>(p)[i] = static_cast<T>(v);
+  } else {
+    T out = 0;
+    if (std::isnan(v)) out = 0;
+    else if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) out = std::numeric_limits<T>::lowest();
+    else if (v >= static_cast<double>(std::numeric_limits<T>::max())) out = std::numeric_limits<T>::max();
+    else out = static_cast<T>(v);
+    static_cast<T*>(p)[i] = out;
+  }
 }
 }  // namespace
 

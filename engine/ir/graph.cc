@@ -112,6 +112,7 @@ NodeId Graph::add_node(std::string op, std::vector<ValueId> inputs, std::vector<
   n.attrs = std::move(attrs);
   n.region = region;
   for (size_t i = 0; i < n.outputs.size(); ++i) {
+    if (n.outputs[i] == kNoValue) continue;  // an omitted optional output
     Value& v = values_[static_cast<size_t>(n.outputs[i])];
     v.producer = n.id;
     v.producer_output = static_cast<int32_t>(i);

@@ -44,7 +44,10 @@ Status KernelContext::error(const std::string& message) const {
 
 Status OpRegistry::add(OpSchema schema) {
   auto key = std::make_pair(schema.domain, schema.name);
-  if (ops_.count(key)) return internal_error("op registered twice: " + schema.name);
+  if (ops_.count(key)) {
+    registration_errors_.push_back("op registered twice: " + schema.name);
+    return internal_error(registration_errors_.back());
+  }
   ops_[key] = std::make_unique<OpSchema>(std::move(schema));
   return ok_status();
 }

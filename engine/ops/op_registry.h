@@ -127,8 +127,11 @@ struct OpSchema {
 
 class OpRegistry {
  public:
-  // Registers an op; a duplicate (domain, name) is an internal error.
+  // Registers an op; a duplicate (domain, name) is an internal error, which
+  // is also remembered in registration_errors() so that a family that
+  // ignores the status cannot hide it (a test checks the list is empty).
   Status add(OpSchema schema);
+  const std::vector<std::string>& registration_errors() const { return registration_errors_; }
   const OpSchema* find(std::string_view domain, std::string_view name) const;
   std::vector<const OpSchema*> all() const;
 
@@ -137,6 +140,7 @@ class OpRegistry {
 
  private:
   std::map<std::pair<std::string, std::string>, std::unique_ptr<OpSchema>> ops_;
+  std::vector<std::string> registration_errors_;
 };
 
 // Runs shape inference for `node` with the given input infos, after checking

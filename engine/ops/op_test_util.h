@@ -57,6 +57,10 @@ inline void expect_near(const Tensor& actual, const Tensor& expected, double ato
       EXPECT_TRUE(std::isnan(a)) << "at " << i;
       continue;
     }
+    if (std::isinf(e)) {
+      EXPECT_EQ(a, e) << "at " << i;
+      continue;
+    }
     ASSERT_LE(std::abs(a - e), atol + rtol * std::abs(e)) << "element " << i << ": " << a << " vs " << e;
   }
 }
