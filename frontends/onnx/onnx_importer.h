@@ -2,12 +2,23 @@
 //
 // Parses a ModelProto with the OS's libonnx/protobuf, converts initializers
 // (including external data confined to the model's directory), normalizes
-// opsets 11–18 to the op semantics the registry implements (attributes that
-// later opsets turned into inputs — Split's split, Squeeze/Unsqueeze/Reduce*
-// axes, Clip's min/max, Pad's pads — become constant inputs), turns Constant
-// nodes into constant values, and checks every node against the op registry.
-// Errors name the node, op and problem. protobuf may throw; every exception
-// is caught here and becomes a status.
+// opsets 7–18 to the opset-18 semantics the registry implements (attributes
+// that later opsets turned into inputs — Split's split, Squeeze/Unsqueeze/
+// Reduce* axes, Clip's min/max, Pad's pads, Slice's starts/ends — become
+// constant inputs; Upsample and Resize-10 become Resize; Softmax before 13
+// keeps its flatten-to-2-D meaning), turns Constant nodes into constant
+// values, checks every node against the op registry and runs shape inference
+// so every value has a dtype and a (symbolic) shape. Models for opsets 1–6
+// import only when all their ops kept their meaning since. Errors name the
+// node, op and problem. protobuf may throw; every exception is caught here
+// and becomes a status.
+//
+// Errors: DATA_LOSS for bytes that do not parse (or external data files that
+// are too short), UNIMPLEMENTED for unsupported ops (all listed in one
+// message), opsets and types, PERMISSION_DENIED for external data outside
+// the model's directory, NOT_FOUND for missing files, INVALID_ARGUMENT for
+// malformed models (dangling inputs, duplicate outputs, sizes that do not
+// match shapes, cycles...).
 //
 // Thread-safety: the functions are re-entrant.
 #pragma once
@@ -15,6 +26,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/base/status.h"
 #include "engine/base/tensor.h"
@@ -23,8 +35,8 @@
 namespace kiln::onnx {
 
 struct ImportOptions {
-  // Names of graph inputs' dims that should become symbols even if the model
-  // fixes them (unused dims keep the model's names).
+  // Whether tensors may read external data files (always confined to the
+  // model's directory); false makes such models PERMISSION_DENIED.
   bool allow_external_data = true;
 };
 
@@ -37,5 +49,19 @@ StatusOr<std::unique_ptr<ir::Graph>> import_model_bytes(const void* data, size_t
                                                         const ImportOptions& options = {});
 // Loads a serialized TensorProto (.pb), as the ONNX test data uses.
 StatusOr<Tensor> load_tensor_proto_file(const std::string& path);
+
+// What of a model file Kiln does not support, found without converting it.
+// Conformance runners use it to tell "unsupported" apart from "wrong".
+struct SupportReport {
+  // Ops (sub-graphs included) the built-in registry lacks, after the same
+  // opset upgrades import applies: "Foo" or "com.example.Bar".
+  std::vector<std::string> ops;
+  // Value types Kiln has no equivalent for, used by the model's inputs,
+  // outputs, initializers or value_info: "string", "bfloat16", "complex64",
+  // "sequence", "optional", "map", "sparse tensor".
+  std::vector<std::string> types;
+  bool supported() const { return ops.empty() && types.empty(); }
+};
+StatusOr<SupportReport> check_model_support(const std::string& path);
 
 }  // namespace kiln::onnx
