@@ -66,6 +66,9 @@ struct Value {
   int32_t producer_output = 0;
   RegionId region = kMainRegion;  // where the value is defined
   Tensor constant;                // defined() for initializers
+  // Free-form facts passes attach (layout, storage) for later passes and
+  // the planner; ordered for deterministic printing.
+  std::map<std::string, std::string> annotations;
 
   bool is_constant() const { return constant.defined(); }
 };
@@ -80,6 +83,8 @@ struct Node {
   std::map<std::string, Attribute> attrs;  // ordered: deterministic printing
   RegionId region = kMainRegion;
   bool erased = false;
+  // Free-form facts passes attach (fusion group, kernel configuration).
+  std::map<std::string, std::string> annotations;
 
   const Attribute* attr(std::string_view key) const;
   int64_t attr_int(std::string_view key, int64_t fallback) const;

@@ -1,0 +1,36 @@
+// The standard pipeline (see default_pipeline.h).
+#include "engine/registry/default_pipeline.h"
+
+#include "plugins/canonicalize/canonicalize.h"
+
+namespace kiln::registry {
+
+const std::vector<std::string>& default_pipeline() {
+  // No-ops first so folding sees through them; shape folding feeds constant
+  // folding; CSE before DCE so merged nodes' producers are collected.
+  static const std::vector<std::string> kPasses = {"remove-noops", "fold-shapes", "fold-constants",
+                                                    "fuse-conv-batchnorm", "cse", "dce"};
+  return kPasses;
+}
+
+Status load_standard_plugins(PluginRegistry& registry, const PipelineSetup& setup, const LogFn& log) {
+  KILN_RETURN_IF_ERROR(registry.load_static(kiln_canonicalize_plugin_query, "static:kiln.canonicalize"));
+  if (setup.load_environment) {
+    Status s = registry.load_from_environment();
+    if (!s.ok() && log) log(KILN_LOG_WARNING, "KILN_PLUGIN_PATH: " + s.message());
+  }
+  for (const std::string& file : setup.plugin_files) KILN_RETURN_IF_ERROR(registry.load_file(file));
+  return ok_status();
+}
+
+StatusOr<std::vector<PassRecord>> run_default_pipeline(ir::Graph& graph, const PipelineOptions& options,
+                                                       const PipelineSetup& setup) {
+  PluginRegistry registry;
+  KILN_RETURN_IF_ERROR(load_standard_plugins(registry, setup, options.log));
+  PassManager manager(registry);
+  manager.define_pipeline("default", default_pipeline());
+  KILN_RETURN_IF_ERROR(manager.run(graph, options));
+  return manager.records();
+}
+
+}  // namespace kiln::registry

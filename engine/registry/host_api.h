@@ -1,0 +1,36 @@
+// The host side of the plugin ABI: kiln_host_api_t over an ir::Graph.
+//
+// A pass runs against a working copy of the graph; the view and the rewriter
+// both refer to that copy, so a pass sees its own edits. The caller's graph is
+// replaced only when the pass succeeds, every rewriter call succeeded, and the
+// copy verifies and re-infers its shapes — otherwise it is left untouched.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "engine/base/status.h"
+#include "engine/ir/graph.h"
+#include "kiln/kiln_plugin.h"
+
+namespace kiln::registry {
+
+using LogFn = std::function<void(kiln_log_level_t level, const std::string& message)>;
+
+// The function table handed to plugins. Static; valid for the process.
+const kiln_host_api_t* host_api();
+
+struct PassRunResult {
+  bool committed = false;
+  std::map<std::string, int64_t> statistics;
+};
+
+// Runs `pass` on `graph` and commits its edits if everything checks out.
+// Errors name the pass: its own status, a failed rewriter call, a verifier
+// or shape-inference failure of the edited graph. `log` receives the
+// plugin's log messages (may be empty).
+StatusOr<PassRunResult> run_pass(const kiln_pass_t& pass, ir::Graph& graph, const LogFn& log);
+
+}  // namespace kiln::registry

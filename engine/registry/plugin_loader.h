@@ -1,0 +1,56 @@
+// Loads plugins (shared libraries or linked-in query functions) and checks
+// that what they describe is something this host can run.
+//
+// Everything the host reads from a plugin goes through the same validation,
+// whether the plugin came from dlopen or from a static registration, so the
+// in-tree plugins exercise exactly the ABI third parties use.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/base/status.h"
+#include "kiln/kiln_plugin.h"
+
+namespace kiln::registry {
+
+struct LoadedPlugin {
+  std::string name;
+  std::string version;
+  std::string origin;  // file path, or "static:<name>" for linked-in plugins
+  const kiln_plugin_t* descriptor = nullptr;
+  void* handle = nullptr;  // dlopen handle; null for static plugins
+};
+
+class PluginRegistry {
+ public:
+  PluginRegistry() = default;
+  ~PluginRegistry();
+  PluginRegistry(const PluginRegistry&) = delete;
+  PluginRegistry& operator=(const PluginRegistry&) = delete;
+
+  // dlopens `path`, finds kiln_plugin_query and registers what it returns.
+  Status load_file(const std::string& path);
+  // Registers a linked-in plugin through its query function.
+  Status load_static(kiln_plugin_query_fn query, const std::string& origin);
+  // Loads every *.so (sorted by name) in each directory of a colon-separated
+  // list. Good plugins are kept even when others fail; the error lists every
+  // failure.
+  Status load_search_path(std::string_view dirs);
+  // load_search_path($KILN_PLUGIN_PATH); OK when the variable is unset.
+  Status load_from_environment();
+
+  const std::vector<LoadedPlugin>& plugins() const { return plugins_; }
+  // The pass with this name, or null.
+  const kiln_pass_t* find_pass(std::string_view name) const;
+  // Every pass of every plugin, in load order.
+  std::vector<const kiln_pass_t*> passes() const;
+
+ private:
+  Status add(const kiln_plugin_t* descriptor, const std::string& origin, void* handle);
+
+  std::vector<LoadedPlugin> plugins_;
+};
+
+}  // namespace kiln::registry

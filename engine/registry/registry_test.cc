@@ -1,0 +1,232 @@
+// ABI tests: the loader's refusals and the pass runner's guarantees, driven by
+// the fixture plugins in testdata/ (built as shared libraries).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "engine/ir/text.h"
+#include "engine/registry/pass_manager.h"
+#include "engine/registry/plugin_loader.h"
+
+namespace kiln::registry {
+namespace {
+
+constexpr const char* kGraph = R"(graph @g opset 17 {
+  input %x : f32[2,3]
+  const %w : f32[3] = dense<[1.0,2.0,3.0]>
+  %y = Mul(%x, %w) : f32[2,3]
+  %z = Relu(%y) : f32[2,3]
+  return %z
+}
+)";
+
+std::unique_ptr<ir::Graph> parse(const char* text) {
+  auto g = ir::parse_graph(text);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return g.ok() ? std::move(*g) : nullptr;
+}
+
+TEST(PluginLoader, GoodPluginLoads) {
+  PluginRegistry reg;
+  Status s = reg.load_file(KILN_FIXTURE_GOOD);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(reg.plugins().size(), 1u);
+  EXPECT_EQ(reg.plugins()[0].name, "test.good");
+  EXPECT_EQ(reg.plugins()[0].version, "0.1");
+  EXPECT_NE(reg.find_pass("test.noop"), nullptr);
+  EXPECT_EQ(reg.find_pass("test.nope"), nullptr);
+  EXPECT_EQ(reg.passes().size(), 8u);
+}
+
+TEST(PluginLoader, WrongMajorRefused) {
+  PluginRegistry reg;
+  Status s = reg.load_file(KILN_FIXTURE_MAJOR);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("speaks ABI 2.0, this Kiln speaks 1.0"), std::string::npos) << s.message();
+  EXPECT_TRUE(reg.plugins().empty());
+}
+
+TEST(PluginLoader, NewerMinorRefused) {
+  PluginRegistry reg;
+  Status s = reg.load_file(KILN_FIXTURE_MINOR);
+  ASSERT_FALSE(s.ok());
+  const std::string want = "speaks ABI 1." + std::to_string(KILN_PLUGIN_ABI_MINOR + 1) + ", this Kiln speaks 1." +
+                           std::to_string(KILN_PLUGIN_ABI_MINOR);
+  EXPECT_NE(s.message().find(want), std::string::npos) << s.message();
+}
+
+TEST(PluginLoader, ShortStructRefused) {
+  PluginRegistry reg;
+  Status s = reg.load_file(KILN_FIXTURE_SHORT);
+  ASSERT_FALSE(s.ok());
+  const std::string want = "descriptor struct_size 8 is smaller than the 1.0 layout " + std::to_string(sizeof(kiln_plugin_t));
+  EXPECT_NE(s.message().find(want), std::string::npos) << s.message();
+}
+
+TEST(PluginLoader, MissingSymbolRefused) {
+  PluginRegistry reg;
+  Status s = reg.load_file(KILN_FIXTURE_NOSYM);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("exports no kiln_plugin_query"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("undefined symbol"), std::string::npos) << s.message();
+}
+
+TEST(PluginLoader, NullDescriptorRefused) {
+  PluginRegistry reg;
+  Status s = reg.load_file(KILN_FIXTURE_NULL);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("returned NULL"), std::string::npos) << s.message();
+}
+
+TEST(PluginLoader, MissingFileRefused) {
+  PluginRegistry reg;
+  Status s = reg.load_file("/nonexistent/libnothing.so");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("/nonexistent/libnothing.so"), std::string::npos);
+}
+
+TEST(PluginLoader, DuplicateNameRefused) {
+  PluginRegistry reg;
+  ASSERT_TRUE(reg.load_file(KILN_FIXTURE_GOOD).ok());
+  Status s = reg.load_file(KILN_FIXTURE_ZDUP);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("a plugin of that name is already loaded"), std::string::npos) << s.message();
+  EXPECT_EQ(reg.plugins().size(), 1u);
+}
+
+TEST(PluginLoader, SearchPathLoadsGoodAndReportsBad) {
+  PluginRegistry reg;
+  Status s = reg.load_search_path(std::string(KILN_FIXTURE_DIR) + "::/nonexistent-dir");
+  ASSERT_FALSE(s.ok());
+  // The good fixture loads; each broken one is named in the error.
+  EXPECT_NE(reg.find_pass("test.noop"), nullptr);
+  EXPECT_NE(s.message().find("speaks ABI 2.0"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("/nonexistent-dir"), std::string::npos) << s.message();
+}
+
+class PassRunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Status s = reg_.load_file(KILN_FIXTURE_GOOD);
+    ASSERT_TRUE(s.ok()) << s.message();
+    graph_ = parse(kGraph);
+    ASSERT_NE(graph_, nullptr);
+    before_ = ir::print_graph(*graph_);
+    options_.log = [this](kiln_log_level_t level, const std::string& m) {
+      if (level >= KILN_LOG_WARNING) warnings_.push_back(m);
+    };
+  }
+  Status run(std::vector<std::string> passes) {
+    options_.passes = std::move(passes);
+    return pm_.run(*graph_, options_);
+  }
+  PluginRegistry reg_;
+  PassManager pm_{reg_};
+  PipelineOptions options_;
+  std::unique_ptr<ir::Graph> graph_;
+  std::string before_;
+  std::vector<std::string> warnings_;
+};
+
+TEST_F(PassRunTest, ValidRewriteCommits) {
+  Status s = run({"test.noop", "test.add-identity"});
+  ASSERT_TRUE(s.ok()) << s.message();
+  const std::string after = ir::print_graph(*graph_);
+  EXPECT_NE(after.find("%z_copy = Identity(%z) : f32[2,3]"), std::string::npos) << after;
+  EXPECT_NE(after.find("return %z_copy"), std::string::npos) << after;
+  ASSERT_EQ(pm_.records().size(), 2u);
+  EXPECT_TRUE(pm_.records()[1].committed);
+  EXPECT_EQ(pm_.records()[0].statistics.at("runs"), 1);
+  EXPECT_EQ(pm_.records()[1].statistics.at("identities-added"), 1);
+  const ir::Node& id_node = graph_->node(graph_->value(graph_->main().outputs[0]).producer);
+  EXPECT_EQ(id_node.annotations.at("fixture"), "yes");
+}
+
+TEST_F(PassRunTest, FailingRequiredPassLeavesGraphAndNamesPass) {
+  Status s = run({"test.fail"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("pass 'test.fail' failed: the fixture fails on purpose"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(ir::print_graph(*graph_), before_);
+}
+
+TEST_F(PassRunTest, FailingOptionalPassIsSkippedWithWarning) {
+  Status s = run({"test.fail-optional", "test.add-identity"});
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(warnings_.size(), 1u);
+  EXPECT_NE(warnings_[0].find("optional pass 'test.fail-optional' skipped"), std::string::npos) << warnings_[0];
+  EXPECT_TRUE(pm_.records()[0].skipped);
+  EXPECT_TRUE(pm_.records()[1].committed);
+  EXPECT_EQ(ir::print_graph(*graph_).find("touched"), std::string::npos);
+}
+
+TEST_F(PassRunTest, InvalidGraphIsDiscarded) {
+  Status s = run({"test.invalid"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("pass 'test.invalid' produced an invalid graph"), std::string::npos) << s.message();
+  EXPECT_EQ(ir::print_graph(*graph_), before_);
+}
+
+TEST_F(PassRunTest, ThrowingPassIsContained) {
+  Status s = run({"test.throw"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("pass 'test.throw' failed: uncaught exception: fixture exploded"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(ir::print_graph(*graph_), before_);
+}
+
+TEST_F(PassRunTest, IgnoredRefusedEditBlocksCommit) {
+  Status s = run({"test.ignores-refusal"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("pass 'test.ignores-refusal' made an invalid edit, nothing was applied: erase_node: "
+                             "123456 is not a live node"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(ir::print_graph(*graph_), before_);
+}
+
+TEST(HostApi, TableIsVersionedAndComplete) {
+  const kiln_host_api_t* api = host_api();
+  EXPECT_EQ(api->struct_size, sizeof(kiln_host_api_t));
+  EXPECT_EQ(api->abi_version, KILN_PLUGIN_ABI_VERSION);
+  EXPECT_TRUE(KILN_PLUGIN_HAS_FIELD(api, kiln_host_api_t, attr_name_at));
+  // Every entry is filled: a NULL slot would crash the first plugin using it.
+  const auto* slots = reinterpret_cast<const unsigned char*>(&api->make_status);
+  const size_t n = (sizeof(kiln_host_api_t) - offsetof(kiln_host_api_t, make_status)) / sizeof(void (*)());
+  for (size_t i = 0; i < n; ++i) {
+    void (*fn)() = nullptr;
+    std::memcpy(&fn, slots + i * sizeof(fn), sizeof(fn));
+    EXPECT_NE(fn, nullptr) << "slot " << i;
+  }
+}
+
+TEST_F(PassRunTest, MissingFactFailsNamingIt) {
+  Status s = run({"test.needs-layouts"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("pass 'test.needs-layouts': requires layouts"), std::string::npos) << s.message();
+}
+
+TEST_F(PassRunTest, PipelinesAndDisable) {
+  pm_.define_pipeline("default", {"test.noop", "test.add-identity"});
+  options_.disabled = {"test.add-identity"};
+  auto names = pm_.resolve(options_);
+  ASSERT_TRUE(names.ok());
+  EXPECT_EQ(*names, std::vector<std::string>{"test.noop"});
+  options_.disabled = {"test.unknown"};
+  EXPECT_FALSE(pm_.resolve(options_).ok());
+  options_.disabled.clear();
+  options_.passes = {"test.unknown"};
+  auto bad = pm_.resolve(options_);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("unknown pass 'test.unknown'"), std::string::npos);
+  options_.passes.clear();
+  options_.pipeline = "nope";
+  EXPECT_FALSE(pm_.resolve(options_).ok());
+  EXPECT_EQ(split_pass_list("a, b,,c"), (std::vector<std::string>{"a", "b", "c"}));
+}
+
+}  // namespace
+}  // namespace kiln::registry

@@ -1,0 +1,269 @@
+/* Kiln plugin ABI: everything a plugin (an optimization pass, a cost model,
+ * a backend) needs to talk to Kiln, in plain C99.
+ *
+ * A plugin is a shared library exporting one symbol:
+ *
+ *     const kiln_plugin_t* kiln_plugin_query(uint32_t host_abi_version);
+ *
+ * It returns a descriptor whose abi_version it speaks, or NULL if it can speak
+ * nothing the host accepts. Versions are major << 16 | minor. The host refuses
+ * a plugin of another major version, or of a newer minor version than its own.
+ *
+ * Rules that keep the ABI stable:
+ *   - every struct that crosses the boundary starts with `uint32_t struct_size`
+ *     and only ever grows at the end; a reader checks struct_size (through
+ *     KILN_PLUGIN_HAS_FIELD) before it touches a field added later;
+ *   - arrays of structs never cross the boundary (their stride would freeze
+ *     the struct's size); lists are arrays of pointers;
+ *   - the host owns the graph: a pass reads it through kiln_host_api_t and
+ *     stages edits in a rewriter; the view shows the staged state (a pass sees
+ *     its own edits), but nothing reaches the host's graph until the pass
+ *     returns success and the edited graph verifies and re-infers its shapes,
+ *     so a failing or buggy pass changes nothing;
+ *   - a rewriter call that fails (bad id, wrong region) returns 0 and is also
+ *     remembered: the host refuses to commit a run with a failed edit, so a
+ *     pass that ignores return codes cannot commit half of what it meant;
+ *   - statuses are made and freed by the host (NULL = success); no allocation
+ *     crosses heaps; strings the host returns live until the pass returns;
+ *   - plugins never print: they log through the host.
+ */
+#ifndef KILN_KILN_PLUGIN_H_
+#define KILN_KILN_PLUGIN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KILN_PLUGIN_ABI_MAJOR 1u
+#define KILN_PLUGIN_ABI_MINOR 0u
+#define KILN_PLUGIN_ABI_VERSION ((KILN_PLUGIN_ABI_MAJOR << 16) | KILN_PLUGIN_ABI_MINOR)
+#define KILN_PLUGIN_ABI_VERSION_MAJOR(v) ((uint32_t)(v) >> 16)
+#define KILN_PLUGIN_ABI_VERSION_MINOR(v) ((uint32_t)(v)&0xffffu)
+
+/* True when a struct of size `size` holds `field` (size-tolerant reads). */
+#define KILN_PLUGIN_HAS_FIELD(ptr, type, field) \
+  ((ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
+
+#if defined(_WIN32)
+#define KILN_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define KILN_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* ---- ids, statuses, facts ---------------------------------------------- */
+
+typedef int32_t kiln_node_id_t;   /* dense ids; -1 = none */
+typedef int32_t kiln_value_id_t;  /* -1 = an omitted optional input */
+typedef int32_t kiln_region_id_t; /* 0 = the main graph */
+#define KILN_NO_ID (-1)
+
+/* Opaque, host-made status. NULL means success. */
+typedef struct kiln_plugin_status_t kiln_plugin_status_t;
+
+/* Same numbering as kiln_status_code_t in kiln.h. */
+typedef enum kiln_plugin_code_t {
+  KILN_PLUGIN_OK = 0,
+  KILN_PLUGIN_INVALID_ARGUMENT = 1,
+  KILN_PLUGIN_NOT_FOUND = 2,
+  KILN_PLUGIN_UNIMPLEMENTED = 3,
+  KILN_PLUGIN_OUT_OF_MEMORY = 4,
+  KILN_PLUGIN_INTERNAL = 6,
+  KILN_PLUGIN_FAILED_PRECONDITION = 7
+} kiln_plugin_code_t;
+
+typedef enum kiln_log_level_t {
+  KILN_LOG_DEBUG = 0,
+  KILN_LOG_INFO = 1,
+  KILN_LOG_WARNING = 2,
+  KILN_LOG_ERROR = 3
+} kiln_log_level_t;
+
+/* Facts a pass requires (computed before it runs) and invalidates. */
+typedef enum kiln_fact_t {
+  KILN_FACT_SHAPES = 1u << 0,         /* dtypes and symbolic shapes of every value */
+  KILN_FACT_LAYOUTS = 1u << 1,        /* per-value layout / storage annotations */
+  KILN_FACT_FUSION_GROUPS = 1u << 2,  /* per-node fusion-group annotations */
+  KILN_FACT_KERNEL_CONFIGS = 1u << 3, /* per-node tile / work-group choices */
+  KILN_FACT_MEMORY_PLAN = 1u << 4     /* execution order and arena offsets */
+} kiln_fact_t;
+
+/* ---- the graph as a plugin sees it ------------------------------------------ */
+
+typedef struct kiln_graph_t kiln_graph_t;       /* read-only view, valid during a pass */
+typedef struct kiln_rewriter_t kiln_rewriter_t; /* staged edits of one pass run */
+
+typedef enum kiln_attr_kind_t {
+  KILN_ATTR_INT = 0,
+  KILN_ATTR_FLOAT = 1,
+  KILN_ATTR_STRING = 2,
+  KILN_ATTR_INTS = 3,
+  KILN_ATTR_FLOATS = 4,
+  KILN_ATTR_STRINGS = 5,
+  KILN_ATTR_TENSOR = 6,
+  KILN_ATTR_GRAPH = 7,
+  KILN_ATTR_NONE = -1 /* no such attribute */
+} kiln_attr_kind_t;
+
+/* A symbolic dim: a constant, or a symbolic expression (printed form in
+ * `expr`, e.g. "seq", "((h*2)+1)"), or unknown. */
+typedef struct kiln_dim_t {
+  uint32_t struct_size;
+  int32_t is_const;    /* 1: `value` holds the dim */
+  int32_t is_unknown;  /* 1: nothing is known */
+  int64_t value;
+  const char* expr;    /* symbolic form; valid during the pass */
+} kiln_dim_t;
+
+/* dtype numbering follows kiln_dtype_t in kiln.h. */
+typedef struct kiln_value_info_t {
+  uint32_t struct_size;
+  const char* name;
+  int32_t dtype;
+  int32_t rank;              /* -1 = unknown rank */
+  kiln_node_id_t producer;   /* KILN_NO_ID for inputs and constants */
+  int32_t producer_output;
+  int32_t is_constant;       /* 1: constant data readable with value_constant */
+  kiln_region_id_t region;
+} kiln_value_info_t;
+
+typedef struct kiln_node_info_t {
+  uint32_t struct_size;
+  const char* op;
+  const char* domain; /* "" for the default ONNX domain */
+  const char* name;
+  size_t input_count;
+  size_t output_count;
+  kiln_region_id_t region;
+} kiln_node_info_t;
+
+/* The host's function table. Pointers stay valid while the plugin is loaded. */
+typedef struct kiln_host_api_t {
+  uint32_t struct_size;
+  uint32_t abi_version;
+
+  /* statuses and logging */
+  kiln_plugin_status_t* (*make_status)(kiln_plugin_code_t code, const char* message);
+  void (*log)(kiln_log_level_t level, const char* message);
+
+  /* regions and nodes: region_node_count/at walk a region's nodes in order */
+  size_t (*region_count)(const kiln_graph_t* g);
+  size_t (*region_node_count)(const kiln_graph_t* g, kiln_region_id_t region);
+  kiln_node_id_t (*region_node_at)(const kiln_graph_t* g, kiln_region_id_t region, size_t index);
+  size_t (*region_input_count)(const kiln_graph_t* g, kiln_region_id_t region);
+  kiln_value_id_t (*region_input_at)(const kiln_graph_t* g, kiln_region_id_t region, size_t index);
+  size_t (*region_output_count)(const kiln_graph_t* g, kiln_region_id_t region);
+  kiln_value_id_t (*region_output_at)(const kiln_graph_t* g, kiln_region_id_t region, size_t index);
+
+  int32_t (*node_info)(const kiln_graph_t* g, kiln_node_id_t node, kiln_node_info_t* out); /* 0 if no such node */
+  kiln_value_id_t (*node_input)(const kiln_graph_t* g, kiln_node_id_t node, size_t index);
+  kiln_value_id_t (*node_output)(const kiln_graph_t* g, kiln_node_id_t node, size_t index);
+
+  /* attributes: kind (KILN_ATTR_NONE if absent) and typed readers */
+  kiln_attr_kind_t (*attr_kind)(const kiln_graph_t* g, kiln_node_id_t node, const char* key);
+  int64_t (*attr_int)(const kiln_graph_t* g, kiln_node_id_t node, const char* key, int64_t fallback);
+  float (*attr_float)(const kiln_graph_t* g, kiln_node_id_t node, const char* key, float fallback);
+  const char* (*attr_string)(const kiln_graph_t* g, kiln_node_id_t node, const char* key);
+  size_t (*attr_ints)(const kiln_graph_t* g, kiln_node_id_t node, const char* key, int64_t* out, size_t capacity);
+  size_t (*attr_floats)(const kiln_graph_t* g, kiln_node_id_t node, const char* key, float* out, size_t capacity);
+  kiln_region_id_t (*attr_graph)(const kiln_graph_t* g, kiln_node_id_t node, const char* key);
+
+  /* values: info, dims, constants, uses */
+  int32_t (*value_info)(const kiln_graph_t* g, kiln_value_id_t value, kiln_value_info_t* out); /* 0 if none */
+  int32_t (*value_dim)(const kiln_graph_t* g, kiln_value_id_t value, size_t axis, kiln_dim_t* out);
+  /* Constant data as row-major bytes; NULL unless the value is constant. */
+  const void* (*value_constant)(const kiln_graph_t* g, kiln_value_id_t value, size_t* out_bytes);
+  size_t (*value_use_count)(const kiln_graph_t* g, kiln_value_id_t value);
+  /* The i-th use: consuming node and input index. A region output is a use
+   * too: *out_node = KILN_NO_ID and *out_input_index = the output's index,
+   * so a use count of 0 means the value is dead. */
+  int32_t (*value_use_at)(const kiln_graph_t* g, kiln_value_id_t value, size_t index, kiln_node_id_t* out_node,
+                          size_t* out_input_index);
+  /* Annotation previously attached to a node or value (NULL if none). */
+  const char* (*node_annotation)(const kiln_graph_t* g, kiln_node_id_t node, const char* key);
+  const char* (*value_annotation)(const kiln_graph_t* g, kiln_value_id_t value, const char* key);
+
+  /* rewriter: staged edits, committed only when the pass succeeds.
+   * New values and nodes get ids the pass can use immediately in later edits. */
+  kiln_value_id_t (*rw_add_value)(kiln_rewriter_t* rw, const char* name, int32_t dtype, kiln_region_id_t region);
+  kiln_value_id_t (*rw_add_constant)(kiln_rewriter_t* rw, const char* name, int32_t dtype, const int64_t* shape,
+                                     size_t rank, const void* data, size_t bytes, kiln_region_id_t region);
+  kiln_node_id_t (*rw_add_node)(kiln_rewriter_t* rw, const char* op, const char* domain, const char* name,
+                                const kiln_value_id_t* inputs, size_t input_count, const kiln_value_id_t* outputs,
+                                size_t output_count, kiln_region_id_t region, kiln_node_id_t insert_before);
+  int32_t (*rw_erase_node)(kiln_rewriter_t* rw, kiln_node_id_t node);
+  /* Every use of `from` (node inputs and region outputs) now reads `to`. */
+  int32_t (*rw_replace_uses)(kiln_rewriter_t* rw, kiln_value_id_t from, kiln_value_id_t to);
+  int32_t (*rw_set_input)(kiln_rewriter_t* rw, kiln_node_id_t node, size_t index, kiln_value_id_t value);
+  int32_t (*rw_set_attr_int)(kiln_rewriter_t* rw, kiln_node_id_t node, const char* key, int64_t value);
+  int32_t (*rw_set_attr_float)(kiln_rewriter_t* rw, kiln_node_id_t node, const char* key, float value);
+  int32_t (*rw_set_attr_string)(kiln_rewriter_t* rw, kiln_node_id_t node, const char* key, const char* value);
+  int32_t (*rw_set_attr_ints)(kiln_rewriter_t* rw, kiln_node_id_t node, const char* key, const int64_t* values,
+                              size_t count);
+  int32_t (*rw_set_attr_floats)(kiln_rewriter_t* rw, kiln_node_id_t node, const char* key, const float* values,
+                                size_t count);
+  int32_t (*rw_remove_attr)(kiln_rewriter_t* rw, kiln_node_id_t node, const char* key);
+  /* Annotations: free-form key/value strings that later passes and the
+   * planner read (layouts, fusion groups, kernel configurations). */
+  int32_t (*rw_annotate_node)(kiln_rewriter_t* rw, kiln_node_id_t node, const char* key, const char* value);
+  int32_t (*rw_annotate_value)(kiln_rewriter_t* rw, kiln_value_id_t value_id, const char* key, const char* value);
+  /* Statistics shown by --stats ("nodes-fused" += 3). */
+  void (*rw_add_statistic)(kiln_rewriter_t* rw, const char* key, int64_t delta);
+
+  /* \since 1.0, optional (check with KILN_PLUGIN_HAS_FIELD; NULL if the host
+   * has no kernels). Evaluates `node`, whose inputs must all be constants in
+   * the staged graph, with the host's reference kernels and stages one new
+   * constant per output in out_values[0..output_count). The node itself is
+   * left in place (replace its uses and erase it). Returns 1 on success, 0 if
+   * the node cannot be evaluated (non-constant input, sub-graph, unknown op,
+   * kernel error); a refusal is not a rewriter failure and is logged at
+   * debug level only. */
+  int32_t (*evaluate_node)(kiln_rewriter_t* rw, kiln_node_id_t node, kiln_value_id_t* out_values,
+                           size_t capacity);
+  /* \since 1.0. The name of the node's index-th attribute in name order, or
+   * NULL past the last one (with attr_kind, lets a pass copy or compare all
+   * attributes of a node). */
+  const char* (*attr_name_at)(const kiln_graph_t* g, kiln_node_id_t node, size_t index);
+} kiln_host_api_t;
+
+/* ---- what a plugin provides --------------------------------------------- */
+
+typedef struct kiln_pass_t {
+  uint32_t struct_size;
+  const char* name;        /* kebab-case; third parties prefix a vendor: "acme.fuse-gelu" */
+  const char* description;
+  uint32_t requires_facts;    /* kiln_fact_t bits */
+  uint32_t invalidates_facts; /* kiln_fact_t bits */
+  /* Runs on `graph`, staging edits in `rw`. Returns NULL on success or a
+   * status made with host->make_status. `pass_state` is the pointer below. */
+  kiln_plugin_status_t* (*run)(void* pass_state, const kiln_host_api_t* host, const kiln_graph_t* graph,
+                               kiln_rewriter_t* rw);
+  void* pass_state;
+  /* Facts this pass computes (kiln_fact_t bits), valid after it commits. */
+  uint32_t provides_facts;
+  /* 1: the pipeline fails if this pass fails; 0: a failure is skipped with a
+   * warning (the graph stays as it was before the pass). */
+  int32_t required;
+} kiln_pass_t;
+
+typedef struct kiln_plugin_t {
+  uint32_t struct_size;
+  uint32_t abi_version; /* the version this descriptor speaks */
+  const char* name;     /* unique among loaded plugins */
+  const char* version;  /* the plugin's own version, for `kiln passes` */
+  const kiln_pass_t* const* passes; /* pass_count pointers (see the stride rule) */
+  size_t pass_count;
+  /* Optional named interfaces ("kiln.cost_model.v1", "kiln.backend.v1");
+   * NULL when the plugin offers none or not that one. */
+  const void* (*get_interface)(const char* interface_name);
+} kiln_plugin_t;
+
+typedef const kiln_plugin_t* (*kiln_plugin_query_fn)(uint32_t host_abi_version);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KILN_KILN_PLUGIN_H_ */

@@ -1,0 +1,355 @@
+// Header-only C++ helper for writing Kiln plugins against kiln_plugin.h.
+//
+// A plugin author derives from kiln::plugin::Pass, implements run() over a
+// GraphView and a Rewriter, and lists the passes in a Plugin. Everything
+// still crosses the boundary as the C ABI: this header only wraps it. Plugins
+// may use exceptions; the trampoline catches anything escaping run() and
+// turns it into an error status, so an exception never unwinds into the host.
+//
+//   class FoldThings : public kiln::plugin::Pass { void run(GraphView&, Rewriter&) override; };
+//   static FoldThings fold;
+//   static const kiln_pass_t fold_pass = kiln::plugin::make_pass(fold, "acme.fold-things", "...");
+//   static const kiln_pass_t* const passes[] = {&fold_pass};
+//   static const kiln_plugin_t plugin = kiln::plugin::make_plugin("acme", "1.0", passes, 1);
+//   KILN_PLUGIN_DEFINE_QUERY(kiln_plugin_query, plugin)
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln_plugin.h"
+
+namespace kiln::plugin {
+
+// Thrown inside a pass to fail it with a code and message.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message, kiln_plugin_code_t code = KILN_PLUGIN_INVALID_ARGUMENT)
+      : std::runtime_error(message), code_(code) {}
+  kiln_plugin_code_t code() const { return code_; }
+
+ private:
+  kiln_plugin_code_t code_;
+};
+
+struct Dim {
+  bool is_const = false;
+  bool is_unknown = true;
+  int64_t value = 0;
+  std::string expr;
+};
+
+struct ValueInfo {
+  std::string name;
+  int32_t dtype = 0;
+  int32_t rank = -1;
+  kiln_node_id_t producer = KILN_NO_ID;
+  int32_t producer_output = 0;
+  bool is_constant = false;
+  kiln_region_id_t region = 0;
+};
+
+struct NodeInfo {
+  std::string op;
+  std::string domain;
+  std::string name;
+  size_t input_count = 0;
+  size_t output_count = 0;
+  kiln_region_id_t region = 0;
+};
+
+struct Use {
+  kiln_node_id_t node = KILN_NO_ID;  // KILN_NO_ID: a region output
+  size_t index = 0;                  // input index, or region output index
+};
+
+// Read access to the (staged) graph during one pass run.
+class GraphView {
+ public:
+  GraphView(const kiln_host_api_t* host, const kiln_graph_t* graph) : host_(host), g_(graph) {}
+  const kiln_host_api_t* host() const { return host_; }
+  const kiln_graph_t* raw() const { return g_; }
+
+  size_t region_count() const { return host_->region_count(g_); }
+  // A snapshot of the region's node order (safe to iterate while editing).
+  std::vector<kiln_node_id_t> nodes(kiln_region_id_t region = 0) const {
+    std::vector<kiln_node_id_t> out(host_->region_node_count(g_, region));
+    for (size_t i = 0; i < out.size(); ++i) out[i] = host_->region_node_at(g_, region, i);
+    return out;
+  }
+  std::vector<kiln_value_id_t> region_inputs(kiln_region_id_t region = 0) const {
+    std::vector<kiln_value_id_t> out(host_->region_input_count(g_, region));
+    for (size_t i = 0; i < out.size(); ++i) out[i] = host_->region_input_at(g_, region, i);
+    return out;
+  }
+  std::vector<kiln_value_id_t> region_outputs(kiln_region_id_t region = 0) const {
+    std::vector<kiln_value_id_t> out(host_->region_output_count(g_, region));
+    for (size_t i = 0; i < out.size(); ++i) out[i] = host_->region_output_at(g_, region, i);
+    return out;
+  }
+
+  // nullopt for an erased or unknown node.
+  std::optional<NodeInfo> node(kiln_node_id_t id) const {
+    kiln_node_info_t info{};
+    info.struct_size = sizeof(info);
+    if (!host_->node_info(g_, id, &info)) return std::nullopt;
+    return NodeInfo{info.op ? info.op : "", info.domain ? info.domain : "", info.name ? info.name : "",
+                    info.input_count, info.output_count, info.region};
+  }
+  std::vector<kiln_value_id_t> inputs(kiln_node_id_t id) const {
+    auto n = node(id);
+    std::vector<kiln_value_id_t> out(n ? n->input_count : 0);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = host_->node_input(g_, id, i);
+    return out;
+  }
+  std::vector<kiln_value_id_t> outputs(kiln_node_id_t id) const {
+    auto n = node(id);
+    std::vector<kiln_value_id_t> out(n ? n->output_count : 0);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = host_->node_output(g_, id, i);
+    return out;
+  }
+
+  kiln_attr_kind_t attr_kind(kiln_node_id_t id, const char* key) const { return host_->attr_kind(g_, id, key); }
+  bool has_attr(kiln_node_id_t id, const char* key) const { return attr_kind(id, key) != KILN_ATTR_NONE; }
+  int64_t attr_int(kiln_node_id_t id, const char* key, int64_t fallback) const {
+    return host_->attr_int(g_, id, key, fallback);
+  }
+  float attr_float(kiln_node_id_t id, const char* key, float fallback) const {
+    return host_->attr_float(g_, id, key, fallback);
+  }
+  std::string attr_string(kiln_node_id_t id, const char* key, const std::string& fallback = {}) const {
+    const char* s = host_->attr_string(g_, id, key);
+    return s ? s : fallback;
+  }
+  std::vector<int64_t> attr_ints(kiln_node_id_t id, const char* key) const {
+    std::vector<int64_t> out(host_->attr_ints(g_, id, key, nullptr, 0));
+    host_->attr_ints(g_, id, key, out.data(), out.size());
+    return out;
+  }
+  // Attribute names in name order; nullopt when the host cannot list them.
+  std::optional<std::vector<std::string>> attr_names(kiln_node_id_t id) const {
+    if (!KILN_PLUGIN_HAS_FIELD(host_, kiln_host_api_t, attr_name_at) || !host_->attr_name_at) return std::nullopt;
+    std::vector<std::string> out;
+    for (size_t i = 0;; ++i) {
+      const char* name = host_->attr_name_at(g_, id, i);
+      if (!name) break;
+      out.emplace_back(name);
+    }
+    return out;
+  }
+  std::vector<float> attr_floats(kiln_node_id_t id, const char* key) const {
+    std::vector<float> out(host_->attr_floats(g_, id, key, nullptr, 0));
+    host_->attr_floats(g_, id, key, out.data(), out.size());
+    return out;
+  }
+
+  std::optional<ValueInfo> value(kiln_value_id_t id) const {
+    kiln_value_info_t info{};
+    info.struct_size = sizeof(info);
+    if (id == KILN_NO_ID || !host_->value_info(g_, id, &info)) return std::nullopt;
+    return ValueInfo{info.name ? info.name : "", info.dtype,          info.rank,  info.producer,
+                     info.producer_output,       info.is_constant != 0, info.region};
+  }
+  bool is_constant(kiln_value_id_t id) const {
+    auto v = value(id);
+    return v && v->is_constant;
+  }
+  // Dims of a ranked value; nullopt when the rank is unknown.
+  std::optional<std::vector<Dim>> shape(kiln_value_id_t id) const {
+    auto v = value(id);
+    if (!v || v->rank < 0) return std::nullopt;
+    std::vector<Dim> dims;
+    for (int32_t a = 0; a < v->rank; ++a) {
+      kiln_dim_t d{};
+      d.struct_size = sizeof(d);
+      if (!host_->value_dim(g_, id, static_cast<size_t>(a), &d)) return std::nullopt;
+      dims.push_back(Dim{d.is_const != 0, d.is_unknown != 0, d.value, d.expr ? d.expr : ""});
+    }
+    return dims;
+  }
+  // Concrete dims when every dim is a constant.
+  std::optional<std::vector<int64_t>> static_shape(kiln_value_id_t id) const {
+    auto dims = shape(id);
+    if (!dims) return std::nullopt;
+    std::vector<int64_t> out;
+    for (const Dim& d : *dims) {
+      if (!d.is_const) return std::nullopt;
+      out.push_back(d.value);
+    }
+    return out;
+  }
+  // Raw row-major bytes of a constant (nullptr if not constant).
+  const void* constant_data(kiln_value_id_t id, size_t* bytes) const { return host_->value_constant(g_, id, bytes); }
+  std::vector<Use> uses(kiln_value_id_t id) const {
+    std::vector<Use> out(host_->value_use_count(g_, id));
+    for (size_t i = 0; i < out.size(); ++i) host_->value_use_at(g_, id, i, &out[i].node, &out[i].index);
+    return out;
+  }
+  std::optional<std::string> node_annotation(kiln_node_id_t id, const char* key) const {
+    const char* s = host_->node_annotation(g_, id, key);
+    return s ? std::optional<std::string>(s) : std::nullopt;
+  }
+  std::optional<std::string> value_annotation(kiln_value_id_t id, const char* key) const {
+    const char* s = host_->value_annotation(g_, id, key);
+    return s ? std::optional<std::string>(s) : std::nullopt;
+  }
+
+ private:
+  const kiln_host_api_t* host_;
+  const kiln_graph_t* g_;
+};
+
+// Staged edits. Every call that the host refuses throws Error (the host also
+// remembers the failure and will not commit the run).
+class Rewriter {
+ public:
+  Rewriter(const kiln_host_api_t* host, kiln_rewriter_t* rw) : host_(host), rw_(rw) {}
+  kiln_rewriter_t* raw() const { return rw_; }
+
+  kiln_value_id_t add_value(const std::string& name, int32_t dtype, kiln_region_id_t region = 0) {
+    return check_id(host_->rw_add_value(rw_, name.c_str(), dtype, region), "add_value");
+  }
+  kiln_value_id_t add_constant(const std::string& name, int32_t dtype, const std::vector<int64_t>& shape,
+                               const void* data, size_t bytes, kiln_region_id_t region = 0) {
+    return check_id(
+        host_->rw_add_constant(rw_, name.c_str(), dtype, shape.data(), shape.size(), data, bytes, region),
+        "add_constant");
+  }
+  kiln_node_id_t add_node(const std::string& op, const std::vector<kiln_value_id_t>& inputs,
+                          const std::vector<kiln_value_id_t>& outputs, const std::string& name = {},
+                          kiln_region_id_t region = 0, kiln_node_id_t insert_before = KILN_NO_ID,
+                          const std::string& domain = {}) {
+    return check_id(host_->rw_add_node(rw_, op.c_str(), domain.c_str(), name.c_str(), inputs.data(), inputs.size(),
+                                       outputs.data(), outputs.size(), region, insert_before),
+                    "add_node");
+  }
+  void erase_node(kiln_node_id_t id) { check(host_->rw_erase_node(rw_, id), "erase_node"); }
+  void replace_uses(kiln_value_id_t from, kiln_value_id_t to) {
+    check(host_->rw_replace_uses(rw_, from, to), "replace_uses");
+  }
+  void set_input(kiln_node_id_t id, size_t index, kiln_value_id_t v) {
+    check(host_->rw_set_input(rw_, id, index, v), "set_input");
+  }
+  void set_attr_int(kiln_node_id_t id, const char* key, int64_t v) {
+    check(host_->rw_set_attr_int(rw_, id, key, v), "set_attr_int");
+  }
+  void set_attr_float(kiln_node_id_t id, const char* key, float v) {
+    check(host_->rw_set_attr_float(rw_, id, key, v), "set_attr_float");
+  }
+  void set_attr_string(kiln_node_id_t id, const char* key, const std::string& v) {
+    check(host_->rw_set_attr_string(rw_, id, key, v.c_str()), "set_attr_string");
+  }
+  void set_attr_ints(kiln_node_id_t id, const char* key, const std::vector<int64_t>& v) {
+    check(host_->rw_set_attr_ints(rw_, id, key, v.data(), v.size()), "set_attr_ints");
+  }
+  void set_attr_floats(kiln_node_id_t id, const char* key, const std::vector<float>& v) {
+    check(host_->rw_set_attr_floats(rw_, id, key, v.data(), v.size()), "set_attr_floats");
+  }
+  void remove_attr(kiln_node_id_t id, const char* key) { check(host_->rw_remove_attr(rw_, id, key), "remove_attr"); }
+  void annotate_node(kiln_node_id_t id, const char* key, const std::string& v) {
+    check(host_->rw_annotate_node(rw_, id, key, v.c_str()), "annotate_node");
+  }
+  void annotate_value(kiln_value_id_t id, const char* key, const std::string& v) {
+    check(host_->rw_annotate_value(rw_, id, key, v.c_str()), "annotate_value");
+  }
+  void add_statistic(const char* key, int64_t delta) { host_->rw_add_statistic(rw_, key, delta); }
+
+  bool can_evaluate() const { return KILN_PLUGIN_HAS_FIELD(host_, kiln_host_api_t, evaluate_node) && host_->evaluate_node; }
+  // New constants holding the node's outputs, or nullopt if the host cannot
+  // evaluate it (see kiln_host_api_t::evaluate_node).
+  std::optional<std::vector<kiln_value_id_t>> evaluate(kiln_node_id_t id, size_t output_count) {
+    if (!can_evaluate()) return std::nullopt;
+    std::vector<kiln_value_id_t> out(output_count, KILN_NO_ID);
+    if (!host_->evaluate_node(rw_, id, out.data(), out.size())) return std::nullopt;
+    return out;
+  }
+
+  void log(kiln_log_level_t level, const std::string& message) const { host_->log(level, message.c_str()); }
+
+ private:
+  int32_t check_id(int32_t id, const char* what) {
+    if (id == KILN_NO_ID) throw Error(std::string("rewriter ") + what + " was refused", KILN_PLUGIN_INTERNAL);
+    return id;
+  }
+  void check(int32_t ok, const char* what) {
+    if (!ok) throw Error(std::string("rewriter ") + what + " was refused", KILN_PLUGIN_INTERNAL);
+  }
+  const kiln_host_api_t* host_;
+  kiln_rewriter_t* rw_;
+};
+
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  virtual void run(GraphView& graph, Rewriter& rewriter) = 0;
+};
+
+namespace detail {
+template <typename P>
+kiln_plugin_status_t* run_trampoline(void* state, const kiln_host_api_t* host, const kiln_graph_t* graph,
+                                     kiln_rewriter_t* rw) {
+  try {
+    GraphView view(host, graph);
+    Rewriter rewriter(host, rw);
+    static_cast<P*>(state)->run(view, rewriter);
+    return nullptr;
+  } catch (const Error& e) {
+    return host->make_status(e.code(), e.what());
+  } catch (const std::exception& e) {
+    return host->make_status(KILN_PLUGIN_INTERNAL, (std::string("uncaught exception: ") + e.what()).c_str());
+  } catch (...) {
+    return host->make_status(KILN_PLUGIN_INTERNAL, "uncaught exception of unknown type");
+  }
+}
+}  // namespace detail
+
+// A kiln_pass_t whose run calls `pass.run` (pass must outlive the plugin).
+template <typename P>
+kiln_pass_t make_pass(P& pass, const char* name, const char* description, uint32_t requires_facts = KILN_FACT_SHAPES,
+                      uint32_t invalidates_facts = 0, bool required = false, uint32_t provides_facts = 0) {
+  kiln_pass_t p{};
+  p.struct_size = sizeof(kiln_pass_t);
+  p.name = name;
+  p.description = description;
+  p.requires_facts = requires_facts;
+  p.invalidates_facts = invalidates_facts;
+  p.run = &detail::run_trampoline<P>;
+  p.pass_state = static_cast<void*>(&pass);
+  p.provides_facts = provides_facts;
+  p.required = required ? 1 : 0;
+  return p;
+}
+
+inline kiln_plugin_t make_plugin(const char* name, const char* version, const kiln_pass_t* const* passes,
+                                 size_t pass_count) {
+  kiln_plugin_t p{};
+  p.struct_size = sizeof(kiln_plugin_t);
+  p.abi_version = KILN_PLUGIN_ABI_VERSION;
+  p.name = name;
+  p.version = version;
+  p.passes = passes;
+  p.pass_count = pass_count;
+  p.get_interface = nullptr;
+  return p;
+}
+
+// True when a host of `host_abi_version` accepts what this header speaks.
+inline bool host_accepts(uint32_t host_abi_version) {
+  return KILN_PLUGIN_ABI_VERSION_MAJOR(host_abi_version) == KILN_PLUGIN_ABI_MAJOR &&
+         KILN_PLUGIN_ABI_VERSION_MINOR(host_abi_version) + 1u > KILN_PLUGIN_ABI_MINOR;  // >=, without a type-limits warning at minor 0
+}
+
+}  // namespace kiln::plugin
+
+// Defines `extern "C" const kiln_plugin_t* FN(uint32_t)` returning &DESCRIPTOR
+// when the host accepts this ABI. Use FN = kiln_plugin_query for a shared
+// library (it is exported); any other name for a linked-in plugin.
+#define KILN_PLUGIN_DEFINE_QUERY(FN, DESCRIPTOR)                                       \
+  extern "C" KILN_PLUGIN_EXPORT const kiln_plugin_t* FN(uint32_t host_abi_version) {   \
+    return ::kiln::plugin::host_accepts(host_abi_version) ? &(DESCRIPTOR) : nullptr; \
+  }
