@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Compares two .npy files with Kiln's model tolerance.
 
 Passes when shapes match and max|a - b| <= rtol * max(1, max|b|), with

@@ -11,6 +11,7 @@ namespace kiln::cli {
 int cmd_run(const std::vector<std::string>& argv);
 int cmd_info(const std::vector<std::string>& argv);
 int cmd_graph(const std::vector<std::string>& argv);
+int cmd_passes(const std::vector<std::string>& argv);
 
 // Prints "kiln: <status>" to stderr; returns the process exit code (1).
 int fail(const Status& status);

@@ -31,14 +31,19 @@ usage:
   kiln run MODEL [--backend reference|vulkan] [--device N|NAME]
                  [--input NAME=FILE.npy|FILE.pb ...] [--shape NAME=AxBxC ...] [--seed N]
                  [--output NAME=FILE.npy ...] [--stats FILE.json]
+                 [--passes a,b,c|none] [--disable-pass NAME ...] [--plugin FILE.so ...]
                  [--then [--input ...] [--shape ...] [--output ...]] ...
       Runs MODEL (ONNX). Without --input, inputs are seeded random tensors
       (dynamic dims need --shape). Without --output, prints a summary of each
       output (shape, first values, top-5 for classifiers). --then separates
       further runs of the same loaded model, possibly with other shapes.
+      Before running, the pass pipeline (plugins) optimizes the graph.
   kiln graph MODEL [--dot FILE] [--text FILE] [--full-constants]
       Writes the imported graph as Graphviz (--dot) or Kiln's text IR (--text;
       '-' for stdout). Large constants are elided unless --full-constants.
+  kiln passes [--plugin FILE.so ...]
+      Loaded plugins (in-tree, $KILN_PLUGIN_PATH, --plugin), their passes and
+      the facts each requires and invalidates, and the default pipeline.
   kiln version
 )";
 
@@ -54,6 +59,7 @@ int main(int argc, char** argv) {
   if (cmd == "run") return kiln::cli::cmd_run(rest);
   if (cmd == "info") return kiln::cli::cmd_info(rest);
   if (cmd == "graph") return kiln::cli::cmd_graph(rest);
+  if (cmd == "passes") return kiln::cli::cmd_passes(rest);
   if (cmd == "version" || cmd == "--version") {
     std::printf("kiln %s\n", kiln_version_string());
     return 0;
