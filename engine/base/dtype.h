@@ -31,6 +31,10 @@ size_t dtype_size(DType t);
 std::string_view dtype_name(DType t);
 // Inverse of dtype_name; kUndefined if unknown.
 DType dtype_from_name(std::string_view name);
+// DType for an ONNX TensorProto element-type number (the 'to'/'dtype'
+// attributes keep ONNX's numbering); kUndefined for types Kiln does not
+// have (string, bfloat16, complex, float8).
+DType dtype_from_onnx(int64_t onnx_type);
 bool dtype_is_float(DType t);
 bool dtype_is_integer(DType t);  // signed or unsigned, not bool
 

@@ -151,28 +151,6 @@ inline T wrap_mul(T a, T b) {
   return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
 
-// --- ONNX TensorProto.DataType --------------------------------------------
-
-// DType for an ONNX TensorProto dtype enum; kUndefined for types Kiln does
-// not support (string, bfloat16, complex, float8).
-inline DType dtype_from_onnx(int64_t e) {
-  switch (e) {
-    case 1: return DType::kFloat32;
-    case 2: return DType::kUInt8;
-    case 3: return DType::kInt8;
-    case 4: return DType::kUInt16;
-    case 5: return DType::kInt16;
-    case 6: return DType::kInt32;
-    case 7: return DType::kInt64;
-    case 9: return DType::kBool;
-    case 10: return DType::kFloat16;
-    case 11: return DType::kFloat64;
-    case 12: return DType::kUInt32;
-    case 13: return DType::kUInt64;
-    default: return DType::kUndefined;
-  }
-}
-
 // --- broadcasting rows ------------------------------------------------------
 
 // Walks `out` (the broadcast of N input shapes) in contiguous runs. For each

@@ -19,26 +19,6 @@ namespace {
 using ir::Dim;
 using ir::SymShape;
 
-// DType for an ONNX TensorProto element-type number (the 'dtype' attributes
-// keep ONNX's numbering); kUndefined for types Kiln does not have.
-DType dtype_from_onnx_enum(int64_t e) {
-  switch (e) {
-    case 1: return DType::kFloat32;
-    case 2: return DType::kUInt8;
-    case 3: return DType::kInt8;
-    case 4: return DType::kUInt16;
-    case 5: return DType::kInt16;
-    case 6: return DType::kInt32;
-    case 7: return DType::kInt64;
-    case 9: return DType::kBool;
-    case 10: return DType::kFloat16;
-    case 11: return DType::kFloat64;
-    case 12: return DType::kUInt32;
-    case 13: return DType::kUInt64;
-    default: return DType::kUndefined;
-  }
-}
-
 // Reads a scalar (or one-element) input as double; nullopt when unknown.
 std::optional<double> scalar_value(const InferContext& ctx, size_t i) {
   const Tensor* t = ctx.input_value(i);
@@ -195,7 +175,7 @@ Status range_kernel(KernelContext& ctx) {
 StatusOr<DType> eye_like_dtype(const ir::Node& node, DType input) {
   const ir::Attribute* a = node.attr("dtype");
   if (!a) return input;
-  const DType t = dtype_from_onnx_enum(a->i);
+  const DType t = dtype_from_onnx(a->i);
   if (t == DType::kUndefined)
     return unimplemented(node.describe() + ": dtype " + std::to_string(a->i) + " is not supported");
   return t;
