@@ -29,8 +29,20 @@ StatusOr<std::vector<PassRecord>> run_default_pipeline(ir::Graph& graph, const P
   KILN_RETURN_IF_ERROR(load_standard_plugins(registry, setup, options.log));
   PassManager manager(registry);
   manager.define_pipeline("default", default_pipeline());
-  KILN_RETURN_IF_ERROR(manager.run(graph, options));
-  return manager.records();
+  // Folding one level of a shape computation exposes the next (a Shape
+  // folds only once its input's shape has re-inferred as static), so the
+  // default pipeline — all canonicalization today — runs to a fixed point.
+  // An explicit --passes list runs exactly once, as written.
+  const bool to_fixed_point = options.passes.empty() && options.pipeline == "default";
+  constexpr int kMaxRounds = 16;
+  std::vector<PassRecord> records;
+  for (int round = 0; round < (to_fixed_point ? kMaxRounds : 1); ++round) {
+    const size_t nodes_before = graph.num_live_nodes();
+    KILN_RETURN_IF_ERROR(manager.run(graph, options));
+    records.insert(records.end(), manager.records().begin(), manager.records().end());
+    if (graph.num_live_nodes() == nodes_before) break;
+  }
+  return records;
 }
 
 }  // namespace kiln::registry

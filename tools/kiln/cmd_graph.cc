@@ -8,6 +8,7 @@
 #include "frontends/onnx/onnx_importer.h"
 #include "tools/kiln/cli_args.h"
 #include "tools/kiln/commands.h"
+#include "tools/kiln/pipeline_flags.h"
 
 namespace kiln::cli {
 
@@ -74,12 +75,18 @@ Status write_text(const std::string& path, const std::string& text) {
 }  // namespace
 
 int cmd_graph(const std::vector<std::string>& argv) {
-  auto args = Args::parse(argv, {"dot", "text"}, {"full-constants"});
+  std::vector<std::string> value_flags = {"dot", "text"};
+  value_flags.insert(value_flags.end(), kPipelineValueFlags.begin(), kPipelineValueFlags.end());
+  auto args = Args::parse(argv, value_flags, {"full-constants"});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().size() != 1) return usage_error("kiln graph MODEL --dot FILE: expected exactly one MODEL");
   if (!args->has("dot") && !args->has("text")) return usage_error("kiln graph: give --dot FILE and/or --text FILE");
   auto graph = onnx::import_model_file(args->positionals()[0]);
   if (!graph.ok()) return fail(graph.status());
+  // The graph after the pass pipeline, so plugins' effects are visible
+  // (--passes none shows the graph as imported).
+  auto records = run_pipeline_from_flags(*args, **graph);
+  if (!records.ok()) return fail(records.status());
   const ir::Graph& g = **graph;
   if (args->has("dot")) {
     std::ostringstream out;

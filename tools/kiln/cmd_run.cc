@@ -10,11 +10,11 @@
 #include <sstream>
 
 #include "engine/base/npy.h"
-#include "engine/registry/default_pipeline.h"
 #include "engine/runtime/reference_executor.h"
 #include "frontends/onnx/onnx_importer.h"
 #include "tools/kiln/cli_args.h"
 #include "tools/kiln/commands.h"
+#include "tools/kiln/pipeline_flags.h"
 
 namespace kiln::cli {
 
@@ -27,7 +27,7 @@ double ms_since(Clock::time_point t0) {
 }
 
 const std::vector<std::string> kRunValueFlags = {"input", "output", "shape", "seed"};
-const std::vector<std::string> kGlobalValueFlags = {"backend", "device", "stats", "passes", "disable-pass", "plugin"};
+const std::vector<std::string> kGlobalValueFlags = {"backend", "device", "stats"};
 
 // "NAME=VALUE" -> {NAME, VALUE}.
 StatusOr<std::pair<std::string, std::string>> split_assignment(const std::string& flag, const std::string& s) {
@@ -147,6 +147,7 @@ int cmd_run(const std::vector<std::string>& argv) {
   auto segments = split_on_then(argv);
   std::vector<std::string> first_value_flags = kRunValueFlags;
   first_value_flags.insert(first_value_flags.end(), kGlobalValueFlags.begin(), kGlobalValueFlags.end());
+  first_value_flags.insert(first_value_flags.end(), kPipelineValueFlags.begin(), kPipelineValueFlags.end());
   auto first = Args::parse(segments[0], first_value_flags, {});
   if (!first.ok()) return fail(first.status());
   if (first->positionals().size() != 1) return usage_error("kiln run MODEL [options]: expected exactly one MODEL");
@@ -167,21 +168,8 @@ int cmd_run(const std::vector<std::string>& argv) {
 
   // The pass pipeline: every optimization is a plugin (--passes none skips it).
   const auto t_passes = Clock::now();
-  std::vector<registry::PassRecord> pass_records;
-  const std::string passes_flag = first->get("passes");
-  if (passes_flag != "none") {
-    registry::PipelineOptions options;
-    options.passes = registry::split_pass_list(passes_flag);
-    options.disabled = first->all("disable-pass");
-    options.log = [](kiln_log_level_t level, const std::string& message) {
-      if (level >= KILN_LOG_WARNING) std::fprintf(stderr, "kiln: %s\n", message.c_str());
-    };
-    registry::PipelineSetup setup;
-    setup.plugin_files = first->all("plugin");
-    auto records = registry::run_default_pipeline(**graph, options, setup);
-    if (!records.ok()) return fail(records.status());
-    pass_records = std::move(records).value();
-  }
+  auto pass_records = run_pipeline_from_flags(*first, **graph);
+  if (!pass_records.ok()) return fail(pass_records.status());
   const double passes_ms = ms_since(t_passes);
   const ir::Graph& g = **graph;
   runtime::ReferenceExecutor executor(g);
@@ -189,20 +177,8 @@ int cmd_run(const std::vector<std::string>& argv) {
   std::string stats = "{\n  \"model\": \"" + json_escape(model_path) + "\",\n  \"backend\": \"" + backend +
                       "\",\n  \"load_ms\": " + std::to_string(load_ms) + ",\n  \"passes_ms\": " +
                       std::to_string(passes_ms) + ",\n  \"nodes\": " + std::to_string(g.num_live_nodes()) +
-                      ",\n  \"passes\": [";
-  for (size_t i = 0; i < pass_records.size(); ++i) {
-    const registry::PassRecord& r = pass_records[i];
-    stats += std::string(i ? "," : "") + "\n    {\"name\": \"" + json_escape(r.name) + "\", \"ms\": " +
-             std::to_string(r.milliseconds) + ", \"committed\": " + (r.committed ? "true" : "false") +
-             ", \"skipped\": " + (r.skipped ? "true" : "false") + ", \"statistics\": {";
-    bool first_stat = true;
-    for (const auto& [key, value] : r.statistics) {
-      stats += std::string(first_stat ? "" : ", ") + "\"" + json_escape(key) + "\": " + std::to_string(value);
-      first_stat = false;
-    }
-    stats += "}}";
-  }
-  stats += "\n  ],\n  \"runs\": [";
+                      ",\n  \"passes\": " + pass_records_json(*pass_records, "  ") + ",\n  \"runs\": [";
+
   for (size_t run = 0; run < segments.size(); ++run) {
     StatusOr<Args> args = run == 0 ? std::move(first) : Args::parse(segments[run], kRunValueFlags, {});
     if (!args.ok()) return fail(std::move(args).status().add_context("run " + std::to_string(run + 1)));

@@ -38,9 +38,10 @@ usage:
       output (shape, first values, top-5 for classifiers). --then separates
       further runs of the same loaded model, possibly with other shapes.
       Before running, the pass pipeline (plugins) optimizes the graph.
-  kiln graph MODEL [--dot FILE] [--text FILE] [--full-constants]
-      Writes the imported graph as Graphviz (--dot) or Kiln's text IR (--text;
-      '-' for stdout). Large constants are elided unless --full-constants.
+  kiln graph MODEL [--dot FILE] [--text FILE] [--full-constants] [--passes ...|none] [--plugin FILE.so ...]
+      Writes the graph after the pass pipeline (--passes none: as imported)
+      as Graphviz (--dot) or Kiln's text IR (--text; '-' for stdout). Large
+      constants are elided unless --full-constants.
   kiln passes [--plugin FILE.so ...]
       Loaded plugins (in-tree, $KILN_PLUGIN_PATH, --plugin), their passes and
       the facts each requires and invalidates, and the default pipeline.
