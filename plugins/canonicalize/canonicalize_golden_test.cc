@@ -249,9 +249,13 @@ TEST(DefaultPipeline, RunsEveryPassInOrder) {
   setup.load_environment = false;
   auto records = run_default_pipeline(**g, options, setup);
   ASSERT_TRUE(records.ok()) << records.status().message();
-  ASSERT_EQ(records->size(), default_pipeline().size());
+  // The default pipeline repeats until the graph stops shrinking: whole
+  // rounds, each in the default order.
+  const size_t n = default_pipeline().size();
+  ASSERT_GE(records->size(), n);
+  ASSERT_EQ(records->size() % n, 0u);
   for (size_t i = 0; i < records->size(); ++i) {
-    EXPECT_EQ((*records)[i].name, default_pipeline()[i]);
+    EXPECT_EQ((*records)[i].name, default_pipeline()[i % n]);
     EXPECT_TRUE((*records)[i].committed);
   }
   const std::string out = ir::print_graph(**g);
