@@ -21,17 +21,10 @@ using testing::expect_near;
 using testing::run_op;
 using Attrs = std::map<std::string, ir::Attribute>;
 
-ir::Attribute ints(std::vector<int64_t> v) { return ir::Attribute::of_ints(std::move(v)); }
-ir::Attribute int_attr(int64_t v) { return ir::Attribute::of_int(v); }
-ir::Attribute str(std::string v) { return ir::Attribute::of_string(std::move(v)); }
-
-Tensor random_f32(const Shape& shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
-  for (float& f : v) f = dist(rng);
-  return Tensor::from_vector<float>(shape, v);
-}
+using testing::int_attr;
+using testing::ints;
+using testing::str;
+using testing::random_f32;
 
 Tensor to_dtype(const Tensor& t, DType dt) { return t.cast(dt).value(); }
 

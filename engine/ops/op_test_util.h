@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,19 @@ inline StatusOr<std::vector<Tensor>> run_op(const std::string& op, const std::ve
   g.add_node(op, in_ids, out_ids, std::move(attrs), "test_" + op);
   runtime::ReferenceExecutor exec(g);
   return exec.run(feeds);
+}
+
+inline ir::Attribute ints(std::vector<int64_t> v) { return ir::Attribute::of_ints(std::move(v)); }
+inline ir::Attribute int_attr(int64_t v) { return ir::Attribute::of_int(v); }
+inline ir::Attribute str(std::string v) { return ir::Attribute::of_string(std::move(v)); }
+
+// A float32 tensor of seeded uniform values in [lo, hi).
+inline Tensor random_f32(const Shape& shape, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
+  for (float& f : v) f = dist(rng);
+  return Tensor::from_vector<float>(shape, v);
 }
 
 // Expects same shape and |a-b| <= atol + rtol*|b| elementwise.

@@ -20,17 +20,12 @@ using testing::expect_near;
 using testing::run_op;
 using Attrs = std::map<std::string, ir::Attribute>;
 
-ir::Attribute ints(std::vector<int64_t> v) { return ir::Attribute::of_ints(std::move(v)); }
-ir::Attribute int_attr(int64_t v) { return ir::Attribute::of_int(v); }
-ir::Attribute str(std::string v) { return ir::Attribute::of_string(std::move(v)); }
+using testing::int_attr;
+using testing::ints;
+using testing::str;
 
-Tensor random_f32(const Shape& shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
-  std::vector<float> v(static_cast<size_t>(shape_numel(shape)));
-  for (float& f : v) f = dist(rng);
-  return Tensor::from_vector<float>(shape, v);
-}
+// Pooling tests use a wider range so that max and average differ clearly.
+Tensor random_f32(const Shape& shape, uint32_t seed) { return testing::random_f32(shape, seed, -4.0f, 4.0f); }
 
 StatusOr<std::vector<Tensor>> run(const std::string& op, const Tensor& x, Attrs attrs, size_t outputs = 1) {
   return run_op(op, {x}, std::move(attrs), outputs);
