@@ -74,24 +74,6 @@ Status infer_matmul(InferContext& ctx) {
 template <typename T>
 constexpr bool kIsFloat = std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half>;
 
-template <typename T>
-double to_f64(T v) {
-  if constexpr (std::is_same_v<T, Half>) {
-    return static_cast<double>(static_cast<float>(v));
-  } else {
-    return static_cast<double>(v);
-  }
-}
-
-template <typename T>
-T from_f64(double v) {
-  if constexpr (std::is_same_v<T, Half>) {
-    return Half(static_cast<float>(v));
-  } else {
-    return static_cast<T>(v);
-  }
-}
-
 // Exact small-matrix product for the dtypes without a fast path: C[m,n] =
 // sum_k A(i,k) B(k,j), doubles for floats, modular uint64 for integers.
 template <typename T>

@@ -30,24 +30,6 @@ std::string dt_name(DType t) { return std::string(dtype_name(t)); }
 
 bool conv_dtype_ok(DType t) { return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kFloat64; }
 
-template <typename T>
-double to_f64(T v) {
-  if constexpr (std::is_same_v<T, Half>) {
-    return static_cast<double>(static_cast<float>(v));
-  } else {
-    return static_cast<double>(v);
-  }
-}
-
-template <typename T>
-T from_f64(double v) {
-  if constexpr (std::is_same_v<T, Half>) {
-    return Half(static_cast<float>(v));
-  } else {
-    return static_cast<T>(v);
-  }
-}
-
 // Checks dtypes and ranks of X, W and B; returns the common rank or -1 when
 // neither X nor W is ranked.
 StatusOr<int64_t> check_conv_inputs(const InferContext& ctx) {

@@ -5,10 +5,34 @@
 // Internal to kiln_ops.
 #pragma once
 
+#include <type_traits>
+
+#include "engine/base/dtype.h"
 #include "engine/base/status.h"
 #include "engine/ops/op_registry.h"
 
 namespace kiln::ops {
+
+// Element <-> double for the exact (non-fp32) kernel loops; fp16 goes
+// through float.
+template <typename T>
+inline double to_f64(T v) {
+  if constexpr (std::is_same_v<T, Half>) {
+    return static_cast<double>(static_cast<float>(v));
+  } else {
+    return static_cast<double>(v);
+  }
+}
+
+template <typename T>
+inline T from_f64(double v) {
+  if constexpr (std::is_same_v<T, Half>) {
+    return Half(static_cast<float>(v));
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
 
 // Conv (ONNX opset 11+): X [N, C, D1..Dn], W [M, C/group, k1..kn], B [M]
 // -> Y [N, M, O1..On]. Inference validates ranks, channels against
