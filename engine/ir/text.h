@@ -14,6 +14,13 @@
 // ["a"] (lists; empty lists are typed: ints[], floats[], strings[]),
 // dense<f32[2] [1,2]> (tensor), region { ... } (sub-graph). Value names that
 // are not plain ([A-Za-z0-9_./-]) are quoted: %"onnx::Conv_1".
+//
+// Annotations (the free-form string facts passes attach) follow what they
+// annotate as `#{key = "value", ...}`: a node's after its attributes, a
+// value's after its type:
+//
+//   input %x : f32[1,3,h,w] #{kiln.layout = "nhwc"}
+//   %y = "kiln"::Silu(%x) #{kiln.fusion_group = "2"} : f32[1,3,h,w] #{kiln.storage = "image"}
 #pragma once
 
 #include <cstdint>

@@ -333,6 +333,21 @@ class Parser {
     return Attribute::of_int(std::strtoll(n.first.c_str(), nullptr, 10));
   }
 
+  // Optional `#{key = "value", ...}` (node or value annotations).
+  Status read_annotations(std::map<std::string, std::string>& out) {
+    if (!eat("#{")) return ok_status();
+    if (eat("}")) return ok_status();
+    do {
+      KILN_ASSIGN_OR_RETURN(std::string key, read_name_or_string());
+      KILN_RETURN_IF_ERROR(expect("="));
+      if (!peek('"')) return error("annotation '" + key + "' needs a string value");
+      KILN_ASSIGN_OR_RETURN(std::string value, read_string());
+      if (out.count(key)) return error("annotation '" + key + "' given twice");
+      out[key] = std::move(value);
+    } while (eat(","));
+    return expect("}");
+  }
+
   // '{' (input|const|node)* 'return' uses '}'
   Status parse_region_body(RegionId rid) {
     KILN_RETURN_IF_ERROR(expect("{"));
@@ -344,15 +359,19 @@ class Parser {
         KILN_RETURN_IF_ERROR(expect(":"));
         KILN_ASSIGN_OR_RETURN(auto type, read_type());
         ValueId id = g_->add_input(name, type.first, std::move(type.second), rid);
+        KILN_RETURN_IF_ERROR(read_annotations(g_->value(id).annotations));
         KILN_RETURN_IF_ERROR(declare(name, id));
       } else if (peek_word("const")) {
         KILN_RETURN_IF_ERROR(expect("const"));
         KILN_ASSIGN_OR_RETURN(std::string name, read_value_name());
         KILN_RETURN_IF_ERROR(expect(":"));
         KILN_ASSIGN_OR_RETURN(auto type, read_type());
+        std::map<std::string, std::string> annotations;
+        KILN_RETURN_IF_ERROR(read_annotations(annotations));
         KILN_RETURN_IF_ERROR(expect("="));
         KILN_ASSIGN_OR_RETURN(Tensor t, read_dense(type.first, &type.second));
         ValueId id = g_->add_constant(name, std::move(t), rid);
+        g_->value(id).annotations = std::move(annotations);
         KILN_RETURN_IF_ERROR(declare(name, id));
       } else if (peek_word("return")) {
         KILN_RETURN_IF_ERROR(expect("return"));
@@ -415,6 +434,8 @@ class Parser {
       }
       KILN_RETURN_IF_ERROR(expect("}"));
     }
+    std::map<std::string, std::string> node_annotations;
+    KILN_RETURN_IF_ERROR(read_annotations(node_annotations));
     std::vector<ValueId> outputs;
     if (!out_names.empty()) {
       KILN_RETURN_IF_ERROR(expect(":"));
@@ -427,6 +448,7 @@ class Parser {
         }
         KILN_ASSIGN_OR_RETURN(auto type, read_type());
         ValueId id = g_->add_value(out_names[i], type.first, std::move(type.second), rid);
+        KILN_RETURN_IF_ERROR(read_annotations(g_->value(id).annotations));
         KILN_RETURN_IF_ERROR(declare(out_names[i], id));
         outputs.push_back(id);
       }
@@ -438,6 +460,7 @@ class Parser {
     }
     NodeId nid = g_->add_node(op, std::move(inputs), std::move(outputs), std::move(attrs), std::move(node_name), rid);
     g_->node(nid).domain = std::move(domain);
+    g_->node(nid).annotations = std::move(node_annotations);
     return ok_status();
   }
 

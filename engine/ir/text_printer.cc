@@ -2,6 +2,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -91,13 +92,17 @@ class Printer {
     out_ += "{\n";
     for (ValueId in : r.inputs) {
       indent(depth + 1);
-      out_ += "input " + name(in) + " : " + type_of(in) + "\n";
+      out_ += "input " + name(in) + " : " + type_of(in);
+      print_annotations(g_.value(in).annotations);
+      out_ += "\n";
     }
     for (size_t i = 0; i < g_.num_values(); ++i) {
       const Value& v = g_.value(static_cast<ValueId>(i));
       if (!v.is_constant() || v.region != rid) continue;
       indent(depth + 1);
-      out_ += "const " + name(v.id) + " : " + type_of(v.id) + " = ";
+      out_ += "const " + name(v.id) + " : " + type_of(v.id);
+      print_annotations(v.annotations);
+      out_ += " = ";
       print_tensor(v.constant, false);
       out_ += "\n";
     }
@@ -157,6 +162,20 @@ class Printer {
     }
   }
 
+  // ` #{key = "value", ...}`, nothing when there are none. Values are always
+  // strings, so the form needs no type rules of its own.
+  void print_annotations(const std::map<std::string, std::string>& annotations) {
+    if (annotations.empty()) return;
+    out_ += " #{";
+    bool first = true;
+    for (const auto& [key, value] : annotations) {
+      out_ += first ? "" : ", ";
+      first = false;
+      out_ += (is_plain_name(key) ? key : quote(key)) + " = " + quote(value);
+    }
+    out_ += "}";
+  }
+
   void print_node(const Node& n, int depth) {
     indent(depth);
     for (size_t i = 0; i < n.outputs.size(); ++i)
@@ -178,10 +197,18 @@ class Printer {
       }
       out_ += "}";
     }
+    print_annotations(n.annotations);
     if (!n.outputs.empty()) {
       out_ += " :";
-      for (size_t i = 0; i < n.outputs.size(); ++i)
-        out_ += (i ? ", " : " ") + (n.outputs[i] == kNoValue ? std::string("none") : type_of(n.outputs[i]));
+      for (size_t i = 0; i < n.outputs.size(); ++i) {
+        out_ += i ? ", " : " ";
+        if (n.outputs[i] == kNoValue) {
+          out_ += "none";
+          continue;
+        }
+        out_ += type_of(n.outputs[i]);
+        print_annotations(g_.value(n.outputs[i]).annotations);
+      }
     }
     if (opts_.print_locations && !n.name.empty()) out_ += " loc(" + quote(n.name) + ")";
     out_ += "\n";

@@ -1,4 +1,4 @@
-// Op family 'elementwise', unary part: activations and math functions, Clip,
+// Op family 'elementwise', unary part: activations (and Kiln's fused kiln::Silu), math functions, Clip,
 // Shrink, IsNaN/IsInf; and register_elementwise_ops, which also pulls in the
 // binary ops (elementwise_binary.cc) and Cast/CastLike (elementwise_cast.cc).
 //
@@ -39,18 +39,34 @@ struct Relu : Plain {
   C operator()(C x) const { return x < C(0) ? C(0) : x; }
 };
 
+// Never exponentiates a large positive number.
+template <typename C>
+C stable_sigmoid(C x) {
+  if (x >= C(0)) return C(1) / (C(1) + std::exp(-x));
+  const C e = std::exp(x);
+  return e / (C(1) + e);
+}
+
 struct Sigmoid : Plain {
   using Plain::Plain;
   static constexpr const char* kName = "Sigmoid";
   static constexpr unsigned kTypes = kFloatTypes;
   static constexpr bool kBoolOut = false;
   template <typename C>
-  C operator()(C x) const {
-    // Never exponentiates a large positive number.
-    if (x >= C(0)) return C(1) / (C(1) + std::exp(-x));
-    const C e = std::exp(x);
-    return e / (C(1) + e);
-  }
+  C operator()(C x) const { return stable_sigmoid(x); }
+};
+
+// kiln::Silu = x * sigmoid(x), in Kiln's own op domain: what fusion passes
+// emit for that pattern (ONNX has no SiLU op). The same two steps in the same
+// compute type as Sigmoid followed by Mul, so fusing changes no f32 or f64
+// result; f16 rounds once instead of twice.
+struct Silu : Plain {
+  using Plain::Plain;
+  static constexpr const char* kName = "Silu";
+  static constexpr unsigned kTypes = kFloatTypes;
+  static constexpr bool kBoolOut = false;
+  template <typename C>
+  C operator()(C x) const { return x * stable_sigmoid(x); }
 };
 
 #define KILN_FLOAT_UNARY_(Name, expr)                  \
@@ -352,8 +368,8 @@ Status unary_kernel(KernelContext& ctx) {
 }
 
 template <typename Op>
-void add_unary(OpRegistry& r) {
-  detail::add_op(r, OpSchema{Op::kName, "", 1, 1, 1, 1, &unary_infer<Op>, &unary_kernel<Op>});
+void add_unary(OpRegistry& r, const char* domain = "") {
+  detail::add_op(r, OpSchema{Op::kName, domain, 1, 1, 1, 1, &unary_infer<Op>, &unary_kernel<Op>});
 }
 
 // --- Clip -------------------------------------------------------------------
@@ -452,6 +468,7 @@ void register_elementwise_ops(OpRegistry& r) {
   add_unary<Shrink>(r);
   add_unary<IsNaN>(r);
   add_unary<IsInf>(r);
+  add_unary<Silu>(r, kKilnDomain);
   detail::add_op(r, OpSchema{"Clip", "", 1, 3, 1, 1, &clip_infer, &clip_kernel});
   detail::register_binary_ops(r);
   detail::register_cast_ops(r);

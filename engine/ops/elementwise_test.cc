@@ -112,6 +112,33 @@ TEST(ElementwiseTest, SigmoidIsStableAtExtremes) {
               f32({5}, {0.11920292f, 0.5f, 0.88079708f, 3.7200760e-44f, 1.0f}), 1e-7, 1e-6);
 }
 
+// kiln::Silu must give exactly what the Sigmoid -> Mul it replaces gives, so
+// that a fusion pass leaves f32 outputs bit-identical.
+TEST(ElementwiseTest, KilnSiluMatchesSigmoidTimesInputExactly) {
+  const Tensor x = testing::random_f32({64}, 7, -20.0f, 20.0f);
+  ir::Graph g;
+  const ir::ValueId in = g.add_input("x", DType::kFloat32, ir::SymShape::from_concrete({64}));
+  const ir::ValueId s = g.add_value("s", DType::kUndefined, ir::SymShape());
+  const ir::ValueId mul = g.add_value("mul", DType::kUndefined, ir::SymShape());
+  const ir::ValueId silu = g.add_value("silu", DType::kUndefined, ir::SymShape());
+  g.add_node("Sigmoid", {in}, {s});
+  g.add_node("Mul", {in, s}, {mul});
+  const ir::NodeId fused = g.add_node("Silu", {in}, {silu});
+  g.node(fused).domain = kKilnDomain;
+  g.add_output(mul);
+  g.add_output(silu);
+  runtime::ReferenceExecutor exec(g);
+  auto out = exec.run({x});
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  ASSERT_EQ((*out)[1].dtype(), DType::kFloat32);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    EXPECT_EQ((*out)[0].data<float>()[i], (*out)[1].data<float>()[i]) << "element " << i;
+  EXPECT_NEAR((*out)[1].get_f64(0), x.get_f64(0) / (1.0 + std::exp(-x.get_f64(0))), 1e-5);
+  // Only in Kiln's domain: an ONNX-domain "Silu" is not an op.
+  EXPECT_EQ(OpRegistry::builtin().find("", "Silu"), nullptr);
+  EXPECT_NE(OpRegistry::builtin().find(kKilnDomain, "Silu"), nullptr);
+}
+
 TEST(ElementwiseTest, MathFunctions) {
   expect_near(run1("Tanh", {f32({2}, {0.5f, -2})}), f32({2}, {0.46211716f, -0.96402758f}));
   expect_near(run1("Exp", {f32({2}, {1, -1})}), f32({2}, {2.7182818f, 0.36787944f}));

@@ -114,6 +114,10 @@ class KernelContext {
 using InferFn = Status (*)(InferContext&);
 using KernelFn = Status (*)(KernelContext&);
 
+// The domain of Kiln's own ops (fused forms such as kiln::Silu that passes
+// produce and that have no ONNX equivalent). Printed as "kiln"::Silu.
+inline constexpr const char* kKilnDomain = "kiln";
+
 struct OpSchema {
   std::string name;
   std::string domain;       // "" = default ONNX domain

@@ -13,9 +13,20 @@ const std::vector<std::string>& default_pipeline() {
   return kPasses;
 }
 
+std::vector<std::string> default_pipeline(const PluginRegistry& registry) {
+  std::vector<std::string> passes = default_pipeline();
+  for (const LoadedPlugin& p : registry.plugins()) {
+    if (!p.handle) continue;  // linked in: its passes are placed above
+    for (size_t i = 0; i < p.descriptor->pass_count; ++i) passes.emplace_back(p.descriptor->passes[i]->name);
+  }
+  return passes;
+}
+
 Status load_standard_plugins(PluginRegistry& registry, const PipelineSetup& setup, const LogFn& log) {
   KILN_RETURN_IF_ERROR(registry.load_static(kiln_canonicalize_plugin_query, "static:kiln.canonicalize"));
   if (setup.load_environment) {
+    Status installed = registry.load_installed(PluginRegistry::installed_plugin_dir());
+    if (!installed.ok() && log) log(KILN_LOG_WARNING, "installed plugins: " + installed.message());
     Status s = registry.load_from_environment();
     if (!s.ok() && log) log(KILN_LOG_WARNING, "KILN_PLUGIN_PATH: " + s.message());
   }
@@ -28,7 +39,7 @@ StatusOr<std::vector<PassRecord>> run_default_pipeline(ir::Graph& graph, const P
   PluginRegistry registry;
   KILN_RETURN_IF_ERROR(load_standard_plugins(registry, setup, options.log));
   PassManager manager(registry);
-  manager.define_pipeline("default", default_pipeline());
+  manager.define_pipeline("default", default_pipeline(registry));
   // Folding one level of a shape computation exposes the next (a Shape
   // folds only once its input's shape has re-inferred as static), so the
   // default pipeline — all canonicalization today — runs to a fixed point.

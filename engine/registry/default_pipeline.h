@@ -17,11 +17,18 @@ namespace kiln::registry {
 
 struct PipelineSetup {
   std::vector<std::string> plugin_files;  // --plugin FILE (repeatable); a failure is an error
-  bool load_environment = true;           // $KILN_PLUGIN_PATH; failures are warnings
+  // The installed plugin directory (PluginRegistry::installed_plugin_dir)
+  // and $KILN_PLUGIN_PATH; failures are warnings.
+  bool load_environment = true;
 };
 
-// The default pipeline's pass names, in order.
+// The in-tree default pipeline's pass names, in order.
 const std::vector<std::string>& default_pipeline();
+// The default pipeline with `registry` loaded: the in-tree passes, then every
+// pass of each plugin loaded from a file (installed directory,
+// $KILN_PLUGIN_PATH, --plugin) in load order, so that loading a third-party
+// plugin is enough to run it; --disable-pass NAME leaves one out.
+std::vector<std::string> default_pipeline(const PluginRegistry& registry);
 
 // Registers the in-tree plugins, then the environment's and the given files.
 Status load_standard_plugins(PluginRegistry& registry, const PipelineSetup& setup, const LogFn& log);

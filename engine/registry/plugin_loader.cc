@@ -3,10 +3,18 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <set>
+
+// Where the build puts the installed plugins relative to the installed
+// executables (see cmake/KilnInstall.cmake); the default is the usual layout.
+#ifndef KILN_PLUGIN_DIR_FROM_BINDIR
+#define KILN_PLUGIN_DIR_FROM_BINDIR "../lib/kiln/plugins"
+#endif
 
 namespace kiln::registry {
 namespace {
@@ -31,7 +39,9 @@ PluginRegistry::~PluginRegistry() {
     if (it->handle) dlclose(it->handle);
 }
 
-Status PluginRegistry::load_file(const std::string& path) {
+Status PluginRegistry::load_file(const std::string& path) { return load_file_impl(path, false); }
+
+Status PluginRegistry::load_file_impl(const std::string& path, bool keep_linked_in) {
   dlerror();
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
@@ -48,7 +58,16 @@ Status PluginRegistry::load_file(const std::string& path) {
     return invalid_argument("plugin '" + path + "' refused: it exports no kiln_plugin_query (" + reason + ")");
   }
   auto query = reinterpret_cast<kiln_plugin_query_fn>(sym);
-  Status s = add(query(KILN_PLUGIN_ABI_VERSION), path, handle);
+  const kiln_plugin_t* descriptor = query(KILN_PLUGIN_ABI_VERSION);
+  if (keep_linked_in && descriptor && descriptor->struct_size >= kPluginLayout10 && descriptor->name) {
+    for (const LoadedPlugin& p : plugins_) {
+      if (p.handle == nullptr && p.name == descriptor->name) {
+        dlclose(handle);
+        return ok_status();
+      }
+    }
+  }
+  Status s = add(descriptor, path, handle);
   if (!s.ok()) dlclose(handle);
   return s;
 }
@@ -104,6 +123,25 @@ Status PluginRegistry::add(const kiln_plugin_t* d, const std::string& origin, vo
   return ok_status();
 }
 
+void PluginRegistry::load_directory(const std::string& dir, bool keep_linked_in, std::string& errors) {
+  DIR* dp = opendir(dir.c_str());
+  if (!dp) {
+    errors += (errors.empty() ? "" : "; ") + std::string("plugin directory '") + dir + "' cannot be read";
+    return;
+  }
+  std::vector<std::string> files;
+  while (const dirent* e = readdir(dp)) {
+    std::string name = e->d_name;
+    if (ends_with(name, ".so")) files.push_back(dir + "/" + name);
+  }
+  closedir(dp);
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files) {
+    Status s = load_file_impl(f, keep_linked_in);
+    if (!s.ok()) errors += (errors.empty() ? "" : "; ") + s.message();
+  }
+}
+
 Status PluginRegistry::load_search_path(std::string_view dirs) {
   std::string errors;
   size_t start = 0;
@@ -112,23 +150,7 @@ Status PluginRegistry::load_search_path(std::string_view dirs) {
     if (end == std::string_view::npos) end = dirs.size();
     const std::string dir(dirs.substr(start, end - start));
     start = end + 1;
-    if (dir.empty()) continue;
-    DIR* dp = opendir(dir.c_str());
-    if (!dp) {
-      errors += (errors.empty() ? "" : "; ") + std::string("plugin directory '") + dir + "' cannot be read";
-      continue;
-    }
-    std::vector<std::string> files;
-    while (const dirent* e = readdir(dp)) {
-      std::string name = e->d_name;
-      if (ends_with(name, ".so")) files.push_back(dir + "/" + name);
-    }
-    closedir(dp);
-    std::sort(files.begin(), files.end());
-    for (const std::string& f : files) {
-      Status s = load_file(f);
-      if (!s.ok()) errors += (errors.empty() ? "" : "; ") + s.message();
-    }
+    if (!dir.empty()) load_directory(dir, false, errors);
   }
   if (!errors.empty()) return invalid_argument(errors);
   return ok_status();
@@ -138,6 +160,33 @@ Status PluginRegistry::load_from_environment() {
   const char* path = std::getenv("KILN_PLUGIN_PATH");
   if (!path || !*path) return ok_status();
   return load_search_path(path);
+}
+
+Status PluginRegistry::load_installed(const std::string& dir) {
+  struct stat st;
+  if (dir.empty() || stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return ok_status();
+  std::string errors;
+  load_directory(dir, true, errors);
+  if (!errors.empty()) return invalid_argument(errors);
+  return ok_status();
+}
+
+std::string PluginRegistry::installed_plugin_dir() {
+  // /proc/self/exe names the running program even when it was started
+  // through a symlink or a relative path.
+  std::string exe(4096, '\0');
+  const ssize_t n = readlink("/proc/self/exe", exe.data(), exe.size());
+  if (n <= 0 || static_cast<size_t>(n) >= exe.size()) return {};
+  exe.resize(static_cast<size_t>(n));
+  const size_t slash = exe.rfind('/');
+  if (slash == std::string::npos) return {};
+  const std::string dir = exe.substr(0, slash) + "/" + KILN_PLUGIN_DIR_FROM_BINDIR;
+  // Without the "bin/.." detour, for `kiln passes` and error messages.
+  char* resolved = realpath(dir.c_str(), nullptr);
+  if (!resolved) return dir;
+  std::string out = resolved;
+  std::free(resolved);
+  return out;
 }
 
 const kiln_pass_t* PluginRegistry::find_pass(std::string_view name) const {

@@ -40,6 +40,18 @@ class PluginRegistry {
   Status load_search_path(std::string_view dirs);
   // load_search_path($KILN_PLUGIN_PATH); OK when the variable is unset.
   Status load_from_environment();
+  // Loads every *.so in `dir` like load_search_path, with two differences
+  // that fit the directory an installed Kiln ships its plugins in: a missing
+  // directory is not an error (a build tree has none), and a plugin whose
+  // name is already registered from a linked-in copy is skipped, since the
+  // in-tree plugins are installed both linked into the tools and as files
+  // for other hosts.
+  Status load_installed(const std::string& dir);
+  // The plugin directory of an installed Kiln relative to the running
+  // program: <directory of the executable>/KILN_PLUGIN_DIR_FROM_BINDIR
+  // (../lib/kiln/plugins for the usual layout). Empty if the executable's
+  // path cannot be read.
+  static std::string installed_plugin_dir();
 
   const std::vector<LoadedPlugin>& plugins() const { return plugins_; }
   // The pass with this name, or null.
@@ -49,6 +61,11 @@ class PluginRegistry {
 
  private:
   Status add(const kiln_plugin_t* descriptor, const std::string& origin, void* handle);
+  // load_file; with keep_linked_in, a plugin named like a linked-in one is
+  // unloaded again and OK is returned.
+  Status load_file_impl(const std::string& path, bool keep_linked_in);
+  // Loads the *.so files of one directory, appending failures to `errors`.
+  void load_directory(const std::string& dir, bool keep_linked_in, std::string& errors);
 
   std::vector<LoadedPlugin> plugins_;
 };

@@ -1,5 +1,6 @@
 // ABI tests: the loader's refusals and the pass runner's guarantees, driven by
 // the fixture plugins in testdata/ (built as shared libraries).
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,6 +10,7 @@
 #include "engine/ir/text.h"
 #include "engine/registry/pass_manager.h"
 #include "engine/registry/plugin_loader.h"
+#include "engine/registry/shape_inference.h"
 
 namespace kiln::registry {
 namespace {
@@ -106,6 +108,75 @@ TEST(PluginLoader, SearchPathLoadsGoodAndReportsBad) {
   EXPECT_NE(s.message().find("/nonexistent-dir"), std::string::npos) << s.message();
 }
 
+// The installed plugin directory: missing is fine (a build tree), and a file
+// of a plugin that is also linked in is skipped rather than refused.
+TEST(PluginLoader, InstalledDirectorySkipsLinkedInCopies) {
+  PluginRegistry reg;
+  EXPECT_TRUE(reg.load_installed("/nonexistent-dir").ok());
+  EXPECT_TRUE(reg.load_installed("").ok());
+  void* handle = dlopen(KILN_FIXTURE_GOOD, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  auto query = reinterpret_cast<kiln_plugin_query_fn>(dlsym(handle, "kiln_plugin_query"));
+  ASSERT_TRUE(reg.load_static(query, "static:test.good").ok());
+  // The fixture directory holds test.good twice (good, zdup) and broken ones.
+  Status s = reg.load_installed(KILN_FIXTURE_DIR);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message().find("already loaded"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("speaks ABI 2.0"), std::string::npos) << s.message();
+  ASSERT_EQ(reg.plugins().size(), 1u);
+  EXPECT_EQ(reg.plugins()[0].origin, "static:test.good");
+  // A plain search path still refuses the duplicate.
+  EXPECT_NE(reg.load_search_path(KILN_FIXTURE_DIR).message().find("already loaded"), std::string::npos);
+  EXPECT_EQ(reg.plugins().size(), 1u);
+  dlclose(handle);
+}
+
+TEST(PluginLoader, InstalledDirectoryIsBesideTheExecutable) {
+  const std::string dir = PluginRegistry::installed_plugin_dir();
+  // This test binary is not installed, so the directory does not exist and
+  // the path keeps its relative part.
+  EXPECT_NE(dir.find(KILN_PLUGIN_DIR_FROM_BINDIR_FOR_TEST), std::string::npos) << dir;
+  EXPECT_EQ(dir[0], '/') << dir;
+}
+
+// Shape inference: shape values flow from Shape to Reshape, and an If's
+// unknown outputs take what both branches agree on.
+TEST(ShapeInference, ShapeValuesAndIfBranches) {
+  auto g = parse(R"(graph @g opset 17 {
+  input %c : bool[]
+  input %x : f32[n,3]
+  %s = Shape(%x) : undef[*]
+  %y = Reshape(%x, %s) : undef[*]
+  %r = If(%c) {else_branch = region {
+    %e = Relu(%y) : undef[*]
+    return %e
+  }, then_branch = region {
+    %t = Neg(%y) : undef[*]
+    return %t
+  }} : undef[*]
+  return %r
+}
+)");
+  ASSERT_NE(g, nullptr);
+  ASSERT_TRUE(infer_graph_shapes(*g).ok());
+  const std::string out = ir::print_graph(*g);
+  EXPECT_NE(out.find("%y = Reshape(%x, %s) : f32[n,3]"), std::string::npos) << out;
+  EXPECT_NE(out.find("} : f32[n,3]"), std::string::npos) << out;
+
+  // Node by node (how the ONNX importer uses it) gives the same.
+  auto g2 = parse(R"(graph @g opset 17 {
+  input %x : f32[n,3]
+  %s = Shape(%x) : undef[*]
+  %y = Reshape(%x, %s) : undef[*]
+  return %y
+}
+)");
+  ASSERT_NE(g2, nullptr);
+  ShapeInferrer inferrer(*g2);
+  for (ir::NodeId n : g2->main().nodes) ASSERT_TRUE(inferrer.infer_node(n).ok());
+  EXPECT_EQ(g2->value(g2->find_value("y")).shape.to_string(), "[n,3]");
+}
+
 class PassRunTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -134,7 +205,8 @@ TEST_F(PassRunTest, ValidRewriteCommits) {
   Status s = run({"test.noop", "test.add-identity"});
   ASSERT_TRUE(s.ok()) << s.message();
   const std::string after = ir::print_graph(*graph_);
-  EXPECT_NE(after.find("%z_copy = Identity(%z) : f32[2,3]"), std::string::npos) << after;
+  // The annotation the pass attached is part of the text form too.
+  EXPECT_NE(after.find("%z_copy = Identity(%z) #{fixture = \"yes\"} : f32[2,3]"), std::string::npos) << after;
   EXPECT_NE(after.find("return %z_copy"), std::string::npos) << after;
   ASSERT_EQ(pm_.records().size(), 2u);
   EXPECT_TRUE(pm_.records()[1].committed);

@@ -1,77 +1,93 @@
-// Whole-graph shape re-inference (see shape_inference.h).
+// Shape inference over a graph (see shape_inference.h).
 #include "engine/registry/shape_inference.h"
-
-#include <optional>
-#include <vector>
 
 namespace kiln::registry {
 namespace {
 
-class GraphInferrer {
- public:
-  GraphInferrer(ir::Graph& graph, const ops::OpRegistry& registry)
-      : graph_(graph), registry_(registry), dims_values_(graph.num_values()) {}
-
-  Status infer_region(ir::RegionId region_id) {
-    // Copy: the order does not change during inference, but be safe against
-    // references into the region vector.
-    const std::vector<ir::NodeId> order = graph_.region(region_id).nodes;
-    for (ir::NodeId nid : order) KILN_RETURN_IF_ERROR(infer_node(nid));
-    return ok_status();
+void merge(ir::Value& v, ops::ValueInfo& info) {
+  if (info.dtype != DType::kUndefined) v.dtype = info.dtype;
+  if (!info.shape.has_rank) return;
+  if (v.shape.has_rank && v.shape.rank() == info.shape.rank()) {
+    for (size_t k = 0; k < info.shape.dims.size(); ++k)
+      if (!info.shape.dims[k].is_known()) info.shape.dims[k] = v.shape.dims[k];
   }
-
- private:
-  Status infer_node(ir::NodeId nid) {
-    const ir::Node& node = graph_.node(nid);
-    for (const auto& [key, attr] : node.attrs)
-      if (attr.kind == ir::AttrKind::kGraph && attr.region != ir::kNoRegion)
-        KILN_RETURN_IF_ERROR(infer_region(attr.region));
-    const ops::OpSchema* schema = registry_.find(node.domain, node.op);
-    if (!schema) return ok_status();
-    std::vector<ops::ValueInfo> inputs;
-    for (ir::ValueId id : node.inputs) {
-      ops::ValueInfo info;
-      if (id != ir::kNoValue) {
-        const ir::Value& v = graph_.value(id);
-        // An input nothing is known about (an untyped sub-graph parameter):
-        // the outputs stay as they are rather than failing.
-        if (v.dtype == DType::kUndefined) return ok_status();
-        info.dtype = v.dtype;
-        info.shape = v.shape;
-        if (v.is_constant()) info.value = &v.constant;
-        if (static_cast<size_t>(id) < dims_values_.size()) info.dims_value = dims_values_[static_cast<size_t>(id)];
-      }
-      inputs.push_back(std::move(info));
-    }
-    KILN_ASSIGN_OR_RETURN(std::vector<ops::ValueInfo> outs, ops::infer_node(*schema, node, std::move(inputs)));
-    for (size_t i = 0; i < node.outputs.size() && i < outs.size(); ++i) {
-      const ir::ValueId id = node.outputs[i];
-      if (id == ir::kNoValue) continue;
-      merge(graph_.value(id), outs[i]);
-      if (outs[i].dims_value) dims_values_[static_cast<size_t>(id)] = std::move(outs[i].dims_value);
-    }
-    return ok_status();
-  }
-
-  static void merge(ir::Value& v, ops::ValueInfo& info) {
-    if (info.dtype != DType::kUndefined) v.dtype = info.dtype;
-    if (!info.shape.has_rank) return;
-    if (v.shape.has_rank && v.shape.rank() == info.shape.rank()) {
-      for (size_t k = 0; k < info.shape.dims.size(); ++k)
-        if (!info.shape.dims[k].is_known()) info.shape.dims[k] = v.shape.dims[k];
-    }
-    v.shape = std::move(info.shape);
-  }
-
-  ir::Graph& graph_;
-  const ops::OpRegistry& registry_;
-  std::vector<std::optional<std::vector<ir::Dim>>> dims_values_;
-};
+  v.shape = std::move(info.shape);
+}
 
 }  // namespace
 
+Status ShapeInferrer::infer_region(ir::RegionId region_id) {
+  // A copy: inference does not reorder nodes, but it must not hold a
+  // reference into the region vector while sub-regions are visited.
+  const std::vector<ir::NodeId> order = graph_.region(region_id).nodes;
+  for (ir::NodeId nid : order) {
+    for (const auto& [key, attr] : graph_.node(nid).attrs)
+      if (attr.kind == ir::AttrKind::kGraph && attr.region != ir::kNoRegion)
+        KILN_RETURN_IF_ERROR(infer_region(attr.region));
+    KILN_RETURN_IF_ERROR(infer_node(nid));
+  }
+  return ok_status();
+}
+
+Status ShapeInferrer::infer_node(ir::NodeId nid) {
+  const ir::Node& node = graph_.node(nid);
+  const ops::OpSchema* schema = registry_.find(node.domain, node.op);
+  if (!schema) return ok_status();
+  std::vector<ops::ValueInfo> inputs;
+  for (ir::ValueId id : node.inputs) {
+    ops::ValueInfo info;
+    if (id != ir::kNoValue) {
+      const ir::Value& v = graph_.value(id);
+      // An input nothing is known about (an untyped sub-graph parameter):
+      // the outputs stay as they are rather than failing.
+      if (v.dtype == DType::kUndefined) return ok_status();
+      info.dtype = v.dtype;
+      info.shape = v.shape;
+      if (v.is_constant()) info.value = &v.constant;
+      if (static_cast<size_t>(id) < dims_values_.size()) info.dims_value = dims_values_[static_cast<size_t>(id)];
+    }
+    inputs.push_back(std::move(info));
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<ops::ValueInfo> outs, ops::infer_node(*schema, node, std::move(inputs)));
+  for (size_t i = 0; i < node.outputs.size() && i < outs.size(); ++i) {
+    const ir::ValueId id = node.outputs[i];
+    if (id == ir::kNoValue) continue;
+    merge(graph_.value(id), outs[i]);
+    if (outs[i].dims_value) {
+      if (dims_values_.size() <= static_cast<size_t>(id)) dims_values_.resize(static_cast<size_t>(id) + 1);
+      dims_values_[static_cast<size_t>(id)] = std::move(outs[i].dims_value);
+    }
+  }
+  if (node.op == "If" && node.domain.empty()) merge_if_branches(node);
+  return ok_status();
+}
+
+void ShapeInferrer::merge_if_branches(const ir::Node& node) {
+  // If's inference cannot see its branches; where it left an output unknown,
+  // fill in what both branches agree on.
+  const ir::Attribute* then_attr = node.attr("then_branch");
+  const ir::Attribute* else_attr = node.attr("else_branch");
+  if (!then_attr || !else_attr || then_attr->kind != ir::AttrKind::kGraph || else_attr->kind != ir::AttrKind::kGraph)
+    return;
+  const ir::Region& then_region = graph_.region(then_attr->region);
+  const ir::Region& else_region = graph_.region(else_attr->region);
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    if (node.outputs[i] == ir::kNoValue || i >= then_region.outputs.size() || i >= else_region.outputs.size()) continue;
+    const ir::Value& a = graph_.value(then_region.outputs[i]);
+    const ir::Value& b = graph_.value(else_region.outputs[i]);
+    ir::Value& out = graph_.value(node.outputs[i]);
+    if (out.dtype == DType::kUndefined && a.dtype == b.dtype) out.dtype = a.dtype;
+    if (!out.shape.has_rank && a.shape.has_rank && b.shape.has_rank && a.shape.rank() == b.shape.rank()) {
+      std::vector<ir::Dim> dims;
+      for (size_t k = 0; k < a.shape.dims.size(); ++k)
+        dims.push_back(a.shape.dims[k].same_as(b.shape.dims[k]) ? a.shape.dims[k] : ir::Dim());
+      out.shape = ir::SymShape(std::move(dims));
+    }
+  }
+}
+
 Status infer_graph_shapes(ir::Graph& graph, const ops::OpRegistry& registry) {
-  GraphInferrer inferrer(graph, registry);
+  ShapeInferrer inferrer(graph, registry);
   return inferrer.infer_region(ir::kMainRegion);
 }
 

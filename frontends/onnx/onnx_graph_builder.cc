@@ -145,6 +145,7 @@ StatusOr<std::unique_ptr<ir::Graph>> GraphBuilder::build(::onnx::ModelProto& mod
   KILN_RETURN_IF_ERROR(check_opsets(model));
   KILN_RETURN_IF_ERROR(check_ops_supported(model));
   graph_ = std::make_unique<ir::Graph>();
+  inferrer_.emplace(*graph_, registry_);
   graph_->name = model.graph().name();
   graph_->opset = opset_;
   graph_->producer = model.producer_name() + (model.producer_version().empty() ? "" : " " + model.producer_version());
@@ -344,16 +345,6 @@ Status GraphBuilder::merge_declared(ir::ValueId id, const DeclaredType& declared
                               " but inference gives " + v.shape.to_string());
   v.shape = ir::SymShape(std::move(dims));
   return ok_status();
-}
-
-ops::ValueInfo GraphBuilder::value_info(ir::ValueId id) const {
-  ops::ValueInfo info;
-  const ir::Value& v = graph_->value(id);
-  info.dtype = v.dtype;
-  info.shape = v.shape;
-  if (v.is_constant()) info.value = &v.constant;
-  if (static_cast<size_t>(id) < dims_values_.size()) info.dims_value = dims_values_[static_cast<size_t>(id)];
-  return info;
 }
 
 Status GraphBuilder::convert_graph(GraphProto& graph, Scope& scope, bool is_main, const std::vector<DType>& input_hints) {
@@ -638,7 +629,7 @@ StatusOr<ir::NodeId> GraphBuilder::emit(Draft draft, Scope& scope) {
     graph_->value(node.outputs[i]).producer = ir::kNoNode;
     node.outputs[i] = ir::kNoValue;
   }
-  KILN_RETURN_IF_ERROR(infer(nid));
+  KILN_RETURN_IF_ERROR(inferrer_->infer_node(nid));
   if (!value_infos_.empty()) {
     const auto& infos = value_infos_.back();
     for (const std::string& name : draft.outputs) {
@@ -666,62 +657,6 @@ StatusOr<ir::ValueId> GraphBuilder::emit_helper(const std::string& op, std::vect
 
 ir::ValueId GraphBuilder::add_helper_constant(const std::string& base_name, Tensor tensor, Scope& scope) {
   return graph_->add_constant(unique_name(base_name), std::move(tensor), scope.region);
-}
-
-Status GraphBuilder::infer(ir::NodeId node_id) {
-  const ir::Node& node = graph_->node(node_id);
-  const ops::OpSchema* schema = registry_.find(node.domain, node.op);
-  if (!schema) return unimplemented(node.describe() + ": op is not supported");
-  std::vector<ops::ValueInfo> inputs;
-  for (ir::ValueId id : node.inputs) {
-    if (id == ir::kNoValue) {
-      inputs.emplace_back();
-      continue;
-    }
-    inputs.push_back(value_info(id));
-    // Nothing is known about this input (an untyped sub-graph parameter):
-    // its outputs stay unknown rather than failing the import.
-    if (inputs.back().dtype == DType::kUndefined) return ok_status();
-  }
-  KILN_ASSIGN_OR_RETURN(std::vector<ops::ValueInfo> outs, ops::infer_node(*schema, node, std::move(inputs)));
-  for (size_t i = 0; i < node.outputs.size() && i < outs.size(); ++i) {
-    const ir::ValueId id = node.outputs[i];
-    if (id == ir::kNoValue) continue;
-    ir::Value& v = graph_->value(id);
-    v.dtype = outs[i].dtype;
-    v.shape = std::move(outs[i].shape);
-    if (outs[i].dims_value) {
-      if (dims_values_.size() <= static_cast<size_t>(id)) dims_values_.resize(static_cast<size_t>(id) + 1);
-      dims_values_[static_cast<size_t>(id)] = std::move(outs[i].dims_value);
-    }
-  }
-  if (node.op == "If" && node.domain.empty()) merge_subgraph_outputs(node_id);
-  return ok_status();
-}
-
-void GraphBuilder::merge_subgraph_outputs(ir::NodeId node_id) {
-  // If's inference cannot see its branches; where it left an output unknown,
-  // fill in what both branches agree on.
-  const ir::Node& node = graph_->node(node_id);
-  const ir::Attribute* then_attr = node.attr("then_branch");
-  const ir::Attribute* else_attr = node.attr("else_branch");
-  if (!then_attr || !else_attr || then_attr->kind != ir::AttrKind::kGraph || else_attr->kind != ir::AttrKind::kGraph)
-    return;
-  const ir::Region& then_region = graph_->region(then_attr->region);
-  const ir::Region& else_region = graph_->region(else_attr->region);
-  for (size_t i = 0; i < node.outputs.size(); ++i) {
-    if (node.outputs[i] == ir::kNoValue || i >= then_region.outputs.size() || i >= else_region.outputs.size()) continue;
-    const ir::Value& a = graph_->value(then_region.outputs[i]);
-    const ir::Value& b = graph_->value(else_region.outputs[i]);
-    ir::Value& out = graph_->value(node.outputs[i]);
-    if (out.dtype == DType::kUndefined && a.dtype == b.dtype) out.dtype = a.dtype;
-    if (!out.shape.has_rank && a.shape.has_rank && b.shape.has_rank && a.shape.rank() == b.shape.rank()) {
-      std::vector<ir::Dim> dims;
-      for (size_t k = 0; k < a.shape.dims.size(); ++k)
-        dims.push_back(a.shape.dims[k].same_as(b.shape.dims[k]) ? a.shape.dims[k] : ir::Dim());
-      out.shape = ir::SymShape(std::move(dims));
-    }
-  }
 }
 
 }  // namespace kiln::onnx

@@ -21,6 +21,7 @@
 #include "engine/base/status.h"
 #include "engine/ir/graph.h"
 #include "engine/ops/op_registry.h"
+#include "engine/registry/shape_inference.h"
 #include "frontends/onnx/onnx_importer.h"
 #include "frontends/onnx/onnx_tensor.h"
 
@@ -99,13 +100,10 @@ class GraphBuilder {
                                     std::map<std::string, ir::Attribute> attrs, const std::string& base_name,
                                     Scope& scope);
   ir::ValueId add_helper_constant(const std::string& base_name, Tensor tensor, Scope& scope);
-  Status infer(ir::NodeId node_id);
-  void merge_subgraph_outputs(ir::NodeId node_id);
 
   StatusOr<DeclaredType> declared_type(const ::onnx::ValueInfoProto& info, const std::string& what,
                                        bool fresh_symbols);
   Status merge_declared(ir::ValueId id, const DeclaredType& declared);
-  ops::ValueInfo value_info(ir::ValueId id) const;
 
   std::string unique_name(const std::string& base);
   static std::string node_display_name(const ::onnx::NodeProto& node, int index);
@@ -116,7 +114,8 @@ class GraphBuilder {
   std::unique_ptr<ir::Graph> graph_;
   int64_t opset_ = kMaxOpset;
   std::set<std::string> used_names_;
-  std::vector<std::optional<std::vector<ir::Dim>>> dims_values_;  // by value id
+  // Infers each node as emit() appends it (the same inference passes use).
+  std::optional<registry::ShapeInferrer> inferrer_;
   // value_info entries of the graph being converted, by name.
   std::vector<std::unordered_map<std::string, const ::onnx::ValueInfoProto*>> value_infos_;
 };

@@ -47,7 +47,7 @@ int cmd_passes(const std::vector<std::string>& argv) {
     }
   }
   std::printf("default pipeline:");
-  for (const std::string& name : registry::default_pipeline()) std::printf(" %s", name.c_str());
+  for (const std::string& name : registry::default_pipeline(reg)) std::printf(" %s", name.c_str());
   std::printf("\n");
   return 0;
 }
