@@ -1,53 +1,74 @@
-// The C API (include/kiln/kiln.h) over the C++ engine.
+// The C API (include/kiln/kiln.h) over the C++ engine: tensors, models,
+// sessions (kiln_c_api_vulkan.cc has Vulkan devices and buffer bindings).
 //
-// Handles are thin structs around the C++ objects. Nothing here throws
-// (the engine builds with -fno-exceptions; the importer contains protobuf's
-// exceptions itself), so no exception can cross the API.
-#include "kiln/kiln.h"
-
-#include <atomic>
-#include <memory>
+// Handles are thin structs around the C++ objects (kiln_c_api_internal.h).
+// Nothing here throws (the engine builds with -fno-exceptions; the importer
+// contains protobuf's exceptions itself), so no exception can cross the API.
+#include <chrono>
+#include <cstddef>
+#include <cstdio>
 #include <new>
 #include <string>
 #include <vector>
 
-#include "engine/base/status.h"
-#include "engine/base/tensor.h"
-#include "engine/runtime/reference_executor.h"
+#include "api/kiln_c_api_internal.h"
 #include "frontends/onnx/onnx_importer.h"
 
-struct kiln_status_t {
-  kiln_status_code_t code;
-  std::string message;
-};
-
-struct kiln_tensor_t {
-  kiln::Tensor tensor;
-};
-
-struct kiln_model_t {
-  std::unique_ptr<kiln::ir::Graph> graph;
-  std::atomic<int> refs{1};
-};
-
-struct kiln_session_t {
-  kiln_model_t* model = nullptr;
-  std::unique_ptr<kiln::runtime::ReferenceExecutor> reference;
-};
+using kiln::capi::make_status;
+using kiln::capi::null_arg;
+using kiln::capi::to_c;
 
 namespace {
 
-kiln_status_t* make_status(kiln_status_code_t code, std::string message) {
-  return new kiln_status_t{code, std::move(message)};
+struct VulkanSessionOptions {
+  kiln_vulkan_device_t* device = nullptr;
+  const char* selector = nullptr;
+  kiln_storage_t storage = KILN_STORAGE_BUFFER;
+  kiln_precision_t precision = KILN_PRECISION_FP32;
+  bool profile = false;
+};
+
+// Compiles the session's model for Vulkan on the given device, or on one
+// the session creates.
+kiln::Status start_vulkan(kiln_session_t& s, const VulkanSessionOptions& o) {
+  if (o.device) {
+    kiln_vulkan_device_retain(o.device);
+    s.vulkan = o.device;
+  } else {
+    KILN_ASSIGN_OR_RETURN(s.vulkan, kiln::capi::create_vulkan_device(o.selector, nullptr));
+  }
+  kiln::runtime::VulkanModelOptions mo;
+  mo.plan.storage = o.storage == KILN_STORAGE_IMAGE ? kiln::planner::Storage::kImage : kiln::planner::Storage::kBuffer;
+  mo.plan.precision =
+      o.precision == KILN_PRECISION_FP16 ? kiln::planner::ElemType::kF16 : kiln::planner::ElemType::kF32;
+  mo.profile = o.profile;
+  KILN_ASSIGN_OR_RETURN(s.vulkan_model,
+                        kiln::runtime::VulkanModel::compile(*s.vulkan->device, *s.vulkan->cache, *s.model->graph, mo));
+  s.backend = KILN_BACKEND_VULKAN;
+  return kiln::ok_status();
 }
 
-kiln_status_t* to_c(const kiln::Status& status) {
-  if (status.ok()) return nullptr;
-  return make_status(static_cast<kiln_status_code_t>(status.code()), status.message());
-}
-
-kiln_status_t* null_arg(const char* what) {
-  return make_status(KILN_INVALID_ARGUMENT, std::string(what) + " must not be NULL");
+kiln_status_t* copy_outputs(std::vector<kiln::Tensor>& out, kiln_tensor_t** out_outputs) {
+  std::vector<kiln_tensor_t*> handles;
+  auto fail = [&](kiln_status_t* status) {
+    for (auto* p : handles) delete p;
+    return status;
+  };
+  for (kiln::Tensor& t : out) {
+    if (!t.defined()) {  // bound to a device buffer: the host reads it there
+      handles.push_back(nullptr);
+      continue;
+    }
+    // Outputs may share storage with inputs or model constants (Identity,
+    // Reshape); the caller owns what it gets, so hand out a private copy.
+    auto copy = t.clone();
+    if (!copy.ok()) return fail(to_c(copy.status()));
+    auto* h = new (std::nothrow) kiln_tensor_t{std::move(copy).value()};
+    if (!h) return fail(make_status(KILN_OUT_OF_MEMORY, "out of memory"));
+    handles.push_back(h);
+  }
+  for (size_t i = 0; i < handles.size(); ++i) out_outputs[i] = handles[i];
+  return nullptr;
 }
 
 }  // namespace
@@ -131,36 +152,77 @@ kiln_status_t* kiln_session_create(kiln_model_t* model, const kiln_session_optio
   if (!model) return null_arg("model");
   if (!out_session) return null_arg("out_session");
   kiln_backend_t backend = KILN_BACKEND_DEFAULT;
+  VulkanSessionOptions vo;
   if (options) {
-    if (options->struct_size < offsetof(kiln_session_options_t, backend) + sizeof(options->backend))
+    // Fields past an older caller's struct_size keep their defaults.
+    auto has = [&](size_t offset, size_t size) { return options->struct_size >= offset + size; };
+#define KILN_HAS(field) has(offsetof(kiln_session_options_t, field), sizeof(options->field))
+    if (!KILN_HAS(backend))
       return make_status(KILN_INVALID_ARGUMENT, "kiln_session_options_t.struct_size is too small");
     backend = options->backend;
+    if (KILN_HAS(vulkan_device)) vo.device = options->vulkan_device;
+    if (KILN_HAS(device_selector)) vo.selector = options->device_selector;
+    if (KILN_HAS(storage)) vo.storage = options->storage;
+    if (KILN_HAS(precision)) vo.precision = options->precision;
+    if (KILN_HAS(profile)) vo.profile = options->profile != 0;
+#undef KILN_HAS
   }
-  if (backend == KILN_BACKEND_VULKAN)
-    return make_status(KILN_UNAVAILABLE,
-                       "the Vulkan execution backend is not available in this build yet; use the reference backend");
-  if (backend != KILN_BACKEND_DEFAULT && backend != KILN_BACKEND_REFERENCE)
+  if (backend != KILN_BACKEND_DEFAULT && backend != KILN_BACKEND_REFERENCE && backend != KILN_BACKEND_VULKAN)
     return make_status(KILN_INVALID_ARGUMENT, "unknown backend " + std::to_string(static_cast<int>(backend)));
+  if (vo.storage != KILN_STORAGE_BUFFER && vo.storage != KILN_STORAGE_IMAGE)
+    return make_status(KILN_INVALID_ARGUMENT, "unknown storage " + std::to_string(static_cast<int>(vo.storage)));
+  if (vo.precision != KILN_PRECISION_FP32 && vo.precision != KILN_PRECISION_FP16)
+    return make_status(KILN_INVALID_ARGUMENT,
+                       "unknown precision " + std::to_string(static_cast<int>(vo.precision)));
+  if (backend == KILN_BACKEND_REFERENCE && vo.device)
+    return make_status(KILN_INVALID_ARGUMENT, "a vulkan_device was given for the reference backend");
+  // A device given means Vulkan was asked for.
+  if (backend == KILN_BACKEND_DEFAULT && vo.device) backend = KILN_BACKEND_VULKAN;
+
   auto* s = new (std::nothrow) kiln_session_t;
   if (!s) return make_status(KILN_OUT_OF_MEMORY, "out of memory");
-  s->reference = std::make_unique<kiln::runtime::ReferenceExecutor>(*model->graph);
   kiln_model_retain(model);
   s->model = model;
+  if (backend != KILN_BACKEND_REFERENCE) {
+    kiln::Status started = start_vulkan(*s, vo);
+    if (started.ok()) {
+      *out_session = s;
+      return nullptr;
+    }
+    // DEFAULT: no usable device or the model does not compile for it; the
+    // reference executor runs everything.
+    s->vulkan_model.reset();
+    kiln_vulkan_device_release(s->vulkan);
+    s->vulkan = nullptr;
+    if (backend == KILN_BACKEND_VULKAN) {
+      kiln_session_destroy(s);
+      return to_c(started.add_context("the Vulkan backend"));
+    }
+  }
+  s->backend = KILN_BACKEND_REFERENCE;
+  s->reference = std::make_unique<kiln::runtime::ReferenceExecutor>(*model->graph);
   *out_session = s;
   return nullptr;
 }
 
 void kiln_session_destroy(kiln_session_t* session) {
   if (!session) return;
+  // The compiled model borrows the device and the graph: it goes first.
   session->reference.reset();
+  session->vulkan_model.reset();
+  kiln_vulkan_device_release(session->vulkan);
   kiln_model_release(session->model);
   delete session;
+}
+
+kiln_backend_t kiln_session_backend(const kiln_session_t* session) {
+  return session ? session->backend : KILN_BACKEND_DEFAULT;
 }
 
 kiln_status_t* kiln_session_run(kiln_session_t* session, const kiln_tensor_t* const* inputs, size_t input_count,
                                 kiln_tensor_t** out_outputs, size_t output_count) {
   if (!session) return null_arg("session");
-  if (input_count && !inputs) return null_arg("inputs");
+  if (input_count && !inputs && !session->vulkan_model) return null_arg("inputs");
   if (!out_outputs) return null_arg("out_outputs");
   const size_t expected_out = session->model->graph->main().outputs.size();
   if (output_count != expected_out)
@@ -168,28 +230,73 @@ kiln_status_t* kiln_session_run(kiln_session_t* session, const kiln_tensor_t* co
                                                   " outputs, output_count is " + std::to_string(output_count));
   std::vector<kiln::Tensor> in;
   for (size_t i = 0; i < input_count; ++i) {
-    if (!inputs[i]) return make_status(KILN_INVALID_ARGUMENT, "input " + std::to_string(i) + " is NULL");
-    in.push_back(inputs[i]->tensor);
+    if (inputs && inputs[i]) {
+      in.push_back(inputs[i]->tensor);
+    } else if (session->vulkan_model) {
+      in.emplace_back();  // bound to a buffer, or reported missing by the run
+    } else {
+      return make_status(KILN_INVALID_ARGUMENT, "input " + std::to_string(i) + " is NULL");
+    }
   }
+  if (session->vulkan_model) {
+    kiln::runtime::DeviceBindings bindings;
+    {
+      std::lock_guard<std::mutex> lock(session->bindings_mutex);
+      bindings = session->bindings;
+    }
+    kiln::runtime::VulkanRunStats stats;
+    auto out = session->vulkan_model->run(in, bindings, &stats);
+    if (!out.ok()) return to_c(out.status());
+    std::lock_guard<std::mutex> lock(session->stats_mutex);
+    session->last = std::move(stats);
+    session->has_last = true;
+    return copy_outputs(*out, out_outputs);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
   auto out = session->reference->run(in);
   if (!out.ok()) return to_c(out.status());
-  std::vector<kiln_tensor_t*> handles;
-  for (kiln::Tensor& t : *out) {
-    // Outputs may share storage with inputs or model constants (Identity,
-    // Reshape); the caller owns what it gets, so hand out a private copy.
-    auto copy = t.clone();
-    if (!copy.ok()) {
-      for (auto* p : handles) delete p;
-      return to_c(copy.status());
-    }
-    auto* h = new (std::nothrow) kiln_tensor_t{std::move(copy).value()};
-    if (!h) {
-      for (auto* p : handles) delete p;
-      return make_status(KILN_OUT_OF_MEMORY, "out of memory");
-    }
-    handles.push_back(h);
+  {
+    std::lock_guard<std::mutex> lock(session->stats_mutex);
+    session->last = kiln::runtime::VulkanRunStats{};
+    session->last.wall_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    session->has_last = true;
   }
-  for (size_t i = 0; i < handles.size(); ++i) out_outputs[i] = handles[i];
+  return copy_outputs(*out, out_outputs);
+}
+
+kiln_status_t* kiln_session_last_run_stats(const kiln_session_t* session, kiln_run_stats_t* out_stats) {
+  if (!session) return null_arg("session");
+  if (!out_stats) return null_arg("out_stats");
+  if (out_stats->struct_size < offsetof(kiln_run_stats_t, kernel_timings) + sizeof(out_stats->kernel_timings))
+    return make_status(KILN_INVALID_ARGUMENT, "kiln_run_stats_t.struct_size is too small");
+  std::lock_guard<std::mutex> lock(session->stats_mutex);
+  if (!session->has_last) return make_status(KILN_FAILED_PRECONDITION, "the session has not run yet");
+  const kiln::runtime::VulkanRunStats& s = session->last;
+  out_stats->wall_ms = s.wall_ms;
+  out_stats->gpu_ms = session->vulkan_model ? s.gpu_ms : -1;
+  out_stats->dispatches = s.dispatches;
+  out_stats->fallbacks = s.fallbacks;
+  out_stats->recorded = s.recorded ? 1 : 0;
+  out_stats->kernel_timings = static_cast<uint32_t>(s.kernels.size());
+  return nullptr;
+}
+
+kiln_status_t* kiln_session_kernel_timing(const kiln_session_t* session, size_t index,
+                                          kiln_kernel_timing_t* out_timing) {
+  if (!session) return null_arg("session");
+  if (!out_timing) return null_arg("out_timing");
+  if (out_timing->struct_size < offsetof(kiln_kernel_timing_t, gpu_ms) + sizeof(out_timing->gpu_ms))
+    return make_status(KILN_INVALID_ARGUMENT, "kiln_kernel_timing_t.struct_size is too small");
+  std::lock_guard<std::mutex> lock(session->stats_mutex);
+  const size_t n = session->has_last ? session->last.kernels.size() : 0;
+  if (index >= n)
+    return make_status(KILN_OUT_OF_RANGE, "kernel timing " + std::to_string(index) + " of " + std::to_string(n) +
+                                              (session->has_last ? "" : " (the session has not run yet)"));
+  const kiln::runtime::KernelTiming& k = session->last.kernels[index];
+  std::snprintf(out_timing->kernel, sizeof(out_timing->kernel), "%s", k.kernel.c_str());
+  std::snprintf(out_timing->node, sizeof(out_timing->node), "%s", k.node.c_str());
+  out_timing->gpu_ms = k.gpu_ms;
   return nullptr;
 }
 

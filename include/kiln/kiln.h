@@ -8,6 +8,13 @@
  *
  * Thread-safety: a model may be shared by several threads once loaded; a
  * session's run is thread-safe; a tensor must not be written concurrently.
+ *
+ * Vulkan: sessions run on a Vulkan device Kiln creates, or on the host
+ * application's own VkDevice and queue (kiln_vulkan_device_wrap), with
+ * inputs and outputs optionally living in the host's VkBuffers without a
+ * copy (kiln_session_bind_vulkan_buffer). Those two functions take Vulkan
+ * types and are declared in kiln/kiln_vulkan.h, which includes
+ * <vulkan/vulkan.h>; this header needs no Vulkan headers.
  */
 #ifndef KILN_KILN_H_
 #define KILN_KILN_H_
@@ -122,6 +129,41 @@ KILN_API size_t kiln_model_output_count(const kiln_model_t* model);
 KILN_API const char* kiln_model_input_name(const kiln_model_t* model, size_t index);
 KILN_API const char* kiln_model_output_name(const kiln_model_t* model, size_t index);
 
+/* ---- Vulkan devices ------------------------------------------------------ */
+
+/* A Vulkan device sessions run on: one Kiln creates (kiln_vulkan_device_create)
+ * or one wrapping the host application's VkDevice (kiln_vulkan_device_wrap in
+ * kiln/kiln_vulkan.h). It holds the shader compiler and kernel cache, so
+ * sessions on one device share compiled kernels. Shared: sessions retain it;
+ * the creator releases its reference with kiln_vulkan_device_release. */
+typedef struct kiln_vulkan_device_t kiln_vulkan_device_t;
+
+/* Grows only at the end; set struct_size = sizeof(kiln_vulkan_device_options_t).
+ * Zero-filled fields are the defaults. */
+typedef struct kiln_vulkan_device_options_t {
+  uint32_t struct_size;
+  /* Which physical device: NULL or "" picks the best (discrete, integrated,
+   * virtual, CPU); a decimal number is an index in the driver's order;
+   * anything else picks the first device whose name contains it (any case). */
+  const char* selector;
+  /* Where compiled kernels are cached on disk: NULL uses $KILN_CACHE_DIR,
+   * else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln; "" keeps them in
+   * memory only. */
+  const char* kernel_cache_dir;
+} kiln_vulkan_device_options_t;
+
+/* Creates a Vulkan instance and device of Kiln's own. `options` may be NULL.
+ * Errors: UNAVAILABLE (no Vulkan loader or device, device older than 1.1),
+ * NOT_FOUND (no device matches the selector; the message lists them). */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_vulkan_device_create(const kiln_vulkan_device_options_t* options,
+                                                                 kiln_vulkan_device_t** out_device);
+KILN_API void kiln_vulkan_device_retain(kiln_vulkan_device_t* device);
+/* Releases a reference; the last one destroys what Kiln created (never the
+ * host's VkInstance, VkDevice or queue of a wrapped device). */
+KILN_API void kiln_vulkan_device_release(kiln_vulkan_device_t* device);
+/* The physical device's name; valid while the device lives ("" for NULL). */
+KILN_API const char* kiln_vulkan_device_name(const kiln_vulkan_device_t* device);
+
 /* ---- sessions ------------------------------------------------------------ */
 
 typedef enum kiln_backend_t {
@@ -130,28 +172,110 @@ typedef enum kiln_backend_t {
   KILN_BACKEND_VULKAN = 2
 } kiln_backend_t;
 
-/* Grows only at the end; set struct_size = sizeof(kiln_session_options_t). */
+/* Where the Vulkan backend keeps activations. */
+typedef enum kiln_storage_t {
+  KILN_STORAGE_BUFFER = 0, /* storage buffers, row-major (bindable to host buffers) */
+  KILN_STORAGE_IMAGE = 1   /* RGBA images (texture memory) where they fit */
+} kiln_storage_t;
+
+/* The float element type of weights and activations on the Vulkan device. */
+typedef enum kiln_precision_t {
+  KILN_PRECISION_FP32 = 0,
+  KILN_PRECISION_FP16 = 1 /* needs 16-bit storage and shaderFloat16 */
+} kiln_precision_t;
+
+/* Grows only at the end; set struct_size = sizeof(kiln_session_options_t).
+ * Zero-filled fields are the defaults; fields beyond an older struct_size
+ * take their defaults. */
 typedef struct kiln_session_options_t {
   uint32_t struct_size;
   kiln_backend_t backend;
+  /* The rest applies to the Vulkan backend. */
+  /* The device to run on (retained by the session). NULL: the session
+   * creates a device of its own from `device_selector`. */
+  kiln_vulkan_device_t* vulkan_device;
+  /* As kiln_vulkan_device_options_t.selector, when vulkan_device is NULL. */
+  const char* device_selector;
+  kiln_storage_t storage;
+  kiln_precision_t precision;
+  /* Nonzero: time every kernel on the GPU (kiln_session_kernel_timing;
+   * costs a timestamp per dispatch). */
+  uint32_t profile;
 } kiln_session_options_t;
 
 /* A model prepared for one backend. Single owner: create/destroy. */
 typedef struct kiln_session_t kiln_session_t;
 
-/* Prepares `model` for execution (the session retains the model). `options`
- * may be NULL. Errors: UNAVAILABLE (backend not built or no device). */
+/* Prepares `model` for execution (the session retains the model): for
+ * Vulkan, plans the graph, compiles its kernels and uploads the weights.
+ * `options` may be NULL (KILN_BACKEND_DEFAULT: Vulkan when a device exists
+ * and the model compiles for it, else the reference executor). Errors:
+ * UNAVAILABLE (no Vulkan device), INVALID_ARGUMENT (bad options),
+ * UNIMPLEMENTED (precision not supported by the device), compile errors
+ * naming the node. */
 KILN_API KILN_NODISCARD kiln_status_t* kiln_session_create(kiln_model_t* model, const kiln_session_options_t* options,
                                                            kiln_session_t** out_session);
 KILN_API void kiln_session_destroy(kiln_session_t* session);
 
+/* The backend the session runs on (REFERENCE or VULKAN, never DEFAULT). */
+KILN_API kiln_backend_t kiln_session_backend(const kiln_session_t* session);
+
 /* Runs the model. `inputs` are in the model's input order (borrowed);
  * `out_outputs` receives kiln_model_output_count() new tensors the caller
- * destroys. Thread-safe. Errors: INVALID_ARGUMENT (wrong count, dtype or
- * shape; the message names the input), or a kernel error naming the node. */
+ * destroys. An input bound to a Vulkan buffer (kiln_session_bind_vulkan_buffer)
+ * is read from that buffer: pass NULL for it (`inputs` itself may be NULL
+ * when every input is bound). An output bound to a buffer is
+ * written there and its out_outputs entry is set to NULL (nothing is
+ * downloaded). Returns after the work is complete on the device, so bound
+ * output buffers hold the results (see kiln/kiln_vulkan.h for the barriers).
+ * Thread-safe. Errors: INVALID_ARGUMENT (wrong count, dtype or shape; the
+ * message names the input), binding errors (kiln_session_bind_vulkan_buffer),
+ * DEVICE_LOST, or a kernel error naming the node. */
 KILN_API KILN_NODISCARD kiln_status_t* kiln_session_run(kiln_session_t* session, const kiln_tensor_t* const* inputs,
                                                         size_t input_count, kiln_tensor_t** out_outputs,
                                                         size_t output_count);
+
+/* What the session's last completed run did (Vulkan sessions; a reference
+ * session reports wall_ms only). Grows only at the end; set struct_size =
+ * sizeof(kiln_run_stats_t). */
+typedef struct kiln_run_stats_t {
+  uint32_t struct_size;
+  double wall_ms;       /* kiln_session_run from call to return */
+  double gpu_ms;        /* command buffers on the GPU; -1 without timestamps */
+  uint32_t dispatches;  /* compute dispatches */
+  uint32_t fallbacks;   /* nodes run on the host (with transfers) */
+  uint32_t recorded;    /* 1: the run recorded new command buffers (new shapes or bindings) */
+  uint32_t kernel_timings; /* entries for kiln_session_kernel_timing (profile on) */
+} kiln_run_stats_t;
+
+/* One kernel's GPU time in the last run (profile on). Names are truncated
+ * to fit. Grows only at the end; set struct_size. */
+typedef struct kiln_kernel_timing_t {
+  uint32_t struct_size;
+  char kernel[64];  /* the kernel ("conv2d_1x1", "add") */
+  char node[128];   /* the graph node it implements (name, else op) */
+  double gpu_ms;
+} kiln_kernel_timing_t;
+
+/* Errors: FAILED_PRECONDITION before the first successful run. */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_session_last_run_stats(const kiln_session_t* session,
+                                                                   kiln_run_stats_t* out_stats);
+/* Errors: OUT_OF_RANGE for index >= kernel_timings. */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_session_kernel_timing(const kiln_session_t* session, size_t index,
+                                                                  kiln_kernel_timing_t* out_timing);
+
+/* The element type a Vulkan session stores input or output `name` in on the
+ * device, which is what a buffer bound to it must hold (row-major, densely
+ * packed): FLOAT32, FLOAT16 (fp16 precision, float tensors) or INT32
+ * (integer and bool tensors). Errors: NOT_FOUND (no such input or output),
+ * FAILED_PRECONDITION (not a Vulkan session). */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_session_device_dtype(const kiln_session_t* session, const char* name,
+                                                                 kiln_dtype_t* out_dtype);
+/* Removes the buffer binding of `name`; later runs take it as a host tensor
+ * again. Errors: NOT_FOUND (not bound). */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_session_unbind(kiln_session_t* session, const char* name);
+/* Removes every buffer binding. */
+KILN_API void kiln_session_unbind_all(kiln_session_t* session);
 
 #ifdef __cplusplus
 } /* extern "C" */

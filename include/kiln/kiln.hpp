@@ -8,6 +8,9 @@
 //   if (auto err = kiln::api::Model::load("resnet18.onnx", model)) { log(err.message()); return; }
 //   kiln::api::Session session;
 //   if (auto err = kiln::api::Session::create(model, KILN_BACKEND_DEFAULT, session)) ...
+//
+// Vulkan interop (VulkanDevice::wrap, Session::bind_vulkan_buffer) is
+// available when kiln/kiln_vulkan.h is included before this header.
 #ifndef KILN_KILN_HPP_
 #define KILN_KILN_HPP_
 
@@ -72,6 +75,8 @@ class Tensor {
     return s;
   }
   size_t byte_size() const { return kiln_tensor_byte_size(t_); }
+  // False for an empty handle (e.g. an output bound to a Vulkan buffer).
+  explicit operator bool() const { return t_ != nullptr; }
   template <typename T>
   T* data() { return static_cast<T*>(kiln_tensor_data(t_)); }
   kiln_tensor_t* get() const { return t_; }
@@ -113,6 +118,55 @@ class Model {
   kiln_model_t* m_ = nullptr;
 };
 
+// A Vulkan device for sessions: Kiln's own, or the host's (wrap). Shared:
+// each session on it holds a reference.
+class VulkanDevice {
+ public:
+  VulkanDevice() = default;
+  VulkanDevice(VulkanDevice&& o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
+  VulkanDevice& operator=(VulkanDevice&& o) noexcept {
+    if (this != &o) {
+      kiln_vulkan_device_release(d_);
+      d_ = std::exchange(o.d_, nullptr);
+    }
+    return *this;
+  }
+  VulkanDevice(const VulkanDevice&) = delete;
+  VulkanDevice& operator=(const VulkanDevice&) = delete;
+  ~VulkanDevice() { kiln_vulkan_device_release(d_); }
+
+  // `selector`: "" = best device, an index, or part of a name.
+  // `kernel_cache_dir`: nullptr = the default cache location, "" = memory only.
+  static Error create(const std::string& selector, const char* kernel_cache_dir, VulkanDevice& out) {
+    kiln_vulkan_device_options_t opts{};
+    opts.struct_size = sizeof(opts);
+    opts.selector = selector.c_str();
+    opts.kernel_cache_dir = kernel_cache_dir;
+    kiln_vulkan_device_t* d = nullptr;
+    Error e(kiln_vulkan_device_create(&opts, &d));
+    if (!e) out.reset(d);
+    return e;
+  }
+#ifdef KILN_KILN_VULKAN_H_
+  // Wraps the host's VkInstance/VkDevice/queue (borrowed, never destroyed).
+  static Error wrap(const kiln_vulkan_host_device_t& host, VulkanDevice& out) {
+    kiln_vulkan_device_t* d = nullptr;
+    Error e(kiln_vulkan_device_wrap(&host, &d));
+    if (!e) out.reset(d);
+    return e;
+  }
+#endif
+  std::string name() const { return kiln_vulkan_device_name(d_); }
+  kiln_vulkan_device_t* get() const { return d_; }
+
+ private:
+  void reset(kiln_vulkan_device_t* d) {
+    kiln_vulkan_device_release(d_);
+    d_ = d;
+  }
+  kiln_vulkan_device_t* d_ = nullptr;
+};
+
 class Session {
  public:
   Session() = default;
@@ -130,16 +184,68 @@ class Session {
     kiln_session_options_t opts{};
     opts.struct_size = sizeof(opts);
     opts.backend = backend;
+    return create(model, opts, out);
+  }
+  // Full options (struct_size is set here).
+  static Error create(const Model& model, kiln_session_options_t options, Session& out) {
+    options.struct_size = sizeof(options);
     kiln_session_t* s = nullptr;
-    Error e(kiln_session_create(model.get(), &opts, &s));
+    Error e(kiln_session_create(model.get(), &options, &s));
     if (!e) {
       kiln_session_destroy(out.s_);
       out.s_ = s;
     }
     return e;
   }
+  // A Vulkan session on `device` with buffer storage; `precision` FP32/FP16.
+  static Error create(const Model& model, const VulkanDevice& device, kiln_precision_t precision, Session& out) {
+    kiln_session_options_t opts{};
+    opts.backend = KILN_BACKEND_VULKAN;
+    opts.vulkan_device = device.get();
+    opts.precision = precision;
+    return create(model, opts, out);
+  }
 
-  // Runs with `inputs` in model order; fills `outputs` in model order.
+  kiln_backend_t backend() const { return kiln_session_backend(s_); }
+  // The element type a bound buffer of input/output `name` must hold.
+  Error device_dtype(const std::string& name, kiln_dtype_t& out) const {
+    return Error(kiln_session_device_dtype(s_, name.c_str(), &out));
+  }
+#ifdef KILN_KILN_VULKAN_H_
+  // Keeps input/output `name` in a range of a host VkBuffer (zero-copy); see
+  // kiln_vulkan_buffer_binding_t. `shape` is for inputs (empty: the model's
+  // static shape).
+  Error bind_vulkan_buffer(const std::string& name, VkBuffer buffer, VkDeviceSize offset, VkDeviceSize size,
+                           const std::vector<int64_t>& shape = {}) {
+    kiln_vulkan_buffer_binding_t b{};
+    b.struct_size = sizeof(b);
+    b.buffer = buffer;
+    b.offset = offset;
+    b.size = size;
+    b.shape = shape.empty() ? nullptr : shape.data();
+    b.rank = shape.size();
+    return Error(kiln_session_bind_vulkan_buffer(s_, name.c_str(), &b));
+  }
+  // Before destroying a VkBuffer bound to this session.
+  void forget_vulkan_buffer(VkBuffer buffer) { kiln_session_forget_vulkan_buffer(s_, buffer); }
+#endif
+  // The last run's numbers, and its per-kernel GPU times (profile on).
+  Error last_run_stats(kiln_run_stats_t& out) const {
+    out = kiln_run_stats_t{};
+    out.struct_size = sizeof(out);
+    return Error(kiln_session_last_run_stats(s_, &out));
+  }
+  Error kernel_timing(size_t index, kiln_kernel_timing_t& out) const {
+    out = kiln_kernel_timing_t{};
+    out.struct_size = sizeof(out);
+    return Error(kiln_session_kernel_timing(s_, index, &out));
+  }
+  Error unbind(const std::string& name) { return Error(kiln_session_unbind(s_, name.c_str())); }
+  void unbind_all() { kiln_session_unbind_all(s_); }
+  kiln_session_t* get() const { return s_; }
+
+  // Runs with `inputs` in model order (nullptr for inputs bound to Vulkan
+  // buffers); fills `outputs` in model order (empty for bound outputs).
   Error run(const std::vector<const Tensor*>& inputs, size_t output_count, std::vector<Tensor>& outputs) {
     std::vector<const kiln_tensor_t*> in;
     for (const Tensor* t : inputs) in.push_back(t ? t->get() : nullptr);

@@ -67,8 +67,19 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
   return *this;
 }
 
+Buffer Buffer::borrow(VkBuffer handle, VkDeviceSize size) {
+  Buffer b;
+  b.buffer_ = handle;
+  b.size_ = size;
+  return b;
+}
+
 void Buffer::reset() {
-  if (arena_ == nullptr) return;
+  if (arena_ == nullptr) {  // empty or borrowed: nothing of ours to destroy
+    buffer_ = VK_NULL_HANDLE;
+    size_ = 0;
+    return;
+  }
   const Device& device = arena_->device();
   if (buffer_ != VK_NULL_HANDLE) device.fn().vkDestroyBuffer(device.handle(), buffer_, nullptr);
   arena_->release(offset_, reserved_);

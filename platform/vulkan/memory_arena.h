@@ -43,8 +43,14 @@ class Buffer {
   VkBuffer handle() const { return buffer_; }
   VkDeviceSize size() const { return size_; }
   VkDeviceSize arena_offset() const { return offset_; }
-  // Destroys the buffer now; no-op when empty.
+  // Destroys the buffer now; no-op when empty (or borrowed).
   void reset();
+
+  // A Buffer naming a VkBuffer someone else owns (a host application's), of
+  // `size` bytes, for descriptors and transfers. It belongs to no arena and
+  // destroying it destroys nothing; the VkBuffer must outlive its use.
+  static Buffer borrow(VkBuffer handle, VkDeviceSize size);
+  bool borrowed() const { return arena_ == nullptr && buffer_ != VK_NULL_HANDLE; }
 
  private:
   friend class MemoryArena;

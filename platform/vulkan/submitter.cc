@@ -59,7 +59,6 @@ Status Submitter::run(const std::function<Status(VkCommandBuffer)>& record) {
     return failed_precondition("an earlier submission on this Submitter never completed");
   }
   const VolkDeviceTable& fn = device_.fn();
-  VkDevice dev = device_.handle();
   KILN_RETURN_IF_ERROR(device_.check(fn.vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer"));
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
@@ -69,13 +68,42 @@ Status Submitter::run(const std::function<Status(VkCommandBuffer)>& record) {
   KILN_RETURN_IF_ERROR(recorded);
   KILN_RETURN_IF_ERROR(device_.check(end, "vkEndCommandBuffer"));
 
+  return submit_locked(cmd_);
+}
+
+
+StatusOr<VkCommandBuffer> Submitter::allocate() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  KILN_RETURN_IF_ERROR(device_.status());
+  VkCommandBufferAllocateInfo alloc{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  alloc.commandPool = pool_;
+  alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  alloc.commandBufferCount = 1;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  KILN_RETURN_IF_ERROR(device_.check(device_.fn().vkAllocateCommandBuffers(device_.handle(), &alloc, &cmd),
+                                     "vkAllocateCommandBuffers"));
+  return cmd;
+}
+
+Status Submitter::submit(VkCommandBuffer cmd) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  KILN_RETURN_IF_ERROR(device_.status());
+  if (completed_ != submitted_) {
+    return failed_precondition("an earlier submission on this Submitter never completed");
+  }
+  return submit_locked(cmd);
+}
+
+Status Submitter::submit_locked(VkCommandBuffer cmd) {
+  const VolkDeviceTable& fn = device_.fn();
+  VkDevice dev = device_.handle();
   const uint64_t value = submitted_ + 1;
   VkTimelineSemaphoreSubmitInfo timeline_info{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
   timeline_info.signalSemaphoreValueCount = 1;
   timeline_info.pSignalSemaphoreValues = &value;
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &cmd_;
+  submit.pCommandBuffers = &cmd;
   if (timeline_ != VK_NULL_HANDLE) {
     submit.pNext = &timeline_info;
     submit.signalSemaphoreCount = 1;

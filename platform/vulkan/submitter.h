@@ -33,6 +33,15 @@ class Submitter {
   // errors (a loss during the wait is recorded on the device).
   Status run(const std::function<Status(VkCommandBuffer)>& record);
 
+  // A command buffer from the Submitter's pool that the caller records once
+  // and submits many times with submit(); freed with the Submitter. Record
+  // it only while no run() of this Submitter is in flight (the pool is
+  // shared). Errors: VkResult errors.
+  StatusOr<VkCommandBuffer> allocate();
+  // Submits a recorded command buffer and waits for it, completing like
+  // run(). Thread-safe. Errors: as run().
+  Status submit(VkCommandBuffer cmd);
+
   // Whether completion uses a timeline semaphore (else a fence).
   bool uses_timeline() const { return timeline_ != VK_NULL_HANDLE; }
   // The number of submissions that have completed.
@@ -42,6 +51,9 @@ class Submitter {
 
  private:
   explicit Submitter(Device& device) : device_(device) {}
+  // Submits `cmd`, signals the next timeline value (or the fence), waits.
+  // Caller holds mutex_.
+  Status submit_locked(VkCommandBuffer cmd);
 
   Device& device_;
   VkCommandPool pool_ = VK_NULL_HANDLE;

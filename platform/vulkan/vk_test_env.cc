@@ -10,6 +10,8 @@ struct State {
   bool initialized = false;
   std::unique_ptr<Instance> instance;
   std::unique_ptr<Device> device;
+  std::unique_ptr<ShaderCompiler> compiler;
+  std::unique_ptr<KernelCache> cache;
   std::string skip_reason;
 };
 
@@ -52,6 +54,8 @@ class Environment : public ::testing::Environment {
  public:
   void TearDown() override {
     State& s = state();
+    s.cache.reset();
+    s.compiler.reset();
     s.device.reset();
     if (s.instance != nullptr) {
       EXPECT_EQ(s.instance->error_count(), 0u) << format_errors(*s.instance);
@@ -73,6 +77,25 @@ Instance* test_instance() {
 Device* test_device() {
   initialize();
   return state().device.get();
+}
+
+KernelCache* test_kernel_cache() {
+  State& s = state();
+  if (test_device() == nullptr) return nullptr;
+  if (!s.cache) {
+    auto compiler = ShaderCompiler::create();
+    if (!compiler.ok()) return nullptr;
+    s.compiler = std::move(compiler).value();
+    KernelCacheOptions options;
+    options.use_disk = false;
+    auto cache = KernelCache::open(*s.device, *s.compiler, options);
+    if (!cache.ok()) {
+      s.compiler.reset();
+      return nullptr;
+    }
+    s.cache = std::move(cache).value();
+  }
+  return s.cache.get();
 }
 
 const std::string& skip_reason() {

@@ -15,12 +15,16 @@
 
 #include "platform/vulkan/device.h"
 #include "platform/vulkan/instance.h"
+#include "platform/vulkan/kernel_cache.h"
 
 namespace kiln::vk::testing {
 
 // Null when Vulkan is unavailable; skip_reason() says why.
 Instance* test_instance();
 Device* test_device();
+// An in-memory kernel cache on the test device (no files), destroyed before
+// the device; null when there is no device.
+KernelCache* test_kernel_cache();
 const std::string& skip_reason();
 
 // The recorded validation errors as one printable string.

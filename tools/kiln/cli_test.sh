@@ -30,7 +30,21 @@ check "run with --shape" 0 "output 'y': f32\[2,3\]" -- "$kiln" run "$m" --shape 
 check "dynamic dims need a shape" 1 "dynamic shape \[n,3\].*--shape x=" -- "$kiln" run "$m"
 check "wrong rank is named" 1 "input 'x'.*rank" -- "$kiln" run "$m" --shape x=2x3x4
 check "--then with new shapes" 0 "run 3:" -- "$kiln" run "$m" --shape x=1x3 --then --shape x=7x3 --then --shape x=2x3
-check "--backend vulkan says so" 1 "Vulkan execution backend is not implemented" -- "$kiln" run "$m" --backend vulkan --shape x=1x3
+check "--backend reference runs on the CPU" 0 "run 1: .*reference backend" -- "$kiln" run "$m" --backend reference --shape x=2x3
+check "bad --storage" 1 "--storage must be buffer or image" -- "$kiln" run "$m" --backend vulkan --storage texture --shape x=1x3
+check "bad --precision" 1 "--precision must be fp32 or fp16" -- "$kiln" run "$m" --backend vulkan --precision int8 --shape x=1x3
+# The Vulkan backend (lavapipe in CI): same outputs as the reference, new
+# shapes after --then compile no shader.
+if "$kiln" info 2>/dev/null | grep -q "^device 0"; then
+  check "vulkan run" 0 "run 2: .*vulkan backend" -- "$kiln" run "$m" --backend vulkan --validate --shape x=2x3 --then --shape x=5x3
+  for storage in buffer image; do
+    "$kiln" run "$m" --backend reference --seed 3 --shape x=4x3 --output "y=$tmp/ref.npy" >/dev/null 2>&1
+    check "vulkan $storage output" 0 "" -- "$kiln" run "$m" --backend vulkan --storage $storage --seed 3 --shape x=4x3 --output "y=$tmp/vk_$storage.npy"
+    check "vulkan $storage matches reference" 0 "" -- cmp "$tmp/ref.npy" "$tmp/vk_$storage.npy"
+  done
+  check "vulkan stats" 0 "" -- "$kiln" run "$m" --backend vulkan --stats "$tmp/vk.json" --shape x=2x3 --then --shape x=9x3
+  check "no compile after the first run" 0 '"shader_compiles": 0.*"shader_compiles": 0' -- tr -d '\n' < "$tmp/vk.json"
+fi
 check "unknown backend" 1 "unknown backend 'cuda'" -- "$kiln" run "$m" --backend cuda --shape x=1x3
 check "missing model file" 1 "NOT_FOUND.*/no/such/model.onnx" -- "$kiln" run /no/such/model.onnx
 head -c 300 /dev/urandom > "$tmp/garbage.onnx"

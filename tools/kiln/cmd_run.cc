@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "engine/base/npy.h"
-#include "engine/runtime/reference_executor.h"
 #include "frontends/onnx/onnx_importer.h"
 #include "tools/kiln/cli_args.h"
 #include "tools/kiln/commands.h"
+#include "tools/kiln/model_runner.h"
 #include "tools/kiln/pipeline_flags.h"
 
 namespace kiln::cli {
@@ -27,7 +27,7 @@ double ms_since(Clock::time_point t0) {
 }
 
 const std::vector<std::string> kRunValueFlags = {"input", "output", "shape", "seed"};
-const std::vector<std::string> kGlobalValueFlags = {"backend", "device", "stats"};
+const std::vector<std::string> kGlobalValueFlags = {"stats"};
 
 // "NAME=VALUE" -> {NAME, VALUE}.
 StatusOr<std::pair<std::string, std::string>> split_assignment(const std::string& flag, const std::string& s) {
@@ -148,18 +148,12 @@ int cmd_run(const std::vector<std::string>& argv) {
   std::vector<std::string> first_value_flags = kRunValueFlags;
   first_value_flags.insert(first_value_flags.end(), kGlobalValueFlags.begin(), kGlobalValueFlags.end());
   first_value_flags.insert(first_value_flags.end(), kPipelineValueFlags.begin(), kPipelineValueFlags.end());
-  auto first = Args::parse(segments[0], first_value_flags, {});
+  first_value_flags.insert(first_value_flags.end(), runner_value_flags().begin(), runner_value_flags().end());
+  auto first = Args::parse(segments[0], first_value_flags, runner_bool_flags());
   if (!first.ok()) return fail(first.status());
   if (first->positionals().size() != 1) return usage_error("kiln run MODEL [options]: expected exactly one MODEL");
   const std::string model_path = first->positionals()[0];
-  const std::string backend = first->get("backend", "reference");
   const std::string stats_path = first->get("stats");
-  if (backend == "vulkan")
-    return fail(unimplemented("--backend vulkan: the Vulkan execution backend is not implemented yet; "
-                              "use --backend reference (`kiln info` lists the Vulkan devices Kiln can see)"));
-  if (backend != "reference") return fail(invalid_argument("unknown backend '" + backend + "' (expected reference or vulkan)"));
-  if (first->has("device"))
-    std::fprintf(stderr, "kiln: note: --device selects a Vulkan device; the reference backend runs on the CPU\n");
 
   const auto t_load = Clock::now();
   auto graph = onnx::import_model_file(model_path);
@@ -172,11 +166,17 @@ int cmd_run(const std::vector<std::string>& argv) {
   if (!pass_records.ok()) return fail(pass_records.status());
   const double passes_ms = ms_since(t_passes);
   const ir::Graph& g = **graph;
-  runtime::ReferenceExecutor executor(g);
+  const auto t_compile = Clock::now();
+  auto runner = make_runner(*first, g);
+  if (!runner.ok()) return fail(runner.status());
+  const double compile_ms = ms_since(t_compile);
+  const std::string backend = (*runner)->name();
+  std::fprintf(stderr, "kiln: %s\n", (*runner)->summary().c_str());
 
   std::string stats = "{\n  \"model\": \"" + json_escape(model_path) + "\",\n  \"backend\": \"" + backend +
                       "\",\n  \"load_ms\": " + std::to_string(load_ms) + ",\n  \"passes_ms\": " +
-                      std::to_string(passes_ms) + ",\n  \"nodes\": " + std::to_string(g.num_live_nodes()) +
+                      std::to_string(passes_ms) + ",\n  \"compile_ms\": " + std::to_string(compile_ms) +
+                      ",\n  \"nodes\": " + std::to_string(g.num_live_nodes()) + (*runner)->compile_json() +
                       ",\n  \"passes\": " + pass_records_json(*pass_records, "  ") + ",\n  \"runs\": [";
 
   for (size_t run = 0; run < segments.size(); ++run) {
@@ -187,7 +187,8 @@ int cmd_run(const std::vector<std::string>& argv) {
     auto inputs = build_inputs(g, *args, static_cast<int>(run));
     if (!inputs.ok()) return fail(inputs.status());
     const auto t_run = Clock::now();
-    auto outputs = executor.run(*inputs);
+    std::string run_json;
+    auto outputs = (*runner)->run(*inputs, &run_json);
     const double run_ms = ms_since(t_run);
     if (!outputs.ok()) return fail(outputs.status());
 
@@ -216,8 +217,8 @@ int cmd_run(const std::vector<std::string>& argv) {
     for (size_t i = 0; i < inputs->size(); ++i)
       in_json += std::string(i ? ", " : "") + "\"" + json_escape(g.value(g.main().inputs[i]).name) + "\": \"" +
                  shape_to_string((*inputs)[i].shape()) + "\"";
-    stats += std::string(run ? "," : "") + "\n    {\"run_ms\": " + std::to_string(run_ms) + ", \"inputs\": {" + in_json +
-             "}, \"outputs\": {" + out_json + "}}";
+    stats += std::string(run ? "," : "") + "\n    {\"run_ms\": " + std::to_string(run_ms) + run_json +
+             ", \"inputs\": {" + in_json + "}, \"outputs\": {" + out_json + "}}";
   }
   stats += "\n  ]\n}\n";
   if (!stats_path.empty()) {

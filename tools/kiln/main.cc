@@ -28,16 +28,23 @@ constexpr const char* kUsage = R"(kiln — a Vulkan-first neural-network inferen
 usage:
   kiln info [--json]
       Vulkan devices and their capabilities.
-  kiln run MODEL [--backend reference|vulkan] [--device N|NAME]
+  kiln run MODEL [--backend auto|vulkan|reference] [--device N|NAME]
+                 [--storage buffer|image] [--precision fp32|fp16] [--profile] [--validate]
                  [--input NAME=FILE.npy|FILE.pb ...] [--shape NAME=AxBxC ...] [--seed N]
                  [--output NAME=FILE.npy ...] [--stats FILE.json]
                  [--passes a,b,c|none] [--disable-pass NAME ...] [--plugin FILE.so ...]
                  [--then [--input ...] [--shape ...] [--output ...]] ...
-      Runs MODEL (ONNX). Without --input, inputs are seeded random tensors
+      Runs MODEL (ONNX). The default backend (auto) is Vulkan when a device
+      exists, else the CPU reference executor. --storage puts activations in
+      storage buffers or in images used as 2.5D texture memory; --precision
+      fp16 stores tensors as fp16 (fp32 accumulation). --profile records
+      per-kernel GPU times into --stats; --validate enables the Khronos
+      validation layer. Without --input, inputs are seeded random tensors
       (dynamic dims need --shape). Without --output, prints a summary of each
       output (shape, first values, top-5 for classifiers). --then separates
-      further runs of the same loaded model, possibly with other shapes.
-      Before running, the pass pipeline (plugins) optimizes the graph.
+      further runs of the same compiled model, possibly with other shapes
+      (a new shape records new commands but compiles no shader).
+      Before compiling, the pass pipeline (plugins) optimizes the graph.
   kiln graph MODEL [--dot FILE] [--text FILE] [--full-constants] [--passes ...|none] [--plugin FILE.so ...]
       Writes the graph after the pass pipeline (--passes none: as imported)
       as Graphviz (--dot) or Kiln's text IR (--text; '-' for stdout). Large

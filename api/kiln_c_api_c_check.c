@@ -1,0 +1,27 @@
+/* Compiled as strict C99 into kiln_c_api_vulkan_test: the public headers
+ * must stay valid C for C hosts (no C++-only syntax, Vulkan types only in
+ * kiln_vulkan.h). The test compares these sizes with the C++ view. */
+#include <string.h>
+
+#include "kiln/kiln.h"
+#include "kiln/kiln_vulkan.h"
+
+size_t capi_c_check_session_options_size(void) {
+  kiln_session_options_t o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = (uint32_t)sizeof o;
+  o.backend = KILN_BACKEND_VULKAN;
+  o.storage = KILN_STORAGE_BUFFER;
+  o.precision = KILN_PRECISION_FP16;
+  return o.struct_size;
+}
+
+size_t capi_c_check_binding_size(void) {
+  kiln_vulkan_buffer_binding_t b;
+  memset(&b, 0, sizeof b);
+  b.struct_size = (uint32_t)sizeof b;
+  b.buffer = VK_NULL_HANDLE;
+  return b.struct_size;
+}
+
+size_t capi_c_check_host_device_size(void) { return sizeof(kiln_vulkan_host_device_t); }

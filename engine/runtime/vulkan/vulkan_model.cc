@@ -1,0 +1,162 @@
+// VulkanModel: compile a plan into pipelines, run it per shape signature
+// (see vulkan_model.h).
+#include "engine/runtime/vulkan/vulkan_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "engine/runtime/vulkan/device_data.h"
+#include "engine/runtime/vulkan/vulkan_model_impl.h"
+#include "planner/glsl_codegen.h"
+#include "platform/vulkan/transfer.h"
+
+namespace kiln::runtime {
+
+using planner::ExecutionPlan;
+using planner::PlanStep;
+using planner::PlanTensor;
+using planner::Storage;
+using planner::TensorId;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+planner::TargetInfo target_info(const vk::Device& device) {
+  const vk::Capabilities& c = device.capabilities();
+  const vk::EnabledFeatures& e = device.enabled();
+  planner::TargetInfo t;
+  t.max_storage_buffer_range = c.max_storage_buffer_range;
+  t.max_image_dimension_2d = c.max_image_dimension_2d;
+  t.max_push_constants_size = c.max_push_constants_size;
+  t.max_shared_memory = c.max_compute_shared_memory_size;
+  t.max_workgroup_invocations = c.max_compute_work_group_invocations;
+  t.max_workgroup_count_x = c.max_compute_work_group_count[0];
+  const bool subgroups = c.subgroup_in_compute && c.subgroup_size > 0;
+  t.subgroup_size = subgroups ? c.subgroup_size : 0;
+  t.subgroup_arithmetic = subgroups && (c.subgroup_operations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+  t.subgroup_shuffle = subgroups && (c.subgroup_operations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+  t.fp16_storage = e.storage_buffer_16bit && e.shader_float16;
+  t.fp16_arithmetic = e.shader_float16;
+  t.int64 = e.shader_int64;
+  t.cooperative_matrix = e.cooperative_matrix_khr && c.api_version >= VK_API_VERSION_1_3;
+  t.vulkan_version = std::min<uint32_t>(c.api_version, VK_API_VERSION_1_3);
+  return t;
+}
+
+VulkanModel::VulkanModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+VulkanModel::~VulkanModel() {
+  if (impl_) (void)impl_->device.wait_idle();
+}
+
+const planner::ExecutionPlan& VulkanModel::plan() const { return impl_->plan; }
+const VulkanCompileStats& VulkanModel::compile_stats() const { return impl_->compile_stats; }
+
+StatusOr<std::unique_ptr<VulkanModel>> VulkanModel::compile(vk::Device& device, vk::KernelCache& cache,
+                                                            const ir::Graph& graph, const VulkanModelOptions& options) {
+  KILN_RETURN_IF_ERROR(device.status());
+  auto impl = std::make_unique<Impl>(device, cache, graph);
+  impl->options = options;
+  impl->target = target_info(device);
+  auto t0 = Clock::now();
+  const planner::LoweringRegistry& lowerings =
+      options.lowerings ? *options.lowerings : planner::LoweringRegistry::builtin();
+  KILN_ASSIGN_OR_RETURN(impl->plan, planner::build_plan(graph, impl->target, options.plan, lowerings));
+  impl->compile_stats.plan_ms = ms_since(t0);
+
+  t0 = Clock::now();
+  KILN_RETURN_IF_ERROR(impl->compile_kernels());
+  impl->compile_stats.kernels_ms = ms_since(t0);
+
+  t0 = Clock::now();
+  KILN_ASSIGN_OR_RETURN(impl->transfer, vk::Transfer::create(device));
+  KILN_ASSIGN_OR_RETURN(impl->submitter, vk::Submitter::create(device));
+  KILN_ASSIGN_OR_RETURN(impl->descriptors, vk::DescriptorAllocator::create(device));
+  KILN_RETURN_IF_ERROR(impl->upload_constants());
+  impl->compile_stats.upload_ms = ms_since(t0);
+  return std::unique_ptr<VulkanModel>(new VulkanModel(std::move(impl)));
+}
+
+Status VulkanModel::Impl::compile_kernels() {
+  kernels.resize(plan.steps.size());
+  pipelines.assign(plan.steps.size(), nullptr);
+  std::set<const vk::ComputePipeline*> distinct;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const PlanStep& step = plan.steps[i];
+    if (step.kind != PlanStep::Kind::kDispatch) continue;
+    auto generated = planner::generate_glsl(step.kernel, target);
+    if (!generated.ok())
+      return std::move(generated).status().add_context(graph.node(step.node).describe());
+    kernels[i] = std::move(generated).value();
+    const planner::GeneratedKernel& k = kernels[i];
+    vk::CompileOptions co;
+    co.source_name = k.name + ".comp";
+    co.vulkan_version = target.vulkan_version;
+    const vk::KernelCacheStats before = cache.stats();
+    KILN_ASSIGN_OR_RETURN(const vk::CompiledShader* shader, cache.shader(k.glsl, co));
+    const vk::KernelCacheStats after = cache.stats();
+    compile_stats.shader_compiles += after.compiles - before.compiles;
+    compile_stats.shader_cache_hits += (after.memory_hits - before.memory_hits) + (after.disk_hits - before.disk_hits);
+    // The optimizer drops specialization constants a kernel never reads.
+    std::vector<vk::SpecializationValue> spec;
+    for (size_t id = 0; id < k.spec.size(); ++id) {
+      const bool declared =
+          std::any_of(shader->reflection.spec_constants.begin(), shader->reflection.spec_constants.end(),
+                      [&](const vk::ReflectedSpecConstant& s) { return s.constant_id == id; });
+      if (declared)
+        spec.push_back(vk::SpecializationValue::i32(static_cast<uint32_t>(id), static_cast<int32_t>(k.spec[id])));
+    }
+    auto pipeline = cache.pipeline(k.glsl, co, spec, k.name);
+    if (!pipeline.ok()) return std::move(pipeline).status().add_context(graph.node(step.node).describe());
+    pipelines[i] = pipeline.value();
+    distinct.insert(pipeline.value());
+  }
+  compile_stats.kernels = static_cast<uint32_t>(distinct.size());
+  return ok_status();
+}
+
+Status VulkanModel::Impl::upload_constants() {
+  // Constants some kernel binds: graph initializers and lowering-made ones.
+  std::set<TensorId> bound;
+  for (const PlanStep& step : plan.steps)
+    for (const planner::KernelTensor& kt : step.kernel.tensors) {
+      const PlanTensor& t = plan.tensors[static_cast<size_t>(kt.tensor)];
+      if (t.constant.defined()) bound.insert(kt.tensor);
+    }
+  const VkDeviceSize align = std::max<VkDeviceSize>(device.capabilities().min_storage_buffer_offset_alignment, 256);
+  VkDeviceSize total = 0;
+  for (TensorId id : bound) {
+    const PlanTensor& t = plan.tensors[static_cast<size_t>(id)];
+    total += (std::max<size_t>(device_bytes(t.layout, t.constant.shape()), 16) + align - 1) / align * align + align;
+  }
+  if (bound.empty()) return ok_status();
+  KILN_ASSIGN_OR_RETURN(weights_arena, vk::MemoryArena::create(device, total + (1 << 20)));
+  for (TensorId id : bound) {
+    const PlanTensor& t = plan.tensors[static_cast<size_t>(id)];
+    if (t.layout.storage != Storage::kBuffer)
+      return unimplemented("constant tensors are stored in buffers; tensor %" + std::to_string(id) + " is an image");
+    std::vector<std::byte> bytes = to_device(t.constant, t.layout);
+    if (bytes.size() > device.capabilities().max_storage_buffer_range)
+      return unimplemented("a constant of " + std::to_string(bytes.size()) +
+                           " bytes exceeds the device's storage-buffer range of " +
+                           std::to_string(device.capabilities().max_storage_buffer_range) + " bytes");
+    KILN_ASSIGN_OR_RETURN(vk::Buffer buffer, weights_arena->create_buffer(std::max<size_t>(bytes.size(), 16)));
+    if (!bytes.empty()) KILN_RETURN_IF_ERROR(transfer->upload(buffer, bytes.data(), bytes.size()));
+    compile_stats.weight_bytes += bytes.size();
+    weights.emplace(id, std::move(buffer));
+  }
+  return ok_status();
+}
+
+StatusOr<std::vector<Tensor>> VulkanModel::run(const std::vector<Tensor>& inputs, VulkanRunStats* stats) const {
+  return impl_->run(inputs, stats);
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,150 @@
+// VulkanModel: a model compiled for one Vulkan device, run many times.
+//
+// compile() plans the graph (planner/execution_plan.h), generates and
+// compiles every kernel (through the device's KernelCache, so a second
+// compile of the same model compiles nothing), creates the pipelines and
+// uploads the weights once. run() then binds the inputs and, per input-shape
+// signature, evaluates the plan's symbolic sizes, places every tensor in a
+// device arena and records one command buffer, which later runs with the
+// same shapes re-use; a new signature records a new command buffer and
+// compiles nothing. Barriers are recorded only between a write and a later
+// read (or a read and a later write) of the same memory.
+//
+// Thread-safety: run() may be called concurrently on one VulkanModel; runs
+// are serialized per shape signature (each signature owns its memory and
+// command buffer), different signatures run in parallel on the queue.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/base/status.h"
+#include "engine/base/tensor.h"
+#include "engine/ir/graph.h"
+#include "planner/execution_plan.h"
+#include "platform/vulkan/device.h"
+#include "platform/vulkan/kernel_cache.h"
+
+namespace kiln::runtime {
+
+struct VulkanModelOptions {
+  planner::PlanOptions plan;
+  // Per-kernel GPU timestamps on every run (stats.kernels).
+  bool profile = false;
+  // The lowerings to plan with; null = planner::LoweringRegistry::builtin().
+  const planner::LoweringRegistry* lowerings = nullptr;
+};
+
+// What the planner may assume about `device` (limits, fp16, subgroups).
+planner::TargetInfo target_info(const vk::Device& device);
+
+struct KernelTiming {
+  std::string kernel;  // kernel name ("conv2d_1x1", "add")
+  std::string node;    // the graph node it implements (name or op)
+  double gpu_ms = 0;
+};
+
+struct VulkanRunStats {
+  double wall_ms = 0;          // run() from call to return
+  double gpu_ms = -1;          // whole command buffers on the GPU; -1 without timestamps
+  uint32_t dispatches = 0;
+  uint32_t host_steps = 0;     // shape arithmetic on the host
+  uint32_t fallbacks = 0;      // nodes run by the reference kernels (with transfers)
+  bool recorded = false;       // this run recorded a new command buffer (new shape signature)
+  uint64_t shader_compiles = 0;  // shaderc compilations during this run (0 after compile())
+  uint64_t device_bytes = 0;   // device memory held by the model (weights + this signature's arena)
+  std::vector<KernelTiming> kernels;  // profile only
+};
+
+struct VulkanCompileStats {
+  double plan_ms = 0;
+  double kernels_ms = 0;       // GLSL generation, shaderc (or cache), pipelines
+  double upload_ms = 0;
+  uint32_t kernels = 0;        // distinct pipelines
+  uint64_t shader_compiles = 0;
+  uint64_t shader_cache_hits = 0;  // memory + disk
+  uint64_t weight_bytes = 0;
+};
+
+// A range of a host's VkBuffer that one graph input or output lives in
+// during a run (zero-copy binding): kernels read that input from, or write
+// that output into, the host's buffer directly, with no staging copy.
+//
+// The range holds the tensor as the device stores it: row-major, densely
+// packed, with elements of io_layout(name).type (f32; f16 under fp16
+// precision; i32 for integer and bool tensors). Only buffer storage can be
+// bound (an image-stored tensor is kFailedPrecondition). The VkBuffer must be
+// of the model's VkDevice, have VK_BUFFER_USAGE_STORAGE_BUFFER_BIT (and
+// TRANSFER_SRC/TRANSFER_DST when a host fallback step reads or writes the
+// tensor), and `offset` must be a multiple of minStorageBufferOffsetAlignment.
+struct ExternalBuffer {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceSize offset = 0;
+  VkDeviceSize size = 0;  // bytes of the range, at least the tensor's bytes
+  Shape shape;            // inputs only: the input's shape (its run() entry stays undefined)
+};
+
+// Graph input or output value name -> the host buffer range it lives in.
+using DeviceBindings = std::map<std::string, ExternalBuffer>;
+
+class VulkanModel {
+ public:
+  // `device`, `cache` and `graph` are borrowed and must outlive the model;
+  // the graph must not change afterwards. Errors: planning errors naming the
+  // node, shader compile errors naming the kernel, kOutOfMemory, kDeviceLost.
+  static StatusOr<std::unique_ptr<VulkanModel>> compile(vk::Device& device, vk::KernelCache& cache,
+                                                        const ir::Graph& graph,
+                                                        const VulkanModelOptions& options = {});
+  ~VulkanModel();
+  VulkanModel(const VulkanModel&) = delete;
+  VulkanModel& operator=(const VulkanModel&) = delete;
+
+  // Runs with inputs in the order of the graph's inputs; returns the graph's
+  // outputs (in their graph dtypes). Errors: kInvalidArgument for a wrong
+  // input count, dtype or shape (naming the input), kDeviceLost. Thread-safe.
+  StatusOr<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, VulkanRunStats* stats = nullptr) const;
+
+  // run() with some inputs and outputs in host buffers (see ExternalBuffer).
+  // A bound input's entry in `inputs` must be undefined (Tensor{}): its data
+  // is what the buffer holds when the run's commands execute. A bound output
+  // is written into its buffer and returned as an undefined Tensor (not
+  // downloaded). Commands are recorded per input shapes + bindings (buffer,
+  // offset, size), so runs re-binding the same ranges re-use them; each
+  // distinct set of bindings holds its own activation memory. Kiln's command
+  // buffers start with a barrier that makes writes of earlier commands on the
+  // queue visible, and end with one that makes the outputs visible to later
+  // commands and to the host (host-visible, non-coherent memory must still be
+  // invalidated by the host). run() returns once the GPU work is complete.
+  // Errors: kNotFound (no graph input or output has the name),
+  // kInvalidArgument (null buffer, range too small for the tensor, offset
+  // misaligned, overlapping ranges, a tensor given for a bound input),
+  // kFailedPrecondition (the tensor is an image, a constant, computed on the
+  // host, or shares memory with another bound tensor in the plan).
+  StatusOr<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, const DeviceBindings& bindings,
+                                    VulkanRunStats* stats = nullptr) const;
+
+  // Drops the recorded commands and memory of every binding set that uses
+  // `buffer`. The host calls it before destroying a VkBuffer it has bound:
+  // Vulkan may give a later buffer the same handle, which must not meet
+  // commands recorded for the old one. Must not run concurrently with a run
+  // that binds `buffer`.
+  void forget_buffer(VkBuffer buffer) const;
+
+  // How the device stores the graph input or output `name` (element type,
+  // buffer or image). Errors: kNotFound naming the inputs and outputs.
+  StatusOr<planner::DeviceLayout> io_layout(const std::string& name) const;
+
+  const planner::ExecutionPlan& plan() const;
+  const VulkanCompileStats& compile_stats() const;
+
+  struct Impl;
+
+ private:
+  explicit VulkanModel(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln::runtime

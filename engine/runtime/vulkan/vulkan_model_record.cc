@@ -1,0 +1,353 @@
+// Per signature: where every tensor lives, and the recorded command buffers
+// with the barriers the hazards need.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "engine/runtime/vulkan/device_data.h"
+#include "engine/runtime/vulkan/vulkan_model_impl.h"
+
+namespace kiln::runtime {
+
+using planner::PlanStep;
+using planner::PlanTensor;
+using planner::Storage;
+
+namespace {
+
+constexpr int64_t kBeforeRun = -1;
+constexpr int64_t kAfterRun = INT64_MAX;
+
+TensorId root_of(const planner::ExecutionPlan& plan, TensorId t) {
+  while (plan.tensors[static_cast<size_t>(t)].alias_of != planner::kNoTensor) t = plan.tensors[static_cast<size_t>(t)].alias_of;
+  return t;
+}
+
+struct Interval {
+  int64_t first = kAfterRun;
+  int64_t last = kBeforeRun;
+  void touch(int64_t s) {
+    first = std::min(first, s);
+    last = std::max(last, s);
+  }
+  bool overlaps(const Interval& o) const { return first <= o.last && o.first <= last; }
+};
+
+// A memory range one dispatch reads or writes, for hazard tracking.
+struct Access {
+  int resource = 0;
+  VkDeviceSize begin = 0, end = 0;
+  bool overlaps(const Access& o) const { return resource == o.resource && begin < o.end && o.begin < end; }
+};
+
+}  // namespace
+
+Status VulkanModel::Impl::place_tensors(Signature& sig) {
+  const size_t n = plan.tensors.size();
+  sig.place.assign(n, Placement{});
+  std::vector<bool> needed(n, false);
+  std::vector<Interval> live(n);
+  auto use = [&](TensorId t, int64_t step) {
+    const TensorId r = root_of(plan, t);
+    needed[static_cast<size_t>(r)] = true;
+    live[static_cast<size_t>(r)].touch(step);
+  };
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep& step = plan.steps[s];
+    if (step.kind == PlanStep::Kind::kDispatch) {
+      for (const planner::KernelTensor& kt : step.kernel.tensors) use(kt.tensor, static_cast<int64_t>(s));
+    } else if (step.kind == PlanStep::Kind::kFallback) {
+      const ir::Node& node = graph.node(step.node);
+      for (ir::ValueId v : node.inputs)
+        if (v != ir::kNoValue) use(plan.value_tensor.at(v), static_cast<int64_t>(s));
+      for (ir::ValueId v : node.outputs)
+        if (v != ir::kNoValue) use(plan.value_tensor.at(v), static_cast<int64_t>(s));
+    }
+  }
+  for (TensorId t : plan.inputs) use(t, kBeforeRun);
+  for (TensorId t : plan.outputs) use(t, kAfterRun);
+  for (size_t t = 0; t < n; ++t)
+    if (plan.tensors[t].host_resident && plan.tensors[t].device_needed) {
+      use(static_cast<TensorId>(t), kBeforeRun);
+      use(static_cast<TensorId>(t), kAfterRun);
+    }
+
+  const VkDeviceSize align = std::max<VkDeviceSize>(device.capabilities().min_storage_buffer_offset_alignment, 64);
+  const uint64_t max_range = device.capabilities().max_storage_buffer_range;
+  struct Item {
+    size_t tensor;
+    VkDeviceSize size;
+  };
+  std::vector<Item> buffers;
+  VkDeviceSize image_bytes = 0;
+  for (size_t t = 0; t < n; ++t) {
+    const PlanTensor& pt = plan.tensors[t];
+    if (!needed[t] || pt.alias_of != planner::kNoTensor) continue;
+    if (pt.constant.defined()) {
+      auto w = weights.find(static_cast<TensorId>(t));
+      if (w != weights.end()) {
+        Placement& p = sig.place[t];
+        p.present = true;
+        p.buffer = &w->second;
+        p.size = w->second.size();
+        p.resource = -1;
+      }
+      continue;
+    }
+    if (pt.host_resident && !pt.device_needed) continue;
+    if (sig.external.count(static_cast<TensorId>(t))) continue;  // lives in the host's buffer
+    const VkDeviceSize bytes = std::max<VkDeviceSize>(device_bytes(pt.layout, sig.shapes[t]), 16);
+    if (pt.layout.storage == Storage::kImage) {
+      image_bytes += bytes + bytes / 8 + (64 << 10);
+      continue;
+    }
+    if (bytes > max_range)
+      return unimplemented("tensor %" + std::to_string(t) + " needs " + std::to_string(bytes) +
+                           " bytes, more than the device's storage-buffer range (" + std::to_string(max_range) + ")");
+    buffers.push_back({t, (bytes + align - 1) / align * align});
+  }
+  // Offsets: largest first, each at the lowest address free during its
+  // lifetime (memplan will replace this with SoD²'s peak-first planner).
+  std::sort(buffers.begin(), buffers.end(), [](const Item& a, const Item& b) { return a.size > b.size; });
+  std::vector<std::pair<size_t, VkDeviceSize>> placed;  // (tensor, offset)
+  VkDeviceSize total = 0;
+  for (const Item& item : buffers) {
+    std::vector<std::pair<VkDeviceSize, VkDeviceSize>> busy;
+    for (auto& [t, off] : placed)
+      if (live[t].overlaps(live[item.tensor])) busy.push_back({off, off + sig.place[t].size});
+    std::sort(busy.begin(), busy.end());
+    VkDeviceSize offset = 0;
+    for (auto& [b, e] : busy) {
+      if (offset + item.size <= b) break;
+      offset = std::max(offset, (e + align - 1) / align * align);
+    }
+    sig.place[item.tensor].size = item.size;
+    sig.place[item.tensor].offset = offset;
+    placed.push_back({item.tensor, offset});
+    total = std::max(total, offset + item.size);
+  }
+  const VkDeviceSize capacity = total + image_bytes + (1 << 20);
+  KILN_ASSIGN_OR_RETURN(sig.arena, vk::MemoryArena::create(device, capacity));
+  sig.device_bytes = capacity;
+  if (total > 0) {
+    KILN_ASSIGN_OR_RETURN(sig.activations, sig.arena->create_buffer(total));
+  }
+  for (auto& [t, off] : placed) {
+    Placement& p = sig.place[t];
+    p.present = true;
+    p.buffer = &sig.activations;
+    p.size = device_bytes(plan.tensors[t].layout, sig.shapes[t]);
+    p.resource = 0;
+  }
+  int resource = 1;
+  for (size_t t = 0; t < n; ++t) {
+    const PlanTensor& pt = plan.tensors[t];
+    if (!needed[t] || pt.alias_of != planner::kNoTensor || pt.constant.defined()) continue;
+    if (pt.host_resident && !pt.device_needed) continue;
+    if (pt.layout.storage != Storage::kImage) continue;
+    uint32_t w = 0, h = 0;
+    image_size(pt.layout, sig.shapes[t], &w, &h);
+    const uint32_t limit = device.capabilities().max_image_dimension_2d;
+    if (w > limit || h > limit)
+      return unimplemented("tensor %" + std::to_string(t) + " needs a " + std::to_string(w) + "x" + std::to_string(h) +
+                           " image, beyond the device's limit of " + std::to_string(limit) +
+                           "; use --storage buffer for these shapes");
+    KILN_ASSIGN_OR_RETURN(vk::Image image, sig.arena->create_image(
+                                               w, h, pt.layout.type == planner::ElemType::kF16 ? vk::ImageFormat::kRGBA16F
+                                                                                            : vk::ImageFormat::kRGBA32F));
+    sig.images.push_back(std::move(image));
+    Placement& p = sig.place[t];
+    p.present = true;
+    p.image = &sig.images.back();
+    p.size = device_bytes(pt.layout, sig.shapes[t]);
+    p.resource = resource++;
+  }
+  // Zero-copy bindings: the tensor lives in a range of the host's buffer.
+  // Each distinct VkBuffer is one hazard-tracking resource.
+  std::map<VkBuffer, int> external_resource;
+  for (auto& [t, b] : sig.external) {
+    auto [it, inserted] = external_resource.emplace(b.buffer, resource);
+    if (inserted) ++resource;
+    sig.external_buffers.push_back(vk::Buffer::borrow(b.buffer, b.offset + b.size));
+    Placement& p = sig.place[static_cast<size_t>(t)];
+    p.present = true;
+    p.buffer = &sig.external_buffers.back();
+    p.offset = b.offset;
+    p.size = device_bytes(plan.tensors[static_cast<size_t>(t)].layout, sig.shapes[static_cast<size_t>(t)]);
+    p.resource = it->second;
+  }
+  // Aliases share their root's memory.
+  for (size_t t = 0; t < n; ++t) {
+    if (plan.tensors[t].alias_of == planner::kNoTensor) continue;
+    Placement p = sig.place[static_cast<size_t>(root_of(plan, static_cast<TensorId>(t)))];
+    p.size = std::min<VkDeviceSize>(p.size, device_bytes(plan.tensors[t].layout, sig.shapes[t]));
+    sig.place[t] = p;
+  }
+  // Images start in GENERAL (their contents are written before any read).
+  if (!sig.images.empty()) {
+    KILN_RETURN_IF_ERROR(transfer->submitter().run([&](VkCommandBuffer cmd) {
+      std::vector<VkImageMemoryBarrier> barriers;
+      for (vk::Image& image : sig.images) {
+        VkImageMemoryBarrier b{VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER};
+        b.srcAccessMask = 0;
+        b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                          VK_ACCESS_TRANSFER_WRITE_BIT;
+        b.oldLayout = VK_IMAGE_LAYOUT_UNDEFINED;
+        b.newLayout = VK_IMAGE_LAYOUT_GENERAL;
+        b.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+        b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+        b.image = image.handle();
+        b.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+        barriers.push_back(b);
+      }
+      device.fn().vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
+                                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0,
+                                       nullptr, 0, nullptr, static_cast<uint32_t>(barriers.size()), barriers.data());
+      return ok_status();
+    }));
+    for (vk::Image& image : sig.images) image.set_layout(VK_IMAGE_LAYOUT_GENERAL);
+  }
+  // Host values some kernel binds: the same for every run of the signature.
+  for (size_t t = 0; t < n; ++t) {
+    const PlanTensor& pt = plan.tensors[t];
+    if (!pt.host_resident || !pt.device_needed) continue;
+    KILN_RETURN_IF_ERROR(write_tensor(sig, static_cast<TensorId>(t), sig.host_values.at(pt.value)));
+  }
+  return ok_status();
+}
+
+Status VulkanModel::Impl::record(Signature& sig) {
+  const VolkDeviceTable& fn = device.fn();
+  // Split into segments at host fallbacks.
+  sig.segments.emplace_back();
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep& step = plan.steps[s];
+    if (step.kind == PlanStep::Kind::kFallback) {
+      sig.segments.back().fallback_step = s;
+      sig.segments.emplace_back();
+      continue;
+    }
+    if (step.kind != PlanStep::Kind::kDispatch) continue;
+    const planner::GeneratedKernel& k = kernels[s];
+    RecordedDispatch d;
+    d.step = s;
+    for (size_t i = 0; i < 3; ++i) {
+      auto g = k.groups[i].evaluate(sig.bindings);
+      if (!g || *g < 0) return internal_error("kernel '" + k.name + "': unbound dispatch size " + k.groups[i].to_string());
+      if (*g > static_cast<int64_t>(device.capabilities().max_compute_work_group_count[i]))
+        return unimplemented("kernel '" + k.name + "' needs " + std::to_string(*g) + " workgroups in dimension " +
+                             std::to_string(i) + ", above the device limit");
+      d.groups[i] = static_cast<uint32_t>(*g);
+    }
+    if (d.groups[0] == 0 || d.groups[1] == 0 || d.groups[2] == 0) continue;  // empty tensor: nothing to do
+    const vk::ComputePipeline& pipeline = *pipelines[s];
+    std::vector<int32_t> push;
+    for (const ir::Dim& p : k.push) {
+      auto v = p.evaluate(sig.bindings);
+      if (!v) return internal_error("kernel '" + k.name + "': unbound parameter " + p.to_string());
+      push.push_back(static_cast<int32_t>(*v));
+    }
+    d.push.assign(pipeline.reflection().push_constant_size, std::byte{0});
+    std::memcpy(d.push.data(), push.data(), std::min(d.push.size(), push.size() * sizeof(int32_t)));
+    KILN_ASSIGN_OR_RETURN(d.sets, descriptors->allocate(pipeline));
+    std::vector<vk::DescriptorResource> resources;
+    for (size_t b = 0; b < step.kernel.tensors.size(); ++b) {
+      if (!pipeline.reflection().find(0, static_cast<uint32_t>(b))) continue;  // optimized away
+      const TensorId t = step.kernel.tensors[b].tensor;
+      const Placement& p = sig.place[static_cast<size_t>(t)];
+      if (!p.present) return internal_error("kernel '" + k.name + "' binds tensor %" + std::to_string(t) + " with no memory");
+      vk::DescriptorResource r;
+      r.binding = static_cast<uint32_t>(b);
+      if (p.image) {
+        r.image = p.image;
+      } else {
+        r.buffer = p.buffer;
+        r.offset = p.offset;
+        r.range = std::max<VkDeviceSize>(p.size, 4);
+      }
+      resources.push_back(r);
+    }
+    KILN_RETURN_IF_ERROR(vk::write_descriptors(pipeline, d.sets, resources));
+    sig.segments.back().dispatches.push_back(std::move(d));
+    ++sig.dispatches;
+  }
+
+  for (Segment& seg : sig.segments) {
+    if (seg.dispatches.empty()) continue;
+    if (device.timestamp_valid_bits() != 0) {
+      const uint32_t count = options.profile ? static_cast<uint32_t>(seg.dispatches.size()) + 1 : 2;
+      auto ts = vk::TimestampQueries::create(device, count);
+      if (ts.ok()) seg.timestamps = std::move(ts).value();
+    }
+    KILN_ASSIGN_OR_RETURN(seg.cmd, submitter->allocate());
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    KILN_RETURN_IF_ERROR(device.check(fn.vkBeginCommandBuffer(seg.cmd, &begin), "vkBeginCommandBuffer"));
+    if (seg.timestamps) {
+      seg.timestamps->reset(seg.cmd);
+      (void)seg.timestamps->write(seg.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT);
+    }
+    if (!sig.external.empty()) {
+      // The host's buffers: what earlier commands on the queue wrote (the
+      // host's own uploads or render passes) is visible to the kernels.
+      VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      mb.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT;
+      mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+      fn.vkCmdPipelineBarrier(seg.cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                              &mb, 0, nullptr, 0, nullptr);
+    }
+    // Barriers only where this dispatch reads what an earlier one wrote since
+    // the last barrier, or writes what one read or wrote.
+    std::vector<Access> reads, writes;
+    Status status = ok_status();
+    for (size_t i = 0; i < seg.dispatches.size() && status.ok(); ++i) {
+      const RecordedDispatch& d = seg.dispatches[i];
+      const PlanStep& step = plan.steps[d.step];
+      std::vector<Access> r, w;
+      for (const planner::KernelTensor& kt : step.kernel.tensors) {
+        const Placement& p = sig.place[static_cast<size_t>(kt.tensor)];
+        if (p.resource < 0) continue;  // constants never change during a run
+        const Access a{p.resource, p.offset, p.offset + std::max<VkDeviceSize>(p.size, 1)};
+        (kt.written ? w : r).push_back(a);
+      }
+      bool hazard = false;
+      for (const Access& a : r)
+        for (const Access& b : writes) hazard = hazard || a.overlaps(b);
+      for (const Access& a : w) {
+        for (const Access& b : writes) hazard = hazard || a.overlaps(b);
+        for (const Access& b : reads) hazard = hazard || a.overlaps(b);
+      }
+      if (hazard) {
+        VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+        mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT;
+        mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+        fn.vkCmdPipelineBarrier(seg.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                                &mb, 0, nullptr, 0, nullptr);
+        reads.clear();
+        writes.clear();
+      }
+      reads.insert(reads.end(), r.begin(), r.end());
+      writes.insert(writes.end(), w.begin(), w.end());
+      status = vk::record_dispatch(seg.cmd, *pipelines[d.step], d.sets, d.push, d.groups);
+      if (status.ok() && seg.timestamps && options.profile)
+        (void)seg.timestamps->write(seg.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+    }
+    if (status.ok() && !sig.external.empty()) {
+      // ...and what the kernels wrote is visible to later commands on the
+      // queue and, after the run's wait, to the host.
+      VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+      mb.dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT | VK_ACCESS_HOST_READ_BIT;
+      fn.vkCmdPipelineBarrier(seg.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                              VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr,
+                              0, nullptr);
+    }
+    if (status.ok() && seg.timestamps && !options.profile)
+      (void)seg.timestamps->write(seg.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT);
+    const VkResult end = fn.vkEndCommandBuffer(seg.cmd);
+    KILN_RETURN_IF_ERROR(status);
+    KILN_RETURN_IF_ERROR(device.check(end, "vkEndCommandBuffer"));
+  }
+  return ok_status();
+}
+
+}  // namespace kiln::runtime

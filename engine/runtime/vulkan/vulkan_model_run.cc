@@ -1,0 +1,458 @@
+// VulkanModel runs: per input-shape signature, concrete shapes, memory
+// placement and recorded command buffers; then submit and read back.
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "engine/runtime/vulkan/device_data.h"
+#include "engine/runtime/vulkan/vulkan_model_impl.h"
+
+namespace kiln::runtime {
+
+using planner::PlanStep;
+using planner::PlanTensor;
+using planner::Storage;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+std::string shape_key(const InputSpec& t) {
+  std::string k = std::string(dtype_name(t.dtype)) + "[";
+  for (int64_t d : t.shape) k += std::to_string(d) + ",";
+  return k + "]";
+}
+
+// Bindings are part of a signature: the descriptors point into the buffers.
+std::string bindings_key(const DeviceBindings& bindings) {
+  std::string k;
+  for (const auto& [name, b] : bindings)
+    k += name + "@" + std::to_string(reinterpret_cast<uint64_t>(b.buffer)) + "+" + std::to_string(b.offset) + ":" +
+         std::to_string(b.size) + ";";
+  return k;
+}
+
+std::string shape_text(const Shape& s) {
+  std::string out = "[";
+  for (size_t k = 0; k < s.size(); ++k) out += (k ? "," : "") + std::to_string(s[k]);
+  return out + "]";
+}
+
+}  // namespace
+
+VulkanModel::Impl::~Impl() {
+  (void)device.wait_idle();
+  for (auto& [key, sig] : signatures)
+    for (Segment& seg : sig->segments)
+      for (RecordedDispatch& d : seg.dispatches) descriptors->free(d.sets);
+}
+
+// Concrete shapes of every value, values of host-resident ones, and the
+// symbol bindings that make the plan's dims concrete.
+Status VulkanModel::Impl::evaluate_shapes(const std::vector<InputSpec>& inputs, Signature& sig) const {
+  const ir::Region& main = graph.main();
+  std::vector<ops::ValueInfo> info(graph.num_values());
+  for (size_t i = 0; i < main.inputs.size(); ++i) {
+    const ir::Value& v = graph.value(main.inputs[i]);
+    info[static_cast<size_t>(v.id)].dtype = inputs[i].dtype;
+    info[static_cast<size_t>(v.id)].shape = ir::SymShape::from_concrete(inputs[i].shape);
+    if (plan.tensors[static_cast<size_t>(plan.inputs[i])].host_resident && inputs[i].value) {
+      auto [it, inserted] = sig.host_values.insert_or_assign(v.id, *inputs[i].value);
+      info[static_cast<size_t>(v.id)].value = &it->second;
+    }
+  }
+  for (ir::ValueId id : graph.constants()) {
+    const ir::Value& v = graph.value(id);
+    info[static_cast<size_t>(id)].dtype = v.dtype;
+    info[static_cast<size_t>(id)].shape = ir::SymShape::from_concrete(v.constant.shape());
+    info[static_cast<size_t>(id)].value = &v.constant;
+  }
+  std::set<ir::NodeId> host_nodes;
+  for (const PlanStep& s : plan.steps)
+    if (s.kind == PlanStep::Kind::kHost) host_nodes.insert(s.node);
+  for (ir::NodeId nid : main.nodes) {
+    const ir::Node& node = graph.node(nid);
+    if (node.erased) continue;
+    const ops::OpSchema* schema = ops::OpRegistry::builtin().find(node.domain, node.op);
+    if (!schema) return unimplemented(node.describe() + ": unknown op");
+    std::vector<ops::ValueInfo> in;
+    for (ir::ValueId v : node.inputs) in.push_back(v == ir::kNoValue ? ops::ValueInfo{} : info[static_cast<size_t>(v)]);
+    KILN_ASSIGN_OR_RETURN(std::vector<ops::ValueInfo> outs, ops::infer_node(*schema, node, in));
+    const bool host = host_nodes.count(nid) > 0;
+    std::vector<Tensor> values;
+    if (host) {
+      // Shape arithmetic: from inference when it knows the value as
+      // constants (Shape, Size), else the reference kernel.
+      bool from_dims = true;
+      for (const ops::ValueInfo& o : outs) {
+        if (!o.dims_value || !o.shape.is_static()) from_dims = false;
+        else
+          for (const ir::Dim& d : *o.dims_value) from_dims = from_dims && d.is_const();
+      }
+      if (from_dims) {
+        for (const ops::ValueInfo& o : outs) {
+          std::vector<int64_t> vals;
+          for (const ir::Dim& d : *o.dims_value) vals.push_back(d.value());
+          Tensor t = Tensor::from_vector<int64_t>(o.shape.concrete(), vals);
+          KILN_ASSIGN_OR_RETURN(Tensor cast, t.cast(o.dtype));
+          values.push_back(std::move(cast));
+        }
+      } else {
+        std::vector<const Tensor*> ptrs;
+        for (const ops::ValueInfo& i : in) ptrs.push_back(i.value);
+        ops::KernelContext ctx(node, ptrs, outs, nullptr);
+        KILN_RETURN_IF_ERROR(schema->kernel(ctx));
+        values = std::move(ctx.outputs());
+      }
+    }
+    for (size_t i = 0; i < node.outputs.size() && i < outs.size(); ++i) {
+      const ir::ValueId v = node.outputs[i];
+      if (v == ir::kNoValue) continue;
+      ops::ValueInfo& o = info[static_cast<size_t>(v)];
+      o = outs[i];
+      if (host) {
+        auto [it, inserted] = sig.host_values.insert_or_assign(v, std::move(values[i]));
+        o.value = &it->second;
+        o.shape = ir::SymShape::from_concrete(it->second.shape());
+      }
+      if (!o.shape.is_static())
+        return unimplemented(node.describe() + ": the shape of '" + graph.value(v).name +
+                             "' depends on tensor values; the Vulkan backend cannot size it yet");
+    }
+  }
+  // Bind symbols from value tensors, then check every dim agrees.
+  sig.shapes.assign(plan.tensors.size(), Shape{});
+  for (size_t t = 0; t < plan.tensors.size(); ++t) {
+    const PlanTensor& pt = plan.tensors[t];
+    if (pt.origin != PlanTensor::Origin::kValue) continue;
+    const ops::ValueInfo& o = info[static_cast<size_t>(pt.value)];
+    if (!o.shape.has_rank) continue;
+    sig.shapes[t] = o.shape.concrete();
+    if (sig.shapes[t].size() != pt.shape.size())
+      return internal_error("value '" + graph.value(pt.value).name + "' changed rank");
+    for (size_t k = 0; k < pt.shape.size(); ++k)
+      if (pt.shape[k].is_symbol()) {
+        auto [it, inserted] = sig.bindings.emplace(pt.shape[k].symbol_name(), sig.shapes[t][k]);
+        if (!inserted && it->second != sig.shapes[t][k])
+          return invalid_argument("dimension '" + pt.shape[k].symbol_name() + "' is " + std::to_string(it->second) +
+                                  " in one input and " + std::to_string(sig.shapes[t][k]) + " in another");
+      }
+  }
+  for (size_t t = 0; t < plan.tensors.size(); ++t) {
+    const PlanTensor& pt = plan.tensors[t];
+    if (pt.origin == PlanTensor::Origin::kConstant) {
+      sig.shapes[t] = pt.constant.shape();
+      continue;
+    }
+    Shape eval;
+    for (const ir::Dim& d : pt.shape) {
+      auto v = d.evaluate(sig.bindings);
+      if (!v) return internal_error("plan dim " + d.to_string() + " of tensor %" + std::to_string(t) + " is unbound");
+      eval.push_back(*v);
+    }
+    if (pt.origin == PlanTensor::Origin::kTemporary) sig.shapes[t] = eval;
+    else if (eval != sig.shapes[t])
+      return internal_error("value '" + graph.value(pt.value).name + "': plan shape " + shape_text(eval) +
+                            " disagrees with the inferred " + shape_text(sig.shapes[t]));
+  }
+  return ok_status();
+}
+
+StatusOr<Signature*> VulkanModel::Impl::signature_for(const std::vector<InputSpec>& inputs,
+                                                      const DeviceBindings& bindings, bool* created) {
+  *created = false;
+  std::string key;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    key += shape_key(inputs[i]) + ";";
+    // Shape-like integer inputs live on the host; their values shape the run.
+    if (plan.tensors[static_cast<size_t>(plan.inputs[i])].host_resident) {
+      if (!inputs[i].value)
+        return invalid_argument("input '" + graph.value(graph.main().inputs[i]).name +
+                                "' is a small integer (shape-like) input and must be given as a host tensor");
+      for (int64_t k = 0; k < inputs[i].value->numel(); ++k) key += std::to_string(inputs[i].value->get_i64(k)) + ",";
+      key += ";";
+    }
+  }
+  key += bindings_key(bindings);
+  auto it = signatures.find(key);
+  if (it != signatures.end()) return it->second.get();
+  auto sig = std::make_unique<Signature>();
+  KILN_RETURN_IF_ERROR(evaluate_shapes(inputs, *sig));
+  KILN_RETURN_IF_ERROR(resolve_bindings(bindings, *sig));
+  KILN_RETURN_IF_ERROR(place_tensors(*sig));
+  KILN_RETURN_IF_ERROR(record(*sig));
+  *created = true;
+  Signature* raw = sig.get();
+  signatures.emplace(key, std::move(sig));
+  return raw;
+}
+
+StatusOr<std::vector<Tensor>> VulkanModel::Impl::run(const std::vector<Tensor>& inputs,
+                                                     const DeviceBindings& bindings, VulkanRunStats* stats) {
+  const auto t0 = Clock::now();
+  KILN_RETURN_IF_ERROR(device.status());
+  const ir::Region& main = graph.main();
+  if (inputs.size() != main.inputs.size())
+    return invalid_argument("the model takes " + std::to_string(main.inputs.size()) + " inputs, got " +
+                            std::to_string(inputs.size()));
+  for (const auto& [name, b] : bindings) KILN_RETURN_IF_ERROR(io_tensor(name).status());
+  std::vector<InputSpec> specs(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::Value& v = graph.value(main.inputs[i]);
+    auto bound = bindings.find(v.name);
+    if (bound != bindings.end()) {
+      if (inputs[i].defined())
+        return invalid_argument("input '" + v.name + "' is bound to a device buffer; pass no tensor for it");
+      specs[i] = {v.dtype, bound->second.shape};
+    } else {
+      if (!inputs[i].defined()) return invalid_argument("input '" + v.name + "' is missing");
+      specs[i] = {inputs[i].dtype(), inputs[i].shape(), &inputs[i]};
+    }
+    if (specs[i].dtype != v.dtype)
+      return invalid_argument("input '" + v.name + "' must be " + std::string(dtype_name(v.dtype)) + ", got " +
+                              std::string(dtype_name(specs[i].dtype)));
+    if (v.shape.has_rank) {
+      if (specs[i].shape.size() != v.shape.dims.size())
+        return invalid_argument("input '" + v.name + "' must have rank " + std::to_string(v.shape.dims.size()) +
+                                " (shape " + v.shape.to_string() + "), got " + shape_text(specs[i].shape));
+      bool match = true;
+      for (size_t k = 0; match && k < v.shape.dims.size(); ++k)
+        match = !v.shape.dims[k].is_const() || v.shape.dims[k].value() == specs[i].shape[k];
+      if (!match)
+        return invalid_argument("input '" + v.name + "' must have shape " + v.shape.to_string() + ", got " +
+                                shape_text(specs[i].shape));
+    }
+  }
+  const vk::KernelCacheStats cache_before = cache.stats();
+  Signature* sig = nullptr;
+  bool created = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    KILN_ASSIGN_OR_RETURN(sig, signature_for(specs, bindings, &created));
+  }
+  std::lock_guard<std::mutex> run_lock(sig->mutex);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].defined()) KILN_RETURN_IF_ERROR(write_tensor(*sig, plan.inputs[i], inputs[i]));
+
+  double gpu_ms = 0;
+  bool have_gpu_time = true;
+  uint32_t fallbacks = 0;
+  std::vector<KernelTiming> timings;
+  for (Segment& seg : sig->segments) {
+    if (!seg.dispatches.empty()) {
+      KILN_RETURN_IF_ERROR(submitter->submit(seg.cmd));
+      if (!seg.timestamps) {
+        have_gpu_time = false;
+      } else {
+        KILN_ASSIGN_OR_RETURN(std::vector<uint64_t> ticks, seg.timestamps->read_ticks());
+        const uint32_t b = 0;
+        const size_t n = seg.dispatches.size();
+        if (ticks.size() >= b + (options.profile ? n + 1 : 2)) {
+          const uint32_t end = b + (options.profile ? static_cast<uint32_t>(n) : 1u);
+          gpu_ms += seg.timestamps->elapsed_ns(ticks[b], ticks[end]) / 1e6;
+          if (options.profile)
+            for (size_t d = 0; d < n; ++d) {
+              const PlanStep& step = plan.steps[seg.dispatches[d].step];
+              const ir::Node& node = graph.node(step.node);
+              timings.push_back({step.kernel.name, node.name.empty() ? node.op : node.name,
+                                 seg.timestamps->elapsed_ns(ticks[b + d], ticks[b + d + 1]) / 1e6});
+            }
+        } else {
+          have_gpu_time = false;
+        }
+      }
+    }
+    if (seg.fallback_step != SIZE_MAX) {
+      KILN_RETURN_IF_ERROR(run_fallback(*sig, seg.fallback_step));
+      ++fallbacks;
+    }
+  }
+  std::vector<Tensor> outputs;
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    if (bindings.count(graph.value(main.outputs[i]).name)) {
+      outputs.emplace_back();  // the host reads its own buffer
+      continue;
+    }
+    KILN_ASSIGN_OR_RETURN(Tensor t, read_tensor(*sig, plan.outputs[i]));
+    outputs.push_back(std::move(t));
+  }
+  if (stats) {
+    const vk::KernelCacheStats cache_after = cache.stats();
+    stats->wall_ms = ms_since(t0);
+    stats->gpu_ms = have_gpu_time ? gpu_ms : -1;
+    stats->dispatches = sig->dispatches;
+    stats->host_steps = 0;
+    for (const PlanStep& s : plan.steps)
+      if (s.kind == PlanStep::Kind::kHost) ++stats->host_steps;
+    stats->fallbacks = fallbacks;
+    stats->recorded = created;
+    stats->shader_compiles = cache_after.compiles - cache_before.compiles;
+    stats->device_bytes = sig->device_bytes + (weights_arena ? weights_arena->capacity() : 0);
+    stats->kernels = std::move(timings);
+  }
+  return outputs;
+}
+
+StatusOr<Tensor> VulkanModel::Impl::read_tensor(Signature& sig, TensorId id) {
+  const PlanTensor& t = plan.tensors[static_cast<size_t>(id)];
+  if (t.origin == PlanTensor::Origin::kValue) {
+    auto hv = sig.host_values.find(t.value);
+    if (hv != sig.host_values.end()) return hv->second;
+    if (t.constant.defined()) return t.constant;
+  }
+  const Placement& p = sig.place[static_cast<size_t>(id)];
+  const Shape& shape = sig.shapes[static_cast<size_t>(id)];
+  if (shape_numel(shape) == 0) return Tensor::allocate(t.dtype, shape);
+  if (!p.present) return internal_error("tensor %" + std::to_string(id) + " has no device memory");
+  std::vector<std::byte> bytes(device_bytes(t.layout, shape));
+  if (p.image) KILN_RETURN_IF_ERROR(transfer->download(*p.image, bytes.data(), bytes.size()));
+  else KILN_RETURN_IF_ERROR(transfer->download(*p.buffer, bytes.data(), bytes.size(), p.offset));
+  return from_device(bytes.data(), bytes.size(), t.layout, t.dtype, shape);
+}
+
+Status VulkanModel::Impl::write_tensor(Signature& sig, TensorId id, const Tensor& value) {
+  const PlanTensor& t = plan.tensors[static_cast<size_t>(id)];
+  const Placement& p = sig.place[static_cast<size_t>(id)];
+  if (!p.present || value.numel() == 0) return ok_status();  // nothing on the device reads it
+  std::vector<std::byte> bytes = to_device(value, t.layout);
+  if (p.image) return transfer->upload(*p.image, bytes.data(), bytes.size());
+  return transfer->upload(*p.buffer, bytes.data(), bytes.size(), p.offset);
+}
+
+Status VulkanModel::Impl::run_fallback(Signature& sig, size_t step_index) {
+  const PlanStep& step = plan.steps[step_index];
+  const ir::Node& node = graph.node(step.node);
+  const ops::OpSchema* schema = ops::OpRegistry::builtin().find(node.domain, node.op);
+  std::vector<Tensor> held;
+  held.reserve(node.inputs.size());
+  std::vector<const Tensor*> ptrs;
+  std::vector<ops::ValueInfo> in;
+  for (ir::ValueId v : node.inputs) {
+    if (v == ir::kNoValue) {
+      ptrs.push_back(nullptr);
+      in.emplace_back();
+      continue;
+    }
+    KILN_ASSIGN_OR_RETURN(Tensor t, read_tensor(sig, plan.value_tensor.at(v)));
+    held.push_back(std::move(t));
+    ops::ValueInfo info;
+    info.dtype = held.back().dtype();
+    info.shape = ir::SymShape::from_concrete(held.back().shape());
+    info.value = &held.back();
+    ptrs.push_back(&held.back());
+    in.push_back(std::move(info));
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<ops::ValueInfo> outs, ops::infer_node(*schema, node, in));
+  ops::KernelContext ctx(node, ptrs, outs, nullptr);
+  Status ran = schema->kernel(ctx);
+  if (!ran.ok()) return ran.add_context(node.describe());
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    if (node.outputs[i] == ir::kNoValue) continue;
+    const TensorId id = plan.value_tensor.at(node.outputs[i]);
+    if (ctx.outputs()[i].shape() != sig.shapes[static_cast<size_t>(id)])
+      return internal_error(node.describe() + ": host fallback produced another shape than planned");
+    KILN_RETURN_IF_ERROR(write_tensor(sig, id, ctx.outputs()[i]));
+  }
+  return ok_status();
+}
+
+StatusOr<TensorId> VulkanModel::Impl::io_tensor(const std::string& name) const {
+  const ir::Region& main = graph.main();
+  for (size_t i = 0; i < main.inputs.size(); ++i)
+    if (graph.value(main.inputs[i]).name == name) return plan.inputs[i];
+  for (size_t i = 0; i < main.outputs.size(); ++i)
+    if (graph.value(main.outputs[i]).name == name) return plan.outputs[i];
+  std::string ins, outs;
+  for (ir::ValueId v : main.inputs) ins += (ins.empty() ? "" : ", ") + graph.value(v).name;
+  for (ir::ValueId v : main.outputs) outs += (outs.empty() ? "" : ", ") + graph.value(v).name;
+  return not_found("the model has no input or output named '" + name + "' (inputs: " + ins + "; outputs: " + outs +
+                   ")");
+}
+
+Status VulkanModel::Impl::resolve_bindings(const DeviceBindings& bindings, Signature& sig) const {
+  const VkDeviceSize align = std::max<VkDeviceSize>(device.capabilities().min_storage_buffer_offset_alignment, 1);
+  struct Range {
+    VkBuffer buffer;
+    VkDeviceSize begin, end;
+    std::string name;
+  };
+  std::vector<Range> ranges;
+  std::map<TensorId, std::string> owner;  // root tensor -> the first name bound to it
+  for (const auto& [name, b] : bindings) {
+    KILN_ASSIGN_OR_RETURN(TensorId id, io_tensor(name));
+    const std::string what = "'" + name + "'";
+    if (b.buffer == VK_NULL_HANDLE) return invalid_argument("the buffer bound to " + what + " is VK_NULL_HANDLE");
+    if (b.offset % align != 0)
+      return invalid_argument("the range bound to " + what + " starts at offset " + std::to_string(b.offset) +
+                              ", not a multiple of the device's minStorageBufferOffsetAlignment (" +
+                              std::to_string(align) + ")");
+    // Outputs may share memory with another tensor (Reshape, Identity): the
+    // memory's owner, the alias root, is what lives in the host's buffer.
+    TensorId root = id;
+    while (plan.tensors[static_cast<size_t>(root)].alias_of != planner::kNoTensor)
+      root = plan.tensors[static_cast<size_t>(root)].alias_of;
+    const PlanTensor& t = plan.tensors[static_cast<size_t>(id)];
+    const PlanTensor& rt = plan.tensors[static_cast<size_t>(root)];
+    if (t.layout.storage == Storage::kImage || rt.layout.storage == Storage::kImage)
+      return failed_precondition(what + " is stored in an image in this plan; only buffer-stored tensors can live in "
+                                        "a Vulkan buffer (use buffer storage)");
+    if (t.constant.defined() || rt.constant.defined())
+      return failed_precondition(what + " is a constant of the model; it cannot be bound to a buffer");
+    if (t.host_resident || rt.host_resident)
+      return failed_precondition(what + " is computed on the host (shape arithmetic); it cannot be bound to a buffer");
+    const VkDeviceSize need = std::max(device_bytes(t.layout, sig.shapes[static_cast<size_t>(id)]),
+                                       device_bytes(rt.layout, sig.shapes[static_cast<size_t>(root)]));
+    if (need > b.size)
+      return invalid_argument(what + " needs " + std::to_string(need) + " bytes (shape " +
+                              shape_text(sig.shapes[static_cast<size_t>(id)]) + " of " +
+                              planner::elem_type_name(t.layout.type) + "), the bound range has " +
+                              std::to_string(b.size));
+    auto [it, inserted] = sig.external.emplace(root, b);
+    if (!inserted) {
+      if (it->second.buffer != b.buffer || it->second.offset != b.offset)
+        return failed_precondition(what + " shares device memory with '" + owner[root] +
+                                   "' in this plan; bind both to the same range, or only one of them");
+      continue;
+    }
+    owner[root] = name;
+    for (const Range& r : ranges)
+      if (r.buffer == b.buffer && b.offset < r.end && r.begin < b.offset + need)
+        return invalid_argument("the ranges bound to " + what + " and '" + r.name + "' overlap in one buffer");
+    ranges.push_back({b.buffer, b.offset, b.offset + need, name});
+  }
+  return ok_status();
+}
+
+void VulkanModel::Impl::forget_buffer(VkBuffer buffer) {
+  std::lock_guard<std::mutex> lock(mutex);
+  for (auto it = signatures.begin(); it != signatures.end();) {
+    Signature& sig = *it->second;
+    const bool uses = std::any_of(sig.external.begin(), sig.external.end(),
+                                  [&](const auto& e) { return e.second.buffer == buffer; });
+    if (!uses) {
+      ++it;
+      continue;
+    }
+    { std::lock_guard<std::mutex> wait_for_run(sig.mutex); }
+    // The signature's command buffers stay in the submitter's pool (freed
+    // with the model); its memory and descriptor sets go now.
+    for (Segment& seg : sig.segments)
+      for (RecordedDispatch& d : seg.dispatches) descriptors->free(d.sets);
+    it = signatures.erase(it);
+  }
+}
+
+void VulkanModel::forget_buffer(VkBuffer buffer) const { impl_->forget_buffer(buffer); }
+
+StatusOr<std::vector<Tensor>> VulkanModel::run(const std::vector<Tensor>& inputs, const DeviceBindings& bindings,
+                                               VulkanRunStats* stats) const {
+  return impl_->run(inputs, bindings, stats);
+}
+
+StatusOr<planner::DeviceLayout> VulkanModel::io_layout(const std::string& name) const {
+  KILN_ASSIGN_OR_RETURN(TensorId id, impl_->io_tensor(name));
+  return impl_->plan.tensors[static_cast<size_t>(id)].layout;
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,258 @@
+// build_plan: decide per node where it runs and lower it (see execution_plan.h).
+#include "planner/execution_plan.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "planner/plan_builder.h"
+
+namespace kiln::planner {
+
+PlanBuilder::PlanBuilder(const ir::Graph& graph, const TargetInfo& target, const PlanOptions& options)
+    : graph_(graph), target_(target), options_(options) {
+  plan_.options = options;
+  const size_t n = graph.num_values();
+  shapes_.resize(n);
+  ranked_.resize(n);
+  dims_values_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Value& v = graph.value(static_cast<ir::ValueId>(i));
+    ranked_[i] = v.shape.has_rank;
+    for (size_t k = 0; k < v.shape.dims.size(); ++k) {
+      const ir::Dim& d = v.shape.dims[k];
+      // Unknown dims get a fresh symbol the runtime binds from the concrete
+      // shape it computes, so every plan dim is an expression over symbols.
+      shapes_[i].push_back(d.is_known() ? d : ir::Dim::symbol("_v" + std::to_string(i) + "_" + std::to_string(k)));
+    }
+  }
+}
+
+DeviceLayout PlanBuilder::choose_layout(DType dtype, const std::vector<ir::Dim>& shape, bool constant) const {
+  DeviceLayout layout;
+  layout.type = device_elem_type(dtype, options_.precision);
+  if (constant || options_.storage != Storage::kImage || !is_float(layout.type) || shape.empty()) return layout;
+  const int packed = default_packed_axis(shape.size());
+  const ImageExtent e = image_extent(shape, packed);
+  const int64_t limit = target_.max_image_dimension_2d;
+  // Too large for an image: the tensor stays a buffer. Symbolic extents are
+  // checked when a run binds the shapes.
+  if ((e.width.is_const() && e.width.value() > limit) || (e.height.is_const() && e.height.value() > limit))
+    return layout;
+  layout.storage = Storage::kImage;
+  layout.packed_axis = packed;
+  return layout;
+}
+
+TensorId PlanBuilder::add_tensor(PlanTensor t) {
+  plan_.tensors.push_back(std::move(t));
+  return static_cast<TensorId>(plan_.tensors.size() - 1);
+}
+
+TensorId PlanBuilder::tensor_of(ir::ValueId v) {
+  auto it = plan_.value_tensor.find(v);
+  if (it != plan_.value_tensor.end()) return it->second;
+  const ir::Value& value = graph_.value(v);
+  PlanTensor t;
+  t.origin = PlanTensor::Origin::kValue;
+  t.value = v;
+  t.dtype = value.dtype;
+  t.shape = shapes_[static_cast<size_t>(v)];
+  t.layout = choose_layout(value.dtype, t.shape, value.is_constant());
+  if (value.is_constant()) t.constant = value.constant;
+  const TensorId id = add_tensor(std::move(t));
+  plan_.value_tensor[v] = id;
+  return id;
+}
+
+size_t ExecutionPlan::dispatch_count() const {
+  return static_cast<size_t>(std::count_if(steps.begin(), steps.end(),
+                                           [](const PlanStep& s) { return s.kind == PlanStep::Kind::kDispatch; }));
+}
+
+size_t ExecutionPlan::fallback_count() const {
+  return static_cast<size_t>(std::count_if(steps.begin(), steps.end(),
+                                           [](const PlanStep& s) { return s.kind == PlanStep::Kind::kFallback; }));
+}
+
+namespace {
+
+bool has_subgraph(const ir::Node& node) {
+  for (const auto& [key, attr] : node.attrs)
+    if (attr.kind == ir::AttrKind::kGraph) return true;
+  return false;
+}
+
+// Values of shape-computation chains as symbolic dims (Shape -> Gather ->
+// Concat -> Reshape), the same facts shape inference derives.
+void collect_dims_values(const ir::Graph& graph, const ops::OpRegistry& registry, PlanBuilder& builder) {
+  for (ir::NodeId nid : graph.main().nodes) {
+    const ir::Node& node = graph.node(nid);
+    const ops::OpSchema* schema = registry.find(node.domain, node.op);
+    if (!schema || has_subgraph(node)) continue;
+    std::vector<ops::ValueInfo> inputs;
+    for (ir::ValueId id : node.inputs) {
+      ops::ValueInfo info;
+      if (id != ir::kNoValue) {
+        const ir::Value& v = graph.value(id);
+        info.dtype = v.dtype;
+        info.shape = v.shape;
+        if (v.shape.has_rank) info.shape.dims = builder.value_shape(id);
+        if (v.is_constant()) info.value = &v.constant;
+        info.dims_value = builder.dims_value(id);
+      }
+      inputs.push_back(std::move(info));
+    }
+    auto outs = ops::infer_node(*schema, node, std::move(inputs));
+    if (!outs.ok()) continue;
+    for (size_t i = 0; i < node.outputs.size() && i < outs->size(); ++i)
+      if (node.outputs[i] != ir::kNoValue && (*outs)[i].dims_value)
+        builder.set_dims_value(node.outputs[i], std::move(*(*outs)[i].dims_value));
+  }
+}
+
+}  // namespace
+
+StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& target, const PlanOptions& options,
+                                   const LoweringRegistry& lowerings, const ops::OpRegistry& ops) {
+  if (options.precision == ElemType::kI32) return invalid_argument("precision must be f32 or f16");
+  if (options.precision == ElemType::kF16 && !target.fp16_storage)
+    return unimplemented("fp16 precision needs 16-bit storage buffers, which this device lacks");
+  PlanBuilder builder(graph, target, options);
+  collect_dims_values(graph, ops, builder);
+  ExecutionPlan& plan = builder.plan();
+
+  // Values known on the host: constants, and whatever shape arithmetic
+  // computes from them and from Shape/Size.
+  std::vector<bool> host_known(graph.num_values(), false);
+  for (size_t i = 0; i < graph.num_values(); ++i)
+    host_known[i] = graph.value(static_cast<ir::ValueId>(i)).is_constant();
+  for (ir::ValueId v : graph.main().inputs) {
+    plan.inputs.push_back(builder.tensor_of(v));
+    // A small integer input of static shape is shape-like (a Reshape
+    // target, Slice bounds, axes): its value joins the shape signature and it
+    // lives on the host, uploaded only when a kernel reads it.
+    const ir::Value& value = graph.value(v);
+    if (!dtype_is_float(value.dtype) && value.shape.is_static() &&
+        shape_numel(value.shape.concrete()) <= kHostInputMaxElements) {
+      host_known[static_cast<size_t>(v)] = true;
+      builder.tensor(plan.inputs.back()).host_resident = true;
+    }
+  }
+
+  for (ir::NodeId nid : graph.main().nodes) {
+    const ir::Node& node = graph.node(nid);
+    if (node.erased) continue;
+    const ops::OpSchema* schema = ops.find(node.domain, node.op);
+    bool inputs_host = true;
+    for (ir::ValueId v : node.inputs)
+      if (v != ir::kNoValue && !host_known[static_cast<size_t>(v)]) inputs_host = false;
+    const bool shape_op = node.domain.empty() && (node.op == "Shape" || node.op == "Size");
+    if (schema && schema->kernel && !has_subgraph(node) && (shape_op || inputs_host)) {
+      PlanStep step;
+      step.kind = PlanStep::Kind::kHost;
+      step.node = nid;
+      plan.steps.push_back(std::move(step));
+      for (ir::ValueId v : node.outputs) {
+        if (v == ir::kNoValue) continue;
+        host_known[static_cast<size_t>(v)] = true;
+        builder.tensor(builder.tensor_of(v)).host_resident = true;
+      }
+      continue;
+    }
+    for (ir::ValueId v : node.outputs)
+      if (v != ir::kNoValue && !builder.value_ranked(v))
+        return unimplemented(node.describe() + ": output '" + graph.value(v).name +
+                             "' has an unknown rank; the Vulkan backend needs ranked values");
+
+    Status lowered = unimplemented(node.describe() + ": no device lowering for op '" +
+                                   (node.domain.empty() ? node.op : node.domain + "." + node.op) + "'");
+    bool ranked_inputs = true;
+    for (ir::ValueId v : node.inputs)
+      if (v != ir::kNoValue && !builder.value_ranked(v)) ranked_inputs = false;
+    const LowerFn fn = lowerings.find(node.domain, node.op);
+    const size_t tensors_before = plan.tensors.size();
+    std::vector<TensorId> output_aliases;
+    for (ir::ValueId v : node.outputs)
+      output_aliases.push_back(v == ir::kNoValue ? kNoTensor : builder.tensor(builder.tensor_of(v)).alias_of);
+    if (fn && ranked_inputs && !has_subgraph(node)) {
+      LoweringContext ctx(builder, graph, nid);
+      lowered = fn(ctx);
+    }
+    if (lowered.ok()) {
+      for (KernelDesc& k : builder.pending_kernels()) {
+        PlanStep step;
+        step.kind = PlanStep::Kind::kDispatch;
+        step.node = nid;
+        step.kernel = std::move(k);
+        plan.steps.push_back(std::move(step));
+      }
+      builder.pending_kernels().clear();
+      continue;
+    }
+    if (lowered.code() != StatusCode::kUnimplemented) return lowered;
+    // Undo what the failed lowering added, then run the node on the host.
+    builder.pending_kernels().clear();
+    for (auto it = plan.value_tensor.begin(); it != plan.value_tensor.end();)
+      it = (static_cast<size_t>(it->second) >= tensors_before) ? plan.value_tensor.erase(it) : std::next(it);
+    if (plan.tensors.size() > tensors_before) plan.tensors.resize(tensors_before);
+    for (size_t i = 0; i < node.outputs.size(); ++i)
+      if (node.outputs[i] != ir::kNoValue) builder.tensor(builder.tensor_of(node.outputs[i])).alias_of = output_aliases[i];
+    if (!schema || !schema->kernel) return lowered;
+    for (ir::ValueId v : node.inputs)
+      if (v != ir::kNoValue) builder.tensor_of(v);
+    plan.fallback_reasons.push_back(lowered.message());
+    PlanStep step;
+    step.kind = PlanStep::Kind::kFallback;
+    step.node = nid;
+    plan.steps.push_back(std::move(step));
+  }
+  for (ir::ValueId v : graph.main().outputs) plan.outputs.push_back(builder.tensor_of(v));
+
+  std::set<std::string> symbols;
+  std::vector<std::string> names;
+  for (const PlanTensor& t : plan.tensors)
+    for (const ir::Dim& d : t.shape) d.collect_symbols(names);
+  for (const PlanStep& s : plan.steps) {
+    for (const KernelParam& p : s.kernel.params) p.value.collect_symbols(names);
+    for (const ir::Dim& g : s.kernel.groups) g.collect_symbols(names);
+  }
+  symbols.insert(names.begin(), names.end());
+  plan.symbols.assign(symbols.begin(), symbols.end());
+  return std::move(plan);
+}
+
+std::string describe_plan(const ExecutionPlan& plan, const ir::Graph& graph) {
+  auto shape_text = [](const std::vector<ir::Dim>& s) {
+    std::string out = "[";
+    for (size_t k = 0; k < s.size(); ++k) out += (k ? "," : "") + s[k].to_string();
+    return out + "]";
+  };
+  std::ostringstream o;
+  o << "tensors:\n";
+  for (size_t i = 0; i < plan.tensors.size(); ++i) {
+    const PlanTensor& t = plan.tensors[i];
+    o << "  %" << i << " ";
+    if (t.origin == PlanTensor::Origin::kValue) o << "'" << graph.value(t.value).name << "'";
+    else o << (t.origin == PlanTensor::Origin::kConstant ? "constant" : "temporary");
+    o << " " << dtype_name(t.dtype) << shape_text(t.shape) << " " << storage_name(t.layout.storage) << "/"
+      << elem_type_name(t.layout.type);
+    if (t.layout.storage == Storage::kImage) o << " packed=" << t.layout.packed_axis;
+    if (t.host_resident) o << " host";
+    if (t.alias_of != kNoTensor) o << " alias=%" << t.alias_of;
+    o << "\n";
+  }
+  o << "steps:\n";
+  for (const PlanStep& s : plan.steps) {
+    const ir::Node& n = graph.node(s.node);
+    switch (s.kind) {
+      case PlanStep::Kind::kDispatch: o << "  dispatch " << s.kernel.name; break;
+      case PlanStep::Kind::kHost: o << "  host"; break;
+      case PlanStep::Kind::kFallback: o << "  fallback"; break;
+    }
+    o << "  <- " << n.describe() << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace kiln::planner

@@ -1,0 +1,96 @@
+// ExecutionPlan: what a backend runtime executes for one compiled model.
+//
+// build_plan() walks the (already optimized) graph in order and decides,
+// per node, where it runs:
+//   * kDispatch — lowered to one or more device kernels (lowering.h);
+//   * kHost     — shape arithmetic: every input is a constant or derived from
+//                 shapes only (Shape, Size and what they feed), so its value
+//                 depends on the input *shapes* alone; the runtime evaluates it
+//                 on the host once per input-shape signature;
+//   * kFallback — no device lowering: the runtime downloads the inputs, runs
+//                 the reference kernel and uploads the outputs (counted in
+//                 stats; every op of the zoo has a device lowering).
+// Every dim in the plan is symbolic. Dims the graph does not know (unknown
+// after shape inference) are replaced by fresh symbols "_vN_K" (value N,
+// axis K), which the runtime binds from the concrete shapes it computes per
+// signature; the model's own symbols ("seq", "h") bind from the inputs.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/base/status.h"
+#include "engine/base/tensor.h"
+#include "engine/ir/graph.h"
+#include "engine/ops/op_registry.h"
+#include "planner/kernel.h"
+#include "planner/lowering.h"
+#include "planner/target.h"
+
+namespace kiln::planner {
+
+struct PlanTensor {
+  enum class Origin : uint8_t { kValue, kConstant, kTemporary };
+  Origin origin = Origin::kValue;
+  ir::ValueId value = ir::kNoValue;  // kValue: the graph value
+  DType dtype = DType::kFloat32;     // graph dtype (host side of up/downloads)
+  std::vector<ir::Dim> shape;
+  DeviceLayout layout;
+  // Host data uploaded once at compile time: graph initializers a kernel
+  // binds, and constants lowerings derive. Undefined otherwise.
+  Tensor constant;
+  // The value is computed on the host (kHost steps) or is a small integer
+  // graph input (see kHostInputMaxElements); it is uploaded before a run
+  // only when some kernel binds it (device_needed).
+  bool host_resident = false;
+  bool device_needed = false;
+  // Same device memory as this tensor (views: Reshape, Flatten, Identity).
+  TensorId alias_of = kNoTensor;
+};
+
+struct PlanStep {
+  enum class Kind : uint8_t { kDispatch, kHost, kFallback };
+  Kind kind = Kind::kDispatch;
+  ir::NodeId node = ir::kNoNode;  // the node it implements
+  KernelDesc kernel;              // kDispatch
+};
+
+// Integer graph inputs with a static shape of at most this many elements are
+// host values: their contents are part of the shape signature.
+constexpr int64_t kHostInputMaxElements = 64;
+
+struct PlanOptions {
+  Storage storage = Storage::kBuffer;  // where activations live (images fall back to buffers when too large)
+  ElemType precision = ElemType::kF32; // float activations and weights on the device
+};
+
+struct ExecutionPlan {
+  std::vector<PlanTensor> tensors;
+  std::vector<PlanStep> steps;
+  std::vector<TensorId> inputs;   // main region inputs, in order
+  std::vector<TensorId> outputs;  // main region outputs, in order
+  std::map<ir::ValueId, TensorId> value_tensor;
+  PlanOptions options;
+  // Every symbol plan dims mention, sorted (model symbols and fresh ones).
+  std::vector<std::string> symbols;
+  // Nodes that run on the host because no lowering handles them, with why.
+  std::vector<std::string> fallback_reasons;
+
+  size_t dispatch_count() const;
+  size_t fallback_count() const;
+};
+
+// Builds the plan for the main region of `graph` (shapes must be inferred).
+// `graph` is borrowed and must outlive the plan (steps refer to its nodes).
+// Errors: kUnimplemented for graphs the planner cannot run at all (sub-graph
+// control flow on the device is issue 5's work: If/Loop run as fallbacks),
+// kInvalidArgument for malformed nodes, naming them.
+StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& target, const PlanOptions& options,
+                                   const LoweringRegistry& lowerings = LoweringRegistry::builtin(),
+                                   const ops::OpRegistry& ops = ops::OpRegistry::builtin());
+
+// A readable listing of the plan (tensors with layouts, steps with kernels).
+std::string describe_plan(const ExecutionPlan& plan, const ir::Graph& graph);
+
+}  // namespace kiln::planner

@@ -1,0 +1,92 @@
+// Matrix-multiply kernels shared by the MatMul, Gemm and Conv lowerings.
+//
+// Every heavy linear-algebra op is a batched GEMM once its operands are
+// described as functions: MatMul reads A and B through accessors with
+// broadcast batches, Gemm transposes and scales, Conv is an implicit GEMM
+// whose A operand is the im2col matrix computed on the fly. So the tiled
+// kernel is written once here and each lowering supplies three small GLSL
+// functions (how to read A and B, how to store four results); the kernel
+// owns the tiling, the shared-memory staging, the register blocking and the
+// edge masking, and picks its variant (GEMV for a handful of rows, tiles of
+// 16/32/64 rows otherwise) from the sizes known at plan time.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/ir/dim.h"
+#include "engine/base/status.h"
+#include "planner/kernel.h"
+#include "planner/lowering.h"
+
+namespace kiln::planner {
+
+// C[b, m, n] = sum_k A(b, m, k) * B(b, k, n) for b < batch, m < M, n < N.
+//
+// `helpers` must define (GLSL, after the tensors' accessors):
+//   float gemm_a(int b, int m, int k);   called only with m < GEMM_M, k < GEMM_K
+//   float gemm_b(int b, int k, int n);   called only with k < GEMM_K, n < GEMM_N
+//   void gemm_store4(int b, int m, int n, vec4 v);
+//       stores C[b, m, n + j] = v[j]; n is a multiple of 4 and m < GEMM_M,
+//       n < GEMM_N; lanes with n + j >= GEMM_N must be dropped.
+// The kernel declares the int parameters GEMM_BATCH, GEMM_M, GEMM_N, GEMM_K
+// which the helpers may use; the tensor name "GP" is reserved (split-K
+// scratch, see emit_gemm).
+struct GemmProblem {
+  std::string name;
+  ir::Dim batch = ir::Dim(1);
+  ir::Dim m, n, k;
+  std::vector<KernelTensor> tensors;
+  std::vector<KernelParam> params;
+  std::string helpers;
+  // Order of the A-tile loads: consecutive invocations walk k (A row-major
+  // in k, e.g. MatMul) or m (A's rows are contiguous per k, e.g. the im2col
+  // matrix of an NCHW buffer, where neighbouring m are neighbouring pixels).
+  bool a_m_fastest = false;
+};
+
+// The kernel for `p` (kCustom). Variant by constant sizes: M <= 4 a GEMV
+// (threads along N, K split across the workgroup and reduced in shared
+// memory), otherwise a tiled kernel with BM in {16, 32, 64} rows, BN in
+// {16, 32, 64} columns, BK = 16, A and B tiles staged in shared memory and
+// each invocation holding a TM x 4 register block.
+KernelDesc make_gemm_kernel(const GemmProblem& p);
+
+// Emits the kernels for `p`: make_gemm_kernel's, or — when a tiled GEMM
+// with constant sizes would have few workgroups for a deep K — a split-K
+// pair (the tiles of K slices write partial sums to a float scratch buffer
+// named "GP", which a second kernel adds up and stores through
+// gemm_store4). ctx.unsupported when a constant grid dimension exceeds the
+// device's workgroup-count limit (the node then runs on the host).
+Status emit_gemm(LoweringContext& ctx, const GemmProblem& p);
+
+// What a GEMM kernel of a lowering writes for the node's output 0: the
+// output itself ("Y"), or, when the output is an image whose packed axis is
+// not the GEMM's N axis (`image_store4_ok` false: the kernel could not store
+// four consecutive texel lanes), a row-major scratch buffer "Y" of the same
+// shape that finish_gemm_output() then copies into the output.
+struct GemmOutput {
+  KernelTensor y;
+  TensorId output = kNoTensor;
+  TensorId scratch = kNoTensor;
+  bool is_buffer() const { return y.layout.storage == Storage::kBuffer; }
+};
+GemmOutput bind_gemm_output(LoweringContext& ctx, bool image_store4_ok);
+// Emits the scratch -> output copy when bind_gemm_output made a scratch.
+void finish_gemm_output(LoweringContext& ctx, const GemmOutput& out);
+
+// gemm_store4 definitions (GLSL) that pass every lane through the
+// caller's `float gemm_epilogue(int b, int m, int n, float acc)` (bias,
+// alpha/beta, ...; called only for n < GEMM_N):
+//  - buffer output: one Y_st per lane at `index`, a GLSL int expression of
+//    b, m and the lane's column `nj`;
+//  - image output (packed along the GEMM's N axis): `setup` statements
+//    (may declare locals from b, m, n) then Y_st4(`coords`, v).
+std::string gemm_store4_buffer(const std::string& index);
+std::string gemm_store4_image(const std::string& setup, const std::string& coords);
+
+// Entry points of lower_conv.cc, registered by register_linalg_lowerings.
+Status lower_conv(LoweringContext& ctx);
+Status lower_conv_transpose(LoweringContext& ctx);
+
+}  // namespace kiln::planner

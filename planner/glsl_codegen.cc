@@ -1,0 +1,325 @@
+// KernelDesc -> GLSL (see glsl_codegen.h for the generated interface).
+#include "planner/glsl_codegen.h"
+
+#include <cctype>
+#include <set>
+#include <sstream>
+
+namespace kiln::planner {
+namespace {
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+const char* storage_elem(ElemType t) {
+  switch (t) {
+    case ElemType::kF32: return "float";
+    case ElemType::kF16: return "float16_t";
+    case ElemType::kI32: return "int";
+  }
+  return "float";
+}
+
+std::string coord_params(int rank) {
+  std::string s;
+  for (int k = 0; k < rank; ++k) s += (k ? ", int c" : "int c") + std::to_string(k);
+  return s;
+}
+
+std::string coord_args(int rank, const std::string& prefix = "c") {
+  std::string s;
+  for (int k = 0; k < rank; ++k) s += (k ? ", " : "") + prefix + std::to_string(k);
+  return s;
+}
+
+std::string dim_name(const std::string& t, int k) { return t + "_D" + std::to_string(k); }
+
+// Row-major linear index of coords c0.. over t's dims.
+std::string linear_expr(const std::string& t, int rank, const std::string& prefix = "c") {
+  std::string e = prefix + "0";
+  for (int k = 1; k < rank; ++k) e = "(" + e + ") * " + dim_name(t, k) + " + " + prefix + std::to_string(k);
+  return e;
+}
+
+// Statements decomposing linear index `i` (an int variable, consumed) into
+// int c0..cR-1 declared by the caller.
+std::string decompose(const std::string& t, int rank, const std::string& i, const std::string& prefix = "c") {
+  std::string s;
+  for (int k = rank - 1; k >= 1; --k)
+    s += "  " + prefix + std::to_string(k) + " = " + i + " % " + dim_name(t, k) + "; " + i + " /= " + dim_name(t, k) + ";\n";
+  s += "  " + prefix + "0 = " + i + ";\n";
+  return s;
+}
+
+class Emitter {
+ public:
+  Emitter(const KernelDesc& desc, const TargetInfo& target) : desc_(desc), target_(target) {}
+
+  StatusOr<GeneratedKernel> run() {
+    KILN_RETURN_IF_ERROR(validate());
+    out_.name = desc_.name;
+    out_.bindings = desc_.tensors.size();
+    collect_params();
+    const uint32_t push_limit = target_.max_push_constants_size / 4;
+    if (out_.push.size() > push_limit)
+      return unimplemented("kernel '" + desc_.name + "' needs " + std::to_string(out_.push.size()) +
+                           " dynamic parameters; the device's push constants hold " + std::to_string(push_limit));
+    std::ostringstream s;
+    s << "#version 450\n";
+    bool f16_buffer = false;
+    for (const KernelTensor& t : desc_.tensors) {
+      if (t.layout.storage == Storage::kBuffer && t.layout.type == ElemType::kF16) f16_buffer = true;
+      if (t.layout.storage == Storage::kImage && t.layout.type == ElemType::kF16 && t.written) f16_image_store_ = true;
+    }
+    if (f16_buffer) {
+      s << "#extension GL_EXT_shader_16bit_storage : require\n";
+      s << "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n";
+    }
+    for (const std::string& e : desc_.extensions) s << "#extension " << e << " : require\n";
+    s << "layout(local_size_x = " << out_.local_size[0] << ", local_size_y = " << out_.local_size[1]
+      << ", local_size_z = " << out_.local_size[2] << ") in;\n\n";
+    s << params_;
+    // Stores to RGBA16F images may truncate (the conversion's rounding is
+    // implementation-defined, and compilers fold an f32->f16->f32 round trip
+    // away), so values are rounded to nearest-even at f16 precision with
+    // integer arithmetic first; f16 image results then match f16 buffers.
+    if (f16_image_store_)
+      s << "vec4 kiln_round_f16(vec4 v) {\n"
+        << "  uvec4 b = floatBitsToUint(v);\n"
+        << "  b = (b + 0x00000FFFu + ((b >> 13) & 1u)) & 0xFFFFE000u;\n"
+        << "  return uintBitsToFloat(b);\n}\n\n";
+    for (size_t b = 0; b < desc_.tensors.size(); ++b) s << accessors(desc_.tensors[b], static_cast<int>(b));
+    s << desc_.helpers << "\n";
+    if (desc_.family == KernelDesc::Family::kMap) s << map_main();
+    else s << desc_.body << "\n";
+    out_.glsl = s.str();
+    return std::move(out_);
+  }
+
+ private:
+  Status validate() {
+    std::set<std::string> names;
+    int written = 0;
+    for (const KernelTensor& t : desc_.tensors) {
+      if (!is_identifier(t.name)) return invalid_argument("kernel '" + desc_.name + "': bad tensor name '" + t.name + "'");
+      if (!names.insert(t.name).second)
+        return invalid_argument("kernel '" + desc_.name + "': duplicate tensor name '" + t.name + "'");
+      if (t.written) ++written;
+      if (t.layout.storage == Storage::kImage) {
+        if (t.layout.type == ElemType::kI32)
+          return invalid_argument("kernel '" + desc_.name + "': integer tensor '" + t.name + "' cannot be an image");
+        const int rank = std::max<int>(1, static_cast<int>(t.shape.size()));
+        if (t.layout.packed_axis < 0 || t.layout.packed_axis >= rank)
+          return invalid_argument("kernel '" + desc_.name + "': image tensor '" + t.name + "' has no valid packed axis");
+      }
+    }
+    for (const KernelParam& p : desc_.params) {
+      if (!is_identifier(p.name)) return invalid_argument("kernel '" + desc_.name + "': bad parameter name '" + p.name + "'");
+      if (!p.value.is_known())
+        return invalid_argument("kernel '" + desc_.name + "': parameter '" + p.name + "' has an unknown value");
+    }
+    if (desc_.family == KernelDesc::Family::kMap) {
+      if (written != 1) return invalid_argument("kernel '" + desc_.name + "': a map kernel writes exactly one tensor");
+      out_.local_size = {64, 1, 1};
+    } else {
+      out_.local_size = desc_.local_size;
+      out_.groups = desc_.groups;
+    }
+    return ok_status();
+  }
+
+  void add_param(const std::string& name, const ir::Dim& value) {
+    if (value.is_const()) {
+      params_ += "layout(constant_id = " + std::to_string(out_.spec.size()) + ") const int " + name + " = 1;\n";
+      out_.spec.push_back(value.value());
+    } else {
+      params_ += "#define " + name + " kiln_pc.p[" + std::to_string(out_.push.size()) + "]\n";
+      out_.push.push_back(value);
+    }
+  }
+
+  static std::vector<ir::Dim> shape_of(const KernelTensor& t) {
+    if (t.shape.empty()) return {ir::Dim(1)};
+    return t.shape;
+  }
+
+  void collect_params() {
+    // Push-constant defines must follow the block declaration; collect names
+    // first, then emit the block when any is dynamic.
+    for (const KernelTensor& t : desc_.tensors) {
+      const std::vector<ir::Dim> shape = shape_of(t);
+      ir::Dim numel(1);
+      for (size_t k = 0; k < shape.size(); ++k) {
+        add_param(dim_name(t.name, static_cast<int>(k)), shape[k]);
+        numel = numel * shape[k];
+      }
+      add_param(t.name + "_NUMEL", numel);
+    }
+    for (const KernelParam& p : desc_.params) add_param(p.name, p.value);
+    if (desc_.family == KernelDesc::Family::kMap) {
+      const KernelTensor& y = written();
+      const std::vector<ir::Dim> shape = shape_of(y);
+      const int a = vec_axis(y);
+      ir::Dim outer(1);
+      for (size_t k = 0; k < shape.size(); ++k)
+        if (static_cast<int>(k) != a) outer = outer * shape[k];
+      const ir::Dim blocks = ir::Dim::ceil_div(shape[static_cast<size_t>(a)], ir::Dim(4));
+      const ir::Dim total = outer * blocks;
+      add_param("KILN_BLOCKS", blocks);
+      add_param("KILN_TOTAL", total);
+      const ir::Dim wg = ir::Dim::ceil_div(total, ir::Dim(64));
+      const ir::Dim max_x(static_cast<int64_t>(target_.max_workgroup_count_x));
+      out_.groups = {ir::Dim::min(wg, max_x), ir::Dim::ceil_div(wg, max_x), ir::Dim(1)};
+    }
+    if (!out_.push.empty())
+      params_ = "layout(push_constant) uniform KilnPush { int p[" + std::to_string(out_.push.size()) + "]; } kiln_pc;\n" +
+                params_;
+    params_ += "\n";
+  }
+
+  const KernelTensor& written() const {
+    for (const KernelTensor& t : desc_.tensors)
+      if (t.written) return t;
+    return desc_.tensors.front();
+  }
+
+  static int vec_axis(const KernelTensor& t) {
+    if (t.layout.storage == Storage::kImage) return t.layout.packed_axis;
+    return std::max<int>(1, static_cast<int>(t.shape.size())) - 1;
+  }
+
+  std::string accessors(const KernelTensor& t, int binding) {
+    const int rank = std::max<int>(1, static_cast<int>(t.shape.size()));
+    const std::string& n = t.name;
+    const std::string S = glsl_scalar(t.layout.type);
+    const std::string V = glsl_vec4(t.layout.type);
+    const int a = vec_axis(t);
+    const std::string da = dim_name(n, a);
+    std::ostringstream s;
+    s << "// tensor " << n << ": " << storage_name(t.layout.storage) << " " << elem_type_name(t.layout.type) << "\n";
+    s << "#define " << n << "_VEC " << a << "\n";
+    if (t.layout.storage == Storage::kBuffer) {
+      s << "#define " << n << "_IS_BUFFER 1\n";
+      s << "layout(std430, set = 0, binding = " << binding << ") " << (t.written ? "" : "readonly ")
+        << "restrict buffer KilnBuffer" << binding << " { " << storage_elem(t.layout.type) << " " << n
+        << "_data[]; };\n";
+      s << "int " << n << "_index(" << coord_params(rank) << ") { return " << linear_expr(n, rank) << "; }\n";
+      s << S << " " << n << "_ld(int i) { return " << S << "(" << n << "_data[i]); }\n";
+      s << S << " " << n << "_at(" << coord_params(rank) << ") { return " << n << "_ld(" << n << "_index("
+        << coord_args(rank) << ")); }\n";
+      // Along the last axis consecutive elements are adjacent in memory.
+      s << V << " " << n << "_at4(" << coord_params(rank) << ") {\n"
+        << "  int i = " << n << "_index(" << coord_args(rank) << "); int m = " << da << " - c" << a << ";\n"
+        << "  return " << V << "(" << n << "_ld(i), m > 1 ? " << n << "_ld(i + 1) : " << S << "(0), m > 2 ? " << n
+        << "_ld(i + 2) : " << S << "(0), m > 3 ? " << n << "_ld(i + 3) : " << S << "(0));\n}\n";
+      if (t.written) {
+        s << "void " << n << "_st(int i, " << S << " v) { " << n << "_data[i] = " << storage_elem(t.layout.type)
+          << "(v); }\n";
+        s << "void " << n << "_st4(" << coord_params(rank) << ", " << V << " v) {\n"
+          << "  int i = " << n << "_index(" << coord_args(rank) << "); int m = " << da << " - c" << a << ";\n"
+          << "  " << n << "_st(i, v.x); if (m > 1) " << n << "_st(i + 1, v.y); if (m > 2) " << n
+          << "_st(i + 2, v.z); if (m > 3) " << n << "_st(i + 3, v.w);\n}\n";
+      }
+    } else {
+      const int last = rank - 1;
+      s << "#define " << n << "_IS_IMAGE 1\n";
+      if (t.written)
+        s << "layout(set = 0, binding = " << binding << ", "
+          << (t.layout.type == ElemType::kF16 ? "rgba16f" : "rgba32f") << ") uniform writeonly image2D " << n
+          << "_img;\n";
+      else
+        s << "layout(set = 0, binding = " << binding << ") uniform sampler2D " << n << "_tex;\n";
+      // Texel of coords: x = block * W + c_last (W = 1 when the packed axis
+      // is the last), y = row-major over the remaining axes.
+      std::string x = "(c" + std::to_string(a) + " >> 2)";
+      if (a != last) x = x + " * " + dim_name(n, last) + " + c" + std::to_string(last);
+      std::string y = "0";
+      for (int k = 0; k < rank; ++k) {
+        if (k == a || k == last) continue;
+        y = (y == "0") ? "c" + std::to_string(k) : "(" + y + ") * " + dim_name(n, k) + " + c" + std::to_string(k);
+      }
+      s << "ivec2 " << n << "_texel(" << coord_params(rank) << ") { return ivec2(" << x << ", " << y << "); }\n";
+      if (!t.written) {
+        s << "float " << n << "_at(" << coord_params(rank) << ") { return texelFetch(" << n << "_tex, " << n
+          << "_texel(" << coord_args(rank) << "), 0)[c" << a << " & 3]; }\n";
+        s << "vec4 " << n << "_at4(" << coord_params(rank) << ") {\n"
+          << "  vec4 t = texelFetch(" << n << "_tex, " << n << "_texel(" << coord_args(rank) << "), 0);\n"
+          << "  int m = " << da << " - c" << a << ";\n"
+          << "  return vec4(t.x, m > 1 ? t.y : 0.0, m > 2 ? t.z : 0.0, m > 3 ? t.w : 0.0);\n}\n";
+        s << "float " << n << "_ld(int i) {\n  int " << coord_args(rank) << ";\n"
+          << decompose(n, rank, "i") << "  return " << n << "_at(" << coord_args(rank) << ");\n}\n";
+      } else {
+        s << "void " << n << "_st4(" << coord_params(rank) << ", vec4 v) {\n"
+          << "  int m = " << da << " - c" << a << ";\n"
+          << "  vec4 t = vec4(v.x, m > 1 ? v.y : 0.0, m > 2 ? v.z : 0.0, m > 3 ? v.w : 0.0);\n"
+          << "  imageStore(" << n << "_img, " << n << "_texel(" << coord_args(rank) << "), "
+          << (t.layout.type == ElemType::kF16 && f16_image_store_ ? "kiln_round_f16(t)" : "t") << ");\n}\n";
+      }
+    }
+    s << "\n";
+    return s.str();
+  }
+
+  std::string map_main() {
+    const KernelTensor& y = written();
+    const int rank = std::max<int>(1, static_cast<int>(y.shape.size()));
+    const int a = vec_axis(y);
+    const std::string& n = y.name;
+    const std::string S = glsl_scalar(y.layout.type);
+    const std::string V = glsl_vec4(y.layout.type);
+    // The invocation's first element: oc0_, oc1_, ...
+    std::string base_args;
+    for (int k = 0; k < rank; ++k) base_args += (k ? ", oc" : "oc") + std::to_string(k) + "_";
+    std::string base_linear = "oc0_";
+    for (int k = 1; k < rank; ++k) base_linear = "(" + base_linear + ") * " + dim_name(n, k) + " + oc" + std::to_string(k) + "_";
+    std::ostringstream s;
+    s << "void main() {\n"
+      << "  int kiln_gid = int(gl_GlobalInvocationID.x) + int(gl_GlobalInvocationID.y) * int(gl_NumWorkGroups.x) * 64;\n"
+      << "  if (kiln_gid >= KILN_TOTAL) return;\n"
+      << "  int kiln_r = kiln_gid;\n";
+    for (int k = rank - 1; k >= 0; --k) {
+      const std::string ext = (k == a) ? std::string("KILN_BLOCKS") : dim_name(n, k);
+      s << "  int oc" << k << "_ = kiln_r % " << ext << "; kiln_r /= " << ext << ";\n";
+    }
+    s << "  oc" << a << "_ *= 4;\n";
+    // Lanes step along the vector axis: the linear index grows by its stride.
+    std::string stride = "1";
+    for (int k = a + 1; k < rank; ++k) stride = (stride == "1" ? "" : stride + " * ") + dim_name(n, k);
+    s << "  int kiln_oi0 = " << base_linear << ";\n";
+    s << "  " << V << " kiln_vals = " << V << "(0);\n"
+      << "  for (int kiln_lane = 0; kiln_lane < 4; ++kiln_lane) {\n";
+    for (int k = 0; k < rank; ++k)
+      s << "    int oc" << k << " = oc" << k << "_" << (k == a ? " + kiln_lane" : "") << ";\n";
+    s << "    if (oc" << a << " >= " << dim_name(n, a) << ") break;\n"
+      << "    int oi = kiln_oi0 + kiln_lane * " << stride << ";\n"
+      << "    " << S << " v = " << S << "(0);\n"
+      << "    {\n" << desc_.body << "\n    }\n"
+      << "    kiln_vals[kiln_lane] = v;\n"
+      << "  }\n"
+      << "  " << n << "_st4(" << base_args << ", kiln_vals);\n"
+      << "}\n";
+    return s.str();
+  }
+
+  const KernelDesc& desc_;
+  const TargetInfo& target_;
+  GeneratedKernel out_;
+  std::string params_;
+  bool f16_image_store_ = false;
+};
+
+}  // namespace
+
+const char* glsl_scalar(ElemType t) { return t == ElemType::kI32 ? "int" : "float"; }
+const char* glsl_vec4(ElemType t) { return t == ElemType::kI32 ? "ivec4" : "vec4"; }
+
+StatusOr<GeneratedKernel> generate_glsl(const KernelDesc& desc, const TargetInfo& target) {
+  Emitter emitter(desc, target);
+  return emitter.run();
+}
+
+}  // namespace kiln::planner

@@ -1,0 +1,79 @@
+// KernelDesc -> GLSL compute shader.
+//
+// The generated shader is: a fixed preamble (version, extensions, workgroup
+// size), the parameters, one binding + accessor functions per tensor, the
+// lowering's helpers, then the body (kMap: wrapped in the map harness;
+// kCustom: verbatim).
+//
+// Parameters. Every dim of every tensor becomes an int parameter named
+// `<tensor>_D<k>`, plus `<tensor>_NUMEL`; KernelDesc::params add more. A
+// parameter whose value is a constant at plan time is a specialization
+// constant (`layout(constant_id = N) const int NAME = 1;` — the value is set
+// at pipeline creation, so kernels that differ only in shapes share one
+// SPIR-V module); any other is a push constant (`#define NAME kiln_pc.p[j]`),
+// evaluated per run. Consequently only constant parameters may size arrays.
+// A rank-0 tensor is seen as shape [1].
+//
+// Accessors for a tensor X of rank R (scalar type S = float for f32/f16
+// tensors, int for i32; vector type V = vec4 / ivec4). Coordinates are ints,
+// row-major; X_VEC is the tensor's vector axis: the packed axis of an image,
+// the last axis of a buffer.
+//   S X_at(int c0, ..., int cR-1)   load one element (any storage)
+//   S X_ld(int i)                   load by row-major linear index
+//   V X_at4(int c0, ..., int cR-1)  load 4 consecutive elements along X_VEC
+//                                   from c (lanes past the end read 0); for an
+//                                   image c[X_VEC] must be a multiple of 4
+// and for a written tensor:
+//   void X_st4(int c0, ..., int cR-1, V v)  store 4 consecutive elements along
+//                                   X_VEC (lanes past the end dropped); for an
+//                                   image c[X_VEC] must be a multiple of 4
+//   void X_st(int i, S v)           store one element by linear index
+//                                   (buffers only: `#if X_IS_BUFFER`)
+// Buffers also define X_IS_BUFFER 1 and expose the array `X_data[]` (element
+// type float, float16_t or int); images define X_IS_IMAGE 1.
+//
+// The map harness (Family::kMap). The single written tensor Y is covered by
+// invocations that each own four consecutive elements along Y_VEC. For each
+// of its lanes whose coordinate is inside the tensor the body runs with
+//   int oc0 ... ocR-1   the element's coordinates
+//   int oi              its row-major linear index
+// and must assign `v` (type S of Y); the harness stores the four values with
+// Y_st4. The dispatch grid is derived from Y's shape.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/base/status.h"
+#include "engine/ir/dim.h"
+#include "planner/kernel.h"
+#include "planner/target.h"
+
+namespace kiln::planner {
+
+struct GeneratedKernel {
+  std::string name;
+  std::string glsl;
+  // Specialization constants: constant_id i has the value spec[i] (constants).
+  std::vector<int64_t> spec;
+  // Push-constant slot j holds push[j], evaluated per run.
+  std::vector<ir::Dim> push;
+  // binding b (set 0) is desc.tensors[b].
+  size_t bindings = 0;
+  std::array<uint32_t, 3> local_size{1, 1, 1};
+  std::array<ir::Dim, 3> groups;
+};
+
+// Errors: kInvalidArgument for a malformed description (a kMap kernel
+// without exactly one written tensor, duplicate names, an image with no
+// valid packed axis), kUnimplemented when the dynamic parameters exceed the
+// device's push-constant space.
+StatusOr<GeneratedKernel> generate_glsl(const KernelDesc& desc, const TargetInfo& target);
+
+// The GLSL scalar type name an accessor of this element type returns.
+const char* glsl_scalar(ElemType t);  // "float" or "int"
+const char* glsl_vec4(ElemType t);    // "vec4" or "ivec4"
+
+}  // namespace kiln::planner

@@ -1,0 +1,116 @@
+// The backend-neutral kernel description the planner lowers every op to.
+//
+// A kernel is a compute dispatch over tensors. Each tensor it touches is
+// described by an *accessor* (KernelTensor): its logical shape and where it
+// lives on the device — a storage buffer (row-major, any rank) or a 2D image
+// used as 2.5D texture memory (four elements of one "packed" axis per RGBA
+// texel, the other axes folded into x and y; see image_extent()). The GLSL
+// code generator (glsl_codegen.h) turns each accessor into the same small
+// set of functions (X_at, X_ld, X_st4_at, ...), so an op's kernel body is
+// written once and runs on either storage; the layout plugin can change a
+// tensor's storage without touching kernels.
+//
+// Integer parameters (tensor dims and op-specific sizes) are symbolic dims
+// (ir::Dim): the ones known when the plan is built become specialization
+// constants, the others push constants evaluated per run from the bound
+// symbol values — so a new input shape never recompiles a shader.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/base/dtype.h"
+#include "engine/ir/dim.h"
+
+namespace kiln::planner {
+
+enum class Storage : uint8_t { kBuffer, kImage };
+// Element type as stored on the device. Integer and bool graph tensors are
+// stored as int32 (converted on upload/download); float64 as float32.
+enum class ElemType : uint8_t { kF32, kF16, kI32 };
+
+const char* storage_name(Storage s);   // "buffer", "image"
+const char* elem_type_name(ElemType t);  // "f32", "f16", "i32"
+uint32_t elem_bytes(ElemType t);
+// The device element type for a graph dtype at a float precision (kF32 or kF16).
+ElemType device_elem_type(DType dtype, ElemType float_type);
+bool is_float(ElemType t);
+
+// Where a tensor lives and how its elements are arranged.
+struct DeviceLayout {
+  Storage storage = Storage::kBuffer;
+  ElemType type = ElemType::kF32;
+  // Image only: the logical axis packed four elements per texel.
+  int packed_axis = -1;
+
+  bool operator==(const DeviceLayout&) const = default;
+};
+
+// The texel extent of an image holding `shape` packed along `packed_axis`.
+// With B = ceil(d[p] / 4) blocks of the packed axis p, and W the last axis
+// when p is not the last axis (else W = 1):
+//   x = block * W + c[last]           (width  = B * W)
+//   y = row-major index over the remaining axes (height = their product, >= 1)
+// NCHW packed on C: x = (c/4) * W + w, y = n * H + h.
+struct ImageExtent {
+  ir::Dim width;
+  ir::Dim height;
+};
+ImageExtent image_extent(const std::vector<ir::Dim>& shape, int packed_axis);
+// The axis an image of this rank packs by default: C for rank 4 (NCHW),
+// else the last axis.
+int default_packed_axis(size_t rank);
+
+// A tensor the plan knows: a graph value, a constant derived by a lowering
+// (re-packed weights, fp16 copies), or a temporary scratch tensor.
+using TensorId = int32_t;
+constexpr TensorId kNoTensor = -1;
+
+// One tensor a kernel binds. `name` is the GLSL identifier prefix the
+// generated accessors use ("x" -> x_at(...), x_D0, ...).
+struct KernelTensor {
+  std::string name;
+  TensorId tensor = kNoTensor;
+  DeviceLayout layout;
+  std::vector<ir::Dim> shape;  // logical shape
+  bool written = false;        // output of the kernel (else read-only)
+};
+
+// An integer the kernel uses beyond the tensors' dims (strides, pads, axis
+// sizes). GLSL sees it as `int NAME`.
+struct KernelParam {
+  std::string name;
+  ir::Dim value;
+};
+
+struct KernelDesc {
+  // Human-readable kernel name for profiles and errors ("conv2d_3x3s1", "add").
+  std::string name;
+  enum class Family : uint8_t {
+    // One invocation per four consecutive outputs along the single written
+    // tensor's vector axis (see glsl_codegen.h); `body` computes one element.
+    kMap,
+    // `body` is the whole rest of the shader including main(); the lowering
+    // chooses local_size and groups.
+    kCustom,
+  };
+  Family family = Family::kMap;
+  std::vector<KernelTensor> tensors;
+  std::vector<KernelParam> params;
+  // GLSL helper functions placed after the accessors and before main (kMap)
+  // or the rest of the shader (kCustom).
+  std::string helpers;
+  std::string body;
+  // Extra `#extension NAME : require` lines (subgroups, cooperative matrix).
+  std::vector<std::string> extensions;
+  // kCustom only: workgroup size and the dispatch grid (symbolic).
+  std::array<uint32_t, 3> local_size{64, 1, 1};
+  std::array<ir::Dim, 3> groups{ir::Dim(1), ir::Dim(1), ir::Dim(1)};
+  // Rough cost for profiles and benchmarks (0 = unknown).
+  ir::Dim flops = ir::Dim(0);
+};
+
+}  // namespace kiln::planner

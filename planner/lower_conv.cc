@@ -1,0 +1,447 @@
+// Lowerings of Conv and ConvTranspose (1 to 3 spatial axes).
+//
+// Conv has two device paths:
+//  * implicit GEMM (gemm_kernels.h) for everything with more than one input
+//    channel per group: per (image, group) C[pixel, out channel] =
+//    sum over (in channel, kernel offset) of im2col(X) * W, with the im2col
+//    element computed while the A tile is loaded (never stored). A 1x1,
+//    stride-1, unpadded conv over a buffer reads X directly (pure GEMM over
+//    channels). Constant weights are uploaded once as [group][K][Cout/group]
+//    buffers so a B tile is a contiguous run of output channels.
+//  * depthwise (one input channel per group): a GEMM per channel would have
+//    K = kernel size and N = the channel multiplier, all padding; instead one
+//    map invocation per output element loops over the kernel window, or,
+//    between images packed on channels, one invocation per texel of four
+//    channels.
+// Bias is added in the store. ConvTranspose is a gather per output element
+// (each output sums the inputs whose strided window covers it), which needs
+// no scratch col2im buffer and no atomics.
+//
+// Pads are symbolic dims: explicit pads are constants; SAME_* pads of a
+// symbolic input size are expressions evaluated per run (push constants).
+#include <string>
+#include <vector>
+
+#include "engine/ops/window_util.h"
+#include "planner/gemm_kernels.h"
+#include "planner/lower_util.h"
+#include "planner/lowering.h"
+
+namespace kiln::planner {
+namespace {
+
+using ops::AutoPad;
+
+std::string idx(size_t i) { return std::to_string(i); }
+std::string dn(const std::string& t, size_t k) { return t + "_D" + idx(k); }
+
+// The geometry both ops share, with every size as a dim.
+struct ConvGeometry {
+  size_t spatial = 0;
+  int64_t group = 1;
+  std::vector<int64_t> kernel, strides, dilations;
+  std::vector<ir::Dim> pad_begin;
+  bool zero_pads = true;  // every pad is the constant 0
+};
+
+// Kernel sizes from W's shape (must be constants: a weight's shape always is).
+Status read_kernel(const LoweringContext& ctx, ConvGeometry& g) {
+  const std::vector<ir::Dim>& ws = ctx.input_shape(1);
+  for (size_t i = 0; i < g.spatial; ++i) {
+    const ir::Dim& d = ws[2 + i];
+    if (!d.is_const()) return ctx.unsupported("kernel size " + d.to_string() + " is not known at plan time");
+    g.kernel.push_back(d.value());
+  }
+  for (size_t i = 0; i < 2; ++i)
+    if (!ws[i].is_const()) return ctx.unsupported("weight shape is not known at plan time");
+  return ok_status();
+}
+
+void set_pad(ConvGeometry& g, ir::Dim pb) {
+  if (!(pb.is_const() && pb.value() == 0)) g.zero_pads = false;
+  g.pad_begin.push_back(std::move(pb));
+}
+
+// The spatial parameters every conv kernel declares: CV_KS<i>, CV_ST<i>,
+// CV_DL<i>, CV_PB<i> (kernel, stride, dilation, begin pad).
+std::vector<KernelParam> geometry_params(const ConvGeometry& g) {
+  std::vector<KernelParam> p;
+  for (size_t i = 0; i < g.spatial; ++i) {
+    p.push_back({"CV_KS" + idx(i), ir::Dim(g.kernel[i])});
+    p.push_back({"CV_ST" + idx(i), ir::Dim(g.strides[i])});
+    p.push_back({"CV_DL" + idx(i), ir::Dim(g.dilations[i])});
+    p.push_back({"CV_PB" + idx(i), g.pad_begin[i]});
+  }
+  return p;
+}
+
+int64_t kernel_size(const ConvGeometry& g) {
+  int64_t kk = 1;
+  for (int64_t k : g.kernel) kk *= k;
+  return kk;
+}
+
+// Statements declaring int <prefix>0 .. <prefix><S-1> from the linear index
+// in variable `t` (consumed) over the spatial dims of tensor `tn`.
+std::string split_spatial(const std::string& prefix, const std::string& t, const std::string& tn, size_t spatial) {
+  std::string s;
+  for (size_t i = spatial; i-- > 1;)
+    s += "  int " + prefix + idx(i) + " = " + t + " % " + dn(tn, 2 + i) + "; " + t + " /= " + dn(tn, 2 + i) + ";\n";
+  return s + "  int " + prefix + "0 = " + t + ";\n";
+}
+
+// Kernel offsets k<i> from the linear kernel index in `t` (consumed); what
+// remains in `t` is the channel.
+std::string split_kernel(const std::string& t, size_t spatial) {
+  std::string s;
+  for (size_t i = spatial; i-- > 0;)
+    s += "  int k" + idx(i) + " = " + t + " % CV_KS" + idx(i) + "; " + t + " /= CV_KS" + idx(i) + ";\n";
+  return s;
+}
+
+std::string list(const std::string& prefix, size_t n) {
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s += (i ? ", " : "") + prefix + idx(i);
+  return s;
+}
+
+// A weight tensor as a row-major float buffer of the activation precision,
+// `host` already in the order the kernel reads.
+TensorId upload_weights(LoweringContext& ctx, Tensor host) {
+  return ctx.add_constant(std::move(host), {Storage::kBuffer, ctx.float_type()});
+}
+
+// Conv W [Cout, CG, k...] -> [G][CG * kk][Cout / G].
+StatusOr<Tensor> repack_conv_weights(const Tensor& w, int64_t group) {
+  const int64_t cout = w.dim(0), cg = w.dim(1), kk = w.numel() / std::max<int64_t>(1, cout * cg);
+  const int64_t ng = cout / group, kdim = cg * kk;
+  KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(w.dtype(), {group, kdim, ng}));
+  auto move = [&](auto set) {
+    for (int64_t g = 0; g < group; ++g)
+      for (int64_t n = 0; n < ng; ++n)
+        for (int64_t k = 0; k < kdim; ++k) set((g * kdim + k) * ng + n, (g * ng + n) * kdim + k);
+  };
+  // float32 (nearly every model) by pointer: resnet50 has 25M weights.
+  if (w.dtype() == DType::kFloat32) {
+    const float* src = w.data<float>();
+    float* dst = t.data<float>();
+    move([&](int64_t to, int64_t from) { dst[to] = src[from]; });
+  } else {
+    move([&](int64_t to, int64_t from) { t.set_f64(to, w.get_f64(from)); });
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------------
+// Conv
+
+// Conv W [C, 1, k...] -> [kk][C]: one kernel tap's weights for consecutive
+// channels are adjacent, so four channels load as one vec4.
+StatusOr<Tensor> repack_depthwise_taps(const Tensor& w) {
+  const int64_t c = w.dim(0), kk = w.numel() / std::max<int64_t>(1, c);
+  KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(w.dtype(), {kk, c}));
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t r = 0; r < kk; ++r) t.set_f64(r * c + ch, w.get_f64(ch * kk + r));
+  return t;
+}
+
+// Depthwise with multiplier 1 between images packed on channels: one
+// invocation per output texel (four channels of one pixel) reads one input
+// texel per tap instead of four scalar lookups of the same texel.
+Status conv_depthwise_texels(LoweringContext& ctx, const ConvGeometry& g, const Tensor& w) {
+  KILN_ASSIGN_OR_RETURN(Tensor taps, repack_depthwise_taps(w));
+  const size_t S = g.spatial;
+  std::vector<KernelTensor> t = {ctx.bind("X", ctx.input(0)), ctx.bind("W", upload_weights(ctx, std::move(taps)))};
+  std::string body = "void main() {\n"
+                     "  int q = int(gl_GlobalInvocationID.x) + int(gl_GlobalInvocationID.y) * int(gl_NumWorkGroups.x) * 64;\n"
+                     "  if (q >= CV_TEXELS) return;\n";
+  for (size_t i = S; i-- > 0;)
+    body += "  int o" + idx(i) + " = q % " + dn("Y", 2 + i) + "; q /= " + dn("Y", 2 + i) + ";\n";
+  body += "  int c = (q % CV_CBLOCKS) * 4, img = q / CV_CBLOCKS;\n";
+  if (ctx.has_input(2)) {
+    t.push_back(ctx.bind("Bias", ctx.input(2)));
+    body += "  vec4 acc = Bias_at4(c);\n";
+  } else {
+    body += "  vec4 acc = vec4(0.0);\n";
+  }
+  std::string indent = "  ";
+  for (size_t i = 0; i < S; ++i) {
+    const std::string I = idx(i);
+    body += indent + "for (int k" + I + " = 0; k" + I + " < CV_KS" + I + "; ++k" + I + ") {\n";
+    indent += "  ";
+    body += indent + "int i" + I + " = o" + I + " * CV_ST" + I + " - CV_PB" + I + " + k" + I + " * CV_DL" + I + ";\n";
+    if (!g.zero_pads) body += indent + "if (i" + I + " < 0 || i" + I + " >= " + dn("X", 2 + i) + ") continue;\n";
+  }
+  std::string tap = "k0";
+  for (size_t i = 1; i < S; ++i) tap = "(" + tap + ") * CV_KS" + idx(i) + " + k" + idx(i);
+  body += indent + "acc += X_at4(img, c, " + list("i", S) + ") * W_at4(" + tap + ", c);\n";
+  for (size_t i = 0; i < S; ++i) {
+    indent.resize(indent.size() - 2);
+    body += indent + "}\n";
+  }
+  body += "  Y_st4(img, c, " + list("o", S) + ", acc);\n}\n";
+  t.push_back(ctx.bind("Y", ctx.output(0), true));
+
+  const std::vector<ir::Dim>& sy = ctx.output_shape(0);
+  const ir::Dim blocks = ir::Dim::ceil_div(sy[1], ir::Dim(4));
+  ir::Dim texels = sy[0] * blocks;
+  for (size_t i = 0; i < S; ++i) texels = texels * sy[2 + i];
+  KernelDesc d;
+  d.name = "conv_depthwise_texel";
+  d.family = KernelDesc::Family::kCustom;
+  d.tensors = std::move(t);
+  d.params = geometry_params(g);
+  d.params.push_back({"CV_CBLOCKS", blocks});
+  d.params.push_back({"CV_TEXELS", texels});
+  d.body = std::move(body);
+  d.local_size = {64, 1, 1};
+  const ir::Dim wg = ir::Dim::ceil_div(texels, ir::Dim(64));
+  const ir::Dim max_x(static_cast<int64_t>(ctx.target().max_workgroup_count_x));
+  d.groups = {ir::Dim::min(wg, max_x), ir::Dim::ceil_div(wg, max_x), ir::Dim(1)};
+  d.flops = ir::Dim(2 * kernel_size(g)) * texels * ir::Dim(4);
+  ctx.emit(std::move(d));
+  return ok_status();
+}
+
+Status conv_depthwise(LoweringContext& ctx, const ConvGeometry& g) {
+  const int64_t cout = ctx.input_shape(1)[0].value();
+  const int64_t kk = kernel_size(g);
+  const Tensor* wc = ctx.input_constant(1);
+  if (wc && cout == g.group && ctx.layout(ctx.input(0)).packed_axis == 1 &&
+      ctx.layout(ctx.output(0)).packed_axis == 1)
+    return conv_depthwise_texels(ctx, g, *wc);
+  std::vector<KernelTensor> t = {ctx.bind("X", ctx.input(0))};
+  std::string wload;
+  std::string kidx = "k0";
+  for (size_t i = 1; i < g.spatial; ++i) kidx = "(" + kidx + ") * CV_KS" + idx(i) + " + k" + idx(i);
+  if (const Tensor* w = ctx.input_constant(1)) {
+    // [Cout, 1, k...] is already [Cout][kk] row-major.
+    t.push_back(ctx.bind("W", upload_weights(ctx, *w)));
+    wload = "W_ld(oc1 * " + std::to_string(kk) + " + " + kidx + ")";
+  } else {
+    t.push_back(ctx.bind("W", ctx.input(1)));
+    wload = "W_at(oc1, 0, " + list("k", g.spatial) + ")";
+  }
+  std::string body = "  int c = oc1 / CV_MULT;\n  float acc = 0.0;\n";
+  if (ctx.has_input(2)) {
+    t.push_back(ctx.bind("Bias", ctx.input(2)));
+    body = "  int c = oc1 / CV_MULT;\n  float acc = Bias_at(oc1);\n";
+  }
+  std::string indent = "  ";
+  std::string close;
+  for (size_t i = 0; i < g.spatial; ++i) {
+    const std::string I = idx(i);
+    body += indent + "for (int k" + I + " = 0; k" + I + " < CV_KS" + I + "; ++k" + I + ") {\n";
+    indent += "  ";
+    body += indent + "int i" + I + " = oc" + idx(2 + i) + " * CV_ST" + I + " - CV_PB" + I + " + k" + I + " * CV_DL" + I +
+            ";\n";
+    if (!g.zero_pads) body += indent + "if (i" + I + " < 0 || i" + I + " >= " + dn("X", 2 + i) + ") continue;\n";
+  }
+  body += indent + "acc += X_at(oc0, c, " + list("i", g.spatial) + ") * " + wload + ";\n";
+  for (size_t i = 0; i < g.spatial; ++i) {
+    indent.resize(indent.size() - 2);
+    body += indent + "}\n";
+  }
+  body += "  v = acc;";
+  t.push_back(ctx.bind("Y", ctx.output(0), true));
+  KernelDesc d = map_kernel("conv_depthwise", std::move(t), std::move(body));
+  d.params = geometry_params(g);
+  d.params.push_back({"CV_MULT", ir::Dim(cout / g.group)});
+  ir::Dim outs(1);
+  for (const ir::Dim& x : ctx.output_shape(0)) outs = outs * x;
+  d.flops = ir::Dim(2 * kk) * outs;
+  ctx.emit(std::move(d));
+  return ok_status();
+}
+
+Status conv_gemm(LoweringContext& ctx, const ConvGeometry& g) {
+  const std::vector<ir::Dim>& sx = ctx.input_shape(0);
+  const std::vector<ir::Dim>& sy = ctx.output_shape(0);
+  const int64_t cout = ctx.input_shape(1)[0].value(), cg = ctx.input_shape(1)[1].value();
+  const int64_t ng = cout / g.group, kk = kernel_size(g);
+  const size_t S = g.spatial;
+
+  GemmProblem p;
+  p.name = "conv";
+  p.batch = sx[0] * ir::Dim(g.group);
+  p.m = ir::Dim(1);
+  for (size_t i = 0; i < S; ++i) p.m = p.m * sy[2 + i];
+  p.n = ir::Dim(ng);
+  p.k = ir::Dim(cg * kk);
+  p.a_m_fastest = true;  // neighbouring output pixels read neighbouring input pixels
+  p.params = geometry_params(g);
+  p.params.push_back({"CV_G", ir::Dim(g.group)});
+  p.params.push_back({"CV_CG", ir::Dim(cg)});
+  p.tensors.push_back(ctx.bind("X", ctx.input(0)));
+
+  bool pointwise = g.zero_pads;
+  for (size_t i = 0; i < S; ++i) pointwise = pointwise && g.kernel[i] == 1 && g.strides[i] == 1;
+  std::string h;
+  if (pointwise && p.tensors.back().layout.storage == Storage::kBuffer) {
+    // Output pixels are input pixels: A is X's [channel][pixel] plane.
+    h += "float gemm_a(int b, int m, int k) {\n"
+         "  int img = b / CV_G, g = b % CV_G;\n"
+         "  return X_ld((img * X_D1 + g * CV_CG + k) * GEMM_M + m);\n}\n";
+  } else {
+    h += "float gemm_a(int b, int m, int k) {\n  int img = b / CV_G, g = b % CV_G;\n  int t = m;\n";
+    h += split_spatial("o", "t", "Y", S);
+    h += "  t = k;\n" + split_kernel("t", S);
+    for (size_t i = 0; i < S; ++i) {
+      const std::string I = idx(i);
+      h += "  int i" + I + " = o" + I + " * CV_ST" + I + " - CV_PB" + I + " + k" + I + " * CV_DL" + I + ";\n";
+      if (!g.zero_pads) h += "  if (i" + I + " < 0 || i" + I + " >= " + dn("X", 2 + i) + ") return 0.0;\n";
+    }
+    h += "  return X_at(img, g * CV_CG + t, " + list("i", S) + ");\n}\n";
+  }
+  if (const Tensor* w = ctx.input_constant(1)) {
+    KILN_ASSIGN_OR_RETURN(Tensor packed, repack_conv_weights(*w, g.group));
+    p.tensors.push_back(ctx.bind("W", upload_weights(ctx, std::move(packed))));
+    h += "float gemm_b(int b, int k, int n) { return W_ld(((b % CV_G) * GEMM_K + k) * GEMM_N + n); }\n";
+  } else {
+    p.tensors.push_back(ctx.bind("W", ctx.input(1)));
+    h += "float gemm_b(int b, int k, int n) {\n  int t = k;\n" + split_kernel("t", S) +
+         "  return W_at((b % CV_G) * GEMM_N + n, t, " + list("k", S) + ");\n}\n";
+  }
+  if (ctx.has_input(2)) {
+    p.tensors.push_back(ctx.bind("Bias", ctx.input(2)));
+    h += "float gemm_epilogue(int b, int m, int n, float acc) { return acc + Bias_at((b % CV_G) * GEMM_N + n); }\n";
+  } else {
+    h += "float gemm_epilogue(int b, int m, int n, float acc) { return acc; }\n";
+  }
+  // An image packed on channels takes four channels of one pixel per store,
+  // which must stay inside the group.
+  const bool image_ok = ctx.layout(ctx.output(0)).packed_axis == 1 && (g.group == 1 || ng % 4 == 0);
+  const GemmOutput out = bind_gemm_output(ctx, image_ok);
+  p.tensors.push_back(out.y);
+  if (out.is_buffer()) {
+    h += gemm_store4_buffer("((b / CV_G) * Y_D1 + (b % CV_G) * GEMM_N + nj) * GEMM_M + m");
+  } else {
+    h += gemm_store4_image("  int t = m;\n" + split_spatial("o", "t", "Y", S),
+                           "b / CV_G, (b % CV_G) * GEMM_N + n, " + list("o", S));
+  }
+  p.helpers = std::move(h);
+  KILN_RETURN_IF_ERROR(emit_gemm(ctx, p));
+  finish_gemm_output(ctx, out);
+  return ok_status();
+}
+
+}  // namespace
+
+Status lower_conv(LoweringContext& ctx) {
+  if (!dtype_is_float(ctx.input_dtype(0))) return ctx.error("Conv needs float tensors");
+  const std::vector<ir::Dim>& sx = ctx.input_shape(0);
+  const std::vector<ir::Dim>& sy = ctx.output_shape(0);
+  if (sx.size() < 3 || sx.size() > 5) return ctx.unsupported("only 1 to 3 spatial axes");
+  ConvGeometry g;
+  g.spatial = sx.size() - 2;
+  KILN_ASSIGN_OR_RETURN(const ops::WindowAttrs wa, ops::read_window_attrs(ctx.node(), g.spatial, false));
+  g.group = ctx.node().attr_int("group", 1);
+  if (g.group < 1) return ctx.error("group must be positive");
+  KILN_RETURN_IF_ERROR(read_kernel(ctx, g));
+  g.strides = wa.strides;
+  g.dilations = wa.dilations;
+  for (size_t i = 0; i < g.spatial; ++i) {
+    if (wa.auto_pad == AutoPad::kSameUpper || wa.auto_pad == AutoPad::kSameLower) {
+      // total = max(0, (out - 1) * stride + dilated kernel - in), the odd one
+      // at the end (UPPER) or the beginning (LOWER).
+      const int64_t dk = (g.kernel[i] - 1) * g.dilations[i] + 1;
+      const ir::Dim total =
+          ir::Dim::max(ir::Dim(0), (sy[2 + i] - ir::Dim(1)) * ir::Dim(g.strides[i]) + ir::Dim(dk) - sx[2 + i]);
+      const ir::Dim half = ir::Dim::floor_div(total, ir::Dim(2));
+      set_pad(g, wa.auto_pad == AutoPad::kSameUpper ? half : total - half);
+    } else {
+      set_pad(g, ir::Dim(wa.pads[i]));
+    }
+  }
+  const int64_t cg = ctx.input_shape(1)[1].value();
+  if (cg == 1) return conv_depthwise(ctx, g);
+  return conv_gemm(ctx, g);
+}
+
+// ---------------------------------------------------------------------------
+// ConvTranspose: X [N, C, in...], W [C, M/G, k...] -> Y [N, M, out...] with
+//   Y[n, oc, o] = B[oc] + sum over c in oc's group, kernel offsets k with
+//                 o = i * stride - pad + k * dilation for an input position i.
+
+Status lower_conv_transpose(LoweringContext& ctx) {
+  if (!dtype_is_float(ctx.input_dtype(0))) return ctx.error("ConvTranspose needs float tensors");
+  const std::vector<ir::Dim>& sx = ctx.input_shape(0);
+  const std::vector<ir::Dim>& sy = ctx.output_shape(0);
+  if (sx.size() < 3 || sx.size() > 5) return ctx.unsupported("only 1 to 3 spatial axes");
+  ConvGeometry g;
+  g.spatial = sx.size() - 2;
+  KILN_ASSIGN_OR_RETURN(const ops::WindowAttrs wa, ops::read_window_attrs(ctx.node(), g.spatial, false));
+  g.group = ctx.node().attr_int("group", 1);
+  if (g.group < 1) return ctx.error("group must be positive");
+  KILN_RETURN_IF_ERROR(read_kernel(ctx, g));
+  g.strides = wa.strides;
+  g.dilations = wa.dilations;
+  const std::vector<int64_t> out_pad = ctx.node().attr_ints("output_padding", std::vector<int64_t>(g.spatial, 0));
+  if (out_pad.size() != g.spatial) return ctx.error("output_padding needs one value per spatial axis");
+  // Pads derived from the requested output size (output_shape or SAME_*),
+  // as the reference computes them; else the explicit pads.
+  const bool derived =
+      ctx.node().attr("output_shape") != nullptr || wa.auto_pad == AutoPad::kSameUpper || wa.auto_pad == AutoPad::kSameLower;
+  for (size_t i = 0; i < g.spatial; ++i) {
+    if (!derived) {
+      set_pad(g, ir::Dim(wa.pads[i]));
+      continue;
+    }
+    const int64_t extra = out_pad[i] + (g.kernel[i] - 1) * g.dilations[i] + 1;
+    const ir::Dim total = (sx[2 + i] - ir::Dim(1)) * ir::Dim(g.strides[i]) + ir::Dim(extra) - sy[2 + i];
+    const ir::Dim half = ir::Dim::floor_div(total, ir::Dim(2));
+    set_pad(g, wa.auto_pad == AutoPad::kSameUpper ? half : total - half);
+  }
+  const int64_t cin = ctx.input_shape(1)[0].value(), ng = ctx.input_shape(1)[1].value();
+  if (cin % g.group != 0) return ctx.error("input channels not divisible by group");
+  const int64_t cg = cin / g.group, kk = kernel_size(g);
+  const size_t S = g.spatial;
+
+  std::vector<KernelTensor> t = {ctx.bind("X", ctx.input(0))};
+  std::string kidx = "k0";
+  for (size_t i = 1; i < S; ++i) kidx = "(" + kidx + ") * CV_KS" + idx(i) + " + k" + idx(i);
+  std::string wload;
+  if (const Tensor* w = ctx.input_constant(1)) {
+    t.push_back(ctx.bind("W", upload_weights(ctx, *w)));  // [C][M/G][kk] as is
+    wload = "W_ld((c * CV_NG + ocg) * " + std::to_string(kk) + " + " + kidx + ")";
+  } else {
+    t.push_back(ctx.bind("W", ctx.input(1)));
+    wload = "W_at(c, ocg, " + list("k", S) + ")";
+  }
+  std::string body = "  int grp = oc1 / CV_NG, ocg = oc1 % CV_NG;\n";
+  if (ctx.has_input(2)) {
+    t.push_back(ctx.bind("Bias", ctx.input(2)));
+    body += "  float acc = Bias_at(oc1);\n";
+  } else {
+    body += "  float acc = 0.0;\n";
+  }
+  body += "  for (int ci = 0; ci < CV_CG; ++ci) {\n    int c = grp * CV_CG + ci;\n";
+  std::string indent = "    ";
+  for (size_t i = 0; i < S; ++i) {
+    const std::string I = idx(i);
+    body += indent + "for (int k" + I + " = 0; k" + I + " < CV_KS" + I + "; ++k" + I + ") {\n";
+    indent += "  ";
+    body += indent + "int t" + I + " = oc" + idx(2 + i) + " + CV_PB" + I + " - k" + I + " * CV_DL" + I + ";\n";
+    body += indent + "if (t" + I + " < 0 || t" + I + " % CV_ST" + I + " != 0) continue;\n";
+    body += indent + "int i" + I + " = t" + I + " / CV_ST" + I + ";\n";
+    body += indent + "if (i" + I + " >= " + dn("X", 2 + i) + ") continue;\n";
+  }
+  body += indent + "acc += X_at(oc0, c, " + list("i", S) + ") * " + wload + ";\n";
+  for (size_t i = 0; i < S; ++i) {
+    indent.resize(indent.size() - 2);
+    body += indent + "}\n";
+  }
+  body += "  }\n  v = acc;";
+  t.push_back(ctx.bind("Y", ctx.output(0), true));
+  KernelDesc d = map_kernel("conv_transpose", std::move(t), std::move(body));
+  d.params = geometry_params(g);
+  d.params.push_back({"CV_NG", ir::Dim(ng)});
+  d.params.push_back({"CV_CG", ir::Dim(cg)});
+  ir::Dim xs(1);
+  for (const ir::Dim& x : sx) xs = xs * x;
+  d.flops = ir::Dim(2 * kk * ng) * xs;
+  ctx.emit(std::move(d));
+  return ok_status();
+}
+
+}  // namespace kiln::planner

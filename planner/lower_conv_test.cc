@@ -1,0 +1,116 @@
+// Conv and ConvTranspose lowerings against the reference kernels in every
+// backend config (check_op): the implicit-GEMM path (general, pointwise,
+// grouped, 1-D and 3-D, GEMV-sized), the depthwise path, padding variants,
+// and weights that are graph inputs instead of constants.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "planner/testing/op_check.h"
+#include "platform/vulkan/vk_test_env.h"
+
+namespace kiln::planner {
+namespace {
+
+using testing::check_op;
+using testing::OpCheck;
+using testing::random_tensor;
+
+class LowerConvTest : public vk::testing::VulkanTest {};
+
+ir::Attribute ints(std::vector<int64_t> v) { return ir::Attribute::of_ints(std::move(v)); }
+
+// X [x], W [w], optional bias, weights (and bias) constant.
+OpCheck conv(Shape x, Shape w, bool bias, std::map<std::string, ir::Attribute> attrs, uint64_t seed,
+             const char* op = "Conv") {
+  OpCheck c;
+  c.op = op;
+  c.inputs = {random_tensor(x, seed), random_tensor(w, seed + 1)};
+  c.constant_inputs = {1};
+  if (bias) {
+    const int64_t m = std::string(op) == "Conv" ? w[0] : w[1] * (attrs.count("group") ? attrs["group"].i : 1);
+    c.inputs.push_back(random_tensor({m}, seed + 2));
+    c.constant_inputs.push_back(2);
+  }
+  c.attrs = std::move(attrs);
+  return c;
+}
+
+TEST_F(LowerConvTest, Conv3x3) {
+  EXPECT_TRUE(check_op(conv({1, 3, 9, 11}, {8, 3, 3, 3}, true, {{"pads", ints({1, 1, 1, 1})}}, 1)));
+  EXPECT_TRUE(check_op(conv({2, 13, 10, 9}, {6, 13, 3, 3}, true,
+                            {{"pads", ints({1, 1, 1, 1})}, {"strides", ints({2, 2})}}, 5)));
+}
+
+TEST_F(LowerConvTest, Pointwise) {
+  EXPECT_TRUE(check_op(conv({1, 16, 7, 5}, {12, 16, 1, 1}, false, {}, 11)));
+  EXPECT_TRUE(check_op(conv({2, 20, 6, 6}, {24, 20, 1, 1}, true, {{"strides", ints({2, 2})}}, 13)));
+  // 1x1 spatial: a GEMV over channels (squeeze-excite, classifier convs).
+  EXPECT_TRUE(check_op(conv({1, 32, 1, 1}, {20, 32, 1, 1}, true, {}, 15)));
+}
+
+TEST_F(LowerConvTest, Depthwise) {
+  EXPECT_TRUE(check_op(conv({1, 8, 9, 9}, {8, 1, 3, 3}, true, {{"group", ir::Attribute::of_int(8)},
+                                                                {"pads", ints({1, 1, 1, 1})}}, 21)));
+  EXPECT_TRUE(check_op(conv({2, 6, 10, 7}, {12, 1, 5, 5}, false,
+                            {{"group", ir::Attribute::of_int(6)}, {"pads", ints({2, 2, 2, 2})},
+                             {"strides", ints({2, 2})}},
+                            23)));  // channel multiplier 2
+}
+
+TEST_F(LowerConvTest, Grouped) {
+  EXPECT_TRUE(check_op(conv({1, 6, 8, 8}, {10, 3, 3, 3}, true,
+                            {{"group", ir::Attribute::of_int(2)}, {"pads", ints({1, 1, 1, 1})}}, 31)));
+  EXPECT_TRUE(check_op(conv({1, 8, 5, 6}, {8, 4, 1, 1}, false, {{"group", ir::Attribute::of_int(2)}}, 33)));
+}
+
+TEST_F(LowerConvTest, DilationAndPads) {
+  EXPECT_TRUE(check_op(conv({1, 3, 11, 10}, {4, 3, 3, 3}, true,
+                            {{"dilations", ints({2, 2})}, {"pads", ints({2, 2, 2, 2})}}, 41)));
+  EXPECT_TRUE(check_op(conv({1, 5, 8, 9}, {7, 5, 3, 2}, true, {{"pads", ints({0, 1, 2, 0})}}, 43)));
+  EXPECT_TRUE(check_op(conv({1, 4, 7, 8}, {5, 4, 3, 3}, true,
+                            {{"auto_pad", ir::Attribute::of_string("SAME_UPPER")}, {"strides", ints({2, 2})}}, 45)));
+  EXPECT_TRUE(check_op(conv({1, 4, 6, 7}, {5, 4, 2, 2}, false,
+                            {{"auto_pad", ir::Attribute::of_string("SAME_LOWER")}}, 47)));
+}
+
+TEST_F(LowerConvTest, OneAndThreeSpatialAxes) {
+  EXPECT_TRUE(check_op(conv({2, 5, 17}, {7, 5, 3}, true, {{"pads", ints({1, 1})}, {"strides", ints({2})}}, 51)));
+  EXPECT_TRUE(check_op(conv({1, 3, 5, 6, 4}, {4, 3, 3, 3, 3}, true, {{"pads", ints({1, 1, 1, 1, 1, 1})}}, 53)));
+}
+
+TEST_F(LowerConvTest, WeightsAsInputs) {
+  OpCheck c = conv({1, 3, 7, 7}, {5, 3, 3, 3}, true, {{"pads", ints({1, 1, 1, 1})}}, 61);
+  c.constant_inputs.clear();
+  EXPECT_TRUE(check_op(c));
+  OpCheck d = conv({1, 4, 6, 6}, {4, 1, 3, 3}, false, {{"group", ir::Attribute::of_int(4)}}, 63);
+  d.constant_inputs.clear();
+  EXPECT_TRUE(check_op(d));
+}
+
+TEST_F(LowerConvTest, LargerTiles) {
+  // M = 16*16 pixels, N = 70 channels, K = 13*9: several 64x64 tiles with edges.
+  EXPECT_TRUE(check_op(conv({1, 13, 16, 16}, {70, 13, 3, 3}, true, {{"pads", ints({1, 1, 1, 1})}}, 71)));
+}
+
+TEST_F(LowerConvTest, SplitK) {
+  // A late-network shape: 5x5 pixels, K = 64 * 9 in four slices.
+  EXPECT_TRUE(check_op(conv({1, 64, 5, 5}, {40, 64, 3, 3}, true, {{"pads", ints({1, 1, 1, 1})}}, 75)));
+}
+
+TEST_F(LowerConvTest, ConvTranspose) {
+  EXPECT_TRUE(check_op(conv({1, 4, 5, 6}, {4, 3, 3, 3}, true,
+                            {{"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}, {"output_padding", ints({1, 1})}},
+                            81, "ConvTranspose")));
+  EXPECT_TRUE(check_op(conv({1, 4, 4, 4}, {4, 2, 2, 2}, false,
+                            {{"strides", ints({2, 2})}, {"group", ir::Attribute::of_int(2)}}, 83, "ConvTranspose")));
+  EXPECT_TRUE(check_op(conv({2, 3, 7}, {3, 5, 4}, true, {{"strides", ints({3})}, {"dilations", ints({2})}}, 85,
+                            "ConvTranspose")));
+  EXPECT_TRUE(check_op(conv({1, 2, 4, 5}, {2, 3, 3, 3}, true,
+                            {{"strides", ints({2, 2})}, {"auto_pad", ir::Attribute::of_string("SAME_UPPER")}}, 87,
+                            "ConvTranspose")));
+}
+
+}  // namespace
+}  // namespace kiln::planner

@@ -1,0 +1,250 @@
+// MatMul and Gemm lowerings against the reference kernels in every backend
+// config (check_op), plus a compile check of every GEMM kernel variant with
+// shaderc and spirv-val.
+#include <gtest/gtest.h>
+
+#include <spirv-tools/libspirv.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/ir/graph.h"
+#include "engine/ops/op_registry.h"
+#include "engine/runtime/reference_executor.h"
+#include "engine/runtime/vulkan/vulkan_model.h"
+#include "planner/execution_plan.h"
+#include "planner/glsl_codegen.h"
+#include "planner/testing/op_check.h"
+#include "platform/vulkan/shader_compiler.h"
+#include "platform/vulkan/vk_test_env.h"
+
+namespace kiln::planner {
+namespace {
+
+using testing::check_op;
+using testing::OpCheck;
+using testing::random_tensor;
+
+class LowerLinalgTest : public vk::testing::VulkanTest {};
+
+OpCheck matmul(Shape a, Shape b, bool const_b, uint64_t seed) {
+  OpCheck c;
+  c.op = "MatMul";
+  c.inputs = {random_tensor(a, seed), random_tensor(b, seed + 1)};
+  if (const_b) c.constant_inputs = {1};
+  return c;
+}
+
+TEST_F(LowerLinalgTest, MatMulOddSizes) {
+  EXPECT_TRUE(check_op(matmul({17, 33}, {33, 29}, false, 1)));
+  EXPECT_TRUE(check_op(matmul({17, 33}, {33, 29}, true, 3)));
+}
+
+TEST_F(LowerLinalgTest, MatMulLargeTiles) { EXPECT_TRUE(check_op(matmul({70, 40}, {40, 67}, true, 5))); }
+
+TEST_F(LowerLinalgTest, MatMulVectors) {
+  EXPECT_TRUE(check_op(matmul({33}, {33, 29}, true, 7)));   // 1-D x 2-D
+  EXPECT_TRUE(check_op(matmul({17, 33}, {33}, false, 9)));  // 2-D x 1-D
+  EXPECT_TRUE(check_op(matmul({21}, {21}, false, 11)));     // dot product, rank-0 result
+  EXPECT_TRUE(check_op(matmul({2, 3, 9}, {9}, false, 13)));
+}
+
+TEST_F(LowerLinalgTest, MatMulBatchBroadcast) {
+  EXPECT_TRUE(check_op(matmul({2, 1, 5, 7}, {3, 7, 6}, false, 15)));
+  EXPECT_TRUE(check_op(matmul({4, 6}, {2, 6, 5}, false, 17)));   // A broadcast over B's batch
+  EXPECT_TRUE(check_op(matmul({2, 9, 24}, {24, 31}, true, 19)));  // batch folds into M
+}
+
+TEST_F(LowerLinalgTest, MatMulSplitK) {
+  // One 32x32 tile with K = 600: four K slices and a reduction pass.
+  EXPECT_TRUE(check_op(matmul({20, 600}, {600, 30}, true, 27)));
+}
+
+TEST_F(LowerLinalgTest, MatMulFewRows) {
+  EXPECT_TRUE(check_op(matmul({1, 64}, {64, 40}, true, 21)));        // GEMV
+  EXPECT_TRUE(check_op(matmul({3, 1, 20}, {3, 20, 9}, false, 23)));  // batched GEMV
+  EXPECT_TRUE(check_op(matmul({3, 50}, {50, 70}, false, 25)));
+}
+
+OpCheck gemm(Shape a, Shape b, Shape c, bool trans_a, bool trans_b, float alpha, float beta, uint64_t seed) {
+  OpCheck g;
+  g.op = "Gemm";
+  g.inputs = {random_tensor(a, seed), random_tensor(b, seed + 1)};
+  if (!c.empty() || trans_a) g.inputs.push_back(random_tensor(c, seed + 2));
+  g.attrs["transA"] = ir::Attribute::of_int(trans_a ? 1 : 0);
+  g.attrs["transB"] = ir::Attribute::of_int(trans_b ? 1 : 0);
+  g.attrs["alpha"] = ir::Attribute::of_float(alpha);
+  g.attrs["beta"] = ir::Attribute::of_float(beta);
+  return g;
+}
+
+TEST_F(LowerLinalgTest, GemmLinearLayer) {
+  OpCheck g = gemm({5, 32}, {20, 32}, {20}, false, true, 1.0f, 1.0f, 31);
+  g.constant_inputs = {1, 2};
+  EXPECT_TRUE(check_op(g));
+  OpCheck head = gemm({1, 50}, {10, 50}, {10}, false, true, 1.0f, 1.0f, 35);  // classifier head, GEMV
+  head.constant_inputs = {1, 2};
+  EXPECT_TRUE(check_op(head));
+}
+
+TEST_F(LowerLinalgTest, GemmTransposesAndScales) {
+  EXPECT_TRUE(check_op(gemm({12, 7}, {12, 9}, {7, 1}, true, false, 0.5f, 2.0f, 41)));
+  EXPECT_TRUE(check_op(gemm({12, 7}, {9, 12}, {7, 9}, true, true, -1.5f, 0.25f, 45)));
+  OpCheck c = gemm({19, 6}, {6, 23}, {1}, false, false, 1.0f, 3.0f, 49);
+  c.constant_inputs = {1};
+  EXPECT_TRUE(check_op(c));
+}
+
+TEST_F(LowerLinalgTest, GemmWithoutC) {
+  OpCheck g;
+  g.op = "Gemm";
+  g.inputs = {random_tensor({6, 11}, 51), random_tensor({11, 5}, 52)};
+  EXPECT_TRUE(check_op(g));
+}
+
+// ---------------------------------------------------------------------------
+// Symbolic shapes: one compiled model runs several input shapes (dims that
+// are push constants, SAME pads that are expressions of them).
+
+// A one-node graph: input 0 with `x_shape` (symbols allowed), the other
+// inputs constants.
+ir::Graph symbolic_graph(const std::string& op, const ir::SymShape& x_shape, const std::vector<Tensor>& constants,
+                         std::map<std::string, ir::Attribute> attrs) {
+  ir::Graph g;
+  std::vector<ir::ValueId> ins = {g.add_input("x", DType::kFloat32, x_shape)};
+  for (size_t i = 0; i < constants.size(); ++i) ins.push_back(g.add_constant("c" + std::to_string(i), constants[i]));
+  const ir::ValueId y = g.add_value("y", DType::kUndefined, ir::SymShape::unranked());
+  const ir::NodeId nid = g.add_node(op, ins, {y}, std::move(attrs));
+  std::vector<ops::ValueInfo> infos;
+  for (ir::ValueId v : ins) {
+    ops::ValueInfo info;
+    info.dtype = g.value(v).dtype;
+    info.shape = g.value(v).shape;
+    if (g.value(v).is_constant()) info.value = &g.value(v).constant;
+    infos.push_back(info);
+  }
+  auto inferred = ops::infer_node(*ops::OpRegistry::builtin().find("", op), g.node(nid), infos);
+  EXPECT_TRUE(inferred.ok()) << inferred.status().to_string();
+  if (inferred.ok()) {
+    g.value(y).dtype = (*inferred)[0].dtype;
+    g.value(y).shape = (*inferred)[0].shape;
+  }
+  g.add_output(y);
+  return g;
+}
+
+// Compiles `g` once per storage and runs it for each input shape.
+void expect_runs_match(const ir::Graph& g, const std::vector<Shape>& shapes) {
+  runtime::ReferenceExecutor reference(g);
+  for (Storage storage : {Storage::kBuffer, Storage::kImage}) {
+    runtime::VulkanModelOptions options;
+    options.plan.storage = storage;
+    auto model = runtime::VulkanModel::compile(*vk::testing::test_device(), *vk::testing::test_kernel_cache(), g,
+                                               options);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    EXPECT_EQ((*model)->plan().fallback_count(), 0u);
+    for (size_t r = 0; r < shapes.size(); ++r) {
+      const std::vector<Tensor> in = {random_tensor(shapes[r], 100 + r)};
+      auto want = reference.run(in);
+      ASSERT_TRUE(want.ok()) << want.status().to_string();
+      runtime::VulkanRunStats stats;
+      auto got = (*model)->run(in, &stats);
+      ASSERT_TRUE(got.ok()) << got.status().to_string();
+      EXPECT_EQ(stats.shader_compiles, 0u);
+      const Tensor& a = (*want)[0];
+      const Tensor& b = (*got)[0];
+      ASSERT_EQ(a.shape(), b.shape());
+      for (int64_t i = 0; i < a.numel(); ++i)
+        ASSERT_NEAR(a.get_f64(i), b.get_f64(i), 1e-4) << storage_name(storage) << " " << shape_to_string(shapes[r])
+                                                      << " element " << i;
+    }
+  }
+}
+
+TEST_F(LowerLinalgTest, SymbolicRows) {
+  const ir::SymShape x({ir::Dim::symbol("s"), ir::Dim(24)});
+  expect_runs_match(symbolic_graph("MatMul", x, {random_tensor({24, 31}, 91)}, {}), {{3, 24}, {70, 24}, {1, 24}});
+}
+
+TEST_F(LowerLinalgTest, SymbolicConvSamePads) {
+  const ir::SymShape x({ir::Dim(1), ir::Dim(3), ir::Dim::symbol("h"), ir::Dim::symbol("w")});
+  std::map<std::string, ir::Attribute> attrs = {{"auto_pad", ir::Attribute::of_string("SAME_UPPER")},
+                                                {"strides", ir::Attribute::of_ints({2, 2})}};
+  const std::vector<Shape> shapes = {{1, 3, 7, 9}, {1, 3, 12, 5}};
+  expect_runs_match(symbolic_graph("Conv", x, {random_tensor({6, 3, 3, 3}, 93), random_tensor({6}, 94)}, attrs),
+                    shapes);
+  attrs["group"] = ir::Attribute::of_int(3);
+  expect_runs_match(symbolic_graph("Conv", x, {random_tensor({3, 1, 3, 3}, 95)}, attrs), shapes);  // depthwise
+}
+
+// ---------------------------------------------------------------------------
+// Every kernel variant compiles to valid SPIR-V (Vulkan 1.3 rules).
+
+std::string spirv_validate(const std::vector<uint32_t>& spirv) {
+  spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_3);
+  spv_diagnostic diag = nullptr;
+  const spv_result_t r = spvValidateBinary(ctx, spirv.data(), spirv.size(), &diag);
+  std::string out = r == SPV_SUCCESS ? "" : (diag != nullptr ? diag->error : "invalid");
+  spvDiagnosticDestroy(diag);
+  spvContextDestroy(ctx);
+  return out;
+}
+
+// Plans `g` and compiles and validates every kernel; expects one named
+// `expect_name`.
+void expect_kernels_valid(const ir::Graph& g, const TargetInfo& target, ElemType precision, Storage storage,
+                          const std::string& expect_name) {
+  PlanOptions options;
+  options.precision = precision;
+  options.storage = storage;
+  auto plan = build_plan(g, target, options);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  auto compiler = vk::ShaderCompiler::create();
+  ASSERT_TRUE(compiler.ok());
+  bool found = false;
+  for (const PlanStep& step : plan->steps) {
+    ASSERT_EQ(step.kind, PlanStep::Kind::kDispatch);
+    auto glsl = generate_glsl(step.kernel, target);
+    ASSERT_TRUE(glsl.ok()) << glsl.status().to_string();
+    vk::CompileOptions co;
+    co.vulkan_version = VK_API_VERSION_1_3;
+    co.source_name = glsl->name + ".comp";
+    auto spirv = (*compiler)->compile(glsl->glsl, co);
+    ASSERT_TRUE(spirv.ok()) << spirv.status().to_string();
+    EXPECT_EQ(spirv_validate(*spirv), "") << glsl->glsl;
+    if (glsl->name == expect_name) found = true;
+  }
+  EXPECT_TRUE(found) << "no kernel named " << expect_name;
+}
+
+// A one-node MatMul graph [m, k] x const [k, n].
+ir::Graph matmul_graph(int64_t m, int64_t n, int64_t k) {
+  return symbolic_graph("MatMul", ir::SymShape::from_concrete({m, k}), {random_tensor({k, n}, 77)}, {});
+}
+
+TEST(LowerLinalgKernels, VariantsAreValidSpirv) {
+  TargetInfo t;
+  t.vulkan_version = VK_API_VERSION_1_3;
+  t.fp16_storage = true;
+  expect_kernels_valid(matmul_graph(1, 40, 64), t, ElemType::kF32, Storage::kBuffer, "matmul_gemv");
+  expect_kernels_valid(matmul_graph(20, 40, 64), t, ElemType::kF32, Storage::kBuffer, "matmul_tile32x64");
+  expect_kernels_valid(matmul_graph(100, 8, 64), t, ElemType::kF32, Storage::kImage, "matmul_tile64x16");
+  expect_kernels_valid(matmul_graph(20, 30, 600), t, ElemType::kF16, Storage::kBuffer, "matmul_splitk_reduce");
+  const ir::SymShape x({ir::Dim(1), ir::Dim(8), ir::Dim::symbol("h"), ir::Dim::symbol("w")});
+  const std::map<std::string, ir::Attribute> same = {{"auto_pad", ir::Attribute::of_string("SAME_LOWER")}};
+  expect_kernels_valid(symbolic_graph("Conv", x, {random_tensor({12, 8, 3, 3}, 78)}, same), t, ElemType::kF16,
+                       Storage::kImage, "conv_tile64x16");
+  std::map<std::string, ir::Attribute> dw = same;
+  dw["group"] = ir::Attribute::of_int(8);
+  expect_kernels_valid(symbolic_graph("Conv", x, {random_tensor({8, 1, 3, 3}, 79)}, dw), t, ElemType::kF32,
+                       Storage::kBuffer, "conv_depthwise");
+  expect_kernels_valid(symbolic_graph("Conv", x, {random_tensor({8, 1, 3, 3}, 79), random_tensor({8}, 81)}, dw), t,
+                       ElemType::kF16, Storage::kImage, "conv_depthwise_texel");
+  const std::map<std::string, ir::Attribute> up = {{"strides", ir::Attribute::of_ints({2, 2})}};
+  expect_kernels_valid(symbolic_graph("ConvTranspose", x, {random_tensor({8, 4, 2, 2}, 80)}, up), t, ElemType::kF32,
+                       Storage::kImage, "conv_transpose");
+}
+
+}  // namespace
+}  // namespace kiln::planner

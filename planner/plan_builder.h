@@ -1,0 +1,49 @@
+// PlanBuilder: the state build_plan() keeps while lowering nodes; the
+// LoweringContext of each node forwards to it. Internal to the planner.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/execution_plan.h"
+
+namespace kiln::planner {
+
+class PlanBuilder {
+ public:
+  PlanBuilder(const ir::Graph& graph, const TargetInfo& target, const PlanOptions& options);
+
+  // Values: symbolic shapes with fresh symbols for unknown dims.
+  const std::vector<ir::Dim>& value_shape(ir::ValueId v) const { return shapes_[static_cast<size_t>(v)]; }
+  bool value_ranked(ir::ValueId v) const { return ranked_[static_cast<size_t>(v)]; }
+  const std::optional<std::vector<ir::Dim>>& dims_value(ir::ValueId v) const {
+    return dims_values_[static_cast<size_t>(v)];
+  }
+  void set_dims_value(ir::ValueId v, std::vector<ir::Dim> d) { dims_values_[static_cast<size_t>(v)] = std::move(d); }
+
+  // The tensor of a value, created on first use with the planner's layout.
+  TensorId tensor_of(ir::ValueId v);
+  TensorId add_tensor(PlanTensor t);
+  PlanTensor& tensor(TensorId t) { return plan_.tensors[static_cast<size_t>(t)]; }
+  const PlanTensor& tensor(TensorId t) const { return plan_.tensors[static_cast<size_t>(t)]; }
+  // The layout a tensor of this dtype and shape gets.
+  DeviceLayout choose_layout(DType dtype, const std::vector<ir::Dim>& shape, bool constant) const;
+
+  const TargetInfo& target() const { return target_; }
+  const PlanOptions& options() const { return options_; }
+  ExecutionPlan& plan() { return plan_; }
+  std::vector<KernelDesc>& pending_kernels() { return pending_; }
+
+ private:
+  const ir::Graph& graph_;
+  const TargetInfo& target_;
+  PlanOptions options_;
+  ExecutionPlan plan_;
+  std::vector<std::vector<ir::Dim>> shapes_;
+  std::vector<bool> ranked_;
+  std::vector<std::optional<std::vector<ir::Dim>>> dims_values_;
+  std::vector<KernelDesc> pending_;  // kernels of the node being lowered
+};
+
+}  // namespace kiln::planner

@@ -1,0 +1,29 @@
+// What the planner needs to know about the device it plans for.
+//
+// Backend-neutral (no Vulkan types): the Vulkan runtime fills it from the
+// device's capabilities, tests fill it by hand to exercise fallbacks
+// (tiny image limits, no fp16, no subgroups).
+#pragma once
+
+#include <cstdint>
+
+namespace kiln::planner {
+
+struct TargetInfo {
+  uint64_t max_storage_buffer_range = 128ull << 20;
+  uint32_t max_image_dimension_2d = 16384;
+  uint32_t max_push_constants_size = 128;
+  uint32_t max_shared_memory = 32768;
+  uint32_t max_workgroup_invocations = 1024;
+  uint32_t max_workgroup_count_x = 65535;
+  uint32_t subgroup_size = 0;          // 0: no subgroup operations in compute
+  bool subgroup_arithmetic = false;    // subgroupAdd/Max/... in compute shaders
+  bool subgroup_shuffle = false;
+  bool fp16_storage = false;           // 16-bit storage buffers (float16_t members)
+  bool fp16_arithmetic = false;        // shaderFloat16
+  bool int64 = false;
+  bool cooperative_matrix = false;     // VK_KHR_cooperative_matrix, fp16 x fp16 -> fp32 16x16x16
+  uint32_t vulkan_version = (1u << 22) | (1u << 12);  // VK_MAKE_API_VERSION(0,1,1,0)
+};
+
+}  // namespace kiln::planner

@@ -1,0 +1,134 @@
+// Differential op tests against the reference executor (see op_check.h).
+#include "planner/testing/op_check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <sstream>
+
+#include "engine/ops/op_registry.h"
+#include "engine/runtime/reference_executor.h"
+#include "engine/runtime/vulkan/vulkan_model.h"
+#include "platform/vulkan/vk_test_env.h"
+
+namespace kiln::planner::testing {
+
+std::string BackendConfig::name() const {
+  return std::string(storage_name(storage)) + "/" + elem_type_name(precision);
+}
+
+std::vector<BackendConfig> all_backend_configs() {
+  std::vector<BackendConfig> out = {{Storage::kBuffer, ElemType::kF32}, {Storage::kImage, ElemType::kF32}};
+  vk::Device* device = vk::testing::test_device();
+  if (device && runtime::target_info(*device).fp16_storage) {
+    out.push_back({Storage::kBuffer, ElemType::kF16});
+    out.push_back({Storage::kImage, ElemType::kF16});
+  }
+  return out;
+}
+
+Tensor random_tensor(const Shape& shape, uint64_t seed, float lo, float hi) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  Tensor t = Tensor::allocate(DType::kFloat32, shape).value();
+  for (float& v : t.span<float>()) v = dist(rng);
+  return t;
+}
+
+namespace {
+
+// The graph of one node; non-constant inputs become graph inputs.
+StatusOr<ir::Graph> one_node_graph(const OpCheck& check, std::vector<Tensor>* graph_inputs) {
+  ir::Graph g;
+  std::vector<ir::ValueId> ins;
+  for (size_t i = 0; i < check.inputs.size(); ++i) {
+    const Tensor& t = check.inputs[i];
+    if (!t.defined()) {
+      ins.push_back(ir::kNoValue);
+      continue;
+    }
+    const std::string name = "in" + std::to_string(i);
+    if (std::find(check.constant_inputs.begin(), check.constant_inputs.end(), i) != check.constant_inputs.end()) {
+      ins.push_back(g.add_constant(name, t));
+    } else {
+      ins.push_back(g.add_input(name, t.dtype(), ir::SymShape::from_concrete(t.shape())));
+      graph_inputs->push_back(t);
+    }
+  }
+  std::vector<ir::ValueId> outs;
+  for (size_t j = 0; j < check.num_outputs; ++j)
+    outs.push_back(g.add_value("out" + std::to_string(j), DType::kUndefined, ir::SymShape::unranked()));
+  const ir::NodeId nid = g.add_node(check.op, ins, outs, check.attrs);
+  g.node(nid).domain = check.domain;
+  const ops::OpSchema* schema = ops::OpRegistry::builtin().find(check.domain, check.op);
+  if (!schema) return invalid_argument("unknown op " + check.op);
+  std::vector<ops::ValueInfo> infos;
+  for (ir::ValueId v : ins) {
+    ops::ValueInfo info;
+    if (v != ir::kNoValue) {
+      info.dtype = g.value(v).dtype;
+      info.shape = g.value(v).shape;
+      if (g.value(v).is_constant()) info.value = &g.value(v).constant;
+    }
+    infos.push_back(info);
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<ops::ValueInfo> inferred, ops::infer_node(*schema, g.node(nid), infos));
+  for (size_t j = 0; j < outs.size(); ++j) {
+    g.value(outs[j]).dtype = inferred[j].dtype;
+    g.value(outs[j]).shape = inferred[j].shape;
+    g.add_output(outs[j]);
+  }
+  return g;
+}
+
+}  // namespace
+
+::testing::AssertionResult check_op(const OpCheck& check) {
+  std::vector<Tensor> inputs;
+  auto graph = one_node_graph(check, &inputs);
+  if (!graph.ok()) return ::testing::AssertionFailure() << check.op << ": " << graph.status().to_string();
+  runtime::ReferenceExecutor reference(*graph);
+  auto expected = reference.run(inputs);
+  if (!expected.ok()) return ::testing::AssertionFailure() << check.op << " reference: " << expected.status().to_string();
+  vk::Device* device = vk::testing::test_device();
+  vk::KernelCache* cache = vk::testing::test_kernel_cache();
+  if (!device || !cache) return ::testing::AssertionFailure() << "no Vulkan test device";
+  const std::vector<BackendConfig> configs = check.configs.empty() ? all_backend_configs() : check.configs;
+  for (const BackendConfig& config : configs) {
+    runtime::VulkanModelOptions options;
+    options.plan.storage = config.storage;
+    options.plan.precision = config.precision;
+    auto model = runtime::VulkanModel::compile(*device, *cache, *graph, options);
+    if (!model.ok())
+      return ::testing::AssertionFailure() << check.op << " [" << config.name() << "] compile: " << model.status().to_string();
+    if (check.require_device && (*model)->plan().fallback_count() > 0)
+      return ::testing::AssertionFailure() << check.op << " [" << config.name()
+                                           << "] ran on the host: " << (*model)->plan().fallback_reasons.front();
+    auto got = (*model)->run(inputs);
+    if (!got.ok())
+      return ::testing::AssertionFailure() << check.op << " [" << config.name() << "] run: " << got.status().to_string();
+    const double tol = config.precision == ElemType::kF16 ? check.tol_f16 : check.tol_f32;
+    for (size_t j = 0; j < expected->size(); ++j) {
+      const Tensor& want = (*expected)[j];
+      const Tensor& have = (*got)[j];
+      if (want.shape() != have.shape() || want.dtype() != have.dtype())
+        return ::testing::AssertionFailure() << check.op << " [" << config.name() << "] output " << j
+                                             << ": shape or dtype differs";
+      double max_ref = 0;
+      for (int64_t i = 0; i < want.numel(); ++i)
+        if (std::isfinite(want.get_f64(i))) max_ref = std::max(max_ref, std::fabs(want.get_f64(i)));
+      const double bound = tol * std::max(1.0, max_ref);
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        const double a = want.get_f64(i), b = have.get_f64(i);
+        if (std::isnan(a) && std::isnan(b)) continue;
+        if (std::isinf(a) && a == b) continue;
+        if (!(std::fabs(a - b) <= bound))
+          return ::testing::AssertionFailure() << check.op << " [" << config.name() << "] output " << j << " element "
+                                               << i << ": expected " << a << ", got " << b << " (bound " << bound << ")";
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace kiln::planner::testing

@@ -1,0 +1,55 @@
+// Differential op tests: run a one-node graph on the reference executor and
+// on the Vulkan backend (every storage x precision), compare the outputs.
+//
+// The per-op conformance tests of every lowering use this (ggml's
+// test-backend-ops idea): build inputs, name the op and its attributes, state
+// a tolerance. Vulkan runs on the shared validated test device
+// (platform/vulkan/vk_test_env.h); a validation message fails the test. When
+// no Vulkan device exists the check is skipped by the caller's fixture.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/base/tensor.h"
+#include "engine/ir/graph.h"
+#include "planner/kernel.h"
+
+namespace kiln::planner::testing {
+
+struct BackendConfig {
+  Storage storage = Storage::kBuffer;
+  ElemType precision = ElemType::kF32;
+  std::string name() const;  // "buffer/f32"
+};
+
+// buffer/f32, image/f32, buffer/f16, image/f16 (f16 only where the device has 16-bit storage).
+std::vector<BackendConfig> all_backend_configs();
+
+struct OpCheck {
+  std::string op;
+  std::string domain;                               // "" = ONNX default domain
+  std::vector<Tensor> inputs;                       // undefined Tensor = omitted optional input
+  std::map<std::string, ir::Attribute> attrs;
+  std::vector<size_t> constant_inputs;              // inputs that become initializers (weights, shapes)
+  size_t num_outputs = 1;
+  // |vulkan - reference| <= tol * max(1, max|reference|), per output.
+  double tol_f32 = 1e-4;
+  double tol_f16 = 2e-2;
+  // Fail when the node ran as a host fallback instead of device kernels.
+  bool require_device = true;
+  // Restrict to these configs (empty = all_backend_configs()).
+  std::vector<BackendConfig> configs;
+};
+
+// Runs `check` on the reference executor and the Vulkan test device in every
+// config; the result names the config, the output and the worst element.
+::testing::AssertionResult check_op(const OpCheck& check);
+
+// Random float tensor in [lo, hi) with a fixed seed.
+Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+
+}  // namespace kiln::planner::testing
