@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Stages a kiln build for the GPU machine: the kiln binary and the shared
+# libraries it needs that a bare machine lacks (libkiln, protobuf, onnx_proto,
+# and whatever else ldd resolves outside glibc, libstdc++ and the Vulkan
+# loader), stripped, into DEST/bin and DEST/lib. A debug build is ~80 MB and the
+# working tree that travels is capped at 64 MiB; stripped it is a few MB.
+#
+# usage: bench/stage_kiln.sh BUILD_DIR [DEST]   (DEST default: build-bench-carry,
+#        ignored by git as /build*/). Then carry DEST and run, on the machine:
+#        KILN_BIN=DEST/bin/kiln KILN_LIB_DIR=DEST/lib bench/run_h100.sh "$OUT"
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:?usage: stage_kiln.sh BUILD_DIR [DEST]}
+dest=${2:-$root/build-bench-carry}
+kiln=$build/tools/kiln/kiln
+[ -x "$kiln" ] || { echo "stage_kiln: $kiln is not an executable (build the kiln target first)" >&2; exit 2; }
+
+rm -rf "$dest"
+mkdir -p "$dest/bin" "$dest/lib"
+strip -o "$dest/bin/kiln" "$kiln"
+# Libraries every Linux machine has (or that must come from the machine
+# itself, like the Vulkan loader and the driver) stay behind.
+system='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz|libvulkan)\.'
+missing=$(ldd "$kiln" | awk '/not found/ {print $1}')
+if [ -n "$missing" ]; then echo "stage_kiln: unresolved here: $missing" >&2; exit 2; fi
+ldd "$kiln" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | while read -r name path; do
+  if [[ "$name" =~ $system ]]; then continue; fi
+  strip -o "$dest/lib/$name" "$path"
+done
+du -sh "$dest"
+ls -l "$dest/bin" "$dest/lib"
+bytes=$(du -sb "$dest" | cut -f1)
+if [ "$bytes" -gt $((48 * 1024 * 1024)) ]; then
+  echo "stage_kiln: warning: $bytes bytes staged; the whole carried tree must stay under 64 MiB" >&2
+fi

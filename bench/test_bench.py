@@ -1,0 +1,145 @@
+#!/usr/bin/python3
+"""Tests of the bench/ scripts' logic that needs no GPU, no torch and no kiln:
+statistics, the kiln-bench-v1 validation, the report's ratios, and how
+kiln_runner.py reads run times. Run: /usr/bin/python3 bench/test_bench.py"""
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_common  # noqa: E402
+import kiln_runner  # noqa: E402
+import report  # noqa: E402
+
+
+def record(engine, model, precision, median, device="GPU X", status="ok", **extra):
+    r = bench_common.new_record(engine, model, precision, device)
+    if status == "ok":
+        r.update(median_ms=median, p10_ms=median * 0.95, p90_ms=median * 1.05, min_ms=median * 0.9, iters=10)
+    else:
+        bench_common.fail_record(r, status, "boom")
+    r.update(extra)
+    return r
+
+
+def document(records):
+    doc = bench_common.new_document("test")
+    doc["records"] = records
+    return doc
+
+
+class StatisticsTest(unittest.TestCase):
+    def test_percentiles_match_linear_interpolation(self):
+        values = [5.0, 1.0, 4.0, 2.0, 3.0]
+        s = bench_common.summarize(values)
+        self.assertEqual(s["median_ms"], 3.0)
+        self.assertAlmostEqual(s["p10_ms"], 1.4)  # numpy.percentile([1..5], 10)
+        self.assertAlmostEqual(s["p90_ms"], 4.6)
+        self.assertEqual((s["min_ms"], s["max_ms"], s["iters"]), (1.0, 5.0, 5))
+
+    def test_empty(self):
+        self.assertIsNone(bench_common.summarize([])["median_ms"])
+
+    def test_split_list_names_the_unknown_entry(self):
+        with self.assertRaisesRegex(ValueError, "unknown model 'nope'"):
+            bench_common.split_list("resnet50,nope", bench_common.BENCH_MODELS, "model")
+
+
+class DocumentTest(unittest.TestCase):
+    def write(self, doc):
+        f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+        json.dump(doc, f)
+        f.close()
+        self.addCleanup(os.remove, f.name)
+        return f.name
+
+    def test_round_trip(self):
+        doc = document([record("torch-eager", "resnet50", "fp32", 2.0)])
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "sub", "x.json")
+            bench_common.write_document(path, doc)
+            self.assertEqual(bench_common.load_document(path)["records"], doc["records"])
+
+    def test_rejects_other_schema(self):
+        doc = document([])
+        doc["schema"] = "kiln-bench-v0"
+        with self.assertRaisesRegex(ValueError, "schema is 'kiln-bench-v0'"):
+            bench_common.load_document(self.write(doc))
+
+    def test_rejects_missing_field(self):
+        r = record("torch-eager", "resnet50", "fp32", 2.0)
+        del r["p90_ms"]
+        with self.assertRaisesRegex(ValueError, "record 0 lacks p90_ms"):
+            bench_common.load_document(self.write(document([r])))
+
+    def test_rejects_ok_record_without_median(self):
+        r = record("torch-eager", "resnet50", "fp32", 2.0)
+        r["median_ms"] = None
+        with self.assertRaisesRegex(ValueError, "no numeric median_ms"):
+            bench_common.load_document(self.write(document([r])))
+
+    def test_rejects_non_json(self):
+        path = self.write({})
+        with open(path, "w") as f:
+            f.write("{not json")
+        with self.assertRaisesRegex(ValueError, "cannot read JSON"):
+            bench_common.load_document(path)
+
+
+class ReportTest(unittest.TestCase):
+    def render(self, records):
+        return report.render([("a.json", document(records))])
+
+    def test_ratio_is_kiln_over_peer(self):
+        text = self.render([record("torch-compile-reduce-overhead", "resnet50", "fp32", 2.0),
+                            record("kiln-vulkan-buffer", "resnet50", "fp32", 3.0)])
+        self.assertIn("| resnet50 | kiln-vulkan-buffer | 1.50× |", text)
+
+    def test_no_ratio_across_devices(self):
+        text = self.render([record("torch-eager", "resnet50", "fp32", 2.0, device="GPU A"),
+                            record("kiln-vulkan-image", "resnet50", "fp32", 3.0, device="GPU B")])
+        self.assertIn("| resnet50 | kiln-vulkan-image | — |", text)
+        self.assertIn("no ratio across devices", text)
+
+    def test_device_names_spelled_differently_still_match(self):
+        self.assertTrue(report.same_device("NVIDIA H100 80GB HBM3", "H100 80GB HBM3"))
+        self.assertFalse(report.same_device("NVIDIA H100 80GB HBM3", "NVIDIA H200"))
+        self.assertFalse(report.same_device(None, "cpu"))
+        text = self.render([record("torch-eager", "resnet50", "fp32", 2.0, device="NVIDIA H100 80GB HBM3"),
+                            record("kiln-vulkan-image", "resnet50", "fp32", 1.0, device="H100 80GB HBM3")])
+        self.assertIn("| resnet50 | kiln-vulkan-image | 0.50× |", text)
+
+    def test_failures_and_mismatches_are_listed(self):
+        text = self.render([record("torch-compile", "swin_t", "fp16", None, status="error"),
+                            record("kiln-vulkan-buffer", "vit_b_16", "fp16", 5.0,
+                                   check={"ok": False, "max_abs_diff": 0.5, "bound": 0.02})])
+        self.assertIn("| torch-compile | swin_t | fp16 | error | boom |", text)
+        self.assertIn("output mismatch", text)
+        self.assertIn("5.000 (4.750–5.250) ✗", text)
+
+
+class KilnRunnerTest(unittest.TestCase):
+    def test_times_from_stats(self):
+        wall, gpu = kiln_runner.run_times({"runs": [{"run_ms": 1.5, "gpu_ms": 1.0}, {"run_ms": 2.5, "gpu_ms": 2.0}]},
+                                          "")
+        self.assertEqual((wall, gpu), ([1.5, 2.5], [1.0, 2.0]))
+
+    def test_times_from_stdout_when_stats_lack_them(self):
+        wall, gpu = kiln_runner.run_times({"runs": []}, "run 1: 3.5 ms (vulkan backend)\nx\nrun 2: 4 ms (v)\n")
+        self.assertEqual((wall, gpu), ([3.5, 4.0], []))
+
+    def test_partial_gpu_times_are_dropped(self):
+        _, gpu = kiln_runner.run_times({"runs": [{"run_ms": 1.0, "gpu_ms": 0.5}, {"run_ms": 1.0}]}, "")
+        self.assertEqual(gpu, [])
+
+    def test_device_choice_prefers_a_gpu(self):
+        names = ["llvmpipe (LLVM 15)", "NVIDIA H100 80GB HBM3"]
+        self.assertEqual(kiln_runner.pick_device_name(names, []), "NVIDIA H100 80GB HBM3")
+        self.assertEqual(kiln_runner.pick_device_name(names, ["--device", "0"]), "llvmpipe (LLVM 15)")
+        self.assertEqual(kiln_runner.pick_device_name(names, ["--device", "nvidia"]), "NVIDIA H100 80GB HBM3")
+
+
+if __name__ == "__main__":
+    unittest.main()
