@@ -53,28 +53,65 @@ void main() {
 )";
 }
 
-// The tiled kernel. Workgroup (BN/4) x (BM/TM) invocations computes a BM x BN
-// tile of C; invocation (tx, ty) owns columns n0 + 4*tx .. +3 and rows
-// m0 + ty + i*TY (i < TM): interleaved rows make all invocations of a
-// workgroup row read the same A element (a shared-memory broadcast) while
-// the B reads are consecutive vec4s. K advances BK at a time through shared
-// tiles; out-of-range elements load as zero, so edges need no other masking
-// than the final store.
+// The shape of a tiled kernel: each workgroup computes a BM x BN tile of C
+// with (BN/4) x (BM/TM) invocations (always 16 invocation rows), each
+// holding a TM x 4 register block.
+struct TileConfig {
+  int bm = 64, bn = 64, tm = 4;
+};
+
+// The tiled kernel. Invocation (tx, ty) owns columns n0 + 4*tx .. +3, so the
+// B reads of a workgroup row are consecutive vec4s. Its rows interleave
+// with the other invocation rows' so that a warp reads few distinct A
+// addresses (shared-memory broadcasts): with TM >= 4 it owns TM/4 groups of
+// four consecutive rows, m0 + 4*(ty + g*TY) .. +3, read as one vec4 each
+// (per K step 1 + TM/4 vec4 loads feed 4*TM FMAs instead of 1 + TM loads),
+// with TM < 4 (tiles of 16 and 32 rows) the single rows m0 + ty + i*TY.
+// K advances BK at a time through shared tiles; out-of-range elements load
+// as zero, so edges need no other masking than the final store. The next K
+// step's global loads are issued into registers before the current step's
+// FMAs, so their latency hides behind the arithmetic even when a GPU runs
+// only a workgroup or two per core (a batch-1 network's convolutions).
 //
 // With `split_k` the grid's z axis also enumerates GEMM_SPLIT slices of K
 // (GEMM_KCHUNK each) and the tile's partial sums go to the scratch buffer
 // GP [split][batch][M][N]; reduce_body() then adds the slices and stores.
-std::string tiled_body(int bm, int bn, int tm, bool a_m_fastest, bool split_k) {
-  // Every invocation loads the same tile row (m-fastest) or the same tile
-  // column (k-fastest) at every K step (NT is a multiple of BM and BK), so
-  // after inlining the row's share of the index math (an output pixel's
-  // coordinates for a convolution) is loop-invariant and hoisted.
-  const std::string a_loop = a_m_fastest ? R"(    for (int kk = tid / BM; kk < BK; kk += NT / BM) {
-      int mm = tid % BM;
+std::string tiled_body(const TileConfig& c, bool a_m_fastest, bool split_k) {
+  const bool quads = c.tm >= 4;
+  // NT is a multiple of BM and of BK, so every invocation loads the same
+  // tile row (m-fastest: neighbouring invocations read neighbouring m) or
+  // the same tile column (k-fastest) at every K step; after inlining, the
+  // row's share of the index math (an output pixel's coordinates for a
+  // convolution) is loop-invariant and hoisted.
+  const std::string a_elem = a_m_fastest ? "      int mm = tid % BM, kk = tid / BM + j * (NT / BM);\n"
+                                         : "      int kk = tid % BK, mm = tid / BK + j * (NT / BK);\n";
+  const std::string b_elem = "      int nn = tid % BN, kk = tid / BN + j * (NT / BN);\n";
+  const auto load = [&](const std::string& k_start) {
+    return "    for (int j = 0; j < A_LD; ++j) {\n" + a_elem + "      int m = m0 + mm, k = " + k_start +
+           " + kk;\n"
+           "      pa[j] = 0.0;\n"
+           "      if (m < GEMM_M && k < k_end) pa[j] = gemm_a(b, m, k);\n"
+           "    }\n"
+           "    for (int j = 0; j < B_LD; ++j) {\n" +
+           b_elem + "      int n = n0 + nn, k = " + k_start +
+           " + kk;\n"
+           "      pb[j] = 0.0;\n"
+           "      if (n < GEMM_N && k < k_end) pb[j] = gemm_b(b, k, n);\n"
+           "    }\n";
+  };
+  const std::string a_decl = quads ? "shared vec4 gt_a[BK][BM / 4 + 1];  // +1: k-major stores spread over banks\n"
+                                   : "shared float gt_a[BK][BM + 1];  // +1: k-major stores hit distinct banks\n";
+  const std::string a_put = quads ? "gt_a[kk][mm >> 2][mm & 3]" : "gt_a[kk][mm]";
+  const std::string fma = quads ? R"(      for (int g = 0; g < TM / 4; ++g) {
+        vec4 av = gt_a[kk][ty + g * TY];
+        acc[4 * g] += av.x * bv;
+        acc[4 * g + 1] += av.y * bv;
+        acc[4 * g + 2] += av.z * bv;
+        acc[4 * g + 3] += av.w * bv;
+      }
 )"
-                                         : R"(    for (int mm = tid / BK; mm < BM; mm += NT / BK) {
-      int kk = tid % BK;
-)";
+                                : "      for (int i = 0; i < TM; ++i) acc[i] += gt_a[kk][ty + i * TY] * bv;\n";
+  const std::string row = quads ? "m0 + (ty + (i >> 2) * TY) * 4 + (i & 3)" : "m0 + ty + i * TY";
   const std::string range = split_k ? R"(  int b = int(gl_WorkGroupID.z) % GEMM_BATCH;
   int slice = int(gl_WorkGroupID.z) / GEMM_BATCH;
   int k_begin = slice * GEMM_KCHUNK, k_end = min(GEMM_K, k_begin + GEMM_KCHUNK);
@@ -90,10 +127,10 @@ std::string tiled_body(int bm, int bn, int tm, bool a_m_fastest, bool split_k) {
 )"
                                     : "      if (m < GEMM_M) gemm_store4(b, m, n, acc[i]);\n";
   return R"(
-const int BM = )" + str(bm) + R"(, BN = )" + str(bn) + R"(, BK = 16, TM = )" + str(tm) + R"(;
+const int BM = )" + str(c.bm) + R"(, BN = )" + str(c.bn) + R"(, BK = 16, TM = )" + str(c.tm) + R"(;
 const int TX = BN / 4, TY = BM / TM, NT = TX * TY;
-shared float gt_a[BK][BM + 1];  // +1: k-major stores hit distinct banks
-shared vec4 gt_b[BK][BN / 4];
+const int A_LD = BM * BK / NT, B_LD = BN * BK / NT;  // tile elements each invocation loads
+)" + a_decl + R"(shared vec4 gt_b[BK][BN / 4];
 
 void main() {
   int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);
@@ -102,30 +139,28 @@ void main() {
   int m0 = int(gl_WorkGroupID.y) * BM;
 )" + range + R"(  vec4 acc[TM];
   for (int i = 0; i < TM; ++i) acc[i] = vec4(0.0);
+  float pa[A_LD], pb[B_LD];  // the next K step's tile elements
+  {
+)" + load("k_begin") + R"(  }
   for (int k0 = k_begin; k0 < k_end; k0 += BK) {
-)" + a_loop + R"(      int m = m0 + mm, k = k0 + kk;
-      float v = 0.0;
-      if (m < GEMM_M && k < k_end) v = gemm_a(b, m, k);
-      gt_a[kk][mm] = v;
+    for (int j = 0; j < A_LD; ++j) {
+)" + a_elem + "      " + a_put + R"( = pa[j];
     }
-    for (int kk = tid / BN; kk < BK; kk += NT / BN) {
-      int nn = tid % BN;
-      int n = n0 + nn, k = k0 + kk;
-      float v = 0.0;
-      if (n < GEMM_N && k < k_end) v = gemm_b(b, k, n);
-      gt_b[kk][nn >> 2][nn & 3] = v;
+    for (int j = 0; j < B_LD; ++j) {
+)" + b_elem + R"(      gt_b[kk][nn >> 2][nn & 3] = pb[j];
     }
     barrier();
+    if (k0 + BK < k_end) {
+)" + load("k0 + BK") + R"(    }
     for (int kk = 0; kk < BK; ++kk) {
       vec4 bv = gt_b[kk][tx];
-      for (int i = 0; i < TM; ++i) acc[i] += gt_a[kk][ty + i * TY] * bv;
-    }
+)" + fma + R"(    }
     barrier();
   }
   int n = n0 + tx * 4;
   if (n < GEMM_N)
     for (int i = 0; i < TM; ++i) {
-      int m = m0 + ty + i * TY;
+      int m = )" + row + R"(;
 )" + store + R"(    }
 }
 )";
@@ -152,14 +187,18 @@ void main() {
 )";
 }
 
+// Workgroups that keep a GPU busy: on the order of a hundred cores, a
+// workgroup or two each.
+constexpr int64_t kBusyTiles = 128;
+
 // The number of K slices for a tiled GEMM of `tiles` workgroups (0 when
 // not constant): enough slices for ~256 workgroups, each slice at least 128
-// deep, at most 16. A GPU has on the order of a hundred cores, and at batch
-// 1 a late-network convolution (7x7 pixels, 512 channels, K = 4608) would
-// otherwise run as 8 workgroups each walking all of K.
+// deep, at most 16. At batch 1 a late-network convolution (7x7 pixels, 512
+// channels, K = 4608) would otherwise run as 8 workgroups each walking all
+// of K.
 int64_t choose_split(int64_t tiles, const ir::Dim& k) {
-  if (tiles <= 0 || tiles >= 128 || !k.is_const()) return 1;
-  const int64_t by_grid = (256 + tiles - 1) / tiles;
+  if (tiles <= 0 || tiles >= kBusyTiles || !k.is_const()) return 1;
+  const int64_t by_grid = (2 * kBusyTiles + tiles - 1) / tiles;
   const int64_t by_depth = k.value() / 128;
   return std::clamp<int64_t>(std::min(by_grid, by_depth), 1, 16);
 }
@@ -170,6 +209,27 @@ int pick_tile(const ir::Dim& v) {
   if (v.is_const() && v.value() <= 32) return 32;
   return 64;
 }
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The tile for `p`. Tile rows and columns shrink for small constant M or N
+// so that few invocations idle on the padding; symbolic sizes take 64.
+// Large constant GEMMs (many output pixels, as in a convolution at high
+// resolution or batch) take 128 x 64 tiles with an 8 x 4 block per
+// invocation: half the shared-memory reads per FMA of the 64 x 64 tile and
+// twice the arithmetic per global load. Only while the bigger tiles still
+// number kBusyTiles, though: at batch 1 (a 56x56 ResNet stage is M = 3136,
+// N = 64..256, i.e. 25..100 such tiles) twice as many 64 x 64 tiles spread
+// the same work over more of the GPU's cores.
+TileConfig choose_tile(const GemmProblem& p) {
+  if (p.m.is_const() && p.n.is_const() && p.batch.is_const() && p.m.value() >= 1024 && p.n.value() > 32 &&
+      ceil_div(p.m.value(), 128) * ceil_div(p.n.value(), 64) * p.batch.value() >= kBusyTiles)
+    return {128, 64, 8};
+  const int bm = pick_tile(p.m), bn = pick_tile(p.n);
+  return {bm, bn, bm / 16};  // 16 invocation rows
+}
+
+std::string tile_name(const TileConfig& c) { return "tile" + str(c.bm) + "x" + str(c.bn); }
 
 // Few rows take the GEMV kernel (see gemv_body).
 bool use_gemv(const GemmProblem& p) { return p.m.is_const() && p.m.value() <= 4; }
@@ -211,14 +271,11 @@ KernelDesc make_gemm_kernel(const GemmProblem& p) {
     d.groups = {ir::Dim::ceil_div(p.n, ir::Dim(32)), ir::Dim::ceil_div(p.m, ir::Dim(mr)), p.batch};
     return d;
   }
-  // Tile rows and columns shrink for small constant M or N so that few
-  // invocations idle on the padding; symbolic sizes take the largest tile.
-  const int bm = pick_tile(p.m), bn = pick_tile(p.n);
-  const int tm = bm / 16;  // 16 invocation rows
-  d.name += "_tile" + str(bm) + "x" + str(bn);
-  d.body = tiled_body(bm, bn, tm, p.a_m_fastest, false);
-  d.local_size = {static_cast<uint32_t>(bn / 4), 16, 1};
-  d.groups = {ir::Dim::ceil_div(p.n, ir::Dim(bn)), ir::Dim::ceil_div(p.m, ir::Dim(bm)), p.batch};
+  const TileConfig c = choose_tile(p);
+  d.name += "_" + tile_name(c);
+  d.body = tiled_body(c, p.a_m_fastest, false);
+  d.local_size = {static_cast<uint32_t>(c.bn / 4), static_cast<uint32_t>(c.bm / c.tm), 1};
+  d.groups = {ir::Dim::ceil_div(p.n, ir::Dim(c.bn)), ir::Dim::ceil_div(p.m, ir::Dim(c.bm)), p.batch};
   return d;
 }
 
@@ -240,9 +297,9 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& p) {
   const int64_t slices = (p.k.value() + chunk - 1) / chunk;
   const TensorId scratch = ctx.add_temporary(DType::kFloat32, {ir::Dim(slices) * p.batch * p.m * p.n},
                                              {Storage::kBuffer, ElemType::kF32});
-  const int bm = pick_tile(p.m), bn = pick_tile(p.n);
-  d.name = p.name + "_splitk_tile" + str(bm) + "x" + str(bn);
-  d.body = tiled_body(bm, bn, bm / 16, p.a_m_fastest, true);
+  const TileConfig c = choose_tile(p);
+  d.name = p.name + "_splitk_" + tile_name(c);
+  d.body = tiled_body(c, p.a_m_fastest, true);
   d.params.push_back({"GEMM_KCHUNK", ir::Dim(chunk)});
   // Y stays bound as written in the tile pass although only the reduction
   // stores it: the shared helpers (gemm_store4) need its store accessors.

@@ -8,7 +8,7 @@
 // functions (how to read A and B, how to store four results); the kernel
 // owns the tiling, the shared-memory staging, the register blocking and the
 // edge masking, and picks its variant (GEMV for a handful of rows, tiles of
-// 16/32/64 rows otherwise) from the sizes known at plan time.
+// 16/32/64/128 rows otherwise) from the sizes known at plan time.
 #pragma once
 
 #include <string>
@@ -47,9 +47,11 @@ struct GemmProblem {
 
 // The kernel for `p` (kCustom). Variant by constant sizes: M <= 4 a GEMV
 // (threads along N, K split across the workgroup and reduced in shared
-// memory), otherwise a tiled kernel with BM in {16, 32, 64} rows, BN in
-// {16, 32, 64} columns, BK = 16, A and B tiles staged in shared memory and
-// each invocation holding a TM x 4 register block.
+// memory), otherwise a tiled kernel with BM in {16, 32, 64} rows and BN in
+// {16, 32, 64} columns (BM = 128, BN = 64 for large constant M and N when
+// such tiles still fill the GPU), BK = 16, A and B tiles staged in shared
+// memory (the next K step's prefetched into registers meanwhile) and each
+// invocation holding a TM x 4 register block, TM = BM / 16.
 KernelDesc make_gemm_kernel(const GemmProblem& p);
 
 // Emits the kernels for `p`: make_gemm_kernel's, or — when a tiled GEMM

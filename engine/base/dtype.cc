@@ -1,6 +1,10 @@
 // dtype tables and fp16 conversion; see dtype.h.
 #include "engine/base/dtype.h"
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace kiln {
 
 size_t dtype_size(DType t) {
@@ -132,6 +136,44 @@ float half_to_float(uint16_t h) {
   float f;
   std::memcpy(&f, &x, 4);
   return f;
+}
+
+
+#if defined(__x86_64__)
+namespace {
+__attribute__((target("avx,f16c"))) void floats_to_halves_f16c(const float* src, uint16_t* dst, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(src + i);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; i < n; ++i) dst[i] = float_to_half(src[i]);
+}
+__attribute__((target("avx,f16c"))) void halves_to_floats_f16c(const uint16_t* src, float* dst, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  for (; i < n; ++i) dst[i] = half_to_float(src[i]);
+}
+bool has_f16c() {
+  static const bool yes = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  return yes;
+}
+}  // namespace
+#endif
+
+void floats_to_halves(const float* src, uint16_t* dst, size_t n) {
+#if defined(__x86_64__)
+  if (has_f16c()) return floats_to_halves_f16c(src, dst, n);
+#endif
+  for (size_t i = 0; i < n; ++i) dst[i] = float_to_half(src[i]);
+}
+
+void halves_to_floats(const uint16_t* src, float* dst, size_t n) {
+#if defined(__x86_64__)
+  if (has_f16c()) return halves_to_floats_f16c(src, dst, n);
+#endif
+  for (size_t i = 0; i < n; ++i) dst[i] = half_to_float(src[i]);
 }
 
 }  // namespace kiln

@@ -1,7 +1,15 @@
 // One-shot command submission; see submitter.h.
 #include "platform/vulkan/submitter.h"
 
+#include <chrono>
+#include <thread>
+
 namespace kiln::vk {
+
+namespace {
+// How long a submission is polled before blocking (see submit_locked).
+constexpr int kSpinMicros = 2000;
+}  // namespace
 
 StatusOr<std::unique_ptr<Submitter>> Submitter::create(Device& device) {
   KILN_RETURN_IF_ERROR(device.status());
@@ -113,11 +121,22 @@ Status Submitter::submit_locked(VkCommandBuffer cmd) {
   submitted_ = value;
 
   if (timeline_ != VK_NULL_HANDLE) {
+    // Inference submissions are short: poll the counter for a moment before
+    // a blocking wait, whose wake-up can cost more than a small model runs.
+    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
+    uint64_t reached = 0;
+    while (std::chrono::steady_clock::now() < spin_until) {
+      KILN_RETURN_IF_ERROR(device_.check(fn.vkGetSemaphoreCounterValue(dev, timeline_, &reached),
+                                         "vkGetSemaphoreCounterValue"));
+      if (reached >= value) break;
+      std::this_thread::yield();
+    }
     VkSemaphoreWaitInfo wait{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
     wait.semaphoreCount = 1;
     wait.pSemaphores = &timeline_;
     wait.pValues = &value;
-    KILN_RETURN_IF_ERROR(device_.check(fn.vkWaitSemaphores(dev, &wait, UINT64_MAX), "vkWaitSemaphores"));
+    if (reached < value)
+      KILN_RETURN_IF_ERROR(device_.check(fn.vkWaitSemaphores(dev, &wait, UINT64_MAX), "vkWaitSemaphores"));
   } else {
     KILN_RETURN_IF_ERROR(device_.check(fn.vkWaitForFences(dev, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences"));
     KILN_RETURN_IF_ERROR(device_.check(fn.vkResetFences(dev, 1, &fence_), "vkResetFences"));

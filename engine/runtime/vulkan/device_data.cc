@@ -119,7 +119,13 @@ std::vector<std::byte> to_device(const Tensor& t, const DeviceLayout& layout) {
     else for_each_slot(layout, t.shape(), [&](int64_t i, int64_t s) { d[s] = src[i]; });
   } else {
     auto* d = reinterpret_cast<uint16_t*>(out.data());
-    for_each_slot(layout, t.shape(), [&](int64_t i, int64_t s) { d[s] = float_to_half(src[i]); });
+    if (layout.storage == Storage::kBuffer) {
+      floats_to_halves(src, d, static_cast<size_t>(t.numel()));
+    } else {
+      std::vector<uint16_t> halves(static_cast<size_t>(t.numel()));
+      floats_to_halves(src, halves.data(), halves.size());
+      for_each_slot(layout, t.shape(), [&](int64_t i, int64_t s) { d[s] = halves[static_cast<size_t>(i)]; });
+    }
   }
   return out;
 }
@@ -141,7 +147,8 @@ StatusOr<Tensor> from_device(const std::byte* data, size_t size, const DeviceLay
     else for_each_slot(layout, shape, [&](int64_t i, int64_t slot) { d[i] = s[slot]; });
   } else {
     const auto* s = reinterpret_cast<const uint16_t*>(data);
-    for_each_slot(layout, shape, [&](int64_t i, int64_t slot) { d[i] = half_to_float(s[slot]); });
+    if (layout.storage == Storage::kBuffer) halves_to_floats(s, d, static_cast<size_t>(f32.numel()));
+    else for_each_slot(layout, shape, [&](int64_t i, int64_t slot) { d[i] = half_to_float(s[slot]); });
   }
   if (dtype == DType::kFloat32) return f32;
   return f32.cast(dtype);

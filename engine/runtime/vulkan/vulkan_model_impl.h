@@ -11,6 +11,7 @@
 
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "planner/glsl_codegen.h"
+#include "platform/vulkan/host_buffer.h"
 #include "platform/vulkan/memory_arena.h"
 #include "platform/vulkan/pipeline.h"
 #include "platform/vulkan/submitter.h"
@@ -62,7 +63,8 @@ struct Signature {
   std::vector<Shape> shapes;                 // per plan tensor (concrete)
   std::map<ir::ValueId, Tensor> host_values;  // host-resident values (shape arithmetic)
   std::map<std::string, int64_t> bindings;   // symbol values
-  std::unique_ptr<vk::MemoryArena> arena;
+  std::unique_ptr<vk::MemoryArena> arena;        // the activation buffer
+  std::unique_ptr<vk::MemoryArena> image_arena;  // image tensors
   vk::Buffer activations;
   std::deque<vk::Image> images;
   std::vector<Placement> place;              // per plan tensor
@@ -71,6 +73,18 @@ struct Signature {
   std::map<TensorId, ExternalBuffer> external;
   std::deque<vk::Buffer> external_buffers;
   std::vector<Segment> segments;
+  // Inputs and outputs staged through one mapped host buffer, with the
+  // copies recorded into the first and last command buffers: a run is one
+  // submission. Tensors not staged (bound to host buffers, host values, or
+  // with no command buffer to carry the copy) go through Transfer.
+  struct Staged {
+    TensorId tensor = planner::kNoTensor;
+    VkDeviceSize offset = 0;  // in `staging`
+    VkDeviceSize bytes = 0;
+  };
+  std::unique_ptr<vk::HostBuffer> staging;
+  std::vector<Staged> staged_inputs;   // per graph input; tensor kNoTensor when not staged
+  std::vector<Staged> staged_outputs;  // per graph output
   uint32_t dispatches = 0;
   uint64_t device_bytes = 0;
 };
@@ -98,6 +112,10 @@ struct VulkanModel::Impl {
   void forget_buffer(VkBuffer buffer);
   Status place_tensors(Signature& sig);
   Status record(Signature& sig);
+  Status plan_staging(Signature& sig);
+  Status create_images(Signature& sig, const std::vector<bool>& needed, VkDeviceSize capacity, int* resource);
+  void record_input_copies(Signature& sig, VkCommandBuffer cmd);
+  void record_output_copies(Signature& sig, VkCommandBuffer cmd);
   Status run_fallback(Signature& sig, size_t step);
   StatusOr<Tensor> read_tensor(Signature& sig, TensorId id);
   Status write_tensor(Signature& sig, TensorId id, const Tensor& value);

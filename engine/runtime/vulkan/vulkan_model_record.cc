@@ -98,7 +98,7 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
     if (sig.external.count(static_cast<TensorId>(t))) continue;  // lives in the host's buffer
     const VkDeviceSize bytes = std::max<VkDeviceSize>(device_bytes(pt.layout, sig.shapes[t]), 16);
     if (pt.layout.storage == Storage::kImage) {
-      image_bytes += bytes + bytes / 8 + (64 << 10);
+      image_bytes += bytes + bytes / 4 + (256 << 10);
       continue;
     }
     if (bytes > max_range)
@@ -126,7 +126,7 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
     placed.push_back({item.tensor, offset});
     total = std::max(total, offset + item.size);
   }
-  const VkDeviceSize capacity = total + image_bytes + (1 << 20);
+  const VkDeviceSize capacity = total + (1 << 20);
   KILN_ASSIGN_OR_RETURN(sig.arena, vk::MemoryArena::create(device, capacity));
   sig.device_bytes = capacity;
   if (total > 0) {
@@ -139,29 +139,17 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
     p.size = device_bytes(plan.tensors[t].layout, sig.shapes[t]);
     p.resource = 0;
   }
+  // Images live in their own arena: a driver may pad an image well beyond
+  // its texel bytes, so when the estimate is short the images are made
+  // again in an arena twice as large.
   int resource = 1;
-  for (size_t t = 0; t < n; ++t) {
-    const PlanTensor& pt = plan.tensors[t];
-    if (!needed[t] || pt.alias_of != planner::kNoTensor || pt.constant.defined()) continue;
-    if (pt.host_resident && !pt.device_needed) continue;
-    if (pt.layout.storage != Storage::kImage) continue;
-    uint32_t w = 0, h = 0;
-    image_size(pt.layout, sig.shapes[t], &w, &h);
-    const uint32_t limit = device.capabilities().max_image_dimension_2d;
-    if (w > limit || h > limit)
-      return unimplemented("tensor %" + std::to_string(t) + " needs a " + std::to_string(w) + "x" + std::to_string(h) +
-                           " image, beyond the device's limit of " + std::to_string(limit) +
-                           "; use --storage buffer for these shapes");
-    KILN_ASSIGN_OR_RETURN(vk::Image image, sig.arena->create_image(
-                                               w, h, pt.layout.type == planner::ElemType::kF16 ? vk::ImageFormat::kRGBA16F
-                                                                                            : vk::ImageFormat::kRGBA32F));
-    sig.images.push_back(std::move(image));
-    Placement& p = sig.place[t];
-    p.present = true;
-    p.image = &sig.images.back();
-    p.size = device_bytes(pt.layout, sig.shapes[t]);
-    p.resource = resource++;
+  for (int attempt = 0;; ++attempt) {
+    Status made = create_images(sig, needed, image_bytes << attempt, &resource);
+    if (made.ok()) break;
+    if (made.code() != StatusCode::kOutOfMemory || attempt == 3) return made;
+    resource = 1;
   }
+  if (sig.image_arena) sig.device_bytes += sig.image_arena->capacity();
   // Zero-copy bindings: the tensor lives in a range of the host's buffer.
   // Each distinct VkBuffer is one hazard-tracking resource.
   std::map<VkBuffer, int> external_resource;
@@ -212,6 +200,45 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
     const PlanTensor& pt = plan.tensors[t];
     if (!pt.host_resident || !pt.device_needed) continue;
     KILN_RETURN_IF_ERROR(write_tensor(sig, static_cast<TensorId>(t), sig.host_values.at(pt.value)));
+  }
+  return ok_status();
+}
+
+// Creates every image tensor's image in sig.image_arena (made here with
+// `capacity` bytes); numbers their hazard-tracking resources from *resource.
+Status VulkanModel::Impl::create_images(Signature& sig, const std::vector<bool>& needed, VkDeviceSize capacity,
+                                        int* resource) {
+  for (Placement& p : sig.place)
+    if (p.image) p = Placement{};
+  sig.images.clear();
+  sig.image_arena.reset();
+  bool any = false;
+  for (size_t t = 0; t < plan.tensors.size(); ++t)
+    any = any || (needed[t] && plan.tensors[t].layout.storage == Storage::kImage);
+  if (!any) return ok_status();
+  KILN_ASSIGN_OR_RETURN(sig.image_arena, vk::MemoryArena::create(device, capacity + (1 << 20)));
+  const size_t n = plan.tensors.size();
+  for (size_t t = 0; t < n; ++t) {
+    const PlanTensor& pt = plan.tensors[t];
+    if (!needed[t] || pt.alias_of != planner::kNoTensor || pt.constant.defined()) continue;
+    if (pt.host_resident && !pt.device_needed) continue;
+    if (pt.layout.storage != Storage::kImage) continue;
+    uint32_t w = 0, h = 0;
+    image_size(pt.layout, sig.shapes[t], &w, &h);
+    const uint32_t limit = device.capabilities().max_image_dimension_2d;
+    if (w > limit || h > limit)
+      return unimplemented("tensor %" + std::to_string(t) + " needs a " + std::to_string(w) + "x" + std::to_string(h) +
+                           " image, beyond the device's limit of " + std::to_string(limit) +
+                           "; use --storage buffer for these shapes");
+    KILN_ASSIGN_OR_RETURN(vk::Image image, sig.image_arena->create_image(
+                                               w, h, pt.layout.type == planner::ElemType::kF16 ? vk::ImageFormat::kRGBA16F
+                                                                                            : vk::ImageFormat::kRGBA32F));
+    sig.images.push_back(std::move(image));
+    Placement& p = sig.place[t];
+    p.present = true;
+    p.image = &sig.images.back();
+    p.size = device_bytes(pt.layout, sig.shapes[t]);
+    p.resource = (*resource)++;
   }
   return ok_status();
 }
@@ -272,6 +299,15 @@ Status VulkanModel::Impl::record(Signature& sig) {
     ++sig.dispatches;
   }
 
+  KILN_RETURN_IF_ERROR(plan_staging(sig));
+  Segment* first = nullptr;
+  Segment* last = nullptr;
+  for (Segment& seg : sig.segments)
+    if (!seg.dispatches.empty()) {
+      if (!first) first = &seg;
+      last = &seg;
+    }
+
   for (Segment& seg : sig.segments) {
     if (seg.dispatches.empty()) continue;
     if (device.timestamp_valid_bits() != 0) {
@@ -286,6 +322,7 @@ Status VulkanModel::Impl::record(Signature& sig) {
       seg.timestamps->reset(seg.cmd);
       (void)seg.timestamps->write(seg.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT);
     }
+    if (&seg == first) record_input_copies(sig, seg.cmd);
     if (!sig.external.empty()) {
       // The host's buffers: what earlier commands on the queue wrote (the
       // host's own uploads or render passes) is visible to the kernels.
@@ -341,6 +378,7 @@ Status VulkanModel::Impl::record(Signature& sig) {
                               VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr,
                               0, nullptr);
     }
+    if (status.ok() && &seg == last) record_output_copies(sig, seg.cmd);
     if (status.ok() && seg.timestamps && !options.profile)
       (void)seg.timestamps->write(seg.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT);
     const VkResult end = fn.vkEndCommandBuffer(seg.cmd);
@@ -348,6 +386,121 @@ Status VulkanModel::Impl::record(Signature& sig) {
     KILN_RETURN_IF_ERROR(device.check(end, "vkEndCommandBuffer"));
   }
   return ok_status();
+}
+
+// Which inputs and outputs travel through the staging buffer, and where.
+Status VulkanModel::Impl::plan_staging(Signature& sig) {
+  sig.staged_inputs.assign(plan.inputs.size(), {});
+  sig.staged_outputs.assign(plan.outputs.size(), {});
+  // Inputs ride in the first command buffer unless a host fallback reads them
+  // before it; outputs in the last unless a fallback runs after it.
+  size_t first = SIZE_MAX, last = SIZE_MAX;
+  for (size_t i = 0; i < sig.segments.size(); ++i)
+    if (!sig.segments[i].dispatches.empty()) {
+      if (first == SIZE_MAX) first = i;
+      last = i;
+    }
+  if (first == SIZE_MAX) return ok_status();
+  bool fallback_before = false, fallback_after = false;
+  for (size_t i = 0; i < sig.segments.size(); ++i)
+    if (sig.segments[i].fallback_step != SIZE_MAX) {
+      if (i < first) fallback_before = true;
+      if (i >= last) fallback_after = true;
+    }
+  VkDeviceSize total = 0;
+  auto stage = [&](TensorId t, Signature::Staged* out) {
+    const TensorId root = root_of(plan, t);
+    const Placement& p = sig.place[static_cast<size_t>(t)];
+    const PlanTensor& pt = plan.tensors[static_cast<size_t>(t)];
+    if (!p.present || p.resource < 0 || sig.external.count(root) || pt.host_resident) return;
+    if (shape_numel(sig.shapes[static_cast<size_t>(t)]) == 0) return;
+    if (p.image && pt.alias_of != planner::kNoTensor) return;
+    out->tensor = t;
+    out->offset = total;
+    out->bytes = device_bytes(pt.layout, sig.shapes[static_cast<size_t>(t)]);
+    total += (out->bytes + 255) / 256 * 256;
+  };
+  if (!fallback_before)
+    for (size_t i = 0; i < plan.inputs.size(); ++i) stage(plan.inputs[i], &sig.staged_inputs[i]);
+  for (size_t i = 0; i < plan.outputs.size() && !fallback_after; ++i) {
+    // An output that is also an input or another output is read back once
+    // through Transfer instead (a rare graph that forwards its input).
+    bool duplicate = std::count(plan.outputs.begin(), plan.outputs.end(), plan.outputs[i]) > 1 ||
+                     std::count(plan.inputs.begin(), plan.inputs.end(), plan.outputs[i]) > 0;
+    if (!duplicate) stage(plan.outputs[i], &sig.staged_outputs[i]);
+  }
+  if (total == 0) return ok_status();
+  KILN_ASSIGN_OR_RETURN(sig.staging, vk::HostBuffer::create(device, total));
+  sig.device_bytes += total;
+  return ok_status();
+}
+
+namespace {
+
+void copy_region(const VolkDeviceTable& fn, VkCommandBuffer cmd, const Placement& p, VkBuffer staging,
+                 VkDeviceSize staging_offset, VkDeviceSize bytes, bool to_device) {
+  if (p.image) {
+    VkBufferImageCopy region{};
+    region.bufferOffset = staging_offset;
+    region.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
+    region.imageExtent = {p.image->width(), p.image->height(), 1};
+    if (to_device) fn.vkCmdCopyBufferToImage(cmd, staging, p.image->handle(), VK_IMAGE_LAYOUT_GENERAL, 1, &region);
+    else fn.vkCmdCopyImageToBuffer(cmd, p.image->handle(), VK_IMAGE_LAYOUT_GENERAL, staging, 1, &region);
+    return;
+  }
+  VkBufferCopy region{};
+  region.size = bytes;
+  if (to_device) {
+    region.srcOffset = staging_offset;
+    region.dstOffset = p.offset;
+    fn.vkCmdCopyBuffer(cmd, staging, p.buffer->handle(), 1, &region);
+  } else {
+    region.srcOffset = p.offset;
+    region.dstOffset = staging_offset;
+    fn.vkCmdCopyBuffer(cmd, p.buffer->handle(), staging, 1, &region);
+  }
+}
+
+}  // namespace
+
+void VulkanModel::Impl::record_input_copies(Signature& sig, VkCommandBuffer cmd) {
+  if (!sig.staging) return;
+  const VolkDeviceTable& fn = device.fn();
+  // The previous run's kernels and copies are done with this memory (the
+  // host waited for them); order the copies after them and make the host's
+  // writes to the staging buffer visible.
+  VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  before.srcAccessMask = VK_ACCESS_HOST_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                         VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  before.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  fn.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                          VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
+  for (const Signature::Staged& s : sig.staged_inputs)
+    if (s.tensor != planner::kNoTensor)
+      copy_region(fn, cmd, sig.place[static_cast<size_t>(s.tensor)], sig.staging->handle(), s.offset, s.bytes, true);
+  VkMemoryBarrier after{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  after.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  after.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  fn.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &after, 0,
+                          nullptr, 0, nullptr);
+}
+
+void VulkanModel::Impl::record_output_copies(Signature& sig, VkCommandBuffer cmd) {
+  if (!sig.staging) return;
+  const VolkDeviceTable& fn = device.fn();
+  VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  before.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  before.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
+  fn.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0,
+                          nullptr, 0, nullptr);
+  for (const Signature::Staged& s : sig.staged_outputs)
+    if (s.tensor != planner::kNoTensor)
+      copy_region(fn, cmd, sig.place[static_cast<size_t>(s.tensor)], sig.staging->handle(), s.offset, s.bytes, false);
+  VkMemoryBarrier after{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  after.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  after.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  fn.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &after, 0, nullptr, 0,
+                          nullptr);
 }
 
 }  // namespace kiln::runtime

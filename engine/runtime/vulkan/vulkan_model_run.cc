@@ -2,6 +2,7 @@
 // placement and recorded command buffers; then submit and read back.
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <set>
 
 #include "engine/runtime/vulkan/device_data.h"
@@ -232,8 +233,19 @@ StatusOr<std::vector<Tensor>> VulkanModel::Impl::run(const std::vector<Tensor>& 
     KILN_ASSIGN_OR_RETURN(sig, signature_for(specs, bindings, &created));
   }
   std::lock_guard<std::mutex> run_lock(sig->mutex);
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i].defined()) KILN_RETURN_IF_ERROR(write_tensor(*sig, plan.inputs[i], inputs[i]));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) continue;
+    const Signature::Staged& staged = sig->staged_inputs[i];
+    if (staged.tensor == planner::kNoTensor) {
+      KILN_RETURN_IF_ERROR(write_tensor(*sig, plan.inputs[i], inputs[i]));
+      continue;
+    }
+    // Into the staging buffer; the first command buffer copies it in.
+    const PlanTensor& t = plan.tensors[static_cast<size_t>(staged.tensor)];
+    std::vector<std::byte> bytes = to_device(inputs[i], t.layout);
+    std::memcpy(sig->staging->data() + staged.offset, bytes.data(), std::min<size_t>(bytes.size(), staged.bytes));
+  }
+  if (sig->staging) KILN_RETURN_IF_ERROR(sig->staging->flush());
 
   double gpu_ms = 0;
   bool have_gpu_time = true;
@@ -272,6 +284,17 @@ StatusOr<std::vector<Tensor>> VulkanModel::Impl::run(const std::vector<Tensor>& 
   for (size_t i = 0; i < plan.outputs.size(); ++i) {
     if (bindings.count(graph.value(main.outputs[i]).name)) {
       outputs.emplace_back();  // the host reads its own buffer
+      continue;
+    }
+    const Signature::Staged& staged = sig->staged_outputs[i];
+    if (staged.tensor != planner::kNoTensor) {
+      // The last command buffer copied it into the staging buffer.
+      if (i == 0 || sig->staged_outputs[i - 1].tensor == planner::kNoTensor)
+        KILN_RETURN_IF_ERROR(sig->staging->invalidate());
+      const PlanTensor& t = plan.tensors[static_cast<size_t>(staged.tensor)];
+      KILN_ASSIGN_OR_RETURN(Tensor out, from_device(sig->staging->data() + staged.offset, staged.bytes, t.layout,
+                                                    t.dtype, sig->shapes[static_cast<size_t>(staged.tensor)]));
+      outputs.push_back(std::move(out));
       continue;
     }
     KILN_ASSIGN_OR_RETURN(Tensor t, read_tensor(*sig, plan.outputs[i]));
