@@ -111,6 +111,24 @@ void collect_dims_values(const ir::Graph& graph, const ops::OpRegistry& registry
   }
 }
 
+// A kernel binds each buffer tensor through one descriptor, so a constant
+// larger than the device's storage-buffer range (vgg11's first classifier
+// weight is 392 MiB; lavapipe allows 128 MiB) cannot be bound: such a node
+// runs on the host instead.
+Status check_buffer_ranges(PlanBuilder& builder, const ir::Node& node) {
+  for (const KernelDesc& k : builder.pending_kernels())
+    for (const KernelTensor& t : k.tensors) {
+      const PlanTensor& pt = builder.tensor(t.tensor);
+      if (!pt.constant.defined() || pt.layout.storage != Storage::kBuffer) continue;
+      const uint64_t bytes = static_cast<uint64_t>(pt.constant.numel()) * elem_bytes(pt.layout.type);
+      if (bytes > builder.target().max_storage_buffer_range)
+        return unimplemented(node.describe() + ": a constant of " + std::to_string(bytes) +
+                             " bytes exceeds the device's storage-buffer range of " +
+                             std::to_string(builder.target().max_storage_buffer_range) + " bytes");
+    }
+  return ok_status();
+}
+
 }  // namespace
 
 StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& target, const PlanOptions& options,
@@ -179,6 +197,7 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
       LoweringContext ctx(builder, graph, nid);
       lowered = fn(ctx);
     }
+    if (lowered.ok()) lowered = check_buffer_ranges(builder, node);
     if (lowered.ok()) {
       for (KernelDesc& k : builder.pending_kernels()) {
         PlanStep step;

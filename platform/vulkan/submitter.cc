@@ -7,8 +7,9 @@
 namespace kiln::vk {
 
 namespace {
-// How long a submission is polled before blocking (see submit_locked).
-constexpr int kSpinMicros = 2000;
+// How long a submission is polled before blocking (see submit_locked): a
+// blocking wait can wake milliseconds late, more than a model takes to run.
+constexpr int kSpinMicros = 50000;
 }  // namespace
 
 StatusOr<std::unique_ptr<Submitter>> Submitter::create(Device& device) {

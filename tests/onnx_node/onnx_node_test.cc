@@ -216,6 +216,10 @@ int run_vulkan(const Options& opt, const std::vector<Case>& cases, const std::ma
   const auto start = std::chrono::steady_clock::now();
   const node_test::VulkanRun run = node_test::run_on_vulkan(dirs, opt.vulkan);
   seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!run.setup_error.empty()) {
+    std::cout << "cannot run the Vulkan suite: " << run.setup_error << "\n";
+    return 2;
+  }
   if (!run.skip_reason.empty()) {
     std::cout << "skipped: " << run.skip_reason << "\n";
     return 77;
@@ -238,6 +242,8 @@ int run_vulkan(const Options& opt, const std::vector<Case>& cases, const std::ma
       continue;
     }
     results << kind << " " << name << " [" << r.ops << "]" << detail << "\n";
+    if (r.validation_warnings > 0)
+      results << "  " << r.validation_warnings << " validation warning(s), first: " << r.warning << "\n";
     if (r.kind == Kind::kPass) {
       ++passed;
       continue;
@@ -374,7 +380,7 @@ int run(const Options& opt) {
       opt.backend == "vulkan"
           ? run_vulkan(opt, cases, exclusions, results, unclaimed_ops, unclaimed_types, seconds, summary)
           : run_reference(opt, cases, exclusions, results, unclaimed_ops, unclaimed_types, seconds, summary);
-  if (status == 77) return status;
+  if (summary.empty()) return status;  // skipped, or nothing could run
   for (const auto& [name, reason] : exclusions)
     if (!fs::exists(root / name)) std::cout << "note: exclusion '" << name << "' matches no test case\n";
   print_unsupported(unsupported_ops, unsupported_types);

@@ -30,7 +30,8 @@ namespace {
 // ---- The pipe protocol: one line per message, fields separated by tabs.
 //   D <device name>                         the worker has its device
 //   S <reason>                              no device: skip everything
-//   R <case> <kind> <errors> <warnings> <ops> <message>
+//   X <reason>                              a device but no validation layer: fail
+//   R <case> <kind> <errors> <warnings> <ops> <message> <first warning>
 //   E <errors> <messages>                   teardown done
 
 std::string sanitize(std::string s) {
@@ -65,6 +66,13 @@ std::string error_text(const vk::Instance& instance) {
   for (const vk::DebugMessage& m : instance.messages())
     if (m.is_error()) out += " [" + m.id_name + "] " + m.text;
   return out;
+}
+
+// The first warning, as an example of what the layer said.
+std::string first_warning(const vk::Instance& instance) {
+  for (const vk::DebugMessage& m : instance.messages())
+    if (!m.is_error()) return "[" + m.id_name + "] " + m.text.substr(0, 400);
+  return "";
 }
 
 std::string join(const std::set<std::string>& names) {
@@ -137,7 +145,11 @@ VulkanCaseResult run_case(const fs::path& case_dir, const VulkanConfig& config, 
   instance_options.synchronization_validation = true;
   auto instance = vk::Instance::create(instance_options);
   if (!instance.ok()) {
-    write_all(fd, "S\tno validated Vulkan instance: " + sanitize(instance.status().to_string()) + "\n");
+    // No loader is a skip; a loader without the validation layer is an
+    // error (the suite promises validated runs), as in vk_test_env.cc.
+    const bool no_layer = instance.status().message().find("validation") != std::string::npos;
+    write_all(fd, std::string(no_layer ? "X" : "S") + "\tno validated Vulkan instance: " +
+                      sanitize(instance.status().to_string()) + "\n");
     ::_exit(0);
   }
   auto device = vk::Device::create(**instance);
@@ -165,6 +177,7 @@ VulkanCaseResult run_case(const fs::path& case_dir, const VulkanConfig& config, 
     VulkanCaseResult r = run_case(cases[i], config, **device, **cache);
     r.validation_errors = inst.error_count();
     r.validation_warnings = inst.warning_count();
+    if (r.validation_warnings > 0) r.warning = first_warning(inst);
     if (r.validation_errors > 0) {
       r.message = "validation:" + error_text(inst) + (r.message.empty() ? "" : "; then: " + r.message);
       r.kind = VulkanCaseResult::Kind::kFail;
@@ -172,7 +185,8 @@ VulkanCaseResult run_case(const fs::path& case_dir, const VulkanConfig& config, 
     inst.clear_messages();
     std::ostringstream line;
     line << "R\t" << i << "\t" << static_cast<int>(r.kind) << "\t" << r.validation_errors << "\t"
-         << r.validation_warnings << "\t" << sanitize(r.ops) << "\t" << sanitize(r.message) << "\n";
+         << r.validation_warnings << "\t" << sanitize(r.ops) << "\t" << sanitize(r.message) << "\t"
+         << sanitize(r.warning) << "\n";
     write_all(fd, line.str());
   }
   cache->reset();
@@ -235,10 +249,10 @@ WorkerEnd supervise_worker(const std::vector<fs::path>& cases, size_t first, con
       buffer.erase(0, nl + 1);
       if (f[0] == "D" && f.size() >= 2) {
         run.device = f[1];
-      } else if (f[0] == "S" && f.size() >= 2) {
-        run.skip_reason = f[1];
+      } else if ((f[0] == "S" || f[0] == "X") && f.size() >= 2) {
+        (f[0] == "S" ? run.skip_reason : run.setup_error) = f[1];
         skipped = true;
-      } else if (f[0] == "R" && f.size() >= 7) {
+      } else if (f[0] == "R" && f.size() >= 8) {
         const size_t i = std::stoul(f[1]);
         VulkanCaseResult& r = run.results[i];
         r.kind = static_cast<VulkanCaseResult::Kind>(std::stoi(f[2]));
@@ -246,6 +260,7 @@ WorkerEnd supervise_worker(const std::vector<fs::path>& cases, size_t first, con
         r.validation_warnings = std::stoull(f[4]);
         r.ops = f[5];
         r.message = f[6];
+        r.warning = f[7];
         next = i + 1;
         deadline = std::chrono::steady_clock::now() + std::chrono::seconds(config.timeout_s);
       } else if (f[0] == "E" && f.size() >= 3) {

@@ -38,10 +38,12 @@ struct VulkanCaseResult {
   std::string message;  // kFail: what went wrong; kFallback: the planner's reasons
   uint64_t validation_errors = 0;
   uint64_t validation_warnings = 0;
+  std::string warning;  // the first warning, when there were any
 };
 
 struct VulkanRun {
-  std::string skip_reason;  // non-empty: no validated Vulkan device; nothing ran
+  std::string skip_reason;  // non-empty: no Vulkan device; nothing ran
+  std::string setup_error;  // non-empty: Vulkan without the validation layer; nothing ran
   std::string device;       // the device's name
   std::vector<VulkanCaseResult> results;  // one per case, in order
   // What the layer reported while the workers destroyed their devices.

@@ -440,12 +440,34 @@ namespace {
 void copy_region(const VolkDeviceTable& fn, VkCommandBuffer cmd, const Placement& p, VkBuffer staging,
                  VkDeviceSize staging_offset, VkDeviceSize bytes, bool to_device) {
   if (p.image) {
+    // Copies use the transfer-optimal layouts; kernels use GENERAL.
+    const VkImageLayout copy_layout =
+        to_device ? VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL : VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL;
+    VkImageMemoryBarrier b{VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER};
+    b.srcAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                      VK_ACCESS_TRANSFER_WRITE_BIT;
+    b.dstAccessMask = to_device ? VK_ACCESS_TRANSFER_WRITE_BIT : VK_ACCESS_TRANSFER_READ_BIT;
+    b.oldLayout = VK_IMAGE_LAYOUT_GENERAL;
+    b.newLayout = copy_layout;
+    b.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+    b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+    b.image = p.image->handle();
+    b.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+    fn.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                            VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, nullptr, 0, nullptr, 1, &b);
     VkBufferImageCopy region{};
     region.bufferOffset = staging_offset;
     region.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
     region.imageExtent = {p.image->width(), p.image->height(), 1};
-    if (to_device) fn.vkCmdCopyBufferToImage(cmd, staging, p.image->handle(), VK_IMAGE_LAYOUT_GENERAL, 1, &region);
-    else fn.vkCmdCopyImageToBuffer(cmd, p.image->handle(), VK_IMAGE_LAYOUT_GENERAL, staging, 1, &region);
+    if (to_device) fn.vkCmdCopyBufferToImage(cmd, staging, p.image->handle(), copy_layout, 1, &region);
+    else fn.vkCmdCopyImageToBuffer(cmd, p.image->handle(), copy_layout, staging, 1, &region);
+    b.srcAccessMask = b.dstAccessMask;
+    b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT;
+    b.oldLayout = copy_layout;
+    b.newLayout = VK_IMAGE_LAYOUT_GENERAL;
+    fn.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                            VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0, nullptr, 0,
+                            nullptr, 1, &b);
     return;
   }
   VkBufferCopy region{};
