@@ -116,21 +116,8 @@ ir::Graph symbolic_graph(const std::string& op, const ir::SymShape& x_shape, con
   for (size_t i = 0; i < constants.size(); ++i) ins.push_back(g.add_constant("c" + std::to_string(i), constants[i]));
   const ir::ValueId y = g.add_value("y", DType::kUndefined, ir::SymShape::unranked());
   const ir::NodeId nid = g.add_node(op, ins, {y}, std::move(attrs));
-  std::vector<ops::ValueInfo> infos;
-  for (ir::ValueId v : ins) {
-    ops::ValueInfo info;
-    info.dtype = g.value(v).dtype;
-    info.shape = g.value(v).shape;
-    if (g.value(v).is_constant()) info.value = &g.value(v).constant;
-    infos.push_back(info);
-  }
-  auto inferred = ops::infer_node(*ops::OpRegistry::builtin().find("", op), g.node(nid), infos);
-  EXPECT_TRUE(inferred.ok()) << inferred.status().to_string();
-  if (inferred.ok()) {
-    g.value(y).dtype = (*inferred)[0].dtype;
-    g.value(y).shape = (*inferred)[0].shape;
-  }
-  g.add_output(y);
+  const Status finished = testing::finish_one_node_graph(g, nid);
+  EXPECT_TRUE(finished.ok()) << finished.to_string();
   return g;
 }
 

@@ -63,21 +63,8 @@ ir::Graph one_node(const std::string& op, const std::vector<ir::SymShape>& shape
   for (size_t i = 0; i < constants.size(); ++i) ins.push_back(g.add_constant("c" + std::to_string(i), constants[i]));
   const ir::ValueId out = g.add_value("out", DType::kUndefined, ir::SymShape::unranked());
   const ir::NodeId n = g.add_node(op, ins, {out}, std::move(attrs));
-  std::vector<ops::ValueInfo> infos;
-  for (ir::ValueId v : ins) {
-    ops::ValueInfo info;
-    info.dtype = g.value(v).dtype;
-    info.shape = g.value(v).shape;
-    if (g.value(v).is_constant()) info.value = &g.value(v).constant;
-    infos.push_back(info);
-  }
-  auto inferred = ops::infer_node(*ops::OpRegistry::builtin().find("", op), g.node(n), infos);
-  EXPECT_TRUE(inferred.ok()) << inferred.status().to_string();
-  if (inferred.ok()) {
-    g.value(out).dtype = (*inferred)[0].dtype;
-    g.value(out).shape = (*inferred)[0].shape;
-  }
-  g.add_output(out);
+  const Status finished = testing::finish_one_node_graph(g, n);
+  EXPECT_TRUE(finished.ok()) << finished.to_string();
   return g;
 }
 

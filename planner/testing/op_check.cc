@@ -60,10 +60,18 @@ StatusOr<ir::Graph> one_node_graph(const OpCheck& check, std::vector<Tensor>* gr
     outs.push_back(g.add_value("out" + std::to_string(j), DType::kUndefined, ir::SymShape::unranked()));
   const ir::NodeId nid = g.add_node(check.op, ins, outs, check.attrs);
   g.node(nid).domain = check.domain;
-  const ops::OpSchema* schema = ops::OpRegistry::builtin().find(check.domain, check.op);
-  if (!schema) return invalid_argument("unknown op " + check.op);
+  KILN_RETURN_IF_ERROR(finish_one_node_graph(g, nid));
+  return g;
+}
+
+}  // namespace
+
+Status finish_one_node_graph(ir::Graph& g, ir::NodeId n) {
+  const ir::Node& node = g.node(n);
+  const ops::OpSchema* schema = ops::OpRegistry::builtin().find(node.domain, node.op);
+  if (!schema) return invalid_argument("unknown op " + node.op);
   std::vector<ops::ValueInfo> infos;
-  for (ir::ValueId v : ins) {
+  for (ir::ValueId v : node.inputs) {
     ops::ValueInfo info;
     if (v != ir::kNoValue) {
       info.dtype = g.value(v).dtype;
@@ -72,16 +80,15 @@ StatusOr<ir::Graph> one_node_graph(const OpCheck& check, std::vector<Tensor>* gr
     }
     infos.push_back(info);
   }
-  KILN_ASSIGN_OR_RETURN(std::vector<ops::ValueInfo> inferred, ops::infer_node(*schema, g.node(nid), infos));
-  for (size_t j = 0; j < outs.size(); ++j) {
+  KILN_ASSIGN_OR_RETURN(std::vector<ops::ValueInfo> inferred, ops::infer_node(*schema, node, infos));
+  const std::vector<ir::ValueId> outs = g.node(n).outputs;
+  for (size_t j = 0; j < outs.size() && j < inferred.size(); ++j) {
     g.value(outs[j]).dtype = inferred[j].dtype;
     g.value(outs[j]).shape = inferred[j].shape;
     g.add_output(outs[j]);
   }
-  return g;
+  return ok_status();
 }
-
-}  // namespace
 
 ::testing::AssertionResult check_op(const OpCheck& check) {
   std::vector<Tensor> inputs;

@@ -49,6 +49,11 @@ struct OpCheck {
 // config; the result names the config, the output and the worst element.
 ::testing::AssertionResult check_op(const OpCheck& check);
 
+// Sets the dtypes and shapes of node `n`'s outputs by shape inference from
+// its inputs and makes them the graph's outputs: the last step of building a
+// one-node test graph. Errors: unknown op, inference errors.
+Status finish_one_node_graph(ir::Graph& g, ir::NodeId n);
+
 // Random float tensor in [lo, hi) with a fixed seed.
 Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
 

@@ -22,13 +22,6 @@ using planner::PlanTensor;
 using planner::Storage;
 using planner::TensorId;
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-}  // namespace
-
 planner::TargetInfo target_info(const vk::Device& device) {
   const vk::Capabilities& c = device.capabilities();
   const vk::EnabledFeatures& e = device.enabled();

@@ -2,6 +2,7 @@
 // per-shape-signature state (concrete shapes, memory, recorded commands).
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <map>
 #include <memory>
@@ -21,6 +22,11 @@
 namespace kiln::runtime {
 
 using planner::TensorId;
+
+using Clock = std::chrono::steady_clock;
+inline double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 // Where one plan tensor lives during runs of a signature.
 struct Placement {

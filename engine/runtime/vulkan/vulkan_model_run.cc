@@ -16,8 +16,6 @@ using planner::Storage;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 std::string shape_key(const InputSpec& t) {
   std::string k = std::string(dtype_name(t.dtype)) + "[";
