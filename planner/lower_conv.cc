@@ -325,21 +325,30 @@ Status conv_gemm(LoweringContext& ctx, const ConvGeometry& g) {
   return ok_status();
 }
 
+// What Conv and ConvTranspose read alike: float tensors of 1 to 3 spatial
+// axes, group, kernel, strides, dilations; returns the window attributes
+// (pads, auto_pad) for the caller's own padding rules.
+StatusOr<ops::WindowAttrs> read_geometry(LoweringContext& ctx, ConvGeometry* g) {
+  if (!dtype_is_float(ctx.input_dtype(0))) return ctx.error(ctx.node().op + " needs float tensors");
+  const std::vector<ir::Dim>& sx = ctx.input_shape(0);
+  if (sx.size() < 3 || sx.size() > 5) return ctx.unsupported("only 1 to 3 spatial axes");
+  g->spatial = sx.size() - 2;
+  KILN_ASSIGN_OR_RETURN(const ops::WindowAttrs wa, ops::read_window_attrs(ctx.node(), g->spatial, false));
+  g->group = ctx.node().attr_int("group", 1);
+  if (g->group < 1) return ctx.error("group must be positive");
+  KILN_RETURN_IF_ERROR(read_kernel(ctx, *g));
+  g->strides = wa.strides;
+  g->dilations = wa.dilations;
+  return wa;
+}
+
 }  // namespace
 
 Status lower_conv(LoweringContext& ctx) {
-  if (!dtype_is_float(ctx.input_dtype(0))) return ctx.error("Conv needs float tensors");
   const std::vector<ir::Dim>& sx = ctx.input_shape(0);
   const std::vector<ir::Dim>& sy = ctx.output_shape(0);
-  if (sx.size() < 3 || sx.size() > 5) return ctx.unsupported("only 1 to 3 spatial axes");
   ConvGeometry g;
-  g.spatial = sx.size() - 2;
-  KILN_ASSIGN_OR_RETURN(const ops::WindowAttrs wa, ops::read_window_attrs(ctx.node(), g.spatial, false));
-  g.group = ctx.node().attr_int("group", 1);
-  if (g.group < 1) return ctx.error("group must be positive");
-  KILN_RETURN_IF_ERROR(read_kernel(ctx, g));
-  g.strides = wa.strides;
-  g.dilations = wa.dilations;
+  KILN_ASSIGN_OR_RETURN(const ops::WindowAttrs wa, read_geometry(ctx, &g));
   for (size_t i = 0; i < g.spatial; ++i) {
     if (wa.auto_pad == AutoPad::kSameUpper || wa.auto_pad == AutoPad::kSameLower) {
       // total = max(0, (out - 1) * stride + dilated kernel - in), the odd one
@@ -364,18 +373,10 @@ Status lower_conv(LoweringContext& ctx) {
 //                 o = i * stride - pad + k * dilation for an input position i.
 
 Status lower_conv_transpose(LoweringContext& ctx) {
-  if (!dtype_is_float(ctx.input_dtype(0))) return ctx.error("ConvTranspose needs float tensors");
   const std::vector<ir::Dim>& sx = ctx.input_shape(0);
   const std::vector<ir::Dim>& sy = ctx.output_shape(0);
-  if (sx.size() < 3 || sx.size() > 5) return ctx.unsupported("only 1 to 3 spatial axes");
   ConvGeometry g;
-  g.spatial = sx.size() - 2;
-  KILN_ASSIGN_OR_RETURN(const ops::WindowAttrs wa, ops::read_window_attrs(ctx.node(), g.spatial, false));
-  g.group = ctx.node().attr_int("group", 1);
-  if (g.group < 1) return ctx.error("group must be positive");
-  KILN_RETURN_IF_ERROR(read_kernel(ctx, g));
-  g.strides = wa.strides;
-  g.dilations = wa.dilations;
+  KILN_ASSIGN_OR_RETURN(const ops::WindowAttrs wa, read_geometry(ctx, &g));
   const std::vector<int64_t> out_pad = ctx.node().attr_ints("output_padding", std::vector<int64_t>(g.spatial, 0));
   if (out_pad.size() != g.spatial) return ctx.error("output_padding needs one value per spatial axis");
   // Pads derived from the requested output size (output_shape or SAME_*),
