@@ -14,6 +14,7 @@ namespace kiln::ops {
 namespace {
 
 using ir::Attribute;
+using testing::infer;
 using ir::Dim;
 using ir::SymShape;
 using testing::expect_near;
@@ -71,19 +72,6 @@ ValueInfo const_val(const Tensor& t) {
   v.shape = SymShape::from_concrete(t.shape());
   v.value = &t;
   return v;
-}
-
-StatusOr<std::vector<ValueInfo>> infer(const std::string& op, std::vector<ValueInfo> ins,
-                                       std::map<std::string, Attribute> attrs = {}, size_t num_outputs = 1) {
-  const OpSchema* schema = OpRegistry::builtin().find("", op);
-  if (!schema) return not_found("no op " + op);
-  ir::Node node;
-  node.op = op;
-  node.name = "n";
-  node.attrs = std::move(attrs);
-  node.inputs.assign(ins.size(), 0);
-  node.outputs.assign(num_outputs, 0);
-  return infer_node(*schema, node, std::move(ins));
 }
 
 std::string shape_of(const StatusOr<std::vector<ValueInfo>>& r, size_t i = 0) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/ir/graph.h"
+#include "engine/ops/op_registry.h"
 #include "engine/runtime/reference_executor.h"
 
 namespace kiln::ops::testing {
@@ -77,6 +78,30 @@ inline void expect_near(const Tensor& actual, const Tensor& expected, double ato
     }
     ASSERT_LE(std::abs(a - e), atol + rtol * std::abs(e)) << "element " << i << ": " << a << " vs " << e;
   }
+}
+
+// Shape inference of `op` alone, for the symbolic-inference tests: a node
+// with `inputs.size()` inputs and `num_outputs` outputs.
+inline StatusOr<std::vector<ValueInfo>> infer(const std::string& op, std::vector<ValueInfo> inputs,
+                                              std::map<std::string, ir::Attribute> attrs = {},
+                                              size_t num_outputs = 1) {
+  const OpSchema* schema = OpRegistry::builtin().find("", op);
+  if (!schema) return not_found("no op " + op);
+  ir::Node node;
+  node.op = op;
+  node.name = "sym";
+  node.attrs = std::move(attrs);
+  node.inputs.assign(inputs.size(), 0);
+  node.outputs.assign(num_outputs, 0);
+  return infer_node(*schema, node, std::move(inputs));
+}
+
+// What inference knows of a value: its dtype and symbolic dims.
+inline ValueInfo info(DType t, std::vector<ir::Dim> dims) {
+  ValueInfo v;
+  v.dtype = t;
+  v.shape = ir::SymShape(std::move(dims));
+  return v;
 }
 
 }  // namespace kiln::ops::testing

@@ -14,6 +14,8 @@ namespace {
 
 using testing::expect_near;
 using testing::run_op;
+using testing::infer;
+using testing::info;
 using Attrs = std::map<std::string, ir::Attribute>;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -129,25 +131,6 @@ TEST(ReductionTest, ReduceErrors) {
 }
 
 // --- symbolic inference -------------------------------------------------------------
-
-StatusOr<std::vector<ValueInfo>> infer(const std::string& op, std::vector<ValueInfo> inputs, Attrs attrs = {},
-                                       size_t num_outputs = 1) {
-  const OpSchema* schema = OpRegistry::builtin().find("", op);
-  if (!schema) return not_found(op);
-  ir::Node node;
-  node.op = op;
-  node.name = "sym";
-  node.attrs = std::move(attrs);
-  for (size_t i = 0; i < num_outputs; ++i) node.outputs.push_back(static_cast<ir::ValueId>(i));
-  return infer_node(*schema, node, std::move(inputs));
-}
-
-ValueInfo info(DType t, std::vector<ir::Dim> dims) {
-  ValueInfo v;
-  v.dtype = t;
-  v.shape = ir::SymShape(std::move(dims));
-  return v;
-}
 
 TEST(ReductionTest, SymbolicInference) {
   const ir::Dim b = ir::Dim::symbol("b"), s = ir::Dim::symbol("s");

@@ -10,6 +10,7 @@ namespace kiln::ops {
 namespace {
 
 using ir::Attribute;
+using testing::infer;
 using ir::Dim;
 using ir::SymShape;
 using testing::expect_near;
@@ -31,16 +32,6 @@ std::string run_err(const std::string& op, const std::vector<Tensor>& in, std::m
   auto r = run_op(op, in, std::move(attrs), 1, std::move(const_inputs));
   EXPECT_FALSE(r.ok());
   return r.ok() ? std::string() : r.status().message();
-}
-
-StatusOr<std::vector<ValueInfo>> infer(const std::string& op, std::vector<ValueInfo> ins,
-                                       std::map<std::string, Attribute> attrs = {}) {
-  ir::Node node;
-  node.op = op;
-  node.attrs = std::move(attrs);
-  node.inputs.assign(ins.size(), 0);
-  node.outputs = {0};
-  return infer_node(*OpRegistry::builtin().find("", op), node, std::move(ins));
 }
 
 ValueInfo scalar_dims(DType dt, Dim d) {
