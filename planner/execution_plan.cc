@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "planner/plan_builder.h"
+#include "planner/precision_policy.h"
 
 namespace kiln::planner {
 
@@ -26,11 +27,17 @@ PlanBuilder::PlanBuilder(const ir::Graph& graph, const TargetInfo& target, const
       shapes_[i].push_back(d.is_known() ? d : ir::Dim::symbol("_v" + std::to_string(i) + "_" + std::to_string(k)));
     }
   }
+  float_types_ = choose_float_types(graph, shapes_, options.precision);
 }
 
-DeviceLayout PlanBuilder::choose_layout(DType dtype, const std::vector<ir::Dim>& shape, bool constant) const {
+ElemType PlanBuilder::value_elem_type(ir::ValueId v) const {
+  return device_elem_type(graph_.value(v).dtype, float_types_[static_cast<size_t>(v)]);
+}
+
+DeviceLayout PlanBuilder::choose_layout(DType dtype, const std::vector<ir::Dim>& shape, bool constant,
+                                        ElemType float_type) const {
   DeviceLayout layout;
-  layout.type = device_elem_type(dtype, options_.precision);
+  layout.type = device_elem_type(dtype, float_type);
   if (constant || options_.storage != Storage::kImage || !is_float(layout.type) || shape.empty()) return layout;
   const int packed = default_packed_axis(shape.size());
   const ImageExtent e = image_extent(shape, packed);
@@ -58,7 +65,7 @@ TensorId PlanBuilder::tensor_of(ir::ValueId v) {
   t.value = v;
   t.dtype = value.dtype;
   t.shape = shapes_[static_cast<size_t>(v)];
-  t.layout = choose_layout(value.dtype, t.shape, value.is_constant());
+  t.layout = choose_layout(value.dtype, t.shape, value.is_constant(), float_types_[static_cast<size_t>(v)]);
   if (value.is_constant()) t.constant = value.constant;
   const TensorId id = add_tensor(std::move(t));
   plan_.value_tensor[v] = id;
@@ -111,6 +118,25 @@ void collect_dims_values(const ir::Graph& graph, const ops::OpRegistry& registry
   }
 }
 
+// Whether every node reading `v` reads it at one of its schema's
+// value_inputs (and something reads it).
+bool read_only_as_shape_data(const ir::Graph& graph, const ops::OpRegistry& registry, ir::ValueId v) {
+  bool read = false;
+  for (ir::NodeId nid : graph.main().nodes) {
+    const ir::Node& node = graph.node(nid);
+    if (node.erased) continue;
+    const ops::OpSchema* schema = registry.find(node.domain, node.op);
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (node.inputs[i] != v) continue;
+      if (!schema || std::find(schema->value_inputs.begin(), schema->value_inputs.end(), static_cast<int>(i)) ==
+                         schema->value_inputs.end())
+        return false;
+      read = true;
+    }
+  }
+  return read;
+}
+
 // A kernel binds each buffer tensor through one descriptor, so a constant
 // larger than the device's storage-buffer range (vgg11's first classifier
 // weight is 392 MiB; lavapipe allows 128 MiB) cannot be bound: such a node
@@ -147,11 +173,12 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
     host_known[i] = graph.value(static_cast<ir::ValueId>(i)).is_constant();
   for (ir::ValueId v : graph.main().inputs) {
     plan.inputs.push_back(builder.tensor_of(v));
-    // A small integer input of static shape is shape-like (a Reshape
-    // target, Slice bounds, axes): its value joins the shape signature and it
-    // lives on the host, uploaded only when a kernel reads it.
+    // A small input of static shape is shape-like when it is an integer (a
+    // Reshape target, Slice bounds, axes) or only ever read as shape data
+    // (Resize's scales): its value joins the shape signature and it lives on
+    // the host, uploaded only when a kernel reads it.
     const ir::Value& value = graph.value(v);
-    if (!dtype_is_float(value.dtype) && value.shape.is_static() &&
+    if ((!dtype_is_float(value.dtype) || read_only_as_shape_data(graph, ops, v)) && value.shape.is_static() &&
         shape_numel(value.shape.concrete()) <= kHostInputMaxElements) {
       host_known[static_cast<size_t>(v)] = true;
       builder.tensor(plan.inputs.back()).host_resident = true;
@@ -190,6 +217,7 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
       if (v != ir::kNoValue && !builder.value_ranked(v)) ranked_inputs = false;
     const LowerFn fn = lowerings.find(node.domain, node.op);
     const size_t tensors_before = plan.tensors.size();
+    const size_t host_params_before = plan.host_params.size();
     std::vector<TensorId> output_aliases;
     for (ir::ValueId v : node.outputs)
       output_aliases.push_back(v == ir::kNoValue ? kNoTensor : builder.tensor(builder.tensor_of(v)).alias_of);
@@ -215,6 +243,7 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
     for (auto it = plan.value_tensor.begin(); it != plan.value_tensor.end();)
       it = (static_cast<size_t>(it->second) >= tensors_before) ? plan.value_tensor.erase(it) : std::next(it);
     if (plan.tensors.size() > tensors_before) plan.tensors.resize(tensors_before);
+    plan.host_params.resize(host_params_before);
     for (size_t i = 0; i < node.outputs.size(); ++i)
       if (node.outputs[i] != ir::kNoValue) builder.tensor(builder.tensor_of(node.outputs[i])).alias_of = output_aliases[i];
     if (!schema || !schema->kernel) return lowered;

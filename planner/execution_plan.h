@@ -56,9 +56,19 @@ struct PlanStep {
   KernelDesc kernel;              // kDispatch
 };
 
-// Integer graph inputs with a static shape of at most this many elements are
-// host values: their contents are part of the shape signature.
+// Graph inputs with a static shape of at most this many elements are host
+// values when they are integers, or when every node reading them reads them
+// as shape data (OpSchema::value_inputs, e.g. Resize's float scales): their
+// contents are part of the shape signature.
 constexpr int64_t kHostInputMaxElements = 64;
+
+// A kernel parameter computed on the host per shape signature
+// (LoweringContext::host_param): the runtime binds `symbol` to fn(node's inputs).
+struct HostParam {
+  std::string symbol;
+  ir::NodeId node = ir::kNoNode;
+  HostParamFn fn;
+};
 
 struct PlanOptions {
   Storage storage = Storage::kBuffer;  // where activations live (images fall back to buffers when too large)
@@ -74,6 +84,7 @@ struct ExecutionPlan {
   PlanOptions options;
   // Every symbol plan dims mention, sorted (model symbols and fresh ones).
   std::vector<std::string> symbols;
+  std::vector<HostParam> host_params;
   // Nodes that run on the host because no lowering handles them, with why.
   std::vector<std::string> fallback_reasons;
 

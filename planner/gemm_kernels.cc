@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <string>
 
+#include "planner/gemm_coopmat.h"
+
 namespace kiln::planner {
 namespace {
 
@@ -279,13 +281,41 @@ KernelDesc make_gemm_kernel(const GemmProblem& p) {
   return d;
 }
 
+namespace {
+
+// Whether `p` reads a float tensor stored as fp32 in an fp16 plan (a weight
+// the precision policy keeps): the cooperative-matrix kernel would round it
+// to fp16 in shared memory and undo the policy, so such a GEMM takes the
+// scalar kernel, which computes in fp32.
+bool reads_f32(const GemmProblem& p) {
+  for (const KernelTensor& t : p.tensors)
+    if (!t.written && t.layout.type == ElemType::kF32) return true;
+  return false;
+}
+
+}  // namespace
+
 Status emit_gemm(LoweringContext& ctx, const GemmProblem& p) {
+  const auto check_grid = [&](const KernelDesc& d) -> Status {
+    const int64_t max_groups = ctx.target().max_workgroup_count_x;
+    for (const ir::Dim& g : d.groups)
+      if (g.is_const() && g.value() > max_groups)
+        return ctx.unsupported("GEMM grid of " + std::to_string(g.value()) + " workgroups exceeds the device's " +
+                               std::to_string(max_groups));
+    return ok_status();
+  };
+  // fp16 on a device with cooperative matrices: the tensor-core kernel. Not
+  // combined with split-K (kept simple): a small grid walks all of K.
+  if (!use_gemv(p))
+    if (const std::optional<CoopMatConfig> c =
+            choose_coopmat(p, ctx.target(), reads_f32(p) ? ElemType::kF32 : ctx.float_type())) {
+      KernelDesc d = make_coopmat_gemm_kernel(p, *c);
+      KILN_RETURN_IF_ERROR(check_grid(d));
+      ctx.emit(std::move(d));
+      return ok_status();
+    }
   KernelDesc d = make_gemm_kernel(p);
-  const int64_t max_groups = ctx.target().max_workgroup_count_x;
-  for (const ir::Dim& g : d.groups)
-    if (g.is_const() && g.value() > max_groups)
-      return ctx.unsupported("GEMM grid of " + std::to_string(g.value()) + " workgroups exceeds the device's " +
-                             std::to_string(max_groups));
+  KILN_RETURN_IF_ERROR(check_grid(d));
   const ir::Dim tiles = d.groups[0] * d.groups[1] * d.groups[2];
   const int64_t split = use_gemv(p) ? 1 : choose_split(tiles.is_const() ? tiles.value() : 0, p.k);
   if (split <= 1) {

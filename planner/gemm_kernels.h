@@ -11,6 +11,7 @@
 // 16/32/64/128 rows otherwise) from the sizes known at plan time.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,14 @@ void finish_gemm_output(LoweringContext& ctx, const GemmOutput& out);
 //    (may declare locals from b, m, n) then Y_st4(`coords`, v).
 std::string gemm_store4_buffer(const std::string& index);
 std::string gemm_store4_image(const std::string& setup, const std::string& coords);
+
+// The MatMul and Gemm lowerings of lower_linalg.cc with a constant B cut
+// into column chunks of at most `max_constant_bytes` each, or of the
+// device's storage-buffer range when that is smaller (register_linalg_lowerings
+// passes no limit of its own); tests pass a few KiB to exercise the split
+// with small weights on any device.
+Status lower_matmul_limited(LoweringContext& ctx, uint64_t max_constant_bytes);
+Status lower_gemm_limited(LoweringContext& ctx, uint64_t max_constant_bytes);
 
 // Entry points of lower_conv.cc, registered by register_linalg_lowerings.
 Status lower_conv(LoweringContext& ctx);

@@ -105,10 +105,11 @@ std::string list(const std::string& prefix, size_t n) {
   return s;
 }
 
-// A weight tensor as a row-major float buffer of the activation precision,
-// `host` already in the order the kernel reads.
+// A weight tensor as a row-major float buffer of the weight input's device
+// type (the activation precision, or fp32 where the precision policy keeps
+// it), `host` already in the order the kernel reads.
 TensorId upload_weights(LoweringContext& ctx, Tensor host) {
-  return ctx.add_constant(std::move(host), {Storage::kBuffer, ctx.float_type()});
+  return ctx.add_constant(std::move(host), {Storage::kBuffer, ctx.input_elem_type(1)});
 }
 
 // Conv W [Cout, CG, k...] -> [G][CG * kk][Cout / G].

@@ -10,7 +10,9 @@
 // input through its accessor, so any storage works on either side.
 // Everything that decides which element is read — axes, permutations, pads,
 // slice starts, scales — must be known at plan time (constants, or shape
-// values as symbolic dims); an op whose index data is only on the device
+// values as symbolic dims) or be host values per run (small graph inputs:
+// the kernel then takes per-axis parameters computed on the host, see
+// LoweringContext::host_param); an op whose index data is only on the device
 // (Gather's indices, OneHot's indices) reads it through an accessor.
 // Also ScatterElements/ScatterND and CumSum, as map kernels. NonZero and
 // Range (data-dependent sizes) are not lowered (host fallback).
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/ops/slice_range.h"
 #include "planner/glsl_codegen.h"
 #include "planner/lower_util.h"
 #include "planner/lowering.h"
@@ -160,10 +163,65 @@ Dim slice_start(const Dim& start, int64_t step, const Dim& dim) {
   return Dim::min(Dim(std::min<int64_t>(v, std::numeric_limits<int32_t>::max())), dim - Dim(1));
 }
 
+// Axis k's clamped range of a Slice from its host inputs (starts, ends,
+// axes, steps), or the whole axis when no entry names it.
+StatusOr<ops::SliceRange> host_slice_range(const HostParamInputs& in, bool has_axes, bool has_steps, size_t k) {
+  const int64_t rank = static_cast<int64_t>(in.shapes[0].size());
+  const int64_t dim = in.shapes[0][k];
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> starts, host_ints(in, 1, "starts"));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> ends, host_ints(in, 2, "ends"));
+  std::vector<int64_t> axes, steps(starts.size(), 1);
+  if (has_axes) {
+    KILN_ASSIGN_OR_RETURN(axes, host_ints(in, 3, "axes"));
+  } else {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  if (has_steps) {
+    KILN_ASSIGN_OR_RETURN(steps, host_ints(in, 4, "steps"));
+  }
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    return invalid_argument("starts, ends, axes and steps differ in length");
+  for (size_t i = 0; i < axes.size(); ++i) {
+    auto a = normalize_axis(axes[i], rank);
+    if (!a) return invalid_argument("axis " + std::to_string(axes[i]) + " is out of range");
+    if (steps[i] == 0) return invalid_argument("steps must be non-zero");
+    if (*a == static_cast<int64_t>(k)) return ops::slice_concrete(starts[i], ends[i], steps[i], dim);
+  }
+  return ops::SliceRange{0, dim, 1};
+}
+
+// A Slice whose bounds are host values known per run: every axis reads from
+// a start and with a step the host computes.
+Status lower_slice_host(LoweringContext& ctx) {
+  const size_t rank = ctx.input_shape(0).size();
+  const bool has_axes = ctx.has_input(3), has_steps = ctx.has_input(4);
+  KernelDesc d = map_kernel("slice", {ctx.bind("x0", ctx.input(0)), ctx.bind("y", ctx.output(0), true)}, "");
+  std::vector<std::string> c;
+  for (size_t k = 0; k < rank; ++k) {
+    const std::string K = std::to_string(k);
+    d.params.push_back({"slice_start" + K, ctx.host_param([=](const HostParamInputs& in) -> StatusOr<int64_t> {
+                          KILN_ASSIGN_OR_RETURN(ops::SliceRange r, host_slice_range(in, has_axes, has_steps, k));
+                          return r.start;
+                        })});
+    d.params.push_back({"slice_step" + K, ctx.host_param([=](const HostParamInputs& in) -> StatusOr<int64_t> {
+                          KILN_ASSIGN_OR_RETURN(ops::SliceRange r, host_slice_range(in, has_axes, has_steps, k));
+                          return r.step;
+                        })});
+    c.push_back("slice_start" + K + " + " + oc(k) + " * slice_step" + K);
+  }
+  if (c.empty()) c.push_back("0");
+  d.body = "{\nv = x0_at(" + join_args(c) + ");\n}";
+  ctx.emit(std::move(d));
+  return ok_status();
+}
+
 Status lower_slice(LoweringContext& ctx) {
   const std::vector<Dim>& in_shape = ctx.input_shape(0);
   const auto rank = static_cast<int64_t>(in_shape.size());
   auto starts = input_dims(ctx, 1);
+  const bool plan_known = starts && (!ctx.has_input(3) || constant_ints(ctx, 3)) &&
+                          (!ctx.has_input(4) || constant_ints(ctx, 4));
+  if (!plan_known && inputs_on_host(ctx, 1, 4)) return lower_slice_host(ctx);
   if (!starts) return ctx.unsupported("starts are not known at plan time");
   std::vector<int64_t> axes, steps(starts->size(), 1);
   if (ctx.has_input(3)) {
@@ -313,20 +371,43 @@ Status lower_pad(LoweringContext& ctx) {
   const std::vector<Dim>& in_shape = ctx.input_shape(0);
   const auto rank = static_cast<int64_t>(in_shape.size());
   auto pads = input_dims(ctx, 1);
-  if (!pads) return ctx.unsupported("pads are not known at plan time");
-  std::vector<int64_t> axes;
-  if (ctx.has_input(3)) {
-    auto a = constant_ints(ctx, 3);
-    if (!a) return ctx.unsupported("axes are not constants");
-    for (int64_t x : *a) {
-      auto n = normalize_axis(x, rank);
-      if (!n) return ctx.error("axis " + std::to_string(x) + " is out of range");
-      axes.push_back(*n);
+  std::optional<std::vector<int64_t>> axes_v;
+  if (ctx.has_input(3)) axes_v = constant_ints(ctx, 3);
+  std::vector<Dim> begin(static_cast<size_t>(rank), Dim(0));
+  if (pads && (!ctx.has_input(3) || axes_v)) {
+    std::vector<int64_t> axes;
+    if (axes_v) {
+      for (int64_t x : *axes_v) {
+        auto n = normalize_axis(x, rank);
+        if (!n) return ctx.error("axis " + std::to_string(x) + " is out of range");
+        axes.push_back(*n);
+      }
+    } else {
+      for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
     }
+    if (pads->size() != 2 * axes.size()) return ctx.error("pads has the wrong length");
+    for (size_t i = 0; i < axes.size(); ++i) begin[static_cast<size_t>(axes[i])] = (*pads)[i];
+  } else if (ctx.input_on_host(1) && (!ctx.has_input(3) || ctx.input_on_host(3))) {
+    // Pads (and axes) are host values per run: each axis's leading pad is
+    // a parameter the host computes.
+    const bool has_axes = ctx.has_input(3);
+    for (size_t k = 0; k < static_cast<size_t>(rank); ++k)
+      begin[k] = ctx.host_param([=](const HostParamInputs& in) -> StatusOr<int64_t> {
+        KILN_ASSIGN_OR_RETURN(std::vector<int64_t> p, host_ints(in, 1, "pads"));
+        std::vector<int64_t> axes;
+        if (has_axes) {
+          KILN_ASSIGN_OR_RETURN(axes, host_ints(in, 3, "axes"));
+        } else {
+          for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+        }
+        if (p.size() != 2 * axes.size()) return invalid_argument("pads has the wrong length");
+        for (size_t i = 0; i < axes.size(); ++i)
+          if (normalize_axis(axes[i], rank) == static_cast<int64_t>(k)) return p[i];
+        return int64_t{0};
+      });
   } else {
-    for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
+    return ctx.unsupported("pads are not known at plan time");
   }
-  if (pads->size() != 2 * axes.size()) return ctx.error("pads has the wrong length");
   std::vector<KernelTensor> t = {ctx.bind("x0", ctx.input(0))};
   const bool f = dtype_is_float(ctx.input_dtype(0));
   std::string fill = f ? "0.0" : "0";
@@ -339,8 +420,6 @@ Status lower_pad(LoweringContext& ctx) {
     }
   }
   t.push_back(ctx.bind("y", ctx.output(0), true));
-  std::vector<Dim> begin(static_cast<size_t>(rank), Dim(0));
-  for (size_t i = 0; i < axes.size(); ++i) begin[static_cast<size_t>(axes[i])] = (*pads)[i];
   KernelDesc d = map_kernel("pad_" + mode, std::move(t), "");
   std::string body = "bool inside = true;\n";
   std::vector<std::string> c;
@@ -407,17 +486,37 @@ Status lower_resize(LoweringContext& ctx) {
   // Sizes (the output dims say everything) or constant scales.
   const bool sizes = ctx.has_input(3) && !(ctx.input_shape(3).size() == 1 && ctx.input_shape(3)[0].is_const() &&
                                            ctx.input_shape(3)[0].value() == 0);
-  std::vector<double> scales(static_cast<size_t>(rank), 1.0);
-  if (!sizes) {
-    const Tensor* s = ctx.input_constant(2);
-    if (!s) return ctx.unsupported("scales are not constants");
-    if (s->numel() != static_cast<int64_t>(axes.size())) return ctx.error("scales has the wrong length");
-    for (size_t i = 0; i < axes.size(); ++i) scales[static_cast<size_t>(axes[i])] = s->get_f64(static_cast<int64_t>(i));
-  }
+  // Each resized axis's scale as a GLSL float expression: a literal for
+  // constant scales, a host parameter (float bits) for scales given per run.
+  std::vector<std::string> scale(static_cast<size_t>(rank), "1.0");
   std::vector<bool> resized(static_cast<size_t>(rank), false);
-  for (int64_t a : axes) {
-    const auto k = static_cast<size_t>(a);
-    resized[k] = sizes ? !in[k].same_as(out[k]) : scales[k] != 1.0;
+  std::vector<KernelParam> params;
+  if (sizes) {
+    for (int64_t a : axes) resized[static_cast<size_t>(a)] = !in[static_cast<size_t>(a)].same_as(out[static_cast<size_t>(a)]);
+  } else if (const Tensor* s = ctx.input_constant(2)) {
+    if (s->numel() != static_cast<int64_t>(axes.size())) return ctx.error("scales has the wrong length");
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const double v = s->get_f64(static_cast<int64_t>(i));
+      const auto k = static_cast<size_t>(axes[i]);
+      scale[k] = glsl_float(v);
+      resized[k] = v != 1.0;
+    }
+  } else if (ctx.input_on_host(2)) {
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const auto k = static_cast<size_t>(axes[i]);
+      if (in[k].same_as(out[k])) continue;
+      const std::string p = "resize_scale" + std::to_string(k);
+      params.push_back({p, ctx.host_param([i, n = axes.size()](const HostParamInputs& h) -> StatusOr<int64_t> {
+                          const Tensor* t = h.values[2];
+                          if (!t || !dtype_is_float(t->dtype())) return invalid_argument("scales must be floats on the host");
+                          if (t->numel() != static_cast<int64_t>(n)) return invalid_argument("scales has the wrong length");
+                          return float_param_bits(static_cast<float>(t->get_f64(static_cast<int64_t>(i))));
+                        })});
+      scale[k] = "intBitsToFloat(" + p + ")";
+      resized[k] = true;
+    }
+  } else {
+    return ctx.unsupported("scales are not known on the host");
   }
   std::vector<KernelTensor> t = {ctx.bind("x0", ctx.input(0)), ctx.bind("y", ctx.output(0), true)};
   std::string body;
@@ -432,7 +531,7 @@ Status lower_resize(LoweringContext& ctx) {
     const std::string fin = "float(x0_D" + K + ")", fout = "float(y_D" + K + ")", o = "float(" + oc(k) + ")";
     // (e) / scale, with scale = out / in for sizes.
     auto div_scale = [&](const std::string& e) {
-      return sizes ? "(" + e + ") * " + fin + " / " + fout : "(" + e + ") / " + glsl_float(scales[k]);
+      return sizes ? "(" + e + ") * " + fin + " / " + fout : "(" + e + ") / " + scale[k];
     };
     std::string x;
     if (ctm == "half_pixel" || ctm == "pytorch_half_pixel") {
@@ -441,11 +540,11 @@ Status lower_resize(LoweringContext& ctx) {
     } else if (ctm == "half_pixel_symmetric") {
       x = div_scale(o + " + 0.5") + " - 0.5";
       if (!sizes) {
-        const std::string adj = fout + " / (" + glsl_float(scales[k]) + " * " + fin + ")";
+        const std::string adj = fout + " / (" + scale[k] + " * " + fin + ")";
         x = fin + " / 2.0 * (1.0 - " + adj + ") + " + x;
       }
     } else if (ctm == "align_corners") {
-      const std::string len = sizes ? fout : fin + " * " + glsl_float(scales[k]);
+      const std::string len = sizes ? fout : fin + " * " + scale[k];
       x = "(y_D" + K + " > 1 ? " + o + " * (" + fin + " - 1.0) / (" + len + " - 1.0) : 0.0)";
     } else {  // asymmetric
       x = div_scale(o);
@@ -526,7 +625,9 @@ Status lower_resize(LoweringContext& ctx) {
     }
     body += "v = acc;";
   }
-  ctx.emit(map_kernel("resize_" + mode, std::move(t), body));
+  KernelDesc d = map_kernel("resize_" + mode, std::move(t), body);
+  d.params = std::move(params);
+  ctx.emit(std::move(d));
   return ok_status();
 }
 
@@ -712,8 +813,43 @@ Status lower_scatter_nd(LoweringContext& ctx) {
 // Quadratic in the axis length, which is short where models use it
 // (position ids, masks).
 
+// CumSum along an axis that is a host value per run: the axis is a
+// parameter and the kernel indexes its coordinates through an array.
+Status lower_cumsum_host(LoweringContext& ctx, bool exclusive, bool reverse) {
+  const size_t r = ctx.input_shape(0).size();
+  if (r == 0) return ctx.error("CumSum needs an input of rank >= 1");
+  std::vector<KernelTensor> t = {ctx.bind("x0", ctx.input(0)), ctx.bind("y", ctx.output(0), true)};
+  const std::string s = glsl_scalar(t[1].layout.type);
+  KernelDesc d = map_kernel("cumsum_axis", std::move(t), "");
+  d.params.push_back({"cum_axis", ctx.host_param([r](const HostParamInputs& in) -> StatusOr<int64_t> {
+                        KILN_ASSIGN_OR_RETURN(std::vector<int64_t> a, host_ints(in, 1, "axis"));
+                        if (a.size() != 1) return invalid_argument("axis must hold one value");
+                        auto n = normalize_axis(a[0], static_cast<int64_t>(r));
+                        if (!n) return invalid_argument("axis " + std::to_string(a[0]) + " is out of range");
+                        return *n;
+                      })});
+  std::vector<std::string> oc_list, dims, c;
+  for (size_t k = 0; k < r; ++k) {
+    oc_list.push_back(oc(k));
+    dims.push_back("x0_D" + std::to_string(k));
+    c.push_back("c[" + std::to_string(k) + "]");
+  }
+  const std::string R = std::to_string(r);
+  std::string lo, hi;
+  if (!reverse) lo = "0", hi = exclusive ? "p" : "p + 1";
+  else lo = exclusive ? "p + 1" : "p", hi = "n";
+  d.body = "{\nint c[" + R + "] = int[" + R + "](" + join_args(oc_list) + ");\nint dims[" + R + "] = int[" + R + "](" +
+           join_args(dims) + ");\nint p = c[cum_axis], n = dims[cum_axis];\n" + s + " acc = " + s +
+           "(0);\nfor (int k = " + lo + "; k < " + hi + "; ++k) { c[cum_axis] = k; acc += x0_at(" + join_args(c) +
+           "); }\nv = acc;\n}";
+  ctx.emit(std::move(d));
+  return ok_status();
+}
+
 Status lower_cumsum(LoweringContext& ctx) {
   auto axis_v = constant_ints(ctx, 1);
+  if (!axis_v && ctx.input_on_host(1))
+    return lower_cumsum_host(ctx, ctx.node().attr_int("exclusive", 0) != 0, ctx.node().attr_int("reverse", 0) != 0);
   if (!axis_v || axis_v->size() != 1) return ctx.unsupported("axis is not a constant");
   const auto r = static_cast<int64_t>(ctx.input_shape(0).size());
   auto axis = normalize_axis((*axis_v)[0], r);

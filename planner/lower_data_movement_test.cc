@@ -1,7 +1,8 @@
 // Differential tests of the data-movement lowerings (lower_data_movement.cc)
 // against the reference executor, in every backend config (check_op).
 // Shape-like inputs (target shapes, axes, pads) are constants, as in
-// exported models; data and indices are device tensors.
+// exported models, or small graph inputs (host values per run) where a test
+// says so; data and indices are device tensors.
 #include <limits>
 #include <random>
 #include <string>
@@ -91,6 +92,19 @@ TEST_F(LowerDataMovement, Slice) {
   EXPECT_TRUE(check_op(op("Slice", {random_i64({9}, 42, -9, 9), i64({8}), i64({0}), i64({0}), i64({-3})}, {1, 2, 3, 4})));
 }
 
+// Bounds given per run (small graph inputs, host values): the kernel takes
+// per-axis starts and steps the host computes.
+TEST_F(LowerDataMovement, SliceBoundsAsRunInputs) {
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  const Tensor x = random_tensor({4, 6, 7}, 43);
+  EXPECT_TRUE(check_op(op("Slice", {x, i64({1, 2}), i64({3, big}), i64({0, 2})})));
+  EXPECT_TRUE(check_op(op("Slice", {x, i64({-1}), i64({-big}), i64({1}), i64({-2})})));
+  EXPECT_TRUE(check_op(op("Slice", {x, i64({-3, 0}), i64({-1, 100}), i64({-1, 0}), i64({1, 3})})));
+  EXPECT_TRUE(check_op(op("Slice", {x, i64({0, 0, 1}), i64({4, 6, 7})})));
+  // Some bounds constant, some per run.
+  EXPECT_TRUE(check_op(op("Slice", {x, i64({5}), i64({-8}), i64({-1}), i64({-2})}, {3, 4})));
+}
+
 TEST_F(LowerDataMovement, Gathers) {
   const Tensor data = random_tensor({5, 4, 3}, 51);
   EXPECT_TRUE(check_op(op("Gather", {data, Tensor::from_vector<int64_t>({2, 2}, {0, 4, -1, 2})})));
@@ -132,6 +146,12 @@ TEST_F(LowerDataMovement, Pad) {
   EXPECT_TRUE(check_op(op("Pad", {random_i64({5}, 74, -9, 9), i64({2, 1}), Tensor::from_vector<int64_t>({}, {7})}, {1, 2})));
 }
 
+TEST_F(LowerDataMovement, PadAsRunInputs) {
+  const Tensor x = random_tensor({1, 3, 4, 5}, 75);
+  EXPECT_TRUE(check_op(op("Pad", {x, i64({0, 0, 1, 2, 0, 0, 3, 1})})));
+  EXPECT_TRUE(check_op(op("Pad", {x, i64({0, 2, -1, 1}), Tensor(), i64({-1, 1})}, {}, {{"mode", s_attr("edge")}})));
+}
+
 TEST_F(LowerDataMovement, Resize) {
   const Tensor x = random_tensor({1, 2, 3, 5}, 81);
   const Tensor up = Tensor::from_vector<float>({4}, {1, 1, 2, 2});
@@ -147,6 +167,10 @@ TEST_F(LowerDataMovement, Resize) {
   EXPECT_TRUE(check_op(op("Resize", {x, Tensor(), up}, {2},
                           {{"mode", s_attr("cubic")}, {"exclude_outside", i_attr(1)}, {"cubic_coeff_a", ir::Attribute::of_float(-0.5f)},
                            {"coordinate_transformation_mode", s_attr("align_corners")}})));
+  // Scales given per run (a host value): each resized axis's scale is a parameter.
+  EXPECT_TRUE(check_op(op("Resize", {x, Tensor(), up}, {}, {{"mode", s_attr("linear")}})));
+  EXPECT_TRUE(check_op(op("Resize", {x, Tensor(), Tensor::from_vector<float>({2}, {0.6f, 1.5f})}, {},
+                          {{"axes", ints_attr({2, 3})}, {"coordinate_transformation_mode", s_attr("align_corners")}})));
   // Sizes, downscaling.
   EXPECT_TRUE(check_op(op("Resize", {random_tensor({1, 2, 8, 6}, 82), Tensor(), Tensor(), i64({1, 2, 4, 3})}, {3},
                           {{"mode", s_attr("linear")}})));
@@ -193,6 +217,13 @@ TEST_F(LowerDataMovement, CumSum) {
                               {{"exclusive", i_attr(exclusive)}, {"reverse", i_attr(reverse)}})));
     }
   EXPECT_TRUE(check_op(op("CumSum", {random_i64({7}, 122, -9, 9), Tensor::from_vector<int64_t>({}, {-1})}, {1})));
+  // The axis given per run (a host value): one kernel for every axis.
+  for (int64_t axis : {0, -1, 1})
+    for (int64_t reverse : {0, 1}) {
+      SCOPED_TRACE(std::to_string(axis) + std::to_string(reverse));
+      EXPECT_TRUE(check_op(op("CumSum", {x, Tensor::from_vector<int64_t>({}, {axis})}, {},
+                              {{"exclusive", i_attr(1 - reverse)}, {"reverse", i_attr(reverse)}})));
+    }
 }
 
 }  // namespace

@@ -5,8 +5,14 @@
 // Constant right-hand operands (the weights of linear layers) are uploaded
 // once as row-major [K][N] buffers in the activation precision, whatever
 // layout the planner would give the initializer, so the kernel's B tile reads
-// consecutive columns; activations are read through their accessors.
+// consecutive columns — in column chunks, one GEMM dispatch each, when the
+// weight exceeds what one descriptor can address; activations are read
+// through their accessors.
 // Integer MatMul/Gemm stay on the host: the kernels accumulate in float.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,16 +57,103 @@ std::string decompose_rows(size_t y_rank) {
   return s;
 }
 
-std::string row_coords(size_t y_rank) {
+// "c0, .., c<rank-2>, <column>": Y's coordinates for decompose_rows' row.
+std::string row_coords(size_t y_rank, const std::string& column) {
   std::string s;
   for (size_t k = 0; k + 1 < y_rank; ++k) s += "c" + std::to_string(k) + ", ";
-  return s + "n";
+  return s + column;
 }
 
-// A float constant uploaded as a row-major buffer of the activation precision.
-TensorId upload_float(LoweringContext& ctx, Tensor t) {
-  return ctx.add_constant(std::move(t), {Storage::kBuffer, ctx.float_type()});
+// A float constant (derived from the node's input `input`) uploaded as a
+// row-major buffer in the precision the planner gives that input.
+TensorId upload_float(LoweringContext& ctx, Tensor t, size_t input) {
+  return ctx.add_constant(std::move(t), {Storage::kBuffer, ctx.input_elem_type(input)});
 }
+
+// ---------------------------------------------------------------------------
+// Weights larger than a descriptor can address.
+//
+// A storage-buffer descriptor spans at most maxStorageBufferRange bytes (128
+// MiB on lavapipe and many mobile GPUs), and a classifier weight can be
+// larger (vgg11's first Linear, 25088 x 4096, is 392 MiB in fp32). Such a
+// constant B is uploaded as column chunks [.., K, width], each its own
+// constant that binds whole, and the GEMM runs once per chunk: the chunk's
+// kernel sees GEMM_N = width and stores its columns at GEMM_N0 .. of an
+// output row of GEMM_NY columns. Both are parameters (specialization
+// constants), so chunks of one width share a pipeline, and the output needs
+// no copy. Chunks start at multiples of 4 (an image store writes the four
+// columns of a texel, a chunk's last texel being padded only at the end of
+// the row), at multiples of 64 (the widest tile) when that costs no extra
+// chunk, and are balanced so that the last one is not a sliver.
+//
+// Limits: K is not split, so four columns (4 * K elements per batch of B)
+// must fit in one descriptor, else the node runs on the host. Gemm's C is
+// sliced with B when it is a constant varying along N; a C that would still
+// not fit, a 1-D B, and activations (A, Y, a non-constant B) larger than the
+// range are not split here (a huge intermediate is out of scope: the planner
+// checks only constants against the range).
+
+// How B's N columns are cut: `count` chunks of `width` columns, the last
+// one narrower when `width` does not divide N.
+struct ColumnSplit {
+  int64_t width = 0;
+  int64_t count = 1;
+  bool split() const { return count > 1; }
+};
+
+int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+// The split of a constant B (the node's input 1) of `numel` elements in `n`
+// columns into chunks of at most `max_bytes` each in B's device precision:
+// one chunk when the whole fits.
+StatusOr<ColumnSplit> split_columns(LoweringContext& ctx, int64_t numel, int64_t n, uint64_t max_bytes) {
+  const uint64_t depth = n > 0 ? static_cast<uint64_t>(numel / n) : 0;  // batch * K
+  const uint64_t column_bytes = depth * elem_bytes(ctx.input_elem_type(1));
+  if (column_bytes * static_cast<uint64_t>(n) <= max_bytes) return ColumnSplit{n, 1};
+  const int64_t max_width = static_cast<int64_t>(max_bytes / column_bytes) / 4 * 4;
+  if (max_width < 4)
+    return ctx.unsupported("the weight needs splitting along K: 4 of its columns (" +
+                           std::to_string(4 * column_bytes) + " bytes) exceed the storage-buffer range of " +
+                           std::to_string(max_bytes) + " bytes");
+  const int64_t count = (n + max_width - 1) / max_width;
+  const int64_t even = (n + count - 1) / count;
+  const int64_t width = round_up(even, 64) <= max_width ? round_up(even, 64) : round_up(even, 4);
+  return ColumnSplit{width, (n + width - 1) / width};
+}
+
+// Columns [begin, begin + width) of `w`, a [outer][k][n] tensor (or with
+// `trans`, outer = 1, its transpose [n][k]), as a row-major [outer][k][width]
+// tensor of shape `shape`. Bytes are copied as they are (any dtype).
+StatusOr<Tensor> column_slice(const Tensor& w, bool trans, int64_t k, int64_t n, int64_t begin, int64_t width,
+                              Shape shape) {
+  KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(w.dtype(), std::move(shape)));
+  const size_t es = dtype_size(w.dtype());
+  const auto* src = static_cast<const char*>(w.raw_data());
+  auto* dst = static_cast<char*>(t.raw_data());
+  const auto at = [es](int64_t i) { return static_cast<size_t>(i) * es; };
+  if (!trans) {
+    const int64_t rows = n > 0 ? w.numel() / n : 0;  // outer * k
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + at(r * width), src + at(r * n + begin), at(width));
+    return t;
+  }
+  for (int64_t kk = 0; kk < k; ++kk)
+    for (int64_t j = 0; j < width; ++j) std::memcpy(dst + at(kk * width + j), src + at((begin + j) * k + kk), es);
+  return t;
+}
+
+// `shape` with its last dim replaced by `width`.
+Shape with_last(Shape shape, int64_t width) {
+  shape.back() = width;
+  return shape;
+}
+
+// The parameters placing a chunk's columns in the output (see above).
+void add_column_params(GemmProblem& p, int64_t begin, int64_t n) {
+  p.params.push_back({"GEMM_N0", ir::Dim(begin)});
+  p.params.push_back({"GEMM_NY", ir::Dim(n)});
+}
+
+}  // namespace
 
 // ---------------------------------------------------------------------------
 // MatMul: numpy matmul with 1-D promotion and broadcast batch dims.
@@ -70,7 +163,7 @@ TensorId upload_float(LoweringContext& ctx, Tensor t) {
 // analysis. When B has no batch axes, A's batch folds into M (one GEMM with
 // batch*M rows: a transformer's [1, seq, d] x [d, e] fills whole tiles).
 
-Status lower_matmul(LoweringContext& ctx) {
+Status lower_matmul_limited(LoweringContext& ctx, uint64_t max_constant_bytes) {
   if (!dtype_is_float(ctx.input_dtype(0))) return ctx.unsupported("integer MatMul accumulates exactly on the host");
   const std::vector<ir::Dim>& sa = ctx.input_shape(0);
   const std::vector<ir::Dim>& sb = ctx.input_shape(1);
@@ -86,27 +179,26 @@ Status lower_matmul(LoweringContext& ctx) {
   for (size_t j = 0; j < out_batch; ++j) batch = batch * sy[j];
   const bool fold = b_batch == 0;
 
-  GemmProblem p;
-  p.name = "matmul";
-  const TensorId a = ctx.input(0);
-  p.tensors.push_back(ctx.bind("A", a));
-  TensorId b;
-  if (const Tensor* w = ctx.input_constant(1)) {
-    b = upload_float(ctx, *w);
-  } else {
-    b = ctx.input(1);
+  // A constant B (2-D or more) too large for one descriptor is cut into
+  // column chunks; a 1-D B has a single column.
+  const Tensor* w = ctx.input_constant(1);
+  ColumnSplit cols;
+  if (w && !b_vec) {
+    KILN_ASSIGN_OR_RETURN(cols, split_columns(ctx, w->numel(), w->shape().back(),
+                                              std::min(max_constant_bytes, ctx.target().max_storage_buffer_range)));
   }
-  p.tensors.push_back(ctx.bind("B", b));
+  const std::string row_n = cols.split() ? "GEMM_NY" : "GEMM_N";
+  const std::string col = cols.split() ? "GEMM_N0 + " : "";
 
+  GemmProblem base;
+  base.name = cols.split() ? "matmul_cols" : "matmul";
+  base.tensors.push_back(ctx.bind("A", ctx.input(0)));
   // Images store four texel lanes along their packed axis: that must be N.
   const bool image_ok = !b_vec && ctx.layout(ctx.output(0)).packed_axis == static_cast<int>(sy.size()) - 1;
   const GemmOutput out = bind_gemm_output(ctx, image_ok);
-  p.tensors.push_back(out.y);
-
-  p.m = fold ? batch * m : m;
-  p.batch = fold ? ir::Dim(1) : batch;
-  p.n = n;
-  p.k = k;
+  base.m = fold ? batch * m : m;
+  base.batch = fold ? ir::Dim(1) : batch;
+  base.k = k;
   std::string h;
   if (fold) {
     h += "float gemm_a(int b, int m, int k) { return A_ld(m * GEMM_K + k); }\n";
@@ -118,30 +210,44 @@ Status lower_matmul(LoweringContext& ctx) {
   h += "float gemm_b(int b, int k, int n) { return B_ld((gemm_b_batch(b) * GEMM_K + k) * GEMM_N + n); }\n";
   h += "float gemm_epilogue(int b, int m, int n, float acc) { return acc; }\n";
   if (out.is_buffer()) {
-    h += gemm_store4_buffer("(b * GEMM_M + m) * GEMM_N + nj");
+    h += gemm_store4_buffer("(b * GEMM_M + m) * " + row_n + " + " + col + "nj");
   } else {
-    h += gemm_store4_image(decompose_rows(sy.size()), row_coords(sy.size()));
+    h += gemm_store4_image(decompose_rows(sy.size()), row_coords(sy.size(), col + "n"));
   }
-  p.helpers = std::move(h);
-  KILN_RETURN_IF_ERROR(emit_gemm(ctx, p));
+  base.helpers = std::move(h);
+
+  for (int64_t c = 0; c < cols.count; ++c) {
+    GemmProblem p = base;
+    TensorId b;
+    if (!w) {
+      p.n = n;
+      b = ctx.input(1);
+    } else if (!cols.split()) {
+      p.n = n;
+      b = upload_float(ctx, *w, 1);
+    } else {
+      const int64_t begin = c * cols.width, width = std::min(cols.width, n.value() - begin);
+      p.n = ir::Dim(width);
+      add_column_params(p, begin, n.value());
+      KILN_ASSIGN_OR_RETURN(Tensor chunk, column_slice(*w, false, w->dim(w->rank() - 2), n.value(), begin, width,
+                                                       with_last(w->shape(), width)));
+      b = upload_float(ctx, std::move(chunk), 1);
+    }
+    p.tensors.push_back(ctx.bind("B", b));
+    p.tensors.push_back(out.y);
+    KILN_RETURN_IF_ERROR(emit_gemm(ctx, p));
+  }
   finish_gemm_output(ctx, out);
   return ok_status();
 }
 
 // ---------------------------------------------------------------------------
 // Gemm: Y = alpha * A' * B' + beta * C, C unidirectionally broadcast to [M, N].
+//
+// A constant B is uploaded as [K][N] (transposed when the node reads it
+// transposed), in column chunks when it exceeds the range (see above).
 
-// A copy of 2-D `w` as [K][N]: transposed when the node reads it transposed.
-StatusOr<Tensor> repack_kn(const Tensor& w, bool trans) {
-  if (!trans) return w;
-  const int64_t rows = w.dim(0), cols = w.dim(1);
-  KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(w.dtype(), {cols, rows}));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) t.set_f64(c * rows + r, w.get_f64(r * cols + c));
-  return t;
-}
-
-Status lower_gemm(LoweringContext& ctx) {
+Status lower_gemm_limited(LoweringContext& ctx, uint64_t max_constant_bytes) {
   if (!dtype_is_float(ctx.input_dtype(0))) return ctx.unsupported("integer Gemm accumulates exactly on the host");
   const std::vector<ir::Dim>& sa = ctx.input_shape(0);
   const std::vector<ir::Dim>& sb = ctx.input_shape(1);
@@ -152,33 +258,46 @@ Status lower_gemm(LoweringContext& ctx) {
   const double alpha = ctx.node().attr_float("alpha", 1.0f);
   const double beta = ctx.node().attr_float("beta", 1.0f);
 
-  GemmProblem p;
-  p.name = "gemm";
-  p.m = sy[0];
-  p.n = sy[1];
-  p.k = trans_a ? sa[0] : sa[1];
-  p.a_m_fastest = trans_a;  // A^T is [K][M]: neighbouring m are adjacent
-  p.tensors.push_back(ctx.bind("A", ctx.input(0)));
+  const Tensor* w = ctx.input_constant(1);
+  ColumnSplit cols;
+  if (w) {
+    const int64_t n = w->dim(trans_b ? 0 : 1);
+    KILN_ASSIGN_OR_RETURN(cols, split_columns(ctx, w->numel(), n,
+                                              std::min(max_constant_bytes, ctx.target().max_storage_buffer_range)));
+  }
+  const std::string row_n = cols.split() ? "GEMM_NY" : "GEMM_N";
+  const std::string col = cols.split() ? "GEMM_N0 + " : "";
+
+  GemmProblem base;
+  base.name = cols.split() ? "gemm_cols" : "gemm";
+  base.m = sy[0];
+  base.k = trans_a ? sa[0] : sa[1];
+  base.a_m_fastest = trans_a;  // A^T is [K][M]: neighbouring m are adjacent
+  base.tensors.push_back(ctx.bind("A", ctx.input(0)));
   std::string h = trans_a ? "float gemm_a(int b, int m, int k) { return A_at(k, m); }\n"
                           : "float gemm_a(int b, int m, int k) { return A_at(m, k); }\n";
-  if (const Tensor* w = ctx.input_constant(1)) {
-    KILN_ASSIGN_OR_RETURN(Tensor kn, repack_kn(*w, trans_b));
-    p.tensors.push_back(ctx.bind("B", upload_float(ctx, std::move(kn))));
+  if (w) {
     h += "float gemm_b(int b, int k, int n) { return B_ld(k * GEMM_N + n); }\n";
   } else {
-    p.tensors.push_back(ctx.bind("B", ctx.input(1)));
     h += trans_b ? "float gemm_b(int b, int k, int n) { return B_at(n, k); }\n"
                  : "float gemm_b(int b, int k, int n) { return B_at(k, n); }\n";
   }
   std::string epi = "acc";
   if (alpha != 1.0) epi = glsl_float(alpha) + " * acc";
+  // C, when it counts: sliced with B's columns when it is a constant that
+  // varies along N (it then reads the chunk's own column n), else read at
+  // the output column.
+  const Tensor* c_const = nullptr;
+  std::optional<KernelTensor> c_whole;
   if (ctx.has_input(2) && beta != 0.0) {
     const std::vector<ir::Dim>& sc = ctx.input_shape(2);
     if (sc.size() > 2) return ctx.error("Gemm C must have rank <= 2");
-    p.tensors.push_back(ctx.bind("C", ctx.input(2)));
+    c_const = ctx.input_constant(2);
+    const bool c_sliced = cols.split() && c_const && c_const->rank() >= 1 && c_const->shape().back() != 1;
+    if (!c_sliced) c_const = nullptr;
     // Per axis of C (right-aligned to [M, N]): a constant 1 reads 0, else
     // the coordinate (checked at run time when symbolic).
-    const char* coord[2] = {"m", "n"};
+    const std::string coord[2] = {"m", c_sliced ? "n" : "(" + col + "n)"};
     std::vector<std::string> cc;
     for (size_t i = 0; i < sc.size(); ++i) {
       const std::string c = coord[2 - sc.size() + i];
@@ -190,17 +309,49 @@ Status lower_gemm(LoweringContext& ctx) {
     if (cc.empty()) cc.push_back("0");  // rank 0 is seen as [1]
     const std::string load = "C_at(" + join_args(cc) + ")";
     epi += " + " + (beta == 1.0 ? load : glsl_float(beta) + " * " + load);
+    if (!c_sliced) c_whole = ctx.bind("C", ctx.input(2));
   }
   h += "float gemm_epilogue(int b, int m, int n, float acc) { return " + epi + "; }\n";
-
   const GemmOutput out = bind_gemm_output(ctx, ctx.layout(ctx.output(0)).packed_axis == 1);
-  p.tensors.push_back(out.y);
-  h += out.is_buffer() ? gemm_store4_buffer("m * GEMM_N + nj") : gemm_store4_image("", "m, n");
-  p.helpers = std::move(h);
-  KILN_RETURN_IF_ERROR(emit_gemm(ctx, p));
+  h += out.is_buffer() ? gemm_store4_buffer("m * " + row_n + " + " + col + "nj")
+                       : gemm_store4_image("", "m, " + col + "n");
+  base.helpers = std::move(h);
+
+  for (int64_t c = 0; c < cols.count; ++c) {
+    GemmProblem p = base;
+    if (!w) {
+      p.n = sy[1];
+      p.tensors.push_back(ctx.bind("B", ctx.input(1)));
+    } else {
+      const int64_t wn = w->dim(trans_b ? 0 : 1), wk = w->dim(trans_b ? 1 : 0);
+      const int64_t begin = c * cols.width, width = std::min(cols.width, wn - begin);
+      p.n = ir::Dim(width);
+      Tensor kn = *w;
+      if (trans_b || cols.split()) {
+        KILN_ASSIGN_OR_RETURN(kn, column_slice(*w, trans_b, wk, wn, begin, width, {wk, width}));
+      }
+      p.tensors.push_back(ctx.bind("B", upload_float(ctx, std::move(kn), 1)));
+      if (cols.split()) add_column_params(p, begin, wn);
+      if (c_const) {
+        // C is [N] or [M', N] here: its rows sliced like B's.
+        const int64_t cn = c_const->shape().back();
+        KILN_ASSIGN_OR_RETURN(Tensor cs, column_slice(*c_const, false, c_const->numel() / cn, cn, begin, width,
+                                                      with_last(c_const->shape(), width)));
+        p.tensors.push_back(ctx.bind("C", upload_float(ctx, std::move(cs), 2)));
+      }
+    }
+    if (c_whole) p.tensors.push_back(*c_whole);
+    p.tensors.push_back(out.y);
+    KILN_RETURN_IF_ERROR(emit_gemm(ctx, p));
+  }
   finish_gemm_output(ctx, out);
   return ok_status();
 }
+
+namespace {
+
+Status lower_matmul(LoweringContext& ctx) { return lower_matmul_limited(ctx, UINT64_MAX); }
+Status lower_gemm(LoweringContext& ctx) { return lower_gemm_limited(ctx, UINT64_MAX); }
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 #include "engine/runtime/reference_executor.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "planner/execution_plan.h"
+#include "planner/gemm_kernels.h"
 #include "planner/glsl_codegen.h"
 #include "planner/testing/op_check.h"
 #include "platform/vulkan/shader_compiler.h"
@@ -166,6 +167,123 @@ TEST_F(LowerLinalgTest, SymbolicConvSamePads) {
 }
 
 // ---------------------------------------------------------------------------
+// Weights over the storage-buffer range go up in column chunks, one GEMM
+// dispatch per chunk. The test device's range (128 MiB or more) would need
+// huge weights, so the lowerings run with a limit of a few KiB here, through
+// a registry of their own; the plan tests below reach the same code through
+// a TargetInfo with a tiny range.
+
+template <uint64_t kLimit>
+Status matmul_limited(LoweringContext& ctx) {
+  return lower_matmul_limited(ctx, kLimit);
+}
+template <uint64_t kLimit>
+Status gemm_limited(LoweringContext& ctx) {
+  return lower_gemm_limited(ctx, kLimit);
+}
+template <uint64_t kLimit>
+const LoweringRegistry* limited_lowerings() {
+  static const LoweringRegistry registry = [] {
+    LoweringRegistry r;
+    r.add("", "MatMul", matmul_limited<kLimit>);
+    r.add("", "Gemm", gemm_limited<kLimit>);
+    return r;
+  }();
+  return &registry;
+}
+
+// `c` with weights split at kLimit bytes, expected to take several dispatches.
+template <uint64_t kLimit>
+OpCheck split(OpCheck c) {
+  c.lowerings = limited_lowerings<kLimit>();
+  c.min_dispatches = 2;
+  return c;
+}
+
+// Every chunk is a pipeline of its own (its offset is a specialization
+// constant), so the cases keep to two to four chunks.
+TEST_F(LowerLinalgTest, GemmSplitColumns) {
+  // K = 48 at 1 KiB: 4 columns of 192 bytes (fp32) or 8 of 96 (fp16) a
+  // chunk, so N = 11 is cut 4 + 4 + 3 or 8 + 3.
+  OpCheck linear = gemm({5, 48}, {11, 48}, {11}, false, true, 1.0f, 1.0f, 201);
+  linear.constant_inputs = {1, 2};
+  EXPECT_TRUE(check_op(split<1024>(linear)));
+  OpCheck head = gemm({1, 48}, {11, 48}, {11}, false, true, 1.0f, 1.0f, 205);  // GEMV chunks
+  head.constant_inputs = {1, 2};
+  EXPECT_TRUE(check_op(split<1024>(head)));
+  OpCheck plain;  // transB = 0, no C
+  plain.op = "Gemm";
+  plain.inputs = {random_tensor({20, 48}, 209), random_tensor({48, 11}, 210)};
+  plain.constant_inputs = {1};
+  EXPECT_TRUE(check_op(split<1024>(plain)));
+}
+
+TEST_F(LowerLinalgTest, GemmSplitColumnsC) {
+  OpCheck full = gemm({6, 48}, {48, 11}, {6, 11}, false, false, 0.5f, 2.0f, 211);  // C [M, N] sliced too
+  full.constant_inputs = {1, 2};
+  EXPECT_TRUE(check_op(split<1024>(full)));
+  OpCheck rows = gemm({6, 48}, {11, 48}, {6, 1}, false, true, 1.0f, -1.0f, 215);  // C broadcast along N
+  rows.constant_inputs = {1, 2};
+  EXPECT_TRUE(check_op(split<1024>(rows)));
+  OpCheck act = gemm({48, 6}, {11, 48}, {11}, true, true, 1.5f, 1.0f, 219);  // C an activation, A transposed
+  act.constant_inputs = {1};
+  EXPECT_TRUE(check_op(split<1024>(act)));
+}
+
+TEST_F(LowerLinalgTest, GemmSplitColumnsSplitK) {
+  // K = 600 at 9600 bytes: 4 (fp32) or 8 (fp16) columns a chunk, each chunk
+  // a split-K pair of dispatches.
+  OpCheck deep = gemm({20, 600}, {10, 600}, {10}, false, true, 1.0f, 1.0f, 221);
+  deep.constant_inputs = {1, 2};
+  EXPECT_TRUE(check_op(split<9600>(deep)));
+}
+
+TEST_F(LowerLinalgTest, MatMulSplitColumns) {
+  EXPECT_TRUE(check_op(split<1024>(matmul({17, 48}, {48, 11}, true, 231))));
+  EXPECT_TRUE(check_op(split<1024>(matmul({48}, {48, 11}, true, 233))));  // 1-D A, GEMV
+  // Batch folds into M; N = 9 is cut 4 + 4 + 1 (fp32) or 8 + 1 (fp16).
+  EXPECT_TRUE(check_op(split<400>(matmul({2, 9, 24}, {24, 9}, true, 235))));
+  // Batched B, each chunk holding its columns of every batch: 12 + 12 + 5 or 16 + 13.
+  EXPECT_TRUE(check_op(split<4096>(matmul({3, 5, 24}, {3, 24, 29}, true, 237))));
+}
+
+// The planner splits by the target's range: no fallback, one dispatch per
+// chunk; a weight whose four columns exceed the range runs on the host.
+TEST(LowerLinalgPlan, SplitsByTargetRange) {
+  TargetInfo t;
+  t.max_storage_buffer_range = 4096;
+  const ir::SymShape x = ir::SymShape::from_concrete({5, 64});
+  std::map<std::string, ir::Attribute> trans_b = {{"transB", ir::Attribute::of_int(1)}};
+  // [40, 64] fp32 = 10 KiB: 16 columns of 256 bytes a chunk, 3 chunks.
+  const ir::Graph gemm_graph = symbolic_graph("Gemm", x, {random_tensor({40, 64}, 241), random_tensor({40}, 242)},
+                                              trans_b);
+  const ir::Graph matmul_graph = symbolic_graph("MatMul", x, {random_tensor({64, 40}, 243)}, {});
+  for (const ir::Graph* g : {&gemm_graph, &matmul_graph})
+    for (Storage storage : {Storage::kBuffer, Storage::kImage}) {
+      PlanOptions options;
+      options.storage = storage;
+      auto plan = build_plan(*g, t, options);
+      ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+      EXPECT_EQ(plan->fallback_count(), 0u);
+      size_t dispatches = 0, constants = 0;
+      for (const PlanStep& step : plan->steps)
+        if (step.kind == PlanStep::Kind::kDispatch) ++dispatches;
+      for (const PlanTensor& pt : plan->tensors)
+        if (pt.constant.defined()) {
+          ++constants;
+          EXPECT_LE(pt.constant.numel() * 4, 4096);
+        }
+      EXPECT_EQ(dispatches, 3u) << describe_plan(*plan, *g);
+      EXPECT_GE(constants, 3u);
+    }
+  t.max_storage_buffer_range = 512;  // 4 columns of K = 64 are 1 KiB
+  auto plan = build_plan(gemm_graph, t, PlanOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  ASSERT_EQ(plan->fallback_count(), 1u);
+  EXPECT_NE(plan->fallback_reasons[0].find("splitting along K"), std::string::npos) << plan->fallback_reasons[0];
+}
+
+// ---------------------------------------------------------------------------
 // Every kernel variant compiles to valid SPIR-V (Vulkan 1.3 rules).
 
 std::string spirv_validate(const std::vector<uint32_t>& spirv) {
@@ -218,6 +336,9 @@ TEST(LowerLinalgKernels, VariantsAreValidSpirv) {
   expect_kernels_valid(matmul_graph(20, 40, 64), t, ElemType::kF32, Storage::kBuffer, "matmul_tile32x64");
   expect_kernels_valid(matmul_graph(100, 8, 64), t, ElemType::kF32, Storage::kImage, "matmul_tile64x16");
   expect_kernels_valid(matmul_graph(20, 30, 600), t, ElemType::kF16, Storage::kBuffer, "matmul_splitk_reduce");
+  TargetInfo small = t;
+  small.max_storage_buffer_range = 4096;  // column chunks of 16, 16 and 8
+  expect_kernels_valid(matmul_graph(20, 40, 64), small, ElemType::kF32, Storage::kImage, "matmul_cols_tile32x16");
   const ir::SymShape x({ir::Dim(1), ir::Dim(8), ir::Dim::symbol("h"), ir::Dim::symbol("w")});
   const std::map<std::string, ir::Attribute> same = {{"auto_pad", ir::Attribute::of_string("SAME_LOWER")}};
   expect_kernels_valid(symbolic_graph("Conv", x, {random_tensor({12, 8, 3, 3}, 78)}, same), t, ElemType::kF16,

@@ -228,12 +228,87 @@ Status copy_through(LoweringContext& ctx) {
   return ok_status();
 }
 
+// A reduction whose axes are a host value per run (a small graph input):
+// a map kernel over Y with one host parameter per X axis saying whether it
+// is reduced; each output walks its reduced elements. Slower than the row
+// kernels for long rows, but one plan serves every axes value.
+Status lower_reduce_host(LoweringContext& ctx, ReduceKind kind, bool keepdims) {
+  const size_t r = ctx.input_shape(0).size();
+  if (r == 0) return ctx.unsupported("a scalar input with an axes input");
+  KernelTensor x = ctx.bind("X", ctx.input(0));
+  KernelTensor y = ctx.bind("Y", ctx.output(0), true);
+  const bool integer = !is_float(x.layout.type);
+  if (integer && needs_float(kind)) return ctx.unsupported("this reduction of integers");
+  const size_t yr = y.shape.size();
+  const bool noop_allowed = ctx.node().attr_int("noop_with_empty_axes", 0) != 0;
+  KernelDesc d = map_kernel("reduce_axes", {x, y}, "", rows::minmax_helpers(integer));
+  // red<k>: 1 when X axis k is reduced; reduce_noop: 1 for empty axes with
+  // noop_with_empty_axes (Y = X untouched).
+  auto axes_of = [r](const HostParamInputs& in) -> StatusOr<std::vector<bool>> {
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, host_ints(in, 1, "axes"));
+    std::vector<bool> mask(r, axes.empty());
+    for (int64_t a : axes) {
+      auto n = normalize_axis(a, static_cast<int64_t>(r));
+      if (!n) return invalid_argument("axis " + std::to_string(a) + " is out of range");
+      mask[static_cast<size_t>(*n)] = true;
+    }
+    return mask;
+  };
+  for (size_t k = 0; k < r; ++k)
+    d.params.push_back({"red" + std::to_string(k), ctx.host_param([=](const HostParamInputs& in) -> StatusOr<int64_t> {
+                          KILN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, host_ints(in, 1, "axes"));
+                          if (axes.empty() && noop_allowed) return int64_t{0};
+                          KILN_ASSIGN_OR_RETURN(std::vector<bool> mask, axes_of(in));
+                          return int64_t{mask[k] ? 1 : 0};
+                        })});
+  d.params.push_back({"reduce_noop", ctx.host_param([=](const HostParamInputs& in) -> StatusOr<int64_t> {
+                        KILN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, host_ints(in, 1, "axes"));
+                        return int64_t{axes.empty() && noop_allowed ? 1 : 0};
+                      })});
+  const std::string S = integer ? "int" : "float", R = std::to_string(r);
+  std::string b = "int c[" + R + "];\nint j = 0, total = 1;\n";
+  if (yr > 0) {
+    std::vector<std::string> o;
+    for (size_t k = 0; k < yr; ++k) o.push_back("oc" + std::to_string(k));
+    b += "int o[" + std::to_string(yr) + "] = int[" + std::to_string(yr) + "](" + join_args(o) + ");\n";
+  }
+  std::vector<std::string> c;
+  for (size_t k = 0; k < r; ++k) {
+    const std::string K = std::to_string(k), red = "red" + K, kept = yr == 0 ? "0" : "o[min(j, " + std::to_string(yr - 1) + ")]";
+    b += "if (" + red + " != 0) { c[" + K + "] = 0; total *= X_D" + K + "; }\nelse c[" + K + "] = " + kept + ";\n";
+    b += keepdims ? "j++;\n" : "if (" + red + " == 0) j++;\n";
+    c.push_back("c[" + K + "]");
+  }
+  const std::string xv = "X_at(" + join_args(c) + ")";
+  std::string walk = "for (int t = 0; t < total; ++t) {\n  int rem = t;\n";
+  for (size_t k = r; k-- > 0;) {
+    const std::string K = std::to_string(k);
+    walk += "  if (red" + K + " != 0) { c[" + K + "] = rem % X_D" + K + "; rem /= X_D" + K + "; }\n";
+  }
+  const rows::Combine comb = combine_of(kind);
+  b += "if (reduce_noop != 0) { v = " + xv + "; }\nelse {\n" + S + " acc = " + identity(kind, integer) + ";\n" + walk +
+       "  " + S + " e = " + xv + ";\n  acc = " + combine_expr(comb, "acc", transform(kind, "e", 2.0, false), false) + ";\n}\n";
+  if (kind == ReduceKind::kLogSumExp) {
+    b += "float sum = 0.0;\n" + walk + "  sum += exp(" + xv + " - acc);\n}\n";
+    b += "v = (isinf(acc) || isnan(acc)) ? acc : acc + log(sum);\n";
+  } else if (kind == ReduceKind::kMean) {
+    b += "v = acc / float(total);\n";
+  } else {
+    b += "v = " + finish(kind, "acc", 2.0, false) + ";\n";
+  }
+  b += "}";
+  d.body = "{\n" + b + "\n}";
+  ctx.emit(std::move(d));
+  return ok_status();
+}
+
 // Axes of a Reduce* node: input 1 (opset 18) or the older attribute.
 template <ReduceKind K>
 Status lower_reduce_op(LoweringContext& ctx) {
   std::vector<int64_t> axes;
   if (ctx.has_input(1)) {
     auto v = constant_ints(ctx, 1);
+    if (!v && ctx.input_on_host(1)) return lower_reduce_host(ctx, K, ctx.node().attr_int("keepdims", 1) != 0);
     if (!v) return ctx.unsupported("axes (input 1) are not known when the plan is built");
     axes = *v;
   } else {

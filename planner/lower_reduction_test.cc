@@ -127,6 +127,34 @@ TEST_F(LowerReduction, AxesAttributeAndNoop) {
   EXPECT_TRUE(check_op(n));
 }
 
+// Axes given per run (a small graph input, not an initializer): the
+// generic kernel whose reduced axes are host parameters.
+TEST_F(LowerReduction, AxesAsRunInput) {
+  const char* ops[] = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+                       "ReduceL1",  "ReduceL2",   "ReduceLogSumExp", "ReduceSumSquare"};
+  uint64_t seed = 300;
+  for (const char* op : ops)
+    for (int64_t keepdims : {0, 1}) {
+      SCOPED_TRACE(std::string(op) + " keepdims=" + std::to_string(keepdims));
+      OpCheck c = reduce(op, random_tensor({3, 4, 5}, seed++), {-1, 0}, keepdims);
+      c.constant_inputs.clear();
+      c.tol_f32 = 1e-4;
+      EXPECT_TRUE(check_op(c));
+    }
+  // Empty axes: all of them, or the identity with noop_with_empty_axes.
+  for (int64_t noop : {0, 1}) {
+    OpCheck c = reduce("ReduceSum", random_tensor({3, 5}, seed++), {}, 1);
+    c.inputs.push_back(Tensor::from_vector<int64_t>({0}, {}));
+    c.attrs["noop_with_empty_axes"] = i_attr(noop);
+    EXPECT_TRUE(check_op(c));
+  }
+  std::vector<int32_t> v(4 * 7);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(i * 37 % 23) - 11;
+  OpCheck ints = reduce("ReduceMax", Tensor::from_vector<int32_t>({4, 7}, v), {1}, 0);
+  ints.constant_inputs.clear();
+  EXPECT_TRUE(check_op(ints));
+}
+
 TEST_F(LowerReduction, IntegerReductions) {
   std::mt19937_64 rng(7);
   std::uniform_int_distribution<int32_t> dist(-1000, 1000);

@@ -93,6 +93,20 @@ std::optional<std::vector<int64_t>> constant_ints(const LoweringContext& ctx, si
   return out;
 }
 
+StatusOr<std::vector<int64_t>> host_ints(const HostParamInputs& in, size_t i, std::string_view what) {
+  if (i >= in.values.size()) return std::vector<int64_t>{};
+  const Tensor* t = in.values[i];
+  if (!t) return internal_error(std::string(what) + " is not on the host");
+  if (!dtype_is_integer(t->dtype())) return invalid_argument(std::string(what) + " must be integers");
+  return t->to_i64_vector();
+}
+
+bool inputs_on_host(const LoweringContext& ctx, size_t first, size_t last) {
+  for (size_t i = first; i <= last; ++i)
+    if (ctx.has_input(i) && !ctx.input_on_host(i)) return false;
+  return true;
+}
+
 std::optional<int64_t> normalize_axis(int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank) return std::nullopt;
   return axis < 0 ? axis + rank : axis;

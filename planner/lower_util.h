@@ -55,6 +55,13 @@ bool same_shape(const std::vector<ir::Dim>& a, const std::vector<ir::Dim>& b);
 // constants. nullopt otherwise (also for an omitted input).
 std::optional<std::vector<int64_t>> constant_ints(const LoweringContext& ctx, size_t i);
 
+// Input `i`'s values as int64 inside a HostParamFn (call it for inputs the
+// node has): an error naming `what` when they are not integers on the host.
+StatusOr<std::vector<int64_t>> host_ints(const HostParamInputs& in, size_t i, std::string_view what);
+// Whether every present input in [first, last] has its value on the host
+// (LoweringContext::input_on_host).
+bool inputs_on_host(const LoweringContext& ctx, size_t first, size_t last);
+
 // `axis` in [-rank, rank) mapped to [0, rank); nullopt when out of range.
 std::optional<int64_t> normalize_axis(int64_t axis, int64_t rank);
 

@@ -2,6 +2,7 @@
 #include "planner/lowering.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "planner/plan_builder.h"
 
@@ -12,6 +13,7 @@ LoweringContext::LoweringContext(PlanBuilder& builder, const ir::Graph& graph, i
 
 const TargetInfo& LoweringContext::target() const { return builder_.target(); }
 ElemType LoweringContext::float_type() const { return builder_.options().precision; }
+ElemType LoweringContext::input_elem_type(size_t i) const { return builder_.value_elem_type(node_.inputs[i]); }
 
 bool LoweringContext::has_input(size_t i) const { return i < node_.inputs.size() && node_.inputs[i] != ir::kNoValue; }
 bool LoweringContext::has_output(size_t i) const {
@@ -42,6 +44,26 @@ std::optional<std::vector<ir::Dim>> LoweringContext::input_dims_value(size_t i) 
   }
   return builder_.dims_value(node_.inputs[i]);
 }
+
+bool LoweringContext::input_on_host(size_t i) const {
+  if (!has_input(i)) return false;
+  if (input_constant(i)) return true;
+  const auto& vt = builder_.plan().value_tensor;
+  auto it = vt.find(node_.inputs[i]);
+  return it != vt.end() && builder_.tensor(it->second).host_resident;
+}
+
+ir::Dim LoweringContext::host_param(HostParamFn fn) {
+  ExecutionPlan& plan = builder_.plan();
+  HostParam p;
+  p.symbol = "_h" + std::to_string(plan.host_params.size());
+  p.node = node_.id;
+  p.fn = std::move(fn);
+  plan.host_params.push_back(std::move(p));
+  return ir::Dim::symbol(plan.host_params.back().symbol);
+}
+
+int64_t float_param_bits(float f) { return static_cast<int32_t>(std::bit_cast<uint32_t>(f)); }
 
 TensorId LoweringContext::input(size_t i) {
   const TensorId t = builder_.tensor_of(node_.inputs[i]);
@@ -141,6 +163,8 @@ const LoweringRegistry& LoweringRegistry::builtin() {
     register_reduction_lowerings(*r);
     register_pooling_lowerings(*r);
     register_linalg_lowerings(*r);
+    register_topk_lowerings(*r);
+    register_einsum_lowerings(*r);
     return r;
   }();
   return *registry;

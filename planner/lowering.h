@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +33,22 @@ namespace kiln::planner {
 
 class PlanBuilder;
 
+// What a host parameter (LoweringContext::host_param) is computed from, per
+// shape signature: the node's inputs' concrete shapes and, for inputs whose
+// value is on the host (constants, small graph inputs, shape arithmetic),
+// their values (null for device tensors).
+struct HostParamInputs {
+  std::vector<Shape> shapes;
+  std::vector<const Tensor*> values;
+};
+// Computes one integer kernel parameter (a float travels as its bits: see
+// float_param_bits). An error status fails the run that needed it.
+using HostParamFn = std::function<StatusOr<int64_t>(const HostParamInputs&)>;
+
+// A float's bit pattern as a kernel parameter; GLSL reads it back with
+// intBitsToFloat(NAME).
+int64_t float_param_bits(float f);
+
 class LoweringContext {
  public:
   LoweringContext(PlanBuilder& builder, const ir::Graph& graph, ir::NodeId node);
@@ -41,6 +58,10 @@ class LoweringContext {
   const TargetInfo& target() const;
   // The float element type of activations (kF32, or kF16 for --precision fp16).
   ElemType float_type() const;
+  // The device element type of input i's value: for floats float_type(), or
+  // kF32 where the precision policy keeps a constant fp32 (precision_policy.h).
+  // A lowering re-packing a constant input stores the copy in this type.
+  ElemType input_elem_type(size_t i) const;
 
   size_t num_inputs() const { return node_.inputs.size(); }
   size_t num_outputs() const { return node_.outputs.size(); }
@@ -56,6 +77,15 @@ class LoweringContext {
   // The input's value as dims when known at plan time, constant or symbolic
   // (a shape-derived int tensor such as Reshape's target).
   std::optional<std::vector<ir::Dim>> input_dims_value(size_t i) const;
+  // Whether the input's value is on the host when a run starts (a constant,
+  // a small graph input, or host shape arithmetic), so that host_param()
+  // can read it even though the plan does not know it.
+  bool input_on_host(size_t i) const;
+  // A symbolic kernel parameter whose value the runtime computes on the host
+  // once per shape signature (Slice's start along an axis when `starts` is a
+  // graph input; a Resize scale). Use it as a KernelParam value; the kernel
+  // sees a push constant.
+  ir::Dim host_param(HostParamFn fn);
 
   // The plan tensors of the node's inputs and outputs (device resident).
   TensorId input(size_t i);
@@ -118,5 +148,7 @@ void register_data_movement_lowerings(LoweringRegistry& r);   // Reshape, Transp
 void register_reduction_lowerings(LoweringRegistry& r);       // Reduce*, ArgMax, Softmax, LayerNorm, norms
 void register_pooling_lowerings(LoweringRegistry& r);         // MaxPool, AveragePool, Global*Pool
 void register_linalg_lowerings(LoweringRegistry& r);          // MatMul, Gemm, Conv, ConvTranspose
+void register_topk_lowerings(LoweringRegistry& r);            // TopK
+void register_einsum_lowerings(LoweringRegistry& r);          // Einsum
 
 }  // namespace kiln::planner

@@ -22,13 +22,18 @@ class PlanBuilder {
   }
   void set_dims_value(ir::ValueId v, std::vector<ir::Dim> d) { dims_values_[static_cast<size_t>(v)] = std::move(d); }
 
+  // The device element type of a value's tensor: the plan precision for float
+  // values unless the precision policy keeps it fp32 (precision_policy.h).
+  ElemType value_elem_type(ir::ValueId v) const;
+
   // The tensor of a value, created on first use with the planner's layout.
   TensorId tensor_of(ir::ValueId v);
   TensorId add_tensor(PlanTensor t);
   PlanTensor& tensor(TensorId t) { return plan_.tensors[static_cast<size_t>(t)]; }
   const PlanTensor& tensor(TensorId t) const { return plan_.tensors[static_cast<size_t>(t)]; }
-  // The layout a tensor of this dtype and shape gets.
-  DeviceLayout choose_layout(DType dtype, const std::vector<ir::Dim>& shape, bool constant) const;
+  // The layout a tensor of this dtype and shape gets, float values stored as
+  // `float_type`.
+  DeviceLayout choose_layout(DType dtype, const std::vector<ir::Dim>& shape, bool constant, ElemType float_type) const;
 
   const TargetInfo& target() const { return target_; }
   const PlanOptions& options() const { return options_; }
@@ -43,6 +48,7 @@ class PlanBuilder {
   std::vector<std::vector<ir::Dim>> shapes_;
   std::vector<bool> ranked_;
   std::vector<std::optional<std::vector<ir::Dim>>> dims_values_;
+  std::vector<ElemType> float_types_;  // per value, from the precision policy
   std::vector<KernelDesc> pending_;  // kernels of the node being lowered
 };
 

@@ -6,8 +6,23 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace kiln::planner {
+
+// Which GLSL cooperative-matrix dialect the device's compiler path speaks.
+// kNV: GL_NV_cooperative_matrix / SPV_NV_cooperative_matrix (what glslang 12
+// compiles). kKHR is reserved for GL_KHR_cooperative_matrix once the shader
+// toolchain knows it; no kernel uses it yet.
+enum class CoopMatFlavour : uint8_t { kNone, kNV, kKHR };
+
+// One cooperative-matrix shape with fp16 A (m x k) and B (k x n) operands,
+// subgroup scope: C (m x n) accumulates in fp32 or, where the device offers
+// only that, in fp16.
+struct CoopMatShape {
+  uint32_t m = 0, n = 0, k = 0;
+  bool f32_accumulator = true;
+};
 
 struct TargetInfo {
   uint64_t max_storage_buffer_range = 128ull << 20;
@@ -23,6 +38,10 @@ struct TargetInfo {
   bool fp16_arithmetic = false;        // shaderFloat16
   bool int64 = false;
   bool cooperative_matrix = false;     // VK_KHR_cooperative_matrix, fp16 x fp16 -> fp32 16x16x16
+  // Cooperative matrices the planner may use for fp16 GEMMs: the dialect and
+  // the device's fp16-operand shapes in it (empty with kNone).
+  CoopMatFlavour coopmat = CoopMatFlavour::kNone;
+  std::vector<CoopMatShape> coopmat_f16_shapes;
   uint32_t vulkan_version = (1u << 22) | (1u << 12);  // VK_MAKE_API_VERSION(0,1,1,0)
 };
 

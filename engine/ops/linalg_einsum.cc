@@ -17,19 +17,13 @@
 #include <vector>
 
 #include "engine/ops/broadcast.h"
+#include "engine/ops/einsum_equation.h"
 #include "engine/ops/linalg_internal.h"
 
 namespace kiln::ops {
 
+namespace einsum {
 namespace {
-
-constexpr int kEllipsis = -1;
-
-struct Equation {
-  std::vector<std::vector<int>> inputs;  // per input term: label chars, kEllipsis for '...'
-  std::vector<int> output;
-  bool any_ellipsis = false;
-};
 
 bool is_label(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
@@ -59,6 +53,8 @@ StatusOr<std::vector<int>> parse_term(const std::string& term, const ir::Node& n
   }
   return out;
 }
+
+}  // namespace
 
 StatusOr<Equation> parse_equation(const ir::Node& node, size_t num_inputs) {
   std::string eq;
@@ -118,7 +114,12 @@ StatusOr<int64_t> ellipsis_rank(const ir::Node& node, size_t input, const std::v
   return rank - letters;
 }
 
-}  // namespace
+}  // namespace einsum
+
+using einsum::ellipsis_rank;
+using einsum::Equation;
+using einsum::kEllipsis;
+using einsum::parse_equation;
 
 Status infer_einsum(InferContext& ctx) {
   const DType dt = ctx.input_dtype(0);

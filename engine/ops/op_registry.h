@@ -127,6 +127,11 @@ struct OpSchema {
   int max_outputs = 1;      // -1 = variadic
   InferFn infer = nullptr;
   KernelFn kernel = nullptr;
+  // Inputs whose *values* (not only shapes) decide the output's shape or how
+  // a device kernel indexes — Reshape's target, Slice's starts, Resize's
+  // scales, a reduction's axes (SoD²'s "input shape & value determined" ops).
+  // A runtime keeps such values on the host when they are small graph inputs.
+  std::vector<int> value_inputs = {};
 };
 
 class OpRegistry {

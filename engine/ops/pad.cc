@@ -168,6 +168,6 @@ Status pad_kernel(KernelContext& ctx) {
 
 }  // namespace
 
-void register_pad_op(OpRegistry& r) { add_op(r, {"Pad", "", 2, 4, 1, 1, infer_pad, pad_kernel}); }
+void register_pad_op(OpRegistry& r) { add_op(r, {"Pad", "", 2, 4, 1, 1, infer_pad, pad_kernel, {1, 3}}); }
 
 }  // namespace kiln::ops::movement

@@ -95,7 +95,14 @@ Status reduce_infer(InferContext& ctx) {
     // Which dims go is unknown; with keepdims the rank survives and dims
     // that are already 1 stay 1.
     if (!keepdims) {
-      ctx.set_output(0, dtype, ir::SymShape::unranked());
+      // Axes are distinct (resolve_axes rejects repeats), so n of them
+      // remove n dims; which ones is unknown.
+      const ir::SymShape& axes_shape = ctx.input_shape(1);
+      const bool n_known = axes_shape.has_rank && axes_shape.rank() == 1 && axes_shape.dims[0].is_const() &&
+                           axes_shape.dims[0].value() >= 1 && axes_shape.dims[0].value() <= in.rank();
+      ctx.set_output(0, dtype,
+                     n_known ? ir::SymShape(std::vector<ir::Dim>(static_cast<size_t>(in.rank() - axes_shape.dims[0].value())))
+                             : ir::SymShape::unranked());
       return ok_status();
     }
     std::vector<ir::Dim> dims;
@@ -463,7 +470,7 @@ Status topk_kernel(KernelContext& ctx) {
 
 template <Red R>
 void add_reduce(OpRegistry& r, const char* name) {
-  detail::add_op(r, OpSchema{name, "", 1, 2, 1, 1, &reduce_infer, &reduce_kernel<R>});
+  detail::add_op(r, OpSchema{name, "", 1, 2, 1, 1, &reduce_infer, &reduce_kernel<R>, {1}});
 }
 
 }  // namespace
@@ -480,8 +487,8 @@ void register_reduction_ops(OpRegistry& r) {
   add_reduce<Red::kSumSquare>(r, "ReduceSumSquare");
   detail::add_op(r, OpSchema{"ArgMax", "", 1, 1, 1, 1, &arg_infer, &arg_kernel<true>});
   detail::add_op(r, OpSchema{"ArgMin", "", 1, 1, 1, 1, &arg_infer, &arg_kernel<false>});
-  detail::add_op(r, OpSchema{"CumSum", "", 2, 2, 1, 1, &cumsum_infer, &cumsum_kernel});
-  detail::add_op(r, OpSchema{"TopK", "", 2, 2, 2, 2, &topk_infer, &topk_kernel});
+  detail::add_op(r, OpSchema{"CumSum", "", 2, 2, 1, 1, &cumsum_infer, &cumsum_kernel, {1}});
+  detail::add_op(r, OpSchema{"TopK", "", 2, 2, 2, 2, &topk_infer, &topk_kernel, {1}});
   detail::register_normalization_ops(r);
 }
 

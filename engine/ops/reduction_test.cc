@@ -150,9 +150,16 @@ TEST(ReductionTest, SymbolicInference) {
   EXPECT_EQ((*kept)[0].shape.rank(), 3);
   EXPECT_TRUE((*kept)[0].shape.dims[0].is_unknown());
   EXPECT_EQ((*kept)[0].shape.dims[1].value(), 1);
+  // Without keepdims, n distinct axes drop n dims (which ones is unknown);
+  // an axes input of unknown length leaves the rank unknown.
   auto dropped = infer("ReduceSum", {x, unknown_axes}, keepdims(0));
   ASSERT_TRUE(dropped.ok());
-  EXPECT_FALSE((*dropped)[0].shape.has_rank);
+  ASSERT_TRUE((*dropped)[0].shape.has_rank);
+  EXPECT_EQ((*dropped)[0].shape.rank(), 2);
+  EXPECT_TRUE((*dropped)[0].shape.dims[0].is_unknown());
+  auto any_length = infer("ReduceSum", {x, info(DType::kInt64, {ir::Dim::symbol("n")})}, keepdims(0));
+  ASSERT_TRUE(any_length.ok());
+  EXPECT_FALSE((*any_length)[0].shape.has_rank);
 
   auto arg = infer("ArgMax", {x}, {{"axis", ir::Attribute::of_int(1)}, {"keepdims", ir::Attribute::of_int(0)}});
   ASSERT_TRUE(arg.ok());

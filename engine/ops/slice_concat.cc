@@ -12,10 +12,14 @@
 #include <string>
 
 #include "engine/ops/data_movement_internal.h"
+#include "engine/ops/slice_range.h"
 #include "engine/ops/op_registry.h"
 
 namespace kiln::ops::movement {
 namespace {
+
+using ops::SliceRange;
+using ops::slice_concrete;
 
 using ir::Dim;
 using ir::SymShape;
@@ -191,30 +195,6 @@ Status split_kernel(KernelContext& ctx) {
 
 // ------------------------------------------------------------------ Slice
 
-struct SliceRange {
-  int64_t start = 0;
-  int64_t len = 0;
-  int64_t step = 1;  // |step| capped at dim + 1, which takes the same elements
-};
-
-// ONNX's clamping of one sliced axis, on concrete values.
-SliceRange slice_concrete(int64_t start, int64_t end, int64_t step, int64_t dim) {
-  step = std::clamp<int64_t>(step, -(dim + 1), dim + 1);
-  if (start < 0) start += dim;
-  if (end < 0) end += dim;
-  int64_t len;
-  if (step > 0) {
-    start = std::min(std::max<int64_t>(start, 0), dim);
-    end = std::min(std::max<int64_t>(end, 0), dim);
-    len = end > start ? (end - start - 1) / step + 1 : 0;
-  } else {
-    start = std::min(std::max<int64_t>(start, 0), dim - 1);
-    end = std::min(std::max<int64_t>(end, -1), dim - 1);
-    len = start > end ? (start - end - 1) / -step + 1 : 0;
-  }
-  return {start, len, step};
-}
-
 // max(x, 0) for a dim that may already be known non-negative.
 Dim non_negative(const Dim& x) {
   if (x.is_symbol()) return x;
@@ -387,8 +367,8 @@ Status slice_kernel(KernelContext& ctx) {
 
 void register_slice_concat_ops(OpRegistry& r) {
   add_op(r, {"Concat", "", 1, -1, 1, 1, infer_concat, concat_kernel});
-  add_op(r, {"Split", "", 1, 2, 1, -1, infer_split, split_kernel});
-  add_op(r, {"Slice", "", 3, 5, 1, 1, infer_slice, slice_kernel});
+  add_op(r, {"Split", "", 1, 2, 1, -1, infer_split, split_kernel, {1}});
+  add_op(r, {"Slice", "", 3, 5, 1, 1, infer_slice, slice_kernel, {1, 2, 3, 4}});
 }
 
 }  // namespace kiln::ops::movement

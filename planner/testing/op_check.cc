@@ -105,12 +105,19 @@ Status finish_one_node_graph(ir::Graph& g, ir::NodeId n) {
     runtime::VulkanModelOptions options;
     options.plan.storage = config.storage;
     options.plan.precision = config.precision;
+    options.lowerings = check.lowerings;
     auto model = runtime::VulkanModel::compile(*device, *cache, *graph, options);
     if (!model.ok())
       return ::testing::AssertionFailure() << check.op << " [" << config.name() << "] compile: " << model.status().to_string();
     if (check.require_device && (*model)->plan().fallback_count() > 0)
       return ::testing::AssertionFailure() << check.op << " [" << config.name()
                                            << "] ran on the host: " << (*model)->plan().fallback_reasons.front();
+    size_t dispatches = 0;
+    for (const PlanStep& step : (*model)->plan().steps)
+      if (step.kind == PlanStep::Kind::kDispatch) ++dispatches;
+    if (dispatches < check.min_dispatches)
+      return ::testing::AssertionFailure() << check.op << " [" << config.name() << "] planned " << dispatches
+                                           << " dispatches, expected at least " << check.min_dispatches;
     auto got = (*model)->run(inputs);
     if (!got.ok())
       return ::testing::AssertionFailure() << check.op << " [" << config.name() << "] run: " << got.status().to_string();

@@ -17,6 +17,7 @@
 #include "engine/base/tensor.h"
 #include "engine/ir/graph.h"
 #include "planner/kernel.h"
+#include "planner/lowering.h"
 
 namespace kiln::planner::testing {
 
@@ -43,6 +44,12 @@ struct OpCheck {
   bool require_device = true;
   // Restrict to these configs (empty = all_backend_configs()).
   std::vector<BackendConfig> configs;
+  // The lowerings to plan with (null = LoweringRegistry::builtin()): a test
+  // registry can force a variant the test device's limits would not pick.
+  const LoweringRegistry* lowerings = nullptr;
+  // Fail when the plan has fewer kernel dispatches (e.g. a split that
+  // did not happen).
+  size_t min_dispatches = 0;
 };
 
 // Runs `check` on the reference executor and the Vulkan test device in every

@@ -236,21 +236,20 @@ StatusOr<Capabilities> query_capabilities(const InstanceTable& fn, VkPhysicalDev
   }
   if (has_cm_nv && cm_nv.cooperativeMatrix == VK_TRUE) {
     caps.cooperative_matrix_nv = true;
-    if (!caps.cooperative_matrix_khr) {
-      uint32_t count = 0;
-      KILN_RETURN_IF_ERROR(vk_status(fn.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &count, nullptr),
-                                     "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
-      std::vector<VkCooperativeMatrixPropertiesNV> shapes(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
-      VkResult r = fn.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &count, shapes.data());
-      KILN_RETURN_IF_ERROR(vk_status(r, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
-      shapes.resize(count);
-      for (const auto& s : shapes) {
-        caps.cooperative_matrix_shapes.push_back({s.MSize, s.NSize, s.KSize, static_cast<uint32_t>(s.AType),
-                                                  static_cast<uint32_t>(s.BType), static_cast<uint32_t>(s.CType),
-                                                  static_cast<uint32_t>(s.DType), false,
-                                                  static_cast<uint32_t>(s.scope)});
-      }
+    uint32_t count = 0;
+    KILN_RETURN_IF_ERROR(vk_status(fn.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &count, nullptr),
+                                   "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+    std::vector<VkCooperativeMatrixPropertiesNV> shapes(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+    VkResult r = fn.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &count, shapes.data());
+    KILN_RETURN_IF_ERROR(vk_status(r, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+    shapes.resize(count);
+    for (const auto& s : shapes) {
+      caps.cooperative_matrix_nv_shapes.push_back({s.MSize, s.NSize, s.KSize, static_cast<uint32_t>(s.AType),
+                                                   static_cast<uint32_t>(s.BType), static_cast<uint32_t>(s.CType),
+                                                   static_cast<uint32_t>(s.DType), false,
+                                                   static_cast<uint32_t>(s.scope)});
     }
+    if (!caps.cooperative_matrix_khr) caps.cooperative_matrix_shapes = caps.cooperative_matrix_nv_shapes;
   }
 
   caps.rgba32f_image = format_ok(fn, pd, VK_FORMAT_R32G32B32A32_SFLOAT);
@@ -404,17 +403,21 @@ std::string Capabilities::to_json() const {
   boolean("cooperative_matrix_khr", cooperative_matrix_khr);
   boolean("cooperative_matrix_khr_hidden", cooperative_matrix_khr_hidden);
   boolean("cooperative_matrix_nv", cooperative_matrix_nv);
-  key("cooperative_matrix_shapes");
-  j += "[";
-  for (size_t i = 0; i < cooperative_matrix_shapes.size(); ++i) {
-    const auto& s = cooperative_matrix_shapes[i];
-    if (i) j += ",";
-    j += "{\"m\":" + std::to_string(s.m) + ",\"n\":" + std::to_string(s.n) + ",\"k\":" + std::to_string(s.k) +
-         ",\"a\":\"" + component_type_name(s.a_type) + "\",\"b\":\"" + component_type_name(s.b_type) + "\",\"c\":\"" +
-         component_type_name(s.c_type) + "\",\"result\":\"" + component_type_name(s.result_type) +
-         "\",\"scope\":" + std::to_string(s.scope) + "}";
-  }
-  j += "]";
+  const auto shapes = [&](const char* k, const std::vector<CooperativeMatrixShape>& list) {
+    key(k);
+    j += "[";
+    for (size_t i = 0; i < list.size(); ++i) {
+      const auto& s = list[i];
+      if (i) j += ",";
+      j += "{\"m\":" + std::to_string(s.m) + ",\"n\":" + std::to_string(s.n) + ",\"k\":" + std::to_string(s.k) +
+           ",\"a\":\"" + component_type_name(s.a_type) + "\",\"b\":\"" + component_type_name(s.b_type) +
+           "\",\"c\":\"" + component_type_name(s.c_type) + "\",\"result\":\"" + component_type_name(s.result_type) +
+           "\",\"scope\":" + std::to_string(s.scope) + "}";
+    }
+    j += "]";
+  };
+  shapes("cooperative_matrix_shapes", cooperative_matrix_shapes);
+  shapes("cooperative_matrix_nv_shapes", cooperative_matrix_nv_shapes);
   boolean("timeline_semaphore", timeline_semaphore);
   boolean("synchronization2", synchronization2);
   key("timestamp_period_ns");
@@ -463,9 +466,11 @@ std::string Capabilities::to_text() const {
   line("subgroup", std::to_string(subgroup_size) + " (" + std::to_string(min_subgroup_size) + ".." +
                        std::to_string(max_subgroup_size) + "), ops " + subgroup_ops_string(subgroup_operations) +
                        (subgroup_size_control ? ", size control" : ""));
-  std::string cm = cooperative_matrix_khr ? "KHR" : (cooperative_matrix_nv ? "NV" : "none");
+  std::string cm = cooperative_matrix_khr ? (cooperative_matrix_nv ? "KHR, NV" : "KHR") : (cooperative_matrix_nv ? "NV" : "none");
   if (cooperative_matrix_khr_hidden) cm += " (KHR offered but not queried: old validation layer or not enabled by the host)";
   for (const auto& s : cooperative_matrix_shapes) cm += "\n    " + shape_string(s);
+  if (cooperative_matrix_khr && cooperative_matrix_nv)
+    for (const auto& s : cooperative_matrix_nv_shapes) cm += "\n    NV: " + shape_string(s);
   line("cooperative matrix", cm);
   line("timeline semaphores", b(timeline_semaphore));
   line("timestamp period", std::to_string(timestamp_period_ns) + " ns");

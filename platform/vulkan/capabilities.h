@@ -92,7 +92,12 @@ struct Capabilities {
   // device did not enable it.
   bool cooperative_matrix_khr_hidden = false;
   bool cooperative_matrix_nv = false;
+  // KHR shapes when the KHR extension was queried, else the NV ones.
   std::vector<CooperativeMatrixShape> cooperative_matrix_shapes;
+  // vkGetPhysicalDeviceCooperativeMatrixPropertiesNV's shapes whenever
+  // cooperative_matrix_nv (GL_NV_cooperative_matrix kernels may use only
+  // these; the NV component types and scopes share the KHR values).
+  std::vector<CooperativeMatrixShape> cooperative_matrix_nv_shapes;
 
   // Synchronization and queries.
   bool timeline_semaphore = false;

@@ -21,9 +21,10 @@ struct FeatureChain {
   VkPhysicalDevice8BitStorageFeatures s8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
   VkPhysicalDeviceVulkan13Features v13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm{KILN_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV cm_nv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
 
   struct Shape {
-    bool v12 = false, v13 = false, ext_f16i8 = false, ext_8bit = false, cm = false;
+    bool v12 = false, v13 = false, ext_f16i8 = false, ext_8bit = false, cm = false, cm_nv = false;
   };
 
   // Links the structs `shape` selects. The object must not move afterwards.
@@ -42,6 +43,7 @@ struct FeatureChain {
     }
     if (shape.v13) add(&v13);
     if (shape.cm) add(&cm);
+    if (shape.cm_nv) add(&cm_nv);
     *tail = nullptr;
   }
 };
@@ -149,6 +151,10 @@ EnabledFeatures features_from_host_chain(const VkPhysicalDeviceFeatures2* chain)
         e.cooperative_matrix_khr |=
             reinterpret_cast<const VkPhysicalDeviceCooperativeMatrixFeaturesKHR*>(s)->cooperativeMatrix == VK_TRUE;
         break;
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV:
+        e.cooperative_matrix_nv |=
+            reinterpret_cast<const VkPhysicalDeviceCooperativeMatrixFeaturesNV*>(s)->cooperativeMatrix == VK_TRUE;
+        break;
       default:
         break;
     }
@@ -172,6 +178,7 @@ void clamp_to_capabilities(const Capabilities& c, EnabledFeatures* e) {
   e->subgroup_size_control &= c.subgroup_size_control;
   e->compute_full_subgroups &= c.compute_full_subgroups;
   e->cooperative_matrix_khr &= c.cooperative_matrix_khr;
+  e->cooperative_matrix_nv &= c.cooperative_matrix_nv;
   e->memory_budget &= c.memory_budget;
 }
 
@@ -251,6 +258,7 @@ StatusOr<std::unique_ptr<Device>> Device::create(const Instance& instance, const
   shape.ext_f16i8 = !shape.v12 && contains(ext, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
   shape.ext_8bit = !shape.v12 && contains(ext, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   shape.cm = caps.cooperative_matrix_khr;
+  shape.cm_nv = caps.cooperative_matrix_nv;
   FeatureChain sup;
   sup.link(shape);
   ifn.vkGetPhysicalDeviceFeatures2(pd, &sup.f2);
@@ -284,11 +292,13 @@ StatusOr<std::unique_ptr<Device>> Device::create(const Instance& instance, const
     en.v13.maintenance4 = sup.v13.maintenance4;
   }
   en.cm.cooperativeMatrix = sup.cm.cooperativeMatrix;
+  en.cm_nv.cooperativeMatrix = sup.cm_nv.cooperativeMatrix;
 
   std::vector<const char*> extensions;
   if (shape.ext_f16i8) extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
   if (shape.ext_8bit) extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   if (shape.cm) extensions.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  if (shape.cm_nv) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   if (caps.memory_budget) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   // Required by the spec whenever the device advertises it (MoltenVK).
   if (caps.has_extension_portability_subset) extensions.push_back("VK_KHR_portability_subset");
@@ -321,6 +331,7 @@ StatusOr<std::unique_ptr<Device>> Device::create(const Instance& instance, const
   e.subgroup_size_control = shape.v13 && en.v13.subgroupSizeControl == VK_TRUE;
   e.compute_full_subgroups = shape.v13 && en.v13.computeFullSubgroups == VK_TRUE;
   e.cooperative_matrix_khr = shape.cm && en.cm.cooperativeMatrix == VK_TRUE;
+  e.cooperative_matrix_nv = shape.cm_nv && en.cm_nv.cooperativeMatrix == VK_TRUE;
   e.memory_budget = caps.memory_budget;
   clamp_to_capabilities(caps, &e);
 
@@ -372,6 +383,9 @@ StatusOr<std::unique_ptr<Device>> Device::wrap(const HostVulkanHandles& host) {
   self->enabled_.memory_budget = contains(host.enabled_extensions, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   if (!contains(host.enabled_extensions, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
     self->enabled_.cooperative_matrix_khr = false;
+  }
+  if (!contains(host.enabled_extensions, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
+    self->enabled_.cooperative_matrix_nv = false;
   }
   clamp_to_capabilities(self->caps_, &self->enabled_);
   KILN_RETURN_IF_ERROR_CTX(self->finish_init(), "wrapping the host VkDevice");

@@ -47,6 +47,7 @@ struct EnabledFeatures {
   bool compute_full_subgroups = false;
   bool vulkan_memory_model = false;
   bool cooperative_matrix_khr = false;
+  bool cooperative_matrix_nv = false;  // VK_NV_cooperative_matrix (GL_NV_cooperative_matrix kernels)
   bool memory_budget = false;  // VK_EXT_memory_budget enabled
 };
 

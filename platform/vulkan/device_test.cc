@@ -54,6 +54,9 @@ TEST_F(VulkanTest, CapabilitiesAreSane) {
   EXPECT_LE(e.cooperative_matrix_khr, caps.cooperative_matrix_khr);
   // Kiln enables what the device offers.
   EXPECT_EQ(e.shader_float16, caps.shader_float16);
+  EXPECT_EQ(e.cooperative_matrix_nv, caps.cooperative_matrix_nv);
+  // NV shapes are listed exactly when the NV extension is usable.
+  EXPECT_EQ(caps.cooperative_matrix_nv_shapes.empty(), !caps.cooperative_matrix_nv);
   EXPECT_EQ(e.storage_buffer_16bit, caps.storage_buffer_16bit);
   EXPECT_EQ(e.timeline_semaphore, caps.timeline_semaphore && caps.api_version >= VK_API_VERSION_1_2);
 }
@@ -71,6 +74,7 @@ TEST_F(VulkanTest, CapabilityReports) {
   EXPECT_NE(json.find("\"max_image_dimension_2d\":" + std::to_string(caps.max_image_dimension_2d)), std::string::npos);
   EXPECT_NE(json.find(std::string("\"shader_float16\":") + (caps.shader_float16 ? "true" : "false")), std::string::npos);
   EXPECT_NE(json.find("\"cooperative_matrix_khr\":"), std::string::npos);
+  EXPECT_NE(json.find("\"cooperative_matrix_nv_shapes\":["), std::string::npos);
   EXPECT_NE(json.find("\"subgroup_size\":" + std::to_string(caps.subgroup_size)), std::string::npos);
   std::string text = caps.to_text();
   std::cout << text;  // which device the suite ran on, in the CI log

@@ -200,12 +200,38 @@ struct SpvcContext {
   }
 };
 
+// The module with cooperative-matrix type declarations (NV and KHR) turned
+// into 4-vectors of their component type, for reflection only: the
+// SPIRV-Cross of Debian 12 rejects these declarations at global scope
+// ("Currently no block to insert opcode") but skips the unknown instructions
+// that use them inside functions, and reflection needs neither. Empty when
+// the module declares none (use it as is).
+std::vector<uint32_t> without_cooperative_matrix_types(std::span<const uint32_t> spirv) {
+  constexpr uint32_t kTypeCooperativeMatrixNV = 5358, kTypeCooperativeMatrixKHR = 4456, kTypeVector = 23;
+  std::vector<uint32_t> out;
+  for (size_t i = 5; i < spirv.size();) {
+    const uint32_t op = spirv[i] & 0xFFFFu, words = spirv[i] >> 16;
+    if (words == 0 || i + words > spirv.size()) return {};  // malformed: let SPIRV-Cross report it
+    if ((op == kTypeCooperativeMatrixNV || op == kTypeCooperativeMatrixKHR) && words >= 3) {
+      if (out.empty()) out.assign(spirv.begin(), spirv.begin() + static_cast<std::ptrdiff_t>(i));
+      out.insert(out.end(), {(4u << 16) | kTypeVector, spirv[i + 1], spirv[i + 2], 4u});
+    } else if (!out.empty()) {
+      out.insert(out.end(), spirv.begin() + static_cast<std::ptrdiff_t>(i),
+                 spirv.begin() + static_cast<std::ptrdiff_t>(i + words));
+    }
+    i += words;
+  }
+  return out;
+}
+
 }  // namespace
 
 StatusOr<ShaderReflection> reflect(std::span<const uint32_t> spirv) {
   if (spirv.size() < 5 || spirv[0] != 0x07230203u) {
     return invalid_argument("SPIR-V reflection: the module is not SPIR-V (bad magic number or too short)");
   }
+  const std::vector<uint32_t> rewritten = without_cooperative_matrix_types(spirv);
+  if (!rewritten.empty()) spirv = rewritten;
   SpvcContext c;
   if (spvc_context_create(&c.ctx) != SPVC_SUCCESS) return out_of_memory("SPIRV-Cross could not create a context");
   spvc_parsed_ir ir = nullptr;

@@ -219,6 +219,7 @@ TEST_F(WrapTest, WrappedHostDeviceRunsKernelsAndSurvivesKiln) {
     // Kiln uses exactly what the host enabled.
     EXPECT_EQ(device.enabled().timeline_semaphore, host.timeline_enabled);
     EXPECT_FALSE(device.enabled().shader_float16);  // the host did not enable it
+    EXPECT_FALSE(device.enabled().cooperative_matrix_nv);  // nor VK_NV_cooperative_matrix
     run_kernel(device);
   }  // Kiln's device is destroyed here; the host's must survive.
   expect_host_device_works(host);

@@ -40,6 +40,18 @@ planner::TargetInfo target_info(const vk::Device& device) {
   t.fp16_arithmetic = e.shader_float16;
   t.int64 = e.shader_int64;
   t.cooperative_matrix = e.cooperative_matrix_khr && c.api_version >= VK_API_VERSION_1_3;
+  // fp16 GEMMs on tensor cores: the NV dialect (what the shader compiler
+  // speaks), its fp16 x fp16 shapes at subgroup scope accumulating in fp32
+  // or fp16 (VkComponentTypeNV: 0 = fp16, 1 = fp32; scope 3 = subgroup).
+  if (e.cooperative_matrix_nv && t.fp16_storage && t.subgroup_size > 0) {
+    for (const vk::CooperativeMatrixShape& s : c.cooperative_matrix_nv_shapes) {
+      const bool f32_acc = s.c_type == 1 && s.result_type == 1;
+      const bool f16_acc = s.c_type == 0 && s.result_type == 0;
+      if (s.a_type == 0 && s.b_type == 0 && s.scope == 3 && (f32_acc || f16_acc))
+        t.coopmat_f16_shapes.push_back({s.m, s.n, s.k, f32_acc});
+    }
+    if (!t.coopmat_f16_shapes.empty()) t.coopmat = planner::CoopMatFlavour::kNV;
+  }
   t.vulkan_version = std::min<uint32_t>(c.api_version, VK_API_VERSION_1_3);
   return t;
 }

@@ -120,6 +120,19 @@ Status VulkanModel::Impl::evaluate_shapes(const std::vector<InputSpec>& inputs, 
                              "' depends on tensor values; the Vulkan backend cannot size it yet");
     }
   }
+  // Kernel parameters the plan computes on the host from this signature.
+  for (const planner::HostParam& hp : plan.host_params) {
+    const ir::Node& node = graph.node(hp.node);
+    planner::HostParamInputs in;
+    for (ir::ValueId v : node.inputs) {
+      const ops::ValueInfo* o = v == ir::kNoValue ? nullptr : &info[static_cast<size_t>(v)];
+      in.shapes.push_back(o && o->shape.is_static() ? o->shape.concrete() : Shape{});
+      in.values.push_back(o ? o->value : nullptr);
+    }
+    StatusOr<int64_t> value = hp.fn(in);
+    if (!value.ok()) return Status(value.status().code(), node.describe() + ": " + value.status().message());
+    sig.bindings[hp.symbol] = *value;
+  }
   // Bind symbols from value tensors, then check every dim agrees.
   sig.shapes.assign(plan.tensors.size(), Shape{});
   for (size_t t = 0; t < plan.tensors.size(); ++t) {
@@ -168,8 +181,14 @@ StatusOr<Signature*> VulkanModel::Impl::signature_for(const std::vector<InputSpe
     if (plan.tensors[static_cast<size_t>(plan.inputs[i])].host_resident) {
       if (!inputs[i].value)
         return invalid_argument("input '" + graph.value(graph.main().inputs[i]).name +
-                                "' is a small integer (shape-like) input and must be given as a host tensor");
-      for (int64_t k = 0; k < inputs[i].value->numel(); ++k) key += std::to_string(inputs[i].value->get_i64(k)) + ",";
+                                "' is a small shape-like input and must be given as a host tensor");
+      // The bytes, not get_i64: float values (Resize scales) are host values too.
+      const auto* bytes = static_cast<const unsigned char*>(inputs[i].value->raw_data());
+      static const char kHex[] = "0123456789abcdef";
+      for (size_t b = 0; b < inputs[i].value->nbytes(); ++b) {
+        key += kHex[bytes[b] >> 4];
+        key += kHex[bytes[b] & 15];
+      }
       key += ";";
     }
   }

@@ -50,12 +50,29 @@ Status lower_identity(LoweringContext& ctx) {
   return ok_status();
 }
 
+// 1-D Slice whose start is a host parameter read from the `starts` input
+// per run (step 1; the test keeps bounds in range).
+Status lower_slice_1d(LoweringContext& ctx) {
+  if (ctx.input_shape(0).size() != 1 || !ctx.input_on_host(1)) return ctx.unsupported("test lowering: 1-D, host starts");
+  KernelDesc k;
+  k.name = "test_slice";
+  k.tensors = {ctx.bind("x", ctx.input(0)), ctx.bind("y", ctx.output(0), true)};
+  k.params.push_back({"start", ctx.host_param([](const planner::HostParamInputs& in) -> StatusOr<int64_t> {
+                        if (!in.values[1]) return internal_error("starts are not on the host");
+                        return in.values[1]->get_i64(0);
+                      })});
+  k.body = "v = x_ld(start + oi);";
+  ctx.emit(std::move(k));
+  return ok_status();
+}
+
 const planner::LoweringRegistry& test_lowerings() {
   static const planner::LoweringRegistry* r = [] {
     auto* reg = new planner::LoweringRegistry();
     reg->add("", "Relu", lower_relu);
     reg->add("", "Add", lower_add);
     reg->add("", "Identity", lower_identity);
+    reg->add("", "Slice", lower_slice_1d);
     return reg;
   }();
   return *r;
@@ -145,6 +162,35 @@ TEST_F(VulkanModelTest, NewShapeRecordsButNeverCompiles) {
   VulkanRunStats stats;
   ASSERT_TRUE((*model)->run({ramp({3, 6}, 1.0f)}, &stats).ok());
   EXPECT_FALSE(stats.recorded);
+}
+
+// Small int inputs are host values: their values key the signature and
+// feed host parameters, so new values re-record but never re-plan.
+TEST_F(VulkanModelTest, HostValuesFeedKernelParameters) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", DType::kFloat32, ir::SymShape::from_concrete({9}));
+  ir::ValueId starts = g.add_input("starts", DType::kInt64, ir::SymShape::from_concrete({1}));
+  ir::ValueId ends = g.add_input("ends", DType::kInt64, ir::SymShape::from_concrete({1}));
+  ir::ValueId y = g.add_value("y", DType::kFloat32, ir::SymShape({ir::Dim::symbol("len")}));
+  g.add_node("Slice", {x, starts, ends}, {y});
+  g.add_output(y);
+  ReferenceExecutor reference(g);
+  auto model = compile(g, planner::Storage::kBuffer);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  EXPECT_EQ((*model)->plan().fallback_count(), 0u);
+  EXPECT_EQ((*model)->plan().host_params.size(), 1u);
+  const Tensor xv = ramp({9}, 1.0f);
+  auto i64 = [](int64_t v) { return Tensor::from_vector<int64_t>({1}, {v}); };
+  const std::pair<int64_t, int64_t> runs[] = {{1, 5}, {3, 9}, {1, 5}};
+  for (size_t r = 0; r < 3; ++r) {
+    const std::vector<Tensor> in = {xv, i64(runs[r].first), i64(runs[r].second)};
+    VulkanRunStats stats;
+    auto got = (*model)->run(in, &stats);
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    expect_equal(reference.run(in).value(), *got, 0.0);
+    EXPECT_EQ(stats.shader_compiles, 0u);
+    EXPECT_EQ(stats.recorded, r < 2) << "run " << r;
+  }
 }
 
 TEST_F(VulkanModelTest, BadInputsAreRejectedByName) {

@@ -1,0 +1,67 @@
+// The cooperative-matrix (tensor core) variant of the shared GEMM kernel.
+//
+// In fp16 plans on a device with fp16 cooperative matrices, emit_gemm
+// (gemm_kernels.h) runs a GemmProblem as this kernel instead of the scalar
+// tiled one; the lowering's gemm_a / gemm_b / gemm_store4 helpers stay the
+// same, so MatMul, Gemm and Conv all get it. A workgroup of 4 or 8 subgroups
+// (2 x 2, 4 x 2 or 2 x 4) computes a BM x BN tile of C: per K step of BK = 32 every
+// invocation stages its share of the A and B tiles in shared memory as
+// float16_t (out-of-range elements zero, exactly as the scalar kernel masks
+// edges), each subgroup loads its fragments from there and multiplies them
+// into fp32 accumulator matrices, and at the end each subgroup stages one
+// row of its fragments at a time in shared memory and writes it out through
+// gemm_store4 (so any output layout and epilogue works). The next K step's
+// tile elements are read into registers while the current step multiplies.
+//
+// Dialect: GL_NV_cooperative_matrix (TargetInfo::coopmat == kNV), the one
+// the available glslang compiles; a KHR flavour would change only the
+// emitted type and function names.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "planner/gemm_kernels.h"
+#include "planner/target.h"
+
+namespace kiln::planner {
+
+struct CoopMatConfig {
+  CoopMatShape shape;       // the fragment shape (one of the target's)
+  int bm = 64, bn = 64;     // workgroup tile
+  int wm = 2, wn = 2;       // a wm x wn grid of subgroups, each owning bm/wm x bn/wn
+  uint32_t subgroup_size = 32;
+};
+
+// The fragment shape to use on `target`: fp32 accumulators before fp16 ones,
+// then the most multiply-adds per fragment product. Only shapes whose m, n
+// and k divide the kernel's tiles (m | 16, n | 16 with n >= 8, k | 32 with
+// k >= 8, which also keeps every shared-memory fragment 16-byte aligned)
+// qualify. Nullopt when none does or the target has no cooperative matrices.
+std::optional<CoopMatShape> pick_coopmat_shape(const TargetInfo& target);
+
+// The configuration for `p`, or nullopt when the cooperative-matrix kernel
+// does not apply: precision is not fp16, the target lacks an fp16 shape,
+// subgroups or shared memory for it, or constant sizes are too small to
+// fill a fragment usefully (M < 32, N < 16; a handful of rows is the
+// GEMV's). Symbolic sizes qualify. Tiles (each subgroup owning 32 x 32 or
+// 32 x 16): 64 x 32 for N <= 32; 64 x 128 for convolutions (a_m_fastest)
+// with N >= 128 or symbolic; 128 x 64 for large constant GEMMs that still
+// give 128 workgroups; else 64 x 64 — falling back to 64 x 64 (or none)
+// where the target lacks the shared memory or invocations.
+//
+// Measured on an H200 (fp16, GPU time per kernel): a 2048x4096x4096 MatMul
+// runs at ~70 TFLOP/s against ~26 for the scalar kernel; 3x3 convolutions
+// at 32x512x7x7 ~9.7 against ~6.7, but at 32x256x28x28 ~9.0 against ~11.3:
+// there the scalar im2col loads (gemm_a per element) bound both kernels
+// and the cooperative one hides them worse.
+std::optional<CoopMatConfig> choose_coopmat(const GemmProblem& p, const TargetInfo& target, ElemType precision);
+
+// The kernel (kCustom) for `p` with configuration `c`. Its name is
+// p.name + "_coopmat<bm>x<bn>".
+KernelDesc make_coopmat_gemm_kernel(const GemmProblem& p, const CoopMatConfig& c);
+
+// "16x8x16 f32acc, tile 128x128" — for logs and tests.
+std::string describe(const CoopMatConfig& c);
+
+}  // namespace kiln::planner

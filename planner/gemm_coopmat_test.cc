@@ -1,0 +1,447 @@
+// The cooperative-matrix GEMM path: shape and tile choice, SPIR-V validity of
+// its kernels for MatMul / Gemm / Conv (constant and symbolic sizes, sizes
+// that are not multiples of the tile) on a target that claims NV cooperative
+// matrices, and — on a device that has them (NVIDIA; lavapipe skips) — fp16
+// results against the reference executor.
+//
+// GPU run: kiln_planner_test --gtest_filter='*CoopMat*'
+#include "planner/gemm_coopmat.h"
+
+#include <gtest/gtest.h>
+
+#include <spirv-tools/libspirv.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/ir/graph.h"
+#include "engine/runtime/reference_executor.h"
+#include "engine/runtime/vulkan/vulkan_model.h"
+#include "planner/execution_plan.h"
+#include "planner/glsl_codegen.h"
+#include "planner/testing/op_check.h"
+#include "platform/vulkan/shader_compiler.h"
+#include "platform/vulkan/vk_test_env.h"
+
+namespace kiln::planner {
+namespace {
+
+using testing::BackendConfig;
+using testing::check_op;
+using testing::OpCheck;
+using testing::random_tensor;
+
+// What an NVIDIA GPU reports through VK_NV_cooperative_matrix (Turing and
+// later): 16x8x16 and 16x8x8 with fp16 or fp32 accumulators.
+TargetInfo nv_target() {
+  TargetInfo t;
+  t.vulkan_version = VK_API_VERSION_1_3;
+  t.fp16_storage = true;
+  t.fp16_arithmetic = true;
+  t.subgroup_size = 32;
+  t.max_shared_memory = 49152;
+  t.coopmat = CoopMatFlavour::kNV;
+  t.coopmat_f16_shapes = {{16, 8, 8, false}, {16, 8, 16, false}, {16, 8, 8, true}, {16, 8, 16, true}};
+  return t;
+}
+
+GemmProblem problem(ir::Dim m, ir::Dim n, ir::Dim k) {
+  GemmProblem p;
+  p.name = "g";
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  return p;
+}
+
+TEST(GemmCoopMatChoice, PrefersF32AccumulatorsThenTheLargestShape) {
+  TargetInfo t = nv_target();
+  auto s = pick_coopmat_shape(t);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->m, 16u);
+  EXPECT_EQ(s->n, 8u);
+  EXPECT_EQ(s->k, 16u);
+  EXPECT_TRUE(s->f32_accumulator);
+  // Only fp16 accumulators: still used.
+  t.coopmat_f16_shapes = {{16, 8, 16, false}};
+  s = pick_coopmat_shape(t);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_FALSE(s->f32_accumulator);
+  // Shapes the tiles cannot hold (m does not divide 16, k not a multiple of 8).
+  t.coopmat_f16_shapes = {{32, 8, 16, true}, {16, 8, 4, true}, {16, 4, 16, true}};
+  EXPECT_FALSE(pick_coopmat_shape(t).has_value());
+  t = nv_target();
+  t.coopmat = CoopMatFlavour::kNone;
+  EXPECT_FALSE(pick_coopmat_shape(t).has_value());
+}
+
+TEST(GemmCoopMatChoice, OnlyFp16AndLargeEnoughProblems) {
+  const TargetInfo t = nv_target();
+  const ir::Dim s = ir::Dim::symbol("s");
+  EXPECT_FALSE(choose_coopmat(problem(ir::Dim(256), ir::Dim(256), ir::Dim(64)), t, ElemType::kF32).has_value());
+  EXPECT_FALSE(choose_coopmat(problem(ir::Dim(16), ir::Dim(256), ir::Dim(64)), t, ElemType::kF16).has_value());
+  EXPECT_FALSE(choose_coopmat(problem(ir::Dim(256), ir::Dim(8), ir::Dim(64)), t, ElemType::kF16).has_value());
+  TargetInfo no_subgroups = t;
+  no_subgroups.subgroup_size = 0;
+  EXPECT_FALSE(choose_coopmat(problem(s, ir::Dim(256), ir::Dim(64)), no_subgroups, ElemType::kF16).has_value());
+
+  auto c = choose_coopmat(problem(s, ir::Dim(256), ir::Dim(64)), t, ElemType::kF16);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->bm, 64);
+  EXPECT_EQ(c->bn, 64);
+  c = choose_coopmat(problem(ir::Dim(100), ir::Dim(20), ir::Dim(64)), t, ElemType::kF16);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->bn, 32);
+  c = choose_coopmat(problem(ir::Dim(4096), ir::Dim(512), ir::Dim(64)), t, ElemType::kF16);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->bm, 128);
+  EXPECT_EQ(c->bn, 64);
+  EXPECT_EQ(c->wm * c->wn, 8);
+  GemmProblem conv = problem(s, ir::Dim(256), ir::Dim(576));
+  conv.a_m_fastest = true;
+  c = choose_coopmat(conv, t, ElemType::kF16);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->bm, 64);
+  EXPECT_EQ(c->bn, 128);
+  // 128 x 64 tiles need 33 KiB of shared memory; with 32 KiB 64 x 64.
+  TargetInfo small = t;
+  small.max_shared_memory = 32768;
+  c = choose_coopmat(problem(ir::Dim(4096), ir::Dim(512), ir::Dim(64)), small, ElemType::kF16);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->bm, 64);
+  std::cout << "GemmCoopMat: large GEMM on the NV target: " << describe(*c) << "\n";
+}
+
+// ---------------------------------------------------------------------------
+// SPIR-V validity of the planned kernels (no device needed).
+
+ir::Graph one_node(const std::string& op, const ir::SymShape& x_shape, const std::vector<Tensor>& constants,
+                   std::map<std::string, ir::Attribute> attrs) {
+  ir::Graph g;
+  std::vector<ir::ValueId> ins = {g.add_input("x", DType::kFloat32, x_shape)};
+  for (size_t i = 0; i < constants.size(); ++i) ins.push_back(g.add_constant("c" + std::to_string(i), constants[i]));
+  const ir::ValueId y = g.add_value("y", DType::kUndefined, ir::SymShape::unranked());
+  const ir::NodeId nid = g.add_node(op, ins, {y}, std::move(attrs));
+  const Status finished = testing::finish_one_node_graph(g, nid);
+  EXPECT_TRUE(finished.ok()) << finished.to_string();
+  return g;
+}
+
+std::string spirv_validate(const std::vector<uint32_t>& spirv, spv_target_env env) {
+  spv_context ctx = spvContextCreate(env);
+  spv_diagnostic diag = nullptr;
+  const spv_result_t r = spvValidateBinary(ctx, spirv.data(), spirv.size(), &diag);
+  std::string out = r == SPV_SUCCESS ? "" : (diag != nullptr ? diag->error : "invalid");
+  spvDiagnosticDestroy(diag);
+  spvContextDestroy(ctx);
+  return out;
+}
+
+// Plans `g`, compiles every kernel for Vulkan 1.1 and 1.3 and validates it;
+// expects a kernel named `expect_name`.
+void expect_valid(const ir::Graph& g, const TargetInfo& target, Storage storage, const std::string& expect_name) {
+  PlanOptions options;
+  options.precision = ElemType::kF16;
+  options.storage = storage;
+  auto plan = build_plan(g, target, options);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  auto compiler = vk::ShaderCompiler::create();
+  ASSERT_TRUE(compiler.ok());
+  bool found = false;
+  for (const PlanStep& step : plan->steps) {
+    ASSERT_EQ(step.kind, PlanStep::Kind::kDispatch);
+    auto glsl = generate_glsl(step.kernel, target);
+    ASSERT_TRUE(glsl.ok()) << glsl.status().to_string();
+    for (uint32_t version : {VK_API_VERSION_1_1, VK_API_VERSION_1_3}) {
+      vk::CompileOptions co;
+      co.vulkan_version = version;
+      co.source_name = glsl->name + ".comp";
+      auto spirv = (*compiler)->compile(glsl->glsl, co);
+      ASSERT_TRUE(spirv.ok()) << spirv.status().to_string() << "\n" << glsl->glsl;
+      const spv_target_env env = version == VK_API_VERSION_1_1 ? SPV_ENV_VULKAN_1_1 : SPV_ENV_VULKAN_1_3;
+      EXPECT_EQ(spirv_validate(*spirv, env), "") << glsl->glsl;
+      // The runtime reflects every module for its pipeline layout.
+      auto reflection = vk::reflect(*spirv);
+      ASSERT_TRUE(reflection.ok()) << reflection.status().to_string();
+      EXPECT_EQ(reflection->bindings.size(), glsl->bindings);
+      EXPECT_EQ(reflection->local_size, glsl->local_size);
+    }
+    if (glsl->name == expect_name) found = true;
+  }
+  EXPECT_TRUE(found) << "no kernel named " << expect_name;
+}
+
+TEST(GemmCoopMatKernels, MatMulGemmConvAreValidSpirv) {
+  const TargetInfo t = nv_target();
+  const ir::Dim s = ir::Dim::symbol("s");
+  // Constant sizes, none a multiple of the tile.
+  expect_valid(one_node("MatMul", ir::SymShape::from_concrete({100, 72}), {random_tensor({72, 90}, 1)}, {}), t,
+               Storage::kBuffer, "matmul_coopmat64x64");
+  expect_valid(one_node("MatMul", ir::SymShape::from_concrete({100, 72}), {random_tensor({72, 90}, 1)}, {}), t,
+               Storage::kImage, "matmul_coopmat64x64");
+  // Symbolic rows, N <= 32.
+  expect_valid(one_node("MatMul", ir::SymShape({s, ir::Dim(40)}), {random_tensor({40, 24}, 2)}, {}), t,
+               Storage::kBuffer, "matmul_coopmat64x32");
+  // Large: 128 x 64 tiles, eight subgroups.
+  expect_valid(one_node("MatMul", ir::SymShape::from_concrete({4096, 64}), {random_tensor({64, 512}, 3)}, {}), t,
+               Storage::kBuffer, "matmul_coopmat128x64");
+  // Gemm with transposed A and a bias.
+  std::map<std::string, ir::Attribute> gemm = {{"transA", ir::Attribute::of_int(1)},
+                                               {"alpha", ir::Attribute::of_float(0.5f)},
+                                               {"beta", ir::Attribute::of_float(1.0f)}};
+  expect_valid(one_node("Gemm", ir::SymShape::from_concrete({33, 70}), {random_tensor({33, 50}, 4), random_tensor({50}, 5)},
+                        gemm),
+               t, Storage::kBuffer, "gemm_coopmat64x64");
+  // Conv (implicit GEMM) with symbolic spatial dims, buffer and image.
+  const ir::SymShape x({ir::Dim(1), ir::Dim(8), ir::Dim::symbol("h"), ir::Dim::symbol("w")});
+  const std::map<std::string, ir::Attribute> same = {{"auto_pad", ir::Attribute::of_string("SAME_UPPER")}};
+  const std::vector<Tensor> w = {random_tensor({24, 8, 3, 3}, 6), random_tensor({24}, 7)};
+  expect_valid(one_node("Conv", x, w, same), t, Storage::kBuffer, "conv_coopmat64x32");
+  expect_valid(one_node("Conv", x, w, same), t, Storage::kImage, "conv_coopmat64x32");
+  // Wide convolution: 64 x 128 tiles.
+  const std::vector<Tensor> wide = {random_tensor({128, 8, 3, 3}, 10)};
+  expect_valid(one_node("Conv", x, wide, same), t, Storage::kBuffer, "conv_coopmat64x128");
+  expect_valid(one_node("Conv", x, wide, same), t, Storage::kImage, "conv_coopmat64x128");
+  // Strided pointwise projections: with more weights than output pixels
+  // per image the weights are fp16 and the kernel cooperative; else the
+  // precision policy keeps them fp32 and the scalar kernel (fp32 math) runs.
+  const std::map<std::string, ir::Attribute> stride2 = {{"strides", ir::Attribute::of_ints({2, 2})}};
+  expect_valid(one_node("Conv", ir::SymShape::from_concrete({2, 256, 12, 12}), {random_tensor({96, 256, 1, 1}, 8)},
+                        stride2),
+               t, Storage::kBuffer, "conv_coopmat64x64");
+  expect_valid(one_node("Conv", ir::SymShape::from_concrete({1, 64, 20, 20}), {random_tensor({96, 64, 1, 1}, 9)},
+                        stride2),
+               t, Storage::kBuffer, "conv_tile64x64");
+}
+
+TEST(GemmCoopMatKernels, Fp32PlansKeepTheScalarKernel) {
+  PlanOptions options;
+  options.precision = ElemType::kF32;
+  auto plan = build_plan(one_node("MatMul", ir::SymShape::from_concrete({100, 72}), {random_tensor({72, 90}, 1)}, {}),
+                         nv_target(), options);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  ASSERT_EQ(plan->steps.size(), 1u);
+  EXPECT_EQ(plan->steps[0].kernel.name, "matmul_tile64x64");
+}
+
+// ---------------------------------------------------------------------------
+// On a device with fp16 cooperative matrices: results against the reference.
+
+class GemmCoopMatDeviceTest : public vk::testing::VulkanTest {
+ protected:
+  void SetUp() override {
+    VulkanTest::SetUp();
+    if (IsSkipped()) return;
+    target_ = runtime::target_info(device());
+    if (!pick_coopmat_shape(target_)) GTEST_SKIP() << "the device has no fp16 cooperative-matrix shape (NV)";
+    std::cout << "GemmCoopMat: device " << device().capabilities().device_name << ", subgroup "
+              << target_.subgroup_size << ", fp16 shapes:";
+    for (const CoopMatShape& s : target_.coopmat_f16_shapes)
+      std::cout << " " << s.m << "x" << s.n << "x" << s.k << (s.f32_accumulator ? "/f32" : "/f16");
+    std::cout << "\n";
+    const CoopMatShape shape = *pick_coopmat_shape(target_);
+    std::cout << "GemmCoopMat: using " << shape.m << "x" << shape.n << "x" << shape.k
+              << (shape.f32_accumulator ? " with fp32 accumulators" : " with fp16 accumulators") << "\n";
+  }
+
+  // Prints the GEMM kernels the fp16 plan of `c` uses and expects one of
+  // them to be a cooperative-matrix kernel.
+  void expect_coopmat_plan(const OpCheck& c) {
+    ir::Graph g;
+    std::vector<ir::ValueId> ins;
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      const bool constant =
+          std::find(c.constant_inputs.begin(), c.constant_inputs.end(), i) != c.constant_inputs.end();
+      ins.push_back(constant ? g.add_constant("c" + std::to_string(i), c.inputs[i])
+                             : g.add_input("x" + std::to_string(i), c.inputs[i].dtype(),
+                                           ir::SymShape::from_concrete(c.inputs[i].shape())));
+    }
+    const ir::ValueId y = g.add_value("y", DType::kUndefined, ir::SymShape::unranked());
+    const ir::NodeId nid = g.add_node(c.op, ins, {y}, c.attrs);
+    ASSERT_TRUE(testing::finish_one_node_graph(g, nid).ok());
+    PlanOptions options;
+    options.precision = ElemType::kF16;
+    auto plan = build_plan(g, target_, options);
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    bool coopmat = false;
+    for (const PlanStep& step : plan->steps) {
+      if (step.kind != PlanStep::Kind::kDispatch) continue;
+      std::cout << "GemmCoopMat: " << c.op << " kernel " << step.kernel.name << "\n";
+      coopmat |= step.kernel.name.find("_coopmat") != std::string::npos;
+    }
+    EXPECT_TRUE(coopmat) << c.op << " did not use the cooperative-matrix kernel";
+  }
+
+  void check(OpCheck c) {
+    expect_coopmat_plan(c);
+    c.configs = {BackendConfig{Storage::kBuffer, ElemType::kF16}, BackendConfig{Storage::kImage, ElemType::kF16}};
+    EXPECT_TRUE(check_op(c));
+  }
+
+  TargetInfo target_;
+};
+
+OpCheck matmul(Shape a, Shape b, bool const_b, uint64_t seed) {
+  OpCheck c;
+  c.op = "MatMul";
+  c.inputs = {random_tensor(a, seed), random_tensor(b, seed + 1)};
+  if (const_b) c.constant_inputs = {1};
+  return c;
+}
+
+TEST_F(GemmCoopMatDeviceTest, MatMul) {
+  check(matmul({100, 72}, {72, 90}, true, 11));          // edges in M, N and K
+  check(matmul({64, 64}, {64, 64}, false, 13));          // exact tiles
+  check(matmul({2, 3, 50, 40}, {40, 24}, true, 15));     // batch folds into M, N <= 32
+  check(matmul({3, 70, 33}, {3, 33, 130}, false, 17));   // batched
+  check(matmul({1024, 300}, {300, 2048}, true, 19));     // 128 x 64 tiles, K not a multiple of 32
+}
+
+TEST_F(GemmCoopMatDeviceTest, Gemm) {
+  OpCheck g;
+  g.op = "Gemm";
+  g.inputs = {random_tensor({37, 70}, 21), random_tensor({50, 37}, 22), random_tensor({50}, 23)};
+  g.attrs["transA"] = ir::Attribute::of_int(1);
+  g.attrs["transB"] = ir::Attribute::of_int(1);
+  g.attrs["alpha"] = ir::Attribute::of_float(0.5f);
+  g.attrs["beta"] = ir::Attribute::of_float(2.0f);
+  g.constant_inputs = {1, 2};
+  check(g);
+}
+
+TEST_F(GemmCoopMatDeviceTest, Conv) {
+  OpCheck c;
+  c.op = "Conv";
+  c.inputs = {random_tensor({2, 16, 13, 11}, 31), random_tensor({40, 16, 3, 3}, 32), random_tensor({40}, 33)};
+  c.attrs["pads"] = ir::Attribute::of_ints({1, 1, 1, 1});
+  c.constant_inputs = {1, 2};
+  check(c);
+  OpCheck wide = c;  // 128 output channels: 64 x 128 tiles
+  wide.inputs = {random_tensor({2, 32, 9, 9}, 36), random_tensor({128, 32, 3, 3}, 37), random_tensor({128}, 38)};
+  check(wide);
+  OpCheck s = c;  // strided 1x1 projection (fp16 weights: more of them than output pixels)
+  s.inputs = {random_tensor({2, 256, 12, 12}, 34), random_tensor({96, 256, 1, 1}, 35)};
+  s.attrs = {{"strides", ir::Attribute::of_ints({2, 2})}};
+  s.constant_inputs = {1};
+  check(s);
+}
+
+TEST_F(GemmCoopMatDeviceTest, SymbolicRows) {
+  // One compiled model, several row counts (M is a push constant).
+  ir::Graph g = one_node("MatMul", ir::SymShape({ir::Dim::symbol("s"), ir::Dim(72)}), {random_tensor({72, 90}, 41)}, {});
+  runtime::ReferenceExecutor reference(g);
+  for (Storage storage : {Storage::kBuffer, Storage::kImage}) {
+    runtime::VulkanModelOptions options;
+    options.plan.storage = storage;
+    options.plan.precision = ElemType::kF16;
+    auto model = runtime::VulkanModel::compile(device(), *vk::testing::test_kernel_cache(), g, options);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    bool coopmat = false;
+    for (const PlanStep& step : (*model)->plan().steps)
+      coopmat |= step.kind == PlanStep::Kind::kDispatch && step.kernel.name.find("_coopmat") != std::string::npos;
+    EXPECT_TRUE(coopmat);
+    for (int64_t rows : {1, 70, 200}) {
+      const std::vector<Tensor> in = {random_tensor({rows, 72}, 42 + rows)};
+      auto want = reference.run(in);
+      ASSERT_TRUE(want.ok()) << want.status().to_string();
+      auto got = (*model)->run(in);
+      ASSERT_TRUE(got.ok()) << got.status().to_string();
+      const Tensor& a = (*want)[0];
+      const Tensor& b = (*got)[0];
+      ASSERT_EQ(a.shape(), b.shape());
+      double ref_max = 1.0;
+      for (int64_t i = 0; i < a.numel(); ++i) ref_max = std::max(ref_max, std::abs(a.get_f64(i)));
+      for (int64_t i = 0; i < a.numel(); ++i)
+        ASSERT_NEAR(a.get_f64(i), b.get_f64(i), 2e-2 * ref_max)
+            << storage_name(storage) << " rows " << rows << " element " << i;
+    }
+  }
+}
+
+// `layers` nodes `op`, each with one constant weight of `w_shape` (values in
+// +-w_range, about the 1/sqrt(K) that keeps magnitudes steady), chained from
+// the input x of `shape` (every layer keeps it).
+ir::Graph chain(const std::string& op, const Shape& shape, const Shape& w_shape, float w_range, int layers,
+                const std::map<std::string, ir::Attribute>& attrs) {
+  ir::Graph g;
+  ir::ValueId v = g.add_input("x", DType::kFloat32, ir::SymShape::from_concrete(shape));
+  for (int i = 0; i < layers; ++i) {
+    const ir::ValueId w =
+        g.add_constant("w" + std::to_string(i), random_tensor(w_shape, 60 + i, -w_range, w_range));
+    const ir::ValueId y = g.add_value("h" + std::to_string(i), DType::kFloat32, ir::SymShape::from_concrete(shape));
+    g.add_node(op, {v, w}, {y}, attrs);
+    v = y;
+  }
+  g.add_output(v);
+  return g;
+}
+
+// GPU time of the cooperative fp16 kernel against the scalar fp32 one on
+// chains of large GEMMs and ResNet-like 3x3 convolutions (batch 32; weights
+// fp16: more of them than output pixels per image), printed for the log; the
+// two precisions' results must agree within the fp16 tolerance. A chain,
+// and the fastest of its kernels, because a kernel's timestamps also span
+// the upload of the input before it.
+TEST_F(GemmCoopMatDeviceTest, ThroughputAgainstScalarFp32) {
+  struct Case {
+    std::string what;
+    ir::Graph graph;
+    Shape input;
+    double flops;  // per layer
+  };
+  std::vector<Case> cases;
+  cases.push_back({"MatMul 2048x4096 x 4096x4096", chain("MatMul", {2048, 4096}, {4096, 4096}, 0.027f, 6, {}),
+                   {2048, 4096}, 2.0 * 2048 * 4096 * 4096});
+  cases.push_back({"Conv 32x256x28x28 3x3 -> 256",
+                   chain("Conv", {32, 256, 28, 28}, {256, 256, 3, 3}, 0.036f, 4,
+                         {{"pads", ir::Attribute::of_ints({1, 1, 1, 1})}}),
+                   {32, 256, 28, 28}, 2.0 * 32 * 28 * 28 * 256 * 256 * 9});
+  cases.push_back({"Conv 32x512x7x7 3x3 -> 512",
+                   chain("Conv", {32, 512, 7, 7}, {512, 512, 3, 3}, 0.025f, 4,
+                         {{"pads", ir::Attribute::of_ints({1, 1, 1, 1})}}),
+                   {32, 512, 7, 7}, 2.0 * 32 * 7 * 7 * 512 * 512 * 9});
+  for (Case& c : cases) {
+    const std::vector<Tensor> inputs = {random_tensor(c.input, 59)};
+    std::vector<Tensor> results;
+    for (ElemType precision : {ElemType::kF16, ElemType::kF32}) {
+      runtime::VulkanModelOptions options;
+      options.plan.precision = precision;
+      options.profile = true;
+      auto model = runtime::VulkanModel::compile(device(), *vk::testing::test_kernel_cache(), c.graph, options);
+      ASSERT_TRUE(model.ok()) << model.status().to_string();
+      runtime::VulkanRunStats stats;
+      StatusOr<std::vector<Tensor>> out = (*model)->run(inputs, &stats);  // records
+      ASSERT_TRUE(out.ok()) << out.status().to_string();
+      double best = 1e30;
+      std::string kernel;
+      // Many runs: an idle GPU takes a while to raise its clocks.
+      for (int r = 0; r < 10; ++r) {
+        out = (*model)->run(inputs, &stats);
+        ASSERT_TRUE(out.ok()) << out.status().to_string();
+        for (const runtime::KernelTiming& k : stats.kernels)
+          if (k.gpu_ms > 0 && k.gpu_ms < best) {
+            best = k.gpu_ms;
+            kernel = k.kernel;
+          }
+      }
+      std::cout << "GemmCoopMat: " << c.what << " " << elem_type_name(precision) << ": " << kernel << " " << best
+                << " ms, " << c.flops / (best * 1e9) << " TFLOP/s\n";
+      results.push_back(std::move((*out)[0]));
+    }
+    const Tensor& h = results[0];
+    const Tensor& f = results[1];
+    ASSERT_EQ(h.shape(), f.shape());
+    double ref_max = 1.0, worst = 0.0;
+    for (int64_t i = 0; i < f.numel(); ++i) ref_max = std::max(ref_max, std::abs(f.get_f64(i)));
+    for (int64_t i = 0; i < f.numel(); ++i) worst = std::max(worst, std::abs(h.get_f64(i) - f.get_f64(i)));
+    std::cout << "GemmCoopMat: " << c.what << " max|f16 - f32| " << worst << ", max|f32| " << ref_max << "\n";
+    EXPECT_LE(worst, 2e-2 * ref_max) << c.what;
+  }
+}
+
+}  // namespace
+}  // namespace kiln::planner
