@@ -73,6 +73,9 @@ struct HostParam {
 struct PlanOptions {
   Storage storage = Storage::kBuffer;  // where activations live (images fall back to buffers when too large)
   ElemType precision = ElemType::kF32; // float activations and weights on the device
+  // Use the target's cooperative matrices (tensor cores) for fp16 GEMMs when
+  // it has them; off forces the scalar kernels (for A/B measurements).
+  bool cooperative_matrix = true;
 };
 
 struct ExecutionPlan {

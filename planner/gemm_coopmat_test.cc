@@ -210,12 +210,29 @@ TEST(GemmCoopMatKernels, MatMulGemmConvAreValidSpirv) {
   // per image the weights are fp16 and the kernel cooperative; else the
   // precision policy keeps them fp32 and the scalar kernel (fp32 math) runs.
   const std::map<std::string, ir::Attribute> stride2 = {{"strides", ir::Attribute::of_ints({2, 2})}};
-  expect_valid(one_node("Conv", ir::SymShape::from_concrete({2, 256, 12, 12}), {random_tensor({96, 256, 1, 1}, 8)},
+  expect_valid(one_node("Conv", ir::SymShape::from_concrete({2, 128, 12, 12}), {random_tensor({96, 128, 1, 1}, 8)},
                         stride2),
                t, Storage::kBuffer, "conv_coopmat64x64");
   expect_valid(one_node("Conv", ir::SymShape::from_concrete({1, 64, 20, 20}), {random_tensor({96, 64, 1, 1}, 9)},
                         stride2),
                t, Storage::kBuffer, "conv_tile64x64");
+}
+
+// A few tensor-core workgroups over a deep K would leave the GPU idle (the
+// cooperative kernel does not split K): such a GEMM takes the scalar split-K
+// pair instead (resnet50's 7x7 stage: M = 49, N = 512, K = 4608).
+TEST(GemmCoopMatKernels, SmallGridsOverDeepKSplitKOnTheScalarKernel) {
+  PlanOptions options;
+  options.precision = ElemType::kF16;
+  const std::map<std::string, ir::Attribute> same = {{"pads", ir::Attribute::of_ints({1, 1, 1, 1})}};
+  auto plan = build_plan(one_node("Conv", ir::SymShape::from_concrete({1, 512, 7, 7}), {random_tensor({512, 512, 3, 3}, 11)},
+                                  same),
+                         nv_target(), options);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  std::string names;
+  for (const PlanStep& step : plan->steps) names += step.kernel.name + " ";
+  EXPECT_EQ(names.find("coopmat"), std::string::npos) << names;
+  EXPECT_NE(names.find("splitk"), std::string::npos) << names;
 }
 
 TEST(GemmCoopMatKernels, Fp32PlansKeepTheScalarKernel) {
@@ -324,7 +341,7 @@ TEST_F(GemmCoopMatDeviceTest, Conv) {
   wide.inputs = {random_tensor({2, 32, 9, 9}, 36), random_tensor({128, 32, 3, 3}, 37), random_tensor({128}, 38)};
   check(wide);
   OpCheck s = c;  // strided 1x1 projection (fp16 weights: more of them than output pixels)
-  s.inputs = {random_tensor({2, 256, 12, 12}, 34), random_tensor({96, 256, 1, 1}, 35)};
+  s.inputs = {random_tensor({2, 128, 12, 12}, 34), random_tensor({96, 128, 1, 1}, 35)};
   s.attrs = {{"strides", ir::Attribute::of_ints({2, 2})}};
   s.constant_inputs = {1};
   check(s);

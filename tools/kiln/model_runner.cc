@@ -44,6 +44,9 @@ class VulkanRunner : public ModelRunner {
     const std::string precision = args.get("precision", "fp32");
     if (precision == "fp16") options.plan.precision = planner::ElemType::kF16;
     else if (precision != "fp32") return invalid_argument("--precision must be fp32 or fp16, got '" + precision + "'");
+    const std::string coopmat = args.get("coopmat", "on");
+    if (coopmat == "off") options.plan.cooperative_matrix = false;
+    else if (coopmat != "on") return invalid_argument("--coopmat must be on or off, got '" + coopmat + "'");
     options.profile = args.has("profile");
     r->storage_ = storage;
     r->precision_ = precision;
@@ -128,7 +131,7 @@ class VulkanRunner : public ModelRunner {
 }  // namespace
 
 const std::vector<std::string>& runner_value_flags() {
-  static const std::vector<std::string> flags = {"backend", "device", "storage", "precision"};
+  static const std::vector<std::string> flags = {"backend", "device", "storage", "precision", "coopmat"};
   return flags;
 }
 
@@ -142,7 +145,7 @@ StatusOr<std::unique_ptr<ModelRunner>> make_runner(const Args& args, const ir::G
   if (backend != "auto" && backend != "vulkan" && backend != "reference")
     return invalid_argument("unknown backend '" + backend + "' (expected auto, vulkan or reference)");
   if (backend == "reference") {
-    for (const char* flag : {"device", "storage", "precision"})
+    for (const char* flag : {"device", "storage", "precision", "coopmat"})
       if (args.has(flag)) std::fprintf(stderr, "kiln: note: --%s applies to the Vulkan backend only\n", flag);
     return std::unique_ptr<ModelRunner>(new ReferenceRunner(graph));
   }

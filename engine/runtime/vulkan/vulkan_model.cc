@@ -70,6 +70,10 @@ StatusOr<std::unique_ptr<VulkanModel>> VulkanModel::compile(vk::Device& device, 
   auto impl = std::make_unique<Impl>(device, cache, graph);
   impl->options = options;
   impl->target = target_info(device);
+  if (!options.plan.cooperative_matrix) {
+    impl->target.coopmat = planner::CoopMatFlavour::kNone;
+    impl->target.coopmat_f16_shapes.clear();
+  }
   auto t0 = Clock::now();
   const planner::LoweringRegistry& lowerings =
       options.lowerings ? *options.lowerings : planner::LoweringRegistry::builtin();
