@@ -191,17 +191,7 @@ std::optional<CoopMatConfig> choose_coopmat(const GemmProblem& p, const TargetIn
 }
 
 KernelDesc make_coopmat_gemm_kernel(const GemmProblem& p, const CoopMatConfig& c) {
-  KernelDesc d;
-  d.name = p.name + "_coopmat" + str(c.bm) + "x" + str(c.bn);
-  d.family = KernelDesc::Family::kCustom;
-  d.tensors = p.tensors;
-  d.params = p.params;
-  d.params.push_back({"GEMM_BATCH", p.batch});
-  d.params.push_back({"GEMM_M", p.m});
-  d.params.push_back({"GEMM_N", p.n});
-  d.params.push_back({"GEMM_K", p.k});
-  d.helpers = p.helpers;
-  d.flops = ir::Dim(2) * p.batch * p.m * p.n * p.k;
+  KernelDesc d = gemm_kernel_base(p, p.name + "_coopmat" + str(c.bm) + "x" + str(c.bn));
   d.extensions = {"GL_EXT_control_flow_attributes", "GL_EXT_shader_explicit_arithmetic_types_float16",
                   "GL_KHR_memory_scope_semantics",
                   "GL_KHR_shader_subgroup_basic", "GL_NV_cooperative_matrix"};

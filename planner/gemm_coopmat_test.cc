@@ -119,17 +119,6 @@ TEST(GemmCoopMatChoice, OnlyFp16AndLargeEnoughProblems) {
 // ---------------------------------------------------------------------------
 // SPIR-V validity of the planned kernels (no device needed).
 
-ir::Graph one_node(const std::string& op, const ir::SymShape& x_shape, const std::vector<Tensor>& constants,
-                   std::map<std::string, ir::Attribute> attrs) {
-  ir::Graph g;
-  std::vector<ir::ValueId> ins = {g.add_input("x", DType::kFloat32, x_shape)};
-  for (size_t i = 0; i < constants.size(); ++i) ins.push_back(g.add_constant("c" + std::to_string(i), constants[i]));
-  const ir::ValueId y = g.add_value("y", DType::kUndefined, ir::SymShape::unranked());
-  const ir::NodeId nid = g.add_node(op, ins, {y}, std::move(attrs));
-  const Status finished = testing::finish_one_node_graph(g, nid);
-  EXPECT_TRUE(finished.ok()) << finished.to_string();
-  return g;
-}
 
 std::string spirv_validate(const std::vector<uint32_t>& spirv, spv_target_env env) {
   spv_context ctx = spvContextCreate(env);
@@ -179,41 +168,41 @@ TEST(GemmCoopMatKernels, MatMulGemmConvAreValidSpirv) {
   const TargetInfo t = nv_target();
   const ir::Dim s = ir::Dim::symbol("s");
   // Constant sizes, none a multiple of the tile.
-  expect_valid(one_node("MatMul", ir::SymShape::from_concrete({100, 72}), {random_tensor({72, 90}, 1)}, {}), t,
+  expect_valid(testing::one_node_graph("MatMul", ir::SymShape::from_concrete({100, 72}), {random_tensor({72, 90}, 1)}, {}), t,
                Storage::kBuffer, "matmul_coopmat64x64");
-  expect_valid(one_node("MatMul", ir::SymShape::from_concrete({100, 72}), {random_tensor({72, 90}, 1)}, {}), t,
+  expect_valid(testing::one_node_graph("MatMul", ir::SymShape::from_concrete({100, 72}), {random_tensor({72, 90}, 1)}, {}), t,
                Storage::kImage, "matmul_coopmat64x64");
   // Symbolic rows, N <= 32.
-  expect_valid(one_node("MatMul", ir::SymShape({s, ir::Dim(40)}), {random_tensor({40, 24}, 2)}, {}), t,
+  expect_valid(testing::one_node_graph("MatMul", ir::SymShape({s, ir::Dim(40)}), {random_tensor({40, 24}, 2)}, {}), t,
                Storage::kBuffer, "matmul_coopmat64x32");
   // Large: 128 x 64 tiles, eight subgroups.
-  expect_valid(one_node("MatMul", ir::SymShape::from_concrete({4096, 64}), {random_tensor({64, 512}, 3)}, {}), t,
+  expect_valid(testing::one_node_graph("MatMul", ir::SymShape::from_concrete({4096, 64}), {random_tensor({64, 512}, 3)}, {}), t,
                Storage::kBuffer, "matmul_coopmat128x64");
   // Gemm with transposed A and a bias.
   std::map<std::string, ir::Attribute> gemm = {{"transA", ir::Attribute::of_int(1)},
                                                {"alpha", ir::Attribute::of_float(0.5f)},
                                                {"beta", ir::Attribute::of_float(1.0f)}};
-  expect_valid(one_node("Gemm", ir::SymShape::from_concrete({33, 70}), {random_tensor({33, 50}, 4), random_tensor({50}, 5)},
+  expect_valid(testing::one_node_graph("Gemm", ir::SymShape::from_concrete({33, 70}), {random_tensor({33, 50}, 4), random_tensor({50}, 5)},
                         gemm),
                t, Storage::kBuffer, "gemm_coopmat64x64");
   // Conv (implicit GEMM) with symbolic spatial dims, buffer and image.
   const ir::SymShape x({ir::Dim(1), ir::Dim(8), ir::Dim::symbol("h"), ir::Dim::symbol("w")});
   const std::map<std::string, ir::Attribute> same = {{"auto_pad", ir::Attribute::of_string("SAME_UPPER")}};
   const std::vector<Tensor> w = {random_tensor({24, 8, 3, 3}, 6), random_tensor({24}, 7)};
-  expect_valid(one_node("Conv", x, w, same), t, Storage::kBuffer, "conv_coopmat64x32");
-  expect_valid(one_node("Conv", x, w, same), t, Storage::kImage, "conv_coopmat64x32");
+  expect_valid(testing::one_node_graph("Conv", x, w, same), t, Storage::kBuffer, "conv_coopmat64x32");
+  expect_valid(testing::one_node_graph("Conv", x, w, same), t, Storage::kImage, "conv_coopmat64x32");
   // Wide convolution: 64 x 128 tiles.
   const std::vector<Tensor> wide = {random_tensor({128, 8, 3, 3}, 10)};
-  expect_valid(one_node("Conv", x, wide, same), t, Storage::kBuffer, "conv_coopmat64x128");
-  expect_valid(one_node("Conv", x, wide, same), t, Storage::kImage, "conv_coopmat64x128");
+  expect_valid(testing::one_node_graph("Conv", x, wide, same), t, Storage::kBuffer, "conv_coopmat64x128");
+  expect_valid(testing::one_node_graph("Conv", x, wide, same), t, Storage::kImage, "conv_coopmat64x128");
   // Strided pointwise projections: with more weights than output pixels
   // per image the weights are fp16 and the kernel cooperative; else the
   // precision policy keeps them fp32 and the scalar kernel (fp32 math) runs.
   const std::map<std::string, ir::Attribute> stride2 = {{"strides", ir::Attribute::of_ints({2, 2})}};
-  expect_valid(one_node("Conv", ir::SymShape::from_concrete({2, 128, 12, 12}), {random_tensor({96, 128, 1, 1}, 8)},
+  expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({2, 128, 12, 12}), {random_tensor({96, 128, 1, 1}, 8)},
                         stride2),
                t, Storage::kBuffer, "conv_coopmat64x64");
-  expect_valid(one_node("Conv", ir::SymShape::from_concrete({1, 64, 20, 20}), {random_tensor({96, 64, 1, 1}, 9)},
+  expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 64, 20, 20}), {random_tensor({96, 64, 1, 1}, 9)},
                         stride2),
                t, Storage::kBuffer, "conv_tile64x64");
 }
@@ -225,7 +214,7 @@ TEST(GemmCoopMatKernels, SmallGridsOverDeepKSplitKOnTheScalarKernel) {
   PlanOptions options;
   options.precision = ElemType::kF16;
   const std::map<std::string, ir::Attribute> same = {{"pads", ir::Attribute::of_ints({1, 1, 1, 1})}};
-  auto plan = build_plan(one_node("Conv", ir::SymShape::from_concrete({1, 512, 7, 7}), {random_tensor({512, 512, 3, 3}, 11)},
+  auto plan = build_plan(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 512, 7, 7}), {random_tensor({512, 512, 3, 3}, 11)},
                                   same),
                          nv_target(), options);
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
@@ -238,7 +227,7 @@ TEST(GemmCoopMatKernels, SmallGridsOverDeepKSplitKOnTheScalarKernel) {
 TEST(GemmCoopMatKernels, Fp32PlansKeepTheScalarKernel) {
   PlanOptions options;
   options.precision = ElemType::kF32;
-  auto plan = build_plan(one_node("MatMul", ir::SymShape::from_concrete({100, 72}), {random_tensor({72, 90}, 1)}, {}),
+  auto plan = build_plan(testing::one_node_graph("MatMul", ir::SymShape::from_concrete({100, 72}), {random_tensor({72, 90}, 1)}, {}),
                          nv_target(), options);
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   ASSERT_EQ(plan->steps.size(), 1u);
@@ -351,7 +340,7 @@ TEST_F(GemmCoopMatDeviceTest, Conv) {
 
 TEST_F(GemmCoopMatDeviceTest, SymbolicRows) {
   // One compiled model, several row counts (M is a push constant).
-  ir::Graph g = one_node("MatMul", ir::SymShape({ir::Dim::symbol("s"), ir::Dim(72)}), {random_tensor({72, 90}, 41)}, {});
+  ir::Graph g =testing::one_node_graph("MatMul", ir::SymShape({ir::Dim::symbol("s"), ir::Dim(72)}), {random_tensor({72, 90}, 41)}, {});
   runtime::ReferenceExecutor reference(g);
   for (Storage storage : {Storage::kBuffer, Storage::kImage}) {
     runtime::VulkanModelOptions options;

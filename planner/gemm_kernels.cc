@@ -252,9 +252,9 @@ KernelDesc make_copy_kernel(std::string name, KernelTensor src, KernelTensor dst
 }  // namespace
 
 
-KernelDesc make_gemm_kernel(const GemmProblem& p) {
+KernelDesc gemm_kernel_base(const GemmProblem& p, std::string name) {
   KernelDesc d;
-  d.name = p.name;
+  d.name = std::move(name);
   d.family = KernelDesc::Family::kCustom;
   d.tensors = p.tensors;
   d.params = p.params;
@@ -264,6 +264,11 @@ KernelDesc make_gemm_kernel(const GemmProblem& p) {
   d.params.push_back({"GEMM_K", p.k});
   d.helpers = p.helpers;
   d.flops = ir::Dim(2) * p.batch * p.m * p.n * p.k;
+  return d;
+}
+
+KernelDesc make_gemm_kernel(const GemmProblem& p) {
+  KernelDesc d = gemm_kernel_base(p, p.name);
 
   if (use_gemv(p)) {
     const int64_t mr = std::max<int64_t>(1, p.m.value());

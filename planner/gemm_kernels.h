@@ -54,6 +54,10 @@ struct GemmProblem {
 // memory (the next K step's prefetched into registers meanwhile) and each
 // invocation holding a TM x 4 register block, TM = BM / 16.
 KernelDesc make_gemm_kernel(const GemmProblem& p);
+// What every GEMM kernel variant shares: `p`'s tensors, params, helpers and
+// FLOPs plus GEMM_BATCH/M/N/K, as a kCustom kernel named `name` (the
+// variant adds body, local size and groups).
+KernelDesc gemm_kernel_base(const GemmProblem& p, std::string name);
 
 // Emits the kernels for `p`: make_gemm_kernel's, or — when a tiled GEMM
 // with constant sizes would have few workgroups for a deep K — a split-K

@@ -9,10 +9,13 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "planner/testing/op_check.h"
 #include "platform/vulkan/shader_compiler.h"
 
 namespace kiln::planner {
 namespace {
+
+using testing::expect_valid_spirv;
 
 KernelTensor tensor(std::string name, std::vector<ir::Dim> shape, Storage storage, ElemType type, bool written) {
   KernelTensor t;
@@ -25,29 +28,6 @@ KernelTensor tensor(std::string name, std::vector<ir::Dim> shape, Storage storag
   return t;
 }
 
-// Compiles `glsl` and validates the module with spirv-val (Vulkan 1.1).
-void expect_valid_spirv(const std::string& glsl, const std::string& what) {
-  auto compiler = vk::ShaderCompiler::create();
-  ASSERT_TRUE(compiler.ok()) << compiler.status().to_string();
-  vk::CompileOptions options;
-  options.source_name = what + ".comp";
-  auto spirv = (*compiler)->compile(glsl, options);
-  ASSERT_TRUE(spirv.ok()) << what << ":\n" << spirv.status().to_string() << "\n" << glsl;
-  const std::string path = ::testing::TempDir() + "kiln_codegen_" + what + ".spv";
-  {
-    std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(spirv->data()), static_cast<std::streamsize>(spirv->size() * 4));
-  }
-  const std::string cmd = "spirv-val --target-env vulkan1.1 " + path + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buf[256];
-  while (fgets(buf, sizeof(buf), pipe)) output += buf;
-  const int rc = pclose(pipe);
-  EXPECT_EQ(rc, 0) << what << ": spirv-val: " << output;
-  std::remove(path.c_str());
-}
 
 TEST(GlslCodegen, MapKernelsCompileForEveryStorageAndType) {
   TargetInfo target;

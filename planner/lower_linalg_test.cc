@@ -108,19 +108,6 @@ TEST_F(LowerLinalgTest, GemmWithoutC) {
 // Symbolic shapes: one compiled model runs several input shapes (dims that
 // are push constants, SAME pads that are expressions of them).
 
-// A one-node graph: input 0 with `x_shape` (symbols allowed), the other
-// inputs constants.
-ir::Graph symbolic_graph(const std::string& op, const ir::SymShape& x_shape, const std::vector<Tensor>& constants,
-                         std::map<std::string, ir::Attribute> attrs) {
-  ir::Graph g;
-  std::vector<ir::ValueId> ins = {g.add_input("x", DType::kFloat32, x_shape)};
-  for (size_t i = 0; i < constants.size(); ++i) ins.push_back(g.add_constant("c" + std::to_string(i), constants[i]));
-  const ir::ValueId y = g.add_value("y", DType::kUndefined, ir::SymShape::unranked());
-  const ir::NodeId nid = g.add_node(op, ins, {y}, std::move(attrs));
-  const Status finished = testing::finish_one_node_graph(g, nid);
-  EXPECT_TRUE(finished.ok()) << finished.to_string();
-  return g;
-}
 
 // Compiles `g` once per storage and runs it for each input shape.
 void expect_runs_match(const ir::Graph& g, const std::vector<Shape>& shapes) {
@@ -152,7 +139,7 @@ void expect_runs_match(const ir::Graph& g, const std::vector<Shape>& shapes) {
 
 TEST_F(LowerLinalgTest, SymbolicRows) {
   const ir::SymShape x({ir::Dim::symbol("s"), ir::Dim(24)});
-  expect_runs_match(symbolic_graph("MatMul", x, {random_tensor({24, 31}, 91)}, {}), {{3, 24}, {70, 24}, {1, 24}});
+  expect_runs_match(testing::one_node_graph("MatMul", x, {random_tensor({24, 31}, 91)}, {}), {{3, 24}, {70, 24}, {1, 24}});
 }
 
 TEST_F(LowerLinalgTest, SymbolicConvSamePads) {
@@ -160,10 +147,10 @@ TEST_F(LowerLinalgTest, SymbolicConvSamePads) {
   std::map<std::string, ir::Attribute> attrs = {{"auto_pad", ir::Attribute::of_string("SAME_UPPER")},
                                                 {"strides", ir::Attribute::of_ints({2, 2})}};
   const std::vector<Shape> shapes = {{1, 3, 7, 9}, {1, 3, 12, 5}};
-  expect_runs_match(symbolic_graph("Conv", x, {random_tensor({6, 3, 3, 3}, 93), random_tensor({6}, 94)}, attrs),
+  expect_runs_match(testing::one_node_graph("Conv", x, {random_tensor({6, 3, 3, 3}, 93), random_tensor({6}, 94)}, attrs),
                     shapes);
   attrs["group"] = ir::Attribute::of_int(3);
-  expect_runs_match(symbolic_graph("Conv", x, {random_tensor({3, 1, 3, 3}, 95)}, attrs), shapes);  // depthwise
+  expect_runs_match(testing::one_node_graph("Conv", x, {random_tensor({3, 1, 3, 3}, 95)}, attrs), shapes);  // depthwise
 }
 
 // ---------------------------------------------------------------------------
@@ -255,9 +242,9 @@ TEST(LowerLinalgPlan, SplitsByTargetRange) {
   const ir::SymShape x = ir::SymShape::from_concrete({5, 64});
   std::map<std::string, ir::Attribute> trans_b = {{"transB", ir::Attribute::of_int(1)}};
   // [40, 64] fp32 = 10 KiB: 16 columns of 256 bytes a chunk, 3 chunks.
-  const ir::Graph gemm_graph = symbolic_graph("Gemm", x, {random_tensor({40, 64}, 241), random_tensor({40}, 242)},
+  const ir::Graph gemm_graph = testing::one_node_graph("Gemm", x, {random_tensor({40, 64}, 241), random_tensor({40}, 242)},
                                               trans_b);
-  const ir::Graph matmul_graph = symbolic_graph("MatMul", x, {random_tensor({64, 40}, 243)}, {});
+  const ir::Graph matmul_graph = testing::one_node_graph("MatMul", x, {random_tensor({64, 40}, 243)}, {});
   for (const ir::Graph* g : {&gemm_graph, &matmul_graph})
     for (Storage storage : {Storage::kBuffer, Storage::kImage}) {
       PlanOptions options;
@@ -325,7 +312,7 @@ void expect_kernels_valid(const ir::Graph& g, const TargetInfo& target, ElemType
 
 // A one-node MatMul graph [m, k] x const [k, n].
 ir::Graph matmul_graph(int64_t m, int64_t n, int64_t k) {
-  return symbolic_graph("MatMul", ir::SymShape::from_concrete({m, k}), {random_tensor({k, n}, 77)}, {});
+  return testing::one_node_graph("MatMul", ir::SymShape::from_concrete({m, k}), {random_tensor({k, n}, 77)}, {});
 }
 
 TEST(LowerLinalgKernels, VariantsAreValidSpirv) {
@@ -341,16 +328,16 @@ TEST(LowerLinalgKernels, VariantsAreValidSpirv) {
   expect_kernels_valid(matmul_graph(20, 40, 64), small, ElemType::kF32, Storage::kImage, "matmul_cols_tile32x16");
   const ir::SymShape x({ir::Dim(1), ir::Dim(8), ir::Dim::symbol("h"), ir::Dim::symbol("w")});
   const std::map<std::string, ir::Attribute> same = {{"auto_pad", ir::Attribute::of_string("SAME_LOWER")}};
-  expect_kernels_valid(symbolic_graph("Conv", x, {random_tensor({12, 8, 3, 3}, 78)}, same), t, ElemType::kF16,
+  expect_kernels_valid(testing::one_node_graph("Conv", x, {random_tensor({12, 8, 3, 3}, 78)}, same), t, ElemType::kF16,
                        Storage::kImage, "conv_tile64x16");
   std::map<std::string, ir::Attribute> dw = same;
   dw["group"] = ir::Attribute::of_int(8);
-  expect_kernels_valid(symbolic_graph("Conv", x, {random_tensor({8, 1, 3, 3}, 79)}, dw), t, ElemType::kF32,
+  expect_kernels_valid(testing::one_node_graph("Conv", x, {random_tensor({8, 1, 3, 3}, 79)}, dw), t, ElemType::kF32,
                        Storage::kBuffer, "conv_depthwise");
-  expect_kernels_valid(symbolic_graph("Conv", x, {random_tensor({8, 1, 3, 3}, 79), random_tensor({8}, 81)}, dw), t,
+  expect_kernels_valid(testing::one_node_graph("Conv", x, {random_tensor({8, 1, 3, 3}, 79), random_tensor({8}, 81)}, dw), t,
                        ElemType::kF16, Storage::kImage, "conv_depthwise_texel");
   const std::map<std::string, ir::Attribute> up = {{"strides", ir::Attribute::of_ints({2, 2})}};
-  expect_kernels_valid(symbolic_graph("ConvTranspose", x, {random_tensor({8, 4, 2, 2}, 80)}, up), t, ElemType::kF32,
+  expect_kernels_valid(testing::one_node_graph("ConvTranspose", x, {random_tensor({8, 4, 2, 2}, 80)}, up), t, ElemType::kF32,
                        Storage::kImage, "conv_transpose");
 }
 

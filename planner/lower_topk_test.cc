@@ -24,6 +24,7 @@ namespace kiln::planner {
 namespace {
 
 using testing::check_op;
+using testing::expect_valid_spirv;
 using testing::OpCheck;
 
 class LowerTopK : public vk::testing::VulkanTest {};
@@ -186,27 +187,6 @@ TEST_F(LowerTopK, OmittedValuesOutput) {
   }
 }
 
-void expect_valid_spirv(const std::string& glsl, const std::string& what) {
-  auto compiler = vk::ShaderCompiler::create();
-  ASSERT_TRUE(compiler.ok()) << compiler.status().to_string();
-  vk::CompileOptions options;
-  options.source_name = what + ".comp";
-  options.vulkan_version = (1u << 22) | (1u << 12);
-  auto spirv = (*compiler)->compile(glsl, options);
-  ASSERT_TRUE(spirv.ok()) << what << ":\n" << spirv.status().to_string() << "\n" << glsl;
-  const std::string path = ::testing::TempDir() + "kiln_lowtopk_" + what + ".spv";
-  {
-    std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(spirv->data()), static_cast<std::streamsize>(spirv->size() * 4));
-  }
-  FILE* pipe = popen(("spirv-val --target-env vulkan1.1 " + path + " 2>&1").c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buf[256];
-  while (fgets(buf, sizeof(buf), pipe)) output += buf;
-  EXPECT_EQ(pclose(pipe), 0) << what << ": spirv-val: " << output << "\n" << glsl;
-  std::remove(path.c_str());
-}
 
 TEST(LowerTopKSpirv, EveryVariantValidates) {
   const ir::Dim n = ir::Dim::symbol("n");

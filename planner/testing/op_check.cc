@@ -2,6 +2,8 @@
 #include "planner/testing/op_check.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <cmath>
 #include <random>
 #include <sstream>
@@ -9,6 +11,7 @@
 #include "engine/ops/op_registry.h"
 #include "engine/runtime/reference_executor.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
+#include "platform/vulkan/shader_compiler.h"
 #include "platform/vulkan/vk_test_env.h"
 
 namespace kiln::planner::testing {
@@ -143,6 +146,40 @@ Status finish_one_node_graph(ir::Graph& g, ir::NodeId n) {
     }
   }
   return ::testing::AssertionSuccess();
+}
+
+ir::Graph one_node_graph(const std::string& op, const ir::SymShape& x_shape, const std::vector<Tensor>& constants,
+                         std::map<std::string, ir::Attribute> attrs) {
+  ir::Graph g;
+  std::vector<ir::ValueId> ins = {g.add_input("x", DType::kFloat32, x_shape)};
+  for (size_t i = 0; i < constants.size(); ++i) ins.push_back(g.add_constant("c" + std::to_string(i), constants[i]));
+  const ir::ValueId y = g.add_value("y", DType::kUndefined, ir::SymShape::unranked());
+  const ir::NodeId nid = g.add_node(op, ins, {y}, std::move(attrs));
+  const Status finished = finish_one_node_graph(g, nid);
+  EXPECT_TRUE(finished.ok()) << finished.to_string();
+  return g;
+}
+
+void expect_valid_spirv(const std::string& glsl, const std::string& what) {
+  auto compiler = vk::ShaderCompiler::create();
+  ASSERT_TRUE(compiler.ok()) << compiler.status().to_string();
+  vk::CompileOptions options;
+  options.source_name = what + ".comp";
+  options.vulkan_version = (1u << 22) | (1u << 12);  // VK_API_VERSION_1_1
+  auto spirv = (*compiler)->compile(glsl, options);
+  ASSERT_TRUE(spirv.ok()) << what << ":\n" << spirv.status().to_string() << "\n" << glsl;
+  const std::string path = ::testing::TempDir() + "kiln_spirv_" + what + ".spv";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(spirv->data()), static_cast<std::streamsize>(spirv->size() * 4));
+  }
+  FILE* pipe = popen(("spirv-val --target-env vulkan1.1 " + path + " 2>&1").c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buf[256];
+  while (fgets(buf, sizeof(buf), pipe)) output += buf;
+  EXPECT_EQ(pclose(pipe), 0) << what << ": spirv-val: " << output << "\n" << glsl;
+  std::remove(path.c_str());
 }
 
 }  // namespace kiln::planner::testing

@@ -61,6 +61,15 @@ struct OpCheck {
 // one-node test graph. Errors: unknown op, inference errors.
 Status finish_one_node_graph(ir::Graph& g, ir::NodeId n);
 
+// A one-node graph: a float input "x" of `x_shape` (symbols allowed), then
+// `constants` as initializers, output shapes inferred (test failures on error).
+ir::Graph one_node_graph(const std::string& op, const ir::SymShape& x_shape, const std::vector<Tensor>& constants,
+                         std::map<std::string, ir::Attribute> attrs = {});
+
+// Compiles `glsl` with shaderc (Vulkan 1.1) and checks the module with the
+// spirv-val tool; gtest failures name the kernel `what` and show the source.
+void expect_valid_spirv(const std::string& glsl, const std::string& what);
+
 // Random float tensor in [lo, hi) with a fixed seed.
 Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
 
