@@ -67,6 +67,8 @@ Tensor random_tensor(DType dtype, const Shape& shape, std::mt19937_64& rng) {
   return t;
 }
 
+}  // namespace
+
 // Builds the inputs of one run: files first (they bind symbols), then
 // --shape overrides, then random tensors for whatever is left.
 StatusOr<std::vector<Tensor>> build_inputs(const ir::Graph& g, const Args& args, int run_index) {
@@ -120,6 +122,8 @@ StatusOr<std::vector<Tensor>> build_inputs(const ir::Graph& g, const Args& args,
   }
   return inputs;
 }
+
+namespace {
 
 void print_summary(const std::string& name, const Tensor& t) {
   std::printf("output '%s': %s%s\n", name.c_str(), std::string(dtype_name(t.dtype())).c_str(),

@@ -5,6 +5,9 @@
 #include <vector>
 
 #include "engine/base/status.h"
+#include "engine/base/tensor.h"
+#include "engine/ir/graph.h"
+#include "tools/kiln/cli_args.h"
 
 namespace kiln::cli {
 
@@ -12,6 +15,12 @@ int cmd_run(const std::vector<std::string>& argv);
 int cmd_info(const std::vector<std::string>& argv);
 int cmd_graph(const std::vector<std::string>& argv);
 int cmd_passes(const std::vector<std::string>& argv);
+int cmd_bench(const std::vector<std::string>& argv);
+
+// The inputs of one run of `g` (kiln run and kiln bench): --input files
+// first (they bind symbols), then --shape overrides, then random tensors
+// seeded by --seed + run_index. Errors name the input.
+StatusOr<std::vector<Tensor>> build_inputs(const ir::Graph& g, const Args& args, int run_index);
 
 // Prints "kiln: <status>" to stderr; returns the process exit code (1).
 int fail(const Status& status);

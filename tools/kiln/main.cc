@@ -50,6 +50,19 @@ usage:
       Writes the graph after the pass pipeline (--passes none: as imported)
       as Graphviz (--dot) or Kiln's text IR (--text; '-' for stdout). Large
       constants are elided unless --full-constants.
+  kiln bench MODEL... [--backend ...] [--device ...] [--storage ...] [--precision ...] [--coopmat ...]
+                 [--passes ...|none] [--disable-pass NAME ...] [--plugin FILE.so ...]
+                 [--warmup N] [--iters N | --min-time S] [--shape NAME=AxB ...] [--input NAME=FILE ...]
+                 [--seed N] [--json FILE] [--csv FILE] [--validate]
+      Benchmarks each MODEL (options as for kiln run): import, pass and
+      compile times (the Vulkan compile twice: with an empty kernel cache,
+      then with the cache it filled) and the first run; then --warmup runs
+      (default 10) and --iters runs (or --min-time seconds, default 2) with
+      wall and GPU time (median, p10, p90, min, max, mean; "noisy" when
+      (p90 - p10) / median > 0.25); then one profiled run for per-kernel GPU
+      times. One line per model on stdout; --json writes the
+      kiln-bench-cli-v1 document (bench/README.md), --csv one row per model.
+      A failing model is recorded as an error and the others still run.
   kiln passes [--plugin FILE.so ...]
       Loaded plugins (in-tree, $KILN_PLUGIN_PATH, --plugin), their passes and
       the facts each requires and invalidates, and the default pipeline.
@@ -69,6 +82,7 @@ int main(int argc, char** argv) {
   if (cmd == "info") return kiln::cli::cmd_info(rest);
   if (cmd == "graph") return kiln::cli::cmd_graph(rest);
   if (cmd == "passes") return kiln::cli::cmd_passes(rest);
+  if (cmd == "bench") return kiln::cli::cmd_bench(rest);
   if (cmd == "version" || cmd == "--version") {
     std::printf("kiln %s\n", kiln_version_string());
     return 0;

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Validates a `kiln bench --json` document against the kiln-bench-cli-v1
+schema documented in bench/README.md ("JSON schema kiln-bench-cli-v1").
+
+usage: check_bench_json.py FILE.json [--csv FILE.csv] [--models N] [--ok N]
+
+Exits 0 and prints "ok" when valid; otherwise prints every problem found
+(one per line, with the JSON path) and exits 1. --models/--ok also check how
+many model records there are and how many have status "ok"; --csv checks the
+CSV written by the same run (header and one row per model record).
+"""
+import argparse
+import csv
+import json
+import re
+import sys
+
+SCHEMA = "kiln-bench-cli-v1"
+NUM = (int, float)
+
+TOP = {"schema": str, "tool": str, "created_utc": str, "command": list, "environment": dict, "models": list}
+ENVIRONMENT = {
+    "kiln_version": str, "git_commit": (str, type(None)), "hostname": str, "backend": str,
+    "device": (dict, type(None)), "precision": (str, type(None)), "storage": (str, type(None)),
+    "coopmat": (str, type(None)), "pipeline": str, "disabled_passes": list, "plugins": list, "seed": int,
+    "warmup": int, "iters": (int, type(None)), "min_time_s": (float, int, type(None)),
+}
+DEVICE = {"name": str, "vendor_id": str, "device_id": str, "driver_name": str, "driver_info": str,
+          "driver_version": int, "api_version": str}
+MODEL = {
+    "model": str, "path": str, "sha256": (str, type(None)), "status": str, "error": (str, type(None)),
+    "input_shapes": dict, "nodes": (int, type(None)), "dispatches": int, "fallbacks": int, "passes": list,
+    "cold_start": dict, "wall": (dict, type(None)), "gpu": (dict, type(None)), "noisy": bool,
+    "kernels_gpu_ms": (float, int, type(None)), "kernels": list,
+}
+COLD_START = {"import_ms": (float, int, type(None)), "passes_ms": (float, int, type(None)),
+              "compile_cold": (dict, type(None)), "compile_warm": (dict, type(None)),
+              "first_run_ms": (float, int, type(None))}
+COMPILE_VULKAN = {"wall_ms": NUM, "plan_ms": NUM, "kernels_ms": NUM, "upload_ms": NUM, "pipelines": int,
+                  "shader_compiles": int, "shader_disk_hits": int, "shader_memory_hits": int,
+                  "pipelines_created": int, "pipeline_cache_bytes_loaded": int, "weight_bytes": int}
+SUMMARY = {"count": int, "median_ms": NUM, "p10_ms": NUM, "p90_ms": NUM, "min_ms": NUM, "max_ms": NUM,
+           "mean_ms": NUM, "noisy": bool}
+KERNEL = {"kernel": str, "node": str, "gpu_ms": NUM}
+PASS = {"name": str, "ms": NUM, "committed": bool, "skipped": bool, "statistics": dict}
+CSV_HEADER = ("model,status,backend,device,precision,storage,import_ms,passes_ms,compile_cold_ms,compile_warm_ms,"
+              "first_run_ms,wall_median_ms,wall_p10_ms,wall_p90_ms,wall_min_ms,wall_max_ms,wall_mean_ms,"
+              "gpu_median_ms,gpu_p10_ms,gpu_p90_ms,iters,noisy,sha256,path,error").split(",")
+
+
+def check_fields(obj, spec, where, problems):
+    if not isinstance(obj, dict):
+        problems.append(f"{where}: expected an object, got {type(obj).__name__}")
+        return False
+    for key, types in spec.items():
+        if key not in obj:
+            problems.append(f"{where}.{key}: missing")
+        elif isinstance(obj[key], bool) and bool not in (types if isinstance(types, tuple) else (types,)):
+            problems.append(f"{where}.{key}: expected {types}, got a boolean")
+        elif not isinstance(obj[key], types):
+            problems.append(f"{where}.{key}: expected {types}, got {type(obj[key]).__name__}")
+    return True
+
+
+def check_summary(s, where, problems):
+    if s is None or not check_fields(s, SUMMARY, where, problems):
+        return
+    try:
+        if not (s["min_ms"] <= s["p10_ms"] <= s["median_ms"] <= s["p90_ms"] <= s["max_ms"]):
+            problems.append(f"{where}: expected min <= p10 <= median <= p90 <= max, got {s}")
+        if s["count"] < 1:
+            problems.append(f"{where}.count: expected >= 1")
+        noisy = s["median_ms"] > 0 and (s["p90_ms"] - s["p10_ms"]) / s["median_ms"] > 0.25
+        if noisy != s["noisy"]:
+            problems.append(f"{where}.noisy: {s['noisy']} disagrees with (p90 - p10) / median")
+    except (TypeError, KeyError):
+        pass  # a missing or mistyped field, already reported
+
+
+def check_model(m, where, backend, problems):
+    if not check_fields(m, MODEL, where, problems):
+        return
+    if m["status"] not in ("ok", "error"):
+        problems.append(f"{where}.status: expected ok or error, got {m['status']!r}")
+    if m["status"] == "error":
+        if not m["error"]:
+            problems.append(f"{where}.error: a failed model must say why")
+        return
+    if m["error"] is not None:
+        problems.append(f"{where}.error: expected null for an ok model")
+    if not (isinstance(m["sha256"], str) and re.fullmatch(r"[0-9a-f]{64}", m["sha256"])):
+        problems.append(f"{where}.sha256: expected 64 hex digits, got {m['sha256']!r}")
+    for name, shape in m["input_shapes"].items():
+        if not (isinstance(shape, str) and re.fullmatch(r"\[(\d+(,\d+)*)?\]", shape)):
+            problems.append(f"{where}.input_shapes.{name}: expected '[A,B,...]', got {shape!r}")
+    for i, p in enumerate(m["passes"]):
+        check_fields(p, PASS, f"{where}.passes[{i}]", problems)
+    cs = m["cold_start"]
+    if check_fields(cs, COLD_START, f"{where}.cold_start", problems):
+        for key in ("import_ms", "passes_ms", "first_run_ms"):
+            if not isinstance(cs.get(key), NUM) or cs[key] < 0:
+                problems.append(f"{where}.cold_start.{key}: expected a time >= 0 for an ok model")
+        if backend == "vulkan":
+            for key in ("compile_cold", "compile_warm"):
+                check_fields(cs.get(key), COMPILE_VULKAN, f"{where}.cold_start.{key}", problems)
+        elif not isinstance(cs.get("compile_cold"), dict) or "wall_ms" not in cs["compile_cold"]:
+            problems.append(f"{where}.cold_start.compile_cold.wall_ms: missing")
+    if m["wall"] is None:
+        problems.append(f"{where}.wall: required for an ok model")
+    check_summary(m["wall"], f"{where}.wall", problems)
+    check_summary(m["gpu"], f"{where}.gpu", problems)
+    noisy = bool((m["wall"] or {}).get("noisy")) or bool((m["gpu"] or {}).get("noisy"))
+    if isinstance(m["noisy"], bool) and m["noisy"] != noisy:
+        problems.append(f"{where}.noisy: expected wall.noisy or gpu.noisy ({noisy})")
+    for i, k in enumerate(m["kernels"]):
+        check_fields(k, KERNEL, f"{where}.kernels[{i}]", problems)
+    if backend == "vulkan" and m["dispatches"] > 0 and not m["kernels"]:
+        problems.append(f"{where}.kernels: a Vulkan model with dispatches must have a per-kernel profile")
+
+
+def check_document(doc, problems):
+    if not check_fields(doc, TOP, "$", problems):
+        return
+    if doc["schema"] != SCHEMA:
+        problems.append(f"$.schema: expected {SCHEMA!r}, got {doc['schema']!r}")
+    if doc["tool"] != "kiln bench":
+        problems.append(f"$.tool: expected 'kiln bench', got {doc['tool']!r}")
+    if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", str(doc["created_utc"])):
+        problems.append(f"$.created_utc: expected YYYY-MM-DDTHH:MM:SSZ, got {doc['created_utc']!r}")
+    if doc["command"][:2] != ["kiln", "bench"]:
+        problems.append("$.command: expected the argv, starting with 'kiln', 'bench'")
+    env = doc["environment"]
+    backend = env.get("backend")
+    if check_fields(env, ENVIRONMENT, "$.environment", problems):
+        if backend not in ("vulkan", "reference"):
+            problems.append(f"$.environment.backend: expected vulkan or reference, got {backend!r}")
+        if backend == "vulkan":
+            check_fields(env["device"], DEVICE, "$.environment.device", problems)
+            if not re.fullmatch(r"\d+\.\d+\.\d+", str((env["device"] or {}).get("api_version"))):
+                problems.append("$.environment.device.api_version: expected MAJOR.MINOR.PATCH")
+        if (env["iters"] is None) == (env["min_time_s"] is None):
+            problems.append("$.environment: exactly one of iters and min_time_s is set")
+    for i, m in enumerate(doc["models"]):
+        check_model(m, f"$.models[{i}]", backend, problems)
+
+
+def check_csv(path, doc, problems):
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    if not rows or rows[0] != CSV_HEADER:
+        problems.append(f"{path}: header is not {','.join(CSV_HEADER)}")
+        return
+    models = doc.get("models", [])
+    if len(rows) - 1 != len(models):
+        problems.append(f"{path}: {len(rows) - 1} rows for {len(models)} models")
+        return
+    for row, m in zip(rows[1:], models):
+        rec = dict(zip(CSV_HEADER, row))
+        if len(row) != len(CSV_HEADER) or rec["model"] != m.get("model") or rec["status"] != m.get("status"):
+            problems.append(f"{path}: row {row} does not match model {m.get('model')!r}")
+        elif m.get("status") == "ok" and abs(float(rec["wall_median_ms"]) - m["wall"]["median_ms"]) > \
+                1e-3 * max(1.0, m["wall"]["median_ms"]):
+            problems.append(f"{path}: wall_median_ms of {m['model']} differs from the JSON")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("json_file")
+    ap.add_argument("--csv")
+    ap.add_argument("--models", type=int, help="expected number of model records")
+    ap.add_argument("--ok", type=int, help="expected number of records with status ok")
+    a = ap.parse_args()
+    problems = []
+    try:
+        with open(a.json_file) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"{a.json_file}: {e}")
+        return 1
+    check_document(doc, problems)
+    models = doc.get("models", []) if isinstance(doc, dict) else []
+    if a.models is not None and len(models) != a.models:
+        problems.append(f"$.models: expected {a.models} records, got {len(models)}")
+    n_ok = sum(1 for m in models if isinstance(m, dict) and m.get("status") == "ok")
+    if a.ok is not None and n_ok != a.ok:
+        problems.append(f"$.models: expected {a.ok} with status ok, got {n_ok}")
+    if a.csv:
+        check_csv(a.csv, doc, problems)
+    for p in problems:
+        print(p)
+    if not problems:
+        print("ok")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# End-to-end tests of `kiln bench`: the kiln-bench-cli-v1 JSON and the CSV
+# validated by bench/check_bench_json.py (the schema bench/README.md
+# documents), cold vs warm kernel-cache compiles on Vulkan (lavapipe in CI),
+# a failing model recorded while the others run, and clean errors.
+# Usage: bench_test.sh KILN_BINARY TEST_DATA_DIR CHECK_BENCH_JSON_PY
+set -u
+kiln=$1
+data=$2
+checker=$3
+py=/usr/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+passed=0
+
+check() {  # check NAME EXPECTED_RC PATTERN -- CMD...
+  local name=$1 want=$2 pattern=$3
+  shift 4
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ "$rc" -ne "$want" ] || ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: rc=$rc (want $want), output:"
+    echo "$out" | head -20
+    failures=$((failures + 1))
+  else
+    passed=$((passed + 1))
+  fi
+}
+
+m=$data/add_relu.onnx
+fast=(--iters 3 --warmup 1 --shape x=2x3)
+
+# Reference backend: two models, JSON + CSV valid, table line per model.
+check "reference bench" 0 "^add_relu +ok" -- "$kiln" bench "$m" "$m" --backend reference "${fast[@]}" \
+  --json "$tmp/ref.json" --csv "$tmp/ref.csv"
+check "reference JSON+CSV valid" 0 "^ok$" -- "$py" "$checker" "$tmp/ref.json" --csv "$tmp/ref.csv" --models 2 --ok 2
+check "reference record" 0 "^ok$" -- "$py" -c "
+import json, hashlib
+d = json.load(open('$tmp/ref.json'))
+m = d['models'][0]
+assert d['environment']['backend'] == 'reference' and d['environment']['iters'] == 3, d['environment']
+assert m['wall']['count'] == 3 and m['gpu'] is None and m['input_shapes'] == {'x': '[2,3]'}, m
+assert m['sha256'] == hashlib.sha256(open('$m', 'rb').read()).hexdigest(), m['sha256']
+assert d['command'][:3] == ['kiln', 'bench', '$m'], d['command']
+print('ok')"
+
+# --min-time: runs until the time has passed; iters is then null.
+check "--min-time" 0 "" -- "$kiln" bench "$m" --backend reference --shape x=2x3 --warmup 0 --min-time 0.05 \
+  --json "$tmp/mt.json"
+check "--min-time JSON" 0 "^ok$" -- "$py" -c "
+import json
+d = json.load(open('$tmp/mt.json'))
+assert d['environment']['iters'] is None and d['environment']['min_time_s'] == 0.05, d['environment']
+assert d['models'][0]['wall']['count'] >= 1
+print('ok')"
+
+# One failing model among several: recorded as an error naming it, the others run, exit 1.
+head -c 300 /dev/urandom > "$tmp/garbage.onnx"
+check "failing models recorded" 1 "NOT_FOUND.*/no/such/model.onnx" -- "$kiln" bench "$m" /no/such/model.onnx \
+  "$tmp/garbage.onnx" --backend reference "${fast[@]}" --json "$tmp/err.json" --csv "$tmp/err.csv"
+check "error records valid" 0 "^ok$" -- "$py" "$checker" "$tmp/err.json" --csv "$tmp/err.csv" --models 3 --ok 1
+check "error record names the file" 0 "^ok$" -- "$py" -c "
+import json
+ms = json.load(open('$tmp/err.json'))['models']
+assert [m['status'] for m in ms] == ['ok', 'error', 'error'], ms
+assert '/no/such/model.onnx' in ms[1]['error'] and 'garbage.onnx' in ms[2]['error'], ms
+print('ok')"
+
+# The checker itself rejects a document missing a required field or with a wrong schema.
+"$py" -c "
+import json
+d = json.load(open('$tmp/ref.json'))
+del d['models'][0]['wall']['p90_ms']
+d['schema'] = 'kiln-bench-cli-v0'
+json.dump(d, open('$tmp/bad.json', 'w'))"
+check "checker rejects a bad document" 1 "models\[0\]\.wall\.p90_ms: missing" -- "$py" "$checker" "$tmp/bad.json"
+check "checker rejects another schema" 1 "schema: expected 'kiln-bench-cli-v1'" -- "$py" "$checker" "$tmp/bad.json"
+
+# Usage errors.
+check "no model" 2 "no MODEL given" -- "$kiln" bench --iters 3
+check "unknown option" 1 "unknown option --frobnicate" -- "$kiln" bench "$m" --frobnicate 1
+check "bad --iters" 1 "--iters expects an integer >= 1, got '0'" -- "$kiln" bench "$m" --iters 0
+check "bad --min-time" 1 "--min-time expects seconds" -- "$kiln" bench "$m" --min-time fast
+check "--iters with --min-time" 1 "--iters or --min-time, not both" -- "$kiln" bench "$m" --iters 2 --min-time 1
+check "bad --seed" 1 "--seed expects an integer" -- "$kiln" bench "$m" --seed x --backend reference
+check "bad --precision" 1 "--precision must be fp32 or fp16" -- "$kiln" bench "$m" --precision int8
+check "unknown backend" 1 "unknown backend 'cuda'" -- "$kiln" bench "$m" --backend cuda
+check "unwritable --json" 1 "--json: cannot write '/no/such/dir/b.json'" -- "$kiln" bench "$m" --backend reference \
+  "${fast[@]}" --json /no/such/dir/b.json
+check "dynamic dims need a shape" 1 "dynamic shape.*--shape x=" -- "$kiln" bench "$m" --backend reference --iters 1
+
+# Vulkan (lavapipe in CI): device info, cold compile compiles shaders, the
+# warm one reads them from the cache it filled, GPU times and a per-kernel profile.
+if "$kiln" info 2>/dev/null | grep -q "^device 0"; then
+  check "vulkan bench" 0 "^add_relu +ok" -- "$kiln" bench "$m" --backend vulkan --validate "${fast[@]}" \
+    --json "$tmp/vk.json" --csv "$tmp/vk.csv"
+  check "vulkan JSON+CSV valid" 0 "^ok$" -- "$py" "$checker" "$tmp/vk.json" --csv "$tmp/vk.csv" --models 1 --ok 1
+  check "vulkan record" 0 "^ok$" -- "$py" -c "
+import json
+d = json.load(open('$tmp/vk.json'))
+env, m = d['environment'], d['models'][0]
+assert env['device']['name'] and env['precision'] == 'fp32' and env['storage'] == 'buffer', env
+cold, warm = m['cold_start']['compile_cold'], m['cold_start']['compile_warm']
+assert cold['shader_compiles'] > 0 and cold['shader_disk_hits'] == 0, cold
+assert warm['shader_compiles'] == 0 and warm['shader_disk_hits'] > 0, warm
+assert m['gpu'] is not None and m['gpu']['count'] == 3, m['gpu']
+assert m['kernels'] and all(k['gpu_ms'] >= 0 for k in m['kernels']), m['kernels']
+print('ok')"
+  check "vulkan image fp16" 0 "^add_relu +ok" -- "$kiln" bench "$m" --backend vulkan --storage image \
+    --precision fp16 "${fast[@]}"
+fi
+
+echo "$passed passed, $failures failed"
+[ "$failures" -eq 0 ]

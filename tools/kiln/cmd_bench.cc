@@ -1,0 +1,646 @@
+// `kiln bench`: cold start and steady-state latency of one or more models,
+// as a table on stdout and, on request, a versioned JSON document
+// ("kiln-bench-cli-v1", documented in bench/README.md) and a CSV.
+//
+// Per model: import and pass times; the compile twice on the Vulkan backend,
+// first against an empty on-disk kernel cache (a fresh temporary directory)
+// and then against the cache that compile filled; the first run (which
+// records the command buffer); then --warmup untimed runs and --iters (or
+// --min-time seconds of) timed runs, each with host wall time and the GPU
+// time of its command buffers; finally one run of a profiled compile for the
+// per-kernel GPU times. A model that fails is recorded with its error and
+// the others still run; the exit code is then 1.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+
+#include "engine/runtime/reference_executor.h"
+#include "engine/runtime/vulkan/vulkan_model.h"
+#include "frontends/onnx/onnx_importer.h"
+#include "kiln/kiln.h"
+#include "platform/vulkan/device.h"
+#include "platform/vulkan/instance.h"
+#include "platform/vulkan/kernel_cache.h"
+#include "platform/vulkan/shader_compiler.h"
+#include "tools/kiln/commands.h"
+#include "tools/kiln/model_runner.h"
+#include "tools/kiln/pipeline_flags.h"
+
+namespace kiln::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+constexpr const char* kSchema = "kiln-bench-cli-v1";
+constexpr double kNoisySpread = 0.25;   // (p90 - p10) / median above this: noisy
+constexpr size_t kMaxTimedRuns = 100000;  // --min-time on a tiny model stops here
+
+// ---- SHA-256 (FIPS 180-4), for the model hash ----------------------------
+
+class Sha256 {
+ public:
+  void update(const uint8_t* data, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      block_[fill_++] = data[i];
+      if (fill_ == 64) {
+        compress();
+        fill_ = 0;
+      }
+    }
+    bits_ += static_cast<uint64_t>(n) * 8;
+  }
+  std::string hex() {
+    const uint64_t bits = bits_;
+    const uint8_t pad = 0x80, zero = 0;
+    update(&pad, 1);
+    while (fill_ != 56) update(&zero, 1);
+    for (int i = 7; i >= 0; --i) {
+      const uint8_t b = static_cast<uint8_t>(bits >> (8 * i));
+      update(&b, 1);
+    }
+    std::string out;
+    char buf[9];
+    for (uint32_t v : h_) {
+      std::snprintf(buf, sizeof(buf), "%08x", v);
+      out += buf;
+    }
+    return out;
+  }
+
+ private:
+  static uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+  void compress() {
+    static constexpr std::array<uint32_t, 64> k = {
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+    uint32_t w[64];
+    for (int i = 0; i < 16; ++i)
+      w[i] = (uint32_t{block_[4 * i]} << 24) | (uint32_t{block_[4 * i + 1]} << 16) |
+             (uint32_t{block_[4 * i + 2]} << 8) | uint32_t{block_[4 * i + 3]};
+    for (int i = 16; i < 64; ++i) {
+      const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+      const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
+    for (int i = 0; i < 64; ++i) {
+      const uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
+      const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+      h = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
+    }
+    h_[0] += a, h_[1] += b, h_[2] += c, h_[3] += d, h_[4] += e, h_[5] += f, h_[6] += g, h_[7] += h;
+  }
+  std::array<uint32_t, 8> h_ = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  std::array<uint8_t, 64> block_{};
+  size_t fill_ = 0;
+  uint64_t bits_ = 0;
+};
+
+StatusOr<std::string> file_sha256(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return not_found("cannot open model file '" + path + "'");
+  Sha256 sha;
+  std::vector<char> buf(1 << 16);
+  while (f) {
+    f.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    sha.update(reinterpret_cast<const uint8_t*>(buf.data()), static_cast<size_t>(f.gcount()));
+  }
+  return sha.hex();
+}
+
+// ---- statistics ----------------------------------------------------------
+
+struct Summary {
+  size_t count = 0;
+  double median = 0, p10 = 0, p90 = 0, min = 0, max = 0, mean = 0;
+  bool noisy = false;
+};
+
+// Linear interpolation between order statistics, as numpy.percentile.
+double percentile(const std::vector<double>& sorted, double q) {
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+std::optional<Summary> summarize(std::vector<double> v) {
+  if (v.empty()) return std::nullopt;
+  std::sort(v.begin(), v.end());
+  Summary s;
+  s.count = v.size();
+  s.median = percentile(v, 0.5);
+  s.p10 = percentile(v, 0.1);
+  s.p90 = percentile(v, 0.9);
+  s.min = v.front();
+  s.max = v.back();
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / static_cast<double>(v.size());
+  s.noisy = s.median > 0 && (s.p90 - s.p10) / s.median > kNoisySpread;
+  return s;
+}
+
+// ---- results -------------------------------------------------------------
+
+struct CompileRecord {
+  double wall_ms = 0;  // the whole compile call, as the host sees it
+  bool has_details = false;  // Vulkan: the fields below are set
+  runtime::VulkanCompileStats stats;
+  vk::KernelCacheStats cache;
+};
+
+struct ModelResult {
+  std::string path, model, sha256;
+  std::string status = "error", error;
+  std::vector<std::pair<std::string, std::string>> input_shapes;
+  std::optional<double> import_ms, passes_ms, first_run_ms;
+  std::vector<registry::PassRecord> passes;
+  int64_t nodes = -1;
+  std::optional<CompileRecord> cold, warm;
+  size_t dispatches = 0, fallbacks = 0;
+  std::vector<double> wall_ms, gpu_ms;
+  std::vector<runtime::KernelTiming> kernels;
+  std::optional<Summary> wall, gpu;
+};
+
+struct Settings {
+  std::string backend;  // "vulkan" or "reference", after auto is resolved
+  int warmup = 10;
+  std::optional<int> iters;
+  double min_time_s = 2.0;
+  runtime::VulkanModelOptions options;
+  std::string storage = "buffer", precision = "fp32", coopmat = "on";
+};
+
+// The Vulkan objects shared by every model of one invocation.
+struct VulkanContext {
+  std::unique_ptr<vk::Instance> instance;
+  std::unique_ptr<vk::Device> device;
+  std::unique_ptr<vk::ShaderCompiler> compiler;
+};
+
+std::string model_name(const std::string& path) { return std::filesystem::path(path).stem().string(); }
+
+// A fresh, empty directory for the cold-compile kernel cache.
+StatusOr<std::string> make_temp_dir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-bench-cache-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) return internal_error("cannot create a temporary cache directory: " + std::string(std::strerror(errno)));
+  return tmpl;
+}
+
+// Removes the temporary cache directory on every way out of bench_vulkan.
+struct TempDir {
+  std::string path;
+  ~TempDir() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove_all(path, ec);
+  }
+};
+
+using RunFn = std::function<StatusOr<double>(const std::vector<Tensor>&)>;  // returns GPU ms or -1
+
+// Warmup, then the timed runs (--iters N, or until --min-time has passed).
+Status time_runs(const Settings& settings, const std::vector<Tensor>& inputs, const RunFn& run, ModelResult& r) {
+  for (int i = 0; i < settings.warmup; ++i) KILN_RETURN_IF_ERROR(run(inputs).status());
+  const auto t_start = Clock::now();
+  for (size_t i = 0; i < kMaxTimedRuns; ++i) {
+    if (settings.iters ? static_cast<int>(i) >= *settings.iters
+                       : (i > 0 && ms_since(t_start) >= settings.min_time_s * 1000.0))
+      break;
+    const auto t0 = Clock::now();
+    KILN_ASSIGN_OR_RETURN(double gpu, run(inputs));
+    r.wall_ms.push_back(ms_since(t0));
+    if (gpu >= 0) r.gpu_ms.push_back(gpu);
+  }
+  return Status();
+}
+
+Status bench_reference(const ir::Graph& g, const Settings& settings, const std::vector<Tensor>& inputs,
+                       ModelResult& r) {
+  const auto t0 = Clock::now();
+  runtime::ReferenceExecutor executor(g);
+  r.cold = CompileRecord{.wall_ms = ms_since(t0)};
+  const RunFn run = [&](const std::vector<Tensor>& in) -> StatusOr<double> {
+    KILN_RETURN_IF_ERROR(executor.run(in).status());
+    return -1.0;
+  };
+  const auto t1 = Clock::now();
+  KILN_RETURN_IF_ERROR(run(inputs).status());
+  r.first_run_ms = ms_since(t1);
+  return time_runs(settings, inputs, run, r);
+}
+
+StatusOr<std::unique_ptr<runtime::VulkanModel>> timed_compile(VulkanContext& ctx, vk::KernelCache& cache,
+                                                              const ir::Graph& g,
+                                                              const runtime::VulkanModelOptions& options,
+                                                              CompileRecord& rec) {
+  const vk::KernelCacheStats before = cache.stats();
+  const auto t0 = Clock::now();
+  KILN_ASSIGN_OR_RETURN(auto model, runtime::VulkanModel::compile(*ctx.device, cache, g, options));
+  rec.wall_ms = ms_since(t0);
+  rec.has_details = true;
+  rec.stats = model->compile_stats();
+  const vk::KernelCacheStats after = cache.stats();
+  rec.cache = after;
+  rec.cache.memory_hits -= before.memory_hits;
+  rec.cache.disk_hits -= before.disk_hits;
+  rec.cache.compiles -= before.compiles;
+  rec.cache.pipeline_hits -= before.pipeline_hits;
+  rec.cache.pipelines_created -= before.pipelines_created;
+  return model;
+}
+
+Status bench_vulkan(VulkanContext& ctx, const ir::Graph& g, const Settings& settings,
+                    const std::vector<Tensor>& inputs, ModelResult& r) {
+  TempDir dir;
+  KILN_ASSIGN_OR_RETURN(dir.path, make_temp_dir());
+  const vk::KernelCacheOptions cache_options{.directory = dir.path};
+  {  // Cold: an empty cache directory; the cache is closed (and saved) after.
+    KILN_ASSIGN_OR_RETURN(auto cache, vk::KernelCache::open(*ctx.device, *ctx.compiler, cache_options));
+    CompileRecord cold;
+    KILN_ASSIGN_OR_RETURN(auto model, timed_compile(ctx, *cache, g, settings.options, cold));
+    r.cold = cold;
+    (void)cache->save_pipeline_cache();
+  }
+  // Warm: a new cache object on the directory the cold compile filled.
+  KILN_ASSIGN_OR_RETURN(auto cache, vk::KernelCache::open(*ctx.device, *ctx.compiler, cache_options));
+  CompileRecord warm;
+  KILN_ASSIGN_OR_RETURN(auto model, timed_compile(ctx, *cache, g, settings.options, warm));
+  r.warm = warm;
+  r.dispatches = model->plan().dispatch_count();
+  r.fallbacks = model->plan().fallback_count();
+
+  const RunFn run = [&](const std::vector<Tensor>& in) -> StatusOr<double> {
+    runtime::VulkanRunStats s;
+    KILN_RETURN_IF_ERROR(model->run(in, &s).status());
+    return s.gpu_ms;
+  };
+  const auto t1 = Clock::now();
+  KILN_RETURN_IF_ERROR(run(inputs).status());
+  r.first_run_ms = ms_since(t1);
+  KILN_RETURN_IF_ERROR(time_runs(settings, inputs, run, r));
+
+  // The per-kernel profile: a compile with timestamps around every dispatch
+  // (served from the warm cache), kept apart from the timed runs above,
+  // which the extra timestamps would perturb. Its second run is the one
+  // kept: the first records the command buffer.
+  runtime::VulkanModelOptions profiled = settings.options;
+  profiled.profile = true;
+  KILN_ASSIGN_OR_RETURN(auto pmodel, runtime::VulkanModel::compile(*ctx.device, *cache, g, profiled));
+  runtime::VulkanRunStats s;
+  KILN_RETURN_IF_ERROR(pmodel->run(inputs, &s).status());
+  KILN_RETURN_IF_ERROR(pmodel->run(inputs, &s).status());
+  r.kernels = std::move(s.kernels);
+  return Status();
+}
+
+Status bench_model(VulkanContext* ctx, const Args& args, const Settings& settings, ModelResult& r) {
+  KILN_ASSIGN_OR_RETURN(r.sha256, file_sha256(r.path));
+  const auto t_import = Clock::now();
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, onnx::import_model_file(r.path));
+  r.import_ms = ms_since(t_import);
+  const auto t_passes = Clock::now();
+  KILN_ASSIGN_OR_RETURN(r.passes, run_pipeline_from_flags(args, *graph));
+  r.passes_ms = ms_since(t_passes);
+  r.nodes = static_cast<int64_t>(graph->num_live_nodes());
+  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, build_inputs(*graph, args, 0));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    r.input_shapes.emplace_back(graph->value(graph->main().inputs[i]).name, shape_to_string(inputs[i].shape()));
+  if (ctx) KILN_RETURN_IF_ERROR(bench_vulkan(*ctx, *graph, settings, inputs, r));
+  else KILN_RETURN_IF_ERROR(bench_reference(*graph, settings, inputs, r));
+  r.wall = summarize(r.wall_ms);
+  r.gpu = summarize(r.gpu_ms);
+  return Status();
+}
+
+// ---- output --------------------------------------------------------------
+
+std::string num(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+std::string num(const std::optional<double>& v) { return v ? num(*v) : "null"; }
+std::string str(const std::string& s) { return "\"" + json_escape(s) + "\""; }
+
+std::string summary_json(const std::optional<Summary>& s) {
+  if (!s) return "null";
+  return "{\"count\": " + std::to_string(s->count) + ", \"median_ms\": " + num(s->median) + ", \"p10_ms\": " +
+         num(s->p10) + ", \"p90_ms\": " + num(s->p90) + ", \"min_ms\": " + num(s->min) + ", \"max_ms\": " +
+         num(s->max) + ", \"mean_ms\": " + num(s->mean) + ", \"noisy\": " + (s->noisy ? "true" : "false") + "}";
+}
+
+std::string compile_json(const std::optional<CompileRecord>& c) {
+  if (!c) return "null";
+  std::string j = "{\"wall_ms\": " + num(c->wall_ms);
+  if (c->has_details) {
+    const runtime::VulkanCompileStats& s = c->stats;
+    j += ", \"plan_ms\": " + num(s.plan_ms) + ", \"kernels_ms\": " + num(s.kernels_ms) + ", \"upload_ms\": " +
+         num(s.upload_ms) + ", \"pipelines\": " + std::to_string(s.kernels) + ", \"shader_compiles\": " +
+         std::to_string(c->cache.compiles) + ", \"shader_disk_hits\": " + std::to_string(c->cache.disk_hits) +
+         ", \"shader_memory_hits\": " + std::to_string(c->cache.memory_hits) + ", \"pipelines_created\": " +
+         std::to_string(c->cache.pipelines_created) + ", \"pipeline_cache_bytes_loaded\": " +
+         std::to_string(c->cache.pipeline_cache_bytes_loaded) + ", \"weight_bytes\": " +
+         std::to_string(s.weight_bytes);
+  }
+  return j + "}";
+}
+
+std::string model_json(const ModelResult& r) {
+  std::string shapes;
+  for (size_t i = 0; i < r.input_shapes.size(); ++i)
+    shapes += std::string(i ? ", " : "") + str(r.input_shapes[i].first) + ": " + str(r.input_shapes[i].second);
+  std::string kernels;
+  double kernels_total = 0;
+  for (size_t i = 0; i < r.kernels.size(); ++i) {
+    kernels += std::string(i ? "," : "") + "\n        {\"kernel\": " + str(r.kernels[i].kernel) + ", \"node\": " +
+               str(r.kernels[i].node) + ", \"gpu_ms\": " + num(r.kernels[i].gpu_ms) + "}";
+    kernels_total += r.kernels[i].gpu_ms;
+  }
+  const bool noisy = (r.wall && r.wall->noisy) || (r.gpu && r.gpu->noisy);
+  return "    {\n      \"model\": " + str(r.model) + ",\n      \"path\": " + str(r.path) +
+         ",\n      \"sha256\": " + (r.sha256.empty() ? "null" : str(r.sha256)) + ",\n      \"status\": " +
+         str(r.status) + ",\n      \"error\": " + (r.error.empty() ? "null" : str(r.error)) +
+         ",\n      \"input_shapes\": {" + shapes + "},\n      \"nodes\": " +
+         (r.nodes < 0 ? "null" : std::to_string(r.nodes)) + ",\n      \"dispatches\": " +
+         std::to_string(r.dispatches) + ",\n      \"fallbacks\": " + std::to_string(r.fallbacks) +
+         ",\n      \"passes\": " + pass_records_json(r.passes, "      ") +
+         ",\n      \"cold_start\": {\"import_ms\": " + num(r.import_ms) + ", \"passes_ms\": " + num(r.passes_ms) +
+         ",\n        \"compile_cold\": " + compile_json(r.cold) + ",\n        \"compile_warm\": " +
+         compile_json(r.warm) + ",\n        \"first_run_ms\": " + num(r.first_run_ms) + "},\n      \"wall\": " +
+         summary_json(r.wall) + ",\n      \"gpu\": " + summary_json(r.gpu) + ",\n      \"noisy\": " +
+         (noisy ? "true" : "false") + ",\n      \"kernels_gpu_ms\": " +
+         (r.kernels.empty() ? "null" : num(kernels_total)) + ",\n      \"kernels\": [" + kernels +
+         (r.kernels.empty() ? "" : "\n      ") + "]\n    }";
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string version_string(uint32_t v) {
+  return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) + "." +
+         std::to_string(VK_API_VERSION_PATCH(v));
+}
+
+std::string environment_json(const VulkanContext* ctx, const Args& args, const Settings& settings) {
+  char host[256] = "";
+  gethostname(host, sizeof(host) - 1);
+#ifdef KILN_GIT_COMMIT
+  const std::string commit = str(KILN_GIT_COMMIT);
+#else
+  const std::string commit = "null";
+#endif
+  std::string device = "null";
+  if (ctx) {
+    const vk::Capabilities& c = ctx->device->capabilities();
+    char vendor[16];
+    std::snprintf(vendor, sizeof(vendor), "0x%04x", c.vendor_id);
+    char device_id[16];
+    std::snprintf(device_id, sizeof(device_id), "0x%04x", c.device_id);
+    device = "{\"name\": " + str(c.device_name) + ", \"vendor_id\": " + str(vendor) + ", \"device_id\": " +
+             str(device_id) + ", \"driver_name\": " + str(c.driver_name) + ", \"driver_info\": " +
+             str(c.driver_info) + ", \"driver_version\": " + std::to_string(c.driver_version) +
+             ", \"api_version\": " + str(version_string(c.api_version)) + "}";
+  }
+  std::string disabled;
+  for (const std::string& d : args.all("disable-pass")) disabled += std::string(disabled.empty() ? "" : ", ") + str(d);
+  std::string plugins;
+  for (const std::string& p : args.all("plugin")) plugins += std::string(plugins.empty() ? "" : ", ") + str(p);
+  const bool vulkan = settings.backend == "vulkan";
+  return "{\n    \"kiln_version\": " + str(kiln_version_string()) + ",\n    \"git_commit\": " + commit +
+         ",\n    \"hostname\": " + str(host) + ",\n    \"backend\": " + str(settings.backend) +
+         ",\n    \"device\": " + device + ",\n    \"precision\": " + (vulkan ? str(settings.precision) : "null") +
+         ",\n    \"storage\": " + (vulkan ? str(settings.storage) : "null") + ",\n    \"coopmat\": " +
+         (vulkan ? str(settings.coopmat) : "null") + ",\n    \"pipeline\": " +
+         str(args.has("passes") ? args.get("passes") : "default") + ",\n    \"disabled_passes\": [" + disabled +
+         "],\n    \"plugins\": [" + plugins + "],\n    \"seed\": " + args.get("seed", "0") +
+         ",\n    \"warmup\": " + std::to_string(settings.warmup) + ",\n    \"iters\": " +
+         (settings.iters ? std::to_string(*settings.iters) : "null") + ",\n    \"min_time_s\": " +
+         (settings.iters ? "null" : num(settings.min_time_s)) + "\n  }";
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c == '\n' ? ' ' : c);
+  return out + "\"";
+}
+
+constexpr const char* kCsvHeader =
+    "model,status,backend,device,precision,storage,import_ms,passes_ms,compile_cold_ms,compile_warm_ms,"
+    "first_run_ms,wall_median_ms,wall_p10_ms,wall_p90_ms,wall_min_ms,wall_max_ms,wall_mean_ms,gpu_median_ms,"
+    "gpu_p10_ms,gpu_p90_ms,iters,noisy,sha256,path,error";
+
+std::string csv_row(const ModelResult& r, const Settings& settings, const std::string& device) {
+  auto stat = [](const std::optional<Summary>& s, double Summary::*field) { return s ? num((*s).*field) : ""; };
+  auto opt = [](const std::optional<double>& v) { return v ? num(*v) : ""; };
+  const bool vulkan = settings.backend == "vulkan";
+  const bool noisy = (r.wall && r.wall->noisy) || (r.gpu && r.gpu->noisy);
+  return csv_field(r.model) + "," + r.status + "," + settings.backend + "," + csv_field(device) + "," +
+         (vulkan ? settings.precision : "") + "," + (vulkan ? settings.storage : "") + "," + opt(r.import_ms) + "," +
+         opt(r.passes_ms) + "," + (r.cold ? num(r.cold->wall_ms) : "") + "," + (r.warm ? num(r.warm->wall_ms) : "") +
+         "," + opt(r.first_run_ms) + "," + stat(r.wall, &Summary::median) + "," + stat(r.wall, &Summary::p10) + "," +
+         stat(r.wall, &Summary::p90) + "," + stat(r.wall, &Summary::min) + "," + stat(r.wall, &Summary::max) + "," +
+         stat(r.wall, &Summary::mean) + "," + stat(r.gpu, &Summary::median) + "," + stat(r.gpu, &Summary::p10) +
+         "," + stat(r.gpu, &Summary::p90) + "," + std::to_string(r.wall ? r.wall->count : 0) + "," +
+         (noisy ? "1" : "0") + "," + r.sha256 + "," + csv_field(r.path) + "," + csv_field(r.error);
+}
+
+void print_table_header() {
+  std::printf("%-24s %-6s %9s %11s %11s %9s %11s %11s %11s %7s  %s\n", "model", "status", "import", "cold cmp", "warm cmp",
+              "1st run", "wall med", "wall p10", "wall p90", "gpu med", "runs");
+}
+
+void print_table_row(const ModelResult& r) {
+  auto ms = [](const std::optional<double>& v) { return v ? num(*v) : std::string("-"); };
+  const bool noisy = (r.wall && r.wall->noisy) || (r.gpu && r.gpu->noisy);
+  if (r.status != "ok") {
+    std::printf("%-24s %-6s %s\n", r.model.c_str(), r.status.c_str(), r.error.c_str());
+  } else {
+    std::printf("%-24s %-6s %9s %11s %11s %9s %11s %11s %11s %7s  %zu%s\n", r.model.c_str(), r.status.c_str(),
+                ms(r.import_ms).c_str(), r.cold ? num(r.cold->wall_ms).c_str() : "-",
+                r.warm ? num(r.warm->wall_ms).c_str() : "-", ms(r.first_run_ms).c_str(),
+                num(r.wall->median).c_str(), num(r.wall->p10).c_str(), num(r.wall->p90).c_str(),
+                r.gpu ? num(r.gpu->median).c_str() : "-", r.wall->count, noisy ? "  (noisy)" : "");
+  }
+  std::fflush(stdout);
+}
+
+Status write_file(const std::string& flag, const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  if (!f) return not_found("--" + flag + ": cannot write '" + path + "'");
+  f << text;
+  f.close();
+  if (!f) return internal_error("--" + flag + ": error writing '" + path + "'");
+  return Status();
+}
+
+StatusOr<int> parse_int_flag(const Args& args, const std::string& flag, int fallback, int minimum) {
+  if (!args.has(flag)) return fallback;
+  const std::string s = args.get(flag);
+  char* end = nullptr;
+  const long v = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || v < minimum || v > 10000000)
+    return invalid_argument("--" + flag + " expects an integer >= " + std::to_string(minimum) + ", got '" + s + "'");
+  return static_cast<int>(v);
+}
+
+StatusOr<Settings> parse_settings(const Args& args) {
+  Settings s;
+  KILN_ASSIGN_OR_RETURN(s.warmup, parse_int_flag(args, "warmup", 10, 0));
+  // The seed is echoed into the JSON as a number: it must be one.
+  KILN_RETURN_IF_ERROR(parse_int_flag(args, "seed", 0, 0).status());
+  if (args.has("iters") && args.has("min-time")) return invalid_argument("give --iters or --min-time, not both");
+  if (args.has("iters")) {
+    KILN_ASSIGN_OR_RETURN(int iters, parse_int_flag(args, "iters", 0, 1));
+    s.iters = iters;
+  }
+  if (args.has("min-time")) {
+    const std::string t = args.get("min-time");
+    char* end = nullptr;
+    s.min_time_s = std::strtod(t.c_str(), &end);
+    if (t.empty() || *end != '\0' || !(s.min_time_s > 0) || s.min_time_s > 3600)
+      return invalid_argument("--min-time expects seconds in (0, 3600], got '" + t + "'");
+  }
+  s.storage = args.get("storage", "buffer");
+  if (s.storage == "image") s.options.plan.storage = planner::Storage::kImage;
+  else if (s.storage != "buffer") return invalid_argument("--storage must be buffer or image, got '" + s.storage + "'");
+  s.precision = args.get("precision", "fp32");
+  if (s.precision == "fp16") s.options.plan.precision = planner::ElemType::kF16;
+  else if (s.precision != "fp32") return invalid_argument("--precision must be fp32 or fp16, got '" + s.precision + "'");
+  s.coopmat = args.get("coopmat", "on");
+  if (s.coopmat == "off") s.options.plan.cooperative_matrix = false;
+  else if (s.coopmat != "on") return invalid_argument("--coopmat must be on or off, got '" + s.coopmat + "'");
+  s.backend = args.get("backend", "auto");
+  if (s.backend != "auto" && s.backend != "vulkan" && s.backend != "reference")
+    return invalid_argument("unknown backend '" + s.backend + "' (expected auto, vulkan or reference)");
+  return s;
+}
+
+// The Vulkan context for --backend vulkan|auto; null for the reference
+// backend (auto falls back to it, saying so, when no device is usable).
+StatusOr<std::unique_ptr<VulkanContext>> open_backend(const Args& args, Settings& settings) {
+  if (settings.backend == "reference") return std::unique_ptr<VulkanContext>();
+  auto ctx = std::make_unique<VulkanContext>();
+  vk::InstanceOptions io;
+  io.validation = args.has("validate") ? vk::Validation::kRequired : vk::Validation::kOff;
+  Status status;
+  if (auto instance = vk::Instance::create(io); instance.ok()) {
+    ctx->instance = std::move(instance).value();
+    if (auto device = vk::Device::create(*ctx->instance, {.selector = args.get("device", "")}); device.ok())
+      ctx->device = std::move(device).value();
+    else status = std::move(device).status();
+  } else {
+    status = std::move(instance).status();
+  }
+  if (!status.ok()) {
+    if (settings.backend == "vulkan") return std::move(status).add_context("--backend vulkan");
+    std::fprintf(stderr, "kiln: no usable Vulkan device (%s); benchmarking the reference executor\n",
+                 status.to_string().c_str());
+    settings.backend = "reference";
+    return std::unique_ptr<VulkanContext>();
+  }
+  KILN_ASSIGN_OR_RETURN(ctx->compiler, vk::ShaderCompiler::create());
+  settings.backend = "vulkan";
+  return ctx;
+}
+
+const std::vector<std::string> kBenchValueFlags = {"warmup", "iters", "min-time", "json", "csv",
+                                                   "shape",  "input", "seed"};
+
+}  // namespace
+
+int cmd_bench(const std::vector<std::string>& argv) {
+  std::vector<std::string> value_flags = kBenchValueFlags;
+  value_flags.insert(value_flags.end(), kPipelineValueFlags.begin(), kPipelineValueFlags.end());
+  value_flags.insert(value_flags.end(), runner_value_flags().begin(), runner_value_flags().end());
+  auto args = Args::parse(argv, value_flags, {"validate"});
+  if (!args.ok()) return fail(args.status());
+  if (args->positionals().empty()) return usage_error("kiln bench MODEL... [options]: no MODEL given");
+  auto settings = parse_settings(*args);
+  if (!settings.ok()) return fail(settings.status());
+  auto ctx = open_backend(*args, *settings);
+  if (!ctx.ok()) return fail(ctx.status());
+  const std::string device_name = *ctx ? (*ctx)->device->capabilities().device_name : "cpu";
+
+  std::fprintf(stderr, "kiln: benchmarking %zu model(s) on %s (%s)\n", args->positionals().size(),
+               settings->backend.c_str(), device_name.c_str());
+  print_table_header();
+  std::vector<ModelResult> results;
+  for (const std::string& path : args->positionals()) {
+    ModelResult r;
+    r.path = path;
+    r.model = model_name(path);
+    std::fprintf(stderr, "kiln: [%zu/%zu] %s...\n", results.size() + 1, args->positionals().size(), path.c_str());
+    Status status = bench_model(ctx->get(), *args, *settings, r);
+    if (status.ok()) {
+      r.status = "ok";
+    } else {
+      r.error = std::move(status).add_context(path).to_string();
+      r.kernels.clear();
+      std::fprintf(stderr, "kiln: %s\n", r.error.c_str());
+    }
+    print_table_row(r);
+    results.push_back(std::move(r));
+  }
+
+  std::string command = "[\"kiln\", \"bench\"";
+  for (const std::string& a : argv) command += ", " + str(a);
+  command += "]";
+  int rc = 0;
+  if (args->has("json")) {
+    std::string doc = "{\n  \"schema\": " + str(kSchema) + ",\n  \"tool\": \"kiln bench\",\n  \"created_utc\": " +
+                      str(utc_now()) + ",\n  \"command\": " + command + ",\n  \"environment\": " +
+                      environment_json(ctx->get(), *args, *settings) + ",\n  \"models\": [\n";
+    for (size_t i = 0; i < results.size(); ++i) doc += (i ? ",\n" : "") + model_json(results[i]);
+    doc += "\n  ]\n}\n";
+    if (Status s = write_file("json", args->get("json"), doc); !s.ok()) rc = fail(s);
+  }
+  if (args->has("csv")) {
+    std::string csv = std::string(kCsvHeader) + "\n";
+    for (const ModelResult& r : results) csv += csv_row(r, *settings, device_name) + "\n";
+    if (Status s = write_file("csv", args->get("csv"), csv); !s.ok()) rc = fail(s);
+  }
+  for (const ModelResult& r : results)
+    if (r.status != "ok") rc = 1;
+  // Under --validate a validation message is a failure, as in the tests.
+  if (*ctx && (*ctx)->instance->error_count() > 0) {
+    std::fprintf(stderr, "kiln: %llu Vulkan validation error(s) were reported\n",
+                 static_cast<unsigned long long>((*ctx)->instance->error_count()));
+    rc = 1;
+  }
+  return rc;
+}
+
+}  // namespace kiln::cli
