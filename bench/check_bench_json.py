@@ -42,6 +42,14 @@ COMPILE_VULKAN = {"wall_ms": NUM, "plan_ms": NUM, "kernels_ms": NUM, "upload_ms"
 SUMMARY = {"count": int, "median_ms": NUM, "p10_ms": NUM, "p90_ms": NUM, "min_ms": NUM, "max_ms": NUM,
            "mean_ms": NUM, "noisy": bool}
 KERNEL = {"kernel": str, "node": str, "gpu_ms": NUM}
+# Optional fields added to v1 (absent in older documents; checked when present).
+NUM_OR_NULL = (float, int, type(None))
+KERNEL_OPTIONAL = {"bytes": int, "flops": (int, type(None)), "gbps": NUM_OR_NULL, "gflops": NUM_OR_NULL,
+                   "roofline": NUM_OR_NULL}
+ENVIRONMENT_OPTIONAL = {"peak_gbps": NUM_OR_NULL, "peak_gflops": NUM_OR_NULL, "ablation": bool}
+ABLATION = {"added": (str, type(None)), "passes": list, "status": str, "error": (str, type(None)),
+            "nodes": (int, type(None)), "dispatches": int, "wall": (dict, type(None)), "gpu": (dict, type(None)),
+            "median_ms": NUM_OR_NULL, "speedup": NUM_OR_NULL, "speedup_vs_none": NUM_OR_NULL}
 PASS = {"name": str, "ms": NUM, "committed": bool, "skipped": bool, "statistics": dict}
 CSV_HEADER = ("model,status,backend,device,precision,storage,import_ms,passes_ms,compile_cold_ms,compile_warm_ms,"
               "first_run_ms,wall_median_ms,wall_p10_ms,wall_p90_ms,wall_min_ms,wall_max_ms,wall_mean_ms,"
@@ -77,7 +85,74 @@ def check_summary(s, where, problems):
         pass  # a missing or mistyped field, already reported
 
 
-def check_model(m, where, backend, problems):
+def check_optional(obj, spec, where, problems):
+    """check_fields for the optional fields `obj` has."""
+    present = {k: t for k, t in spec.items() if isinstance(obj, dict) and k in obj}
+    check_fields(obj, present, where, problems)
+
+
+def close(a, b):
+    return abs(a - b) <= 1e-3 * max(abs(a), abs(b), 1e-9)
+
+
+def check_kernel_rates(k, where, env, problems):
+    check_optional(k, KERNEL_OPTIONAL, where, problems)
+    try:
+        if "bytes" in k and k["bytes"] < 0:
+            problems.append(f"{where}.bytes: expected >= 0")
+        if k.get("flops") is not None and k["flops"] <= 0:
+            problems.append(f"{where}.flops: expected > 0 or null")
+        if "gbps" in k and k["gpu_ms"] > 0 and k["gbps"] is not None and \
+                not close(k["gbps"], k["bytes"] / (k["gpu_ms"] * 1e6)):
+            problems.append(f"{where}.gbps: {k['gbps']} is not bytes / gpu_ms")
+        if k.get("gflops") is not None and not close(k["gflops"], k["flops"] / (k["gpu_ms"] * 1e6)):
+            problems.append(f"{where}.gflops: {k['gflops']} is not flops / gpu_ms")
+        if "roofline" in k:
+            has_peak = env.get("peak_gbps") is not None or env.get("peak_gflops") is not None
+            if k["roofline"] is not None and not has_peak:
+                problems.append(f"{where}.roofline: set without --peak-gbps/--peak-gflops")
+            if k["roofline"] is not None and k["roofline"] < 0:
+                problems.append(f"{where}.roofline: expected >= 0")
+    except (TypeError, KeyError):
+        pass  # a missing or mistyped field, already reported
+
+
+def check_ablation(rows, where, problems):
+    if rows is None:
+        return
+    if not isinstance(rows, list):
+        problems.append(f"{where}: expected a list or null")
+        return
+    for i, a in enumerate(rows):
+        w = f"{where}[{i}]"
+        if not check_fields(a, ABLATION, w, problems):
+            continue
+        try:
+            if len(a["passes"]) != i:
+                problems.append(f"{w}.passes: row {i} must hold a prefix of {i} passes, got {len(a['passes'])}")
+            if i and (a["passes"][:-1] != rows[i - 1]["passes"] or a["added"] != a["passes"][-1]):
+                problems.append(f"{w}: expected the previous row's passes plus `added`")
+            if i == 0 and a["added"] is not None:
+                problems.append(f"{w}.added: the first row has no passes, expected null")
+            if a["status"] not in ("ok", "error") or (a["status"] == "error") != (a["error"] is not None):
+                problems.append(f"{w}: status {a['status']!r} disagrees with error {a['error']!r}")
+            if a["status"] == "ok":
+                check_summary(a["wall"], f"{w}.wall", problems)
+                check_summary(a["gpu"], f"{w}.gpu", problems)
+                basis = (a["gpu"] or a["wall"] or {}).get("median_ms")
+                if a["median_ms"] is None or basis is None or not close(a["median_ms"], basis):
+                    problems.append(f"{w}.median_ms: expected the gpu median, else the wall median")
+            prev = rows[i - 1].get("median_ms") if i else None
+            if i and a["median_ms"] and prev and (a["speedup"] is None or not close(a["speedup"],
+                                                                                      prev / a["median_ms"])):
+                problems.append(f"{w}.speedup: expected the previous median / this median")
+            if i == 0 and a["speedup"] is not None:
+                problems.append(f"{w}.speedup: expected null on the first row")
+        except (TypeError, KeyError, IndexError):
+            pass  # a missing or mistyped field, already reported
+
+
+def check_model(m, where, backend, problems, env=None):
     if not check_fields(m, MODEL, where, problems):
         return
     if m["status"] not in ("ok", "error"):
@@ -113,7 +188,15 @@ def check_model(m, where, backend, problems):
     if isinstance(m["noisy"], bool) and m["noisy"] != noisy:
         problems.append(f"{where}.noisy: expected wall.noisy or gpu.noisy ({noisy})")
     for i, k in enumerate(m["kernels"]):
-        check_fields(k, KERNEL, f"{where}.kernels[{i}]", problems)
+        if check_fields(k, KERNEL, f"{where}.kernels[{i}]", problems):
+            check_kernel_rates(k, f"{where}.kernels[{i}]", env or {}, problems)
+    if "ablation" in m:
+        check_ablation(m["ablation"], f"{where}.ablation", problems)
+        if (env or {}).get("ablation") is True and m["ablation"] is None:
+            problems.append(f"{where}.ablation: --ablation was given, expected rows")
+        elif isinstance(m["ablation"], list) and len(m["ablation"]) != len(m["passes"]) + 1:
+            problems.append(f"{where}.ablation: expected {len(m['passes']) + 1} rows (passes + 1), "
+                            f"got {len(m['ablation'])}")
     if backend == "vulkan" and m["dispatches"] > 0 and not m["kernels"]:
         problems.append(f"{where}.kernels: a Vulkan model with dispatches must have a per-kernel profile")
 
@@ -140,8 +223,12 @@ def check_document(doc, problems):
                 problems.append("$.environment.device.api_version: expected MAJOR.MINOR.PATCH")
         if (env["iters"] is None) == (env["min_time_s"] is None):
             problems.append("$.environment: exactly one of iters and min_time_s is set")
+        check_optional(env, ENVIRONMENT_OPTIONAL, "$.environment", problems)
+        for key in ("peak_gbps", "peak_gflops"):
+            if isinstance(env.get(key), NUM) and env[key] <= 0:
+                problems.append(f"$.environment.{key}: expected > 0 or null")
     for i, m in enumerate(doc["models"]):
-        check_model(m, f"$.models[{i}]", backend, problems)
+        check_model(m, f"$.models[{i}]", backend, problems, env if isinstance(env, dict) else {})
 
 
 def check_csv(path, doc, problems):

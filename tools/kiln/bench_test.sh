@@ -2,7 +2,8 @@
 # End-to-end tests of `kiln bench`: the kiln-bench-cli-v1 JSON and the CSV
 # validated by bench/check_bench_json.py (the schema bench/README.md
 # documents), cold vs warm kernel-cache compiles on Vulkan (lavapipe in CI),
-# a failing model recorded while the others run, and clean errors.
+# per-kernel bytes/FLOPs/roofline, --ablation (one row per pass-pipeline
+# prefix), a failing model recorded while the others run, and clean errors.
 # Usage: bench_test.sh KILN_BINARY TEST_DATA_DIR CHECK_BENCH_JSON_PY
 set -u
 kiln=$1
@@ -46,6 +47,28 @@ assert m['sha256'] == hashlib.sha256(open('$m', 'rb').read()).hexdigest(), m['sh
 assert d['command'][:3] == ['kiln', 'bench', '$m'], d['command']
 print('ok')"
 
+# --ablation on the reference backend: passes + 1 rows, the table on stdout.
+check "reference ablation" 0 "^  none +[0-9.e-]+ +- +1x" -- "$kiln" bench "$m" --backend reference "${fast[@]}" \
+  --ablation --json "$tmp/abl.json"
+check "reference ablation JSON" 0 "^ok$" -- "$py" "$checker" "$tmp/abl.json" --models 1 --ok 1
+check "reference ablation rows" 0 "^ok$" -- "$py" -c "
+import json
+d = json.load(open('$tmp/abl.json'))
+m = d['models'][0]
+assert d['environment']['ablation'] is True, d['environment']
+rows, passes = m['ablation'], [p['name'] for p in m['passes']]
+assert passes and len(rows) == len(passes) + 1, (len(rows), passes)
+assert [r['added'] for r in rows] == [None] + passes, rows
+assert all(r['status'] == 'ok' and r['wall']['count'] == 3 and r['gpu'] is None for r in rows), rows
+assert rows[0]['speedup'] is None and rows[0]['speedup_vs_none'] == 1, rows[0]
+print('ok')"
+check "no --ablation: null" 0 "^ok$" -- "$py" -c "
+import json
+d = json.load(open('$tmp/ref.json'))
+assert d['environment']['ablation'] is False and all(m['ablation'] is None for m in d['models'])
+assert d['environment']['peak_gbps'] is None and d['environment']['peak_gflops'] is None
+print('ok')"
+
 # --min-time: runs until the time has passed; iters is then null.
 check "--min-time" 0 "" -- "$kiln" bench "$m" --backend reference --shape x=2x3 --warmup 0 --min-time 0.05 \
   --json "$tmp/mt.json"
@@ -76,6 +99,13 @@ del d['models'][0]['wall']['p90_ms']
 d['schema'] = 'kiln-bench-cli-v0'
 json.dump(d, open('$tmp/bad.json', 'w'))"
 check "checker rejects a bad document" 1 "models\[0\]\.wall\.p90_ms: missing" -- "$py" "$checker" "$tmp/bad.json"
+"$py" -c "
+import json
+d = json.load(open('$tmp/abl.json'))
+d['models'][0]['ablation'].pop()
+json.dump(d, open('$tmp/bad_abl.json', 'w'))"
+check "checker rejects a short ablation" 1 "ablation: expected [0-9]+ rows \(passes \+ 1\)" -- "$py" "$checker" \
+  "$tmp/bad_abl.json"
 check "checker rejects another schema" 1 "schema: expected 'kiln-bench-cli-v1'" -- "$py" "$checker" "$tmp/bad.json"
 
 # Usage errors.
@@ -86,6 +116,9 @@ check "bad --min-time" 1 "--min-time expects seconds" -- "$kiln" bench "$m" --mi
 check "--iters with --min-time" 1 "--iters or --min-time, not both" -- "$kiln" bench "$m" --iters 2 --min-time 1
 check "bad --seed" 1 "--seed expects an integer" -- "$kiln" bench "$m" --seed x --backend reference
 check "bad --precision" 1 "--precision must be fp32 or fp16" -- "$kiln" bench "$m" --precision int8
+check "bad --peak-gbps" 1 "--peak-gbps expects a positive number, got '-3'" -- "$kiln" bench "$m" --peak-gbps -3
+check "bad --peak-gflops" 1 "--peak-gflops expects a positive number, got 'lots'" -- "$kiln" bench "$m" \
+  --peak-gflops lots
 check "unknown backend" 1 "unknown backend 'cuda'" -- "$kiln" bench "$m" --backend cuda
 check "unwritable --json" 1 "--json: cannot write '/no/such/dir/b.json'" -- "$kiln" bench "$m" --backend reference \
   "${fast[@]}" --json /no/such/dir/b.json
@@ -95,7 +128,7 @@ check "dynamic dims need a shape" 1 "dynamic shape.*--shape x=" -- "$kiln" bench
 # warm one reads them from the cache it filled, GPU times and a per-kernel profile.
 if "$kiln" info 2>/dev/null | grep -q "^device 0"; then
   check "vulkan bench" 0 "^add_relu +ok" -- "$kiln" bench "$m" --backend vulkan --validate "${fast[@]}" \
-    --json "$tmp/vk.json" --csv "$tmp/vk.csv"
+    --json "$tmp/vk.json" --csv "$tmp/vk.csv" --peak-gbps 50 --peak-gflops 400
   check "vulkan JSON+CSV valid" 0 "^ok$" -- "$py" "$checker" "$tmp/vk.json" --csv "$tmp/vk.csv" --models 1 --ok 1
   check "vulkan record" 0 "^ok$" -- "$py" -c "
 import json
@@ -107,7 +140,80 @@ assert cold['shader_compiles'] > 0 and cold['shader_disk_hits'] == 0, cold
 assert warm['shader_compiles'] == 0 and warm['shader_disk_hits'] > 0, warm
 assert m['gpu'] is not None and m['gpu']['count'] == 3, m['gpu']
 assert m['kernels'] and all(k['gpu_ms'] >= 0 for k in m['kernels']), m['kernels']
+# Every kernel moves bytes; relu on x=2x3 reads and writes 6 fp32 elements.
+assert all(k['bytes'] > 0 for k in m['kernels']), m['kernels']
+assert [k['bytes'] for k in m['kernels'] if k['kernel'] == 'relu'] == [48], m['kernels']
+assert env['peak_gbps'] == 50 and env['peak_gflops'] == 400, env
+for k in m['kernels']:
+    if k['gpu_ms'] > 0:
+        assert abs(k['gbps'] - k['bytes'] / (k['gpu_ms'] * 1e6)) <= 1e-3 * k['gbps'] + 1e-9, k
+        assert k['roofline'] is not None and abs(k['roofline'] - k['gbps'] / 50) <= 1e-3 * k['roofline'] + 1e-9, k
 print('ok')"
+  # The fields added to v1 are optional: a document from before them still validates.
+  "$py" -c "
+import json
+d = json.load(open('$tmp/vk.json'))
+for key in ('peak_gbps', 'peak_gflops', 'ablation'):
+    del d['environment'][key]
+for m in d['models']:
+    del m['ablation']
+    for k in m['kernels']:
+        for key in ('bytes', 'flops', 'gbps', 'gflops', 'roofline'):
+            del k[key]
+json.dump(d, open('$tmp/old_v1.json', 'w'))"
+  check "checker accepts v1 without the added fields" 0 "^ok$" -- "$py" "$checker" "$tmp/old_v1.json"
+  check "vulkan ablation" 0 "ablation of add_relu \(gpu median ms\)" -- "$kiln" bench "$m" --backend vulkan \
+    --validate "${fast[@]}" --ablation --json "$tmp/vkabl.json"
+  check "vulkan ablation JSON" 0 "^ok$" -- "$py" "$checker" "$tmp/vkabl.json" --models 1 --ok 1
+  check "vulkan ablation rows" 0 "^ok$" -- "$py" -c "
+import json
+m = json.load(open('$tmp/vkabl.json'))['models'][0]
+rows = m['ablation']
+assert len(rows) == len(m['passes']) + 1, rows
+assert all(r['status'] == 'ok' and r['gpu']['count'] == 3 and r['dispatches'] > 0 for r in rows), rows
+assert all(r['median_ms'] == r['gpu']['median_ms'] for r in rows), rows
+print('ok')"
+  # A GEMM kernel counts its FLOPs: y = x @ W with x 4x8, W 8x16 -> 2*4*8*16.
+  if "$py" -c "import onnx" 2>/dev/null; then
+    "$py" -c "
+import numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto
+w = numpy_helper.from_array(np.ones((8, 16), np.float32), 'w')
+g = helper.make_graph([helper.make_node('MatMul', ['x', 'w'], ['y'])], 'mm',
+                      [helper.make_tensor_value_info('x', TensorProto.FLOAT, [4, 8])],
+                      [helper.make_tensor_value_info('y', TensorProto.FLOAT, [4, 16])], [w])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), '$tmp/matmul.onnx')"
+    check "vulkan GEMM flops" 0 "^matmul +ok" -- "$kiln" bench "$tmp/matmul.onnx" --backend vulkan --validate \
+      --iters 2 --warmup 0 --json "$tmp/mm.json" --peak-gflops 100
+    check "vulkan GEMM flops JSON" 0 "^ok$" -- "$py" -c "
+import json
+d = json.load(open('$tmp/mm.json'))
+ks = d['models'][0]['kernels']
+assert any(k['flops'] == 2 * 4 * 8 * 16 for k in ks), ks
+for k in ks:
+    if k['flops'] and k['gpu_ms'] > 0:
+        assert k['gflops'] > 0 and k['roofline'] is not None, k
+print('ok')" 
+    check "vulkan GEMM JSON valid" 0 "^ok$" -- "$py" "$checker" "$tmp/mm.json" --models 1 --ok 1
+    # kiln run --stats reports the same per-kernel bytes and FLOPs.
+    check "run --stats bytes/flops" 0 "" -- "$kiln" run "$tmp/matmul.onnx" --backend vulkan --profile \
+      --stats "$tmp/mm_stats.json"
+    check "run --stats kernels" 0 "^ok$" -- "$py" -c "
+import json
+bench = {k['kernel']: (k['bytes'], k['flops']) for k in json.load(open('$tmp/mm.json'))['models'][0]['kernels']}
+def kernels(o):  # every 'kernels' list, wherever the stats nest it
+    if isinstance(o, dict):
+        if 'kernels' in o and isinstance(o['kernels'], list):
+            yield from o['kernels']
+        for v in o.values():
+            yield from kernels(v)
+    elif isinstance(o, list):
+        for v in o:
+            yield from kernels(v)
+ks = list(kernels(json.load(open('$tmp/mm_stats.json'))))
+assert ks and all((k['bytes'], k['flops'] or None) == bench[k['kernel']] for k in ks), (ks, bench)
+print('ok')"
+  fi
   check "vulkan image fp16" 0 "^add_relu +ok" -- "$kiln" bench "$m" --backend vulkan --storage image \
     --precision fp16 "${fast[@]}"
 fi

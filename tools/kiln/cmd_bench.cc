@@ -8,8 +8,12 @@
 // records the command buffer); then --warmup untimed runs and --iters (or
 // --min-time seconds of) timed runs, each with host wall time and the GPU
 // time of its command buffers; finally one run of a profiled compile for the
-// per-kernel GPU times. A model that fails is recorded with its error and
-// the others still run; the exit code is then 1.
+// per-kernel GPU times, bytes moved and FLOPs (with achieved GB/s, GFLOP/s
+// and, given --peak-gbps/--peak-gflops, the fraction of the roofline).
+// --ablation then re-imports the model once per prefix of the pass pipeline
+// that ran (none, +first pass, ...) and times each, for the speed-up each
+// pass adds. A model that fails is recorded with its error and the others
+// still run; the exit code is then 1.
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -26,6 +30,7 @@
 #include <functional>
 #include <optional>
 
+#include "engine/registry/default_pipeline.h"
 #include "engine/runtime/reference_executor.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "frontends/onnx/onnx_importer.h"
@@ -173,6 +178,22 @@ struct CompileRecord {
   vk::KernelCacheStats cache;
 };
 
+// One prefix of the pass pipeline in an --ablation run.
+struct AblationRow {
+  std::vector<std::string> passes;  // the prefix; empty = no passes
+  std::string error;                // empty when it ran
+  int64_t nodes = -1;
+  size_t dispatches = 0;
+  std::optional<Summary> wall, gpu;
+  // The latency speed-ups compare: the GPU median where there is one (less
+  // host noise), else the wall median.
+  std::optional<double> median_ms() const {
+    if (gpu) return gpu->median;
+    if (wall) return wall->median;
+    return std::nullopt;
+  }
+};
+
 struct ModelResult {
   std::string path, model, sha256;
   std::string status = "error", error;
@@ -185,6 +206,7 @@ struct ModelResult {
   std::vector<double> wall_ms, gpu_ms;
   std::vector<runtime::KernelTiming> kernels;
   std::optional<Summary> wall, gpu;
+  std::vector<AblationRow> ablation;  // --ablation only
 };
 
 struct Settings {
@@ -194,6 +216,9 @@ struct Settings {
   double min_time_s = 2.0;
   runtime::VulkanModelOptions options;
   std::string storage = "buffer", precision = "fp32", coopmat = "on";
+  // The device's peaks for the roofline; Vulkan does not report them.
+  std::optional<double> peak_gbps, peak_gflops;
+  bool ablation = false;
 };
 
 // The Vulkan objects shared by every model of one invocation.
@@ -318,6 +343,66 @@ Status bench_vulkan(VulkanContext& ctx, const ir::Graph& g, const Settings& sett
   return Status();
 }
 
+// Times the model with the pass-pipeline prefix row.passes (a fresh import,
+// so every prefix starts from the same graph), with the --warmup and
+// --iters/--min-time of the main measurement.
+Status ablation_row(VulkanContext* ctx, vk::KernelCache* cache, const Args& args, const Settings& settings,
+                    const std::string& path, AblationRow& row) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, onnx::import_model_file(path));
+  if (!row.passes.empty()) {
+    registry::PipelineOptions options;
+    options.passes = row.passes;  // plugin warnings were printed by the main run
+    registry::PipelineSetup setup;
+    setup.plugin_files = args.all("plugin");
+    KILN_RETURN_IF_ERROR(registry::run_default_pipeline(*graph, options, setup).status());
+  }
+  row.nodes = static_cast<int64_t>(graph->num_live_nodes());
+  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, build_inputs(*graph, args, 0));
+  ModelResult timed;
+  if (ctx) {
+    KILN_ASSIGN_OR_RETURN(auto model, runtime::VulkanModel::compile(*ctx->device, *cache, *graph, settings.options));
+    row.dispatches = model->plan().dispatch_count();
+    const RunFn run = [&](const std::vector<Tensor>& in) -> StatusOr<double> {
+      runtime::VulkanRunStats s;
+      KILN_RETURN_IF_ERROR(model->run(in, &s).status());
+      return s.gpu_ms;
+    };
+    KILN_RETURN_IF_ERROR(run(inputs).status());  // records the command buffer
+    KILN_RETURN_IF_ERROR(time_runs(settings, inputs, run, timed));
+  } else {
+    runtime::ReferenceExecutor executor(*graph);
+    const RunFn run = [&](const std::vector<Tensor>& in) -> StatusOr<double> {
+      KILN_RETURN_IF_ERROR(executor.run(in).status());
+      return -1.0;
+    };
+    KILN_RETURN_IF_ERROR(time_runs(settings, inputs, run, timed));
+  }
+  row.wall = summarize(timed.wall_ms);
+  row.gpu = summarize(timed.gpu_ms);
+  return Status();
+}
+
+// One row per prefix of the passes that ran (r.passes, so plugins and
+// --passes/--disable-pass count): none, then one pass added at a time. A
+// prefix that fails is recorded with its error; the others still run.
+Status run_ablation(VulkanContext* ctx, const Args& args, const Settings& settings, ModelResult& r) {
+  TempDir dir;
+  std::unique_ptr<vk::KernelCache> cache;
+  if (ctx) {
+    KILN_ASSIGN_OR_RETURN(dir.path, make_temp_dir());
+    KILN_ASSIGN_OR_RETURN(cache, vk::KernelCache::open(*ctx->device, *ctx->compiler, {.directory = dir.path}));
+  }
+  for (size_t k = 0; k <= r.passes.size(); ++k) {
+    AblationRow row;
+    for (size_t i = 0; i < k; ++i) row.passes.push_back(r.passes[i].name);
+    std::fprintf(stderr, "kiln:   ablation %zu/%zu (%s)\n", k + 1, r.passes.size() + 1,
+                 k ? ("+" + row.passes.back()).c_str() : "no passes");
+    if (Status s = ablation_row(ctx, cache.get(), args, settings, r.path, row); !s.ok()) row.error = s.to_string();
+    r.ablation.push_back(std::move(row));
+  }
+  return Status();
+}
+
 Status bench_model(VulkanContext* ctx, const Args& args, const Settings& settings, ModelResult& r) {
   KILN_ASSIGN_OR_RETURN(r.sha256, file_sha256(r.path));
   const auto t_import = Clock::now();
@@ -334,6 +419,7 @@ Status bench_model(VulkanContext* ctx, const Args& args, const Settings& setting
   else KILN_RETURN_IF_ERROR(bench_reference(*graph, settings, inputs, r));
   r.wall = summarize(r.wall_ms);
   r.gpu = summarize(r.gpu_ms);
+  if (settings.ablation) KILN_RETURN_IF_ERROR(run_ablation(ctx, args, settings, r));
   return Status();
 }
 
@@ -371,15 +457,75 @@ std::string compile_json(const std::optional<CompileRecord>& c) {
   return j + "}";
 }
 
-std::string model_json(const ModelResult& r) {
+// Achieved rates of one kernel and its fraction of the roofline: achieved
+// FLOP/s over the attainable min(peak FLOP/s, intensity x peak bandwidth),
+// which equals max(GB/s / peak GB/s, GFLOP/s / peak GFLOP/s); with one peak
+// given, that peak's ratio alone.
+struct KernelRates {
+  std::optional<double> gbps, gflops, roofline;
+};
+
+KernelRates kernel_rates(const runtime::KernelTiming& k, const Settings& settings) {
+  KernelRates out;
+  if (!(k.gpu_ms > 0)) return out;
+  out.gbps = static_cast<double>(k.bytes) / (k.gpu_ms * 1e6);
+  if (k.flops > 0) out.gflops = static_cast<double>(k.flops) / (k.gpu_ms * 1e6);
+  if (settings.peak_gbps) out.roofline = *out.gbps / *settings.peak_gbps;
+  if (settings.peak_gflops && out.gflops)
+    out.roofline = std::max(out.roofline.value_or(0.0), *out.gflops / *settings.peak_gflops);
+  return out;
+}
+
+// Per ablation row: the compared median and the speed-ups over the previous
+// row and over the no-pass row; NaN where undefined (a failed row or its
+// neighbour, the first row's speed-up).
+struct AblationSpeedup {
+  double ms = NAN, speedup = NAN, vs_none = NAN;
+};
+
+std::vector<AblationSpeedup> ablation_speedups(const ModelResult& r) {
+  std::vector<AblationSpeedup> out(r.ablation.size());
+  auto ratio = [](double base, double ms) { return std::isfinite(base) && ms > 0 ? base / ms : NAN; };
+  for (size_t i = 0; i < r.ablation.size(); ++i) {
+    const AblationRow& a = r.ablation[i];
+    if (a.error.empty()) out[i].ms = a.median_ms().value_or(NAN);
+    if (i) out[i].speedup = ratio(out[i - 1].ms, out[i].ms);
+    out[i].vs_none = ratio(out[0].ms, out[i].ms);
+  }
+  return out;
+}
+
+std::string ablation_json(const ModelResult& r) {
+  std::string out = "[";
+  const std::vector<AblationSpeedup> speedups = ablation_speedups(r);
+  for (size_t i = 0; i < r.ablation.size(); ++i) {
+    const AblationRow& a = r.ablation[i];
+    std::string passes;
+    for (size_t p = 0; p < a.passes.size(); ++p) passes += std::string(p ? ", " : "") + str(a.passes[p]);
+    out += std::string(i ? "," : "") + "\n        {\"added\": " + (a.passes.empty() ? "null" : str(a.passes.back())) +
+           ", \"passes\": [" + passes + "], \"status\": " + str(a.error.empty() ? "ok" : "error") +
+           ", \"error\": " + (a.error.empty() ? "null" : str(a.error)) + ", \"nodes\": " +
+           (a.nodes < 0 ? "null" : std::to_string(a.nodes)) + ", \"dispatches\": " + std::to_string(a.dispatches) +
+           ", \"wall\": " + summary_json(a.wall) + ", \"gpu\": " + summary_json(a.gpu) + ", \"median_ms\": " +
+           num(speedups[i].ms) + ", \"speedup\": " + num(speedups[i].speedup) + ", \"speedup_vs_none\": " +
+           num(speedups[i].vs_none) + "}";
+  }
+  return out + (r.ablation.empty() ? "" : "\n      ") + "]";
+}
+
+std::string model_json(const ModelResult& r, const Settings& settings) {
   std::string shapes;
   for (size_t i = 0; i < r.input_shapes.size(); ++i)
     shapes += std::string(i ? ", " : "") + str(r.input_shapes[i].first) + ": " + str(r.input_shapes[i].second);
   std::string kernels;
   double kernels_total = 0;
   for (size_t i = 0; i < r.kernels.size(); ++i) {
-    kernels += std::string(i ? "," : "") + "\n        {\"kernel\": " + str(r.kernels[i].kernel) + ", \"node\": " +
-               str(r.kernels[i].node) + ", \"gpu_ms\": " + num(r.kernels[i].gpu_ms) + "}";
+    const runtime::KernelTiming& k = r.kernels[i];
+    const KernelRates rates = kernel_rates(k, settings);
+    kernels += std::string(i ? "," : "") + "\n        {\"kernel\": " + str(k.kernel) + ", \"node\": " + str(k.node) +
+               ", \"gpu_ms\": " + num(k.gpu_ms) + ", \"bytes\": " + std::to_string(k.bytes) + ", \"flops\": " +
+               (k.flops ? std::to_string(k.flops) : "null") + ", \"gbps\": " + num(rates.gbps) +
+               ", \"gflops\": " + num(rates.gflops) + ", \"roofline\": " + num(rates.roofline) + "}";
     kernels_total += r.kernels[i].gpu_ms;
   }
   const bool noisy = (r.wall && r.wall->noisy) || (r.gpu && r.gpu->noisy);
@@ -396,7 +542,8 @@ std::string model_json(const ModelResult& r) {
          summary_json(r.wall) + ",\n      \"gpu\": " + summary_json(r.gpu) + ",\n      \"noisy\": " +
          (noisy ? "true" : "false") + ",\n      \"kernels_gpu_ms\": " +
          (r.kernels.empty() ? "null" : num(kernels_total)) + ",\n      \"kernels\": [" + kernels +
-         (r.kernels.empty() ? "" : "\n      ") + "]\n    }";
+         (r.kernels.empty() ? "" : "\n      ") + "],\n      \"ablation\": " +
+         (settings.ablation ? ablation_json(r) : "null") + "\n    }";
 }
 
 std::string utc_now() {
@@ -447,7 +594,9 @@ std::string environment_json(const VulkanContext* ctx, const Args& args, const S
          "],\n    \"plugins\": [" + plugins + "],\n    \"seed\": " + args.get("seed", "0") +
          ",\n    \"warmup\": " + std::to_string(settings.warmup) + ",\n    \"iters\": " +
          (settings.iters ? std::to_string(*settings.iters) : "null") + ",\n    \"min_time_s\": " +
-         (settings.iters ? "null" : num(settings.min_time_s)) + "\n  }";
+         (settings.iters ? "null" : num(settings.min_time_s)) + ",\n    \"peak_gbps\": " + num(settings.peak_gbps) +
+         ",\n    \"peak_gflops\": " + num(settings.peak_gflops) + ",\n    \"ablation\": " +
+         (settings.ablation ? "true" : "false") + "\n  }";
 }
 
 std::string csv_field(const std::string& s) {
@@ -497,6 +646,29 @@ void print_table_row(const ModelResult& r) {
   std::fflush(stdout);
 }
 
+// The --ablation table under the model's row: per prefix the median the
+// speed-ups compare (GPU where measured, else wall) and the speed-ups.
+void print_ablation(const ModelResult& r) {
+  if (r.ablation.empty()) return;
+  const bool gpu =
+      std::any_of(r.ablation.begin(), r.ablation.end(), [](const AblationRow& a) { return a.gpu.has_value(); });
+  std::printf("  ablation of %s (%s median ms):\n  %-32s %11s %9s %9s %10s\n", r.model.c_str(), gpu ? "gpu" : "wall",
+              "passes", "median", "speed-up", "vs none", "dispatches");
+  const std::vector<AblationSpeedup> speedups = ablation_speedups(r);
+  auto cell = [](double v, const char* unit) { return std::isfinite(v) ? num(v) + unit : std::string("-"); };
+  for (size_t i = 0; i < r.ablation.size(); ++i) {
+    const AblationRow& a = r.ablation[i];
+    const std::string label = a.passes.empty() ? "none" : "+" + a.passes.back();
+    if (!a.error.empty()) {
+      std::printf("  %-32s error: %s\n", label.c_str(), a.error.c_str());
+      continue;
+    }
+    std::printf("  %-32s %11s %9s %9s %10zu\n", label.c_str(), cell(speedups[i].ms, "").c_str(),
+                cell(speedups[i].speedup, "x").c_str(), cell(speedups[i].vs_none, "x").c_str(), a.dispatches);
+  }
+  std::fflush(stdout);
+}
+
 Status write_file(const std::string& flag, const std::string& path, const std::string& text) {
   std::ofstream f(path);
   if (!f) return not_found("--" + flag + ": cannot write '" + path + "'");
@@ -542,6 +714,16 @@ StatusOr<Settings> parse_settings(const Args& args) {
   s.coopmat = args.get("coopmat", "on");
   if (s.coopmat == "off") s.options.plan.cooperative_matrix = false;
   else if (s.coopmat != "on") return invalid_argument("--coopmat must be on or off, got '" + s.coopmat + "'");
+  for (const char* flag : {"peak-gbps", "peak-gflops"}) {
+    if (!args.has(flag)) continue;
+    const std::string v = args.get(flag);
+    char* end = nullptr;
+    const double peak = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !(peak > 0) || !std::isfinite(peak))
+      return invalid_argument("--" + std::string(flag) + " expects a positive number, got '" + v + "'");
+    (std::string(flag) == "peak-gbps" ? s.peak_gbps : s.peak_gflops) = peak;
+  }
+  s.ablation = args.has("ablation");
   s.backend = args.get("backend", "auto");
   if (s.backend != "auto" && s.backend != "vulkan" && s.backend != "reference")
     return invalid_argument("unknown backend '" + s.backend + "' (expected auto, vulkan or reference)");
@@ -576,16 +758,18 @@ StatusOr<std::unique_ptr<VulkanContext>> open_backend(const Args& args, Settings
   return ctx;
 }
 
-const std::vector<std::string> kBenchValueFlags = {"warmup", "iters", "min-time", "json", "csv",
-                                                   "shape",  "input", "seed"};
+const std::vector<std::string> kBenchValueFlags = {"warmup", "iters", "min-time", "json",      "csv",
+                                                   "shape",  "input", "seed",     "peak-gbps", "peak-gflops"};
 
 }  // namespace
 
 int cmd_bench(const std::vector<std::string>& argv) {
+  if (!argv.empty() && argv[0] == "compare")  // kiln bench compare: cmd_bench_compare.cc
+    return cmd_bench_compare(std::vector<std::string>(argv.begin() + 1, argv.end()));
   std::vector<std::string> value_flags = kBenchValueFlags;
   value_flags.insert(value_flags.end(), kPipelineValueFlags.begin(), kPipelineValueFlags.end());
   value_flags.insert(value_flags.end(), runner_value_flags().begin(), runner_value_flags().end());
-  auto args = Args::parse(argv, value_flags, {"validate"});
+  auto args = Args::parse(argv, value_flags, {"validate", "ablation"});
   if (!args.ok()) return fail(args.status());
   if (args->positionals().empty()) return usage_error("kiln bench MODEL... [options]: no MODEL given");
   auto settings = parse_settings(*args);
@@ -612,6 +796,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
       std::fprintf(stderr, "kiln: %s\n", r.error.c_str());
     }
     print_table_row(r);
+    print_ablation(r);
     results.push_back(std::move(r));
   }
 
@@ -623,7 +808,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
     std::string doc = "{\n  \"schema\": " + str(kSchema) + ",\n  \"tool\": \"kiln bench\",\n  \"created_utc\": " +
                       str(utc_now()) + ",\n  \"command\": " + command + ",\n  \"environment\": " +
                       environment_json(ctx->get(), *args, *settings) + ",\n  \"models\": [\n";
-    for (size_t i = 0; i < results.size(); ++i) doc += (i ? ",\n" : "") + model_json(results[i]);
+    for (size_t i = 0; i < results.size(); ++i) doc += (i ? ",\n" : "") + model_json(results[i], *settings);
     doc += "\n  ]\n}\n";
     if (Status s = write_file("json", args->get("json"), doc); !s.ok()) rc = fail(s);
   }

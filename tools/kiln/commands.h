@@ -16,6 +16,8 @@ int cmd_info(const std::vector<std::string>& argv);
 int cmd_graph(const std::vector<std::string>& argv);
 int cmd_passes(const std::vector<std::string>& argv);
 int cmd_bench(const std::vector<std::string>& argv);
+// `kiln bench compare FILE.json...` (cmd_bench_compare.cc), reached through cmd_bench.
+int cmd_bench_compare(const std::vector<std::string>& argv);
 
 // The inputs of one run of `g` (kiln run and kiln bench): --input files
 // first (they bind symbols), then --shape overrides, then random tensors

@@ -54,15 +54,23 @@ usage:
                  [--passes ...|none] [--disable-pass NAME ...] [--plugin FILE.so ...]
                  [--warmup N] [--iters N | --min-time S] [--shape NAME=AxB ...] [--input NAME=FILE ...]
                  [--seed N] [--json FILE] [--csv FILE] [--validate]
+                 [--peak-gbps X] [--peak-gflops Y] [--ablation]
       Benchmarks each MODEL (options as for kiln run): import, pass and
       compile times (the Vulkan compile twice: with an empty kernel cache,
       then with the cache it filled) and the first run; then --warmup runs
       (default 10) and --iters runs (or --min-time seconds, default 2) with
       wall and GPU time (median, p10, p90, min, max, mean; "noisy" when
       (p90 - p10) / median > 0.25); then one profiled run for per-kernel GPU
-      times. One line per model on stdout; --json writes the
-      kiln-bench-cli-v1 document (bench/README.md), --csv one row per model.
-      A failing model is recorded as an error and the others still run.
+      times, bytes moved and FLOPs (GB/s, GFLOP/s, and the roofline fraction
+      against --peak-gbps/--peak-gflops). --ablation times every prefix of
+      the pass pipeline and prints the speed-up each pass adds. One line per
+      model on stdout; --json writes the kiln-bench-cli-v1 document
+      (bench/README.md), --csv one row per model. A failing model is
+      recorded as an error and the others still run.
+  kiln bench compare FILE.json... [--out DIR] [--baseline N]
+      Compares kiln bench documents (and bench/'s kiln-bench-v1 peer files,
+      e.g. PyTorch): a table of medians and ratios to the baseline series,
+      and compare.md + compare.svg (bars per model, one colour per series).
   kiln passes [--plugin FILE.so ...]
       Loaded plugins (in-tree, $KILN_PLUGIN_PATH, --plugin), their passes and
       the facts each requires and invalidates, and the default pipeline.

@@ -78,7 +78,8 @@ class VulkanRunner : public ModelRunner {
       j += ", \"kernels\": [";
       for (size_t i = 0; i < s.kernels.size(); ++i)
         j += std::string(i ? ", " : "") + "{\"kernel\": \"" + json_escape(s.kernels[i].kernel) + "\", \"node\": \"" +
-             json_escape(s.kernels[i].node) + "\", \"gpu_ms\": " + num(s.kernels[i].gpu_ms) + "}";
+             json_escape(s.kernels[i].node) + "\", \"gpu_ms\": " + num(s.kernels[i].gpu_ms) + ", \"bytes\": " +
+             std::to_string(s.kernels[i].bytes) + ", \"flops\": " + std::to_string(s.kernels[i].flops) + "}";
       j += "]";
     }
     if (run_json) *run_json = j;

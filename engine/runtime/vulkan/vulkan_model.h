@@ -45,6 +45,11 @@ struct KernelTiming {
   std::string kernel;  // kernel name ("conv2d_1x1", "add")
   std::string node;    // the graph node it implements (name or op)
   double gpu_ms = 0;
+  // Bytes the dispatch reads and writes: every tensor it binds, at its
+  // device layout (images padded to whole texels), for this run's shapes.
+  uint64_t bytes = 0;
+  // KernelDesc::flops for this run's shapes; 0 when the kernel has no count.
+  uint64_t flops = 0;
 };
 
 struct VulkanRunStats {

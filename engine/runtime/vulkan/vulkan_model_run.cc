@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <set>
+#include <utility>
 
 #include "engine/runtime/vulkan/device_data.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
@@ -30,6 +31,42 @@ std::string bindings_key(const DeviceBindings& bindings) {
     k += name + "@" + std::to_string(reinterpret_cast<uint64_t>(b.buffer)) + "+" + std::to_string(b.offset) + ":" +
          std::to_string(b.size) + ";";
   return k;
+}
+
+// The bytes a dispatch moves (each bound tensor once, whole, at its device
+// layout) and its FLOPs, with the signature's symbol values: a roofline
+// estimate, not a count of what the kernel's caches actually fetch.
+std::pair<uint64_t, uint64_t> kernel_traffic(const planner::KernelDesc& k, const Signature& sig) {
+  uint64_t bytes = 0;
+  for (const planner::KernelTensor& t : k.tensors) {
+    uint64_t elements = 1;
+    bool known = true;
+    if (t.layout.storage == Storage::kImage) {
+      const planner::ImageExtent e = planner::image_extent(t.shape, t.layout.packed_axis);
+      auto w = e.width.evaluate(sig.bindings), h = e.height.evaluate(sig.bindings);
+      known = w && h;
+      if (known) elements = static_cast<uint64_t>(std::max<int64_t>(*w, 0) * std::max<int64_t>(*h, 0)) * 4;
+    } else {
+      for (const ir::Dim& d : t.shape) {
+        auto v = d.evaluate(sig.bindings);
+        if (!v) {
+          known = false;
+          break;
+        }
+        elements *= static_cast<uint64_t>(std::max<int64_t>(*v, 0));
+      }
+    }
+    // A dim the bindings cannot evaluate: the plan tensor's concrete shape.
+    if (!known && t.tensor != planner::kNoTensor && static_cast<size_t>(t.tensor) < sig.shapes.size()) {
+      elements = 1;
+      for (int64_t d : sig.shapes[static_cast<size_t>(t.tensor)])
+        elements *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
+      known = true;
+    }
+    if (known) bytes += elements * planner::elem_bytes(t.layout.type);
+  }
+  const auto flops = k.flops.evaluate(sig.bindings);
+  return {bytes, flops && *flops > 0 ? static_cast<uint64_t>(*flops) : 0};
 }
 
 std::string shape_text(const Shape& s) {
@@ -284,8 +321,9 @@ StatusOr<std::vector<Tensor>> VulkanModel::Impl::run(const std::vector<Tensor>& 
             for (size_t d = 0; d < n; ++d) {
               const PlanStep& step = plan.steps[seg.dispatches[d].step];
               const ir::Node& node = graph.node(step.node);
+              const auto [bytes, flops] = kernel_traffic(step.kernel, *sig);
               timings.push_back({step.kernel.name, node.name.empty() ? node.op : node.name,
-                                 seg.timestamps->elapsed_ns(ticks[b + d], ticks[b + d + 1]) / 1e6});
+                                 seg.timestamps->elapsed_ns(ticks[b + d], ticks[b + d + 1]) / 1e6, bytes, flops});
             }
         } else {
           have_gpu_time = false;

@@ -156,6 +156,12 @@ TEST_F(VulkanModelTest, NewShapeRecordsButNeverCompiles) {
     EXPECT_EQ(stats.shader_compiles, 0u);
     if (stats.gpu_ms >= 0) {
       EXPECT_EQ(stats.kernels.size(), 2u);
+      // Bytes are evaluated per signature: every tensor bound is n x 6 fp32.
+      for (const KernelTiming& k : stats.kernels) {
+        EXPECT_GT(k.bytes, 0u) << k.kernel;
+        EXPECT_EQ(k.bytes % static_cast<uint64_t>(n * 6 * 4), 0u) << k.kernel << " n=" << n;
+        EXPECT_EQ(k.flops, 0u) << k.kernel;
+      }
     }
   }
   // The third run re-used the first signature.
