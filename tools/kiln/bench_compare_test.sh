@@ -11,23 +11,7 @@ peers=$3
 py=/usr/bin/python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-passed=0
-
-check() {  # check NAME EXPECTED_RC PATTERN -- CMD...
-  local name=$1 want=$2 pattern=$3
-  shift 4
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  if [ "$rc" -ne "$want" ] || ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: rc=$rc (want $want), output:"
-    echo "$out" | head -20
-    failures=$((failures + 1))
-  else
-    passed=$((passed + 1))
-  fi
-}
+. "$(dirname "$0")/check_lib.sh"
 
 # svg_check FILE BARS: well-formed XML, exactly BARS bars, a legend entry per series, a title.
 svg_check() {
@@ -132,5 +116,4 @@ check "bad --baseline" 1 "--baseline expects a series number from 1 to 2, got '3
   "$tmp/a.json" "$tmp/b.json" --baseline 3
 check "unknown option" 1 "unknown option --frob" -- "$kiln" bench compare "$tmp/a.json" --frob 1
 
-echo "$passed passed, $failures failed"
-[ "$failures" -eq 0 ]
+check_summary

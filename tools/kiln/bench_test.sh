@@ -12,23 +12,7 @@ checker=$3
 py=/usr/bin/python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-passed=0
-
-check() {  # check NAME EXPECTED_RC PATTERN -- CMD...
-  local name=$1 want=$2 pattern=$3
-  shift 4
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  if [ "$rc" -ne "$want" ] || ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: rc=$rc (want $want), output:"
-    echo "$out" | head -20
-    failures=$((failures + 1))
-  else
-    passed=$((passed + 1))
-  fi
-}
+. "$(dirname "$0")/check_lib.sh"
 
 m=$data/add_relu.onnx
 fast=(--iters 3 --warmup 1 --shape x=2x3)
@@ -218,5 +202,4 @@ print('ok')"
     --precision fp16 "${fast[@]}"
 fi
 
-echo "$passed passed, $failures failed"
-[ "$failures" -eq 0 ]
+check_summary

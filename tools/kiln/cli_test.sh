@@ -7,23 +7,7 @@ kiln=$1
 data=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-failures=0
-passed=0
-
-check() {  # check NAME EXPECTED_RC PATTERN -- CMD...
-  local name=$1 want=$2 pattern=$3
-  shift 4
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  if [ "$rc" -ne "$want" ] || ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: rc=$rc (want $want), output:"
-    echo "$out" | head -20
-    failures=$((failures + 1))
-  else
-    passed=$((passed + 1))
-  fi
-}
+. "$(dirname "$0")/check_lib.sh"
 
 m=$data/add_relu.onnx
 check "run with --shape" 0 "output 'y': f32\[2,3\]" -- "$kiln" run "$m" --shape x=2x3
@@ -78,5 +62,4 @@ check "pass stats" 0 "ok" -- sh -c "'$kiln' run '$m' --shape x=1x3 --stats '$tmp
 check "info" 0 "device" -- "$kiln" info
 check "info --json parses" 0 "ok" -- sh -c "'$kiln' info --json | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); assert isinstance(d[\"devices\"], list); print(\"ok\")'"
 
-echo "$passed passed, $failures failed"
-[ "$failures" -eq 0 ]
+check_summary
