@@ -75,6 +75,11 @@ assert [m['status'] for m in ms] == ['ok', 'error', 'error'], ms
 assert '/no/such/model.onnx' in ms[1]['error'] and 'garbage.onnx' in ms[2]['error'], ms
 print('ok')"
 
+# Zoo layouts (NAME/model.onnx) are named by their directory.
+mkdir -p "$tmp/relu_zoo" && cp "$m" "$tmp/relu_zoo/model.onnx"
+check "zoo model named by its directory" 0 "^relu_zoo +ok" -- "$kiln" bench "$tmp/relu_zoo/model.onnx" \
+  --backend reference "${fast[@]}"
+
 # The checker itself rejects a document missing a required field or with a wrong schema.
 "$py" -c "
 import json

@@ -228,7 +228,15 @@ struct VulkanContext {
   std::unique_ptr<vk::ShaderCompiler> compiler;
 };
 
-std::string model_name(const std::string& path) { return std::filesystem::path(path).stem().string(); }
+// The model's name in tables and JSON: the file's stem, or its directory's
+// name when the stem is the generic "model" (zoo layouts such as
+// resnet50/model.onnx, where every file has the same stem).
+std::string model_name(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::string stem = p.stem().string();
+  const std::string dir = p.parent_path().filename().string();
+  return stem == "model" && !dir.empty() ? dir : stem;
+}
 
 // A fresh, empty directory for the cold-compile kernel cache.
 StatusOr<std::string> make_temp_dir() {
