@@ -21,23 +21,8 @@ unset KILN_PLUGIN_PATH
 # Under a KILN_SANITIZE build libkiln needs the ASan runtime, which the
 # uninstrumented test programs below do not load first.
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
-failures=0
-passed=0
-
-check() {  # check NAME EXPECTED_RC PATTERN -- CMD...
-  local name=$1 want=$2 pattern=$3
-  shift 4
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  if [ "$rc" -ne "$want" ] || ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: rc=$rc (want $want), output:"
-    echo "$out" | tail -30
-    failures=$((failures + 1))
-  else
-    passed=$((passed + 1))
-  fi
-}
+# check / check_summary, shared with the kiln tool's shell tests.
+. "$(dirname "$0")/../../../../tools/kiln/check_lib.sh"
 check_absent() {  # check_absent NAME PATTERN -- CMD...: CMD succeeds and prints nothing matching
   local name=$1 pattern=$2
   shift 3
@@ -56,8 +41,7 @@ count() {  # count PATTERN FILE: matching lines
   grep -cE -- "$1" "$2" || true
 }
 finish() {
-  echo "$passed passed, $failures failed"
-  [ "$failures" -eq 0 ]
+  check_summary
   exit $?
 }
 
