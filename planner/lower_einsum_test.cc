@@ -22,7 +22,7 @@ namespace kiln::planner {
 namespace {
 
 using testing::check_op;
-using testing::expect_valid_spirv;
+using testing::expect_plan_kernels_valid;
 using testing::OpCheck;
 using testing::random_tensor;
 
@@ -154,25 +154,7 @@ TEST(LowerEinsumSpirv, GeneratedKernelsValidate) {
                                                                ir::SymShape({k, ir::Dim(3)})})});
   graphs.push_back({"diag", einsum_graph("...ii->...i", {ir::SymShape({b, k, k})})});
   graphs.push_back({"sum", einsum_graph("ij->", {ir::SymShape({b, k})})});
-  TargetInfo target;
-  target.fp16_storage = true;
-  target.vulkan_version = (1u << 22) | (1u << 12);
-  for (Storage storage : {Storage::kBuffer, Storage::kImage})
-    for (ElemType precision : {ElemType::kF32, ElemType::kF16})
-      for (const G& g : graphs) {
-        PlanOptions options;
-        options.storage = storage;
-        options.precision = precision;
-        auto plan = build_plan(g.graph, target, options);
-        ASSERT_TRUE(plan.ok()) << g.name << ": " << plan.status().to_string();
-        EXPECT_EQ(plan->fallback_count(), 0u) << g.name;
-        for (const PlanStep& step : plan->steps) {
-          if (step.kind != PlanStep::Kind::kDispatch) continue;
-          auto kern = generate_glsl(step.kernel, target);
-          ASSERT_TRUE(kern.ok()) << g.name << ": " << kern.status().to_string();
-          expect_valid_spirv(kern->glsl, g.name + "_" + storage_name(storage) + "_" + elem_type_name(precision));
-        }
-      }
+  for (const G& g : graphs) expect_plan_kernels_valid(g.graph, g.name);
 }
 
 }  // namespace

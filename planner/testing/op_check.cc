@@ -11,6 +11,8 @@
 #include "engine/ops/op_registry.h"
 #include "engine/runtime/reference_executor.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
+#include "planner/execution_plan.h"
+#include "planner/glsl_codegen.h"
 #include "platform/vulkan/shader_compiler.h"
 #include "platform/vulkan/vk_test_env.h"
 
@@ -180,6 +182,33 @@ void expect_valid_spirv(const std::string& glsl, const std::string& what) {
   while (fgets(buf, sizeof(buf), pipe)) output += buf;
   EXPECT_EQ(pclose(pipe), 0) << what << ": spirv-val: " << output << "\n" << glsl;
   std::remove(path.c_str());
+}
+
+std::vector<size_t> expect_plan_kernels_valid(const ir::Graph& g, const std::string& what) {
+  TargetInfo target;
+  target.fp16_storage = true;
+  target.vulkan_version = (1u << 22) | (1u << 12);  // VK_API_VERSION_1_1
+  std::vector<size_t> dispatches;
+  for (Storage storage : {Storage::kBuffer, Storage::kImage})
+    for (ElemType precision : {ElemType::kF32, ElemType::kF16}) {
+      PlanOptions options;
+      options.storage = storage;
+      options.precision = precision;
+      const std::string config = what + "_" + storage_name(storage) + "_" + elem_type_name(precision);
+      auto plan = build_plan(g, target, options);
+      EXPECT_TRUE(plan.ok()) << config << ": " << plan.status().to_string();
+      if (!plan.ok()) return dispatches;
+      EXPECT_EQ(plan->fallback_count(), 0u) << config;
+      dispatches.push_back(plan->dispatch_count());
+      size_t k = 0;
+      for (const PlanStep& step : plan->steps) {
+        if (step.kind != PlanStep::Kind::kDispatch) continue;
+        auto glsl = generate_glsl(step.kernel, target);
+        EXPECT_TRUE(glsl.ok()) << config << ": " << glsl.status().to_string();
+        if (glsl.ok()) expect_valid_spirv(glsl->glsl, config + "_" + std::to_string(++k));
+      }
+    }
+  return dispatches;
 }
 
 }  // namespace kiln::planner::testing

@@ -70,6 +70,12 @@ ir::Graph one_node_graph(const std::string& op, const ir::SymShape& x_shape, con
 // spirv-val tool; gtest failures name the kernel `what` and show the source.
 void expect_valid_spirv(const std::string& glsl, const std::string& what);
 
+// Plans `g` for every storage x precision on a target with 16-bit storage
+// (Vulkan 1.1), expects no host fallback, and checks every dispatch's SPIR-V
+// with expect_valid_spirv. Returns the dispatch count of each plan, in order
+// (buffer/f32, buffer/f16, image/f32, image/f16).
+std::vector<size_t> expect_plan_kernels_valid(const ir::Graph& g, const std::string& what);
+
 // Random float tensor in [lo, hi) with a fixed seed.
 Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
 
