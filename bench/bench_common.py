@@ -42,6 +42,91 @@ def export_zoo():
     return module
 
 
+def known_models():
+    """Model names the peers can build: the test zoo's, every torchvision
+    classification model, and bench/zoo's encoder lengths (bert_base_s<L>)."""
+    zoo = export_zoo()
+    names = list(zoo.ALL_MODELS) + ["bert_base"]
+    try:
+        import torchvision.models as models
+
+        names += [m for m in models.list_models(module=models) if m not in names]
+    except (ImportError, AttributeError):
+        pass
+
+    class Known(list):
+        def __contains__(self, name):
+            return list.__contains__(self, name) or zoo.split_length(name)[1] is not None
+
+    return Known(names)
+
+
+def kiln_version():
+    """The project version from the top CMakeLists.txt (peers' documents
+    carry it: they are made by this checkout's scripts)."""
+    import re
+
+    with open(os.path.join(REPO_ROOT, "CMakeLists.txt")) as f:
+        m = re.search(r"project\(\s*kiln[^)]*VERSION\s+([\d.]+)", f.read(), re.IGNORECASE)
+    return m.group(1) if m else "unknown"
+
+
+def git_commit():
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "-C", REPO_ROOT, "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip() or None
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def cli_documents(doc, tool):
+    """kiln-bench-v1 records -> kiln-bench-cli-v1 documents (the schema of
+    `kiln bench`, bench/README.md "Peers"), one per (engine, precision),
+    keyed "<engine>-<precision>". Skipped records are left out."""
+    out = {}
+    for r in doc["records"]:
+        if r["status"] == "skipped":
+            continue
+        key = f"{r['engine']}-{r['precision']}"
+        if key not in out:
+            host = doc.get("host", {})
+            out[key] = {
+                "schema": "kiln-bench-cli-v1", "tool": tool, "created_utc": doc["created_utc"],
+                "command": ["python3", tool] + shlex.split(doc["command"])[1:],
+                "environment": {
+                    "kiln_version": kiln_version(), "git_commit": git_commit(), "hostname": host.get("hostname", ""),
+                    "backend": r["engine"], "device": {"name": r["device"]} if r["device"] else None,
+                    "precision": r["precision"], "storage": None, "coopmat": None, "pipeline": r["engine"],
+                    "disabled_passes": [], "plugins": [], "seed": 0, "warmup": r.get("warmup") or 0,
+                    "iters": r.get("iters") or 1, "min_time_s": None,
+                    "engine": {"name": "pytorch", "version": r.get("torch_version") or "unknown",
+                               "cuda": host.get("cuda_version"), "settings": r.get("settings")},
+                },
+                "models": [],
+            }
+        ok = r["status"] == "ok"
+        wall = None
+        if ok:
+            median, p10, p90 = r["median_ms"], r["p10_ms"], r["p90_ms"]
+            wall = {"count": r["iters"], "median_ms": median, "p10_ms": p10, "p90_ms": p90, "min_ms": r["min_ms"],
+                    "max_ms": r.get("max_ms", p90), "mean_ms": r.get("mean_ms", median),
+                    "noisy": median > 0 and (p90 - p10) / median > 0.25}
+        check = r.get("check") or {}
+        base = export_zoo().split_length(r["model"])
+        out[key]["models"].append({
+            "model": r["model"], "path": "torchvision:" + base[0] if base[0] != "bert_base" else "in-process:" + base[0],
+            "sha256": None, "status": "ok" if ok else "error", "error": None if ok else (r.get("error") or "failed"),
+            "input_shapes": {}, "nodes": None, "dispatches": 0, "fallbacks": 0, "passes": [],
+            "cold_start": {"import_ms": None, "passes_ms": None, "compile_cold": None, "compile_warm": None,
+                           "first_run_ms": r.get("first_run_ms") if ok else None},
+            "wall": wall, "gpu": None, "noisy": bool(wall and wall["noisy"]), "kernels_gpu_ms": None, "kernels": [],
+            "ablation": None, "reference_max_abs_diff": check.get("max_abs_diff"),
+        })
+    return out
+
+
 def split_list(text, known, what):
     """"a,b" -> ["a", "b"], each checked against `known`; raises ValueError
     naming the first unknown entry."""

@@ -51,6 +51,8 @@ ABLATION = {"added": (str, type(None)), "passes": list, "status": str, "error": 
             "nodes": (int, type(None)), "dispatches": int, "wall": (dict, type(None)), "gpu": (dict, type(None)),
             "median_ms": NUM_OR_NULL, "speedup": NUM_OR_NULL, "speedup_vs_none": NUM_OR_NULL}
 PASS = {"name": str, "ms": NUM, "committed": bool, "skipped": bool, "statistics": dict}
+# Peers (bench/README.md "Peers"): other engines' scripts writing this schema.
+ENGINE = {"name": str, "version": str}
 CSV_HEADER = ("model,status,backend,device,precision,storage,import_ms,passes_ms,compile_cold_ms,compile_warm_ms,"
               "first_run_ms,wall_median_ms,wall_p10_ms,wall_p90_ms,wall_min_ms,wall_max_ms,wall_mean_ms,"
               "gpu_median_ms,gpu_p10_ms,gpu_p90_ms,iters,noisy,sha256,path,error").split(",")
@@ -152,7 +154,7 @@ def check_ablation(rows, where, problems):
             pass  # a missing or mistyped field, already reported
 
 
-def check_model(m, where, backend, problems, env=None):
+def check_model(m, where, backend, problems, env=None, peer=False):
     if not check_fields(m, MODEL, where, problems):
         return
     if m["status"] not in ("ok", "error"):
@@ -163,7 +165,9 @@ def check_model(m, where, backend, problems, env=None):
         return
     if m["error"] is not None:
         problems.append(f"{where}.error: expected null for an ok model")
-    if not (isinstance(m["sha256"], str) and re.fullmatch(r"[0-9a-f]{64}", m["sha256"])):
+    # A peer that builds its model in process (PyTorch) has no file to hash.
+    if not (peer and m["sha256"] is None) and \
+            not (isinstance(m["sha256"], str) and re.fullmatch(r"[0-9a-f]{64}", m["sha256"])):
         problems.append(f"{where}.sha256: expected 64 hex digits, got {m['sha256']!r}")
     for name, shape in m["input_shapes"].items():
         if not (isinstance(shape, str) and re.fullmatch(r"\[(\d+(,\d+)*)?\]", shape)):
@@ -172,13 +176,14 @@ def check_model(m, where, backend, problems, env=None):
         check_fields(p, PASS, f"{where}.passes[{i}]", problems)
     cs = m["cold_start"]
     if check_fields(cs, COLD_START, f"{where}.cold_start", problems):
-        for key in ("import_ms", "passes_ms", "first_run_ms"):
+        # A peer times what its engine exposes: at least the first run.
+        for key in ("first_run_ms",) if peer else ("import_ms", "passes_ms", "first_run_ms"):
             if not isinstance(cs.get(key), NUM) or cs[key] < 0:
                 problems.append(f"{where}.cold_start.{key}: expected a time >= 0 for an ok model")
         if backend == "vulkan":
             for key in ("compile_cold", "compile_warm"):
                 check_fields(cs.get(key), COMPILE_VULKAN, f"{where}.cold_start.{key}", problems)
-        elif not isinstance(cs.get("compile_cold"), dict) or "wall_ms" not in cs["compile_cold"]:
+        elif not peer and (not isinstance(cs.get("compile_cold"), dict) or "wall_ms" not in cs["compile_cold"]):
             problems.append(f"{where}.cold_start.compile_cold.wall_ms: missing")
     if m["wall"] is None:
         problems.append(f"{where}.wall: required for an ok model")
@@ -206,16 +211,23 @@ def check_document(doc, problems):
         return
     if doc["schema"] != SCHEMA:
         problems.append(f"$.schema: expected {SCHEMA!r}, got {doc['schema']!r}")
-    if doc["tool"] != "kiln bench":
-        problems.append(f"$.tool: expected 'kiln bench', got {doc['tool']!r}")
+    peer = doc["tool"] != "kiln bench"
+    if peer and not doc["tool"].startswith("bench/"):
+        problems.append(f"$.tool: expected 'kiln bench' or a peer script under bench/, got {doc['tool']!r}")
     if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", str(doc["created_utc"])):
         problems.append(f"$.created_utc: expected YYYY-MM-DDTHH:MM:SSZ, got {doc['created_utc']!r}")
-    if doc["command"][:2] != ["kiln", "bench"]:
+    if not peer and doc["command"][:2] != ["kiln", "bench"]:
         problems.append("$.command: expected the argv, starting with 'kiln', 'bench'")
+    if peer and not any(doc["tool"] in str(a) for a in doc["command"][:2]):
+        problems.append(f"$.command: expected the argv of {doc['tool']}")
     env = doc["environment"]
     backend = env.get("backend")
     if check_fields(env, ENVIRONMENT, "$.environment", problems):
-        if backend not in ("vulkan", "reference"):
+        if peer:
+            check_fields(env.get("engine"), ENGINE, "$.environment.engine", problems)
+            if backend in ("vulkan", "reference"):
+                problems.append(f"$.environment.backend: a peer names its own engine, got {backend!r}")
+        elif backend not in ("vulkan", "reference"):
             problems.append(f"$.environment.backend: expected vulkan or reference, got {backend!r}")
         if backend == "vulkan":
             check_fields(env["device"], DEVICE, "$.environment.device", problems)
@@ -228,7 +240,7 @@ def check_document(doc, problems):
             if isinstance(env.get(key), NUM) and env[key] <= 0:
                 problems.append(f"$.environment.{key}: expected > 0 or null")
     for i, m in enumerate(doc["models"]):
-        check_model(m, f"$.models[{i}]", backend, problems, env if isinstance(env, dict) else {})
+        check_model(m, f"$.models[{i}]", backend, problems, env if isinstance(env, dict) else {}, peer)
 
 
 def check_csv(path, doc, problems):

@@ -12,6 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_common  # noqa: E402
 import kiln_runner  # noqa: E402
 import report  # noqa: E402
+import check_bench_json  # noqa: E402
 
 
 def record(engine, model, precision, median, device="GPU X", status="ok", **extra):
@@ -139,6 +140,54 @@ class KilnRunnerTest(unittest.TestCase):
         self.assertEqual(kiln_runner.pick_device_name(names, []), "NVIDIA H100 80GB HBM3")
         self.assertEqual(kiln_runner.pick_device_name(names, ["--device", "0"]), "llvmpipe (LLVM 15)")
         self.assertEqual(kiln_runner.pick_device_name(names, ["--device", "nvidia"]), "NVIDIA H100 80GB HBM3")
+
+
+class PeerDocumentTest(unittest.TestCase):
+    """torch_peer.py's records in kiln-bench-cli-v1 (the schema of `kiln bench`)."""
+
+    def cli_docs(self, records):
+        doc = document(records)
+        doc["command"] = "torch_peer.py --json x.json --models resnet50"
+        return bench_common.cli_documents(doc, "bench/torch_peer.py")
+
+    def problems(self, doc):
+        problems = []
+        check_bench_json.check_document(doc, problems)
+        return problems
+
+    def test_one_document_per_engine_and_precision(self):
+        docs = self.cli_docs([record("torch-eager", "resnet50", "fp32", 2.0, max_ms=2.2, mean_ms=2.0, first_run_ms=9.0),
+                              record("torch-eager", "mobilenet_v2", "fp32", 1.0, max_ms=1.1, mean_ms=1.0, first_run_ms=9.0),
+                              record("torch-compile", "resnet50", "fp32", 0.8, max_ms=0.9, mean_ms=0.8, first_run_ms=9.0),
+                              record("torch-eager", "resnet50", "fp16", 1.5, status="error"),
+                              record("torch-compile", "resnet50", "fp16", 0.5, status="skipped")])
+        self.assertEqual(sorted(docs), ["torch-compile-fp32", "torch-eager-fp16", "torch-eager-fp32"])
+        eager = docs["torch-eager-fp32"]
+        self.assertEqual([m["model"] for m in eager["models"]], ["resnet50", "mobilenet_v2"])
+        self.assertEqual(eager["environment"]["backend"], "torch-eager")
+        self.assertEqual(eager["models"][0]["wall"]["median_ms"], 2.0)
+        self.assertEqual(docs["torch-eager-fp16"]["models"][0]["status"], "error")
+        for doc in docs.values():
+            self.assertEqual(self.problems(doc), [])
+
+    def test_checker_rejects_a_peer_without_engine(self):
+        doc = self.cli_docs([record("torch-eager", "resnet50", "fp32", 2.0, max_ms=2.2, mean_ms=2.0, first_run_ms=9.0)])
+        doc = doc["torch-eager-fp32"]
+        del doc["environment"]["engine"]
+        self.assertTrue(any("engine" in p for p in self.problems(doc)))
+
+    def test_checker_rejects_a_peer_posing_as_kiln(self):
+        doc = self.cli_docs([record("torch-eager", "resnet50", "fp32", 2.0, max_ms=2.2, mean_ms=2.0, first_run_ms=9.0)])
+        doc = doc["torch-eager-fp32"]
+        doc["environment"]["backend"] = "vulkan"
+        self.assertTrue(any("names its own engine" in p for p in self.problems(doc)))
+
+    def test_encoder_lengths_are_known_models(self):
+        known = bench_common.known_models()
+        self.assertIn("bert_base_s128", known)
+        self.assertIn("resnet50", known)
+        self.assertNotIn("bert_base_s0", known)
+        self.assertNotIn("nope_s12", known)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,11 @@ Order, so that a --budget-s that runs out cuts the least useful part: all
 eager configurations first (cheap), then per precision (fp32 first) and model
 the reduce-overhead and default compiles.
 
-Writes a kiln-bench-v1 document (bench/README.md). Engines are named
-torch-eager, torch-compile and torch-compile-reduce-overhead.
+Writes a kiln-bench-v1 document (bench/README.md) and, with --cli-json-dir,
+the same records as kiln-bench-cli-v1 documents (the schema of `kiln bench`,
+one per engine and precision). Engines are named torch-eager, torch-compile
+and torch-compile-reduce-overhead. Models: the zoo's (tests/models and
+bench/zoo names, e.g. bert_base_s128: the encoder at sequence length 128).
 
 Usage: torch_peer.py --json OUT.json [--models a,b] [--precisions fp32,fp16]
                      [--engines eager,compile,compile-reduce-overhead]
@@ -43,6 +46,8 @@ ENGINES = {"eager": "torch-eager", "compile": "torch-compile",
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", required=True, help="output kiln-bench-v1 file")
+    p.add_argument("--cli-json-dir", help="also write one kiln-bench-cli-v1 document per engine and precision "
+                                          "(DIR/<engine>-<precision>.json), the schema of `kiln bench`")
     p.add_argument("--models", default=",".join(bench_common.BENCH_MODELS))
     p.add_argument("--precisions", default="fp32,fp16")
     p.add_argument("--engines", default=",".join(ENGINES), help="subset of: " + ", ".join(ENGINES))
@@ -66,7 +71,7 @@ def parse_args():
                    help="leave cudnn.benchmark off (on by default: fixed shapes, the usual deployment setting)")
     args = p.parse_args()
     try:
-        args.models = bench_common.split_list(args.models, bench_common.export_zoo().ALL_MODELS, "model")
+        args.models = bench_common.split_list(args.models, bench_common.known_models(), "model")
         args.precisions = bench_common.split_list(args.precisions, bench_common.PRECISIONS, "precision")
         args.engines = bench_common.split_list(args.engines, list(ENGINES), "engine")
     except ValueError as e:
@@ -128,11 +133,13 @@ class Peer:
     def cpu_model(self, name):
         """The fp32 CPU model and its input, built once per model as export_zoo builds it."""
         if name not in self.cpu_models:
-            model, example, _ = self.zoo.build(name)
+            base, length = self.zoo.split_length(name)  # bench/zoo's bert_base_s<L>
+            model, example, _ = self.zoo.build(base)
             self.zoo.initialize_zero_heads(model)
             self.zoo.calibrate_batchnorm(model, example)
             model.eval()
-            self.cpu_models[name] = (model, self.zoo.reference_input(name, example))
+            x = self.zoo.encoder_input(length, example.shape[2]) if length else self.zoo.reference_input(base, example)
+            self.cpu_models[name] = (model, x)
         return self.cpu_models[name]
 
     def make_step(self, engine, name, precision):
@@ -273,6 +280,9 @@ def main():
                 peer.release()
         doc["records"].append(record)
         bench_common.write_document(args.json, doc)
+        if args.cli_json_dir:
+            for key, cli_doc in bench_common.cli_documents(doc, "bench/torch_peer.py").items():
+                bench_common.write_document(os.path.join(args.cli_json_dir, key + ".json"), cli_doc)
         if record["status"] == "ok":
             print(f"{record['engine']:31s} {name:14s} {precision}: median {record['median_ms']:8.3f} ms  "
                   f"p10 {record['p10_ms']:8.3f}  p90 {record['p90_ms']:8.3f}  ({record['iters']} iters, "

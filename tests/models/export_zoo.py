@@ -46,14 +46,37 @@ def build(name):
         example = torch.randn(1, 16, 64)
         kwargs = {"dynamic_axes": {"input": {1: "seq"}, "output": {1: "seq"}}}
         return model, example, kwargs
-    ctor = getattr(torchvision.models, name)
+    if name == "bert_base":
+        # BERT-base's encoder (12 post-norm layers, d=768, 12 heads, GELU
+        # feed-forward of 3072) over token embeddings: the benchmark zoo's
+        # transformer, with a dynamic sequence axis.
+        layer = torch.nn.TransformerEncoderLayer(d_model=768, nhead=12, dim_feedforward=3072, dropout=0.0,
+                                                 activation="gelu", batch_first=True)
+        model = torch.nn.TransformerEncoder(layer, num_layers=12, enable_nested_tensor=False)
+        # TransformerEncoder deep-copies one layer, and the exporter merges
+        # identical initializers: without fresh weights per layer the ONNX
+        # file would hold one layer's weights (28 MB, cache-resident on a big
+        # GPU) instead of BERT-base's 340 MB.
+        for pname, p in model.named_parameters():
+            if "norm" in pname:
+                continue  # LayerNorm keeps weight 1, bias 0
+            if p.dim() > 1:
+                torch.nn.init.xavier_uniform_(p)
+            else:
+                torch.nn.init.normal_(p, std=0.02)
+        kwargs = {"dynamic_axes": {"input": {1: "seq"}, "output": {1: "seq"}}}
+        return model, torch.randn(1, 16, 768), kwargs
+    ctor = getattr(torchvision.models, name, None)
+    if ctor is None:
+        raise ValueError(f"torchvision {torchvision.__version__} has no model '{name}'")
     if name == "googlenet":
         model = ctor(weights=None, aux_logits=False, init_weights=True)
     elif name == "inception_v3":
         model = ctor(weights=None, aux_logits=False, init_weights=True)
     else:
         model = ctor(weights=None)
-    return model, torch.randn(1, 3, 224, 224), {}
+    side = 299 if name == "inception_v3" else 224  # inception_v3's pooling needs 299x299
+    return model, torch.randn(1, 3, side, side), {}
 
 
 def initialize_zero_heads(model):
@@ -99,6 +122,23 @@ def reference_input(name, example):
     if name == "transformer_encoder":
         return torch.randn(1, 11, 64, generator=gen)
     return torch.randn(*example.shape, generator=gen)
+
+
+def encoder_input(length, width):
+    """The benchmark zoo's seeded input of one sequence length for the
+    encoder (bench/zoo/export.py writes it, bench/torch_peer.py feeds it)."""
+    import torch
+
+    return torch.randn(1, length, width, generator=torch.Generator().manual_seed(1000 + length))
+
+
+def split_length(name):
+    """"bert_base_s64" -> ("bert_base", 64): a benchmark zoo directory holding
+    the encoder at one sequence length; other names -> (name, None)."""
+    base, sep, tail = name.rpartition("_s")
+    if sep and base == "bert_base" and tail.isdigit() and int(tail) > 0:
+        return base, int(tail)
+    return name, None
 
 
 def config_stamp(name):

@@ -207,6 +207,11 @@ struct ModelResult {
   std::vector<runtime::KernelTiming> kernels;
   std::optional<Summary> wall, gpu;
   std::vector<AblationRow> ablation;  // --ablation only
+  // Zoo layouts (bench/zoo): max|Δ| of the first run's output against the
+  // output.npy beside the model, when there is one and the input came
+  // from the input.npy beside it.
+  std::optional<double> reference_max_abs_diff;
+  std::optional<Tensor> reference_output;
 };
 
 struct Settings {
@@ -272,6 +277,35 @@ Status time_runs(const Settings& settings, const std::vector<Tensor>& inputs, co
   return Status();
 }
 
+// The inputs of a benchmark run. A zoo directory (bench/zoo: NAME/model.onnx
+// with input.npy and output.npy) feeds its own input.npy to a one-input model
+// unless --input or --shape say otherwise, and its output.npy then checks
+// the first run (`reference`, left empty otherwise).
+StatusOr<std::vector<Tensor>> bench_inputs(const ir::Graph& g, const Args& args, const std::string& path,
+                                           std::optional<Tensor>* reference) {
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  const bool zoo = args.all("input").empty() && args.all("shape").empty() && g.main().inputs.size() == 1 &&
+                   std::filesystem::exists(dir / "input.npy");
+  if (!zoo) return build_inputs(g, args, 0);
+  KILN_ASSIGN_OR_RETURN(Tensor input, load_input_file((dir / "input.npy").string()));
+  if (reference && std::filesystem::exists(dir / "output.npy")) {
+    KILN_ASSIGN_OR_RETURN(*reference, load_input_file((dir / "output.npy").string()));
+  }
+  return std::vector<Tensor>{std::move(input)};
+}
+
+// max|a - b| over two tensors of one shape (NaN if any differs by NaN);
+// nullopt when the shapes differ.
+std::optional<double> max_abs_diff(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) return std::nullopt;
+  double worst = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double d = std::fabs(a.get_f64(i) - b.get_f64(i));
+    if (!(d <= worst)) worst = d;  // NaN stays the worst
+  }
+  return worst;
+}
+
 Status bench_reference(const ir::Graph& g, const Settings& settings, const std::vector<Tensor>& inputs,
                        ModelResult& r) {
   const auto t0 = Clock::now();
@@ -282,8 +316,9 @@ Status bench_reference(const ir::Graph& g, const Settings& settings, const std::
     return -1.0;
   };
   const auto t1 = Clock::now();
-  KILN_RETURN_IF_ERROR(run(inputs).status());
+  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> first, executor.run(inputs));
   r.first_run_ms = ms_since(t1);
+  if (r.reference_output && first.size() == 1) r.reference_max_abs_diff = max_abs_diff(first[0], *r.reference_output);
   return time_runs(settings, inputs, run, r);
 }
 
@@ -333,8 +368,9 @@ Status bench_vulkan(VulkanContext& ctx, const ir::Graph& g, const Settings& sett
     return s.gpu_ms;
   };
   const auto t1 = Clock::now();
-  KILN_RETURN_IF_ERROR(run(inputs).status());
+  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> first, model->run(inputs));
   r.first_run_ms = ms_since(t1);
+  if (r.reference_output && first.size() == 1) r.reference_max_abs_diff = max_abs_diff(first[0], *r.reference_output);
   KILN_RETURN_IF_ERROR(time_runs(settings, inputs, run, r));
 
   // The per-kernel profile: a compile with timestamps around every dispatch
@@ -365,7 +401,7 @@ Status ablation_row(VulkanContext* ctx, vk::KernelCache* cache, const Args& args
     KILN_RETURN_IF_ERROR(registry::run_default_pipeline(*graph, options, setup).status());
   }
   row.nodes = static_cast<int64_t>(graph->num_live_nodes());
-  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, build_inputs(*graph, args, 0));
+  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, bench_inputs(*graph, args, path, nullptr));
   ModelResult timed;
   if (ctx) {
     KILN_ASSIGN_OR_RETURN(auto model, runtime::VulkanModel::compile(*ctx->device, *cache, *graph, settings.options));
@@ -420,7 +456,7 @@ Status bench_model(VulkanContext* ctx, const Args& args, const Settings& setting
   KILN_ASSIGN_OR_RETURN(r.passes, run_pipeline_from_flags(args, *graph));
   r.passes_ms = ms_since(t_passes);
   r.nodes = static_cast<int64_t>(graph->num_live_nodes());
-  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, build_inputs(*graph, args, 0));
+  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, bench_inputs(*graph, args, r.path, &r.reference_output));
   for (size_t i = 0; i < inputs.size(); ++i)
     r.input_shapes.emplace_back(graph->value(graph->main().inputs[i]).name, shape_to_string(inputs[i].shape()));
   if (ctx) KILN_RETURN_IF_ERROR(bench_vulkan(*ctx, *graph, settings, inputs, r));
@@ -551,7 +587,8 @@ std::string model_json(const ModelResult& r, const Settings& settings) {
          (noisy ? "true" : "false") + ",\n      \"kernels_gpu_ms\": " +
          (r.kernels.empty() ? "null" : num(kernels_total)) + ",\n      \"kernels\": [" + kernels +
          (r.kernels.empty() ? "" : "\n      ") + "],\n      \"ablation\": " +
-         (settings.ablation ? ablation_json(r) : "null") + "\n    }";
+         (settings.ablation ? ablation_json(r) : "null") + ",\n      \"reference_max_abs_diff\": " +
+         num(r.reference_max_abs_diff) + "\n    }";
 }
 
 std::string utc_now() {
@@ -650,6 +687,8 @@ void print_table_row(const ModelResult& r) {
                 r.warm ? num(r.warm->wall_ms).c_str() : "-", ms(r.first_run_ms).c_str(),
                 num(r.wall->median).c_str(), num(r.wall->p10).c_str(), num(r.wall->p90).c_str(),
                 r.gpu ? num(r.gpu->median).c_str() : "-", r.wall->count, noisy ? "  (noisy)" : "");
+    if (r.reference_max_abs_diff)
+      std::printf("%-24s max|d| vs output.npy %s\n", "", num(*r.reference_max_abs_diff).c_str());
   }
   std::fflush(stdout);
 }

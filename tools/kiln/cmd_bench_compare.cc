@@ -108,6 +108,13 @@ StatusOr<Series> read_cli_v1(const JsonValue& doc, const std::string& path) {
   for (const char* key : {"precision", "storage"})
     if (const std::string* v = env->get_string(key)) label += " " + *v;
   if (backend && *backend == "reference") label = "cpu (reference)";
+  // A peer's document (bench/README.md "Peers") names its engine as the
+  // backend; its device, if any, is the one Kiln ran on beside it.
+  const std::string* tool = doc.get_string("tool");
+  if (tool && *tool != "kiln bench" && backend) {
+    label = *backend;
+    if (const std::string* v = env->get_string("precision")) label += " " + *v;
+  }
   s.label = label;
   for (size_t i = 0; i < models->items.size(); ++i) {
     const JsonValue& m = models->items[i];

@@ -50,11 +50,6 @@ StatusOr<Shape> parse_shape_text(const std::string& s) {
   return shape;
 }
 
-StatusOr<Tensor> load_input_file(const std::string& path) {
-  if (path.size() > 3 && path.substr(path.size() - 3) == ".pb") return onnx::load_tensor_proto_file(path);
-  return read_npy(path);
-}
-
 Tensor random_tensor(DType dtype, const Shape& shape, std::mt19937_64& rng) {
   Tensor t = Tensor::allocate(dtype, shape).value();
   std::uniform_real_distribution<double> real(-1.0, 1.0);
@@ -68,6 +63,11 @@ Tensor random_tensor(DType dtype, const Shape& shape, std::mt19937_64& rng) {
 }
 
 }  // namespace
+
+StatusOr<Tensor> load_input_file(const std::string& path) {
+  if (path.size() > 3 && path.substr(path.size() - 3) == ".pb") return onnx::load_tensor_proto_file(path);
+  return read_npy(path);
+}
 
 // Builds the inputs of one run: files first (they bind symbols), then
 // --shape overrides, then random tensors for whatever is left.

@@ -24,6 +24,9 @@ int cmd_bench_compare(const std::vector<std::string>& argv);
 // seeded by --seed + run_index. Errors name the input.
 StatusOr<std::vector<Tensor>> build_inputs(const ir::Graph& g, const Args& args, int run_index);
 
+// A tensor file given to --input: .npy, or an ONNX TensorProto (.pb).
+StatusOr<Tensor> load_input_file(const std::string& path);
+
 // Prints "kiln: <status>" to stderr; returns the process exit code (1).
 int fail(const Status& status);
 // Prints "kiln: <message>" and a hint to run `kiln help`; returns 2.
