@@ -133,8 +133,11 @@ def run_section(kiln, run_dir, out_dir):
         with open(notes) as f:
             out += [f.read().rstrip(), ""]
     cli, v1 = documents(run_dir)
+    # --ablation documents time many pipelines: their tables below, not a series.
+    series = [p for p in cli if not (load_json(p)["environment"].get("ablation") is True)]
+    if series:
+        out += ["### Side by side (`kiln bench compare`)", ""] + compare_section(kiln, run_dir, series, rel_dir)
     if cli:
-        out += ["### Side by side (`kiln bench compare`)", ""] + compare_section(kiln, run_dir, cli, rel_dir)
         for path in cli:
             doc = load_json(path)
             if doc.get("tool") == "kiln bench":

@@ -37,7 +37,9 @@ import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "models"))
+sys.path.insert(0, os.path.join(HERE, ".."))
 import export_zoo  # noqa: E402
+from export_models import torchscript_exporter  # noqa: E402
 
 BENCH_SET = ["mobilenet_v2", "mobilenet_v3_large", "resnet18", "resnet50", "efficientnet_b0", "regnet_y_800mf",
              "convnext_tiny", "swin_t", "vit_b_16", "densenet121", "squeezenet1_1", "shufflenet_v2_x1_0"]
@@ -79,9 +81,10 @@ def parameter_count(name):
     return sum(p.numel() for p in model.parameters())
 
 
-def encoder_lengths(out, lengths):
+def encoder_lengths(out, lengths, static):
     """Per length: a directory whose model.onnx links the one dynamic-axis
-    export, with a seeded input of that length and PyTorch's output for it."""
+    export (or, with `static`, is its own export at that length), with a
+    seeded input of that length and PyTorch's output for it."""
     import numpy as np
     import torch
 
@@ -94,9 +97,14 @@ def encoder_lengths(out, lengths):
         d = os.path.join(out, name)
         os.makedirs(d, exist_ok=True)
         link = os.path.join(d, "model.onnx")
-        if not os.path.lexists(link):
-            os.symlink(os.path.join("..", ENCODER, "model.onnx"), link)
         x = export_zoo.encoder_input(length, example.shape[2])
+        if static:
+            if os.path.lexists(link):
+                os.remove(link)
+            torch.onnx.export(model, (x,), link, opset_version=export_zoo.OPSET, input_names=["input"],
+                              output_names=["output"], do_constant_folding=True)
+        elif not os.path.lexists(link):
+            os.symlink(os.path.join("..", ENCODER, "model.onnx"), link)
         # Autograd on, as in export_zoo: under no_grad PyTorch swaps in a fused
         # encoder kernel whose numerics differ from the exported graph's ops.
         y = model(x).detach()
@@ -114,6 +122,9 @@ def main():
     ap.add_argument("--models", help="comma-separated model names instead of a set (the encoder: bert_base)")
     ap.add_argument("--seq-lengths", default=",".join(map(str, DEFAULT_SEQ_LENGTHS)),
                     help="the encoder's sequence lengths (empty: no encoder)")
+    ap.add_argument("--static-lengths", action="store_true",
+                    help="export the encoder once per length without a dynamic axis (for exporters that bake the "
+                         "traced length into a Reshape, as torch 2.11's TorchScript exporter does here)")
     ap.add_argument("--list", action="store_true", help="print the models of --set and exit")
     a = ap.parse_args()
     warnings.simplefilter("ignore")
@@ -145,7 +156,8 @@ def main():
     for i, name in enumerate(models + ([ENCODER] if with_encoder else [])):
         print(f"[{i + 1}/{len(models) + with_encoder}] {name}...", flush=True)
         try:
-            state, seconds = export_zoo.export_one(name, out)
+            with torchscript_exporter():  # torch >= 2.9 defaults to the dynamo exporter
+                state, seconds = export_zoo.export_one(name, out)
             rec = describe(out, name, {"parameters": parameter_count(name)})
             records.append(rec)
             print(f"{name}: {state}" + (f" in {seconds:.1f} s" if state == "exported" else "") +
@@ -154,7 +166,8 @@ def main():
             failures.append({"name": name, "error": f"{type(e).__name__}: {e}"})
             print(f"{name}: FAILED: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
     if with_encoder and any(r["name"] == ENCODER for r in records):
-        records += encoder_lengths(out, lengths)
+        with torchscript_exporter():
+            records += encoder_lengths(out, lengths, a.static_lengths)
     manifest = {"schema": "kiln-zoo-v1", "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "torch": torch.__version__, "torchvision": torchvision.__version__, "opset": export_zoo.OPSET,
                 "models": records, "failed": failures}
