@@ -17,13 +17,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$here/../../tools/kiln/check_lib.sh"
 
-mkdir -p "$tmp/zoo/tiny"
-cp "$data/add_relu.onnx" "$tmp/zoo/tiny/model.onnx"
-"$py" -c "
-import numpy as np
-x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
-np.save('$tmp/zoo/tiny/input.npy', x)
-np.save('$tmp/zoo/tiny/output.npy', np.maximum(x + np.array([1, -2, 0.5], np.float32), 0))"
+make_tiny_zoo "$tmp/zoo" "$data"
 
 check "ort peer runs" 0 "^tiny: median" -- node "$here/ort_peer.mjs" "$tmp/zoo/tiny/model.onnx" --iters 5 \
   --warmup 1 --json "$tmp/ort.json"

@@ -28,7 +28,6 @@ configuration are kept.
 Usage: export.py OUT [--set bench|torchvision|all] [--models a,b,...] [--seq-lengths 16,64,128,384] [--list]
 """
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -39,7 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "models"))
 sys.path.insert(0, os.path.join(HERE, ".."))
 import export_zoo  # noqa: E402
-from export_models import torchscript_exporter  # noqa: E402
+from export_models import sha256_of, torchscript_exporter  # noqa: E402
 
 BENCH_SET = ["mobilenet_v2", "mobilenet_v3_large", "resnet18", "resnet50", "efficientnet_b0", "regnet_y_800mf",
              "convnext_tiny", "swin_t", "vit_b_16", "densenet121", "squeezenet1_1", "shufflenet_v2_x1_0"]
@@ -56,20 +55,12 @@ def torchvision_models():
     raise RuntimeError(f"torchvision {torchvision.__version__} cannot list its models; name them with --models")
 
 
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def describe(out, name, extra=None):
     import numpy as np
 
     d = os.path.join(out, name)
     model = os.path.join(d, "model.onnx")
-    rec = {"name": name, "path": os.path.relpath(model, out), "bytes": os.path.getsize(model), "sha256": sha256(model),
+    rec = {"name": name, "path": os.path.relpath(model, out), "bytes": os.path.getsize(model), "sha256": sha256_of(model),
            "input_shape": list(np.load(os.path.join(d, "input.npy"), mmap_mode="r").shape),
            "output_shape": list(np.load(os.path.join(d, "output.npy"), mmap_mode="r").shape)}
     rec.update(extra or {})

@@ -210,13 +210,7 @@ fi
 # A zoo directory (bench/zoo): NAME/model.onnx with input.npy and output.npy.
 # Without --shape the model's own input.npy is fed, the record is named by
 # the directory, and the first run is checked against output.npy.
-mkdir -p "$tmp/zoo/tiny"
-cp "$m" "$tmp/zoo/tiny/model.onnx"
-"$py" -c "
-import numpy as np
-x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
-np.save('$tmp/zoo/tiny/input.npy', x)
-np.save('$tmp/zoo/tiny/output.npy', np.maximum(x + np.array([1, -2, 0.5], np.float32), 0))"
+make_tiny_zoo "$tmp/zoo" "$data"
 check "zoo directory" 0 "^tiny +ok" -- "$kiln" bench "$tmp/zoo/tiny/model.onnx" --backend reference --iters 2 \
   --warmup 0 --json "$tmp/zoo.json"
 check "zoo input and reference check" 0 "^ok$" -- "$py" -c "

@@ -23,3 +23,16 @@ check_summary() {
   echo "$passed passed, $failures failed"
   [ "$failures" -eq 0 ]
 }
+
+# make_tiny_zoo DIR DATA_DIR: a bench/zoo-style directory DIR/tiny holding
+# tests/data/add_relu.onnx as model.onnx with a [2,3] input.npy and the
+# matching output.npy (y = relu(x + [1, -2, 0.5])).
+make_tiny_zoo() {
+  mkdir -p "$1/tiny"
+  cp "$2/add_relu.onnx" "$1/tiny/model.onnx"
+  /usr/bin/python3 -c "
+import numpy as np
+x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+np.save('$1/tiny/input.npy', x)
+np.save('$1/tiny/output.npy', np.maximum(x + np.array([1, -2, 0.5], np.float32), 0))"
+}
