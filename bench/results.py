@@ -120,7 +120,9 @@ def compare_section(kiln, run_dir, cli_paths, rel_dir):
         raise RuntimeError(f"{' '.join(cmd)} failed: {proc.stderr.strip()}")
     with open(os.path.join(run_dir, "compare.md")) as f:
         md = f.read()
-    md = "\n".join(("##" + line) if line.startswith("#") else line for line in md.splitlines())
+    # compare.md links its chart relative to itself; the report links it above.
+    md = "\n".join(("##" + line) if line.startswith("#") else line for line in md.splitlines()
+                   if not line.startswith("!["))
     return [f"![median latency per model and series]({rel_dir}/compare.svg)", "", md, ""]
 
 

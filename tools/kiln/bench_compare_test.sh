@@ -68,6 +68,26 @@ assert 'kiln bench $m1' in md, md
 print('ok')"
 
 # --baseline and --out.
+# The same configuration measured twice: a run-to-run agreement table (p10-p90
+# overlap per model); a doctored second run whose model is 10x slower disagrees.
+"$py" -c "
+import json
+d = json.load(open('$tmp/a.json'))
+for m in d['models']:
+    for k in ('median_ms', 'p10_ms', 'p90_ms', 'min_ms', 'max_ms', 'mean_ms'):
+        m['wall'][k] *= 10
+json.dump(d, open('$tmp/a_slow.json', 'w'))"
+check "run to run" 0 "^ok$" -- "$py" -c "
+import subprocess
+subprocess.run(['$kiln', 'bench', 'compare', '$tmp/a.json', '$tmp/a.json', '--out', '$tmp/rr'], check=True,
+               capture_output=True)
+md = open('$tmp/rr/compare.md').read()
+assert 'Run to run: [1] vs [2]' in md and '**2 of 2** do' in md, md
+subprocess.run(['$kiln', 'bench', 'compare', '$tmp/a.json', '$tmp/a_slow.json', '--out', '$tmp/rr2'], check=True,
+               capture_output=True)
+md = open('$tmp/rr2/compare.md').read()
+assert '**0 of 2** do' in md and '| **no** |' in md, md
+print('ok')"
 check "--baseline 2" 0 "\[2\] .*baseline" -- "$kiln" bench compare "$tmp/a.json" "$tmp/b.json" --baseline 2 \
   --out "$tmp/out"
 check "--out files" 0 "^ok$" -- svg_check "$tmp/out/compare.svg" 4 2

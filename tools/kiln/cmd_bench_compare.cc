@@ -33,6 +33,7 @@ struct Point {
 
 struct Series {
   std::string label;
+  std::string configuration;  // the label before it was made unique: same value = same setup measured twice
   std::string file;     // the path given
   std::string schema;
   std::string command;  // how the document was produced
@@ -265,6 +266,41 @@ void print_table(const std::vector<Series>& series, const std::vector<std::strin
   }
 }
 
+// Repeated runs of one configuration (same device, precision and storage,
+// or same peer engine): per model, whether the two runs agree within the
+// spread they report — their p10–p90 intervals overlap — and how far apart
+// the medians are. Empty when no configuration was measured twice.
+std::string agreement_markdown(const std::vector<Series>& series, const std::vector<std::string>& models) {
+  std::string md;
+  for (size_t i = 0; i < series.size(); ++i) {
+    for (size_t j = i + 1; j < series.size(); ++j) {
+      if (series[i].configuration != series[j].configuration) continue;
+      size_t agree = 0, both = 0;
+      std::string rows;
+      for (const std::string& m : models) {
+        auto a = series[i].points.find(m), b = series[j].points.find(m);
+        if (a == series[i].points.end() || b == series[j].points.end()) continue;
+        const Point& x = a->second;
+        const Point& y = b->second;
+        const bool overlap = x.p10 <= y.p90 && y.p10 <= x.p90;
+        both += 1;
+        agree += overlap ? 1 : 0;
+        rows += "| " + md_escape(m) + " | " + fmt(x.median) + " (" + fmt(x.p10) + "–" + fmt(x.p90) + ") | " +
+                fmt(y.median) + " (" + fmt(y.p10) + "–" + fmt(y.p90) + ") | " +
+                fmt(100.0 * (y.median - x.median) / x.median, "%+.1f") + "% | " + (overlap ? "yes" : "**no**") +
+                " |\n";
+      }
+      if (both == 0) continue;
+      md += "\n## Run to run: [" + std::to_string(i + 1) + "] vs [" + std::to_string(j + 1) + "]\n\n" +
+            md_escape(series[i].configuration) + " measured twice; the runs agree on a model when their p10–p90 " +
+            "intervals overlap: **" + std::to_string(agree) + " of " + std::to_string(both) + "** do.\n\n" +
+            "| model | [" + std::to_string(i + 1) + "] median (p10–p90) ms | [" + std::to_string(j + 1) +
+            "] median (p10–p90) ms | Δ median | agree |\n|---|---:|---:|---:|---|\n" + rows;
+    }
+  }
+  return md;
+}
+
 std::string markdown(const std::vector<Series>& series, const std::vector<std::string>& models, size_t base) {
   std::string md = "# kiln bench compare\n\n";
   md += "Median latency per model and series, ms, with p10–p90 and the GPU time where timestamps were taken. Ratio = the series' median wall time / "
@@ -290,6 +326,7 @@ std::string markdown(const std::vector<Series>& series, const std::vector<std::s
             " | " + (pt.noisy ? "*noisy*" : "") + " |\n";
     }
   }
+  md += agreement_markdown(series, models);
   md += "\n## Environments\n";
   for (size_t i = 0; i < series.size(); ++i) {
     md += "\n### [" + std::to_string(i + 1) + "] " + md_escape(series[i].label) + "\n\n";
@@ -411,6 +448,7 @@ int cmd_bench_compare(const std::vector<std::string>& argv) {
     for (Series& s : *read) series.push_back(std::move(s));
   }
   if (series.empty()) return fail(invalid_argument("the documents hold no series"));
+  for (Series& s : series) s.configuration = s.label;
   // Same label twice (e.g. two runs on one device): say which file each is.
   for (Series& s : series) {
     const size_t same = static_cast<size_t>(
