@@ -452,7 +452,7 @@ int cmd_bench_compare(const std::vector<std::string>& argv) {
   // Same label twice (e.g. two runs on one device): say which file each is.
   for (Series& s : series) {
     const size_t same = static_cast<size_t>(
-        std::count_if(series.begin(), series.end(), [&](const Series& o) { return o.label == s.label; }));
+        std::count_if(series.begin(), series.end(), [&](const Series& o) { return o.configuration == s.configuration; }));
     if (same > 1) s.label += " — " + std::filesystem::path(s.file).filename().string();
   }
   for (size_t i = 0; i < series.size(); ++i)
