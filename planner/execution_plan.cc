@@ -2,9 +2,11 @@
 #include "planner/execution_plan.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <sstream>
 
+#include "planner/control_flow.h"
 #include "planner/plan_builder.h"
 #include "planner/precision_policy.h"
 
@@ -92,10 +94,18 @@ bool has_subgraph(const ir::Node& node) {
 
 // Values of shape-computation chains as symbolic dims (Shape -> Gather ->
 // Concat -> Reshape), the same facts shape inference derives.
-void collect_dims_values(const ir::Graph& graph, const ops::OpRegistry& registry, PlanBuilder& builder) {
-  for (ir::NodeId nid : graph.main().nodes) {
+// Walks `region` and, through If nodes, their branches (lowered too).
+void collect_dims_values(const ir::Graph& graph, const ops::OpRegistry& registry, PlanBuilder& builder,
+                         ir::RegionId region = ir::kMainRegion) {
+  for (ir::NodeId nid : graph.region(region).nodes) {
     const ir::Node& node = graph.node(nid);
     const ops::OpSchema* schema = registry.find(node.domain, node.op);
+    if (node.domain.empty() && node.op == "If")
+      for (const char* branch : {"then_branch", "else_branch"}) {
+        const ir::Attribute* a = node.attr(branch);
+        if (a && a->kind == ir::AttrKind::kGraph && a->region != ir::kNoRegion)
+          collect_dims_values(graph, registry, builder, a->region);
+      }
     if (!schema || has_subgraph(node)) continue;
     std::vector<ops::ValueInfo> inputs;
     for (ir::ValueId id : node.inputs) {
@@ -122,8 +132,9 @@ void collect_dims_values(const ir::Graph& graph, const ops::OpRegistry& registry
 // value_inputs (and something reads it).
 bool read_only_as_shape_data(const ir::Graph& graph, const ops::OpRegistry& registry, ir::ValueId v) {
   bool read = false;
-  for (ir::NodeId nid : graph.main().nodes) {
-    const ir::Node& node = graph.node(nid);
+  // Every region: an If's branch may read a main input by id.
+  for (size_t n = 0; n < graph.num_nodes(); ++n) {
+    const ir::Node& node = graph.node(static_cast<ir::NodeId>(n));
     if (node.erased) continue;
     const ops::OpSchema* schema = registry.find(node.domain, node.op);
     for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -185,9 +196,12 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
     }
   }
 
-  for (ir::NodeId nid : graph.main().nodes) {
+  // One node into the plan: a host step, device kernels, an If with its
+  // branches (control_flow.h, which lowers the branches' nodes through this
+  // very function), or a host fallback.
+  std::function<Status(ir::NodeId)> lower_node = [&](ir::NodeId nid) -> Status {
     const ir::Node& node = graph.node(nid);
-    if (node.erased) continue;
+    if (node.erased) return ok_status();
     const ops::OpSchema* schema = ops.find(node.domain, node.op);
     bool inputs_host = true;
     for (ir::ValueId v : node.inputs)
@@ -203,7 +217,7 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
         host_known[static_cast<size_t>(v)] = true;
         builder.tensor(builder.tensor_of(v)).host_resident = true;
       }
-      continue;
+      return ok_status();
     }
     for (ir::ValueId v : node.outputs)
       if (v != ir::kNoValue && !builder.value_ranked(v))
@@ -212,6 +226,16 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
 
     Status lowered = unimplemented(node.describe() + ": no device lowering for op '" +
                                    (node.domain.empty() ? node.op : node.domain + "." + node.op) + "'");
+    if (node.domain.empty() && node.op == "If") {
+      const std::string blocker = if_device_blocker(builder, graph, node);
+      if (blocker.empty()) return lower_if(builder, graph, nid, lower_node);
+      lowered = unimplemented(node.describe() + ": runs on the host: " + blocker);
+    }
+    if (node.domain.empty() && node.op == "Loop") {
+      const std::string blocker = loop_device_blocker(builder, graph, node, host_known);
+      if (blocker.empty()) return lower_loop(builder, graph, nid, host_known, lower_node);
+      lowered = unimplemented(node.describe() + ": runs on the host: " + blocker);
+    }
     bool ranked_inputs = true;
     for (ir::ValueId v : node.inputs)
       if (v != ir::kNoValue && !builder.value_ranked(v)) ranked_inputs = false;
@@ -235,7 +259,7 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
         plan.steps.push_back(std::move(step));
       }
       builder.pending_kernels().clear();
-      continue;
+      return ok_status();
     }
     if (lowered.code() != StatusCode::kUnimplemented) return lowered;
     // Undo what the failed lowering added, then run the node on the host.
@@ -245,7 +269,8 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
     if (plan.tensors.size() > tensors_before) plan.tensors.resize(tensors_before);
     plan.host_params.resize(host_params_before);
     for (size_t i = 0; i < node.outputs.size(); ++i)
-      if (node.outputs[i] != ir::kNoValue) builder.tensor(builder.tensor_of(node.outputs[i])).alias_of = output_aliases[i];
+      if (node.outputs[i] != ir::kNoValue)
+        builder.tensor(builder.tensor_of(node.outputs[i])).alias_of = output_aliases[i];
     if (!schema || !schema->kernel) return lowered;
     for (ir::ValueId v : node.inputs)
       if (v != ir::kNoValue) builder.tensor_of(v);
@@ -254,6 +279,41 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
     step.kind = PlanStep::Kind::kFallback;
     step.node = nid;
     plan.steps.push_back(std::move(step));
+    return ok_status();
+  };
+  // The memplan-order pass (plugins/memplan) may have chosen an order of lower
+  // peak memory: "memplan.order" = 0, 1, ... on every live main node. It is
+  // followed when complete and valid (no node before a producer of its
+  // inputs); otherwise the graph's order is.
+  std::vector<ir::NodeId> main_order;
+  {
+    std::vector<std::pair<int64_t, ir::NodeId>> keyed;
+    bool complete = true;
+    for (ir::NodeId nid : graph.main().nodes) {
+      const ir::Node& node = graph.node(nid);
+      if (node.erased) continue;
+      auto it = node.annotations.find("memplan.order");
+      int64_t key = 0;
+      complete = complete && it != node.annotations.end() && !it->second.empty() && it->second.size() < 10;
+      if (!complete) break;
+      for (char c : it->second) complete = complete && c >= '0' && c <= '9', key = key * 10 + (c - '0');
+      keyed.push_back({key, nid});
+    }
+    std::vector<bool> pending(graph.num_values(), false);  // made by a main node not yet reached
+    for (const auto& [key, nid] : keyed)
+      for (ir::ValueId v : graph.node(nid).outputs)
+        if (v != ir::kNoValue) pending[static_cast<size_t>(v)] = true;
+    std::stable_sort(keyed.begin(), keyed.end());
+    for (const auto& [key, nid] : keyed) {
+      for (ir::ValueId v : graph.node(nid).inputs) complete = complete && (v == ir::kNoValue || !pending[static_cast<size_t>(v)]);
+      for (ir::ValueId v : graph.node(nid).outputs)
+        if (v != ir::kNoValue) pending[static_cast<size_t>(v)] = false;
+      main_order.push_back(nid);
+    }
+    if (!complete) main_order = graph.main().nodes;
+  }
+  for (ir::NodeId nid : main_order) {
+    KILN_RETURN_IF_ERROR(lower_node(nid));
   }
   for (ir::ValueId v : graph.main().outputs) plan.outputs.push_back(builder.tensor_of(v));
 
@@ -297,6 +357,10 @@ std::string describe_plan(const ExecutionPlan& plan, const ir::Graph& graph) {
       case PlanStep::Kind::kDispatch: o << "  dispatch " << s.kernel.name; break;
       case PlanStep::Kind::kHost: o << "  host"; break;
       case PlanStep::Kind::kFallback: o << "  fallback"; break;
+      case PlanStep::Kind::kIf:
+        o << "  if %" << s.cond << " then steps.." << s.then_end << " else steps.." << s.else_end;
+        break;
+      case PlanStep::Kind::kLoop: o << "  loop body steps.." << s.body_end; break;
     }
     o << "  <- " << n.describe() << "\n";
   }

@@ -9,7 +9,10 @@
 //                 on the host once per input-shape signature;
 //   * kFallback — no device lowering: the runtime downloads the inputs, runs
 //                 the reference kernel and uploads the outputs (counted in
-//                 stats; every op of the zoo has a device lowering).
+//                 stats; every op of the zoo has a device lowering);
+//   * kIf, kLoop — control flow on the device: the steps of the branches or
+//                 the body follow as ranges of the same step list
+//                 (planner/control_flow.h).
 // Every dim in the plan is symbolic. Dims the graph does not know (unknown
 // after shape inference) are replaced by fresh symbols "_vN_K" (value N,
 // axis K), which the runtime binds from the concrete shapes it computes per
@@ -50,10 +53,28 @@ struct PlanTensor {
 };
 
 struct PlanStep {
-  enum class Kind : uint8_t { kDispatch, kHost, kFallback };
+  enum class Kind : uint8_t { kDispatch, kHost, kFallback, kIf, kLoop };
   Kind kind = Kind::kDispatch;
   ir::NodeId node = ir::kNoNode;  // the node it implements
   KernelDesc kernel;              // kDispatch
+  // kIf (planner/control_flow.h): the steps of the then branch are
+  // [this step + 1, then_end), those of the else branch [then_end, else_end);
+  // the runtime reads `cond` and runs only one range. Ranges nest (an If in
+  // a branch). Each range ends with copies of the branch's outputs into the
+  // If's output tensors.
+  TensorId cond = kNoTensor;
+  size_t then_end = 0;
+  size_t else_end = 0;
+  // kLoop (planner/control_flow.h): the body's steps are [this step + 1,
+  // body_end), ending with the copies of the carried values into the body's
+  // parameters; they run while fewer than `trip` iterations ran (kNoTensor:
+  // no limit), `cond` (the initial condition; kNoTensor: true) and then
+  // `body_cond` (the body's condition output) hold. Both are host values
+  // or constants except body_cond, which the runtime may read back from
+  // the device after every iteration.
+  size_t body_end = 0;
+  TensorId trip = kNoTensor;
+  TensorId body_cond = kNoTensor;
 };
 
 // Graph inputs with a static shape of at most this many elements are host
@@ -91,14 +112,20 @@ struct ExecutionPlan {
   // Nodes that run on the host because no lowering handles them, with why.
   std::vector<std::string> fallback_reasons;
 
+  // Counts over all steps, both branches of every If included.
   size_t dispatch_count() const;
   size_t fallback_count() const;
 };
 
 // Builds the plan for the main region of `graph` (shapes must be inferred).
 // `graph` is borrowed and must outlive the plan (steps refer to its nodes).
-// Errors: kUnimplemented for graphs the planner cannot run at all (sub-graph
-// control flow on the device is issue 5's work: If/Loop run as fallbacks),
+// If runs on the device (a kIf step and its branches' steps) when both
+// branches give every output the same dtype and rank; Loop (a kLoop
+// step and its body's steps) when it has no scan outputs, its body ignores
+// the iteration number, its carried values keep their shapes and its trip
+// count and initial condition are host values. Otherwise the node is a
+// host fallback with the reason recorded.
+// Errors: kUnimplemented for graphs the planner cannot run at all,
 // kInvalidArgument for malformed nodes, naming them.
 StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& target, const PlanOptions& options,
                                    const LoweringRegistry& lowerings = LoweringRegistry::builtin(),

@@ -19,6 +19,11 @@ int64_t floor_div_i(int64_t a, int64_t b) {
 }
 int64_t floor_mod_i(int64_t a, int64_t b) { return a - floor_div_i(a, b) * b; }
 
+// `d` is an expression `x <op> c` with a positive constant c.
+bool has_positive_const_rhs(const Dim& d, Dim::Op op) {
+  return d.is_expr() && d.op() == op && d.rhs().is_const() && d.rhs().value() > 0;
+}
+
 const char* op_token(Dim::Op op) {
   switch (op) {
     case Dim::Op::kAdd: return "+";
@@ -64,6 +69,14 @@ Dim operator+(const Dim& a, const Dim& b) {
   if (a.is_const() && b.is_const()) return Dim(a.value() + b.value());
   if (a.is_const() && a.value() == 0) return b;
   if (b.is_const() && b.value() == 0) return a;
+  // (x + c1) + c2 -> x + (c1 + c2)
+  if (b.is_const() && a.is_expr() && a.op() == Dim::Op::kAdd && a.rhs().is_const())
+    return a.lhs() + Dim(a.rhs().value() + b.value());
+  // (x - c1) + c2 -> x + (c2 - c1): a window of size 1 is ((h-1)+1) = h
+  if (b.is_const() && a.is_expr() && a.op() == Dim::Op::kSub && a.rhs().is_const()) {
+    const int64_t c = b.value() - a.rhs().value();
+    return c < 0 ? a.lhs() - Dim(-c) : a.lhs() + Dim(c);
+  }
   return Dim::make_expr(Dim::Op::kAdd, a, b);
 }
 
@@ -74,6 +87,8 @@ Dim operator-(const Dim& a, const Dim& b) {
   if (a.same_as(b)) return Dim(0);
   // (x + c) - c -> x
   if (a.is_expr() && a.op() == Dim::Op::kAdd && a.rhs().same_as(b)) return a.lhs();
+  // (x + y) - x -> y
+  if (a.is_expr() && a.op() == Dim::Op::kAdd && a.lhs().same_as(b)) return a.rhs();
   return Dim::make_expr(Dim::Op::kSub, a, b);
 }
 
@@ -83,6 +98,12 @@ Dim operator*(const Dim& a, const Dim& b) {
   if ((a.is_const() && a.value() == 0) || (b.is_const() && b.value() == 0)) return Dim(0);
   if (a.is_const() && a.value() == 1) return b;
   if (b.is_const() && b.value() == 1) return a;
+  // (x * c1) * c2 -> x * (c1 * c2), so scaled dims compare equal however
+  // the factors were grouped.
+  if (b.is_const() && a.is_expr() && a.op() == Dim::Op::kMul && a.rhs().is_const())
+    return a.lhs() * Dim(a.rhs().value() * b.value());
+  if (a.is_const() && b.is_expr() && b.op() == Dim::Op::kMul && b.rhs().is_const())
+    return b.lhs() * Dim(b.rhs().value() * a.value());
   // Keep constants on the right so that equal products print the same way.
   if (a.is_const()) return Dim::make_expr(Dim::Op::kMul, b, a);
   return Dim::make_expr(Dim::Op::kMul, a, b);
@@ -99,6 +120,13 @@ Dim Dim::floor_div(const Dim& a, const Dim& b) {
     if (a.rhs().same_as(b)) return a.lhs();
     if (a.lhs().same_as(b)) return a.rhs();
   }
+  if (b.is_const() && b.value() > 0) {
+    const int64_t c = b.value();
+    // (x * c1) / c -> x * (c1 / c) when c divides c1
+    if (has_positive_const_rhs(a, Op::kMul) && a.rhs().value() % c == 0) return a.lhs() * Dim(a.rhs().value() / c);
+    // (x / c1) / c -> x / (c1 * c): floor division by positive divisors composes
+    if (has_positive_const_rhs(a, Op::kFloorDiv)) return floor_div(a.lhs(), Dim(a.rhs().value() * c));
+  }
   return make_expr(Op::kFloorDiv, a, b);
 }
 
@@ -107,6 +135,14 @@ Dim Dim::ceil_div(const Dim& a, const Dim& b) {
   if (b.is_const() && b.value() == 0) return Dim();
   if (a.is_const() && b.is_const()) return Dim(-floor_div_i(-a.value(), b.value()));
   if (b.is_const() && b.value() == 1) return a;
+  if (a.same_as(b)) return Dim(1);
+  // An exact division rounds neither way: (x*b) cdiv b -> x
+  if (a.is_expr() && a.op() == Op::kMul) {
+    if (a.rhs().same_as(b)) return a.lhs();
+    if (a.lhs().same_as(b)) return a.rhs();
+  }
+  if (has_positive_const_rhs(a, Op::kMul) && b.is_const() && b.value() > 0 && a.rhs().value() % b.value() == 0)
+    return a.lhs() * Dim(a.rhs().value() / b.value());
   return make_expr(Op::kCeilDiv, a, b);
 }
 
@@ -116,6 +152,15 @@ Dim Dim::mod(const Dim& a, const Dim& b) {
   if (a.is_const() && b.is_const()) return Dim(floor_mod_i(a.value(), b.value()));
   if (b.is_const() && b.value() == 1) return Dim(0);
   if (a.same_as(b)) return Dim(0);
+  // (x * b) % b -> 0 and (b * x) % b -> 0
+  if (a.is_expr() && a.op() == Op::kMul && (a.rhs().same_as(b) || a.lhs().same_as(b))) return Dim(0);
+  if (b.is_const() && b.value() > 0) {
+    const int64_t c = b.value();
+    // (x * c1) % c -> 0 when c divides c1
+    if (has_positive_const_rhs(a, Op::kMul) && a.rhs().value() % c == 0) return Dim(0);
+    // (x % c1) % c -> x % c when c divides c1 (x % c1 keeps x's residue mod c)
+    if (has_positive_const_rhs(a, Op::kMod) && a.rhs().value() % c == 0) return mod(a.lhs(), b);
+  }
   return make_expr(Op::kMod, a, b);
 }
 

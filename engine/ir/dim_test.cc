@@ -27,6 +27,42 @@ TEST(DimTest, SymbolicSimplification) {
   EXPECT_TRUE((Dim(2) * h).same_as(h * 2));  // constants go right
 }
 
+TEST(DimTest, ConstantChainsFold) {
+  Dim x = Dim::symbol("x");
+  EXPECT_EQ(((x * 4) * 8).to_string(), "(x*32)");
+  EXPECT_EQ((Dim(2) * (x * 3)).to_string(), "(x*6)");
+  EXPECT_EQ(((x + 2) + 3).to_string(), "(x+5)");
+  EXPECT_TRUE(((x - 1) + 1).same_as(x));
+  EXPECT_EQ(((x - 3) + 1).to_string(), "(x-2)");
+  EXPECT_EQ(((x - 1) + 3).to_string(), "(x+2)");
+  EXPECT_TRUE(((x + Dim::symbol("y")) - x).same_as(Dim::symbol("y")));
+  // (x*c1)/c2 with c2 | c1, and nested floor divisions.
+  EXPECT_EQ(Dim::floor_div(x * 64, Dim(16)).to_string(), "(x*4)");
+  EXPECT_EQ(Dim::floor_div(x * 6, Dim(4)).to_string(), "((x*6)/4)");
+  EXPECT_EQ(Dim::floor_div(Dim::floor_div(x, Dim(2)), Dim(3)).to_string(), "(x/6)");
+  EXPECT_EQ(Dim::ceil_div(x * 8, Dim(4)).to_string(), "(x*2)");
+  EXPECT_TRUE(Dim::ceil_div(x * Dim::symbol("b"), Dim::symbol("b")).same_as(x));
+  EXPECT_EQ(Dim::ceil_div(x, Dim(4)).to_string(), "cdiv(x,4)");
+}
+
+TEST(DimTest, ModSimplification) {
+  Dim i = Dim::symbol("i");
+  // i % Ca % Cb -> i % Cb when Cb divides Ca ...
+  EXPECT_EQ(Dim::mod(Dim::mod(i, Dim(12)), Dim(4)).to_string(), "(i%4)");
+  // ... and not otherwise (i=5: 5%6%4 = 1 but 5%4 = 1; i=7: 7%6%4 = 1, 7%4 = 3).
+  EXPECT_EQ(Dim::mod(Dim::mod(i, Dim(6)), Dim(4)).to_string(), "((i%6)%4)");
+  EXPECT_TRUE(Dim::mod(i * 8, Dim(4)).is_const());
+  EXPECT_EQ(Dim::mod(i * 8, Dim(4)).value(), 0);
+  EXPECT_EQ(Dim::mod(i * 6, Dim(4)).to_string(), "((i*6)%4)");
+  EXPECT_EQ(Dim::mod(i * Dim::symbol("b"), Dim::symbol("b")).value(), 0);
+  // The rewrites agree with evaluation.
+  for (int64_t v = 0; v < 50; ++v) {
+    const std::map<std::string, int64_t> at = {{"i", v}};
+    EXPECT_EQ(Dim::mod(Dim::mod(i, Dim(12)), Dim(4)).evaluate(at), Dim::mod(Dim::mod(Dim(v), Dim(12)), Dim(4)).value());
+    EXPECT_EQ(Dim::floor_div(Dim::floor_div(i, Dim(2)), Dim(3)).evaluate(at), v / 2 / 3);
+  }
+}
+
 TEST(DimTest, UnknownAbsorbsAndNeverEquals) {
   Dim u;
   EXPECT_TRUE((u + 1).is_unknown());

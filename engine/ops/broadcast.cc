@@ -10,6 +10,9 @@ StatusOr<ir::Dim> broadcast_dim(const ir::Dim& a, const ir::Dim& b) {
   if (a.is_const() && b.is_const())
     return invalid_argument("cannot broadcast dims " + a.to_string() + " and " + b.to_string());
   if (a.is_unknown() || b.is_unknown()) return ir::Dim();
+  // A constant other than 1 decides: the symbolic dim must be 1 or equal to it.
+  if (a.is_const()) return a;
+  if (b.is_const()) return b;
   return ir::Dim::max(a, b);
 }
 

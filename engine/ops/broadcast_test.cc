@@ -39,6 +39,14 @@ TEST(BroadcastTest, DifferentSymbolsGiveMax) {
   EXPECT_EQ(r->dims[0].op(), Dim::Op::kMax);
 }
 
+// A symbolic dim against a constant c != 1 must be 1 or c: the result is c
+// (what lets re-inference keep RDP's refinements).
+TEST(BroadcastTest, SymbolAgainstConstantIsTheConstant) {
+  auto r = broadcast_shapes(SymShape({Dim::symbol("n"), Dim::symbol("m")}), SymShape({Dim(3), Dim(1)}));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->to_string(), "[3,m]");
+}
+
 TEST(BroadcastTest, UnknownDimAgainstConstantIsUnknown) {
   auto r = broadcast_shapes(SymShape({Dim()}), SymShape({Dim(3)}));
   ASSERT_TRUE(r.ok());

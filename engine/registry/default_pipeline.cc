@@ -2,6 +2,8 @@
 #include "engine/registry/default_pipeline.h"
 
 #include "plugins/canonicalize/canonicalize.h"
+#include "plugins/memplan/memplan.h"
+#include "plugins/rdp/rdp.h"
 
 namespace kiln::registry {
 
@@ -9,7 +11,11 @@ const std::vector<std::string>& default_pipeline() {
   // No-ops first so folding sees through them; shape folding feeds constant
   // folding; CSE before DCE so merged nodes' producers are collected.
   static const std::vector<std::string> kPasses = {"remove-noops", "fold-shapes", "fold-constants",
-                                                    "fuse-conv-batchnorm", "cse", "dce"};
+                                                    "fuse-conv-batchnorm", "cse", "dce",
+                                                    // refines the shapes the clean graph has (plugins/rdp)
+                                                    "rdp",
+                                                    // last: orders what the others left (plugins/memplan)
+                                                    "memplan-order"};
   return kPasses;
 }
 
@@ -24,6 +30,8 @@ std::vector<std::string> default_pipeline(const PluginRegistry& registry) {
 
 Status load_standard_plugins(PluginRegistry& registry, const PipelineSetup& setup, const LogFn& log) {
   KILN_RETURN_IF_ERROR(registry.load_static(kiln_canonicalize_plugin_query, "static:kiln.canonicalize"));
+  KILN_RETURN_IF_ERROR(registry.load_static(kiln_memplan_plugin_query, "static:kiln.memplan"));
+  KILN_RETURN_IF_ERROR(registry.load_static(kiln_rdp_plugin_query, "static:kiln.rdp"));
   if (setup.load_environment) {
     Status installed = registry.load_installed(PluginRegistry::installed_plugin_dir());
     if (!installed.ok() && log) log(KILN_LOG_WARNING, "installed plugins: " + installed.message());

@@ -510,6 +510,26 @@ const char* h_attr_name_at(const kiln_graph_t* g, kiln_node_id_t id, size_t inde
   return run_of(g).keep(it->first);
 }
 
+int32_t h_rw_set_value_dims(kiln_rewriter_t* rw, kiln_value_id_t id, const char* const* dim_exprs, size_t rank) {
+  PassRun& run = run_of(rw);
+  if (!run.value_ok(id)) return run.fail("set_value_dims: bad value id " + std::to_string(id));
+  ir::Value& v = run.work.value(id);
+  auto bad = [&](const std::string& why) { return run.fail("set_value_dims '" + v.name + "': " + why); };
+  if (v.is_constant()) return bad("a constant's shape is its data's");
+  if (rank && !dim_exprs) return bad("no dims given for rank " + std::to_string(rank));
+  std::vector<ir::Dim> dims;
+  for (size_t k = 0; k < rank; ++k) {
+    const std::string axis = "dim " + std::to_string(k);
+    if (!dim_exprs[k]) return bad(axis + " is NULL");
+    auto d = ir::Dim::parse(dim_exprs[k]);
+    if (!d.ok()) return bad(axis + ": " + d.status().message());
+    if (d->is_const() && d->value() < 0) return bad(axis + " is negative (" + dim_exprs[k] + ")");
+    dims.push_back(std::move(*d));
+  }
+  v.shape = ir::SymShape(std::move(dims));
+  return 1;
+}
+
 // Constants the pass's edits left without a use are released (their tensor
 // dropped), so folded-away weights do not linger in the graph. Constants
 // that were already unused before the pass are the model's business.
@@ -608,6 +628,7 @@ const kiln_host_api_t kHostApi = {
     h_rw_add_statistic,
     h_evaluate_node,
     h_attr_name_at,
+    h_rw_set_value_dims,
 };
 
 // Restores the thread's current run when a pass returns (passes may nest:

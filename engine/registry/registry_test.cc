@@ -46,7 +46,9 @@ TEST(PluginLoader, WrongMajorRefused) {
   PluginRegistry reg;
   Status s = reg.load_file(KILN_FIXTURE_MAJOR);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("speaks ABI 2.0, this Kiln speaks 1.0"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("speaks ABI 2.0, this Kiln speaks 1." + std::to_string(KILN_PLUGIN_ABI_MINOR)),
+            std::string::npos)
+      << s.message();
   EXPECT_TRUE(reg.plugins().empty());
 }
 
@@ -298,6 +300,59 @@ TEST_F(PassRunTest, PipelinesAndDisable) {
   options_.pipeline = "nope";
   EXPECT_FALSE(pm_.resolve(options_).ok());
   EXPECT_EQ(split_pass_list("a, b,,c"), (std::vector<std::string>{"a", "b", "c"}));
+}
+
+// rw_set_value_dims (ABI 1.1): the dims are parsed and simplified by the
+// host and survive the re-inference at commit where it knows less; a
+// constant, unparsable text or a negative dim is a refused edit.
+struct SetDims {
+  const char* value;
+  std::vector<const char*> dims;
+};
+
+kiln_plugin_status_t* set_dims_run(void* state, const kiln_host_api_t* host, const kiln_graph_t* g,
+                                   kiln_rewriter_t* rw) {
+  const auto* want = static_cast<const SetDims*>(state);
+  for (kiln_value_id_t v = 0;; ++v) {
+    kiln_value_info_t info{};
+    info.struct_size = sizeof(info);
+    if (!host->value_info(g, v, &info)) return host->make_status(KILN_PLUGIN_NOT_FOUND, want->value);
+    if (std::strcmp(info.name, want->value) != 0) continue;
+    host->rw_set_value_dims(rw, v, want->dims.data(), want->dims.size());
+    return nullptr;
+  }
+}
+
+TEST(HostApi, SetValueDims) {
+  auto g = parse(R"(graph @g opset 17 {
+  input %x : f32[?,4]
+  const %w : f32[2] = dense<[1.0,2.0]>
+  %y = Relu(%x) : f32[?,4]
+  return %y
+}
+)");
+  ASSERT_NE(g, nullptr);
+  auto set = [&](SetDims d) {
+    kiln_pass_t pass{};
+    pass.struct_size = sizeof(pass);
+    pass.name = "test.set-dims";
+    pass.run = &set_dims_run;
+    pass.pass_state = &d;
+    return run_pass(pass, *g, LogFn());
+  };
+  auto ok = set({"x", {"(n*2)/2", "4"}});
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(g->value(g->find_value("x")).shape.to_string(), "[n,4]");
+  EXPECT_EQ(g->value(g->find_value("y")).shape.to_string(), "[n,4]");  // re-inferred from %x
+  ASSERT_TRUE(set({"y", {"n", "?"}}).ok());
+  EXPECT_EQ(g->value(g->find_value("y")).shape.to_string(), "[n,4]");  // inference knows the 4
+  for (SetDims bad : {SetDims{"w", {"2"}}, SetDims{"x", {"(n", "4"}}, SetDims{"x", {"-1", "4"}}}) {
+    auto refused = set(bad);
+    ASSERT_FALSE(refused.ok()) << bad.value;
+    EXPECT_NE(refused.status().message().find("set_value_dims '" + std::string(bad.value) + "'"), std::string::npos)
+        << refused.status().message();
+  }
+  EXPECT_EQ(g->value(g->find_value("x")).shape.to_string(), "[n,4]");
 }
 
 }  // namespace

@@ -33,11 +33,15 @@ class ReferenceExecutor {
   StatusOr<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) const;
   // Same, with inputs by name; every graph input must be given.
   StatusOr<std::vector<Tensor>> run_named(const std::map<std::string, Tensor>& inputs) const;
-
- private:
+  // Runs one region (an If branch, a Loop body) with `region_inputs`,
+  // reading the values it uses from enclosing regions from `env` (borrowed
+  // for the call; constants come from the graph). Backends use it to run an
+  // If or Loop node on the host. Errors: as run(), and kInternal for a value
+  // neither the region nor `env` has.
   StatusOr<std::vector<Tensor>> run_region(ir::RegionId region, std::vector<Tensor> region_inputs,
                                            std::map<ir::ValueId, Tensor>& env) const;
 
+ private:
   const ir::Graph& graph_;
   const ops::OpRegistry& registry_;
 };

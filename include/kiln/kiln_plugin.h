@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define KILN_PLUGIN_ABI_MAJOR 1u
-#define KILN_PLUGIN_ABI_MINOR 0u
+#define KILN_PLUGIN_ABI_MINOR 1u
 #define KILN_PLUGIN_ABI_VERSION ((KILN_PLUGIN_ABI_MAJOR << 16) | KILN_PLUGIN_ABI_MINOR)
 #define KILN_PLUGIN_ABI_VERSION_MAJOR(v) ((uint32_t)(v) >> 16)
 #define KILN_PLUGIN_ABI_VERSION_MINOR(v) ((uint32_t)(v)&0xffffu)
@@ -226,6 +226,17 @@ typedef struct kiln_host_api_t {
    * NULL past the last one (with attr_kind, lets a pass copy or compare all
    * attributes of a node). */
   const char* (*attr_name_at)(const kiln_graph_t* g, kiln_node_id_t node, size_t index);
+  /* \since 1.1, optional (check with KILN_PLUGIN_HAS_FIELD). Stages the rank
+   * and dims of a non-constant `value`: dim_exprs[0..rank) in the text form
+   * value_dim returns in `expr` ("64", "seq", "((h*2)+1)"; "?" = unknown),
+   * simplified by the host as it parses them. Facts a shape analysis found
+   * (kiln.rdp) become the value's shape, which the planner and runtime use.
+   * When the pass commits, the host re-infers shapes: what inference knows
+   * replaces a dim, where it knows less the dim set here stays. Returns 1, or
+   * 0 (a rewriter failure) for a bad id, a constant, a NULL expression, a
+   * negative constant or text that does not parse. */
+  int32_t (*rw_set_value_dims)(kiln_rewriter_t* rw, kiln_value_id_t value, const char* const* dim_exprs,
+                               size_t rank);
 } kiln_host_api_t;
 
 /* ---- what a plugin provides --------------------------------------------- */

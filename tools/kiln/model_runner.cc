@@ -73,7 +73,27 @@ class VulkanRunner : public ModelRunner {
     std::string j = ", \"gpu_ms\": " + num(s.gpu_ms) + ", \"dispatches\": " + std::to_string(s.dispatches) +
                     ", \"fallbacks\": " + std::to_string(s.fallbacks) + ", \"recorded\": " +
                     (s.recorded ? "true" : "false") + ", \"shader_compiles\": " + std::to_string(s.shader_compiles) +
-                    ", \"device_bytes\": " + std::to_string(s.device_bytes);
+                    ", \"device_bytes\": " + std::to_string(s.device_bytes) + ", \"memory\": {\"arena_bytes\": " +
+                    std::to_string(s.memory.arena_bytes) + ", \"live_lower_bound\": " +
+                    std::to_string(s.memory.live_lower_bound) + ", \"no_reuse_bytes\": " +
+                    std::to_string(s.memory.no_reuse_bytes) + ", \"best_fit_bytes\": " +
+                    std::to_string(s.memory.best_fit_bytes) + ", \"plan_ms\": " + num(s.memory.plan_ms) + "}";
+    if (!s.branches.empty()) {
+      // Each If run on the device and the branch it took (only that one ran).
+      j += ", \"branches\": [";
+      for (size_t i = 0; i < s.branches.size(); ++i)
+        j += std::string(i ? ", " : "") + "{\"node\": \"" + json_escape(s.branches[i].node) + "\", \"taken\": \"" +
+             (s.branches[i].then_branch ? "then" : "else") + "\"}";
+      j += "]";
+    }
+    if (!s.loops.empty()) {
+      // Each Loop run on the device and how many times its body ran.
+      j += ", \"loops\": [";
+      for (size_t i = 0; i < s.loops.size(); ++i)
+        j += std::string(i ? ", " : "") + "{\"node\": \"" + json_escape(s.loops[i].node) + "\", \"iterations\": " +
+             std::to_string(s.loops[i].iterations) + "}";
+      j += "]";
+    }
     if (!s.kernels.empty()) {
       j += ", \"kernels\": [";
       for (size_t i = 0; i < s.kernels.size(); ++i)

@@ -55,13 +55,43 @@ struct KernelTiming {
 struct VulkanRunStats {
   double wall_ms = 0;          // run() from call to return
   double gpu_ms = -1;          // whole command buffers on the GPU; -1 without timestamps
-  uint32_t dispatches = 0;
+  uint32_t dispatches = 0;     // dispatches submitted (an If's untaken branch: none; a Loop's body: per iteration)
   uint32_t host_steps = 0;     // shape arithmetic on the host
   uint32_t fallbacks = 0;      // nodes run by the reference kernels (with transfers)
-  bool recorded = false;       // this run recorded a new command buffer (new shape signature)
+  // This run recorded new command buffers: a new shape signature, or a new
+  // continuation past a sub-graph boundary (a value-dependent shape seen
+  // for the first time: a NonZero count, a device-computed Reshape target).
+  bool recorded = false;
   uint64_t shader_compiles = 0;  // shaderc compilations during this run (0 after compile())
-  uint64_t device_bytes = 0;   // device memory held by the model (weights + this signature's arena)
+  uint64_t device_bytes = 0;   // device memory held by the model (weights + this signature's arenas, across boundaries)
+  // The signature's activation arena (buffers; images have their own), as
+  // plugins/memplan planned it: its bytes, the live-set lower bound (bytes
+  // live at the busiest step of the plan's order), the bytes without reuse,
+  // and what a greedy best-fit allocator would need; plan_ms is the time
+  // planning took when the signature was made.
+  struct Memory {
+    uint64_t arena_bytes = 0;
+    uint64_t live_lower_bound = 0;
+    uint64_t no_reuse_bytes = 0;
+    uint64_t best_fit_bytes = 0;
+    double plan_ms = 0;
+  };
+  Memory memory;
   std::vector<KernelTiming> kernels;  // profile only
+  // Each If run on the device, in execution order: its node and the branch
+  // the condition chose (only that branch's kernels ran).
+  struct Branch {
+    std::string node;
+    bool then_branch = false;
+  };
+  std::vector<Branch> branches;
+  // Each Loop run on the device, in execution order, and how many times its
+  // body ran.
+  struct LoopRun {
+    std::string node;
+    int64_t iterations = 0;
+  };
+  std::vector<LoopRun> loops;
 };
 
 struct VulkanCompileStats {

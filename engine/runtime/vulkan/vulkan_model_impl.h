@@ -4,14 +4,18 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "planner/glsl_codegen.h"
+#include "plugins/memplan/arena.h"
 #include "platform/vulkan/host_buffer.h"
 #include "platform/vulkan/memory_arena.h"
 #include "platform/vulkan/pipeline.h"
@@ -54,19 +58,48 @@ struct RecordedDispatch {
 };
 
 // Dispatches recorded into one command buffer; a fallback step (run on the
-// host) separates segments.
+// host) and an If (whose condition the host reads) end a segment, and each
+// branch of an If starts one, so that a run submits only the taken branch.
 struct Segment {
   std::vector<RecordedDispatch> dispatches;
   VkCommandBuffer cmd = VK_NULL_HANDLE;
+  size_t first_step = 0;            // the plan step the segment starts at (skipped branches are found by it)
   size_t fallback_step = SIZE_MAX;  // the step to run on the host after this segment
+  size_t if_step = SIZE_MAX;        // the kIf step to decide after this segment
+  size_t loop_step = SIZE_MAX;      // the kLoop step whose body follows this segment
+  // The condition decided after this segment: the If's, or the body
+  // condition of the Loop whose body this segment ends (kNoTensor: none).
+  TensorId condition = planner::kNoTensor;
+  // The segment's command buffer ends by copying `condition` into
+  // sig.conditions at this offset (when it lives on the device and the
+  // segment has a command buffer): reading it is then a map read after the
+  // segment's own wait.
+  bool condition_copied = false;
+  VkDeviceSize condition_offset = 0;
+  // Ifs before and inside this segment whose condition was a host value,
+  // decided when the signature was recorded: (kIf step, then taken).
+  std::vector<std::pair<size_t, bool>> decided_ifs;
   // Start + end (or start + one per dispatch when profiling); null when the
   // queue has no timestamps.
   std::unique_ptr<vk::TimestampQueries> timestamps;
 };
 
+// A sub-graph boundary (SoD²'s Execution Determined Output): the plan step
+// before which this signature stops because a node's output shape depends on
+// tensor values (vulkan_model_dynamic_shape.cc).
+struct Boundary {
+  size_t step = SIZE_MAX;  // SIZE_MAX: none, the signature runs to the end
+  // The step is a host fallback (NonZero, Range on device inputs) run at the
+  // boundary: its outputs' shapes key the continuation, which writes them.
+  bool host_step = false;
+  // Device values the boundary reads back (shape inputs of nodes such as a
+  // Reshape, Expand or Slice): their contents key the continuation.
+  std::vector<ir::ValueId> read_back;
+};
+
 struct Signature {
-  std::mutex mutex;  // one run at a time per signature
-  std::vector<Shape> shapes;                 // per plan tensor (concrete)
+  std::mutex mutex;  // one run at a time per signature (a continuation: its root's)
+  std::vector<Shape> shapes;                 // per plan tensor (concrete; 1s where not sized)
   std::map<ir::ValueId, Tensor> host_values;  // host-resident values (shape arithmetic)
   std::map<std::string, int64_t> bindings;   // symbol values
   std::unique_ptr<vk::MemoryArena> arena;        // the activation buffer
@@ -89,10 +122,33 @@ struct Signature {
     VkDeviceSize bytes = 0;
   };
   std::unique_ptr<vk::HostBuffer> staging;
+  std::unique_ptr<vk::HostBuffer> conditions;  // If and Loop conditions read back (see Segment)
+  // Per kLoop step: the indices of its body's first and last segments
+  // (absent when the body records nothing).
+  std::map<size_t, std::pair<size_t, size_t>> loop_bodies;
   std::vector<Staged> staged_inputs;   // per graph input; tensor kNoTensor when not staged
   std::vector<Staged> staged_outputs;  // per graph output
   uint32_t dispatches = 0;
   uint64_t device_bytes = 0;
+  memplan::ArenaReport memory;  // the activation arena's plan (place_tensors)
+  double memory_plan_ms = 0;    // time plan_arena took
+
+  // Value-dependent shapes (vulkan_model_dynamic_shape.cc). A signature
+  // records the steps [first_step, end_step): all of them unless some node's
+  // output shape depends on tensor values, in which case it ends at that
+  // boundary, and the rest of the plan is a continuation keyed by what the
+  // boundary materialized (shapes or read-back values), recorded once per key
+  // and cached here. A continuation places only the tensors it writes; the
+  // tensors its parents wrote keep their memory.
+  size_t first_step = 0;
+  size_t end_step = 0;
+  std::vector<bool> sized;                   // per plan tensor: shapes[t] is its real shape
+  std::set<ir::NodeId> pending;              // nodes sized only past the boundary
+  std::map<ir::ValueId, Tensor> known_values;  // device values read back at earlier boundaries
+  std::map<ir::ValueId, std::pair<DType, Shape>> known_shapes;  // outputs of boundary nodes run on the host
+  Boundary boundary;
+  const Signature* parent = nullptr;
+  std::map<std::string, std::unique_ptr<Signature>> continuations;
 };
 
 struct VulkanModel::Impl {
@@ -123,6 +179,65 @@ struct VulkanModel::Impl {
   void record_input_copies(Signature& sig, VkCommandBuffer cmd);
   void record_output_copies(Signature& sig, VkCommandBuffer cmd);
   Status run_fallback(Signature& sig, size_t step);
+  // The outputs of host fallback step `step`, computed by the reference
+  // kernel from inputs read from `sig`.
+  StatusOr<std::vector<Tensor>> fallback_outputs(Signature& sig, size_t step);
+  // A host fallback of an If or Loop (vulkan_model_control_flow.cc): the
+  // values of the enclosing graph its sub-graphs read by id, into `env`
+  // (host values, or downloads of device tensors). Errors: kUnimplemented
+  // when such a tensor's memory was re-used before `step` (the arena sees
+  // only the node's own inputs as read there).
+  Status host_region_env(Signature& sig, size_t step, std::map<ir::ValueId, Tensor>& env);
+  // Whether tensor `t`'s device memory still holds its value at plan step
+  // `at`: nothing placed over it was written since its last write.
+  bool still_holds(const Signature& sig, TensorId t, size_t at) const;
+  // Value-dependent shapes (vulkan_model_dynamic_shape.cc). Sets
+  // sig.end_step and sig.boundary from sig.pending (the first step of a node
+  // evaluate_shapes could not size). Errors: kUnimplemented when the
+  // boundary lies inside an If branch or a Loop body, or nothing there can
+  // be materialized.
+  Status find_boundary(Signature& sig) const;
+  // Crosses sig's boundary after its segments ran: runs its host step or
+  // reads its values back, and returns the continuation for what it found
+  // (made, placed and recorded on first sight; *created then). Call with
+  // sig's root mutex held. Fills `ran`'s fallbacks.
+  StatusOr<Signature*> cross_boundary(Signature& sig, const std::vector<InputSpec>& inputs,
+                                      const DeviceBindings& bindings, bool* created, VulkanRunStats& ran);
+  // place_tensors for a signature with a boundary or a parent: the tensors
+  // its parents wrote keep the parents' memory (sized 1 for placement, then
+  // pointed there); those only steps past its boundary write are sized 1
+  // (a continuation places them).
+  Status place_phase(Signature& sig);
+  // Frees the descriptor sets of sig and of its continuations.
+  void free_descriptors(Signature& sig);
+  // Control flow (vulkan_model_control_flow.cc). Sizes a device If's
+  // outputs from its branches (both inferred by `infer_region`); when the
+  // branches disagree for these shapes, from the taken one if the condition
+  // is known in `info`, else sets *waits (the If is a sub-graph boundary).
+  Status if_output_shapes(const ir::Node& node, const std::function<Status(ir::RegionId)>& infer_region,
+                          std::vector<ops::ValueInfo>& info, bool* waits) const;
+  // Makes sig.conditions and records, at the end of each segment that ends
+  // at an If, the copy of its device condition into it.
+  Status plan_condition_copies(Signature& sig);
+  void record_condition_copy(Signature& sig, Segment& seg, VkCommandBuffer cmd);
+  // Sizes a device Loop's body (its parameters as the initial values, its
+  // condition input the host value true) and outputs; fails when the body
+  // changes a carried value's shape for these shapes.
+  Status loop_shapes(const ir::Node& node, const std::function<Status(ir::RegionId)>& infer_region,
+                     std::vector<ops::ValueInfo>& info, Signature& sig) const;
+  // Condition tensor `cond` of `node` after `seg` ran: from sig.conditions
+  // when `seg` copied it there, else a host value, a constant or a
+  // one-element download. Errors: kInvalidArgument for a condition that is
+  // not one element.
+  StatusOr<bool> read_condition(Signature& sig, const Segment* seg, TensorId cond, ir::NodeId node);
+  // Runs the signature's segments: Ifs skip their untaken ranges, Loops
+  // repeat their bodies. Fills gpu_ms, dispatches, fallbacks, kernels and
+  // branches of `out`.
+  Status run_segments(Signature& sig, VulkanRunStats& out);
+  // The condition of kIf step `step` when it is known on the host for this
+  // signature (a host value or a constant), else nullopt. Errors:
+  // kInvalidArgument for a condition that is not one element.
+  StatusOr<std::optional<bool>> host_condition(const Signature& sig, size_t step) const;
   StatusOr<Tensor> read_tensor(Signature& sig, TensorId id);
   Status write_tensor(Signature& sig, TensorId id, const Tensor& value);
 

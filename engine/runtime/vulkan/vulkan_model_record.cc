@@ -2,10 +2,12 @@
 // with the barriers the hazards need.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "engine/runtime/vulkan/device_data.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
+#include "plugins/memplan/arena.h"
 
 namespace kiln::runtime {
 
@@ -30,8 +32,28 @@ struct Interval {
     first = std::min(first, s);
     last = std::max(last, s);
   }
-  bool overlaps(const Interval& o) const { return first <= o.last && o.first <= last; }
 };
+
+// A Loop's body runs again and again: a tensor it shares with the steps
+// around it (a value it reads from outside, a carried parameter) must keep
+// its memory over the whole body, not only up to the body's last use of it
+// in step order; so must the body's condition, read after the body's end.
+void extend_over_loops(const planner::ExecutionPlan& plan, std::vector<Interval>& live) {
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep& step = plan.steps[s];
+    if (step.kind != PlanStep::Kind::kLoop || step.body_end <= s + 1) continue;
+    const int64_t first = static_cast<int64_t>(s), last = static_cast<int64_t>(step.body_end) - 1;
+    for (Interval& iv : live) {
+      const bool touches = iv.first <= last && iv.last >= first;
+      const bool inside = iv.first > first && iv.last <= last;
+      if (touches && !inside) {
+        iv.touch(first);
+        iv.touch(last);
+      }
+    }
+    if (step.body_cond != planner::kNoTensor) live[static_cast<size_t>(root_of(plan, step.body_cond))].touch(last);
+  }
+}
 
 // A memory range one dispatch reads or writes, for hazard tracking.
 struct Access {
@@ -56,14 +78,20 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
     const PlanStep& step = plan.steps[s];
     if (step.kind == PlanStep::Kind::kDispatch) {
       for (const planner::KernelTensor& kt : step.kernel.tensors) use(kt.tensor, static_cast<int64_t>(s));
-    } else if (step.kind == PlanStep::Kind::kFallback) {
+    } else if (step.kind == PlanStep::Kind::kFallback || step.kind == PlanStep::Kind::kIf) {
+      // A fallback reads and writes its values at its step; an If reads its
+      // condition there (its branches' steps touch the rest).
       const ir::Node& node = graph.node(step.node);
-      for (ir::ValueId v : node.inputs)
-        if (v != ir::kNoValue) use(plan.value_tensor.at(v), static_cast<int64_t>(s));
-      for (ir::ValueId v : node.outputs)
-        if (v != ir::kNoValue) use(plan.value_tensor.at(v), static_cast<int64_t>(s));
+      auto use_value = [&](ir::ValueId v) {
+        auto it = v == ir::kNoValue ? plan.value_tensor.end() : plan.value_tensor.find(v);
+        if (it != plan.value_tensor.end()) use(it->second, static_cast<int64_t>(s));
+      };
+      for (ir::ValueId v : node.inputs) use_value(v);
+      for (ir::ValueId v : node.outputs) use_value(v);
+      if (step.kind == PlanStep::Kind::kIf && step.cond != planner::kNoTensor) use(step.cond, static_cast<int64_t>(s));
     }
   }
+  extend_over_loops(plan, live);
   for (TensorId t : plan.inputs) use(t, kBeforeRun);
   for (TensorId t : plan.outputs) use(t, kAfterRun);
   for (size_t t = 0; t < n; ++t)
@@ -74,11 +102,8 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
 
   const VkDeviceSize align = std::max<VkDeviceSize>(device.capabilities().min_storage_buffer_offset_alignment, 64);
   const uint64_t max_range = device.capabilities().max_storage_buffer_range;
-  struct Item {
-    size_t tensor;
-    VkDeviceSize size;
-  };
-  std::vector<Item> buffers;
+  std::vector<size_t> buffers;         // tensors placed in the activation buffer
+  std::vector<memplan::Block> blocks;  // their lifetimes and sizes
   VkDeviceSize image_bytes = 0;
   for (size_t t = 0; t < n; ++t) {
     const PlanTensor& pt = plan.tensors[t];
@@ -104,35 +129,32 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
     if (bytes > max_range)
       return unimplemented("tensor %" + std::to_string(t) + " needs " + std::to_string(bytes) +
                            " bytes, more than the device's storage-buffer range (" + std::to_string(max_range) + ")");
-    buffers.push_back({t, (bytes + align - 1) / align * align});
+    memplan::Block b;
+    b.first = live[t].first;
+    b.last = live[t].last;
+    b.size = bytes;
+    b.align = align;
+    buffers.push_back(t);
+    blocks.push_back(b);
   }
-  // Offsets: largest first, each at the lowest address free during its
-  // lifetime (memplan will replace this with SoD²'s peak-first planner).
-  std::sort(buffers.begin(), buffers.end(), [](const Item& a, const Item& b) { return a.size > b.size; });
-  std::vector<std::pair<size_t, VkDeviceSize>> placed;  // (tensor, offset)
-  VkDeviceSize total = 0;
-  for (const Item& item : buffers) {
-    std::vector<std::pair<VkDeviceSize, VkDeviceSize>> busy;
-    for (auto& [t, off] : placed)
-      if (live[t].overlaps(live[item.tensor])) busy.push_back({off, off + sig.place[t].size});
-    std::sort(busy.begin(), busy.end());
-    VkDeviceSize offset = 0;
-    for (auto& [b, e] : busy) {
-      if (offset + item.size <= b) break;
-      offset = std::max(offset, (e + align - 1) / align * align);
-    }
-    sig.place[item.tensor].size = item.size;
-    sig.place[item.tensor].offset = offset;
-    placed.push_back({item.tensor, offset});
-    total = std::max(total, offset + item.size);
-  }
+  // Offsets: SoD²'s peak-first planner with this signature's sizes (memplan
+  // arena.h), checked, and the numbers `kiln run --stats` reports.
+  const Clock::time_point plan_start = Clock::now();
+  const memplan::ArenaPlan arena = memplan::plan_arena(blocks);
+  const double plan_ms = ms_since(plan_start);
+  if (std::string bad = memplan::check_plan(blocks, arena); !bad.empty())
+    return internal_error("memory plan (" + arena.strategy + ") is invalid: " + bad);
+  sig.memory = memplan::report(blocks, arena);
+  sig.memory_plan_ms = plan_ms;
+  const VkDeviceSize total = arena.bytes;
+  for (size_t i = 0; i < buffers.size(); ++i) sig.place[buffers[i]].offset = arena.offsets[i];
   const VkDeviceSize capacity = total + (1 << 20);
   KILN_ASSIGN_OR_RETURN(sig.arena, vk::MemoryArena::create(device, capacity));
   sig.device_bytes = capacity;
   if (total > 0) {
     KILN_ASSIGN_OR_RETURN(sig.activations, sig.arena->create_buffer(total));
   }
-  for (auto& [t, off] : placed) {
+  for (size_t t : buffers) {
     Placement& p = sig.place[t];
     p.present = true;
     p.buffer = &sig.activations;
@@ -245,13 +267,59 @@ Status VulkanModel::Impl::create_images(Signature& sig, const std::vector<bool>&
 
 Status VulkanModel::Impl::record(Signature& sig) {
   const VolkDeviceTable& fn = device.fn();
-  // Split into segments at host fallbacks.
-  sig.segments.emplace_back();
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
+  // Split into segments at host fallbacks and Ifs, and where each branch
+  // of an If starts and ends (a run submits the taken branch only). An If
+  // whose condition is a host value is decided now, for the signature: only
+  // its taken branch is recorded, in line, with no split.
+  std::map<size_t, bool> decided;
+  std::set<size_t> branch_bounds;
+  // Only the signature's own steps: a sub-graph boundary (find_boundary)
+  // never lies inside an If's or a Loop's range.
+  for (size_t s = sig.first_step; s < sig.end_step; ++s) {
     const PlanStep& step = plan.steps[s];
-    if (step.kind == PlanStep::Kind::kFallback) {
-      sig.segments.back().fallback_step = s;
-      sig.segments.emplace_back();
+    if (step.kind == PlanStep::Kind::kLoop) branch_bounds.insert(step.body_end);
+    if (step.kind != PlanStep::Kind::kIf) continue;
+    KILN_ASSIGN_OR_RETURN(const std::optional<bool> known, host_condition(sig, s));
+    if (known) {
+      decided[s] = *known;
+      continue;
+    }
+    branch_bounds.insert(step.then_end);
+    branch_bounds.insert(step.else_end);
+  }
+  auto start_segment = [&](size_t first_step) {
+    sig.segments.emplace_back();
+    sig.segments.back().first_step = first_step;
+  };
+  start_segment(sig.first_step);
+  std::map<size_t, size_t> skip_to;  // a decided If's then range ends: past its else range
+  for (size_t s = sig.first_step; s < sig.end_step; ++s) {
+    for (auto j = skip_to.find(s); j != skip_to.end(); j = skip_to.find(s)) {
+      s = j->second;
+      skip_to.erase(j);
+    }
+    if (s >= sig.end_step) break;
+    const PlanStep& step = plan.steps[s];
+    if (auto d = decided.find(s); d != decided.end()) {
+      sig.segments.back().decided_ifs.push_back({s, d->second});
+      if (d->second) {
+        if (step.then_end < step.else_end) skip_to[step.then_end] = step.else_end;
+      } else {
+        s = step.then_end - 1;  // the else range is next
+      }
+      continue;
+    }
+    if (branch_bounds.count(s) && sig.segments.back().first_step != s) start_segment(s);
+    if (step.kind == PlanStep::Kind::kFallback || step.kind == PlanStep::Kind::kIf ||
+        step.kind == PlanStep::Kind::kLoop) {
+      Segment& seg = sig.segments.back();
+      if (step.kind == PlanStep::Kind::kFallback) seg.fallback_step = s;
+      if (step.kind == PlanStep::Kind::kLoop) seg.loop_step = s;
+      if (step.kind == PlanStep::Kind::kIf) {
+        seg.if_step = s;
+        seg.condition = step.cond;
+      }
+      start_segment(s + 1);
       continue;
     }
     if (step.kind != PlanStep::Kind::kDispatch) continue;
@@ -299,7 +367,21 @@ Status VulkanModel::Impl::record(Signature& sig) {
     ++sig.dispatches;
   }
 
+  // Each Loop's body: the segments after its own, up to its body's end; the
+  // last one decides whether the body runs again (by the body's condition).
+  for (size_t k = 0; k < sig.segments.size(); ++k) {
+    if (sig.segments[k].loop_step == SIZE_MAX) continue;
+    const PlanStep& step = plan.steps[sig.segments[k].loop_step];
+    size_t last = k;
+    while (last + 1 < sig.segments.size() && sig.segments[last + 1].first_step < step.body_end) ++last;
+    if (last == k) continue;
+    sig.loop_bodies[sig.segments[k].loop_step] = {k + 1, last};
+    // (A body ending in an empty If keeps that If's condition there; the
+    // body's is then downloaded.)
+    if (sig.segments[last].if_step == SIZE_MAX) sig.segments[last].condition = step.body_cond;
+  }
   KILN_RETURN_IF_ERROR(plan_staging(sig));
+  KILN_RETURN_IF_ERROR(plan_condition_copies(sig));
   Segment* first = nullptr;
   Segment* last = nullptr;
   for (Segment& seg : sig.segments)
@@ -378,6 +460,7 @@ Status VulkanModel::Impl::record(Signature& sig) {
                               VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr,
                               0, nullptr);
     }
+    if (status.ok() && seg.condition_copied) record_condition_copy(sig, seg, seg.cmd);
     if (status.ok() && &seg == last) record_output_copies(sig, seg.cmd);
     if (status.ok() && seg.timestamps && !options.profile)
       (void)seg.timestamps->write(seg.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT);
@@ -407,6 +490,22 @@ Status VulkanModel::Impl::plan_staging(Signature& sig) {
       if (i < first) fallback_before = true;
       if (i >= last) fallback_after = true;
     }
+  // Past a sub-graph boundary the inputs are in place already; before one,
+  // the outputs are not made yet.
+  if (sig.first_step != 0) fallback_before = true;
+  if (sig.end_step != plan.steps.size()) fallback_after = true;
+  // A segment inside an If's branch or a Loop's body may run no time (or
+  // many): the copies ride elsewhere.
+  for (const PlanStep& step : plan.steps) {
+    if (step.kind != PlanStep::Kind::kIf && step.kind != PlanStep::Kind::kLoop) continue;
+    const size_t head = static_cast<size_t>(&step - plan.steps.data());
+    const size_t end = step.kind == PlanStep::Kind::kIf ? step.else_end : step.body_end;
+    auto in_branch = [&](size_t seg) {
+      return sig.segments[seg].first_step > head && sig.segments[seg].first_step < end;
+    };
+    if (in_branch(first)) fallback_before = true;
+    if (in_branch(last)) fallback_after = true;
+  }
   VkDeviceSize total = 0;
   auto stage = [&](TensorId t, Signature::Staged* out) {
     const TensorId root = root_of(plan, t);

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <set>
 #include <utility>
 
+#include "engine/runtime/reference_executor.h"
 #include "engine/runtime/vulkan/device_data.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
 
@@ -79,9 +82,13 @@ std::string shape_text(const Shape& s) {
 
 VulkanModel::Impl::~Impl() {
   (void)device.wait_idle();
-  for (auto& [key, sig] : signatures)
-    for (Segment& seg : sig->segments)
-      for (RecordedDispatch& d : seg.dispatches) descriptors->free(d.sets);
+  for (auto& [key, sig] : signatures) free_descriptors(*sig);
+}
+
+void VulkanModel::Impl::free_descriptors(Signature& sig) {
+  for (Segment& seg : sig.segments)
+    for (RecordedDispatch& d : seg.dispatches) descriptors->free(d.sets);
+  for (auto& [key, next] : sig.continuations) free_descriptors(*next);
 }
 
 // Concrete shapes of every value, values of host-resident ones, and the
@@ -96,6 +103,8 @@ Status VulkanModel::Impl::evaluate_shapes(const std::vector<InputSpec>& inputs, 
     if (plan.tensors[static_cast<size_t>(plan.inputs[i])].host_resident && inputs[i].value) {
       auto [it, inserted] = sig.host_values.insert_or_assign(v.id, *inputs[i].value);
       info[static_cast<size_t>(v.id)].value = &it->second;
+    } else if (auto k = sig.known_values.find(v.id); k != sig.known_values.end()) {
+      info[static_cast<size_t>(v.id)].value = &k->second;  // read back at a sub-graph boundary
     }
   }
   for (ir::ValueId id : graph.constants()) {
@@ -104,61 +113,119 @@ Status VulkanModel::Impl::evaluate_shapes(const std::vector<InputSpec>& inputs, 
     info[static_cast<size_t>(id)].shape = ir::SymShape::from_concrete(v.constant.shape());
     info[static_cast<size_t>(id)].value = &v.constant;
   }
-  std::set<ir::NodeId> host_nodes;
-  for (const PlanStep& s : plan.steps)
+  std::set<ir::NodeId> host_nodes, device_ifs, device_loops;
+  for (const PlanStep& s : plan.steps) {
     if (s.kind == PlanStep::Kind::kHost) host_nodes.insert(s.node);
-  for (ir::NodeId nid : main.nodes) {
-    const ir::Node& node = graph.node(nid);
-    if (node.erased) continue;
-    const ops::OpSchema* schema = ops::OpRegistry::builtin().find(node.domain, node.op);
-    if (!schema) return unimplemented(node.describe() + ": unknown op");
-    std::vector<ops::ValueInfo> in;
-    for (ir::ValueId v : node.inputs) in.push_back(v == ir::kNoValue ? ops::ValueInfo{} : info[static_cast<size_t>(v)]);
-    KILN_ASSIGN_OR_RETURN(std::vector<ops::ValueInfo> outs, ops::infer_node(*schema, node, in));
-    const bool host = host_nodes.count(nid) > 0;
-    std::vector<Tensor> values;
-    if (host) {
-      // Shape arithmetic: from inference when it knows the value as
-      // constants (Shape, Size), else the reference kernel.
-      bool from_dims = true;
-      for (const ops::ValueInfo& o : outs) {
-        if (!o.dims_value || !o.shape.is_static()) from_dims = false;
-        else
-          for (const ir::Dim& d : *o.dims_value) from_dims = from_dims && d.is_const();
-      }
-      if (from_dims) {
-        for (const ops::ValueInfo& o : outs) {
-          std::vector<int64_t> vals;
-          for (const ir::Dim& d : *o.dims_value) vals.push_back(d.value());
-          Tensor t = Tensor::from_vector<int64_t>(o.shape.concrete(), vals);
-          KILN_ASSIGN_OR_RETURN(Tensor cast, t.cast(o.dtype));
-          values.push_back(std::move(cast));
-        }
-      } else {
-        std::vector<const Tensor*> ptrs;
-        for (const ops::ValueInfo& i : in) ptrs.push_back(i.value);
-        ops::KernelContext ctx(node, ptrs, outs, nullptr);
-        KILN_RETURN_IF_ERROR(schema->kernel(ctx));
-        values = std::move(ctx.outputs());
-      }
-    }
-    for (size_t i = 0; i < node.outputs.size() && i < outs.size(); ++i) {
-      const ir::ValueId v = node.outputs[i];
-      if (v == ir::kNoValue) continue;
-      ops::ValueInfo& o = info[static_cast<size_t>(v)];
-      o = outs[i];
-      if (host) {
-        auto [it, inserted] = sig.host_values.insert_or_assign(v, std::move(values[i]));
-        o.value = &it->second;
-        o.shape = ir::SymShape::from_concrete(it->second.shape());
-      }
-      if (!o.shape.is_static())
-        return unimplemented(node.describe() + ": the shape of '" + graph.value(v).name +
-                             "' depends on tensor values; the Vulkan backend cannot size it yet");
-    }
+    if (s.kind == PlanStep::Kind::kIf) device_ifs.insert(s.node);
+    if (s.kind == PlanStep::Kind::kLoop) device_loops.insert(s.node);
   }
+  // Both branches of a device If are sized (the signature's command buffers
+  // hold both); when they give the If's outputs different shapes, the
+  // condition decides (if_output_shapes). A device Loop's body is sized
+  // once: its carried values keep their shapes.
+  // A main-region node whose output shape depends on tensor values the
+  // signature does not know waits (sig.pending), and so does every node
+  // reading what it makes: they are sized by a continuation past the
+  // boundary (vulkan_model_dynamic_shape.cc).
+  std::vector<bool> waiting(graph.num_values(), false);
+  sig.pending.clear();
+  std::function<Status(ir::RegionId)> infer_region = [&](ir::RegionId region) -> Status {
+    for (ir::NodeId nid : graph.region(region).nodes) {
+      const ir::Node& node = graph.node(nid);
+      if (node.erased) continue;
+      if (region == ir::kMainRegion &&
+          std::any_of(node.inputs.begin(), node.inputs.end(),
+                      [&](ir::ValueId v) { return v != ir::kNoValue && waiting[static_cast<size_t>(v)]; })) {
+        sig.pending.insert(nid);
+        for (ir::ValueId v : node.outputs)
+          if (v != ir::kNoValue) waiting[static_cast<size_t>(v)] = true;
+        continue;
+      }
+      if (device_ifs.count(nid)) {
+        bool waits = false;
+        KILN_RETURN_IF_ERROR(if_output_shapes(node, infer_region, info, &waits));
+        if (waits && region != ir::kMainRegion)
+          return unimplemented(node.describe() + ": its branches give its outputs different shapes inside an If "
+                                                 "branch or a Loop body; the Vulkan backend cannot size it");
+        if (waits) {
+          sig.pending.insert(nid);
+          for (ir::ValueId v : node.outputs)
+            if (v != ir::kNoValue) waiting[static_cast<size_t>(v)] = true;
+        }
+        continue;
+      }
+      if (device_loops.count(nid)) {
+        KILN_RETURN_IF_ERROR(loop_shapes(node, infer_region, info, sig));
+        continue;
+      }
+      const ops::OpSchema* schema = ops::OpRegistry::builtin().find(node.domain, node.op);
+      if (!schema) return unimplemented(node.describe() + ": unknown op");
+      std::vector<ops::ValueInfo> in;
+      for (ir::ValueId v : node.inputs)
+        in.push_back(v == ir::kNoValue ? ops::ValueInfo{} : info[static_cast<size_t>(v)]);
+      KILN_ASSIGN_OR_RETURN(std::vector<ops::ValueInfo> outs, ops::infer_node(*schema, node, in));
+      // A boundary node run on the host: its outputs have the shapes it gave.
+      for (size_t i = 0; i < node.outputs.size() && i < outs.size(); ++i)
+        if (auto k = sig.known_shapes.find(node.outputs[i]); k != sig.known_shapes.end()) {
+          outs[i].dtype = k->second.first;
+          outs[i].shape = ir::SymShape::from_concrete(k->second.second);
+        }
+      const bool host = host_nodes.count(nid) > 0;
+      std::vector<Tensor> values;
+      if (host) {
+        // Shape arithmetic: from inference when it knows the value as
+        // constants (Shape, Size), else the reference kernel.
+        bool from_dims = true;
+        for (const ops::ValueInfo& o : outs) {
+          if (!o.dims_value || !o.shape.is_static()) from_dims = false;
+          else
+            for (const ir::Dim& d : *o.dims_value) from_dims = from_dims && d.is_const();
+        }
+        if (from_dims) {
+          for (const ops::ValueInfo& o : outs) {
+            std::vector<int64_t> vals;
+            for (const ir::Dim& d : *o.dims_value) vals.push_back(d.value());
+            Tensor t = Tensor::from_vector<int64_t>(o.shape.concrete(), vals);
+            KILN_ASSIGN_OR_RETURN(Tensor cast, t.cast(o.dtype));
+            values.push_back(std::move(cast));
+          }
+        } else {
+          std::vector<const Tensor*> ptrs;
+          for (const ops::ValueInfo& i : in) ptrs.push_back(i.value);
+          ops::KernelContext ctx(node, ptrs, outs, nullptr);
+          KILN_RETURN_IF_ERROR(schema->kernel(ctx));
+          values = std::move(ctx.outputs());
+        }
+      }
+      for (size_t i = 0; i < node.outputs.size() && i < outs.size(); ++i) {
+        const ir::ValueId v = node.outputs[i];
+        if (v == ir::kNoValue) continue;
+        ops::ValueInfo& o = info[static_cast<size_t>(v)];
+        o = outs[i];
+        if (host) {
+          auto [it, inserted] = sig.host_values.insert_or_assign(v, std::move(values[i]));
+          o.value = &it->second;
+          o.shape = ir::SymShape::from_concrete(it->second.shape());
+        } else if (auto k = sig.known_values.find(v); k != sig.known_values.end()) {
+          o.value = &k->second;  // read back at an earlier boundary
+          o.shape = ir::SymShape::from_concrete(k->second.shape());
+        }
+        if (!o.shape.is_static()) {
+          if (region != ir::kMainRegion)
+            return unimplemented(node.describe() + ": the shape of '" + graph.value(v).name +
+                                 "' depends on tensor values inside an If branch or a Loop body; the Vulkan "
+                                 "backend cannot size it");
+          sig.pending.insert(nid);
+          waiting[static_cast<size_t>(v)] = true;
+        }
+      }
+    }
+    return ok_status();
+  };
+  KILN_RETURN_IF_ERROR(infer_region(ir::kMainRegion));
   // Kernel parameters the plan computes on the host from this signature.
   for (const planner::HostParam& hp : plan.host_params) {
+    if (sig.pending.count(hp.node)) continue;  // bound past the boundary
     const ir::Node& node = graph.node(hp.node);
     planner::HostParamInputs in;
     for (ir::ValueId v : node.inputs) {
@@ -172,9 +239,21 @@ Status VulkanModel::Impl::evaluate_shapes(const std::vector<InputSpec>& inputs, 
   }
   // Bind symbols from value tensors, then check every dim agrees.
   sig.shapes.assign(plan.tensors.size(), Shape{});
+  sig.sized.assign(plan.tensors.size(), true);
   for (size_t t = 0; t < plan.tensors.size(); ++t) {
     const PlanTensor& pt = plan.tensors[t];
     if (pt.origin != PlanTensor::Origin::kValue) continue;
+    if (waiting[static_cast<size_t>(pt.value)]) {
+      // Sized past the boundary; 1s meanwhile (placement needs some size,
+      // and a host value some kernel binds a placeholder to upload).
+      sig.sized[t] = false;
+      sig.shapes[t].assign(pt.shape.size(), 1);
+      if (pt.host_resident) {
+        KILN_ASSIGN_OR_RETURN(Tensor zeros, Tensor::allocate(pt.dtype, sig.shapes[t]));
+        sig.host_values.insert_or_assign(pt.value, std::move(zeros));
+      }
+      continue;
+    }
     const ops::ValueInfo& o = info[static_cast<size_t>(pt.value)];
     if (!o.shape.has_rank) continue;
     sig.shapes[t] = o.shape.concrete();
@@ -194,11 +273,18 @@ Status VulkanModel::Impl::evaluate_shapes(const std::vector<InputSpec>& inputs, 
       sig.shapes[t] = pt.constant.shape();
       continue;
     }
+    if (!sig.sized[t]) continue;
     Shape eval;
     for (const ir::Dim& d : pt.shape) {
       auto v = d.evaluate(sig.bindings);
+      if (!v && !sig.pending.empty() && pt.origin == PlanTensor::Origin::kTemporary) break;  // a waiting node's
       if (!v) return internal_error("plan dim " + d.to_string() + " of tensor %" + std::to_string(t) + " is unbound");
       eval.push_back(*v);
+    }
+    if (eval.size() != pt.shape.size()) {
+      sig.sized[t] = false;
+      sig.shapes[t].assign(pt.shape.size(), 1);
+      continue;
     }
     if (pt.origin == PlanTensor::Origin::kTemporary) sig.shapes[t] = eval;
     else if (eval != sig.shapes[t])
@@ -234,8 +320,10 @@ StatusOr<Signature*> VulkanModel::Impl::signature_for(const std::vector<InputSpe
   if (it != signatures.end()) return it->second.get();
   auto sig = std::make_unique<Signature>();
   KILN_RETURN_IF_ERROR(evaluate_shapes(inputs, *sig));
+  KILN_RETURN_IF_ERROR(find_boundary(*sig));
   KILN_RETURN_IF_ERROR(resolve_bindings(bindings, *sig));
-  KILN_RETURN_IF_ERROR(place_tensors(*sig));
+  // With a sub-graph boundary, this signature places only what it writes.
+  KILN_RETURN_IF_ERROR(sig->boundary.step == SIZE_MAX ? place_tensors(*sig) : place_phase(*sig));
   KILN_RETURN_IF_ERROR(record(*sig));
   *created = true;
   Signature* raw = sig.get();
@@ -301,39 +389,21 @@ StatusOr<std::vector<Tensor>> VulkanModel::Impl::run(const std::vector<Tensor>& 
   }
   if (sig->staging) KILN_RETURN_IF_ERROR(sig->staging->flush());
 
-  double gpu_ms = 0;
-  bool have_gpu_time = true;
-  uint32_t fallbacks = 0;
-  std::vector<KernelTiming> timings;
-  for (Segment& seg : sig->segments) {
-    if (!seg.dispatches.empty()) {
-      KILN_RETURN_IF_ERROR(submitter->submit(seg.cmd));
-      if (!seg.timestamps) {
-        have_gpu_time = false;
-      } else {
-        KILN_ASSIGN_OR_RETURN(std::vector<uint64_t> ticks, seg.timestamps->read_ticks());
-        const uint32_t b = 0;
-        const size_t n = seg.dispatches.size();
-        if (ticks.size() >= b + (options.profile ? n + 1 : 2)) {
-          const uint32_t end = b + (options.profile ? static_cast<uint32_t>(n) : 1u);
-          gpu_ms += seg.timestamps->elapsed_ns(ticks[b], ticks[end]) / 1e6;
-          if (options.profile)
-            for (size_t d = 0; d < n; ++d) {
-              const PlanStep& step = plan.steps[seg.dispatches[d].step];
-              const ir::Node& node = graph.node(step.node);
-              const auto [bytes, flops] = kernel_traffic(step.kernel, *sig);
-              timings.push_back({step.kernel.name, node.name.empty() ? node.op : node.name,
-                                 seg.timestamps->elapsed_ns(ticks[b + d], ticks[b + d + 1]) / 1e6, bytes, flops});
-            }
-        } else {
-          have_gpu_time = false;
-        }
-      }
-    }
-    if (seg.fallback_step != SIZE_MAX) {
-      KILN_RETURN_IF_ERROR(run_fallback(*sig, seg.fallback_step));
-      ++fallbacks;
-    }
+  VulkanRunStats ran;
+  KILN_RETURN_IF_ERROR(run_segments(*sig, ran));
+  // Past each sub-graph boundary, the continuation for what it materialized.
+  while (sig->boundary.step != SIZE_MAX) {
+    bool made = false;
+    KILN_ASSIGN_OR_RETURN(sig, cross_boundary(*sig, specs, bindings, &made, ran));
+    created = created || made;
+    VulkanRunStats more;
+    KILN_RETURN_IF_ERROR(run_segments(*sig, more));
+    ran.gpu_ms = ran.gpu_ms < 0 || more.gpu_ms < 0 ? -1 : ran.gpu_ms + more.gpu_ms;
+    ran.dispatches += more.dispatches;
+    ran.fallbacks += more.fallbacks;
+    for (auto& k : more.kernels) ran.kernels.push_back(std::move(k));
+    for (auto& b : more.branches) ran.branches.push_back(std::move(b));
+    for (auto& l : more.loops) ran.loops.push_back(std::move(l));
   }
   std::vector<Tensor> outputs;
   for (size_t i = 0; i < plan.outputs.size(); ++i) {
@@ -358,18 +428,139 @@ StatusOr<std::vector<Tensor>> VulkanModel::Impl::run(const std::vector<Tensor>& 
   if (stats) {
     const vk::KernelCacheStats cache_after = cache.stats();
     stats->wall_ms = ms_since(t0);
-    stats->gpu_ms = have_gpu_time ? gpu_ms : -1;
-    stats->dispatches = sig->dispatches;
+    stats->gpu_ms = ran.gpu_ms;
+    stats->dispatches = ran.dispatches;
+    stats->branches = std::move(ran.branches);
+    stats->loops = std::move(ran.loops);
     stats->host_steps = 0;
     for (const PlanStep& s : plan.steps)
       if (s.kind == PlanStep::Kind::kHost) ++stats->host_steps;
-    stats->fallbacks = fallbacks;
+    stats->fallbacks = ran.fallbacks;
     stats->recorded = created;
     stats->shader_compiles = cache_after.compiles - cache_before.compiles;
-    stats->device_bytes = sig->device_bytes + (weights_arena ? weights_arena->capacity() : 0);
-    stats->kernels = std::move(timings);
+    stats->device_bytes = weights_arena ? weights_arena->capacity() : 0;
+    for (const Signature* s = sig; s; s = s->parent) stats->device_bytes += s->device_bytes;
+    stats->memory = {sig->memory.arena_bytes, sig->memory.live_lower_bound, sig->memory.no_reuse_bytes,
+                     sig->memory.best_fit_bytes, sig->memory_plan_ms};
+    stats->kernels = std::move(ran.kernels);
   }
   return outputs;
+}
+
+Status VulkanModel::Impl::run_segments(Signature& sig, VulkanRunStats& out) {
+  out.gpu_ms = 0;
+  bool have_gpu_time = true;
+  auto node_name = [&](size_t step) {
+    const ir::Node& node = graph.node(plan.steps[step].node);
+    return node.name.empty() ? node.op : node.name;
+  };
+  // Step ranges of the branches not taken so far: their segments are skipped.
+  std::vector<std::pair<size_t, size_t>> untaken;
+  // Loops running: the kLoop step, its body's segments, iterations done, trip count.
+  struct Frame {
+    size_t step, first, last;
+    int64_t iterations, trip;
+  };
+  std::vector<Frame> loops;
+  for (size_t i = 0; i < sig.segments.size(); ++i) {
+    Segment& seg = sig.segments[i];
+    const bool skipped = std::any_of(untaken.begin(), untaken.end(), [&](const auto& r) {
+      return seg.first_step >= r.first && seg.first_step < r.second;
+    });
+    if (!skipped) {
+      for (const auto& [if_step, then_taken] : seg.decided_ifs) out.branches.push_back({node_name(if_step), then_taken});
+      out.dispatches += static_cast<uint32_t>(seg.dispatches.size());
+      if (!seg.dispatches.empty()) {
+        KILN_RETURN_IF_ERROR(submitter->submit(seg.cmd));
+        if (!seg.timestamps) {
+          have_gpu_time = false;
+        } else {
+          KILN_ASSIGN_OR_RETURN(std::vector<uint64_t> ticks, seg.timestamps->read_ticks());
+          const size_t n = seg.dispatches.size();
+          if (ticks.size() >= (options.profile ? n + 1 : 2)) {
+            const size_t end = options.profile ? n : 1;
+            out.gpu_ms += seg.timestamps->elapsed_ns(ticks[0], ticks[end]) / 1e6;
+            if (options.profile)
+              for (size_t d = 0; d < n; ++d) {
+                const PlanStep& step = plan.steps[seg.dispatches[d].step];
+                const auto [bytes, flops] = kernel_traffic(step.kernel, sig);
+                out.kernels.push_back({step.kernel.name, node_name(seg.dispatches[d].step),
+                                       seg.timestamps->elapsed_ns(ticks[d], ticks[d + 1]) / 1e6, bytes, flops});
+              }
+          } else {
+            have_gpu_time = false;
+          }
+        }
+      }
+      if (seg.fallback_step != SIZE_MAX) {
+        KILN_RETURN_IF_ERROR(run_fallback(sig, seg.fallback_step));
+        ++out.fallbacks;
+      }
+      if (seg.if_step != SIZE_MAX) {
+        const PlanStep& step = plan.steps[seg.if_step];
+        KILN_ASSIGN_OR_RETURN(const bool taken, read_condition(sig, &seg, step.cond, step.node));
+        untaken.push_back(taken ? std::make_pair(step.then_end, step.else_end)
+                                : std::make_pair(seg.if_step + 1, step.then_end));
+        out.branches.push_back({node_name(seg.if_step), taken});
+      }
+      if (seg.loop_step != SIZE_MAX) {
+        const PlanStep& step = plan.steps[seg.loop_step];
+        const ir::Node& node = graph.node(step.node);
+        int64_t trip = std::numeric_limits<int64_t>::max();
+        if (step.trip != planner::kNoTensor) {
+          KILN_ASSIGN_OR_RETURN(Tensor m, read_tensor(sig, step.trip));
+          if (m.numel() != 1)
+            return invalid_argument(node.describe() + ": the trip count must have one element, got shape " +
+                                    shape_to_string(m.shape()));
+          trip = m.get_i64(0);
+        }
+        bool go = true;
+        if (step.cond != planner::kNoTensor) {
+          KILN_ASSIGN_OR_RETURN(go, read_condition(sig, nullptr, step.cond, step.node));
+        }
+        const PlanTensor& body_cond = plan.tensors[static_cast<size_t>(step.body_cond)];
+        if (step.trip == planner::kNoTensor && (body_cond.host_resident || body_cond.constant.defined())) {
+          KILN_ASSIGN_OR_RETURN(const bool again, read_condition(sig, nullptr, step.body_cond, step.node));
+          if (again && go)
+            return invalid_argument(node.describe() + ": it has no trip count and its body's condition is always "
+                                                      "true: it would never end");
+        }
+        auto body = sig.loop_bodies.find(seg.loop_step);
+        if (body != sig.loop_bodies.end()) {
+          if (go && trip > 0) {
+            loops.push_back({seg.loop_step, body->second.first, body->second.second, 0, trip});
+          } else {
+            out.loops.push_back({node_name(seg.loop_step), 0});
+            i = body->second.second;  // zero iterations: the body is skipped
+            continue;
+          }
+        } else {
+          out.loops.push_back({node_name(seg.loop_step), 0});  // nothing recorded in the body
+        }
+      }
+    }
+    // The end of a Loop's body: another iteration, or on past the body.
+    while (!loops.empty() && i == loops.back().last) {
+      Frame& f = loops.back();
+      const PlanStep& step = plan.steps[f.step];
+      bool again = ++f.iterations < f.trip;
+      if (again) {
+        KILN_ASSIGN_OR_RETURN(again, read_condition(sig, skipped ? nullptr : &seg, step.body_cond, step.node));
+      }
+      if (again) {
+        // The body's Ifs decide afresh in the next iteration.
+        untaken.erase(std::remove_if(untaken.begin(), untaken.end(),
+                                     [&](const auto& r) { return r.first > f.step && r.first < step.body_end; }),
+                      untaken.end());
+        i = f.first - 1;
+        break;
+      }
+      out.loops.push_back({node_name(f.step), f.iterations});
+      loops.pop_back();
+    }
+  }
+  if (!have_gpu_time) out.gpu_ms = -1;
+  return ok_status();
 }
 
 StatusOr<Tensor> VulkanModel::Impl::read_tensor(Signature& sig, TensorId id) {
@@ -399,6 +590,19 @@ Status VulkanModel::Impl::write_tensor(Signature& sig, TensorId id, const Tensor
 }
 
 Status VulkanModel::Impl::run_fallback(Signature& sig, size_t step_index) {
+  const ir::Node& node = graph.node(plan.steps[step_index].node);
+  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, fallback_outputs(sig, step_index));
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    if (node.outputs[i] == ir::kNoValue) continue;
+    const TensorId id = plan.value_tensor.at(node.outputs[i]);
+    if (outputs[i].shape() != sig.shapes[static_cast<size_t>(id)])
+      return internal_error(node.describe() + ": host fallback produced another shape than planned");
+    KILN_RETURN_IF_ERROR(write_tensor(sig, id, outputs[i]));
+  }
+  return ok_status();
+}
+
+StatusOr<std::vector<Tensor>> VulkanModel::Impl::fallback_outputs(Signature& sig, size_t step_index) {
   const PlanStep& step = plan.steps[step_index];
   const ir::Node& node = graph.node(step.node);
   const ops::OpSchema* schema = ops::OpRegistry::builtin().find(node.domain, node.op);
@@ -422,17 +626,25 @@ Status VulkanModel::Impl::run_fallback(Signature& sig, size_t step_index) {
     in.push_back(std::move(info));
   }
   KILN_ASSIGN_OR_RETURN(std::vector<ops::ValueInfo> outs, ops::infer_node(*schema, node, in));
-  ops::KernelContext ctx(node, ptrs, outs, nullptr);
+  // An If or Loop on the host runs its sub-graphs with the reference
+  // executor, reading the enclosing graph's values it needs from `env`.
+  std::map<ir::ValueId, Tensor> env;
+  const ReferenceExecutor host(graph);
+  ops::RegionRunner runner;
+  if (std::any_of(node.attrs.begin(), node.attrs.end(),
+                  [](const auto& a) { return a.second.kind == ir::AttrKind::kGraph; })) {
+    KILN_RETURN_IF_ERROR(host_region_env(sig, step_index, env));
+    runner = [&](ir::RegionId region, std::vector<Tensor> region_inputs) {
+      return host.run_region(region, std::move(region_inputs), env);
+    };
+  }
+  ops::KernelContext ctx(node, ptrs, outs, runner);
   Status ran = schema->kernel(ctx);
   if (!ran.ok()) return ran.add_context(node.describe());
-  for (size_t i = 0; i < node.outputs.size(); ++i) {
-    if (node.outputs[i] == ir::kNoValue) continue;
-    const TensorId id = plan.value_tensor.at(node.outputs[i]);
-    if (ctx.outputs()[i].shape() != sig.shapes[static_cast<size_t>(id)])
-      return internal_error(node.describe() + ": host fallback produced another shape than planned");
-    KILN_RETURN_IF_ERROR(write_tensor(sig, id, ctx.outputs()[i]));
-  }
-  return ok_status();
+  std::vector<Tensor> outputs = std::move(ctx.outputs());
+  if (outputs.size() < node.outputs.size())
+    return internal_error(node.describe() + ": host fallback made too few outputs");
+  return outputs;
 }
 
 StatusOr<TensorId> VulkanModel::Impl::io_tensor(const std::string& name) const {
@@ -515,8 +727,7 @@ void VulkanModel::Impl::forget_buffer(VkBuffer buffer) {
     { std::lock_guard<std::mutex> wait_for_run(sig.mutex); }
     // The signature's command buffers stay in the submitter's pool (freed
     // with the model); its memory and descriptor sets go now.
-    for (Segment& seg : sig.segments)
-      for (RecordedDispatch& d : seg.dispatches) descriptors->free(d.sets);
+    free_descriptors(sig);
     it = signatures.erase(it);
   }
 }

@@ -1,0 +1,353 @@
+// Value-dependent output shapes (vulkan_model_dynamic_shape.cc): a NonZero,
+// a Range whose limit the GPU computes and a Reshape whose shape the GPU
+// computes each end a signature at a sub-graph boundary; the rest of the
+// plan is sized from what the boundary materialized, recorded once per
+// materialized shape, and matches the reference executor. A repeat of the
+// same values records nothing; nothing compiles after compile().
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/registry/shape_inference.h"
+#include "engine/runtime/reference_executor.h"
+#include "engine/runtime/vulkan/vulkan_model.h"
+#include "platform/vulkan/vk_test_env.h"
+
+namespace kiln::runtime {
+namespace {
+
+using planner::PlanStep;
+
+class VulkanDynamicShapeTest : public vk::testing::VulkanTest {
+ protected:
+  StatusOr<std::unique_ptr<VulkanModel>> compile(const ir::Graph& g, planner::Storage storage) {
+    VulkanModelOptions options;
+    options.plan.storage = storage;
+    return VulkanModel::compile(device(), *vk::testing::test_kernel_cache(), g, options);
+  }
+};
+
+const ir::SymShape kScalar = ir::SymShape::from_concrete({});
+const ir::SymShape kUnknown1 = ir::SymShape({ir::Dim()});
+const ir::SymShape kUnknown2 = ir::SymShape({ir::Dim(), ir::Dim()});
+
+void expect_same(const std::vector<Tensor>& want, const std::vector<Tensor>& got, const std::string& what) {
+  ASSERT_EQ(want.size(), got.size()) << what;
+  for (size_t j = 0; j < want.size(); ++j) {
+    ASSERT_EQ(want[j].shape(), got[j].shape()) << what << " output " << j;
+    for (int64_t i = 0; i < want[j].numel(); ++i)
+      ASSERT_NEAR(want[j].get_f64(i), got[j].get_f64(i), 1e-5 * std::max(1.0, std::abs(want[j].get_f64(i))))
+          << what << " output " << j << " element " << i;
+  }
+}
+
+// Runs `model` on each input set in turn, comparing with the reference;
+// `recorded[i]` says whether run i must record (a new shape signature or
+// a new materialized shape).
+void run_cases(const ir::Graph& g, VulkanModel& model, const std::vector<std::vector<Tensor>>& cases,
+               const std::vector<bool>& recorded) {
+  ReferenceExecutor reference(g);
+  for (size_t r = 0; r < cases.size(); ++r) {
+    const std::string what = "run " + std::to_string(r);
+    auto want = reference.run(cases[r]);
+    ASSERT_TRUE(want.ok()) << want.status().to_string();
+    VulkanRunStats stats;
+    auto got = model.run(cases[r], &stats);
+    ASSERT_TRUE(got.ok()) << what << ": " << got.status().to_string();
+    expect_same(*want, *got, what);
+    EXPECT_EQ(stats.recorded, recorded[r]) << what;
+    EXPECT_EQ(stats.shader_compiles, 0u) << what;
+  }
+}
+
+size_t steps_of(const planner::ExecutionPlan& plan, PlanStep::Kind kind) {
+  size_t n = 0;
+  for (const PlanStep& s : plan.steps) n += s.kind == kind;
+  return n;
+}
+
+// y = Relu(x - 0.5); idx = Transpose(NonZero(y)) ([count, 2]);
+// out = GatherND(x, idx) * 2 * count ([count]; the count as a host value
+// from Shape(idx), bound by the Mul's kernel); also outputs idx.
+ir::Graph nonzero_graph() {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", DType::kFloat32, ir::SymShape::from_concrete({2, 40}));
+  ir::ValueId half = g.add_constant("half", Tensor::scalar_f32(0.5f));
+  ir::ValueId two = g.add_constant("two", Tensor::scalar_f32(2.0f));
+  ir::ValueId d = g.add_value("d", DType::kFloat32, ir::SymShape::from_concrete({2, 40}));
+  ir::ValueId y = g.add_value("y", DType::kFloat32, ir::SymShape::from_concrete({2, 40}));
+  ir::ValueId nz = g.add_value("nz", DType::kInt64, kUnknown2);
+  ir::ValueId idx = g.add_value("idx", DType::kInt64, kUnknown2);
+  ir::ValueId picked = g.add_value("picked", DType::kFloat32, kUnknown1);
+  ir::ValueId out = g.add_value("out", DType::kFloat32, kUnknown1);
+  g.add_node("Sub", {x, half}, {d}, {}, "sub");
+  g.add_node("Relu", {d}, {y}, {}, "relu");
+  g.add_node("NonZero", {y}, {nz}, {}, "nonzero");
+  g.add_node("Transpose", {nz}, {idx}, {}, "transpose");
+  g.add_node("GatherND", {x, idx}, {picked}, {}, "gather");
+  ir::ValueId shape = g.add_value("shape", DType::kInt64, ir::SymShape::from_concrete({2}));
+  ir::ValueId count = g.add_value("count", DType::kInt64, kScalar);
+  ir::ValueId countf = g.add_value("countf", DType::kFloat32, kScalar);
+  ir::ValueId doubled = g.add_value("doubled", DType::kFloat32, kUnknown1);
+  g.add_node("Shape", {idx}, {shape}, {}, "shape");
+  g.add_node("Gather", {shape, g.add_constant("first", Tensor::scalar_i64(0))}, {count}, {}, "count");
+  g.add_node("Cast", {count}, {countf}, {{"to", ir::Attribute::of_int(1)}}, "countf");  // to: ONNX FLOAT
+  g.add_node("Mul", {picked, two}, {doubled}, {}, "double");
+  g.add_node("Mul", {doubled, countf}, {out}, {}, "scale");
+  g.add_output(out);
+  g.add_output(idx);
+  return g;
+}
+
+// x with `count` elements above 0.5 (at scattered places).
+Tensor with_count(int count) {
+  Tensor t = Tensor::allocate(DType::kFloat32, {2, 40}).value();
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = 0.1f * static_cast<float>(i % 4);
+  for (int c = 0; c < count; ++c) t.data<float>()[(c * 37 + 11) % 80] = 1.0f + static_cast<float>(c);
+  return t;
+}
+
+TEST_F(VulkanDynamicShapeTest, NonZeroSizesItsConsumers) {
+  ir::Graph g = nonzero_graph();
+  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  for (planner::Storage storage : {planner::Storage::kBuffer, planner::Storage::kImage}) {
+    SCOPED_TRACE(planner::storage_name(storage));
+    auto model = compile(g, storage);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    // NonZero runs on the host; everything else on the device.
+    EXPECT_EQ((*model)->plan().fallback_count(), 1u);
+    EXPECT_GE((*model)->plan().dispatch_count(), 5u);
+    EXPECT_EQ(steps_of((*model)->plan(), PlanStep::Kind::kHost), 3u);  // Shape, Gather, Cast of the count
+    // Counts 3, 0, 5, then 3 and 0 again: those two record nothing.
+    run_cases(g, **model, {{with_count(3)}, {with_count(0)}, {with_count(5)}, {with_count(3)}, {with_count(0)}},
+              {true, true, true, false, false});
+    // The same count at other places: the continuation is reused, values differ.
+    Tensor moved = with_count(0);
+    moved.data<float>()[79] = 7.0f;
+    moved.data<float>()[0] = 3.0f;
+    moved.data<float>()[41] = 2.0f;
+    run_cases(g, **model, {{moved}}, {false});
+  }
+}
+
+// n = ReduceMax(k) on the device; r = Range(0, n, 1) (host, at the boundary);
+// out = Gather(table, r) ([n, 3]) and rf = Cast(r) + Cast(r) ([n]).
+TEST_F(VulkanDynamicShapeTest, RangeOverADeviceValue) {
+  ir::Graph g;
+  ir::ValueId k = g.add_input("k", DType::kInt64, ir::SymShape::from_concrete({100}));
+  ir::ValueId table = g.add_input("table", DType::kFloat32, ir::SymShape::from_concrete({20, 3}));
+  ir::ValueId n = g.add_value("n", DType::kInt64, kScalar);
+  ir::ValueId r = g.add_value("r", DType::kInt64, kUnknown1);
+  ir::ValueId rows = g.add_value("rows", DType::kFloat32, kUnknown2);
+  ir::ValueId rf = g.add_value("rf", DType::kFloat32, kUnknown1);
+  ir::ValueId sum = g.add_value("sum", DType::kFloat32, kUnknown1);
+  g.add_node("ReduceMax", {k}, {n}, {{"keepdims", ir::Attribute::of_int(0)}}, "max");
+  g.add_node("Range", {g.add_constant("zero", Tensor::scalar_i64(0)), n, g.add_constant("one", Tensor::scalar_i64(1))},
+             {r}, {}, "range");
+  g.add_node("Gather", {table, r}, {rows}, {{"axis", ir::Attribute::of_int(0)}}, "gather");
+  g.add_node("Cast", {r}, {rf}, {{"to", ir::Attribute::of_int(1)}}, "cast");  // to: ONNX FLOAT
+  g.add_node("Add", {rf, rf}, {sum}, {}, "add");
+  g.add_output(rows);
+  g.add_output(sum);
+  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  auto ks = [](int64_t max) {
+    std::vector<int64_t> v(100);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int64_t>(i % 5) - 3;
+    v[37] = max;
+    return Tensor::from_vector<int64_t>({100}, v);
+  };
+  Tensor tab = Tensor::allocate(DType::kFloat32, {20, 3}).value();
+  for (int64_t i = 0; i < tab.numel(); ++i) tab.data<float>()[i] = 0.5f * static_cast<float>(i) - 3.0f;
+  for (planner::Storage storage : {planner::Storage::kBuffer, planner::Storage::kImage}) {
+    SCOPED_TRACE(planner::storage_name(storage));
+    auto model = compile(g, storage);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    EXPECT_EQ((*model)->plan().fallback_count(), 1u);  // the Range
+    // Limits 7, 12, -2 (an empty range), 7 again.
+    run_cases(g, **model, {{ks(7), tab}, {ks(12), tab}, {ks(-2), tab}, {ks(7), tab}}, {true, true, true, false});
+  }
+}
+
+// shape = Concat(ReduceMax(k, keepdims), [-1]) on the device;
+// y = Reshape(x, shape) ([m, 24/m]); s = ReduceSum(y, axis 1) ([m]).
+TEST_F(VulkanDynamicShapeTest, ReshapeToADeviceComputedShape) {
+  ir::Graph g;
+  ir::ValueId k = g.add_input("k", DType::kInt64, ir::SymShape::from_concrete({80}));
+  ir::ValueId x = g.add_input("x", DType::kFloat32, ir::SymShape::from_concrete({24}));
+  ir::ValueId m = g.add_value("m", DType::kInt64, ir::SymShape::from_concrete({1}));
+  ir::ValueId shape = g.add_value("shape", DType::kInt64, ir::SymShape::from_concrete({2}));
+  ir::ValueId y = g.add_value("y", DType::kFloat32, kUnknown2);
+  ir::ValueId s = g.add_value("s", DType::kFloat32, kUnknown1);
+  ir::ValueId e = g.add_value("e", DType::kFloat32, kUnknown2);
+  g.add_node("ReduceMax", {k}, {m}, {{"keepdims", ir::Attribute::of_int(1)}}, "max");
+  g.add_node("Concat", {m, g.add_constant("rest", Tensor::from_vector<int64_t>({1}, {-1}))}, {shape},
+             {{"axis", ir::Attribute::of_int(0)}}, "concat");
+  g.add_node("Reshape", {x, shape}, {y}, {}, "reshape");
+  g.add_node("ReduceSum", {y, g.add_constant("axes", Tensor::from_vector<int64_t>({1}, {1}))}, {s},
+             {{"keepdims", ir::Attribute::of_int(0)}}, "sum");
+  g.add_node("Exp", {y}, {e}, {}, "exp");
+  g.add_output(s);
+  g.add_output(e);
+  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  auto ks = [](int64_t rows) {
+    std::vector<int64_t> v(80, 1);
+    v[50] = rows;
+    return Tensor::from_vector<int64_t>({80}, v);
+  };
+  Tensor xs = Tensor::allocate(DType::kFloat32, {24}).value();
+  for (int64_t i = 0; i < xs.numel(); ++i) xs.data<float>()[i] = 0.1f * static_cast<float>(i) - 1.0f;
+  for (planner::Storage storage : {planner::Storage::kBuffer, planner::Storage::kImage}) {
+    SCOPED_TRACE(planner::storage_name(storage));
+    auto model = compile(g, storage);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    EXPECT_EQ((*model)->plan().fallback_count(), 0u);  // all on the device; only the shape comes back
+    EXPECT_EQ(steps_of((*model)->plan(), PlanStep::Kind::kHost), 0u);
+    run_cases(g, **model, {{ks(2), xs}, {ks(6), xs}, {ks(3), xs}, {ks(2), xs}, {ks(6), xs}},
+              {true, true, true, false, false});
+    // A shape that does not fit: a clear error, and the model still runs.
+    VulkanRunStats stats;
+    auto bad = (*model)->run({ks(5), xs}, &stats);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find("reshape"), std::string::npos) << bad.status().to_string();
+    run_cases(g, **model, {{ks(4), xs}}, {true});
+  }
+}
+
+// Two boundaries in one run: NonZero's count sizes a Range's limit, which
+// the device computes from it (ReduceMax over the NonZero output + 1).
+TEST_F(VulkanDynamicShapeTest, BoundariesChain) {
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", DType::kFloat32, ir::SymShape::from_concrete({70}));
+  ir::ValueId nz = g.add_value("nz", DType::kInt64, kUnknown2);
+  ir::ValueId last = g.add_value("last", DType::kInt64, kScalar);
+  ir::ValueId limit = g.add_value("limit", DType::kInt64, kScalar);
+  ir::ValueId r = g.add_value("r", DType::kInt64, kUnknown1);
+  ir::ValueId rf = g.add_value("rf", DType::kFloat32, kUnknown1);
+  g.add_node("NonZero", {x}, {nz}, {}, "nonzero");
+  g.add_node("ReduceMax", {nz}, {last}, {{"keepdims", ir::Attribute::of_int(0)}}, "max");
+  g.add_node("Add", {last, g.add_constant("one", Tensor::scalar_i64(1))}, {limit}, {}, "plus_one");
+  g.add_node("Range",
+             {g.add_constant("zero", Tensor::scalar_i64(0)), limit, g.add_constant("step", Tensor::scalar_i64(1))}, {r},
+             {}, "range");
+  g.add_node("Cast", {r}, {rf}, {{"to", ir::Attribute::of_int(1)}}, "cast");  // to: ONNX FLOAT
+  g.add_output(rf);
+  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  auto xs = [](std::vector<int> at) {
+    Tensor t = Tensor::allocate(DType::kFloat32, {70}).value();
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = 0.0f;
+    for (int i : at) t.data<float>()[i] = 1.0f;
+    return t;
+  };
+  auto model = compile(g, planner::Storage::kBuffer);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  // Last non-zero at 9 (2 of them), at 30, at 9 again (1 of them: another
+  // NonZero count, so another continuation, whose Range is new too).
+  run_cases(g, **model, {{xs({2, 9})}, {xs({30})}, {xs({2, 9})}, {xs({9})}}, {true, true, false, true});
+}
+
+// An If whose branches give different shapes, its condition computed on the
+// device: the If is a boundary that reads the condition back; the
+// continuation records only the taken branch and sizes the consumer from it.
+//   cond = ReduceSum(x) > 0; then: x * 3 ([6]); else: Slice(x, 1, 3) ([2]);
+//   y = Exp(If) ([6] or [2]).
+TEST_F(VulkanDynamicShapeTest, BranchDependentIf) {
+  ir::Graph g;
+  const ir::SymShape xs = ir::SymShape::from_concrete({6});
+  ir::ValueId x = g.add_input("x", DType::kFloat32, xs);
+  ir::ValueId sum = g.add_value("sum", DType::kFloat32, kScalar);
+  ir::ValueId cond = g.add_value("cond", DType::kBool, kScalar);
+  g.add_node("ReduceSum", {x}, {sum}, {{"keepdims", ir::Attribute::of_int(0)}}, "sum");
+  g.add_node("Greater", {sum, g.add_constant("zero", Tensor::scalar_f32(0.0f))}, {cond}, {}, "cond");
+  const ir::RegionId then_r = g.add_region(ir::kMainRegion, "then");
+  ir::ValueId t = g.add_value("t", DType::kFloat32, xs, then_r);
+  g.add_node("Mul", {x, g.add_constant("three", Tensor::scalar_f32(3.0f), then_r)}, {t}, {}, "then_mul", then_r);
+  g.add_output(t, then_r);
+  const ir::RegionId else_r = g.add_region(ir::kMainRegion, "else");
+  ir::ValueId e = g.add_value("e", DType::kFloat32, ir::SymShape::from_concrete({2}), else_r);
+  g.add_node("Slice",
+             {x, g.add_constant("starts", Tensor::from_vector<int64_t>({1}, {1}), else_r),
+              g.add_constant("ends", Tensor::from_vector<int64_t>({1}, {3}), else_r)},
+             {e}, {}, "else_slice", else_r);
+  g.add_output(e, else_r);
+  ir::ValueId out = g.add_value("out", DType::kUndefined, ir::SymShape::unranked());
+  ir::ValueId y = g.add_value("y", DType::kFloat32, kUnknown1);
+  g.add_node("If", {cond}, {out},
+             {{"then_branch", ir::Attribute::of_graph(then_r)}, {"else_branch", ir::Attribute::of_graph(else_r)}},
+             "if");
+  g.add_node("Exp", {out}, {y}, {}, "exp");
+  g.add_output(y);
+  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  auto xv = [](float offset) {
+    return Tensor::from_vector<float>({6}, {offset, 0.5f, -0.25f, 0.75f, offset, -1.0f});
+  };
+  for (planner::Storage storage : {planner::Storage::kBuffer, planner::Storage::kImage}) {
+    SCOPED_TRACE(planner::storage_name(storage));
+    auto model = compile(g, storage);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    EXPECT_EQ((*model)->plan().fallback_count(), 0u);
+    ASSERT_EQ(steps_of((*model)->plan(), PlanStep::Kind::kIf), 1u);
+    run_cases(g, **model, {{xv(2.0f)}, {xv(-3.0f)}, {xv(1.0f)}, {xv(-2.0f)}}, {true, true, false, false});
+    VulkanRunStats stats;
+    ASSERT_TRUE((*model)->run({xv(-3.0f)}, &stats).ok());
+    ASSERT_EQ(stats.branches.size(), 1u);
+    EXPECT_FALSE(stats.branches[0].then_branch);
+  }
+}
+
+// A Loop with a scan output stays a host fallback (the reference executor
+// runs its body); its outputs' shapes come from running it, at a boundary.
+// The body reads w (computed on the device) from the enclosing graph.
+//   w = x * x; Loop(m): y += w, scan y  -> y [4], ys [m, 4];
+//   z = Relu(ys - 5) ([m, 4]); after = y + w.
+TEST_F(VulkanDynamicShapeTest, HostLoopWithScanOutput) {
+  ir::Graph g;
+  const ir::SymShape xs = ir::SymShape::from_concrete({4});
+  ir::ValueId x = g.add_input("x", DType::kFloat32, xs);
+  ir::ValueId m = g.add_input("m", DType::kInt64, kScalar);
+  ir::ValueId w = g.add_value("w", DType::kFloat32, xs);
+  g.add_node("Mul", {x, x}, {w}, {}, "square");
+  const ir::RegionId body = g.add_region(ir::kMainRegion, "body");
+  g.add_input("iter", DType::kInt64, kScalar, body);
+  ir::ValueId cond_in = g.add_input("cond_in", DType::kBool, kScalar, body);
+  ir::ValueId y_in = g.add_input("y_in", DType::kFloat32, xs, body);
+  ir::ValueId y_out = g.add_value("y_out", DType::kFloat32, xs, body);
+  ir::ValueId scan = g.add_value("scan", DType::kFloat32, xs, body);
+  g.add_node("Add", {y_in, w}, {y_out}, {}, "body_add", body);
+  g.add_node("Identity", {y_out}, {scan}, {}, "body_scan", body);
+  g.add_output(cond_in, body);
+  g.add_output(y_out, body);
+  g.add_output(scan, body);
+  ir::ValueId y = g.add_value("y", DType::kFloat32, xs);
+  ir::ValueId ys = g.add_value("ys", DType::kFloat32, ir::SymShape({ir::Dim(), ir::Dim(4)}));
+  g.add_node("Loop", {m, ir::kNoValue, x}, {y, ys}, {{"body", ir::Attribute::of_graph(body)}}, "loop");
+  ir::ValueId shifted = g.add_value("shifted", DType::kFloat32, ir::SymShape({ir::Dim(), ir::Dim(4)}));
+  ir::ValueId z = g.add_value("z", DType::kFloat32, ir::SymShape({ir::Dim(), ir::Dim(4)}));
+  ir::ValueId after = g.add_value("after", DType::kFloat32, xs);
+  g.add_node("Sub", {ys, g.add_constant("five", Tensor::scalar_f32(5.0f))}, {shifted}, {}, "shift");
+  g.add_node("Relu", {shifted}, {z}, {}, "relu");
+  g.add_node("Add", {y, w}, {after}, {}, "after");
+  g.add_output(z);
+  g.add_output(after);
+  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  const Tensor xv = Tensor::from_vector<float>({4}, {1.0f, -2.0f, 0.5f, 3.0f});
+  for (planner::Storage storage : {planner::Storage::kBuffer, planner::Storage::kImage}) {
+    SCOPED_TRACE(planner::storage_name(storage));
+    auto model = compile(g, storage);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    ASSERT_EQ((*model)->plan().fallback_count(), 1u);
+    EXPECT_NE((*model)->plan().fallback_reasons[0].find("scan outputs"), std::string::npos);
+    // The trip count is a host value: each count is its own signature. (No
+    // zero count: the reference Loop kernel then gives a scan output of
+    // rank 1, [0], not [0, 4].)
+    run_cases(g, **model,
+              {{xv, Tensor::scalar_i64(3)}, {xv, Tensor::scalar_i64(1)}, {xv, Tensor::scalar_i64(5)},
+               {xv, Tensor::scalar_i64(3)}},
+              {true, true, true, false});
+  }
+}
+
+}  // namespace
+}  // namespace kiln::runtime

@@ -1,0 +1,92 @@
+#!/usr/bin/python3
+"""Runs zoo models with `kiln run --stats` and prints the memory-plan table of
+plugins/memplan/README.md: per model and input shape, the activation arena
+Kiln planned, the live-set lower bound for the chosen order, a greedy
+best-fit allocator's arena and the no-reuse total (all from the runtime's
+own lifetimes and sizes; see README.md).
+
+  memory_table.py KILN ZOO_DIR [MODEL ...] [--storage buffer|image] [--check]
+
+The transformer runs at seq 8, 64 and 200 in one process (--then). With
+--check the exit status is 1 when a planned arena exceeds 1.05x its bound.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+DYNAMIC = {"transformer_encoder": ["input=1x8x64", "input=1x64x64", "input=1x200x64"]}
+
+
+def kib(b):
+    return f"{b / 1024:,.0f}"
+
+
+def run_model(kiln, zoo, model, storage):
+    path = os.path.join(zoo, model, "model.onnx")
+    with tempfile.TemporaryDirectory() as tmp:
+        stats = os.path.join(tmp, "stats.json")
+        cmd = [kiln, "run", path, "--backend", "vulkan", "--storage", storage, "--stats", stats]
+        for i, shape in enumerate(DYNAMIC.get(model, [None])):
+            if i:
+                cmd.append("--then")
+            if shape:
+                cmd += ["--shape", shape]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{model}: {' '.join(cmd)} failed:\n{proc.stderr[-2000:]}")
+        with open(stats) as f:
+            doc = json.load(f)
+    order = [p for p in doc["passes"] if p["name"] == "memplan-order"]
+    stats = order[-1]["statistics"] if order else {}
+    rows = []
+    for run in doc["runs"]:
+        m = run["memory"]
+        shape = ", ".join(f"{k} {v}" for k, v in run["inputs"].items())
+        rows.append((model, shape, m))
+    return rows, stats
+
+
+def main(argv):
+    check = "--check" in argv
+    argv = [a for a in argv if a != "--check"]
+    storage = "buffer"
+    if "--storage" in argv:
+        i = argv.index("--storage")
+        storage = argv[i + 1]
+        del argv[i:i + 2]
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    kiln, zoo, models = argv[0], argv[1], argv[2:]
+    if not models:
+        models = sorted(d for d in os.listdir(zoo) if os.path.isfile(os.path.join(zoo, d, "model.onnx")))
+    print("| model | input | live-set bound KiB | Kiln arena KiB | Kiln / bound | greedy best-fit KiB | "
+          "best-fit / bound | no reuse KiB | no reuse / bound | plan ms |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    worst = 0.0
+    orders = []
+    for model in models:
+        rows, stats = run_model(kiln, zoo, model, storage)
+        orders.append((model, stats))
+        for name, shape, m in rows:
+            bound = max(m["live_lower_bound"], 1)
+            ratio = m["arena_bytes"] / bound
+            worst = max(worst, ratio)
+            print(f"| {name} | {shape} | {kib(m['live_lower_bound'])} | {kib(m['arena_bytes'])} | {ratio:.3f} | "
+                  f"{kib(m['best_fit_bytes'])} | {m['best_fit_bytes'] / bound:.3f} | {kib(m['no_reuse_bytes'])} | "
+                  f"{m['no_reuse_bytes'] / bound:.2f} | {m.get('plan_ms', 0):.2f} |", flush=True)
+    print(f"\nworst Kiln arena / live-set bound: {worst:.3f}")
+    print("\nmemplan-order (peak of the graph's order and of the chosen one, dims at the pass's hints):\n")
+    print("| model | graph order KiB | memplan order KiB | nodes moved |")
+    print("|---|---:|---:|---:|")
+    for model, st in orders:
+        before = st.get("peak-bytes-at-hint-before", 0)
+        after = st.get("peak-bytes-at-hint", 0)
+        print(f"| {model} | {kib(before)} | {kib(after)} | {st.get('nodes-moved', 0)} |")
+    return 1 if check and worst > 1.05 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,252 @@
+// RDP's symbolic expressions: folding, printing in the host's Dim syntax,
+// parsing it back, and product quotients; see expr.h.
+#include "plugins/rdp/expr.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace kiln_rdp {
+
+struct Expr::Node {
+  char op;  // + - * / % and c (ceil div), m (min), M (max)
+  Expr a, b;
+};
+
+namespace {
+
+int64_t fdiv(int64_t a, int64_t b) {
+  const int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+bool positive(const Expr& e) { return e.is_const() && e.value() > 0; }
+
+// Recursive descent over the Dim grammar (engine/ir/dim.h); `ok` turns false
+// at the first thing it cannot read.
+struct Reader {
+  const std::string& s;
+  size_t i = 0;
+  bool ok = true;
+
+  bool at(char c) {
+    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+    if (i < s.size() && s[i] == c) return ++i, true;
+    return false;
+  }
+  Expr sum() {
+    Expr e = product();
+    for (;;) {
+      if (at('+')) e = e + product();
+      else if (at('-')) e = e - product();
+      else return e;
+    }
+  }
+  Expr product() {
+    Expr e = atom();
+    for (;;) {
+      if (at('*')) e = e * atom();
+      else if (at('/')) e = Expr::floor_div(e, atom());
+      else if (at('%')) e = Expr::mod(e, atom());
+      else return e;
+    }
+  }
+  Expr atom() {
+    if (at('(')) {
+      Expr e = sum();
+      ok = ok && at(')');
+      return e;
+    }
+    if (at('?')) return Expr();
+    const size_t start = i;
+    if (i < s.size() && s[i] == '-') ++i;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    if (i > start && std::isdigit(static_cast<unsigned char>(s[i - 1]))) {
+      int64_t v = 0;
+      const auto [end, err] = std::from_chars(s.data() + start, s.data() + i, v);
+      return err == std::errc() && end == s.data() + i ? Expr(v) : (ok = false, Expr());
+    }
+    i = start;
+    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
+    const std::string name = s.substr(start, i - start);
+    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return ok = false, Expr();
+    if ((name == "min" || name == "max" || name == "cdiv") && at('(')) {
+      Expr a = sum();
+      ok = ok && at(',');
+      Expr b = sum();
+      ok = ok && at(')');
+      return name == "min" ? Expr::min(a, b) : name == "max" ? Expr::max(a, b) : Expr::ceil_div(a, b);
+    }
+    return Expr::symbol(name);
+  }
+};
+
+}  // namespace
+
+Expr::Expr(int64_t c) : kind_(Kind::kConst), value_(c), text_(std::to_string(c)) {}
+
+Expr Expr::symbol(const std::string& name) {
+  Expr e;
+  e.kind_ = Kind::kSymbol;
+  e.text_ = name;
+  return e;
+}
+
+Expr Expr::parse(const std::string& text) {
+  Reader r{text};
+  Expr e = r.sum();
+  r.at(' ');
+  return r.ok && r.i == text.size() ? e : Expr();
+}
+
+Expr Expr::make(char op, const Expr& a, const Expr& b) {
+  Expr e;
+  e.kind_ = Kind::kOp;
+  e.node_ = std::make_shared<const Node>(Node{op, a, b});
+  if (op == 'c' || op == 'm' || op == 'M')
+    e.text_ = std::string(op == 'c' ? "cdiv" : op == 'm' ? "min" : "max") + "(" + a.text_ + "," + b.text_ + ")";
+  else
+    e.text_ = "(" + a.text_ + op + b.text_ + ")";
+  return e;
+}
+
+bool Expr::nonneg() const {
+  switch (kind_) {
+    case Kind::kUndef: return false;
+    case Kind::kConst: return value_ >= 0;
+    case Kind::kSymbol: return true;
+    case Kind::kOp: return node_->op != '-' && node_->a.nonneg() && node_->b.nonneg();
+  }
+  return false;
+}
+
+Expr operator+(const Expr& a, const Expr& b) {
+  if (!a.known() || !b.known()) return Expr();
+  if (a.is_const() && b.is_const()) return Expr(a.value_ + b.value_);
+  if (a.is_const() && a.value_ == 0) return b;
+  if (b.is_const() && b.value_ == 0) return a;
+  if (b.is_const() && b.value_ < 0) return a - Expr(-b.value_);  // "(h-1)", not "(h+-1)"
+  if (b.is_const() && a.kind_ == Expr::Kind::kOp && (a.node_->op == '+' || a.node_->op == '-') &&
+      a.node_->b.is_const())
+    return a.node_->a + Expr(b.value_ + (a.node_->op == '+' ? a.node_->b.value_ : -a.node_->b.value_));
+  return Expr::make('+', a, b);
+}
+
+Expr operator-(const Expr& a, const Expr& b) {
+  if (!a.known() || !b.known()) return Expr();
+  if (a.is_const() && b.is_const()) return Expr(a.value_ - b.value_);
+  if (b.is_const() && b.value_ == 0) return a;
+  if (a.same(b)) return Expr(0);
+  if (a.kind_ == Expr::Kind::kOp && a.node_->op == '+') {
+    if (a.node_->b.same(b)) return a.node_->a;
+    if (a.node_->a.same(b)) return a.node_->b;
+  }
+  return Expr::make('-', a, b);
+}
+
+Expr operator*(const Expr& a, const Expr& b) {
+  if (!a.known() || !b.known()) return Expr();
+  if (a.is_const() && b.is_const()) return Expr(a.value_ * b.value_);
+  if (a.is_const()) return b * a;  // constants go right
+  if (b.is_const() && b.value_ == 0) return Expr(0);
+  if (b.is_const() && b.value_ == 1) return a;
+  if (b.is_const() && a.kind_ == Expr::Kind::kOp && a.node_->op == '*' && a.node_->b.is_const())
+    return a.node_->a * Expr(a.node_->b.value_ * b.value_);
+  return Expr::make('*', a, b);
+}
+
+Expr Expr::floor_div(const Expr& a, const Expr& b) {
+  if (!a.known() || !b.known() || (b.is_const() && b.value_ == 0)) return Expr();
+  if (a.is_const() && b.is_const()) return Expr(fdiv(a.value_, b.value_));
+  if (b.is_const() && b.value_ == 1) return a;
+  if (a.same(b)) return Expr(1);
+  if (a.kind_ == Kind::kOp && a.node_->op == '*') {
+    if (a.node_->b.same(b)) return a.node_->a;
+    if (a.node_->a.same(b)) return a.node_->b;
+    if (positive(b) && positive(a.node_->b) && a.node_->b.value_ % b.value_ == 0)
+      return a.node_->a * Expr(a.node_->b.value_ / b.value_);
+  }
+  if (positive(b) && a.kind_ == Kind::kOp && a.node_->op == '/' && positive(a.node_->b))
+    return floor_div(a.node_->a, Expr(a.node_->b.value_ * b.value_));
+  return make('/', a, b);
+}
+
+Expr Expr::ceil_div(const Expr& a, const Expr& b) {
+  if (!a.known() || !b.known() || (b.is_const() && b.value_ == 0)) return Expr();
+  if (a.is_const() && b.is_const()) return Expr(-fdiv(-a.value_, b.value_));
+  if (b.is_const() && b.value_ == 1) return a;
+  if (a.same(b)) return Expr(1);
+  // An exact division rounds neither way.
+  if (a.kind_ == Kind::kOp && a.node_->op == '*') {
+    const Expr exact = floor_div(a, b);
+    if (exact.kind_ != Kind::kOp || exact.node_->op != '/') return exact;
+  }
+  return make('c', a, b);
+}
+
+Expr Expr::mod(const Expr& a, const Expr& b) {
+  if (!a.known() || !b.known() || (b.is_const() && b.value_ == 0)) return Expr();
+  if (a.is_const() && b.is_const()) return Expr(a.value_ - fdiv(a.value_, b.value_) * b.value_);
+  if ((b.is_const() && b.value_ == 1) || a.same(b)) return Expr(0);
+  if (a.kind_ == Kind::kOp && a.node_->op == '*') {
+    if (a.node_->b.same(b) || a.node_->a.same(b)) return Expr(0);
+    if (positive(b) && positive(a.node_->b) && a.node_->b.value_ % b.value_ == 0) return Expr(0);
+  }
+  if (positive(b) && a.kind_ == Kind::kOp && a.node_->op == '%' && positive(a.node_->b) &&
+      a.node_->b.value_ % b.value_ == 0)
+    return mod(a.node_->a, b);
+  return make('%', a, b);
+}
+
+Expr Expr::min(const Expr& a, const Expr& b) {
+  if (!a.known() || !b.known()) return Expr();
+  if (a.is_const() && b.is_const()) return Expr(std::min(a.value_, b.value_));
+  return a.same(b) ? a : make('m', a, b);
+}
+
+Expr Expr::max(const Expr& a, const Expr& b) {
+  if (!a.known() || !b.known()) return Expr();
+  if (a.is_const() && b.is_const()) return Expr(std::max(a.value_, b.value_));
+  return a.same(b) ? a : make('M', a, b);
+}
+
+void Expr::factors(std::vector<Expr>& out, int64_t& coefficient) const {
+  if (is_const()) coefficient *= value_;
+  else if (kind_ == Kind::kOp && node_->op == '*')
+    node_->a.factors(out, coefficient), node_->b.factors(out, coefficient);
+  else out.push_back(*this);
+}
+
+Expr Expr::product(const std::vector<Expr>& factors) {
+  Expr p(1);
+  for (const Expr& f : factors) p = p * f;
+  return p;
+}
+
+Expr Expr::quotient(const std::vector<Expr>& num, const std::vector<Expr>& den) {
+  std::vector<Expr> n, d;
+  int64_t cn = 1, cd = 1;
+  for (const Expr& e : num) {
+    if (!e.known()) return Expr();
+    e.factors(n, cn);
+  }
+  for (const Expr& e : den) {
+    if (!e.known()) return Expr();
+    e.factors(d, cd);
+  }
+  for (auto it = d.begin(); it != d.end();) {
+    auto hit = std::find_if(n.begin(), n.end(), [&](const Expr& f) { return f.same(*it); });
+    if (hit == n.end()) {
+      ++it;
+      continue;
+    }
+    n.erase(hit);
+    it = d.erase(it);
+  }
+  if (cd != 0 && cn % cd == 0) cn /= cd, cd = 1;
+  n.push_back(Expr(cn));
+  d.push_back(Expr(cd));
+  return floor_div(product(n), product(d));
+}
+
+}  // namespace kiln_rdp

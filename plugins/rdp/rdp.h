@@ -1,0 +1,19 @@
+/* Static registration entry of the in-tree kiln.rdp plugin (rank and
+ * dimension propagation): the host links kiln_rdp and passes this function
+ * to PluginRegistry::load_static, through the same ABI checks as a .so. */
+#ifndef KILN_PLUGINS_RDP_H_
+#define KILN_PLUGINS_RDP_H_
+
+#include "kiln/kiln_plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+const kiln_plugin_t* kiln_rdp_plugin_query(uint32_t host_abi_version);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_PLUGINS_RDP_H_ */
