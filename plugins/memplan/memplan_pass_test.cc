@@ -9,26 +9,31 @@
 #include "engine/registry/plugin_loader.h"
 #include "planner/execution_plan.h"
 #include "plugins/memplan/memplan.h"
+#include "plugins/testing/plugin_file.h"
 
 namespace kiln::registry {
 namespace {
 
 // Two branches from x (the graph of order_test's two_branches, in
 // elements): the listed order runs b1 while a1 (100) is live; running a2
-// first frees a1 before b1 exists.
-constexpr const char* kBranches = R"(graph @g opset 17 {
+// first frees a1 before b1 exists. `after_b1` is spliced in after b1's
+// line and `more_outputs` after the returned %y.
+std::string branches_graph(const std::string& after_b1 = "", const std::string& more_outputs = "") {
+  return R"(graph @g opset 17 {
   input %x : f32[4]
   const %r25 : i64[1] = dense<[25]>
   const %r3 : i64[1] = dense<[3]>
   const %r4 : i64[1] = dense<[4]>
   %a1 = Tile(%x, %r25) : f32[100]
   %b1 = Tile(%x, %r3) : f32[12]
-  %a2 = ReduceSum(%a1) {keepdims = 1} : f32[1]
+)" + after_b1 +
+         R"(  %a2 = ReduceSum(%a1) {keepdims = 1} : f32[1]
   %b2 = Tile(%b1, %r4) : f32[48]
   %y = Add(%a2, %b2) : f32[48]
-  return %y
+  return %y)" +
+         more_outputs + "\n}\n";
 }
-)";
+const std::string kBranches = branches_graph();
 
 std::string order_of(const ir::Graph& g, const std::string& output_name) {
   ir::ValueId v = g.find_value(output_name);
@@ -108,20 +113,7 @@ TEST(MemplanOrderPass, LeavesAnOptimalOrderUnannotated) {
 TEST(MemplanOrderPass, NacOutputIsABarrier) {
   PluginRegistry reg;
   ASSERT_TRUE(reg.load_static(kiln_memplan_plugin_query, "static:kiln.memplan").ok());
-  auto g = ir::parse_graph(R"(graph @g opset 17 {
-  input %x : f32[4]
-  const %r25 : i64[1] = dense<[25]>
-  const %r3 : i64[1] = dense<[3]>
-  const %r4 : i64[1] = dense<[4]>
-  %a1 = Tile(%x, %r25) : f32[100]
-  %b1 = Tile(%x, %r3) : f32[12]
-  %nz = NonZero(%x) : i64[1,?]
-  %a2 = ReduceSum(%a1) {keepdims = 1} : f32[1]
-  %b2 = Tile(%b1, %r4) : f32[48]
-  %y = Add(%a2, %b2) : f32[48]
-  return %y, %nz
-}
-)");
+  auto g = ir::parse_graph(branches_graph("  %nz = NonZero(%x) : i64[1,?]\n", ", %nz"));
   ASSERT_TRUE(g.ok()) << g.status().message();
   std::map<std::string, int64_t> stats;
   ASSERT_TRUE(run_pass(reg, **g, &stats).ok());
@@ -131,9 +123,7 @@ TEST(MemplanOrderPass, NacOutputIsABarrier) {
 
 TEST(MemplanOrderPass, SharedLibraryLoadsAndRuns) {
   PluginRegistry reg;
-  Status s = reg.load_file(KILN_MEMPLAN_SO);
-  ASSERT_TRUE(s.ok()) << s.message();
-  EXPECT_NE(reg.find_pass("memplan-order"), nullptr);
+  ASSERT_TRUE(plugin_testing::load_plugin_file(reg, KILN_MEMPLAN_SO, "memplan-order"));
   auto g = ir::parse_graph(kBranches);
   ASSERT_TRUE(g.ok());
   ASSERT_TRUE(run_pass(reg, **g).ok());

@@ -7,6 +7,7 @@
 #include "engine/registry/pass_manager.h"
 #include "plugins/rdp/rdp.h"
 #include "plugins/testing/golden_harness.h"
+#include "plugins/testing/plugin_file.h"
 
 namespace kiln::registry {
 namespace {
@@ -45,9 +46,7 @@ constexpr const char* kDynamic = R"(graph @g opset 17 {
 // The loadable build of the same plugin runs and reports Fig. 8's counts.
 TEST(RdpShared, LoadsRunsAndCounts) {
   PluginRegistry reg;
-  Status s = reg.load_file(KILN_RDP_SO);
-  ASSERT_TRUE(s.ok()) << s.message();
-  ASSERT_NE(reg.find_pass("rdp"), nullptr);
+  ASSERT_TRUE(plugin_testing::load_plugin_file(reg, KILN_RDP_SO, "rdp"));
   auto g = ir::parse_graph(kDynamic);
   ASSERT_TRUE(g.ok()) << g.status().message();
   PassManager pm(reg);

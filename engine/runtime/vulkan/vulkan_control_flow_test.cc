@@ -11,22 +11,20 @@
 #include "engine/registry/shape_inference.h"
 #include "engine/runtime/reference_executor.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
+#include "engine/runtime/vulkan/vulkan_model_test_fixture.h"
 #include "planner/lowering.h"
-#include "platform/vulkan/vk_test_env.h"
 
 namespace kiln::runtime {
 namespace {
 
 using planner::PlanStep;
 
-class VulkanControlFlowTest : public vk::testing::VulkanTest {
+using testing::add_sum_is_positive;
+
+// Profiled, so that the tests can see which branch's kernels ran.
+class VulkanControlFlowTest : public testing::VulkanModelTest {
  protected:
-  StatusOr<std::unique_ptr<VulkanModel>> compile(const ir::Graph& g, planner::Storage storage) {
-    VulkanModelOptions options;
-    options.plan.storage = storage;
-    options.profile = true;
-    return VulkanModel::compile(device(), *vk::testing::test_kernel_cache(), g, options);
-  }
+  VulkanControlFlowTest() { options_.profile = true; }
 };
 
 Tensor filled(const Shape& shape, float offset) {
@@ -52,11 +50,8 @@ ir::Graph if_graph(bool nested) {
   const ir::SymShape xs({ir::Dim(2), ir::Dim::symbol("n")});
   const ir::SymShape scalar_shape = ir::SymShape::from_concrete({});
   ir::ValueId x = g.add_input("x", DType::kFloat32, xs);
-  ir::ValueId sum = g.add_value("sum", DType::kFloat32, scalar_shape);
-  ir::ValueId cond = g.add_value("cond", DType::kBool, scalar_shape);
+  ir::ValueId cond = add_sum_is_positive(g, x);
   ir::ValueId w = g.add_value("w", DType::kFloat32, xs);
-  g.add_node("ReduceSum", {x}, {sum}, {{"keepdims", ir::Attribute::of_int(0)}}, "sum");
-  g.add_node("Greater", {sum, scalar(g, "zero", 0.0f)}, {cond}, {}, "cond");
   g.add_node("Mul", {x, x}, {w}, {}, "square");
 
   const ir::RegionId then_r = g.add_region(ir::kMainRegion, "then");
@@ -109,6 +104,19 @@ void expect_near(const std::vector<Tensor>& want, const std::vector<Tensor>& got
   }
 }
 
+// Runs `model` on `in` and expects the reference's outputs; the run's
+// statistics go to `stats` and its outputs, if asked for, to `out`. Call
+// it through ASSERT_NO_FATAL_FAILURE: a failed run ends the test.
+void run_matching_reference(VulkanModel& model, const ReferenceExecutor& reference, const std::vector<Tensor>& in,
+                            VulkanRunStats& stats, std::vector<Tensor>* out = nullptr) {
+  auto want = reference.run(in);
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+  auto got = model.run(in, &stats);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  expect_near(*want, *got);
+  if (out) *out = std::move(*got);
+}
+
 // Dispatch steps of the plan outside the given step ranges (the untaken
 // branches), i.e. what a run taking the other branches submits.
 uint32_t dispatches_outside(const planner::ExecutionPlan& plan, const std::vector<std::pair<size_t, size_t>>& skip) {
@@ -145,11 +153,8 @@ TEST_F(VulkanControlFlowTest, OnlyTheTakenBranchRuns) {
   ir::Graph g = if_graph(/*nested=*/false);
   ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
   ReferenceExecutor reference(g);
-  for (planner::Storage storage : {planner::Storage::kBuffer, planner::Storage::kImage}) {
-    SCOPED_TRACE(planner::storage_name(storage));
-    auto model = compile(g, storage);
-    ASSERT_TRUE(model.ok()) << model.status().to_string();
-    const planner::ExecutionPlan& plan = (*model)->plan();
+  for_each_storage(g, [&](VulkanModel& model) {
+    const planner::ExecutionPlan& plan = model.plan();
     EXPECT_EQ(plan.fallback_count(), 0u);
     // Both branches compute their result straight into the If's output.
     EXPECT_EQ(kernels_named(plan, "if_output"), 0u);
@@ -162,13 +167,8 @@ TEST_F(VulkanControlFlowTest, OnlyTheTakenBranchRuns) {
     const float offsets[] = {1.0f, -4.0f, 0.5f};
     for (size_t r = 0; r < 3; ++r) {
       const bool then_taken = offsets[r] > 0;
-      const Tensor x = filled({2, 7}, offsets[r]);
-      auto want = reference.run({x});
-      ASSERT_TRUE(want.ok()) << want.status().to_string();
       VulkanRunStats stats;
-      auto got = (*model)->run({x}, &stats);
-      ASSERT_TRUE(got.ok()) << got.status().to_string();
-      expect_near(*want, *got);
+      ASSERT_NO_FATAL_FAILURE(run_matching_reference(model, reference, {filled({2, 7}, offsets[r])}, stats));
       EXPECT_EQ(stats.fallbacks, 0u);
       EXPECT_EQ(stats.recorded, r == 0);
       ASSERT_EQ(stats.branches.size(), 1u);
@@ -183,29 +183,23 @@ TEST_F(VulkanControlFlowTest, OnlyTheTakenBranchRuns) {
     }
     // Another n: a new signature, recorded, nothing compiled.
     VulkanRunStats stats;
-    const Tensor x = filled({2, 3}, -1.0f);
-    auto got = (*model)->run({x}, &stats);
-    ASSERT_TRUE(got.ok()) << got.status().to_string();
-    expect_near(reference.run({x}).value(), *got);
+    ASSERT_NO_FATAL_FAILURE(run_matching_reference(model, reference, {filled({2, 3}, -1.0f)}, stats));
     EXPECT_TRUE(stats.recorded);
     EXPECT_EQ(stats.shader_compiles, 0u);
     ASSERT_EQ(stats.branches.size(), 1u);
     EXPECT_FALSE(stats.branches[0].then_branch);
-  }
+  });
 }
 
 TEST_F(VulkanControlFlowTest, NestedIfRunsOnTheDevice) {
   ir::Graph g = if_graph(/*nested=*/true);
   ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
   ReferenceExecutor reference(g);
-  for (planner::Storage storage : {planner::Storage::kBuffer, planner::Storage::kImage}) {
-    SCOPED_TRACE(planner::storage_name(storage));
-    auto model = compile(g, storage);
-    ASSERT_TRUE(model.ok()) << model.status().to_string();
-    EXPECT_EQ((*model)->plan().fallback_count(), 0u);
-    EXPECT_EQ(if_steps((*model)->plan()).size(), 2u);
+  for_each_storage(g, [&](VulkanModel& model) {
+    EXPECT_EQ(model.plan().fallback_count(), 0u);
+    EXPECT_EQ(if_steps(model.plan()).size(), 2u);
     // The outer value w passed on by the inner else branch is copied.
-    EXPECT_EQ(kernels_named((*model)->plan(), "if_output"), 1u);
+    EXPECT_EQ(kernels_named(model.plan(), "if_output"), 1u);
     // then; else -> inner then (max > -1.5); else -> inner else.
     struct Case {
       float offset;
@@ -213,11 +207,8 @@ TEST_F(VulkanControlFlowTest, NestedIfRunsOnTheDevice) {
     };
     const Case cases[] = {{1.0f, {true}}, {-1.2f, {false, true}}, {-4.0f, {false, false}}};
     for (const Case& c : cases) {
-      const Tensor x = filled({2, 5}, c.offset);
       VulkanRunStats stats;
-      auto got = (*model)->run({x}, &stats);
-      ASSERT_TRUE(got.ok()) << got.status().to_string();
-      expect_near(reference.run({x}).value(), *got);
+      ASSERT_NO_FATAL_FAILURE(run_matching_reference(model, reference, {filled({2, 5}, c.offset)}, stats));
       ASSERT_EQ(stats.branches.size(), c.taken.size()) << "offset " << c.offset;
       for (size_t i = 0; i < c.taken.size(); ++i) EXPECT_EQ(stats.branches[i].then_branch, c.taken[i]);
       if (stats.gpu_ms >= 0) {
@@ -225,7 +216,7 @@ TEST_F(VulkanControlFlowTest, NestedIfRunsOnTheDevice) {
         EXPECT_EQ(ran(stats, "then_"), c.taken[0]);
       }
     }
-  }
+  });
 }
 
 // A condition that is a host value (a small bool input, part of the shape
@@ -252,18 +243,13 @@ TEST_F(VulkanControlFlowTest, HostConditionIsDecidedWhenRecording) {
   g.add_output(y);
   ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
   ReferenceExecutor reference(g);
-  for (planner::Storage storage : {planner::Storage::kBuffer, planner::Storage::kImage}) {
-    SCOPED_TRACE(planner::storage_name(storage));
-    auto model = compile(g, storage);
-    ASSERT_TRUE(model.ok()) << model.status().to_string();
-    EXPECT_EQ((*model)->plan().fallback_count(), 0u);
-    ASSERT_EQ(if_steps((*model)->plan()).size(), 1u);
+  for_each_storage(g, [&](VulkanModel& model) {
+    EXPECT_EQ(model.plan().fallback_count(), 0u);
+    ASSERT_EQ(if_steps(model.plan()).size(), 1u);
     for (bool cv : {true, false, true}) {
       const std::vector<Tensor> in = {Tensor::from_vector<bool>({}, {cv}), filled({3, 4}, -1.0f)};
       VulkanRunStats stats;
-      auto got = (*model)->run(in, &stats);
-      ASSERT_TRUE(got.ok()) << got.status().to_string();
-      expect_near(reference.run(in).value(), *got);
+      ASSERT_NO_FATAL_FAILURE(run_matching_reference(model, reference, in, stats));
       ASSERT_EQ(stats.branches.size(), 1u);
       EXPECT_EQ(stats.branches[0].then_branch, cv);
       EXPECT_EQ(stats.dispatches, 2u);  // the taken branch's kernel and Relu
@@ -272,7 +258,7 @@ TEST_F(VulkanControlFlowTest, HostConditionIsDecidedWhenRecording) {
         EXPECT_EQ(ran(stats, "else_"), !cv);
       }
     }
-  }
+  });
 }
 
 // Host fallbacks around and inside an If: lowerings for elementwise ops and
@@ -289,13 +275,9 @@ TEST_F(VulkanControlFlowTest, FallbacksAroundAndInsideTheBranches) {
   }();
   ir::Graph g;
   const ir::SymShape xs = ir::SymShape::from_concrete({2, 6});
-  const ir::SymShape scalar_shape = ir::SymShape::from_concrete({});
   ir::ValueId x = g.add_input("x", DType::kFloat32, xs);
-  ir::ValueId sum = g.add_value("sum", DType::kFloat32, scalar_shape);
-  ir::ValueId gt = g.add_value("gt", DType::kBool, scalar_shape);
-  ir::ValueId cond = g.add_value("cond", DType::kBool, scalar_shape);
-  g.add_node("ReduceSum", {x}, {sum}, {{"keepdims", ir::Attribute::of_int(0)}}, "sum");
-  g.add_node("Greater", {sum, scalar(g, "zero", 0.0f)}, {gt}, {}, "gt");
+  ir::ValueId gt = add_sum_is_positive(g, x, "gt");
+  ir::ValueId cond = g.add_value("cond", DType::kBool, ir::SymShape::from_concrete({}));
   g.add_node("Identity", {gt}, {cond}, {}, "cond");
   const ir::RegionId then_r = g.add_region(ir::kMainRegion, "then");
   ir::ValueId t1 = g.add_value("t1", DType::kFloat32, xs, then_r);
@@ -316,22 +298,13 @@ TEST_F(VulkanControlFlowTest, FallbacksAroundAndInsideTheBranches) {
   g.add_output(y);
   ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
   ReferenceExecutor reference(g);
-  for (planner::Storage storage : {planner::Storage::kBuffer, planner::Storage::kImage}) {
-    SCOPED_TRACE(planner::storage_name(storage));
-    VulkanModelOptions options;
-    options.plan.storage = storage;
-    options.profile = true;
-    options.lowerings = lowerings;
-    auto model = VulkanModel::compile(device(), *vk::testing::test_kernel_cache(), g, options);
-    ASSERT_TRUE(model.ok()) << model.status().to_string();
-    EXPECT_EQ((*model)->plan().fallback_count(), 2u);
+  options_.lowerings = lowerings;
+  for_each_storage(g, [&](VulkanModel& model) {
+    EXPECT_EQ(model.plan().fallback_count(), 2u);
     for (float offset : {1.0f, -3.0f, 2.0f, -1.0f}) {
       const bool then_taken = offset > 0;
-      const Tensor xv = filled({2, 6}, offset);
       VulkanRunStats stats;
-      auto got = (*model)->run({xv}, &stats);
-      ASSERT_TRUE(got.ok()) << got.status().to_string();
-      expect_near(reference.run({xv}).value(), *got);
+      ASSERT_NO_FATAL_FAILURE(run_matching_reference(model, reference, {filled({2, 6}, offset)}, stats));
       ASSERT_EQ(stats.branches.size(), 1u);
       EXPECT_EQ(stats.branches[0].then_branch, then_taken);
       EXPECT_EQ(stats.fallbacks, then_taken ? 2u : 1u);
@@ -340,7 +313,7 @@ TEST_F(VulkanControlFlowTest, FallbacksAroundAndInsideTheBranches) {
         EXPECT_EQ(ran(stats, "else_"), !then_taken);
       }
     }
-  }
+  });
 }
 
 // Dispatch steps before a Loop, in its body, and after it.
@@ -394,11 +367,8 @@ TEST_F(VulkanControlFlowTest, LoopWithTripCountRunsItsBodyMTimes) {
   g.add_output(y);
   ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
   ReferenceExecutor reference(g);
-  for (planner::Storage storage : {planner::Storage::kBuffer, planner::Storage::kImage}) {
-    SCOPED_TRACE(planner::storage_name(storage));
-    auto model = compile(g, storage);
-    ASSERT_TRUE(model.ok()) << model.status().to_string();
-    const planner::ExecutionPlan& plan = (*model)->plan();
+  for_each_storage(g, [&](VulkanModel& model) {
+    const planner::ExecutionPlan& plan = model.plan();
     ASSERT_EQ(plan.fallback_count(), 0u) << plan.fallback_reasons[0];
     // The body passes y_in on as the next a while y_out becomes the next y:
     // both go through temporaries (2 copies each).
@@ -407,9 +377,7 @@ TEST_F(VulkanControlFlowTest, LoopWithTripCountRunsItsBodyMTimes) {
     for (int64_t iterations : {3, 0, 1, 5, 3}) {
       const std::vector<Tensor> in = {filled({2, 5}, -1.0f), Tensor::scalar_i64(iterations)};
       VulkanRunStats stats;
-      auto got = (*model)->run(in, &stats);
-      ASSERT_TRUE(got.ok()) << got.status().to_string();
-      expect_near(reference.run(in).value(), *got);
+      ASSERT_NO_FATAL_FAILURE(run_matching_reference(model, reference, in, stats));
       EXPECT_EQ(stats.fallbacks, 0u);
       EXPECT_EQ(stats.dispatches, c.before + static_cast<uint32_t>(iterations) * c.body + c.after)
           << iterations << " iterations";
@@ -417,7 +385,7 @@ TEST_F(VulkanControlFlowTest, LoopWithTripCountRunsItsBodyMTimes) {
       EXPECT_EQ(stats.loops[0].node, "loop");
       EXPECT_EQ(stats.loops[0].iterations, iterations);
     }
-  }
+  });
 }
 
 // while sum(y) < 100: y = 2 * y   (the condition computed on the device,
@@ -462,11 +430,9 @@ TEST_F(VulkanControlFlowTest, WhileLoopReadsItsConditionFromTheDevice) {
         total *= 2;
         ++iterations;
       } while (total < 100);
-    const std::vector<Tensor> in = {xv, Tensor::from_vector<bool>({}, {start})};
     VulkanRunStats stats;
-    auto got = (*model)->run(in, &stats);
-    ASSERT_TRUE(got.ok()) << got.status().to_string();
-    expect_near(reference.run(in).value(), *got);
+    ASSERT_NO_FATAL_FAILURE(
+        run_matching_reference(**model, reference, {xv, Tensor::from_vector<bool>({}, {start})}, stats));
     EXPECT_EQ(stats.dispatches, counts.before + iterations * counts.body + counts.after) << "offset " << offset;
     ASSERT_EQ(stats.loops.size(), 1u);
     EXPECT_EQ(stats.loops[0].iterations, static_cast<int64_t>(iterations)) << "offset " << offset;
@@ -518,23 +484,19 @@ TEST_F(VulkanControlFlowTest, BranchDependentShapeTakesTheTakenBranchShape) {
   g.add_output(y);
   ReferenceExecutor reference(g);
   const Tensor x_value = Tensor::from_vector<float>({4}, {1.0f, -2.0f, 3.0f, -4.0f});
-  for (planner::Storage storage : {planner::Storage::kBuffer, planner::Storage::kImage}) {
-    SCOPED_TRACE(planner::storage_name(storage));
-    auto model = compile(g, storage);
-    ASSERT_TRUE(model.ok()) << model.status().to_string();
-    EXPECT_EQ((*model)->plan().fallback_count(), 0u);
-    EXPECT_EQ(if_steps((*model)->plan()).size(), 1u);
+  for_each_storage(g, [&](VulkanModel& model) {
+    EXPECT_EQ(model.plan().fallback_count(), 0u);
+    EXPECT_EQ(if_steps(model.plan()).size(), 1u);
     for (bool taken : {true, false, true}) {
       const std::vector<Tensor> in = {Tensor::from_vector<bool>({}, {taken}), x_value};
       VulkanRunStats stats;
-      auto got = (*model)->run(in, &stats);
-      ASSERT_TRUE(got.ok()) << got.status().to_string();
-      expect_near(reference.run(in).value(), *got);
-      EXPECT_EQ((*got)[0].shape(), (Shape{taken ? 4 : 2}));
+      std::vector<Tensor> got;
+      ASSERT_NO_FATAL_FAILURE(run_matching_reference(model, reference, in, stats, &got));
+      EXPECT_EQ(got[0].shape(), (Shape{taken ? 4 : 2}));
       ASSERT_EQ(stats.branches.size(), 1u);
       EXPECT_EQ(stats.branches[0].then_branch, taken);
     }
-  }
+  });
 }
 
 }  // namespace

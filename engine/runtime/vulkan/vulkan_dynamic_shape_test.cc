@@ -14,21 +14,14 @@
 #include "engine/registry/shape_inference.h"
 #include "engine/runtime/reference_executor.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
-#include "platform/vulkan/vk_test_env.h"
+#include "engine/runtime/vulkan/vulkan_model_test_fixture.h"
 
 namespace kiln::runtime {
 namespace {
 
 using planner::PlanStep;
 
-class VulkanDynamicShapeTest : public vk::testing::VulkanTest {
- protected:
-  StatusOr<std::unique_ptr<VulkanModel>> compile(const ir::Graph& g, planner::Storage storage) {
-    VulkanModelOptions options;
-    options.plan.storage = storage;
-    return VulkanModel::compile(device(), *vk::testing::test_kernel_cache(), g, options);
-  }
-};
+using VulkanDynamicShapeTest = testing::VulkanModelTest;
 
 const ir::SymShape kScalar = ir::SymShape::from_concrete({});
 const ir::SymShape kUnknown1 = ir::SymShape({ir::Dim()});
@@ -113,24 +106,21 @@ Tensor with_count(int count) {
 TEST_F(VulkanDynamicShapeTest, NonZeroSizesItsConsumers) {
   ir::Graph g = nonzero_graph();
   ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
-  for (planner::Storage storage : {planner::Storage::kBuffer, planner::Storage::kImage}) {
-    SCOPED_TRACE(planner::storage_name(storage));
-    auto model = compile(g, storage);
-    ASSERT_TRUE(model.ok()) << model.status().to_string();
+  for_each_storage(g, [&](VulkanModel& model) {
     // NonZero runs on the host; everything else on the device.
-    EXPECT_EQ((*model)->plan().fallback_count(), 1u);
-    EXPECT_GE((*model)->plan().dispatch_count(), 5u);
-    EXPECT_EQ(steps_of((*model)->plan(), PlanStep::Kind::kHost), 3u);  // Shape, Gather, Cast of the count
+    EXPECT_EQ(model.plan().fallback_count(), 1u);
+    EXPECT_GE(model.plan().dispatch_count(), 5u);
+    EXPECT_EQ(steps_of(model.plan(), PlanStep::Kind::kHost), 3u);  // Shape, Gather, Cast of the count
     // Counts 3, 0, 5, then 3 and 0 again: those two record nothing.
-    run_cases(g, **model, {{with_count(3)}, {with_count(0)}, {with_count(5)}, {with_count(3)}, {with_count(0)}},
+    run_cases(g, model, {{with_count(3)}, {with_count(0)}, {with_count(5)}, {with_count(3)}, {with_count(0)}},
               {true, true, true, false, false});
     // The same count at other places: the continuation is reused, values differ.
     Tensor moved = with_count(0);
     moved.data<float>()[79] = 7.0f;
     moved.data<float>()[0] = 3.0f;
     moved.data<float>()[41] = 2.0f;
-    run_cases(g, **model, {{moved}}, {false});
-  }
+    run_cases(g, model, {{moved}}, {false});
+  });
 }
 
 // n = ReduceMax(k) on the device; r = Range(0, n, 1) (host, at the boundary);
@@ -161,14 +151,11 @@ TEST_F(VulkanDynamicShapeTest, RangeOverADeviceValue) {
   };
   Tensor tab = Tensor::allocate(DType::kFloat32, {20, 3}).value();
   for (int64_t i = 0; i < tab.numel(); ++i) tab.data<float>()[i] = 0.5f * static_cast<float>(i) - 3.0f;
-  for (planner::Storage storage : {planner::Storage::kBuffer, planner::Storage::kImage}) {
-    SCOPED_TRACE(planner::storage_name(storage));
-    auto model = compile(g, storage);
-    ASSERT_TRUE(model.ok()) << model.status().to_string();
-    EXPECT_EQ((*model)->plan().fallback_count(), 1u);  // the Range
+  for_each_storage(g, [&](VulkanModel& model) {
+    EXPECT_EQ(model.plan().fallback_count(), 1u);  // the Range
     // Limits 7, 12, -2 (an empty range), 7 again.
-    run_cases(g, **model, {{ks(7), tab}, {ks(12), tab}, {ks(-2), tab}, {ks(7), tab}}, {true, true, true, false});
-  }
+    run_cases(g, model, {{ks(7), tab}, {ks(12), tab}, {ks(-2), tab}, {ks(7), tab}}, {true, true, true, false});
+  });
 }
 
 // shape = Concat(ReduceMax(k, keepdims), [-1]) on the device;
@@ -199,21 +186,18 @@ TEST_F(VulkanDynamicShapeTest, ReshapeToADeviceComputedShape) {
   };
   Tensor xs = Tensor::allocate(DType::kFloat32, {24}).value();
   for (int64_t i = 0; i < xs.numel(); ++i) xs.data<float>()[i] = 0.1f * static_cast<float>(i) - 1.0f;
-  for (planner::Storage storage : {planner::Storage::kBuffer, planner::Storage::kImage}) {
-    SCOPED_TRACE(planner::storage_name(storage));
-    auto model = compile(g, storage);
-    ASSERT_TRUE(model.ok()) << model.status().to_string();
-    EXPECT_EQ((*model)->plan().fallback_count(), 0u);  // all on the device; only the shape comes back
-    EXPECT_EQ(steps_of((*model)->plan(), PlanStep::Kind::kHost), 0u);
-    run_cases(g, **model, {{ks(2), xs}, {ks(6), xs}, {ks(3), xs}, {ks(2), xs}, {ks(6), xs}},
+  for_each_storage(g, [&](VulkanModel& model) {
+    EXPECT_EQ(model.plan().fallback_count(), 0u);  // all on the device; only the shape comes back
+    EXPECT_EQ(steps_of(model.plan(), PlanStep::Kind::kHost), 0u);
+    run_cases(g, model, {{ks(2), xs}, {ks(6), xs}, {ks(3), xs}, {ks(2), xs}, {ks(6), xs}},
               {true, true, true, false, false});
     // A shape that does not fit: a clear error, and the model still runs.
     VulkanRunStats stats;
-    auto bad = (*model)->run({ks(5), xs}, &stats);
+    auto bad = model.run({ks(5), xs}, &stats);
     ASSERT_FALSE(bad.ok());
     EXPECT_NE(bad.status().message().find("reshape"), std::string::npos) << bad.status().to_string();
-    run_cases(g, **model, {{ks(4), xs}}, {true});
-  }
+    run_cases(g, model, {{ks(4), xs}}, {true});
+  });
 }
 
 // Two boundaries in one run: NonZero's count sizes a Range's limit, which
@@ -257,10 +241,7 @@ TEST_F(VulkanDynamicShapeTest, BranchDependentIf) {
   ir::Graph g;
   const ir::SymShape xs = ir::SymShape::from_concrete({6});
   ir::ValueId x = g.add_input("x", DType::kFloat32, xs);
-  ir::ValueId sum = g.add_value("sum", DType::kFloat32, kScalar);
-  ir::ValueId cond = g.add_value("cond", DType::kBool, kScalar);
-  g.add_node("ReduceSum", {x}, {sum}, {{"keepdims", ir::Attribute::of_int(0)}}, "sum");
-  g.add_node("Greater", {sum, g.add_constant("zero", Tensor::scalar_f32(0.0f))}, {cond}, {}, "cond");
+  ir::ValueId cond = testing::add_sum_is_positive(g, x);
   const ir::RegionId then_r = g.add_region(ir::kMainRegion, "then");
   ir::ValueId t = g.add_value("t", DType::kFloat32, xs, then_r);
   g.add_node("Mul", {x, g.add_constant("three", Tensor::scalar_f32(3.0f), then_r)}, {t}, {}, "then_mul", then_r);
@@ -283,18 +264,15 @@ TEST_F(VulkanDynamicShapeTest, BranchDependentIf) {
   auto xv = [](float offset) {
     return Tensor::from_vector<float>({6}, {offset, 0.5f, -0.25f, 0.75f, offset, -1.0f});
   };
-  for (planner::Storage storage : {planner::Storage::kBuffer, planner::Storage::kImage}) {
-    SCOPED_TRACE(planner::storage_name(storage));
-    auto model = compile(g, storage);
-    ASSERT_TRUE(model.ok()) << model.status().to_string();
-    EXPECT_EQ((*model)->plan().fallback_count(), 0u);
-    ASSERT_EQ(steps_of((*model)->plan(), PlanStep::Kind::kIf), 1u);
-    run_cases(g, **model, {{xv(2.0f)}, {xv(-3.0f)}, {xv(1.0f)}, {xv(-2.0f)}}, {true, true, false, false});
+  for_each_storage(g, [&](VulkanModel& model) {
+    EXPECT_EQ(model.plan().fallback_count(), 0u);
+    ASSERT_EQ(steps_of(model.plan(), PlanStep::Kind::kIf), 1u);
+    run_cases(g, model, {{xv(2.0f)}, {xv(-3.0f)}, {xv(1.0f)}, {xv(-2.0f)}}, {true, true, false, false});
     VulkanRunStats stats;
-    ASSERT_TRUE((*model)->run({xv(-3.0f)}, &stats).ok());
+    ASSERT_TRUE(model.run({xv(-3.0f)}, &stats).ok());
     ASSERT_EQ(stats.branches.size(), 1u);
     EXPECT_FALSE(stats.branches[0].then_branch);
-  }
+  });
 }
 
 // A Loop with a scan output stays a host fallback (the reference executor
@@ -333,20 +311,17 @@ TEST_F(VulkanDynamicShapeTest, HostLoopWithScanOutput) {
   g.add_output(after);
   ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
   const Tensor xv = Tensor::from_vector<float>({4}, {1.0f, -2.0f, 0.5f, 3.0f});
-  for (planner::Storage storage : {planner::Storage::kBuffer, planner::Storage::kImage}) {
-    SCOPED_TRACE(planner::storage_name(storage));
-    auto model = compile(g, storage);
-    ASSERT_TRUE(model.ok()) << model.status().to_string();
-    ASSERT_EQ((*model)->plan().fallback_count(), 1u);
-    EXPECT_NE((*model)->plan().fallback_reasons[0].find("scan outputs"), std::string::npos);
+  for_each_storage(g, [&](VulkanModel& model) {
+    ASSERT_EQ(model.plan().fallback_count(), 1u);
+    EXPECT_NE(model.plan().fallback_reasons[0].find("scan outputs"), std::string::npos);
     // The trip count is a host value: each count is its own signature. (No
     // zero count: the reference Loop kernel then gives a scan output of
     // rank 1, [0], not [0, 4].)
-    run_cases(g, **model,
+    run_cases(g, model,
               {{xv, Tensor::scalar_i64(3)}, {xv, Tensor::scalar_i64(1)}, {xv, Tensor::scalar_i64(5)},
                {xv, Tensor::scalar_i64(3)}},
               {true, true, true, false});
-  }
+  });
 }
 
 }  // namespace
