@@ -9,7 +9,7 @@
 set -u
 kiln=$1
 dir=$2
-py=/usr/bin/python3
+py=${PYTHON:-/usr/bin/python3}  # the GPU machine: PYTHON=python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/../../tools/kiln/check_lib.sh"
@@ -40,7 +40,7 @@ for k, run in enumerate(runs):
     shape = run['inputs']['input']
     assert run['recorded'] == (shape not in seen), f'run {k + 1} ({shape}): recorded {run[\"recorded\"]}'
     seen.add(shape)
-    print(f'run {k + 1} {shape}: max|d| {err:.3g} (bound {bound:.3g}), arena {run[\"device_bytes\"]} B')
+    print(f'run {k + 1} {shape}: max|d| {err:.3g} (bound {bound:.3g}), device memory {run[\"device_bytes\"]} B, activation arena {run[\"memory\"][\"arena_bytes\"]} B')
 print('ok')"
 done
 

@@ -1,6 +1,7 @@
 # Shared by the kiln tool's shell tests (source it): `check` runs a command,
 # expects an exit code and an output pattern, and counts; `check_summary`
-# prints the counts and fails when anything failed.
+# prints the counts and fails when anything failed. CHECK_VERBOSE=1 also
+# prints the output of checks that pass.
 failures=0
 passed=0
 
@@ -16,6 +17,7 @@ check() {  # check NAME EXPECTED_RC PATTERN -- CMD...
     failures=$((failures + 1))
   else
     passed=$((passed + 1))
+    [ -n "${CHECK_VERBOSE:-}" ] && echo "$out" | tail -30  # e.g. device runs that keep the numbers
   fi
 }
 
