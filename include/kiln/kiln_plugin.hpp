@@ -269,6 +269,20 @@ class Rewriter {
     return out;
   }
 
+  // ABI 1.1: whether the host can set a value's dims (set_value_dims).
+  bool can_set_value_dims() const {
+    return KILN_PLUGIN_HAS_FIELD(host_, kiln_host_api_t, rw_set_value_dims) && host_->rw_set_value_dims;
+  }
+  // Sets a value's dims, each in the host's Dim text ("4", "seq", "(h*2)",
+  // "?"); throws when the host refuses (a constant, text that does not
+  // parse, a negative dim) or predates ABI 1.1 (check can_set_value_dims).
+  void set_value_dims(kiln_value_id_t id, const std::vector<std::string>& dims) {
+    if (!can_set_value_dims()) throw Error("the host cannot set value dims (ABI < 1.1)", KILN_PLUGIN_UNIMPLEMENTED);
+    std::vector<const char*> ptrs;
+    for (const std::string& d : dims) ptrs.push_back(d.c_str());
+    check(host_->rw_set_value_dims(rw_, id, ptrs.data(), ptrs.size()), "set_value_dims");
+  }
+
   void log(kiln_log_level_t level, const std::string& message) const { host_->log(level, message.c_str()); }
 
  private:

@@ -292,8 +292,7 @@ class Analysis {
   }
 
   void write_back(const std::vector<ShapeKind>& before) {
-    const kiln_host_api_t* host = g_.host();
-    const bool can_set = KILN_PLUGIN_HAS_FIELD(host, kiln_host_api_t, rw_set_value_dims) && host->rw_set_value_dims;
+    const bool can_set = rw_.can_set_value_dims();
     int64_t refined = 0;
     for (kiln_value_id_t v : tracked_) {
       const Fact& f = *facts_.get(v);
@@ -306,16 +305,17 @@ class Analysis {
       }
       if (!better || (ir && ir->size() != f.dims.size())) continue;
       std::vector<std::string> text;
-      std::vector<const char*> ptrs;
       for (size_t k = 0; k < f.dims.size(); ++k) {
         const bool keep_ir = ir && !(*ir)[k].is_unknown && !(!(*ir)[k].is_const && f.dims[k].is_const());
         text.push_back(keep_ir ? (*ir)[k].expr : f.dims[k].text());
         if (ir && (text.back() != (*ir)[k].expr)) ++refined;
       }
-      for (const std::string& t : text) ptrs.push_back(t.c_str());
-      if (!host->rw_set_value_dims(rw_.raw(), v, ptrs.data(), ptrs.size()))
+      try {
+        rw_.set_value_dims(v, text);
+      } catch (const kiln::plugin::Error&) {
         throw kiln::plugin::Error("the host refused dims " + values_text(f.dims) + " for '" + g_.value(v)->name + "'",
                                   KILN_PLUGIN_INTERNAL);
+      }
       if (!ir) refined += std::count_if(f.dims.begin(), f.dims.end(), [](const Expr& e) { return e.known(); });
     }
     int64_t shape_values = 0;
