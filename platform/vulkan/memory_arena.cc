@@ -123,6 +123,55 @@ void Image::reset() {
 
 StatusOr<std::unique_ptr<MemoryArena>> MemoryArena::create(Device& device, VkDeviceSize capacity) {
   KILN_RETURN_IF_ERROR(device.status());
+  const Capabilities& caps = device.capabilities();
+  // Probe the memory types a buffer and each supported image format accept;
+  // the arena's type must serve all of them.
+  KILN_ASSIGN_OR_RETURN(VkMemoryRequirements buffer, buffer_requirements(device, 256));
+  uint32_t type_bits = buffer.memoryTypeBits;
+  for (ImageFormat format : {ImageFormat::kRGBA32F, ImageFormat::kRGBA16F}) {
+    bool supported = format == ImageFormat::kRGBA32F ? caps.rgba32f_image : caps.rgba16f_image;
+    if (!supported) continue;
+    KILN_ASSIGN_OR_RETURN(VkMemoryRequirements image, image_requirements(device, 16, 16, format));
+    type_bits &= image.memoryTypeBits;
+  }
+  if (!device.find_memory_type(type_bits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT).ok())
+    return unimplemented("no device-local memory type accepts both buffers and RGBA images on '" + caps.device_name +
+                         "'");
+  return create(device, capacity, type_bits);
+}
+
+StatusOr<VkMemoryRequirements> MemoryArena::buffer_requirements(Device& device, VkDeviceSize size) {
+  KILN_RETURN_IF_ERROR(device.status());
+  if (size == 0) return invalid_argument("buffer size must be positive");
+  VkBufferCreateInfo info = buffer_info(size);
+  VkBuffer probe = VK_NULL_HANDLE;
+  KILN_RETURN_IF_ERROR(device.check(device.fn().vkCreateBuffer(device.handle(), &info, nullptr, &probe),
+                                    "vkCreateBuffer (probe)"));
+  VkMemoryRequirements req{};
+  device.fn().vkGetBufferMemoryRequirements(device.handle(), probe, &req);
+  device.fn().vkDestroyBuffer(device.handle(), probe, nullptr);
+  return req;
+}
+
+StatusOr<VkMemoryRequirements> MemoryArena::image_requirements(Device& device, uint32_t width, uint32_t height,
+                                                               ImageFormat format) {
+  KILN_RETURN_IF_ERROR(device.status());
+  const Capabilities& caps = device.capabilities();
+  if (width == 0 || height == 0) return invalid_argument("image width and height must be positive");
+  if (!(format == ImageFormat::kRGBA32F ? caps.rgba32f_image : caps.rgba16f_image))
+    return unimplemented(std::string(image_format_name(format)) + " images are not usable on '" + caps.device_name + "'");
+  VkImageCreateInfo info = image_info(width, height, format);
+  VkImage probe = VK_NULL_HANDLE;
+  KILN_RETURN_IF_ERROR(
+      device.check(device.fn().vkCreateImage(device.handle(), &info, nullptr, &probe), "vkCreateImage (probe)"));
+  VkMemoryRequirements req{};
+  device.fn().vkGetImageMemoryRequirements(device.handle(), probe, &req);
+  device.fn().vkDestroyImage(device.handle(), probe, nullptr);
+  return req;
+}
+
+StatusOr<std::unique_ptr<MemoryArena>> MemoryArena::create(Device& device, VkDeviceSize capacity, uint32_t type_bits) {
+  KILN_RETURN_IF_ERROR(device.status());
   if (capacity == 0) return invalid_argument("memory arena capacity must be positive");
   const Capabilities& caps = device.capabilities();
   if (caps.max_memory_allocation_size != 0 && capacity > caps.max_memory_allocation_size) {
@@ -131,34 +180,10 @@ StatusOr<std::unique_ptr<MemoryArena>> MemoryArena::create(Device& device, VkDev
   }
   const VolkDeviceTable& fn = device.fn();
   VkDevice dev = device.handle();
-
-  // Probe the memory types a buffer and each supported image format accept;
-  // the arena's type must serve all of them.
-  uint32_t type_bits = ~0u;
-  {
-    VkBufferCreateInfo binfo = buffer_info(256);
-    VkBuffer probe = VK_NULL_HANDLE;
-    KILN_RETURN_IF_ERROR(device.check(fn.vkCreateBuffer(dev, &binfo, nullptr, &probe), "vkCreateBuffer (probe)"));
-    VkMemoryRequirements req{};
-    fn.vkGetBufferMemoryRequirements(dev, probe, &req);
-    fn.vkDestroyBuffer(dev, probe, nullptr);
-    type_bits &= req.memoryTypeBits;
-  }
-  for (ImageFormat format : {ImageFormat::kRGBA32F, ImageFormat::kRGBA16F}) {
-    bool supported = format == ImageFormat::kRGBA32F ? caps.rgba32f_image : caps.rgba16f_image;
-    if (!supported) continue;
-    VkImageCreateInfo iinfo = image_info(16, 16, format);
-    VkImage probe = VK_NULL_HANDLE;
-    KILN_RETURN_IF_ERROR(device.check(fn.vkCreateImage(dev, &iinfo, nullptr, &probe), "vkCreateImage (probe)"));
-    VkMemoryRequirements req{};
-    fn.vkGetImageMemoryRequirements(dev, probe, &req);
-    fn.vkDestroyImage(dev, probe, nullptr);
-    type_bits &= req.memoryTypeBits;
-  }
   StatusOr<uint32_t> type = device.find_memory_type(type_bits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
   if (!type.ok()) {
-    return unimplemented("no device-local memory type accepts both buffers and RGBA images on '" + caps.device_name +
-                         "': " + type.status().message());
+    return unimplemented("no device-local memory type among the bits " + std::to_string(type_bits) + " on '" +
+                         caps.device_name + "': " + type.status().message());
   }
   const VkPhysicalDeviceMemoryProperties& mem = device.memory_properties();
   uint32_t heap_index = mem.memoryTypes[*type].heapIndex;
@@ -228,6 +253,10 @@ StatusOr<VkDeviceSize> MemoryArena::reserve(VkDeviceSize size, VkDeviceSize alig
 
 void MemoryArena::release(VkDeviceSize offset, VkDeviceSize reserved) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (reserved == 0) {  // bound at a planned offset (bind_*): nothing was reserved
+    --live_;
+    return;
+  }
   auto [it, inserted] = free_.emplace(offset, reserved);
   assert(inserted);
   (void)inserted;
@@ -279,18 +308,18 @@ StatusOr<Buffer> MemoryArena::create_buffer(VkDeviceSize size) {
   return buffer;
 }
 
-StatusOr<Image> MemoryArena::create_image(uint32_t width, uint32_t height, ImageFormat format) {
+StatusOr<Image> MemoryArena::make_image(uint32_t width, uint32_t height, ImageFormat format,
+                                        VkMemoryRequirements* req, std::string* desc) {
   KILN_RETURN_IF_ERROR(device_.status());
   const Capabilities& caps = device_.capabilities();
-  std::string desc = std::string(image_format_name(format)) + " image " + std::to_string(width) + "x" +
-                     std::to_string(height);
-  if (width == 0 || height == 0) return invalid_argument(desc + ": width and height must be positive");
+  *desc = std::string(image_format_name(format)) + " image " + std::to_string(width) + "x" + std::to_string(height);
+  if (width == 0 || height == 0) return invalid_argument(*desc + ": width and height must be positive");
   if (width > caps.max_image_dimension_2d || height > caps.max_image_dimension_2d) {
-    return invalid_argument(desc + " exceeds maxImageDimension2D (" + std::to_string(caps.max_image_dimension_2d) + ")");
+    return invalid_argument(*desc + " exceeds maxImageDimension2D (" + std::to_string(caps.max_image_dimension_2d) + ")");
   }
   bool supported = format == ImageFormat::kRGBA32F ? caps.rgba32f_image : caps.rgba16f_image;
   if (!supported) {
-    return unimplemented(desc + ": '" + caps.device_name +
+    return unimplemented(*desc + ": '" + caps.device_name +
                          "' cannot use this format as a sampled + storage image with optimal tiling");
   }
   const VolkDeviceTable& fn = device_.fn();
@@ -298,30 +327,95 @@ StatusOr<Image> MemoryArena::create_image(uint32_t width, uint32_t height, Image
   VkImageCreateInfo info = image_info(width, height, format);
   Image image;
   KILN_RETURN_IF_ERROR(device_.check(fn.vkCreateImage(dev, &info, nullptr, &image.image_), "vkCreateImage"));
-  VkMemoryRequirements req{};
-  fn.vkGetImageMemoryRequirements(dev, image.image_, &req);
-  if ((req.memoryTypeBits & (1u << memory_type_)) == 0) {
+  fn.vkGetImageMemoryRequirements(dev, image.image_, req);
+  if ((req->memoryTypeBits & (1u << memory_type_)) == 0) {
     fn.vkDestroyImage(dev, image.image_, nullptr);
-    return internal_error(desc + " cannot live in the arena's memory type " + std::to_string(memory_type_));
+    return internal_error(*desc + " cannot live in the arena's memory type " + std::to_string(memory_type_));
   }
-  StatusOr<VkDeviceSize> offset = reserve(req.size, req.alignment, &image.reserved_, "an image");
-  if (!offset.ok()) {
-    fn.vkDestroyImage(dev, image.image_, nullptr);
-    return std::move(offset).status().add_context(desc);
-  }
-  image.arena_ = this;
-  image.offset_ = *offset;
   image.width_ = width;
   image.height_ = height;
   image.format_ = format;
-  KILN_RETURN_IF_ERROR(device_.check(fn.vkBindImageMemory(dev, image.image_, memory_, image.offset_), "vkBindImageMemory"));
+  return image;
+}
+
+// Binds a made image at `offset` (its arena_/reserved_ already set) and
+// makes its view.
+Status MemoryArena::finish_image(Image& image, VkDeviceSize offset) {
+  const VolkDeviceTable& fn = device_.fn();
+  VkDevice dev = device_.handle();
+  image.offset_ = offset;
+  KILN_RETURN_IF_ERROR(device_.check(fn.vkBindImageMemory(dev, image.image_, memory_, offset), "vkBindImageMemory"));
   VkImageViewCreateInfo view{VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO};
   view.image = image.image_;
   view.viewType = VK_IMAGE_VIEW_TYPE_2D;
-  view.format = info.format;
+  view.format = vk_format(image.format_);
   view.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
-  KILN_RETURN_IF_ERROR(device_.check(fn.vkCreateImageView(dev, &view, nullptr, &image.view_), "vkCreateImageView"));
+  return device_.check(fn.vkCreateImageView(dev, &view, nullptr, &image.view_), "vkCreateImageView");
+}
+
+StatusOr<Image> MemoryArena::create_image(uint32_t width, uint32_t height, ImageFormat format) {
+  VkMemoryRequirements req{};
+  std::string desc;
+  KILN_ASSIGN_OR_RETURN(Image image, make_image(width, height, format, &req, &desc));
+  StatusOr<VkDeviceSize> offset = reserve(req.size, req.alignment, &image.reserved_, "an image");
+  if (!offset.ok()) {
+    device_.fn().vkDestroyImage(device_.handle(), image.image_, nullptr);
+    image.image_ = VK_NULL_HANDLE;
+    return std::move(offset).status().add_context(desc);
+  }
+  // From here on the Image owns its range and handle: early returns clean up.
+  image.arena_ = this;
+  KILN_RETURN_IF_ERROR(finish_image(image, *offset));
   return image;
+}
+
+StatusOr<Image> MemoryArena::bind_image(VkDeviceSize offset, uint32_t width, uint32_t height, ImageFormat format) {
+  VkMemoryRequirements req{};
+  std::string desc;
+  KILN_ASSIGN_OR_RETURN(Image image, make_image(width, height, format, &req, &desc));
+  if (offset % std::max<VkDeviceSize>(req.alignment, 1) != 0 || offset + req.size > capacity_) {
+    device_.fn().vkDestroyImage(device_.handle(), image.image_, nullptr);
+    image.image_ = VK_NULL_HANDLE;
+    return invalid_argument(desc + " at offset " + std::to_string(offset) + " (needs " + bytes_string(req.size) +
+                            ", alignment " + std::to_string(req.alignment) + ") does not fit the arena's " +
+                            bytes_string(capacity_));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++live_;
+  }
+  image.arena_ = this;  // reserved_ 0: releases nothing
+  KILN_RETURN_IF_ERROR(finish_image(image, offset));
+  return image;
+}
+
+StatusOr<Buffer> MemoryArena::bind_buffer(VkDeviceSize offset, VkDeviceSize size) {
+  KILN_RETURN_IF_ERROR(device_.status());
+  if (size == 0) return invalid_argument("buffer size must be positive");
+  const VolkDeviceTable& fn = device_.fn();
+  VkBufferCreateInfo info = buffer_info(size);
+  Buffer buffer;
+  KILN_RETURN_IF_ERROR(device_.check(fn.vkCreateBuffer(device_.handle(), &info, nullptr, &buffer.buffer_), "vkCreateBuffer"));
+  VkMemoryRequirements req{};
+  fn.vkGetBufferMemoryRequirements(device_.handle(), buffer.buffer_, &req);
+  if ((req.memoryTypeBits & (1u << memory_type_)) == 0 || offset % std::max<VkDeviceSize>(req.alignment, 1) != 0 ||
+      offset + req.size > capacity_) {
+    fn.vkDestroyBuffer(device_.handle(), buffer.buffer_, nullptr);
+    return invalid_argument("a buffer of " + bytes_string(size) + " (needs " + bytes_string(req.size) + ", alignment " +
+                            std::to_string(req.alignment) + ") cannot be bound at offset " + std::to_string(offset) +
+                            " of the arena's " + bytes_string(capacity_) + " of memory type " +
+                            std::to_string(memory_type_));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++live_;
+  }
+  buffer.arena_ = this;  // reserved_ 0: releases nothing
+  buffer.offset_ = offset;
+  buffer.size_ = size;
+  KILN_RETURN_IF_ERROR(
+      device_.check(fn.vkBindBufferMemory(device_.handle(), buffer.buffer_, memory_, offset), "vkBindBufferMemory"));
+  return buffer;
 }
 
 VkDeviceSize MemoryArena::used() const {

@@ -3,8 +3,9 @@
 // Kiln allocates device memory once per arena (one vkAllocateMemory) and
 // places every tensor's buffer or image at an offset inside it, honoring each
 // resource's alignment and memory-type bits and bufferImageGranularity. The
-// offset allocator here is a first-fit free list; a later planner decides
-// offsets ahead of time, but binds through the same Buffer/Image types.
+// offset allocator here is a first-fit free list; a planner that decides
+// offsets ahead of time (the runtime's memplan arena) binds at its own
+// offsets instead (bind_buffer/bind_image), where resources may alias.
 // Images are 2D RGBA32F or RGBA16F ("texture memory": four channels per
 // texel) usable as sampled and storage images.
 #pragma once
@@ -13,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 
 #include "engine/base/status.h"
@@ -110,6 +112,18 @@ class MemoryArena {
   // VK_EXT_memory_budget budget, or the allocation failed), kUnimplemented (no
   // memory type serves both buffers and images), kDeviceLost.
   static StatusOr<std::unique_ptr<MemoryArena>> create(Device& device, VkDeviceSize capacity);
+  // The same, of a device-local memory type among `type_bits` (the
+  // intersection of the memoryTypeBits of what will be bound). Errors as
+  // above; kUnimplemented when no device-local type is among the bits.
+  static StatusOr<std::unique_ptr<MemoryArena>> create(Device& device, VkDeviceSize capacity, uint32_t type_bits);
+
+  // The memory requirements of a buffer of `size` bytes and of a width x
+  // height image, made as create_buffer/create_image make them (a probe is
+  // created and destroyed). Errors: kInvalidArgument (zero sizes),
+  // kUnimplemented (format unsupported), kDeviceLost.
+  static StatusOr<VkMemoryRequirements> buffer_requirements(Device& device, VkDeviceSize size);
+  static StatusOr<VkMemoryRequirements> image_requirements(Device& device, uint32_t width, uint32_t height,
+                                                           ImageFormat format);
 
   // Every Buffer and Image made from the arena must be destroyed first.
   ~MemoryArena();
@@ -126,6 +140,16 @@ class MemoryArena {
   // storage image on this device), kOutOfMemory, kDeviceLost. Thread-safe.
   StatusOr<Image> create_image(uint32_t width, uint32_t height, ImageFormat format);
 
+  // A buffer or image bound at `offset`, a place the caller planned: it
+  // reserves nothing from the free list above (do not mix the two ways in
+  // one arena), so placed resources may overlap — memory aliasing, whose
+  // rules (bufferImageGranularity, UNDEFINED layout on each reuse, barriers
+  // after the previous user) are the caller's. Errors: kInvalidArgument
+  // (offset not aligned to the resource's requirement, or the range past the
+  // capacity), as create_buffer/create_image otherwise. Thread-safe.
+  StatusOr<Buffer> bind_buffer(VkDeviceSize offset, VkDeviceSize size);
+  StatusOr<Image> bind_image(VkDeviceSize offset, uint32_t width, uint32_t height, ImageFormat format);
+
   Device& device() const { return device_; }
   VkDeviceMemory memory() const { return memory_; }
   uint32_t memory_type_index() const { return memory_type_; }
@@ -140,6 +164,11 @@ class MemoryArena {
   friend class Buffer;
   friend class Image;
   MemoryArena(Device& device) : device_(device) {}
+  // Creates the image (not yet bound) with its requirements checked
+  // against the arena's type; `desc` names it in errors.
+  StatusOr<Image> make_image(uint32_t width, uint32_t height, ImageFormat format, VkMemoryRequirements* req,
+                             std::string* desc);
+  Status finish_image(Image& image, VkDeviceSize offset);
   // Reserves an aligned range; returns its offset and the reserved size.
   StatusOr<VkDeviceSize> reserve(VkDeviceSize size, VkDeviceSize alignment, VkDeviceSize* reserved, const char* what);
   void release(VkDeviceSize offset, VkDeviceSize reserved);

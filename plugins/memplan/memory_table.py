@@ -7,7 +7,10 @@ own lifetimes and sizes; see README.md).
 
   memory_table.py KILN ZOO_DIR [MODEL ...] [--storage buffer|image] [--check]
 
-The transformer runs at seq 8, 64 and 200 in one process (--then). With
+With --storage image the arena holds the image tensors too (when one memory
+type serves buffers and images) and two columns give the images' slots
+summed and where they live. The transformer runs at seq 8, 64 and 200 in
+one process (--then). With
 --check the exit status is 1 when a planned arena exceeds 1.05x its bound.
 """
 import json
@@ -62,9 +65,13 @@ def main(argv):
     kiln, zoo, models = argv[0], argv[1], argv[2:]
     if not models:
         models = sorted(d for d in os.listdir(zoo) if os.path.isfile(os.path.join(zoo, d, "model.onnx")))
+    # Image storage: the image tensors' slots (no reuse) and whether they
+    # share the arena (then they are in every other column) or not.
+    images = storage == "image"
     print("| model | input | live-set bound KiB | Kiln arena KiB | Kiln / bound | greedy best-fit KiB | "
-          "best-fit / bound | no reuse KiB | no reuse / bound | plan ms |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "best-fit / bound | no reuse KiB | no reuse / bound | plan ms |" +
+          (" image slots KiB | images |" if images else ""))
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---|" if images else ""))
     worst = 0.0
     orders = []
     for model in models:
@@ -76,7 +83,8 @@ def main(argv):
             worst = max(worst, ratio)
             print(f"| {name} | {shape} | {kib(m['live_lower_bound'])} | {kib(m['arena_bytes'])} | {ratio:.3f} | "
                   f"{kib(m['best_fit_bytes'])} | {m['best_fit_bytes'] / bound:.3f} | {kib(m['no_reuse_bytes'])} | "
-                  f"{m['no_reuse_bytes'] / bound:.2f} | {m.get('plan_ms', 0):.2f} |", flush=True)
+                  f"{m['no_reuse_bytes'] / bound:.2f} | {m.get('plan_ms', 0):.2f} |" +
+                  (f" {kib(m.get('image_bytes', 0))} | {m.get('images', '')} |" if images else ""), flush=True)
     print(f"\nworst Kiln arena / live-set bound: {worst:.3f}")
     print("\nmemplan-order (peak of the graph's order and of the chosen one, dims at the pass's hints):\n")
     print("| model | graph order KiB | memplan order KiB | nodes moved |")

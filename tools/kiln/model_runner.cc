@@ -77,7 +77,9 @@ class VulkanRunner : public ModelRunner {
                     std::to_string(s.memory.arena_bytes) + ", \"live_lower_bound\": " +
                     std::to_string(s.memory.live_lower_bound) + ", \"no_reuse_bytes\": " +
                     std::to_string(s.memory.no_reuse_bytes) + ", \"best_fit_bytes\": " +
-                    std::to_string(s.memory.best_fit_bytes) + ", \"plan_ms\": " + num(s.memory.plan_ms) + "}";
+                    std::to_string(s.memory.best_fit_bytes) + ", \"plan_ms\": " + num(s.memory.plan_ms) +
+                    ", \"image_bytes\": " + std::to_string(s.memory.image_bytes) + ", \"images\": \"" +
+                    s.memory.images + "\"}";
     if (!s.branches.empty()) {
       // Each If run on the device and the branch it took (only that one ran).
       j += ", \"branches\": [";

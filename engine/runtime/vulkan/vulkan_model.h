@@ -64,17 +64,23 @@ struct VulkanRunStats {
   bool recorded = false;
   uint64_t shader_compiles = 0;  // shaderc compilations during this run (0 after compile())
   uint64_t device_bytes = 0;   // device memory held by the model (weights + this signature's arenas, across boundaries)
-  // The signature's activation arena (buffers; images have their own), as
-  // plugins/memplan planned it: its bytes, the live-set lower bound (bytes
-  // live at the busiest step of the plan's order), the bytes without reuse,
-  // and what a greedy best-fit allocator would need; plan_ms is the time
-  // planning took when the signature was made.
+  // The signature's activation arena (buffers, and image tensors when one
+  // memory type serves both), as plugins/memplan planned it: its bytes, the
+  // live-set lower bound (bytes live at the busiest step of the plan's
+  // order), the bytes without reuse, and what a greedy best-fit allocator
+  // would need; plan_ms is the time planning took when the signature was
+  // made. image_bytes: the image tensors' slots (driver size rounded to
+  // alignment and bufferImageGranularity) summed, i.e. their no-reuse
+  // total; images: "shared" (in the arena above), "none", or "separate: "
+  // and why they have their own arena (not in the numbers above).
   struct Memory {
     uint64_t arena_bytes = 0;
     uint64_t live_lower_bound = 0;
     uint64_t no_reuse_bytes = 0;
     uint64_t best_fit_bytes = 0;
     double plan_ms = 0;
+    uint64_t image_bytes = 0;
+    std::string images;
   };
   Memory memory;
   std::vector<KernelTiming> kernels;  // profile only

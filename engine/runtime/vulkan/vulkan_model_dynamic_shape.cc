@@ -31,8 +31,9 @@ using planner::PlanTensor;
 namespace {
 
 // Hazard-tracking ids of memory a continuation inherits: apart from its own
-// (0 = its activation buffer, 1+ its images), so that no access to its own
-// memory is mistaken for one to a parent's.
+// (0 = its activation arena, buffers and images alike; 1+ images in a
+// separate image arena), so that no access to its own memory is mistaken
+// for one to a parent's.
 constexpr int kInheritedResource = 1 << 20;
 
 TensorId root_of(const planner::ExecutionPlan& plan, TensorId t) {

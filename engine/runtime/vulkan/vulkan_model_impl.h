@@ -37,9 +37,14 @@ struct Placement {
   bool present = false;             // has device memory
   const vk::Buffer* buffer = nullptr;
   VkDeviceSize offset = 0;
-  VkDeviceSize size = 0;            // bytes of this tensor
+  // Bytes of this tensor; for an image in the shared arena, the bytes of
+  // memory it occupies (its slot), which hazard tracking compares.
+  VkDeviceSize size = 0;
   vk::Image* image = nullptr;
-  int resource = -1;                // hazard-tracking id: 0 = activations buffer, 1+ images, -1 constants
+  // Hazard-tracking id: 0 = the activation arena (buffers, and images placed
+  // in it, by memory offset), 1+ images in a separate image arena, then the
+  // host's buffers; -1 constants.
+  int resource = -1;
 };
 
 // The dtype and shape of one graph input for a run (a bound input has no
@@ -102,8 +107,11 @@ struct Signature {
   std::vector<Shape> shapes;                 // per plan tensor (concrete; 1s where not sized)
   std::map<ir::ValueId, Tensor> host_values;  // host-resident values (shape arithmetic)
   std::map<std::string, int64_t> bindings;   // symbol values
-  std::unique_ptr<vk::MemoryArena> arena;        // the activation buffer
-  std::unique_ptr<vk::MemoryArena> image_arena;  // image tensors
+  // The activation arena: the activation buffer and (when one memory type
+  // serves both) the image tensors, at memplan's offsets; image_arena holds
+  // the images otherwise (`images_note` says why).
+  std::unique_ptr<vk::MemoryArena> arena;
+  std::unique_ptr<vk::MemoryArena> image_arena;
   vk::Buffer activations;
   std::deque<vk::Image> images;
   std::vector<Placement> place;              // per plan tensor
@@ -132,6 +140,13 @@ struct Signature {
   uint64_t device_bytes = 0;
   memplan::ArenaReport memory;  // the activation arena's plan (place_tensors)
   double memory_plan_ms = 0;    // time plan_arena took
+  uint64_t image_bytes = 0;     // the image tensors' slots, summed (their no-reuse total)
+  std::string images_note;      // "shared", "none", or why images have their own arena
+  // Images whose memory the arena re-uses within a run, by the plan step
+  // that first writes them: record() transitions each from UNDEFINED
+  // (contents discarded) right before that dispatch, after every earlier
+  // access to its memory, in every run.
+  std::map<size_t, std::vector<vk::Image*>> image_births;
 
   // Value-dependent shapes (vulkan_model_dynamic_shape.cc). A signature
   // records the steps [first_step, end_step): all of them unless some node's

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "engine/runtime/vulkan/device_data.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
@@ -67,28 +68,59 @@ struct Access {
 Status VulkanModel::Impl::place_tensors(Signature& sig) {
   const size_t n = plan.tensors.size();
   sig.place.assign(n, Placement{});
+  sig.image_births.clear();
   std::vector<bool> needed(n, false);
   std::vector<Interval> live(n);
+  // What an image's memory may be re-used under needs to know how each root
+  // is first touched, and whether the host or a branch/body touches it.
+  constexpr size_t kUntouched = SIZE_MAX;
+  std::vector<size_t> first_step(n, kUntouched);
+  std::vector<bool> first_written(n, false), first_read(n, false), irregular(n, false);
+  std::vector<std::pair<size_t, size_t>> control_ranges;  // (head, end) of each If and Loop: steps strictly inside
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep& step = plan.steps[s];
+    if (step.kind == PlanStep::Kind::kIf) control_ranges.push_back({s, step.else_end});
+    if (step.kind == PlanStep::Kind::kLoop) control_ranges.push_back({s, step.body_end});
+  }
+  auto in_control = [&](size_t s) {
+    for (const auto& [head, end] : control_ranges)
+      if (s > head && s < end) return true;
+    return false;
+  };
   auto use = [&](TensorId t, int64_t step) {
     const TensorId r = root_of(plan, t);
     needed[static_cast<size_t>(r)] = true;
     live[static_cast<size_t>(r)].touch(step);
   };
+  auto touch = [&](TensorId t, size_t s, bool written, bool host) {
+    const size_t r = static_cast<size_t>(root_of(plan, t));
+    if (first_step[r] == kUntouched) first_step[r] = s;
+    if (first_step[r] == s) (written ? first_written[r] : first_read[r]) = true;
+    if (host || in_control(s)) irregular[r] = true;
+  };
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const PlanStep& step = plan.steps[s];
     if (step.kind == PlanStep::Kind::kDispatch) {
-      for (const planner::KernelTensor& kt : step.kernel.tensors) use(kt.tensor, static_cast<int64_t>(s));
+      for (const planner::KernelTensor& kt : step.kernel.tensors) {
+        use(kt.tensor, static_cast<int64_t>(s));
+        touch(kt.tensor, s, kt.written, false);
+      }
     } else if (step.kind == PlanStep::Kind::kFallback || step.kind == PlanStep::Kind::kIf) {
       // A fallback reads and writes its values at its step; an If reads its
       // condition there (its branches' steps touch the rest).
       const ir::Node& node = graph.node(step.node);
       auto use_value = [&](ir::ValueId v) {
         auto it = v == ir::kNoValue ? plan.value_tensor.end() : plan.value_tensor.find(v);
-        if (it != plan.value_tensor.end()) use(it->second, static_cast<int64_t>(s));
+        if (it == plan.value_tensor.end()) return;
+        use(it->second, static_cast<int64_t>(s));
+        touch(it->second, s, true, true);
       };
       for (ir::ValueId v : node.inputs) use_value(v);
       for (ir::ValueId v : node.outputs) use_value(v);
-      if (step.kind == PlanStep::Kind::kIf && step.cond != planner::kNoTensor) use(step.cond, static_cast<int64_t>(s));
+      if (step.kind == PlanStep::Kind::kIf && step.cond != planner::kNoTensor) {
+        use(step.cond, static_cast<int64_t>(s));
+        touch(step.cond, s, false, true);
+      }
     }
   }
   extend_over_loops(plan, live);
@@ -99,12 +131,34 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
       use(static_cast<TensorId>(t), kBeforeRun);
       use(static_cast<TensorId>(t), kAfterRun);
     }
+  // An image shares memory with what came before it in the run only when a
+  // dispatch of this signature's own steps, outside any If branch or Loop
+  // body, writes it first (without reading it): that dispatch is where the
+  // command buffer discards its contents (UNDEFINED), every run. Any other
+  // image (a graph input, one the host writes, one a branch or body touches,
+  // a placeholder another signature writes) keeps its memory for the whole
+  // run and is made GENERAL once, as before.
+  auto reborn = [&](size_t t) {
+    const size_t s = first_step[t];
+    return s != kUntouched && first_written[t] && !first_read[t] && !irregular[t] && s >= sig.first_step &&
+           s < sig.end_step && live[t].first == static_cast<int64_t>(s);
+  };
 
   const VkDeviceSize align = std::max<VkDeviceSize>(device.capabilities().min_storage_buffer_offset_alignment, 64);
+  const VkDeviceSize granularity = std::max<VkDeviceSize>(device.capabilities().buffer_image_granularity, 1);
   const uint64_t max_range = device.capabilities().max_storage_buffer_range;
   std::vector<size_t> buffers;         // tensors placed in the activation buffer
   std::vector<memplan::Block> blocks;  // their lifetimes and sizes
-  VkDeviceSize image_bytes = 0;
+  struct ImageSlot {
+    size_t tensor = 0;
+    uint32_t width = 0, height = 0;
+    vk::ImageFormat format = vk::ImageFormat::kRGBA32F;
+    VkMemoryRequirements req{};
+    bool reborn = false;
+  };
+  std::vector<ImageSlot> images;
+  std::map<std::tuple<uint32_t, uint32_t, vk::ImageFormat>, VkMemoryRequirements> requirements;
+  VkDeviceSize image_estimate = 0;  // the separate arena's first size, when images cannot share
   for (size_t t = 0; t < n; ++t) {
     const PlanTensor& pt = plan.tensors[t];
     if (!needed[t] || pt.alias_of != planner::kNoTensor) continue;
@@ -123,7 +177,28 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
     if (sig.external.count(static_cast<TensorId>(t))) continue;  // lives in the host's buffer
     const VkDeviceSize bytes = std::max<VkDeviceSize>(device_bytes(pt.layout, sig.shapes[t]), 16);
     if (pt.layout.storage == Storage::kImage) {
-      image_bytes += bytes + bytes / 4 + (256 << 10);
+      ImageSlot slot;
+      slot.tensor = t;
+      image_size(pt.layout, sig.shapes[t], &slot.width, &slot.height);
+      const uint32_t limit = device.capabilities().max_image_dimension_2d;
+      if (slot.width > limit || slot.height > limit)
+        return unimplemented("tensor %" + std::to_string(t) + " needs a " + std::to_string(slot.width) + "x" +
+                             std::to_string(slot.height) + " image, beyond the device's limit of " +
+                             std::to_string(limit) + "; use --storage buffer for these shapes");
+      slot.format = pt.layout.type == planner::ElemType::kF16 ? vk::ImageFormat::kRGBA16F : vk::ImageFormat::kRGBA32F;
+      // The driver's size and alignment, not the texel bytes: it may pad
+      // (asked once per extent and format).
+      const auto key = std::make_tuple(slot.width, slot.height, slot.format);
+      auto known = requirements.find(key);
+      if (known == requirements.end()) {
+        KILN_ASSIGN_OR_RETURN(const VkMemoryRequirements req,
+                              vk::MemoryArena::image_requirements(device, slot.width, slot.height, slot.format));
+        known = requirements.emplace(key, req).first;
+      }
+      slot.req = known->second;
+      slot.reborn = reborn(t);
+      images.push_back(slot);
+      image_estimate += bytes + bytes / 4 + (256 << 10);
       continue;
     }
     if (bytes > max_range)
@@ -135,6 +210,37 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
     b.size = bytes;
     b.align = align;
     buffers.push_back(t);
+    blocks.push_back(b);
+  }
+  // One memory for buffers and images needs a memory type every one of them
+  // accepts (the activation buffer's and each image's memoryTypeBits).
+  KILN_ASSIGN_OR_RETURN(const VkMemoryRequirements buffer_req, vk::MemoryArena::buffer_requirements(device, 256));
+  uint32_t image_bits = ~0u;
+  for (const ImageSlot& slot : images) image_bits &= slot.req.memoryTypeBits;
+  bool shared = !images.empty();
+  sig.images_note = images.empty() ? "none" : "shared";
+  if (shared && !device.find_memory_type(buffer_req.memoryTypeBits & image_bits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT).ok()) {
+    shared = false;
+    sig.images_note = "separate: no device-local memory type accepts both the activation buffer (memoryTypeBits " +
+                      std::to_string(buffer_req.memoryTypeBits) + ") and every image (" + std::to_string(image_bits) + ")";
+  }
+  // Images in the plan: each slot starts and ends on bufferImageGranularity,
+  // so a granularity page an image touches lies wholly inside the image's
+  // own slot, and no buffer range live at the same time can share it
+  // (buffers need no padding for it: they never overlap a live image's slot,
+  // hence never its pages).
+  sig.image_bytes = 0;
+  const size_t image_block0 = blocks.size();
+  for (const ImageSlot& slot : images) {
+    const VkDeviceSize slot_align = std::max({slot.req.alignment, granularity, align});
+    const VkDeviceSize bytes = memplan::align_up(slot.req.size, slot_align);
+    sig.image_bytes += bytes;
+    if (!shared) continue;
+    memplan::Block b;
+    b.first = slot.reborn ? live[slot.tensor].first : kBeforeRun;
+    b.last = slot.reborn ? live[slot.tensor].last : kAfterRun;
+    b.size = bytes;
+    b.align = slot_align;
     blocks.push_back(b);
   }
   // Offsets: SoD²'s peak-first planner with this signature's sizes (memplan
@@ -149,10 +255,16 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
   const VkDeviceSize total = arena.bytes;
   for (size_t i = 0; i < buffers.size(); ++i) sig.place[buffers[i]].offset = arena.offsets[i];
   const VkDeviceSize capacity = total + (1 << 20);
-  KILN_ASSIGN_OR_RETURN(sig.arena, vk::MemoryArena::create(device, capacity));
+  sig.images.clear();  // (resources go before the arena they live in)
+  sig.activations.reset();
+  KILN_ASSIGN_OR_RETURN(sig.arena,
+                        vk::MemoryArena::create(device, capacity, buffer_req.memoryTypeBits & (shared ? image_bits : ~0u)));
   sig.device_bytes = capacity;
-  if (total > 0) {
-    KILN_ASSIGN_OR_RETURN(sig.activations, sig.arena->create_buffer(total));
+  // The activation buffer spans the whole plan, images' slots included: a
+  // kernel reaches it only through its own tensors' ranges, which never
+  // overlap an image live at the same time.
+  if (total > 0 && !buffers.empty()) {
+    KILN_ASSIGN_OR_RETURN(sig.activations, sig.arena->bind_buffer(0, total));
   }
   for (size_t t : buffers) {
     Placement& p = sig.place[t];
@@ -161,17 +273,33 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
     p.size = device_bytes(plan.tensors[t].layout, sig.shapes[t]);
     p.resource = 0;
   }
-  // Images live in their own arena: a driver may pad an image well beyond
-  // its texel bytes, so when the estimate is short the images are made
-  // again in an arena twice as large.
   int resource = 1;
-  for (int attempt = 0;; ++attempt) {
-    Status made = create_images(sig, needed, image_bytes << attempt, &resource);
-    if (made.ok()) break;
-    if (made.code() != StatusCode::kOutOfMemory || attempt == 3) return made;
-    resource = 1;
+  if (shared) {
+    for (size_t i = 0; i < images.size(); ++i) {
+      const ImageSlot& slot = images[i];
+      const VkDeviceSize offset = arena.offsets[image_block0 + i];
+      KILN_ASSIGN_OR_RETURN(vk::Image image, sig.arena->bind_image(offset, slot.width, slot.height, slot.format));
+      sig.images.push_back(std::move(image));
+      Placement& p = sig.place[slot.tensor];
+      p.present = true;
+      p.image = &sig.images.back();
+      p.offset = offset;
+      p.size = blocks[image_block0 + i].size;
+      p.resource = 0;  // hazards by memory range, with the buffers it aliases
+      if (slot.reborn) sig.image_births[first_step[slot.tensor]].push_back(p.image);
+    }
+  } else if (!images.empty()) {
+    // Their own arena: a driver may pad an image well beyond its texel
+    // bytes, so when the estimate is short the images are made again in an
+    // arena twice as large.
+    for (int attempt = 0;; ++attempt) {
+      Status made = create_images(sig, needed, image_estimate << attempt, &resource);
+      if (made.ok()) break;
+      if (made.code() != StatusCode::kOutOfMemory || attempt == 3) return made;
+      resource = 1;
+    }
+    if (sig.image_arena) sig.device_bytes += sig.image_arena->capacity();
   }
-  if (sig.image_arena) sig.device_bytes += sig.image_arena->capacity();
   // Zero-copy bindings: the tensor lives in a range of the host's buffer.
   // Each distinct VkBuffer is one hazard-tracking resource.
   std::map<VkBuffer, int> external_resource;
@@ -190,33 +318,39 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
   for (size_t t = 0; t < n; ++t) {
     if (plan.tensors[t].alias_of == planner::kNoTensor) continue;
     Placement p = sig.place[static_cast<size_t>(root_of(plan, static_cast<TensorId>(t)))];
-    p.size = std::min<VkDeviceSize>(p.size, device_bytes(plan.tensors[t].layout, sig.shapes[t]));
+    if (!p.image) p.size = std::min<VkDeviceSize>(p.size, device_bytes(plan.tensors[t].layout, sig.shapes[t]));
     sig.place[t] = p;
   }
-  // Images start in GENERAL (their contents are written before any read).
-  if (!sig.images.empty()) {
+  // Images that keep their memory for the whole run start in GENERAL now
+  // (their contents are written before any read); the others are made
+  // GENERAL by each run's command buffer, at their first write.
+  std::set<const vk::Image*> reborn_images;
+  for (const auto& [step, born] : sig.image_births) reborn_images.insert(born.begin(), born.end());
+  std::vector<VkImageMemoryBarrier> barriers;
+  for (vk::Image& image : sig.images) {
+    if (reborn_images.count(&image)) continue;
+    VkImageMemoryBarrier b{VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER};
+    b.srcAccessMask = 0;
+    b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                      VK_ACCESS_TRANSFER_WRITE_BIT;
+    b.oldLayout = VK_IMAGE_LAYOUT_UNDEFINED;
+    b.newLayout = VK_IMAGE_LAYOUT_GENERAL;
+    b.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+    b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+    b.image = image.handle();
+    b.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+    barriers.push_back(b);
+  }
+  if (!barriers.empty()) {
     KILN_RETURN_IF_ERROR(transfer->submitter().run([&](VkCommandBuffer cmd) {
-      std::vector<VkImageMemoryBarrier> barriers;
-      for (vk::Image& image : sig.images) {
-        VkImageMemoryBarrier b{VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER};
-        b.srcAccessMask = 0;
-        b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                          VK_ACCESS_TRANSFER_WRITE_BIT;
-        b.oldLayout = VK_IMAGE_LAYOUT_UNDEFINED;
-        b.newLayout = VK_IMAGE_LAYOUT_GENERAL;
-        b.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-        b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-        b.image = image.handle();
-        b.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
-        barriers.push_back(b);
-      }
       device.fn().vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
                                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0,
                                        nullptr, 0, nullptr, static_cast<uint32_t>(barriers.size()), barriers.data());
       return ok_status();
     }));
-    for (vk::Image& image : sig.images) image.set_layout(VK_IMAGE_LAYOUT_GENERAL);
   }
+  // The layout Transfer assumes for host reads: GENERAL, once written.
+  for (vk::Image& image : sig.images) image.set_layout(VK_IMAGE_LAYOUT_GENERAL);
   // Host values some kernel binds: the same for every run of the signature.
   for (size_t t = 0; t < n; ++t) {
     const PlanTensor& pt = plan.tensors[t];
@@ -434,6 +568,37 @@ Status VulkanModel::Impl::record(Signature& sig) {
       for (const Access& a : w) {
         for (const Access& b : writes) hazard = hazard || a.overlaps(b);
         for (const Access& b : reads) hazard = hazard || a.overlaps(b);
+      }
+      if (auto born = sig.image_births.find(d.step); born != sig.image_births.end()) {
+        // Images whose memory earlier tensors of this run (or the previous
+        // run) used: UNDEFINED -> GENERAL here, after every earlier access
+        // in the queue (the execution and memory dependency covers the
+        // previous users' reads and writes, in this command buffer and the
+        // earlier submissions), and before this first write.
+        std::vector<VkImageMemoryBarrier> to_general;
+        for (const vk::Image* image : born->second) {
+          VkImageMemoryBarrier b{VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER};
+          b.srcAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                            VK_ACCESS_TRANSFER_WRITE_BIT;
+          b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+          b.oldLayout = VK_IMAGE_LAYOUT_UNDEFINED;
+          b.newLayout = VK_IMAGE_LAYOUT_GENERAL;
+          b.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+          b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+          b.image = image->handle();
+          b.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+          to_general.push_back(b);
+        }
+        VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+        mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+                           VK_ACCESS_TRANSFER_READ_BIT;
+        mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+        fn.vkCmdPipelineBarrier(seg.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, nullptr,
+                                static_cast<uint32_t>(to_general.size()), to_general.data());
+        reads.clear();
+        writes.clear();
+        hazard = false;  // this barrier orders everything before it
       }
       if (hazard) {
         VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};

@@ -441,7 +441,7 @@ StatusOr<std::vector<Tensor>> VulkanModel::Impl::run(const std::vector<Tensor>& 
     stats->device_bytes = weights_arena ? weights_arena->capacity() : 0;
     for (const Signature* s = sig; s; s = s->parent) stats->device_bytes += s->device_bytes;
     stats->memory = {sig->memory.arena_bytes, sig->memory.live_lower_bound, sig->memory.no_reuse_bytes,
-                     sig->memory.best_fit_bytes, sig->memory_plan_ms};
+                     sig->memory.best_fit_bytes, sig->memory_plan_ms, sig->image_bytes, sig->images_note};
     stats->kernels = std::move(ran.kernels);
   }
   return outputs;

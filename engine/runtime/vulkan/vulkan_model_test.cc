@@ -142,6 +142,40 @@ TEST_F(VulkanModelTest, ChainMatchesReferenceInBothStorages) {
   }
 }
 
+// Image tensors share the activation arena: intermediates that die free
+// their memory for later images (each transitioned from UNDEFINED at its
+// first write, inside the command buffer), so the arena is far below the
+// no-reuse total, and repeated runs with other inputs stay correct (each
+// submission discards and rewrites the re-used memory again).
+TEST_F(VulkanModelTest, ImagesReuseArenaMemoryAcrossRuns) {
+  const ir::SymShape shape = ir::SymShape::from_concrete({1, 8, 24, 24});
+  ir::Graph g;
+  ir::ValueId v = g.add_input("x", DType::kFloat32, shape);
+  for (int i = 0; i < 8; ++i) {
+    ir::ValueId next = g.add_value("v" + std::to_string(i), DType::kFloat32, shape);
+    if (i % 2 == 0) g.add_node("Relu", {v}, {next});
+    else g.add_node("Add", {v, v}, {next});
+    v = next;
+  }
+  g.add_output(v);
+  ReferenceExecutor reference(g);
+  auto model = compile(g, planner::Storage::kImage);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  for (float scale : {0.25f, -1.5f, 3.0f}) {
+    const Tensor x = ramp({1, 8, 24, 24}, scale);
+    VulkanRunStats stats;
+    auto got = (*model)->run({x}, &stats);
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    expect_equal(reference.run({x}).value(), *got, 1e-4);
+    EXPECT_EQ(stats.memory.images, "shared");
+    EXPECT_GT(stats.memory.image_bytes, 0u);
+    // Input, output and at most two intermediates live at once, of nine images.
+    EXPECT_LT(stats.memory.arena_bytes * 2, stats.memory.no_reuse_bytes);
+    EXPECT_GE(stats.memory.arena_bytes, stats.memory.live_lower_bound);
+    EXPECT_LE(stats.memory.arena_bytes, stats.memory.live_lower_bound * 105 / 100);
+  }
+}
+
 TEST_F(VulkanModelTest, NewShapeRecordsButNeverCompiles) {
   ir::Graph g = chain_graph(ir::SymShape({ir::Dim::symbol("n"), ir::Dim(6)}));
   ReferenceExecutor reference(g);
