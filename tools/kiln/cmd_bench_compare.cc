@@ -398,8 +398,11 @@ std::string svg(const std::vector<Series>& series, const std::vector<std::string
       if (p == series[si].points.end()) continue;
       const Point& pt = p->second;
       const double x = gx + static_cast<double>(si) * bar, cx = x + bar / 2;
-      o += "<rect class=\"bar\" x=\"" + fmt(x, "%.1f") + "\" y=\"" + fmt(y(pt.median), "%.1f") + "\" width=\"" +
-           fmt(bar - 1, "%.1f") + "\" height=\"" + fmt(top + plot_h - y(pt.median), "%.1f") + "\" fill=\"" +
+      // At least one pixel: a series 1000x faster than another still shows
+      // a bar (its hover title holds the number).
+      const double bar_h = std::max(1.0, top + plot_h - y(pt.median));
+      o += "<rect class=\"bar\" x=\"" + fmt(x, "%.1f") + "\" y=\"" + fmt(top + plot_h - bar_h, "%.1f") +
+           "\" width=\"" + fmt(bar - 1, "%.1f") + "\" height=\"" + fmt(bar_h, "%.1f") + "\" fill=\"" +
            kColours[si % 8] + "\"><title>" + xml_escape(models[mi] + " — " + series[si].label + ": " +
                                                         fmt(pt.median) + " ms (p10 " + fmt(pt.p10) + ", p90 " +
                                                         fmt(pt.p90) + ")" + (pt.noisy ? ", noisy" : "")) +
