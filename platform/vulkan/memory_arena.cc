@@ -25,6 +25,19 @@ VkBufferCreateInfo buffer_info(VkDeviceSize size) {
   return info;
 }
 
+// A VkBuffer of `size` with the arena's usage, not yet bound, and what it
+// needs of memory; the caller owns (and on failure destroys) the handle.
+StatusOr<std::pair<VkBuffer, VkMemoryRequirements>> new_buffer(Device& device, VkDeviceSize size) {
+  KILN_RETURN_IF_ERROR(device.status());
+  if (size == 0) return invalid_argument("buffer size must be positive");
+  VkBufferCreateInfo info = buffer_info(size);
+  VkBuffer handle = VK_NULL_HANDLE;
+  KILN_RETURN_IF_ERROR(device.check(device.fn().vkCreateBuffer(device.handle(), &info, nullptr, &handle), "vkCreateBuffer"));
+  VkMemoryRequirements req{};
+  device.fn().vkGetBufferMemoryRequirements(device.handle(), handle, &req);
+  return std::make_pair(handle, req);
+}
+
 VkImageCreateInfo image_info(uint32_t width, uint32_t height, ImageFormat format) {
   VkImageCreateInfo info{VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO};
   info.imageType = VK_IMAGE_TYPE_2D;
@@ -278,17 +291,15 @@ void MemoryArena::release(VkDeviceSize offset, VkDeviceSize reserved) {
 
 StatusOr<Buffer> MemoryArena::create_buffer(VkDeviceSize size) {
   KILN_RETURN_IF_ERROR(device_.status());
-  if (size == 0) return invalid_argument("buffer size must be positive");
   if (size > capacity_) {
     return out_of_memory("buffer of " + bytes_string(size) + " exceeds the memory arena's capacity (" +
                          bytes_string(capacity_) + ")");
   }
   const VolkDeviceTable& fn = device_.fn();
-  VkBufferCreateInfo info = buffer_info(size);
   Buffer buffer;
-  KILN_RETURN_IF_ERROR(device_.check(fn.vkCreateBuffer(device_.handle(), &info, nullptr, &buffer.buffer_), "vkCreateBuffer"));
-  VkMemoryRequirements req{};
-  fn.vkGetBufferMemoryRequirements(device_.handle(), buffer.buffer_, &req);
+  KILN_ASSIGN_OR_RETURN(auto made, new_buffer(device_, size));
+  buffer.buffer_ = made.first;
+  const VkMemoryRequirements req = made.second;
   if ((req.memoryTypeBits & (1u << memory_type_)) == 0) {
     fn.vkDestroyBuffer(device_.handle(), buffer.buffer_, nullptr);
     return internal_error("a buffer of " + bytes_string(size) + " cannot live in the arena's memory type " +
@@ -390,14 +401,11 @@ StatusOr<Image> MemoryArena::bind_image(VkDeviceSize offset, uint32_t width, uin
 }
 
 StatusOr<Buffer> MemoryArena::bind_buffer(VkDeviceSize offset, VkDeviceSize size) {
-  KILN_RETURN_IF_ERROR(device_.status());
-  if (size == 0) return invalid_argument("buffer size must be positive");
   const VolkDeviceTable& fn = device_.fn();
-  VkBufferCreateInfo info = buffer_info(size);
   Buffer buffer;
-  KILN_RETURN_IF_ERROR(device_.check(fn.vkCreateBuffer(device_.handle(), &info, nullptr, &buffer.buffer_), "vkCreateBuffer"));
-  VkMemoryRequirements req{};
-  fn.vkGetBufferMemoryRequirements(device_.handle(), buffer.buffer_, &req);
+  KILN_ASSIGN_OR_RETURN(auto made, new_buffer(device_, size));
+  buffer.buffer_ = made.first;
+  const VkMemoryRequirements req = made.second;
   if ((req.memoryTypeBits & (1u << memory_type_)) == 0 || offset % std::max<VkDeviceSize>(req.alignment, 1) != 0 ||
       offset + req.size > capacity_) {
     fn.vkDestroyBuffer(device_.handle(), buffer.buffer_, nullptr);
