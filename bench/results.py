@@ -41,14 +41,14 @@ def load_json(path):
 
 
 def documents(run_dir):
-    """(cli-v1 paths, [(path, v1 doc)]) of a run directory, sorted by path."""
+    """([(path, cli-v1 doc)], [(path, v1 doc)]) of a run directory, sorted by path."""
     cli, v1 = [], []
     for path in sorted(glob.glob(os.path.join(run_dir, "**", "*.json"), recursive=True)):
         doc = load_json(path)
         if not isinstance(doc, dict):
             continue
         if doc.get("schema") == "kiln-bench-cli-v1":
-            cli.append(path)
+            cli.append((path, doc))
         elif doc.get("schema") == bench_common.SCHEMA:
             v1.append((path, bench_common.load_document(path)))
     return cli, v1
@@ -136,12 +136,11 @@ def run_section(kiln, run_dir, out_dir):
             out += [f.read().rstrip(), ""]
     cli, v1 = documents(run_dir)
     # --ablation documents time many pipelines: their tables below, not a series.
-    series = [p for p in cli if not (load_json(p)["environment"].get("ablation") is True)]
+    series = [p for p, doc in cli if doc["environment"].get("ablation") is not True]
     if series:
         out += ["### Side by side (`kiln bench compare`)", ""] + compare_section(kiln, run_dir, series, rel_dir)
     if cli:
-        for path in cli:
-            doc = load_json(path)
+        for path, doc in cli:
             if doc.get("tool") == "kiln bench":
                 out += kiln_sections(path, doc, os.path.relpath(path, out_dir))
     if v1:
