@@ -94,6 +94,12 @@ StatusOr<VkCommandBuffer> Submitter::allocate() {
   return cmd;
 }
 
+void Submitter::release(VkCommandBuffer cmd) {
+  if (cmd == VK_NULL_HANDLE) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  device_.fn().vkFreeCommandBuffers(device_.handle(), pool_, 1, &cmd);
+}
+
 Status Submitter::submit(VkCommandBuffer cmd) {
   std::lock_guard<std::mutex> lock(mutex_);
   KILN_RETURN_IF_ERROR(device_.status());

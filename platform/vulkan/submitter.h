@@ -38,6 +38,10 @@ class Submitter {
   // it only while no run() of this Submitter is in flight (the pool is
   // shared). Errors: VkResult errors.
   StatusOr<VkCommandBuffer> allocate();
+  // Returns a command buffer from allocate() to the pool; it must not be
+  // pending (every submit() waits, so it is not once submit returned).
+  // Thread-safe; VK_NULL_HANDLE is ignored.
+  void release(VkCommandBuffer cmd);
   // Submits a recorded command buffer and waits for it, completing like
   // run(). Thread-safe. Errors: as run().
   Status submit(VkCommandBuffer cmd);

@@ -73,13 +73,15 @@ class VulkanRunner : public ModelRunner {
     std::string j = ", \"gpu_ms\": " + num(s.gpu_ms) + ", \"dispatches\": " + std::to_string(s.dispatches) +
                     ", \"fallbacks\": " + std::to_string(s.fallbacks) + ", \"recorded\": " +
                     (s.recorded ? "true" : "false") + ", \"shader_compiles\": " + std::to_string(s.shader_compiles) +
-                    ", \"device_bytes\": " + std::to_string(s.device_bytes) + ", \"memory\": {\"arena_bytes\": " +
+                    ", \"device_bytes\": " + std::to_string(s.device_bytes) + ", \"activation_bytes\": " +
+                    std::to_string(s.activation_bytes) + ", \"signatures\": " + std::to_string(s.signatures) +
+                    ", \"memory\": {\"arena_bytes\": " +
                     std::to_string(s.memory.arena_bytes) + ", \"live_lower_bound\": " +
                     std::to_string(s.memory.live_lower_bound) + ", \"no_reuse_bytes\": " +
                     std::to_string(s.memory.no_reuse_bytes) + ", \"best_fit_bytes\": " +
                     std::to_string(s.memory.best_fit_bytes) + ", \"plan_ms\": " + num(s.memory.plan_ms) +
                     ", \"image_bytes\": " + std::to_string(s.memory.image_bytes) + ", \"images\": \"" +
-                    s.memory.images + "\"}";
+                    s.memory.images + "\", \"strategy\": \"" + s.memory.strategy + "\"}";
     if (!s.branches.empty()) {
       // Each If run on the device and the branch it took (only that one ran).
       j += ", \"branches\": [";

@@ -4,15 +4,17 @@
 // compiles every kernel (through the device's KernelCache, so a second
 // compile of the same model compiles nothing), creates the pipelines and
 // uploads the weights once. run() then binds the inputs and, per input-shape
-// signature, evaluates the plan's symbolic sizes, places every tensor in a
-// device arena and records one command buffer, which later runs with the
-// same shapes re-use; a new signature records a new command buffer and
+// signature, evaluates the plan's symbolic sizes, places every tensor in
+// the model's activation memory (shared by all signatures, sized for the
+// largest plan seen) and records one command buffer, which later runs with
+// the same shapes re-use; a new signature records a new command buffer and
 // compiles nothing. Barriers are recorded only between a write and a later
 // read (or a read and a later write) of the same memory.
 //
 // Thread-safety: run() may be called concurrently on one VulkanModel; runs
-// are serialized per shape signature (each signature owns its memory and
-// command buffer), different signatures run in parallel on the queue.
+// take turns (the signatures share one activation memory). For inference
+// from several threads at once, compile one model per thread (the kernel
+// cache makes the second compile cheap).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +38,10 @@ struct VulkanModelOptions {
   bool profile = false;
   // The lowerings to plan with; null = planner::LoweringRegistry::builtin().
   const planner::LoweringRegistry* lowerings = nullptr;
+  // Input-shape signatures kept recorded (command buffers, descriptor sets,
+  // staging); the least recently run beyond it is dropped and re-recorded
+  // if its shape comes back (no shader compilation). At least 1.
+  size_t max_signatures = 32;
 };
 
 // What the planner may assume about `device` (limits, fp16, subgroups).
@@ -63,7 +69,14 @@ struct VulkanRunStats {
   // for the first time: a NonZero count, a device-computed Reshape target).
   bool recorded = false;
   uint64_t shader_compiles = 0;  // shaderc compilations during this run (0 after compile())
-  uint64_t device_bytes = 0;   // device memory held by the model (weights + this signature's arenas, across boundaries)
+  // Device memory the model holds after this run: weights, the activation
+  // memory every input-shape signature shares, and what each cached
+  // signature holds alone (continuations' arenas, staging buffers).
+  uint64_t device_bytes = 0;
+  // The shared activation memory: the largest arena plan of the signatures
+  // seen since it last grew (not the sum over shapes, not a maximum shape).
+  uint64_t activation_bytes = 0;
+  uint32_t signatures = 0;  // input-shape signatures cached (options.max_signatures at most)
   // The signature's activation arena (buffers, and image tensors when one
   // memory type serves both), as plugins/memplan planned it: its bytes, the
   // live-set lower bound (bytes live at the busiest step of the plan's
@@ -81,6 +94,9 @@ struct VulkanRunStats {
     double plan_ms = 0;
     uint64_t image_bytes = 0;
     std::string images;
+    // Which placement gave the offsets: "earlier plan evaluated" (a plan of
+    // an earlier signature at these sizes), else plan_arena's strategy.
+    std::string strategy;
   };
   Memory memory;
   std::vector<KernelTiming> kernels;  // profile only

@@ -205,7 +205,7 @@ StatusOr<Signature*> VulkanModel::Impl::cross_boundary(Signature& sig, const std
     if (made.ok()) made = place_phase(*c);
     if (made.ok()) made = record(*c);
     if (!made.ok()) {
-      free_descriptors(*c);  // its memory goes with it
+      release(*c);  // its memory goes with it
       return made;
     }
     *created = true;

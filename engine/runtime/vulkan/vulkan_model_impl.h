@@ -103,14 +103,17 @@ struct Boundary {
 };
 
 struct Signature {
-  std::mutex mutex;  // one run at a time per signature (a continuation: its root's)
   std::vector<Shape> shapes;                 // per plan tensor (concrete; 1s where not sized)
   std::map<ir::ValueId, Tensor> host_values;  // host-resident values (shape arithmetic)
   std::map<std::string, int64_t> bindings;   // symbol values
   // The activation arena: the activation buffer and (when one memory type
   // serves both) the image tensors, at memplan's offsets; image_arena holds
-  // the images otherwise (`images_note` says why).
-  std::unique_ptr<vk::MemoryArena> arena;
+  // the images otherwise (`images_note` says why). A root signature's arena
+  // is the model's activation memory, shared with every other root
+  // signature (`pooled`); a continuation has its own, above its parents'.
+  std::shared_ptr<vk::MemoryArena> arena;
+  bool pooled = false;
+  uint64_t last_run = 0;  // Impl::runs when it last ran (least recently used goes first)
   std::unique_ptr<vk::MemoryArena> image_arena;
   vk::Buffer activations;
   std::deque<vk::Image> images;
@@ -137,6 +140,8 @@ struct Signature {
   std::vector<Staged> staged_inputs;   // per graph input; tensor kNoTensor when not staged
   std::vector<Staged> staged_outputs;  // per graph output
   uint32_t dispatches = 0;
+  // Device memory this signature holds alone (its own arenas, staging and
+  // condition buffers; not the shared activation memory).
   uint64_t device_bytes = 0;
   memplan::ArenaReport memory;  // the activation arena's plan (place_tensors)
   double memory_plan_ms = 0;    // time plan_arena took
@@ -188,6 +193,34 @@ struct VulkanModel::Impl {
   Status resolve_bindings(const DeviceBindings& bindings, Signature& sig) const;
   void forget_buffer(VkBuffer buffer);
   Status place_tensors(Signature& sig);
+  // Arena offsets for a signature's blocks. SoD²'s offsets as expressions of
+  // the shape: each plan made so far is kept as its stacking (which blocks
+  // lie below which; memplan arena.h) and evaluated at the new sizes (the
+  // expressions of plugins/memplan/symbolic.h, at concrete values); the
+  // smallest is used when within kPlanSlack of the live-set lower bound,
+  // otherwise the sizes are planned anew (memplan::plan_arena) and that plan
+  // becomes another version (kPlanVersions kept per set of lifetimes).
+  static constexpr double kPlanSlack = 1.05;
+  static constexpr size_t kPlanVersions = 4;
+  memplan::ArenaPlan plan_offsets(const std::vector<memplan::Block>& blocks);
+  // The model's activation memory, at least `bytes` of a memory type among
+  // `type_bits`. Growing it (or changing its type) drops every signature
+  // bound to the old one: their next run makes them again (shapes,
+  // placement, recording; no shader compilation). Call with `mutex` held,
+  // before `sig` joins `signatures`.
+  StatusOr<std::shared_ptr<vk::MemoryArena>> activation_memory_for(VkDeviceSize bytes, uint32_t type_bits);
+  // What a signature keeps in its arena from one run to the next, written
+  // when it was placed: host values kernels bind, and images made GENERAL
+  // once. Another signature's run in the shared activation memory
+  // overwrites them; this writes them again (memory_owner says whose they
+  // are now).
+  Status restore_arena(Signature& sig);
+  // Frees sig's descriptor sets and command buffers (and its
+  // continuations'); the signature must not be in flight.
+  void release(Signature& sig);
+  // Drops least recently used root signatures beyond options.max_signatures
+  // (never `keep`).
+  void evict_signatures(const Signature* keep);
   Status record(Signature& sig);
   Status plan_staging(Signature& sig);
   Status create_images(Signature& sig, const std::vector<bool>& needed, VkDeviceSize capacity, int* resource);
@@ -223,8 +256,6 @@ struct VulkanModel::Impl {
   // pointed there); those only steps past its boundary write are sized 1
   // (a continuation places them).
   Status place_phase(Signature& sig);
-  // Frees the descriptor sets of sig and of its continuations.
-  void free_descriptors(Signature& sig);
   // Control flow (vulkan_model_control_flow.cc). Sizes a device If's
   // outputs from its branches (both inferred by `infer_region`); when the
   // branches disagree for these shapes, from the taken one if the condition
@@ -270,8 +301,14 @@ struct VulkanModel::Impl {
   std::unique_ptr<vk::Transfer> transfer;
   std::unique_ptr<vk::Submitter> submitter;
   std::unique_ptr<vk::DescriptorAllocator> descriptors;
-  std::mutex mutex;  // guards `signatures`
+  // One run at a time: every root signature's arena is the same activation
+  // memory. Guards everything below.
+  std::mutex mutex;
   std::map<std::string, std::unique_ptr<Signature>> signatures;
+  std::shared_ptr<vk::MemoryArena> activation_memory;
+  std::map<std::string, std::vector<memplan::Stacking>> memory_plans;  // plan_offsets' versions, by lifetimes
+  const Signature* memory_owner = nullptr;  // whose persistent tensors activation_memory holds (restore_arena)
+  uint64_t runs = 0;
 };
 
 }  // namespace kiln::runtime

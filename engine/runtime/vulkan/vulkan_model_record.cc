@@ -65,6 +65,29 @@ struct Access {
 
 }  // namespace
 
+memplan::ArenaPlan VulkanModel::Impl::plan_offsets(const std::vector<memplan::Block>& blocks) {
+  // Signatures of one plan differ in sizes, rarely in lifetimes (an If
+  // decided on the host, a boundary): the plans are kept by lifetimes.
+  std::string key;
+  for (const memplan::Block& b : blocks)
+    key += std::to_string(b.first) + ":" + std::to_string(b.last) + ":" + std::to_string(b.align) + ";";
+  std::vector<memplan::Stacking>& versions = memory_plans[key];
+  const uint64_t bound = memplan::live_lower_bound(blocks);
+  memplan::ArenaPlan best;
+  for (const memplan::Stacking& stacking : versions) {
+    memplan::ArenaPlan evaluated = memplan::evaluate_stacking(blocks, stacking);
+    if (best.offsets.empty() || evaluated.bytes < best.bytes) best = std::move(evaluated);
+  }
+  if (!best.offsets.empty() && static_cast<double>(best.bytes) <= kPlanSlack * static_cast<double>(bound)) {
+    best.strategy = "earlier plan evaluated";
+    return best;
+  }
+  memplan::ArenaPlan planned = memplan::plan_arena(blocks);
+  if (versions.size() == kPlanVersions) versions.erase(versions.begin());
+  versions.push_back(memplan::stacking_of(blocks, planned));
+  return planned;
+}
+
 Status VulkanModel::Impl::place_tensors(Signature& sig) {
   const size_t n = plan.tensors.size();
   sig.place.assign(n, Placement{});
@@ -243,10 +266,11 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
     b.align = slot_align;
     blocks.push_back(b);
   }
-  // Offsets: SoD²'s peak-first planner with this signature's sizes (memplan
-  // arena.h), checked, and the numbers `kiln run --stats` reports.
+  // Offsets: an earlier signature's plan evaluated at these sizes when it is
+  // tight enough, else SoD²'s peak-first planner (memplan arena.h); checked,
+  // and the numbers `kiln run --stats` reports.
   const Clock::time_point plan_start = Clock::now();
-  const memplan::ArenaPlan arena = memplan::plan_arena(blocks);
+  const memplan::ArenaPlan arena = plan_offsets(blocks);
   const double plan_ms = ms_since(plan_start);
   if (std::string bad = memplan::check_plan(blocks, arena); !bad.empty())
     return internal_error("memory plan (" + arena.strategy + ") is invalid: " + bad);
@@ -254,12 +278,21 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
   sig.memory_plan_ms = plan_ms;
   const VkDeviceSize total = arena.bytes;
   for (size_t i = 0; i < buffers.size(); ++i) sig.place[buffers[i]].offset = arena.offsets[i];
-  const VkDeviceSize capacity = total + (1 << 20);
   sig.images.clear();  // (resources go before the arena they live in)
   sig.activations.reset();
-  KILN_ASSIGN_OR_RETURN(sig.arena,
-                        vk::MemoryArena::create(device, capacity, buffer_req.memoryTypeBits & (shared ? image_bits : ~0u)));
-  sig.device_bytes = capacity;
+  const uint32_t type_bits = buffer_req.memoryTypeBits & (shared ? image_bits : ~0u);
+  // A root signature's tensors go in the activation memory all root
+  // signatures share (one run at a time); a continuation's above its
+  // parents', which stay live while it runs, in its own.
+  sig.pooled = sig.parent == nullptr;
+  if (sig.pooled) {
+    KILN_ASSIGN_OR_RETURN(sig.arena, activation_memory_for(std::max<VkDeviceSize>(total, 256), type_bits));
+    sig.device_bytes = 0;
+  } else {
+    const VkDeviceSize capacity = total + (1 << 20);
+    KILN_ASSIGN_OR_RETURN(sig.arena, vk::MemoryArena::create(device, capacity, type_bits));
+    sig.device_bytes = capacity;
+  }
   // The activation buffer spans the whole plan, images' slots included: a
   // kernel reaches it only through its own tensors' ranges, which never
   // overlap an image live at the same time.
@@ -321,6 +354,12 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
     if (!p.image) p.size = std::min<VkDeviceSize>(p.size, device_bytes(plan.tensors[t].layout, sig.shapes[t]));
     sig.place[t] = p;
   }
+  return restore_arena(sig);
+}
+
+Status VulkanModel::Impl::restore_arena(Signature& sig) {
+  const size_t n = plan.tensors.size();
+  if (sig.pooled) memory_owner = &sig;
   // Images that keep their memory for the whole run start in GENERAL now
   // (their contents are written before any read); the others are made
   // GENERAL by each run's command buffer, at their first write.
@@ -355,7 +394,13 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
   for (size_t t = 0; t < n; ++t) {
     const PlanTensor& pt = plan.tensors[t];
     if (!pt.host_resident || !pt.device_needed) continue;
-    KILN_RETURN_IF_ERROR(write_tensor(sig, static_cast<TensorId>(t), sig.host_values.at(pt.value)));
+    // Not known yet, or placed only as a one-element stand-in: a value past
+    // this signature's sub-graph boundary, which a continuation writes.
+    auto value = sig.host_values.find(pt.value);
+    if (value == sig.host_values.end() || !sig.place[t].present ||
+        sig.place[t].size < device_bytes(pt.layout, value->second.shape()))
+      continue;
+    KILN_RETURN_IF_ERROR(write_tensor(sig, static_cast<TensorId>(t), value->second));
   }
   return ok_status();
 }

@@ -82,13 +82,7 @@ std::string shape_text(const Shape& s) {
 
 VulkanModel::Impl::~Impl() {
   (void)device.wait_idle();
-  for (auto& [key, sig] : signatures) free_descriptors(*sig);
-}
-
-void VulkanModel::Impl::free_descriptors(Signature& sig) {
-  for (Segment& seg : sig.segments)
-    for (RecordedDispatch& d : seg.dispatches) descriptors->free(d.sets);
-  for (auto& [key, next] : sig.continuations) free_descriptors(*next);
+  for (auto& [key, sig] : signatures) release(*sig);
 }
 
 // Concrete shapes of every value, values of host-resident ones, and the
@@ -319,15 +313,21 @@ StatusOr<Signature*> VulkanModel::Impl::signature_for(const std::vector<InputSpe
   auto it = signatures.find(key);
   if (it != signatures.end()) return it->second.get();
   auto sig = std::make_unique<Signature>();
-  KILN_RETURN_IF_ERROR(evaluate_shapes(inputs, *sig));
-  KILN_RETURN_IF_ERROR(find_boundary(*sig));
-  KILN_RETURN_IF_ERROR(resolve_bindings(bindings, *sig));
+  Status made = evaluate_shapes(inputs, *sig);
+  if (made.ok()) made = find_boundary(*sig);
+  if (made.ok()) made = resolve_bindings(bindings, *sig);
   // With a sub-graph boundary, this signature places only what it writes.
-  KILN_RETURN_IF_ERROR(sig->boundary.step == SIZE_MAX ? place_tensors(*sig) : place_phase(*sig));
-  KILN_RETURN_IF_ERROR(record(*sig));
+  if (made.ok()) made = sig->boundary.step == SIZE_MAX ? place_tensors(*sig) : place_phase(*sig);
+  if (made.ok()) made = record(*sig);
+  if (!made.ok()) {
+    release(*sig);
+    if (memory_owner == sig.get()) memory_owner = nullptr;
+    return made;
+  }
   *created = true;
   Signature* raw = sig.get();
   signatures.emplace(key, std::move(sig));
+  evict_signatures(raw);
   return raw;
 }
 
@@ -370,11 +370,11 @@ StatusOr<std::vector<Tensor>> VulkanModel::Impl::run(const std::vector<Tensor>& 
   const vk::KernelCacheStats cache_before = cache.stats();
   Signature* sig = nullptr;
   bool created = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    KILN_ASSIGN_OR_RETURN(sig, signature_for(specs, bindings, &created));
-  }
-  std::lock_guard<std::mutex> run_lock(sig->mutex);
+  // One run at a time: root signatures share the activation memory.
+  std::lock_guard<std::mutex> lock(mutex);
+  KILN_ASSIGN_OR_RETURN(sig, signature_for(specs, bindings, &created));
+  sig->last_run = ++runs;
+  if (sig->pooled && memory_owner != sig) KILN_RETURN_IF_ERROR(restore_arena(*sig));
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined()) continue;
     const Signature::Staged& staged = sig->staged_inputs[i];
@@ -438,10 +438,18 @@ StatusOr<std::vector<Tensor>> VulkanModel::Impl::run(const std::vector<Tensor>& 
     stats->fallbacks = ran.fallbacks;
     stats->recorded = created;
     stats->shader_compiles = cache_after.compiles - cache_before.compiles;
-    stats->device_bytes = weights_arena ? weights_arena->capacity() : 0;
-    for (const Signature* s = sig; s; s = s->parent) stats->device_bytes += s->device_bytes;
+    stats->activation_bytes = activation_memory ? activation_memory->capacity() : 0;
+    stats->signatures = static_cast<uint32_t>(signatures.size());
+    stats->device_bytes = (weights_arena ? weights_arena->capacity() : 0) + stats->activation_bytes;
+    std::function<uint64_t(const Signature&)> held = [&](const Signature& s) {
+      uint64_t bytes = s.device_bytes;
+      for (const auto& [key, next] : s.continuations) bytes += held(*next);
+      return bytes;
+    };
+    for (const auto& [key, s] : signatures) stats->device_bytes += held(*s);
     stats->memory = {sig->memory.arena_bytes, sig->memory.live_lower_bound, sig->memory.no_reuse_bytes,
-                     sig->memory.best_fit_bytes, sig->memory_plan_ms, sig->image_bytes, sig->images_note};
+                     sig->memory.best_fit_bytes, sig->memory_plan_ms, sig->image_bytes, sig->images_note,
+                     sig->memory.strategy};
     stats->kernels = std::move(ran.kernels);
   }
   return outputs;
@@ -724,10 +732,9 @@ void VulkanModel::Impl::forget_buffer(VkBuffer buffer) {
       ++it;
       continue;
     }
-    { std::lock_guard<std::mutex> wait_for_run(sig.mutex); }
-    // The signature's command buffers stay in the submitter's pool (freed
-    // with the model); its memory and descriptor sets go now.
-    free_descriptors(sig);
+    // Not in flight: runs hold `mutex`.
+    release(sig);
+    if (memory_owner == &sig) memory_owner = nullptr;
     it = signatures.erase(it);
   }
 }
