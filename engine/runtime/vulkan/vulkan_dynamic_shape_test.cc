@@ -123,6 +123,37 @@ TEST_F(VulkanDynamicShapeTest, NonZeroSizesItsConsumers) {
   });
 }
 
+// Each NonZero count is a continuation; they share one activation memory
+// (their depth's) and at most max_signatures stay recorded per parent.
+TEST_F(VulkanDynamicShapeTest, ContinuationsShareMemoryAndStayBounded) {
+  options_.max_signatures = 3;
+  ir::Graph g = nonzero_graph();
+  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  for_each_storage(g, [&](VulkanModel& model) {
+    // 7 makes a fourth continuation: 5 (least recently run) goes; 11 then
+    // drops 9, and 5 comes back recorded anew (dropping 2).
+    const int counts[] = {5, 9, 5, 9, 2, 7, 11, 5, 11};
+    const bool recorded[] = {true, true, false, false, true, true, true, true, false};
+    ReferenceExecutor reference(g);
+    uint64_t memory_after_11 = 0;
+    for (size_t r = 0; r < std::size(counts); ++r) {
+      const std::string what = "run " + std::to_string(r) + " (count " + std::to_string(counts[r]) + ")";
+      const std::vector<Tensor> in = {with_count(counts[r])};
+      VulkanRunStats stats;
+      auto got = model.run(in, &stats);
+      ASSERT_TRUE(got.ok()) << what << ": " << got.status().to_string();
+      expect_same(reference.run(in).value(), *got, what);
+      EXPECT_EQ(stats.recorded, recorded[r]) << what;
+      EXPECT_EQ(stats.shader_compiles, 0u) << what;
+      // The largest count sized the memories; later counts fit in them.
+      if (counts[r] == 11 && memory_after_11 == 0) memory_after_11 = stats.activation_bytes;
+      if (memory_after_11) {
+        EXPECT_EQ(stats.activation_bytes, memory_after_11) << what;
+      }
+    }
+  });
+}
+
 // n = ReduceMax(k) on the device; r = Range(0, n, 1) (host, at the boundary);
 // out = Gather(table, r) ([n, 3]) and rf = Cast(r) + Cast(r) ([n]).
 TEST_F(VulkanDynamicShapeTest, RangeOverADeviceValue) {

@@ -189,6 +189,7 @@ StatusOr<Signature*> VulkanModel::Impl::cross_boundary(Signature& sig, const std
   } else {
     auto c = std::make_unique<Signature>();
     c->parent = &sig;
+    c->depth = sig.depth + 1;
     c->first_step = b.host_step ? b.step + 1 : b.step;
     c->known_values = sig.known_values;
     c->known_shapes = sig.known_shapes;
@@ -211,7 +212,11 @@ StatusOr<Signature*> VulkanModel::Impl::cross_boundary(Signature& sig, const std
     *created = true;
     next = c.get();
     sig.continuations.emplace(key, std::move(c));
+    evict_signatures(sig.continuations, next);
   }
+  // Before the host step's outputs go in: another continuation of this
+  // depth may have run in the memory since this one last did.
+  if (!owns_memory(*next)) KILN_RETURN_IF_ERROR(restore_arena(*next));
   if (node)
     for (size_t i = 0; i < node->outputs.size(); ++i) {
       if (node->outputs[i] == ir::kNoValue) continue;

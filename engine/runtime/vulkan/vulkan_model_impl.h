@@ -108,11 +108,11 @@ struct Signature {
   std::map<std::string, int64_t> bindings;   // symbol values
   // The activation arena: the activation buffer and (when one memory type
   // serves both) the image tensors, at memplan's offsets; image_arena holds
-  // the images otherwise (`images_note` says why). A root signature's arena
-  // is the model's activation memory, shared with every other root
-  // signature (`pooled`); a continuation has its own, above its parents'.
+  // the images otherwise (`images_note` says why). It is the model's
+  // activation memory for this signature's depth (0 for a root signature,
+  // 1 for its continuations, ...), shared with every signature of that depth.
   std::shared_ptr<vk::MemoryArena> arena;
-  bool pooled = false;
+  size_t depth = 0;
   uint64_t last_run = 0;  // Impl::runs when it last ran (least recently used goes first)
   std::unique_ptr<vk::MemoryArena> image_arena;
   vk::Buffer activations;
@@ -203,24 +203,32 @@ struct VulkanModel::Impl {
   static constexpr double kPlanSlack = 1.05;
   static constexpr size_t kPlanVersions = 4;
   memplan::ArenaPlan plan_offsets(const std::vector<memplan::Block>& blocks);
-  // The model's activation memory, at least `bytes` of a memory type among
-  // `type_bits`. Growing it (or changing its type) drops every signature
-  // bound to the old one: their next run makes them again (shapes,
-  // placement, recording; no shader compilation). Call with `mutex` held,
-  // before `sig` joins `signatures`.
-  StatusOr<std::shared_ptr<vk::MemoryArena>> activation_memory_for(VkDeviceSize bytes, uint32_t type_bits);
+  // The model's activation memory for signatures of `depth` (0: input-shape
+  // signatures; d: continuations past d sub-graph boundaries, whose parents'
+  // tensors stay live in the memories of lower depths), at least `bytes` of a
+  // memory type among `type_bits`. Growing it (or changing its type) drops
+  // every signature bound to the old one: their next run makes them again
+  // (shapes, placement, recording; no shader compilation). Call with
+  // `mutex` held, before the new signature joins `signatures` or its
+  // parent's continuations.
+  StatusOr<std::shared_ptr<vk::MemoryArena>> activation_memory_for(size_t depth, VkDeviceSize bytes,
+                                                                   uint32_t type_bits);
   // What a signature keeps in its arena from one run to the next, written
   // when it was placed: host values kernels bind, and images made GENERAL
   // once. Another signature's run in the shared activation memory
   // overwrites them; this writes them again (memory_owner says whose they
   // are now).
   Status restore_arena(Signature& sig);
+  bool owns_memory(const Signature& sig) const {
+    return sig.depth < memory_owner.size() && memory_owner[sig.depth] == &sig;
+  }
   // Frees sig's descriptor sets and command buffers (and its
-  // continuations'); the signature must not be in flight.
+  // continuations'), and forgets it as a memory owner; the signature must
+  // not be in flight. The caller then destroys it.
   void release(Signature& sig);
-  // Drops least recently used root signatures beyond options.max_signatures
-  // (never `keep`).
-  void evict_signatures(const Signature* keep);
+  // Drops the least recently run of `family` (root signatures, or one
+  // signature's continuations) beyond options.max_signatures (never `keep`).
+  void evict_signatures(std::map<std::string, std::unique_ptr<Signature>>& family, const Signature* keep);
   Status record(Signature& sig);
   Status plan_staging(Signature& sig);
   Status create_images(Signature& sig, const std::vector<bool>& needed, VkDeviceSize capacity, int* resource);
@@ -305,9 +313,9 @@ struct VulkanModel::Impl {
   // memory. Guards everything below.
   std::mutex mutex;
   std::map<std::string, std::unique_ptr<Signature>> signatures;
-  std::shared_ptr<vk::MemoryArena> activation_memory;
+  std::vector<std::shared_ptr<vk::MemoryArena>> activation_memory;  // by depth
   std::map<std::string, std::vector<memplan::Stacking>> memory_plans;  // plan_offsets' versions, by lifetimes
-  const Signature* memory_owner = nullptr;  // whose persistent tensors activation_memory holds (restore_arena)
+  std::vector<const Signature*> memory_owner;  // by depth: whose persistent tensors it holds (restore_arena)
   uint64_t runs = 0;
 };
 

@@ -1,4 +1,5 @@
-// VulkanModel: one activation memory for every input-shape signature, and a
+// VulkanModel: one activation memory for every input-shape signature (and
+// one per depth of sub-graph boundaries for their continuations), and a
 // bounded cache of recorded signatures.
 //
 // Each signature's arena plan (plugins/memplan) is made for its own shapes,
@@ -11,35 +12,60 @@
 // (restore_arena).
 
 #include <algorithm>
+#include <iterator>
 
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
 
 namespace kiln::runtime {
 
-StatusOr<std::shared_ptr<vk::MemoryArena>> VulkanModel::Impl::activation_memory_for(VkDeviceSize bytes,
-                                                                                    uint32_t type_bits) {
-  if (activation_memory && activation_memory->capacity() >= bytes &&
-      ((type_bits >> activation_memory->memory_type_index()) & 1u))
-    return activation_memory;
-  // Grow (or change type): the signatures bound to the old memory go, and
-  // with them the last reference to it (their resources are destroyed
-  // first: a Signature's resources are declared after its arena).
-  for (auto it = signatures.begin(); it != signatures.end();) {
-    if (it->second->arena != activation_memory) {
-      ++it;
+namespace {
+
+using Family = std::map<std::string, std::unique_ptr<Signature>>;
+
+// Calls f(family, it) for every signature of `depth` in the tree under
+// `family` (signatures of depth `at`); f returns the next iterator.
+template <typename F>
+void for_each_at_depth(Family& family, size_t at, size_t depth, const F& f) {
+  for (auto it = family.begin(); it != family.end();) {
+    if (at == depth) {
+      it = f(family, it);
       continue;
     }
-    release(*it->second);
-    it = signatures.erase(it);
+    for_each_at_depth(it->second->continuations, at + 1, depth, f);
+    ++it;
   }
-  memory_owner = nullptr;
-  activation_memory.reset();
-  // The new size is the plan's, plus a little headroom for slightly larger
-  // shapes later; each growth makes the others re-record, so it is rare.
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<vk::MemoryArena>> VulkanModel::Impl::activation_memory_for(size_t depth, VkDeviceSize bytes,
+                                                                                    uint32_t type_bits) {
+  if (activation_memory.size() <= depth) {
+    activation_memory.resize(depth + 1);
+    memory_owner.resize(depth + 1, nullptr);
+  }
+  std::shared_ptr<vk::MemoryArena>& memory = activation_memory[depth];
+  if (memory && memory->capacity() >= bytes && ((type_bits >> memory->memory_type_index()) & 1u)) return memory;
+  // Grow (or change type): the signatures bound to the old memory go (with
+  // their continuations), and with them the last reference to it (their
+  // resources are destroyed first: a Signature's are declared after its
+  // arena). None is in flight: the one being made is not in the tree yet,
+  // and its parents are of lower depths.
+  if (memory) {
+    const vk::MemoryArena* old = memory.get();
+    for_each_at_depth(signatures, 0, depth, [&](Family& family, Family::iterator it) {
+      if (it->second->arena.get() != old) return std::next(it);
+      release(*it->second);
+      return family.erase(it);
+    });
+  }
+  memory.reset();
+  // The new size is the plan's, plus an eighth for slightly larger shapes
+  // later: each growth makes the others record again, so it stays rare.
   const VkDeviceSize capacity = bytes + bytes / 8 + (64 << 10);
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<vk::MemoryArena> made, vk::MemoryArena::create(device, capacity, type_bits));
-  activation_memory = std::move(made);
-  return activation_memory;
+  memory = std::move(made);
+  return memory;
 }
 
 void VulkanModel::Impl::release(Signature& sig) {
@@ -49,20 +75,21 @@ void VulkanModel::Impl::release(Signature& sig) {
     submitter->release(seg.cmd);
     seg.cmd = VK_NULL_HANDLE;
   }
+  for (const Signature*& owner : memory_owner)
+    if (owner == &sig) owner = nullptr;
   for (auto& [key, next] : sig.continuations) release(*next);
 }
 
-void VulkanModel::Impl::evict_signatures(const Signature* keep) {
+void VulkanModel::Impl::evict_signatures(Family& family, const Signature* keep) {
   const size_t limit = std::max<size_t>(options.max_signatures, 1);
-  while (signatures.size() > limit) {
-    auto oldest = signatures.end();
-    for (auto it = signatures.begin(); it != signatures.end(); ++it)
-      if (it->second.get() != keep && (oldest == signatures.end() || it->second->last_run < oldest->second->last_run))
+  while (family.size() > limit) {
+    auto oldest = family.end();
+    for (auto it = family.begin(); it != family.end(); ++it)
+      if (it->second.get() != keep && (oldest == family.end() || it->second->last_run < oldest->second->last_run))
         oldest = it;
-    if (oldest == signatures.end()) return;
+    if (oldest == family.end()) return;
     release(*oldest->second);
-    if (memory_owner == oldest->second.get()) memory_owner = nullptr;
-    signatures.erase(oldest);
+    family.erase(oldest);
   }
 }
 

@@ -281,18 +281,11 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
   sig.images.clear();  // (resources go before the arena they live in)
   sig.activations.reset();
   const uint32_t type_bits = buffer_req.memoryTypeBits & (shared ? image_bits : ~0u);
-  // A root signature's tensors go in the activation memory all root
-  // signatures share (one run at a time); a continuation's above its
-  // parents', which stay live while it runs, in its own.
-  sig.pooled = sig.parent == nullptr;
-  if (sig.pooled) {
-    KILN_ASSIGN_OR_RETURN(sig.arena, activation_memory_for(std::max<VkDeviceSize>(total, 256), type_bits));
-    sig.device_bytes = 0;
-  } else {
-    const VkDeviceSize capacity = total + (1 << 20);
-    KILN_ASSIGN_OR_RETURN(sig.arena, vk::MemoryArena::create(device, capacity, type_bits));
-    sig.device_bytes = capacity;
-  }
+  // The activation memory every signature of this depth shares (one run at
+  // a time); a continuation's parents' tensors stay live in the memories of
+  // lower depths while it runs.
+  KILN_ASSIGN_OR_RETURN(sig.arena, activation_memory_for(sig.depth, std::max<VkDeviceSize>(total, 256), type_bits));
+  sig.device_bytes = 0;
   // The activation buffer spans the whole plan, images' slots included: a
   // kernel reaches it only through its own tensors' ranges, which never
   // overlap an image live at the same time.
@@ -359,7 +352,7 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
 
 Status VulkanModel::Impl::restore_arena(Signature& sig) {
   const size_t n = plan.tensors.size();
-  if (sig.pooled) memory_owner = &sig;
+  memory_owner.at(sig.depth) = &sig;
   // Images that keep their memory for the whole run start in GENERAL now
   // (their contents are written before any read); the others are made
   // GENERAL by each run's command buffer, at their first write.

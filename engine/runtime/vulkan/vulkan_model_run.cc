@@ -321,13 +321,12 @@ StatusOr<Signature*> VulkanModel::Impl::signature_for(const std::vector<InputSpe
   if (made.ok()) made = record(*sig);
   if (!made.ok()) {
     release(*sig);
-    if (memory_owner == sig.get()) memory_owner = nullptr;
     return made;
   }
   *created = true;
   Signature* raw = sig.get();
   signatures.emplace(key, std::move(sig));
-  evict_signatures(raw);
+  evict_signatures(signatures, raw);
   return raw;
 }
 
@@ -374,7 +373,7 @@ StatusOr<std::vector<Tensor>> VulkanModel::Impl::run(const std::vector<Tensor>& 
   std::lock_guard<std::mutex> lock(mutex);
   KILN_ASSIGN_OR_RETURN(sig, signature_for(specs, bindings, &created));
   sig->last_run = ++runs;
-  if (sig->pooled && memory_owner != sig) KILN_RETURN_IF_ERROR(restore_arena(*sig));
+  if (!owns_memory(*sig)) KILN_RETURN_IF_ERROR(restore_arena(*sig));
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined()) continue;
     const Signature::Staged& staged = sig->staged_inputs[i];
@@ -396,6 +395,7 @@ StatusOr<std::vector<Tensor>> VulkanModel::Impl::run(const std::vector<Tensor>& 
     bool made = false;
     KILN_ASSIGN_OR_RETURN(sig, cross_boundary(*sig, specs, bindings, &made, ran));
     created = created || made;
+    sig->last_run = runs;
     VulkanRunStats more;
     KILN_RETURN_IF_ERROR(run_segments(*sig, more));
     ran.gpu_ms = ran.gpu_ms < 0 || more.gpu_ms < 0 ? -1 : ran.gpu_ms + more.gpu_ms;
@@ -438,7 +438,8 @@ StatusOr<std::vector<Tensor>> VulkanModel::Impl::run(const std::vector<Tensor>& 
     stats->fallbacks = ran.fallbacks;
     stats->recorded = created;
     stats->shader_compiles = cache_after.compiles - cache_before.compiles;
-    stats->activation_bytes = activation_memory ? activation_memory->capacity() : 0;
+    stats->activation_bytes = 0;
+    for (const auto& memory : activation_memory) stats->activation_bytes += memory ? memory->capacity() : 0;
     stats->signatures = static_cast<uint32_t>(signatures.size());
     stats->device_bytes = (weights_arena ? weights_arena->capacity() : 0) + stats->activation_bytes;
     std::function<uint64_t(const Signature&)> held = [&](const Signature& s) {
@@ -734,7 +735,6 @@ void VulkanModel::Impl::forget_buffer(VkBuffer buffer) {
     }
     // Not in flight: runs hold `mutex`.
     release(sig);
-    if (memory_owner == &sig) memory_owner = nullptr;
     it = signatures.erase(it);
   }
 }
