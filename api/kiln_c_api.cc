@@ -26,6 +26,7 @@ struct VulkanSessionOptions {
   kiln_storage_t storage = KILN_STORAGE_BUFFER;
   kiln_precision_t precision = KILN_PRECISION_FP32;
   bool profile = false;
+  uint32_t max_signatures = 0;  // 0: VulkanModelOptions' default
 };
 
 // Compiles the session's model for Vulkan on the given device, or on one
@@ -42,6 +43,7 @@ kiln::Status start_vulkan(kiln_session_t& s, const VulkanSessionOptions& o) {
   mo.plan.precision =
       o.precision == KILN_PRECISION_FP16 ? kiln::planner::ElemType::kF16 : kiln::planner::ElemType::kF32;
   mo.profile = o.profile;
+  if (o.max_signatures) mo.max_signatures = o.max_signatures;
   KILN_ASSIGN_OR_RETURN(s.vulkan_model,
                         kiln::runtime::VulkanModel::compile(*s.vulkan->device, *s.vulkan->cache, *s.model->graph, mo));
   s.backend = KILN_BACKEND_VULKAN;
@@ -165,6 +167,7 @@ kiln_status_t* kiln_session_create(kiln_model_t* model, const kiln_session_optio
     if (KILN_HAS(storage)) vo.storage = options->storage;
     if (KILN_HAS(precision)) vo.precision = options->precision;
     if (KILN_HAS(profile)) vo.profile = options->profile != 0;
+    if (KILN_HAS(max_signatures)) vo.max_signatures = options->max_signatures;
 #undef KILN_HAS
   }
   if (backend != KILN_BACKEND_DEFAULT && backend != KILN_BACKEND_REFERENCE && backend != KILN_BACKEND_VULKAN)
@@ -279,6 +282,11 @@ kiln_status_t* kiln_session_last_run_stats(const kiln_session_t* session, kiln_r
   out_stats->fallbacks = s.fallbacks;
   out_stats->recorded = s.recorded ? 1 : 0;
   out_stats->kernel_timings = static_cast<uint32_t>(s.kernels.size());
+  // Fields past an older caller's struct_size are left alone.
+  if (out_stats->struct_size >= offsetof(kiln_run_stats_t, activation_bytes) + sizeof(out_stats->activation_bytes)) {
+    out_stats->device_bytes = s.device_bytes;
+    out_stats->activation_bytes = s.activation_bytes;
+  }
   return nullptr;
 }
 

@@ -275,6 +275,8 @@ TEST_F(CApiVulkanTest, KilnDeviceSessionsMatchReference) {
     EXPECT_EQ(stats.recorded, round == 0 ? 1u : 0u);
     EXPECT_GE(stats.dispatches, 1u);
     EXPECT_EQ(stats.fallbacks, 0u);
+    EXPECT_GT(stats.activation_bytes, 0u);
+    EXPECT_GT(stats.device_bytes, stats.activation_bytes);  // the weights too
     if (stats.gpu_ms < 0) continue;  // no timestamps on this queue
     ASSERT_EQ(stats.kernel_timings, stats.dispatches);
     for (uint32_t k = 0; k < stats.kernel_timings; ++k) {
@@ -285,6 +287,21 @@ TEST_F(CApiVulkanTest, KilnDeviceSessionsMatchReference) {
     }
     kiln_kernel_timing_t past;
     EXPECT_EQ(profiled.kernel_timing(stats.kernel_timings, past).code(), KILN_OUT_OF_RANGE);
+  }
+
+  // One recorded signature at most: a shape that comes back after another
+  // records again (compiling nothing).
+  o.profile = 0;
+  o.max_signatures = 1;
+  Session one;
+  ASSERT_FALSE(Session::create(model_, o, one));
+  const int64_t rows[] = {2, 3, 2, 2};
+  const uint32_t records[] = {1, 1, 1, 0};
+  for (size_t r = 0; r < 4; ++r) {
+    const std::vector<float> x = inputs_for(rows[r], 0.5f);
+    expect_near(run_host(one, rows[r], x), reference(model_, rows[r], x), 1e-6f);
+    ASSERT_FALSE(one.last_run_stats(stats));
+    EXPECT_EQ(stats.recorded, records[r]) << "run " << r;
   }
 
   // The device outlives `vk`'s reference while a session holds it.

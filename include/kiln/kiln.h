@@ -201,6 +201,12 @@ typedef struct kiln_session_options_t {
   /* Nonzero: time every kernel on the GPU (kiln_session_kernel_timing;
    * costs a timestamp per dispatch). */
   uint32_t profile;
+  /* Input-shape signatures kept recorded (command buffers, descriptor sets);
+   * the least recently run beyond it is dropped and recorded again if its
+   * shape returns (nothing is recompiled). 0: the default, 32. Every
+   * signature's activations share one device memory sized for the largest
+   * shape seen, whatever this is. */
+  uint32_t max_signatures;
 } kiln_session_options_t;
 
 /* A model prepared for one backend. Single owner: create/destroy. */
@@ -246,6 +252,11 @@ typedef struct kiln_run_stats_t {
   uint32_t fallbacks;   /* nodes run on the host (with transfers) */
   uint32_t recorded;    /* 1: the run recorded new command buffers (new shapes or bindings) */
   uint32_t kernel_timings; /* entries for kiln_session_kernel_timing (profile on) */
+  /* Device memory the session holds after the run: weights, the activation
+   * memory all input shapes share, per-signature staging (Vulkan). */
+  uint64_t device_bytes;
+  /* The activation memory: the largest arena plan seen, not one per shape. */
+  uint64_t activation_bytes;
 } kiln_run_stats_t;
 
 /* One kernel's GPU time in the last run (profile on). Names are truncated
