@@ -515,7 +515,8 @@ Status VulkanModel::Impl::record(Signature& sig) {
       push.push_back(static_cast<int32_t>(*v));
     }
     d.push.assign(pipeline.reflection().push_constant_size, std::byte{0});
-    std::memcpy(d.push.data(), push.data(), std::min(d.push.size(), push.size() * sizeof(int32_t)));
+    if (!push.empty() && !d.push.empty())
+      std::memcpy(d.push.data(), push.data(), std::min(d.push.size(), push.size() * sizeof(int32_t)));
     KILN_ASSIGN_OR_RETURN(d.sets, descriptors->allocate(pipeline));
     std::vector<vk::DescriptorResource> resources;
     for (size_t b = 0; b < step.kernel.tensors.size(); ++b) {
