@@ -52,7 +52,7 @@ usage:
       Writes the graph after the pass pipeline (--passes none: as imported)
       as Graphviz (--dot) or Kiln's text IR (--text; '-' for stdout). Large
       constants are elided unless --full-constants.
-  kiln bench MODEL... [--backend ...] [--device ...] [--storage ...] [--precision ...] [--coopmat ...]
+  kiln bench MODEL... [--backend ...] [--device ...] [--storage ...] [--precision ...] [--coopmat ...] [--inplace ...]
                  [--passes ...|none] [--disable-pass NAME ...] [--plugin FILE.so ...]
                  [--warmup N] [--iters N | --min-time S] [--shape NAME=AxB ...] [--input NAME=FILE ...]
                  [--seed N] [--json FILE] [--csv FILE] [--validate]
