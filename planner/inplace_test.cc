@@ -1,8 +1,8 @@
 // In-place reuse decisions (planner/inplace.h): an elementwise chain on
 // buffers writes in place; a broadcast operand, a graph input, an input read
 // later, image storage and steps or tensors of an If branch or a Loop body
-// do not; the option turns it off; codegen drops `restrict` only where
-// memory is shared.
+// do not; a view is written over only when its source dies too; the option
+// turns it off; codegen drops `restrict` only where memory is shared.
 #include "planner/inplace.h"
 
 #include <gtest/gtest.h>
@@ -132,6 +132,36 @@ TEST(Inplace, NotOverGraphInputNorBroadcastOperandNorInputReadLater) {
     if (kt.tensor == tensor(plan, bias)) {
       EXPECT_FALSE(kt.elementwise);
     }
+}
+
+// a = Exp(x) [2, 6]; v = Reshape(a) [3, 4] (a view); r = Relu(v) is written
+// over v's memory, which is a's. With a read again after Relu, it is not.
+TEST(Inplace, OverAViewOnlyWhenItsSourceDiesToo) {
+  for (bool source_read_later : {false, true}) {
+    SCOPED_TRACE(source_read_later ? "a read later" : "a dies at Relu");
+    ir::Graph g;
+    const ir::ValueId x = g.add_input("x", DType::kFloat32, shape({2, 6}));
+    const ir::ValueId a = value(g, "a", {2, 6}), v = value(g, "v", {3, 4}), r = value(g, "r", {3, 4});
+    const ir::ValueId y = value(g, "y", {3, 4});
+    g.add_node("Exp", {x}, {a});
+    g.add_node("Reshape", {a, g.add_constant("to", Tensor::from_vector<int64_t>({2}, {3, 4}))}, {v});
+    g.add_node("Relu", {v}, {r});
+    g.add_node("Neg", {r}, {y});
+    g.add_output(y);
+    if (source_read_later) {
+      const ir::ValueId s = value(g, "s", {2, 6});
+      g.add_node("Sigmoid", {a}, {s});
+      g.add_output(s);
+    }
+    const ExecutionPlan plan = plan_of(g);
+    ASSERT_EQ(plan.tensors[static_cast<size_t>(tensor(plan, v))].alias_of, tensor(plan, a));
+    if (source_read_later) {
+      EXPECT_EQ(inplace_of(plan, r), kNoTensor);
+    } else {
+      EXPECT_EQ(inplace_of(plan, r), tensor(plan, v));
+      EXPECT_EQ(memory_root(plan, tensor(plan, r)), tensor(plan, a));
+    }
+  }
 }
 
 TEST(Inplace, NotInsideIfBranchesNorOverWhatTheyRead) {
