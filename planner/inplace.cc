@@ -103,9 +103,10 @@ Accesses collect_accesses(const ExecutionPlan& plan, const ir::Graph& graph) {
     const ir::Node& node = graph.node(nid);
     if (node.erased || stepped.count(nid)) continue;
     std::set<TensorId> out_roots;
-    for (ir::ValueId v : node.outputs)
-      if (auto it = v == ir::kNoValue ? plan.value_tensor.end() : plan.value_tensor.find(v); it != plan.value_tensor.end())
-        out_roots.insert(data_root(plan, it->second));
+    for (ir::ValueId v : node.outputs) {
+      auto it = v == ir::kNoValue ? plan.value_tensor.end() : plan.value_tensor.find(v);
+      if (it != plan.value_tensor.end()) out_roots.insert(data_root(plan, it->second));
+    }
     for (ir::ValueId v : node.inputs) {
       auto it = v == ir::kNoValue ? plan.value_tensor.end() : plan.value_tensor.find(v);
       if (it == plan.value_tensor.end()) continue;
@@ -131,9 +132,9 @@ void plan_inplace(ExecutionPlan& plan, const ir::Graph& graph) {
     PlanStep& step = plan.steps[s];
     if (step.kind != PlanStep::Kind::kDispatch) continue;
     KernelDesc& k = step.kernel;
-    if (std::count_if(k.tensors.begin(), k.tensors.end(), [](const KernelTensor& t) { return t.written; }) != 1)
-      continue;
-    KernelTensor& out = *std::find_if(k.tensors.begin(), k.tensors.end(), [](const KernelTensor& t) { return t.written; });
+    auto written = [](const KernelTensor& t) { return t.written; };
+    if (std::count_if(k.tensors.begin(), k.tensors.end(), written) != 1) continue;
+    KernelTensor& out = *std::find_if(k.tensors.begin(), k.tensors.end(), written);
     const TensorId tid = out.tensor;
     const PlanTensor& t = plan.tensors[static_cast<size_t>(tid)];
     if (t.alias_of != kNoTensor || t.inplace_of != kNoTensor || acc.blocked[static_cast<size_t>(tid)] ||
