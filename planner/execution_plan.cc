@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "planner/control_flow.h"
+#include "planner/inplace.h"
 #include "planner/plan_builder.h"
 #include "planner/precision_policy.h"
 
@@ -316,6 +317,7 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
     KILN_RETURN_IF_ERROR(lower_node(nid));
   }
   for (ir::ValueId v : graph.main().outputs) plan.outputs.push_back(builder.tensor_of(v));
+  if (options.inplace) plan_inplace(plan, graph);
 
   std::set<std::string> symbols;
   std::vector<std::string> names;
@@ -328,6 +330,20 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
   symbols.insert(names.begin(), names.end());
   plan.symbols.assign(symbols.begin(), symbols.end());
   return std::move(plan);
+}
+
+TensorId memory_root(const ExecutionPlan& plan, TensorId t) {
+  for (;;) {
+    const PlanTensor& pt = plan.tensors[static_cast<size_t>(t)];
+    if (pt.alias_of != kNoTensor) t = pt.alias_of;
+    else if (pt.inplace_of != kNoTensor) t = pt.inplace_of;
+    else return t;
+  }
+}
+
+TensorId data_root(const ExecutionPlan& plan, TensorId t) {
+  while (plan.tensors[static_cast<size_t>(t)].alias_of != kNoTensor) t = plan.tensors[static_cast<size_t>(t)].alias_of;
+  return t;
 }
 
 std::string describe_plan(const ExecutionPlan& plan, const ir::Graph& graph) {
@@ -348,6 +364,7 @@ std::string describe_plan(const ExecutionPlan& plan, const ir::Graph& graph) {
     if (t.layout.storage == Storage::kImage) o << " packed=" << t.layout.packed_axis;
     if (t.host_resident) o << " host";
     if (t.alias_of != kNoTensor) o << " alias=%" << t.alias_of;
+    if (t.inplace_of != kNoTensor) o << " inplace=%" << t.inplace_of;
     o << "\n";
   }
   o << "steps:\n";

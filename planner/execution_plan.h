@@ -48,8 +48,14 @@ struct PlanTensor {
   // only when some kernel binds it (device_needed).
   bool host_resident = false;
   bool device_needed = false;
-  // Same device memory as this tensor (views: Reshape, Flatten, Identity).
+  // Same device memory and the same data as this tensor (views: Reshape,
+  // Flatten, Identity).
   TensorId alias_of = kNoTensor;
+  // Same device memory as this tensor, but other data: the dispatch writing
+  // this tensor writes it over that one, whose data dies there (in-place
+  // reuse, planner/inplace.h). Memory follows both links (memory_root);
+  // what a tensor holds follows alias_of only (data_root).
+  TensorId inplace_of = kNoTensor;
 };
 
 struct PlanStep {
@@ -97,6 +103,10 @@ struct PlanOptions {
   // Use the target's cooperative matrices (tensor cores) for fp16 GEMMs when
   // it has them; off forces the scalar kernels (for A/B measurements).
   bool cooperative_matrix = true;
+  // Let elementwise kernels write their output over an input that dies at
+  // them (planner/inplace.h); off keeps every tensor in its own block (for
+  // A/B measurements and debugging).
+  bool inplace = true;
 };
 
 struct ExecutionPlan {
@@ -130,6 +140,12 @@ struct ExecutionPlan {
 StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& target, const PlanOptions& options,
                                    const LoweringRegistry& lowerings = LoweringRegistry::builtin(),
                                    const ops::OpRegistry& ops = ops::OpRegistry::builtin());
+
+// The tensor whose memory `t` lives in: alias_of and inplace_of followed to
+// the end. The runtime places only such roots.
+TensorId memory_root(const ExecutionPlan& plan, TensorId t);
+// The tensor whose data `t` shows: alias_of followed (views), not inplace_of.
+TensorId data_root(const ExecutionPlan& plan, TensorId t);
 
 // A readable listing of the plan (tensors with layouts, steps with kernels).
 std::string describe_plan(const ExecutionPlan& plan, const ir::Graph& graph);

@@ -204,9 +204,11 @@ class Emitter {
     s << "#define " << n << "_VEC " << a << "\n";
     if (t.layout.storage == Storage::kBuffer) {
       s << "#define " << n << "_IS_BUFFER 1\n";
+      // `restrict` promises no other binding reaches this memory: false for
+      // the two bindings of an in-place write (planner/inplace.h).
       s << "layout(std430, set = 0, binding = " << binding << ") " << (t.written ? "" : "readonly ")
-        << "restrict buffer KilnBuffer" << binding << " { " << storage_elem(t.layout.type) << " " << n
-        << "_data[]; };\n";
+        << (t.shares_memory ? "" : "restrict ") << "buffer KilnBuffer" << binding << " { "
+        << storage_elem(t.layout.type) << " " << n << "_data[]; };\n";
       s << "int " << n << "_index(" << coord_params(rank) << ") { return " << linear_expr(n, rank) << "; }\n";
       s << S << " " << n << "_ld(int i) { return " << S << "(" << n << "_data[i]); }\n";
       s << S << " " << n << "_at(" << coord_params(rank) << ") { return " << n << "_ld(" << n << "_index("

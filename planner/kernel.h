@@ -77,6 +77,15 @@ struct KernelTensor {
   DeviceLayout layout;
   std::vector<ir::Dim> shape;  // logical shape
   bool written = false;        // output of the kernel (else read-only)
+  // Read only at the elements this kernel writes of its written tensor, each
+  // by the invocation that writes it and before it does (a pure elementwise
+  // input: same shape, same linear index, buffers). Set by the lowerings that
+  // know it; lets the planner write the output over this input's memory
+  // (PlanTensor::inplace_of). Never guessed from names.
+  bool elementwise = false;
+  // Shares memory with another tensor this kernel binds (an in-place write):
+  // the generated GLSL drops `restrict` from this binding.
+  bool shares_memory = false;
 };
 
 // An integer the kernel uses beyond the tensors' dims (strides, pads, axis

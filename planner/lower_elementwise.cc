@@ -189,6 +189,10 @@ Bound bind_io(LoweringContext& ctx, const std::vector<size_t>& indices) {
       continue;
     }
     KernelTensor t = ctx.bind(input_name(i), ctx.input(i));
+    // Not broadcast: loaded at the output element's own index (x_ld(oi)),
+    // so the output may be written over it (planner/inplace.h).
+    t.elementwise = t.layout.storage == Storage::kBuffer && y.layout.storage == Storage::kBuffer &&
+                    same_shape(t.shape, y.shape);
     b.load.push_back(broadcast_load(t, y.shape));
     b.type.push_back(t.layout.type);
     b.tensors.push_back(std::move(t));
@@ -427,6 +431,9 @@ Status lower_clip(LoweringContext& ctx) {
     idx.push_back(i);
   }
   Bound b = bind_io(ctx, idx);
+  // A bound on the device is read at element 0, not elementwise.
+  for (KernelTensor& t : b.tensors)
+    if (t.name != input_name(0) && !t.written) t.elementwise = false;
   std::string body = b.scalar(0) + " a = " + b.load[0] + ";\n";
   for (size_t k = 1; k < idx.size(); ++k) {
     // A bound on the device is read at element 0 whatever its rank.

@@ -5,13 +5,17 @@ Kiln planned, the live-set lower bound for the chosen order, a greedy
 best-fit allocator's arena and the no-reuse total (all from the runtime's
 own lifetimes and sizes; see README.md).
 
-  memory_table.py KILN ZOO_DIR [MODEL ...] [--storage buffer|image] [--check]
+  memory_table.py KILN ZOO_DIR [MODEL ...] [--storage buffer|image] [--inplace on|off] [--check]
+  memory_table.py KILN ZOO_DIR [MODEL ...] [--storage ...] --inplace-effect
 
 With --storage image the arena holds the image tensors too (when one memory
 type serves buffers and images) and two columns give the images' slots
 summed and where they live. The transformer runs at seq 8, 64 and 200 in
 one process (--then). With
 --check the exit status is 1 when a planned arena exceeds 1.05x its bound.
+--inplace off plans without in-place writes (planner/inplace.h);
+--inplace-effect runs every model both ways and prints the bound and arena
+without and with them.
 """
 import json
 import os
@@ -26,11 +30,12 @@ def kib(b):
     return f"{b / 1024:,.0f}"
 
 
-def run_model(kiln, zoo, model, storage):
+def run_model(kiln, zoo, model, storage, inplace="on"):
     path = os.path.join(zoo, model, "model.onnx")
     with tempfile.TemporaryDirectory() as tmp:
         stats = os.path.join(tmp, "stats.json")
-        cmd = [kiln, "run", path, "--backend", "vulkan", "--storage", storage, "--stats", stats]
+        cmd = [kiln, "run", path, "--backend", "vulkan", "--storage", storage, "--inplace", inplace,
+               "--stats", stats]
         for i, shape in enumerate(DYNAMIC.get(model, [None])):
             if i:
                 cmd.append("--then")
@@ -51,20 +56,48 @@ def run_model(kiln, zoo, model, storage):
     return rows, stats
 
 
+def option(argv, name, default):
+    if name not in argv:
+        return default
+    i = argv.index(name)
+    value = argv[i + 1]
+    del argv[i:i + 2]
+    return value
+
+
+def inplace_effect(kiln, zoo, models, storage):
+    """The bound and arena without and with in-place writes, per run."""
+    print("| model | input | bound off KiB | bound on KiB | arena off KiB | arena on KiB | arena on / off | "
+          "no reuse off KiB | no reuse on KiB |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    ratios = []
+    for model in models:
+        off, _ = run_model(kiln, zoo, model, storage, "off")
+        on, _ = run_model(kiln, zoo, model, storage, "on")
+        for (name, shape, a), (_, _, b) in zip(off, on):
+            ratio = b["arena_bytes"] / max(a["arena_bytes"], 1)
+            ratios.append(ratio)
+            print(f"| {name} | {shape} | {kib(a['live_lower_bound'])} | {kib(b['live_lower_bound'])} | "
+                  f"{kib(a['arena_bytes'])} | {kib(b['arena_bytes'])} | {ratio:.3f} | "
+                  f"{kib(a['no_reuse_bytes'])} | {kib(b['no_reuse_bytes'])} |", flush=True)
+    print(f"\narena on / off: {min(ratios):.3f} to {max(ratios):.3f}")
+    return 0
+
+
 def main(argv):
     check = "--check" in argv
-    argv = [a for a in argv if a != "--check"]
-    storage = "buffer"
-    if "--storage" in argv:
-        i = argv.index("--storage")
-        storage = argv[i + 1]
-        del argv[i:i + 2]
+    effect = "--inplace-effect" in argv
+    argv = [a for a in argv if a not in ("--check", "--inplace-effect")]
+    storage = option(argv, "--storage", "buffer")
+    inplace = option(argv, "--inplace", "on")
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
     kiln, zoo, models = argv[0], argv[1], argv[2:]
     if not models:
         models = sorted(d for d in os.listdir(zoo) if os.path.isfile(os.path.join(zoo, d, "model.onnx")))
+    if effect:
+        return inplace_effect(kiln, zoo, models, storage)
     # Image storage: the image tensors' slots (no reuse) and whether they
     # share the arena (then they are in every other column) or not.
     images = storage == "image"
@@ -75,7 +108,7 @@ def main(argv):
     worst = 0.0
     orders = []
     for model in models:
-        rows, stats = run_model(kiln, zoo, model, storage)
+        rows, stats = run_model(kiln, zoo, model, storage, inplace)
         orders.append((model, stats))
         for name, shape, m in rows:
             bound = max(m["live_lower_bound"], 1)

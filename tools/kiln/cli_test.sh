@@ -18,6 +18,7 @@ check "--backend reference runs on the CPU" 0 "run 1: .*reference backend" -- "$
 check "bad --storage" 1 "--storage must be buffer or image" -- "$kiln" run "$m" --backend vulkan --storage texture --shape x=1x3
 check "bad --precision" 1 "--precision must be fp32 or fp16" -- "$kiln" run "$m" --backend vulkan --precision int8 --shape x=1x3
 check "bad --coopmat" 1 "--coopmat must be on or off" -- "$kiln" run "$m" --backend vulkan --coopmat maybe --shape x=1x3
+check "bad --inplace" 1 "--inplace must be on or off" -- "$kiln" run "$m" --backend vulkan --inplace maybe --shape x=1x3
 # The Vulkan backend (lavapipe in CI): same outputs as the reference, new
 # shapes after --then compile no shader.
 if "$kiln" info 2>/dev/null | grep -q "^device 0"; then

@@ -761,6 +761,9 @@ StatusOr<Settings> parse_settings(const Args& args) {
   s.coopmat = args.get("coopmat", "on");
   if (s.coopmat == "off") s.options.plan.cooperative_matrix = false;
   else if (s.coopmat != "on") return invalid_argument("--coopmat must be on or off, got '" + s.coopmat + "'");
+  const std::string inplace = args.get("inplace", "on");
+  if (inplace == "off") s.options.plan.inplace = false;
+  else if (inplace != "on") return invalid_argument("--inplace must be on or off, got '" + inplace + "'");
   for (const char* flag : {"peak-gbps", "peak-gflops"}) {
     if (!args.has(flag)) continue;
     const std::string v = args.get(flag);

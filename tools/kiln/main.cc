@@ -29,7 +29,7 @@ usage:
   kiln info [--json]
       Vulkan devices and their capabilities.
   kiln run MODEL [--backend auto|vulkan|reference] [--device N|NAME]
-                 [--storage buffer|image] [--precision fp32|fp16] [--coopmat on|off]
+                 [--storage buffer|image] [--precision fp32|fp16] [--coopmat on|off] [--inplace on|off]
                  [--profile] [--validate] [--input NAME=FILE.npy|FILE.pb ...] [--shape NAME=AxBxC ...] [--seed N]
                  [--output NAME=FILE.npy ...] [--stats FILE.json]
                  [--passes a,b,c|none] [--disable-pass NAME ...] [--plugin FILE.so ...]
@@ -38,7 +38,9 @@ usage:
       exists, else the CPU reference executor. --storage puts activations in
       storage buffers or in images used as 2.5D texture memory; --precision
       fp16 stores tensors as fp16 (fp32 accumulation); --coopmat off keeps
-      fp16 GEMMs off the tensor cores (cooperative matrices). --profile records
+      fp16 GEMMs off the tensor cores (cooperative matrices); --inplace off
+      gives every elementwise output its own memory instead of writing it
+      over an input that dies there. --profile records
       per-kernel GPU times into --stats; --validate enables the Khronos
       validation layer. Without --input, inputs are seeded random tensors
       (dynamic dims need --shape). Without --output, prints a summary of each
@@ -50,7 +52,7 @@ usage:
       Writes the graph after the pass pipeline (--passes none: as imported)
       as Graphviz (--dot) or Kiln's text IR (--text; '-' for stdout). Large
       constants are elided unless --full-constants.
-  kiln bench MODEL... [--backend ...] [--device ...] [--storage ...] [--precision ...] [--coopmat ...]
+  kiln bench MODEL... [--backend ...] [--device ...] [--storage ...] [--precision ...] [--coopmat ...] [--inplace ...]
                  [--passes ...|none] [--disable-pass NAME ...] [--plugin FILE.so ...]
                  [--warmup N] [--iters N | --min-time S] [--shape NAME=AxB ...] [--input NAME=FILE ...]
                  [--seed N] [--json FILE] [--csv FILE] [--validate]

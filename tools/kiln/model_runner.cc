@@ -47,6 +47,9 @@ class VulkanRunner : public ModelRunner {
     const std::string coopmat = args.get("coopmat", "on");
     if (coopmat == "off") options.plan.cooperative_matrix = false;
     else if (coopmat != "on") return invalid_argument("--coopmat must be on or off, got '" + coopmat + "'");
+    const std::string inplace = args.get("inplace", "on");
+    if (inplace == "off") options.plan.inplace = false;
+    else if (inplace != "on") return invalid_argument("--inplace must be on or off, got '" + inplace + "'");
     options.profile = args.has("profile");
     r->storage_ = storage;
     r->precision_ = precision;
@@ -156,7 +159,7 @@ class VulkanRunner : public ModelRunner {
 }  // namespace
 
 const std::vector<std::string>& runner_value_flags() {
-  static const std::vector<std::string> flags = {"backend", "device", "storage", "precision", "coopmat"};
+  static const std::vector<std::string> flags = {"backend", "device", "storage", "precision", "coopmat", "inplace"};
   return flags;
 }
 
@@ -170,7 +173,7 @@ StatusOr<std::unique_ptr<ModelRunner>> make_runner(const Args& args, const ir::G
   if (backend != "auto" && backend != "vulkan" && backend != "reference")
     return invalid_argument("unknown backend '" + backend + "' (expected auto, vulkan or reference)");
   if (backend == "reference") {
-    for (const char* flag : {"device", "storage", "precision", "coopmat"})
+    for (const char* flag : {"device", "storage", "precision", "coopmat", "inplace"})
       if (args.has(flag)) std::fprintf(stderr, "kiln: note: --%s applies to the Vulkan backend only\n", flag);
     return std::unique_ptr<ModelRunner>(new ReferenceRunner(graph));
   }

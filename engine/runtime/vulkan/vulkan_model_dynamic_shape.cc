@@ -36,11 +36,8 @@ namespace {
 // for one to a parent's.
 constexpr int kInheritedResource = 1 << 20;
 
-TensorId root_of(const planner::ExecutionPlan& plan, TensorId t) {
-  while (plan.tensors[static_cast<size_t>(t)].alias_of != planner::kNoTensor)
-    t = plan.tensors[static_cast<size_t>(t)].alias_of;
-  return t;
-}
+// The tensor whose memory `t` uses (views, in-place writes: planner/inplace.h).
+TensorId root_of(const planner::ExecutionPlan& plan, TensorId t) { return planner::memory_root(plan, t); }
 
 // Per root tensor, whether a plan step in [from, to) writes it (a kernel
 // binding it as written, a host fallback making it).
@@ -240,7 +237,9 @@ Status VulkanModel::Impl::place_phase(Signature& sig) {
   std::vector<bool> inherited(n, false), later(n, false);
   for (size_t t = 0; t < n; ++t) {
     const PlanTensor& pt = plan.tensors[t];
-    if (pt.alias_of != planner::kNoTensor || pt.constant.defined() || pt.host_resident) continue;
+    if (root_of(plan, static_cast<TensorId>(t)) != static_cast<TensorId>(t) || pt.constant.defined() ||
+        pt.host_resident)
+      continue;
     if (sig.external.count(static_cast<TensorId>(t))) continue;  // the host's buffer, the same for all
     const bool input = std::count(plan.inputs.begin(), plan.inputs.end(), static_cast<TensorId>(t)) > 0;
     inherited[t] = sig.parent && (before[t] || input);
@@ -267,8 +266,8 @@ Status VulkanModel::Impl::place_phase(Signature& sig) {
     sig.place[t] = p;
   }
   for (size_t t = 0; t < n; ++t) {
-    if (plan.tensors[t].alias_of == planner::kNoTensor) continue;
     const size_t r = static_cast<size_t>(root_of(plan, static_cast<TensorId>(t)));
+    if (r == t) continue;
     if (!inherited[r]) continue;
     Placement p = sig.place[r];
     p.size = std::min<VkDeviceSize>(p.size, device_bytes(plan.tensors[t].layout, sig.shapes[t]));

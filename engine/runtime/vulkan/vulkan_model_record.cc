@@ -21,10 +21,9 @@ namespace {
 constexpr int64_t kBeforeRun = -1;
 constexpr int64_t kAfterRun = INT64_MAX;
 
-TensorId root_of(const planner::ExecutionPlan& plan, TensorId t) {
-  while (plan.tensors[static_cast<size_t>(t)].alias_of != planner::kNoTensor) t = plan.tensors[static_cast<size_t>(t)].alias_of;
-  return t;
-}
+// The tensor whose memory `t` uses: views' sources and in-place writes'
+// inputs share it (their lifetimes merge into one block).
+TensorId root_of(const planner::ExecutionPlan& plan, TensorId t) { return planner::memory_root(plan, t); }
 
 struct Interval {
   int64_t first = kAfterRun;
@@ -184,7 +183,7 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
   VkDeviceSize image_estimate = 0;  // the separate arena's first size, when images cannot share
   for (size_t t = 0; t < n; ++t) {
     const PlanTensor& pt = plan.tensors[t];
-    if (!needed[t] || pt.alias_of != planner::kNoTensor) continue;
+    if (!needed[t] || root_of(plan, static_cast<TensorId>(t)) != static_cast<TensorId>(t)) continue;
     if (pt.constant.defined()) {
       auto w = weights.find(static_cast<TensorId>(t));
       if (w != weights.end()) {
@@ -340,9 +339,9 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
     p.size = device_bytes(plan.tensors[static_cast<size_t>(t)].layout, sig.shapes[static_cast<size_t>(t)]);
     p.resource = it->second;
   }
-  // Aliases share their root's memory.
+  // Aliases (views, in-place writes) share their root's memory.
   for (size_t t = 0; t < n; ++t) {
-    if (plan.tensors[t].alias_of == planner::kNoTensor) continue;
+    if (root_of(plan, static_cast<TensorId>(t)) == static_cast<TensorId>(t)) continue;
     Placement p = sig.place[static_cast<size_t>(root_of(plan, static_cast<TensorId>(t)))];
     if (!p.image) p.size = std::min<VkDeviceSize>(p.size, device_bytes(plan.tensors[t].layout, sig.shapes[t]));
     sig.place[t] = p;
@@ -588,7 +587,10 @@ Status VulkanModel::Impl::record(Signature& sig) {
                               &mb, 0, nullptr, 0, nullptr);
     }
     // Barriers only where this dispatch reads what an earlier one wrote since
-    // the last barrier, or writes what one read or wrote.
+    // the last barrier, or writes what one read or wrote. A dispatch writing
+    // in place reads and writes one range: its own accesses are never
+    // compared with each other (no barrier inside a dispatch), and later
+    // ones see its write as a write of that range.
     std::vector<Access> reads, writes;
     Status status = ok_status();
     for (size_t i = 0; i < seg.dispatches.size() && status.ok(); ++i) {
