@@ -275,12 +275,11 @@ TEST_F(VulkanDynamicShapeTest, BranchDependentIf) {
   });
 }
 
-// A Loop with a scan output stays a host fallback (the reference executor
-// runs its body); its outputs' shapes come from running it, at a boundary.
-// The body reads w (computed on the device) from the enclosing graph.
-//   w = x * x; Loop(m): y += w, scan y  -> y [4], ys [m, 4];
-//   z = Relu(ys - 5) ([m, 4]); after = y + w.
-TEST_F(VulkanDynamicShapeTest, HostLoopWithScanOutput) {
+// w = x * x; Loop(m): y += w, scan y  -> y [4], ys [m, 4];
+// z = Relu(ys - 5) ([m, 4]); after = y + w. The body reads w (computed on
+// the device) from the enclosing graph; `early_exit` adds the body
+// condition sum(y) < 30, computed on the device.
+ir::Graph scan_loop_graph(bool early_exit) {
   ir::Graph g;
   const ir::SymShape xs = ir::SymShape::from_concrete({4});
   ir::ValueId x = g.add_input("x", DType::kFloat32, xs);
@@ -295,7 +294,15 @@ TEST_F(VulkanDynamicShapeTest, HostLoopWithScanOutput) {
   ir::ValueId scan = g.add_value("scan", DType::kFloat32, xs, body);
   g.add_node("Add", {y_in, w}, {y_out}, {}, "body_add", body);
   g.add_node("Identity", {y_out}, {scan}, {}, "body_scan", body);
-  g.add_output(cond_in, body);
+  ir::ValueId cond_out = cond_in;
+  if (early_exit) {
+    ir::ValueId sum = g.add_value("sum", DType::kFloat32, kScalar, body);
+    cond_out = g.add_value("more", DType::kBool, kScalar, body);
+    g.add_node("ReduceSum", {y_out}, {sum}, {{"keepdims", ir::Attribute::of_int(0)}}, "body_sum", body);
+    g.add_node("Less", {sum, g.add_constant("limit", Tensor::scalar_f32(30.0f), body)}, {cond_out}, {}, "body_less",
+               body);
+  }
+  g.add_output(cond_out, body);
   g.add_output(y_out, body);
   g.add_output(scan, body);
   ir::ValueId y = g.add_value("y", DType::kFloat32, xs);
@@ -309,18 +316,52 @@ TEST_F(VulkanDynamicShapeTest, HostLoopWithScanOutput) {
   g.add_node("Add", {y, w}, {after}, {}, "after");
   g.add_output(z);
   g.add_output(after);
+  return g;
+}
+
+// With a host trip count and no early exit, the scan output's length is
+// known before the run: the Loop runs on the device, its body writing row
+// i of ys (at i * 4, the row from the device iteration counter); ys and
+// its consumers are sized with the signature (no boundary).
+TEST_F(VulkanDynamicShapeTest, LoopWithScanOutputRunsOnTheDevice) {
+  ir::Graph g = scan_loop_graph(false);
   ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
   const Tensor xv = Tensor::from_vector<float>({4}, {1.0f, -2.0f, 0.5f, 3.0f});
   for_each_storage(g, [&](VulkanModel& model) {
-    ASSERT_EQ(model.plan().fallback_count(), 1u);
-    EXPECT_NE(model.plan().fallback_reasons[0].find("scan outputs"), std::string::npos);
-    // The trip count is a host value: each count is its own signature. (No
-    // zero count: the reference Loop kernel then gives a scan output of
-    // rank 1, [0], not [0, 4].)
+    ASSERT_EQ(model.plan().fallback_count(), 0u) << model.plan().fallback_reasons[0];
+    EXPECT_EQ(steps_of(model.plan(), PlanStep::Kind::kLoop), 1u);
+    // The trip count is a host value: each count is its own signature.
     run_cases(g, model,
               {{xv, Tensor::scalar_i64(3)}, {xv, Tensor::scalar_i64(1)}, {xv, Tensor::scalar_i64(5)},
                {xv, Tensor::scalar_i64(3)}},
               {true, true, true, false});
+    // Zero iterations: z is [0, 4] (the reference kernel, which cannot see
+    // the body's shapes when it does not run it, gives [0]).
+    VulkanRunStats stats;
+    auto got = model.run({xv, Tensor::scalar_i64(0)}, &stats);
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    EXPECT_EQ((*got)[0].shape(), (Shape{0, 4}));
+    for (int64_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ((*got)[1].get_f64(i), xv.get_f64(i) + xv.get_f64(i) * xv.get_f64(i));  // y = x
+    EXPECT_EQ(stats.shader_compiles, 0u);
+    ASSERT_EQ(stats.loops.size(), 1u);
+    EXPECT_EQ(stats.loops[0].iterations, 0);
+  });
+}
+
+// An early exit the device computes leaves the scan length unknown until
+// the run: the Loop stays a host fallback (the reference executor runs its
+// body), its outputs' shapes come from running it, at a boundary.
+TEST_F(VulkanDynamicShapeTest, EarlyExitLoopWithScanOutputRunsOnTheHost) {
+  ir::Graph g = scan_loop_graph(true);
+  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  const Tensor xv = Tensor::from_vector<float>({4}, {1.0f, -2.0f, 0.5f, 3.0f});  // sum(w) = 14.25
+  for_each_storage(g, [&](VulkanModel& model) {
+    ASSERT_EQ(model.plan().fallback_count(), 1u);
+    EXPECT_NE(model.plan().fallback_reasons[0].find("early exit"), std::string::npos)
+        << model.plan().fallback_reasons[0];
+    // m = 5 ends after 3 iterations (sum 42.75), m = 2 after 2.
+    run_cases(g, model, {{xv, Tensor::scalar_i64(5)}, {xv, Tensor::scalar_i64(2)}, {xv, Tensor::scalar_i64(5)}},
+              {true, true, false});
   });
 }
 

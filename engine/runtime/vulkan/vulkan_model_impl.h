@@ -267,8 +267,10 @@ struct VulkanModel::Impl {
   Status plan_condition_copies(Signature& sig);
   void record_condition_copy(Signature& sig, Segment& seg, VkCommandBuffer cmd);
   // Sizes a device Loop's body (its parameters as the initial values, its
-  // condition input the host value true) and outputs; fails when the body
-  // changes a carried value's shape for these shapes.
+  // condition input the host value true, its iteration number a device
+  // scalar) and outputs (scan outputs [iterations, ...], the count from the
+  // host trip count and conditions); fails when the body changes a carried
+  // value's shape for these shapes.
   Status loop_shapes(const ir::Node& node, const std::function<Status(ir::RegionId)>& infer_region,
                      std::vector<ops::ValueInfo>& info, Signature& sig) const;
   // Condition tensor `cond` of `node` after `seg` ran: from sig.conditions

@@ -146,7 +146,6 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
       }
     }
   }
-  extend_over_loops(plan, live);
   for (TensorId t : plan.inputs) use(t, kBeforeRun);
   for (TensorId t : plan.outputs) use(t, kAfterRun);
   for (size_t t = 0; t < n; ++t)
@@ -154,6 +153,9 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
       use(static_cast<TensorId>(t), kBeforeRun);
       use(static_cast<TensorId>(t), kAfterRun);
     }
+  // After the graph's inputs and outputs: a Loop's scan output that only
+  // the graph outputs read is written in the body and live past it.
+  extend_over_loops(plan, live);
   // An image shares memory with what came before it in the run only when a
   // dispatch of this signature's own steps, outside any If branch or Loop
   // body, writes it first (without reading it): that dispatch is where the
