@@ -292,8 +292,12 @@ std::string loop_device_blocker(const PlanBuilder& builder, const ir::Graph& gra
            " scan outputs";
   for (size_t i = 0; i < 2; ++i) {
     const ir::ValueId v = node.inputs.size() > i ? node.inputs[i] : ir::kNoValue;
-    if (v != ir::kNoValue && !host_known[static_cast<size_t>(v)])
-      return std::string(i == 0 ? "its trip count" : "its initial condition") + " is computed on the device";
+    // One the device computes is read back at a sub-graph boundary before
+    // the loop (the runtime sizes the scan outputs from it), which only the
+    // main graph's steps have.
+    if (v != ir::kNoValue && !host_known[static_cast<size_t>(v)] && node.region != ir::kMainRegion)
+      return std::string(i == 0 ? "its trip count" : "its initial condition") +
+             " is computed on the device inside an If branch";
   }
   for (size_t id = 0; id < graph.num_nodes(); ++id) {
     const ir::Node& inner = graph.node(static_cast<ir::NodeId>(id));

@@ -365,5 +365,62 @@ TEST_F(VulkanDynamicShapeTest, EarlyExitLoopWithScanOutputRunsOnTheHost) {
   });
 }
 
+// ONNX's Range expanded into a Loop (the range_*_expanded node tests):
+// n = max(ceil((limit - start) / delta), 0) and its condition n > 0 are
+// computed on the device; the Loop carries prev += delta and scans prev.
+// Both are read back at a sub-graph boundary before the loop, which then
+// runs on the device with its scan output sized [n]: no fallback, one
+// continuation per trip count.
+TEST_F(VulkanDynamicShapeTest, LoopWithADeviceTripCountScansOnTheDevice) {
+  ir::Graph g;
+  ir::ValueId start = g.add_input("start", DType::kFloat32, kScalar);
+  ir::ValueId limit = g.add_input("limit", DType::kFloat32, kScalar);
+  ir::ValueId delta = g.add_input("delta", DType::kFloat32, kScalar);
+  const char* names[] = {"diff", "ratio", "ceil", "relu"};
+  ir::ValueId v[4];
+  for (int i = 0; i < 4; ++i) v[i] = g.add_value(names[i], DType::kFloat32, kScalar);
+  g.add_node("Sub", {limit, start}, {v[0]}, {}, "sub");
+  g.add_node("Div", {v[0], delta}, {v[1]}, {}, "div");
+  g.add_node("Ceil", {v[1]}, {v[2]}, {}, "ceil");
+  g.add_node("Relu", {v[2]}, {v[3]}, {}, "relu");
+  ir::ValueId trip = g.add_value("trip", DType::kInt64, kScalar);
+  ir::ValueId go = g.add_value("go", DType::kBool, kScalar);
+  g.add_node("Cast", {v[3]}, {trip}, {{"to", ir::Attribute::of_int(7)}}, "to_int");
+  g.add_node("Cast", {v[3]}, {go}, {{"to", ir::Attribute::of_int(9)}}, "to_bool");
+  const ir::RegionId body = g.add_region(ir::kMainRegion, "body");
+  // Untyped parameters, as ONNX's function expansion leaves them: shape
+  // inference types them from the node.
+  g.add_input("i", DType::kUndefined, ir::SymShape::unranked(), body);
+  ir::ValueId cond_in = g.add_input("cond", DType::kUndefined, ir::SymShape::unranked(), body);
+  ir::ValueId prev = g.add_input("prev", DType::kUndefined, ir::SymShape::unranked(), body);
+  ir::ValueId cond_out = g.add_value("cond_out", DType::kUndefined, ir::SymShape::unranked(), body);
+  ir::ValueId current = g.add_value("current", DType::kUndefined, ir::SymShape::unranked(), body);
+  ir::ValueId range = g.add_value("range", DType::kUndefined, ir::SymShape::unranked(), body);
+  g.add_node("Identity", {cond_in}, {cond_out}, {}, "body_cond", body);
+  g.add_node("Add", {prev, delta}, {current}, {}, "body_add", body);
+  g.add_node("Identity", {prev}, {range}, {}, "body_range", body);
+  g.add_output(cond_out, body);
+  g.add_output(current, body);
+  g.add_output(range, body);
+  ir::ValueId last = g.add_value("last", DType::kUndefined, ir::SymShape::unranked());
+  ir::ValueId out = g.add_value("out", DType::kUndefined, ir::SymShape::unranked());
+  g.add_node("Loop", {trip, go, start}, {last, out}, {{"body", ir::Attribute::of_graph(body)}}, "loop");
+  g.add_output(out);
+  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(g.value(out).shape.has_rank);
+  EXPECT_EQ(g.value(out).shape.rank(), 1u);
+  auto f = [](float x) { return Tensor::scalar_f32(x); };
+  for_each_storage(g, [&](VulkanModel& model) {
+    ASSERT_EQ(model.plan().fallback_count(), 0u) << model.plan().fallback_reasons[0];
+    // 4 values, 2, none (limit below start: the condition is false), 4 again.
+    run_cases(g, model,
+              {{f(0.0f), f(10.0f), f(3.0f)},
+               {f(1.0f), f(2.0f), f(0.5f)},
+               {f(5.0f), f(1.0f), f(1.0f)},
+               {f(0.0f), f(10.0f), f(3.0f)}},
+              {true, true, true, false});
+  });
+}
+
 }  // namespace
 }  // namespace kiln::runtime

@@ -70,7 +70,8 @@ Status VulkanModel::Impl::if_output_shapes(const ir::Node& node,
 }
 
 Status VulkanModel::Impl::loop_shapes(const ir::Node& node, const std::function<Status(ir::RegionId)>& infer_region,
-                                      std::vector<ops::ValueInfo>& info, Signature& sig) const {
+                                      std::vector<ops::ValueInfo>& info, Signature& sig, bool* waits) const {
+  *waits = false;
   const ir::Attribute* a = node.attr("body");
   if (!a || a->kind != ir::AttrKind::kGraph || a->region == ir::kNoRegion)
     return internal_error(node.describe() + ": a device Loop without a body");
@@ -115,11 +116,10 @@ Status VulkanModel::Impl::loop_shapes(const ir::Node& node, const std::function<
     out.dtype = param.dtype;
     out.shape = param.shape;
   }
-  if (node.outputs.size() == n) return ok_status();
-  // Scan outputs: [iterations, ...the per-iteration value]. The planner
-  // runs a Loop with scan outputs on the device only when the iteration
-  // count is known here: a host trip count and initial condition, and a
-  // body condition the host computes (the same every iteration).
+  // A trip count or initial condition the device computes is read back
+  // at a sub-graph boundary before the loop: it sizes the scan outputs
+  // (and the run reads it from there, not from memory the arena may have
+  // re-used by the kLoop step).
   auto host_value = [&](size_t input) -> const Tensor* {
     return input < node.inputs.size() && node.inputs[input] != ir::kNoValue
                ? info[static_cast<size_t>(node.inputs[input])].value
@@ -129,8 +129,17 @@ Status VulkanModel::Impl::loop_shapes(const ir::Node& node, const std::function<
   const bool has_cond = node.inputs.size() > 1 && node.inputs[1] != ir::kNoValue;
   const Tensor* trip = host_value(0);
   const Tensor* cond = host_value(1);
+  if ((has_trip && !trip) || (has_cond && !cond)) {
+    *waits = true;
+    return ok_status();
+  }
+  if (node.outputs.size() == n) return ok_status();
+  // Scan outputs: [iterations, ...the per-iteration value]. The planner
+  // runs a Loop with scan outputs on the device only when the iteration
+  // count is known here: a known trip count and initial condition, and a
+  // body condition the host computes (the same every iteration).
   const Tensor* again = info[static_cast<size_t>(body.outputs[0])].value;
-  if ((has_trip && !trip) || (has_cond && !cond) || !again)
+  if (!again)
     return internal_error(node.describe() + ": a device Loop with scan outputs whose iteration count the host "
                                             "does not know");
   for (const Tensor* t : {trip, cond, again})
@@ -247,9 +256,16 @@ StatusOr<bool> VulkanModel::Impl::read_condition(Signature& sig, const Segment* 
     KILN_ASSIGN_OR_RETURN(value, from_device(sig.conditions->data() + seg->condition_offset,
                                              device_bytes(t.layout, shape), t.layout, t.dtype, shape));
   } else {
-    KILN_ASSIGN_OR_RETURN(value, read_tensor(sig, cond));
+    KILN_ASSIGN_OR_RETURN(value, loop_input(sig, cond));
   }
   return value.get_f64(0) != 0.0;
+}
+
+StatusOr<Tensor> VulkanModel::Impl::loop_input(Signature& sig, TensorId t) {
+  const PlanTensor& pt = plan.tensors[static_cast<size_t>(t)];
+  if (pt.origin == PlanTensor::Origin::kValue)
+    if (auto it = sig.known_values.find(pt.value); it != sig.known_values.end()) return it->second;
+  return read_tensor(sig, t);
 }
 
 Status VulkanModel::Impl::host_region_env(Signature& sig, size_t step, std::map<ir::ValueId, Tensor>& env) {

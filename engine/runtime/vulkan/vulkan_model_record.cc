@@ -144,6 +144,15 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
         use(step.cond, static_cast<int64_t>(s));
         touch(step.cond, s, false, true);
       }
+    } else if (step.kind == PlanStep::Kind::kLoop) {
+      // A device trip count or initial condition is read (back) here.
+      for (TensorId t : {step.trip, step.cond}) {
+        if (t == planner::kNoTensor || plan.tensors[static_cast<size_t>(t)].host_resident ||
+            plan.tensors[static_cast<size_t>(t)].constant.defined())
+          continue;
+        use(t, static_cast<int64_t>(s));
+        touch(t, s, false, true);
+      }
     }
   }
   for (TensorId t : plan.inputs) use(t, kBeforeRun);
