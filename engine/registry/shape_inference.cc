@@ -78,7 +78,16 @@ Status ShapeInferrer::refine_loop(const ir::Node& node) {
   const ir::Region& body = graph_.region(a->region);
   const size_t n = node.inputs.size() > 2 ? node.inputs.size() - 2 : 0;
   if (body.inputs.size() != 2 + n || body.outputs.size() < 1 + n) return ok_status();  // the kernel names it
-  auto untyped = [&](ir::ValueId v) { return v != ir::kNoValue && graph_.value(v).dtype == DType::kUndefined; };
+  // Untyped: no dtype or no rank (the ONNX importer gives body parameters
+  // the node's dtypes, not shapes).
+  auto untyped = [&](ir::ValueId v) {
+    return v != ir::kNoValue && (graph_.value(v).dtype == DType::kUndefined || !graph_.value(v).shape.has_rank);
+  };
+  auto type_from = [&](ir::ValueId v, DType dtype, const ir::SymShape& shape) {
+    ir::Value& value = graph_.value(v);
+    if (value.dtype == DType::kUndefined) value.dtype = dtype;
+    if (!value.shape.has_rank) value.shape = shape;
+  };
   if (std::any_of(body.inputs.begin(), body.inputs.end(), untyped)) {
     // A carried value may change shape per iteration: seeded with its
     // initial shape, the body must give that shape back, else the body's
@@ -89,19 +98,11 @@ Status ShapeInferrer::refine_loop(const ir::Node& node) {
       if (graph_.region_within(value.region, body.id)) saved.push_back({value.id, {value.dtype, value.shape}});
     }
     auto seed = [&](bool carried) {
-      if (untyped(body.inputs[0])) {
-        graph_.value(body.inputs[0]).dtype = DType::kInt64;
-        graph_.value(body.inputs[0]).shape = ir::SymShape::from_concrete({});
-      }
-      if (untyped(body.inputs[1])) {
-        graph_.value(body.inputs[1]).dtype = DType::kBool;
-        graph_.value(body.inputs[1]).shape = ir::SymShape::from_concrete({});
-      }
+      if (untyped(body.inputs[0])) type_from(body.inputs[0], DType::kInt64, ir::SymShape::from_concrete({}));
+      if (untyped(body.inputs[1])) type_from(body.inputs[1], DType::kBool, ir::SymShape::from_concrete({}));
       for (size_t i = 0; carried && i < n; ++i)
-        if (untyped(body.inputs[2 + i]) && node.inputs[2 + i] != ir::kNoValue) {
-          graph_.value(body.inputs[2 + i]).dtype = graph_.value(node.inputs[2 + i]).dtype;
-          graph_.value(body.inputs[2 + i]).shape = graph_.value(node.inputs[2 + i]).shape;
-        }
+        if (untyped(body.inputs[2 + i]) && node.inputs[2 + i] != ir::kNoValue)
+          type_from(body.inputs[2 + i], graph_.value(node.inputs[2 + i]).dtype, graph_.value(node.inputs[2 + i]).shape);
       return infer_region(body.id);
     };
     KILN_RETURN_IF_ERROR(seed(true));
