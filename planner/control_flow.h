@@ -15,7 +15,9 @@
 // into them where nothing else can tell, else copied at the branch's end.
 // A Loop's body is likewise one range behind a kLoop step, recorded once and
 // submitted per iteration; its carried values live in the body's parameter
-// tensors, rewritten at the end of each iteration.
+// tensors, rewritten at the end of each iteration. Its iteration number is
+// a device counter the body's last kernels increment, and each scan value
+// is stored as row `iteration` of its scan output by a loop_scan kernel.
 #pragma once
 
 #include <functional>
@@ -46,21 +48,29 @@ Status lower_if(PlanBuilder& builder, const ir::Graph& graph, ir::NodeId nid, co
 // Why Loop `node` cannot run on the device, or "" when it can. `host_known`
 // says which values are host values (build_plan's view). The device Loop
 // keeps every carried value in one tensor (the body's parameter) for all
-// iterations, so it needs: no scan outputs (their length would be the
-// iteration count), a body that does not read the iteration number (its
-// kernels are recorded once, not per iteration), carried values whose dtype
-// and dims the body keeps, a trip count and initial condition that are host
-// values (or absent), and no Loop nested in the body.
+// iterations and sizes the body once, so it needs: carried values whose
+// dtype and dims the body keeps, a body that reads the iteration number
+// only as data (not as shape data: a Slice's starts, a Reshape's shape),
+// scan outputs one rank above their per-iteration values and, with scan
+// outputs, a body condition the host computes (an early exit the device
+// computes leaves the scan length unknown until the run), a trip count and
+// initial condition computed on the host or, for a Loop of the main graph,
+// on the device (read back at a sub-graph boundary), and no Loop nested in
+// the body.
 std::string loop_device_blocker(const PlanBuilder& builder, const ir::Graph& graph, const ir::Node& node,
                                 const std::vector<bool>& host_known);
 
 // Appends Loop node `nid`: copies of the initial values into the body's
-// parameters, the kLoop step, the body's steps (lowered with `lower_node`)
-// and copies of the carried results into the parameters (the body range),
-// then copies of the parameters into the Loop's outputs. The body's
-// condition input is a host value (true: the body runs only while the
-// condition holds), marked in `host_known`. Call only when
-// loop_device_blocker() is "". Errors: whatever lowering a body node returns.
+// parameters, the iteration counter's reset (when the body reads the
+// iteration number or there are scan outputs), the kLoop step, the body's
+// steps (lowered with `lower_node`), the scan rows, the copies of the
+// carried results into the parameters and the counter's increment (the
+// body range), then copies of the parameters into the Loop's outputs.
+// Scan outputs are stored as buffers (a row is then one linear range). The
+// body's condition input is a host value (true: the body runs only while
+// the condition holds), marked in `host_known`. Call only when
+// loop_device_blocker() is "". Errors: whatever lowering a body node
+// returns.
 Status lower_loop(PlanBuilder& builder, const ir::Graph& graph, ir::NodeId nid, std::vector<bool>& host_known,
                   const LowerNodeFn& lower_node);
 

@@ -26,7 +26,9 @@ namespace kiln::registry {
 // less (unknown dtype, unranked, unknown dim) the value keeps what it had, so
 // shapes declared by the model are not lost. Nodes of ops the registry does
 // not know keep their outputs' types. An If's outputs that its inference
-// leaves unknown take what both branches agree on. Errors name the node.
+// leaves unknown take what both branches agree on; a Loop's, what its body
+// gives (scan outputs [iterations, ...]), after typing untyped body
+// parameters from the node (a Loop's infer_node re-infers its body then). Errors name the node.
 //
 // Borrows `graph` and `registry`, which must outlive it. Not thread-safe.
 class ShapeInferrer {
@@ -43,6 +45,9 @@ class ShapeInferrer {
 
  private:
   void merge_if_branches(const ir::Node& node);
+  // Types a Loop body's untyped parameters from the node (re-inferring the
+  // body) and refines its unranked outputs from the body's results.
+  Status refine_loop(const ir::Node& node);
 
   ir::Graph& graph_;
   const ops::OpRegistry& registry_;

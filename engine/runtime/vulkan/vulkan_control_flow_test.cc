@@ -2,7 +2,9 @@
 // a condition computed on the GPU from the input picks the branch; only the
 // taken branch's kernels run (counted and profiled), results match the
 // reference executor for inputs taking each branch, nested Ifs work, and
-// an If whose branches disagree on a shape is sized from the taken branch.
+// an If whose branches disagree on a shape is sized from the taken branch;
+// Loops run their body per iteration, read the iteration number from a
+// device counter and write scan outputs row by row.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -439,28 +441,117 @@ TEST_F(VulkanControlFlowTest, WhileLoopReadsItsConditionFromTheDevice) {
   }
 }
 
-// A Loop the device cannot run stays a host fallback, saying why.
-TEST_F(VulkanControlFlowTest, LoopReadingTheIterationNumberFallsBack) {
+// The body reads the iteration number i (a device counter) and has scan
+// outputs:  for i < M: v += i; f = x * float(i)   scans f ([M, 2, 3]) and v
+// ([M, 1]); outputs v, the scans. Recorded once per trip count, the body's
+// kernels read i from the device: no fallback, no compile after compile().
+TEST_F(VulkanControlFlowTest, LoopReadsTheIterationNumberAndScansOnTheDevice) {
   ir::Graph g;
   const ir::SymShape scalar_shape = ir::SymShape::from_concrete({});
+  const ir::SymShape xs = ir::SymShape::from_concrete({2, 3});
+  const ir::SymShape vs = ir::SymShape::from_concrete({1});
   ir::ValueId m = g.add_input("m", DType::kInt64, scalar_shape);
-  ir::ValueId x = g.add_input("x", DType::kInt64, ir::SymShape::from_concrete({1}));
+  ir::ValueId x = g.add_input("x", DType::kFloat32, xs);
+  ir::ValueId v0 = g.add_input("v0", DType::kInt64, vs);
   const ir::RegionId body = g.add_region(ir::kMainRegion, "body");
   ir::ValueId iter = g.add_input("iter", DType::kInt64, scalar_shape, body);
   ir::ValueId cond_in = g.add_input("cond_in", DType::kBool, scalar_shape, body);
-  ir::ValueId v_in = g.add_input("v_in", DType::kInt64, ir::SymShape::from_concrete({1}), body);
-  ir::ValueId v_out = g.add_value("v_out", DType::kInt64, ir::SymShape::from_concrete({1}), body);
+  ir::ValueId v_in = g.add_input("v_in", DType::kInt64, vs, body);
+  ir::ValueId v_out = g.add_value("v_out", DType::kInt64, vs, body);
+  ir::ValueId fi = g.add_value("fi", DType::kFloat32, scalar_shape, body);
+  ir::ValueId f = g.add_value("f", DType::kFloat32, xs, body);
   g.add_node("Add", {v_in, iter}, {v_out}, {}, "body_add", body);
+  g.add_node("Cast", {iter}, {fi}, {{"to", ir::Attribute::of_int(1)}}, "body_cast", body);
+  g.add_node("Mul", {x, fi}, {f}, {}, "body_mul", body);
   g.add_output(cond_in, body);
   g.add_output(v_out, body);
-  ir::ValueId v = g.add_value("v", DType::kInt64, ir::SymShape::from_concrete({1}));
-  g.add_node("Loop", {m, ir::kNoValue, x}, {v}, {{"body", ir::Attribute::of_graph(body)}}, "loop");
+  g.add_output(f, body);
+  g.add_output(v_out, body);
+  ir::ValueId v = g.add_value("v", DType::kInt64, vs);
+  ir::ValueId fs = g.add_value("fs", DType::kUndefined, ir::SymShape::unranked());
+  ir::ValueId vss = g.add_value("vs", DType::kUndefined, ir::SymShape::unranked());
+  g.add_node("Loop", {m, ir::kNoValue, v0}, {v, fs, vss}, {{"body", ir::Attribute::of_graph(body)}}, "loop");
   g.add_output(v);
+  g.add_output(fs);
+  g.add_output(vss);
+  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  // Shape inference gives the scan outputs [iterations, ...].
+  ASSERT_EQ(g.value(fs).shape.rank(), 3u);
+  EXPECT_EQ(g.value(fs).dtype, DType::kFloat32);
+  ASSERT_EQ(g.value(vss).shape.rank(), 2u);
+  ReferenceExecutor reference(g);
+  const Tensor xv = filled({2, 3}, -1.0f);
+  const Tensor v0v = Tensor::from_vector<int64_t>({1}, {7});
+  for_each_storage(g, [&](VulkanModel& model) {
+    const planner::ExecutionPlan& plan = model.plan();
+    ASSERT_EQ(plan.fallback_count(), 0u) << plan.fallback_reasons[0];
+    EXPECT_EQ(kernels_named(plan, "loop_scan"), 2u);
+    EXPECT_EQ(kernels_named(plan, "loop_iteration_next"), 1u);
+    const LoopCounts c = loop_counts(plan);
+    for (int64_t iterations : {3, 0, 1, 5, 3}) {
+      SCOPED_TRACE(std::to_string(iterations) + " iterations");
+      const std::vector<Tensor> in = {Tensor::scalar_i64(iterations), xv, v0v};
+      VulkanRunStats stats;
+      if (iterations == 0) {
+        // The reference Loop kernel cannot see the body's shapes when it
+        // does not run it (it gives [0]); ONNX's scan output is [0, ...].
+        auto got = model.run(in, &stats);
+        ASSERT_TRUE(got.ok()) << got.status().to_string();
+        EXPECT_EQ((*got)[0].get_i64(0), 7);
+        EXPECT_EQ((*got)[1].shape(), (Shape{0, 2, 3}));
+        EXPECT_EQ((*got)[2].shape(), (Shape{0, 1}));
+      } else {
+        ASSERT_NO_FATAL_FAILURE(run_matching_reference(model, reference, in, stats));
+      }
+      EXPECT_EQ(stats.fallbacks, 0u);
+      EXPECT_EQ(stats.shader_compiles, 0u);
+      EXPECT_EQ(stats.dispatches, c.before + static_cast<uint32_t>(iterations) * c.body + c.after);
+      ASSERT_EQ(stats.loops.size(), 1u);
+      EXPECT_EQ(stats.loops[0].iterations, iterations);
+    }
+  });
+}
+
+// A body that reads the iteration number as shape data (the Slice bounds
+// of ONNX's loop11 test) cannot be sized once: a host fallback, saying why.
+TEST_F(VulkanControlFlowTest, LoopReadingTheIterationNumberAsShapeDataFallsBack) {
+  ir::Graph g;
+  const ir::SymShape scalar_shape = ir::SymShape::from_concrete({});
+  const ir::SymShape one = ir::SymShape::from_concrete({1});
+  ir::ValueId m = g.add_input("m", DType::kInt64, scalar_shape);
+  ir::ValueId x = g.add_input("x", DType::kFloat32, ir::SymShape::from_concrete({5}));
+  ir::ValueId y = g.add_input("y", DType::kFloat32, one);
+  const ir::RegionId body = g.add_region(ir::kMainRegion, "body");
+  ir::ValueId iter = g.add_input("iter", DType::kInt64, scalar_shape, body);
+  ir::ValueId cond_in = g.add_input("cond_in", DType::kBool, scalar_shape, body);
+  ir::ValueId y_in = g.add_input("y_in", DType::kFloat32, one, body);
+  ir::ValueId end = g.add_value("end", DType::kInt64, scalar_shape, body);
+  ir::ValueId starts = g.add_value("starts", DType::kInt64, one, body);
+  ir::ValueId ends = g.add_value("ends", DType::kInt64, one, body);
+  ir::ValueId slice = g.add_value("slice", DType::kFloat32, ir::SymShape({ir::Dim()}), body);
+  ir::ValueId y_out = g.add_value("y_out", DType::kFloat32, one, body);
+  ir::ValueId axes = g.add_constant("axes", Tensor::from_vector<int64_t>({1}, {0}), body);
+  g.add_node("Add", {iter, g.add_constant("one", Tensor::scalar_i64(1), body)}, {end}, {}, "body_end", body);
+  g.add_node("Unsqueeze", {iter, axes}, {starts}, {}, "body_starts", body);
+  g.add_node("Unsqueeze", {end, axes}, {ends}, {}, "body_ends", body);
+  g.add_node("Slice", {x, starts, ends}, {slice}, {}, "body_slice", body);
+  g.add_node("Add", {y_in, slice}, {y_out}, {}, "body_add", body);
+  g.add_output(cond_in, body);
+  g.add_output(y_out, body);
+  ir::ValueId out = g.add_value("out", DType::kFloat32, one);
+  g.add_node("Loop", {m, ir::kNoValue, y}, {out}, {{"body", ir::Attribute::of_graph(body)}}, "loop");
+  g.add_output(out);
   auto model = compile(g, planner::Storage::kBuffer);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   ASSERT_EQ((*model)->plan().fallback_count(), 1u);
-  EXPECT_NE((*model)->plan().fallback_reasons[0].find("reads the iteration number"), std::string::npos)
+  EXPECT_NE((*model)->plan().fallback_reasons[0].find("reads the iteration number as shape data"), std::string::npos)
       << (*model)->plan().fallback_reasons[0];
+  // It still runs (on the host) and is right.
+  ReferenceExecutor reference(g);
+  const std::vector<Tensor> in = {Tensor::scalar_i64(4), filled({5}, 1.0f), filled({1}, 0.0f)};
+  VulkanRunStats stats;
+  ASSERT_NO_FATAL_FAILURE(run_matching_reference(**model, reference, in, stats));
+  EXPECT_EQ(stats.fallbacks, 1u);
 }
 
 // Branches with different output shapes and a host condition: the If runs

@@ -306,12 +306,11 @@ TEST_F(VulkanDynamicShapeTest, BranchDependentIf) {
   });
 }
 
-// A Loop with a scan output stays a host fallback (the reference executor
-// runs its body); its outputs' shapes come from running it, at a boundary.
-// The body reads w (computed on the device) from the enclosing graph.
-//   w = x * x; Loop(m): y += w, scan y  -> y [4], ys [m, 4];
-//   z = Relu(ys - 5) ([m, 4]); after = y + w.
-TEST_F(VulkanDynamicShapeTest, HostLoopWithScanOutput) {
+// w = x * x; Loop(m): y += w, scan y  -> y [4], ys [m, 4];
+// z = Relu(ys - 5) ([m, 4]); after = y + w. The body reads w (computed on
+// the device) from the enclosing graph; `early_exit` adds the body
+// condition sum(y) < 30, computed on the device.
+ir::Graph scan_loop_graph(bool early_exit) {
   ir::Graph g;
   const ir::SymShape xs = ir::SymShape::from_concrete({4});
   ir::ValueId x = g.add_input("x", DType::kFloat32, xs);
@@ -326,7 +325,15 @@ TEST_F(VulkanDynamicShapeTest, HostLoopWithScanOutput) {
   ir::ValueId scan = g.add_value("scan", DType::kFloat32, xs, body);
   g.add_node("Add", {y_in, w}, {y_out}, {}, "body_add", body);
   g.add_node("Identity", {y_out}, {scan}, {}, "body_scan", body);
-  g.add_output(cond_in, body);
+  ir::ValueId cond_out = cond_in;
+  if (early_exit) {
+    ir::ValueId sum = g.add_value("sum", DType::kFloat32, kScalar, body);
+    cond_out = g.add_value("more", DType::kBool, kScalar, body);
+    g.add_node("ReduceSum", {y_out}, {sum}, {{"keepdims", ir::Attribute::of_int(0)}}, "body_sum", body);
+    g.add_node("Less", {sum, g.add_constant("limit", Tensor::scalar_f32(30.0f), body)}, {cond_out}, {}, "body_less",
+               body);
+  }
+  g.add_output(cond_out, body);
   g.add_output(y_out, body);
   g.add_output(scan, body);
   ir::ValueId y = g.add_value("y", DType::kFloat32, xs);
@@ -340,17 +347,108 @@ TEST_F(VulkanDynamicShapeTest, HostLoopWithScanOutput) {
   g.add_node("Add", {y, w}, {after}, {}, "after");
   g.add_output(z);
   g.add_output(after);
+  return g;
+}
+
+// With a host trip count and no early exit, the scan output's length is
+// known before the run: the Loop runs on the device, its body writing row
+// i of ys (at i * 4, the row from the device iteration counter); ys and
+// its consumers are sized with the signature (no boundary).
+TEST_F(VulkanDynamicShapeTest, LoopWithScanOutputRunsOnTheDevice) {
+  ir::Graph g = scan_loop_graph(false);
   ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
   const Tensor xv = Tensor::from_vector<float>({4}, {1.0f, -2.0f, 0.5f, 3.0f});
   for_each_storage(g, [&](VulkanModel& model) {
-    ASSERT_EQ(model.plan().fallback_count(), 1u);
-    EXPECT_NE(model.plan().fallback_reasons[0].find("scan outputs"), std::string::npos);
-    // The trip count is a host value: each count is its own signature. (No
-    // zero count: the reference Loop kernel then gives a scan output of
-    // rank 1, [0], not [0, 4].)
+    ASSERT_EQ(model.plan().fallback_count(), 0u) << model.plan().fallback_reasons[0];
+    EXPECT_EQ(steps_of(model.plan(), PlanStep::Kind::kLoop), 1u);
+    // The trip count is a host value: each count is its own signature.
     run_cases(g, model,
               {{xv, Tensor::scalar_i64(3)}, {xv, Tensor::scalar_i64(1)}, {xv, Tensor::scalar_i64(5)},
                {xv, Tensor::scalar_i64(3)}},
+              {true, true, true, false});
+    // Zero iterations: z is [0, 4] (the reference kernel, which cannot see
+    // the body's shapes when it does not run it, gives [0]).
+    VulkanRunStats stats;
+    auto got = model.run({xv, Tensor::scalar_i64(0)}, &stats);
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    EXPECT_EQ((*got)[0].shape(), (Shape{0, 4}));
+    for (int64_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ((*got)[1].get_f64(i), xv.get_f64(i) + xv.get_f64(i) * xv.get_f64(i));  // y = x
+    EXPECT_EQ(stats.shader_compiles, 0u);
+    ASSERT_EQ(stats.loops.size(), 1u);
+    EXPECT_EQ(stats.loops[0].iterations, 0);
+  });
+}
+
+// An early exit the device computes leaves the scan length unknown until
+// the run: the Loop stays a host fallback (the reference executor runs its
+// body), its outputs' shapes come from running it, at a boundary.
+TEST_F(VulkanDynamicShapeTest, EarlyExitLoopWithScanOutputRunsOnTheHost) {
+  ir::Graph g = scan_loop_graph(true);
+  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  const Tensor xv = Tensor::from_vector<float>({4}, {1.0f, -2.0f, 0.5f, 3.0f});  // sum(w) = 14.25
+  for_each_storage(g, [&](VulkanModel& model) {
+    ASSERT_EQ(model.plan().fallback_count(), 1u);
+    EXPECT_NE(model.plan().fallback_reasons[0].find("early exit"), std::string::npos)
+        << model.plan().fallback_reasons[0];
+    // m = 5 ends after 3 iterations (sum 42.75), m = 2 after 2.
+    run_cases(g, model, {{xv, Tensor::scalar_i64(5)}, {xv, Tensor::scalar_i64(2)}, {xv, Tensor::scalar_i64(5)}},
+              {true, true, false});
+  });
+}
+
+// ONNX's Range expanded into a Loop (the range_*_expanded node tests):
+// n = max(ceil((limit - start) / delta), 0) and its condition n > 0 are
+// computed on the device; the Loop carries prev += delta and scans prev.
+// Both are read back at a sub-graph boundary before the loop, which then
+// runs on the device with its scan output sized [n]: no fallback, one
+// continuation per trip count.
+TEST_F(VulkanDynamicShapeTest, LoopWithADeviceTripCountScansOnTheDevice) {
+  ir::Graph g;
+  ir::ValueId start = g.add_input("start", DType::kFloat32, kScalar);
+  ir::ValueId limit = g.add_input("limit", DType::kFloat32, kScalar);
+  ir::ValueId delta = g.add_input("delta", DType::kFloat32, kScalar);
+  const char* names[] = {"diff", "ratio", "ceil", "relu"};
+  ir::ValueId v[4];
+  for (int i = 0; i < 4; ++i) v[i] = g.add_value(names[i], DType::kFloat32, kScalar);
+  g.add_node("Sub", {limit, start}, {v[0]}, {}, "sub");
+  g.add_node("Div", {v[0], delta}, {v[1]}, {}, "div");
+  g.add_node("Ceil", {v[1]}, {v[2]}, {}, "ceil");
+  g.add_node("Relu", {v[2]}, {v[3]}, {}, "relu");
+  ir::ValueId trip = g.add_value("trip", DType::kInt64, kScalar);
+  ir::ValueId go = g.add_value("go", DType::kBool, kScalar);
+  g.add_node("Cast", {v[3]}, {trip}, {{"to", ir::Attribute::of_int(7)}}, "to_int");
+  g.add_node("Cast", {v[3]}, {go}, {{"to", ir::Attribute::of_int(9)}}, "to_bool");
+  const ir::RegionId body = g.add_region(ir::kMainRegion, "body");
+  // Untyped parameters, as ONNX's function expansion leaves them: shape
+  // inference types them from the node.
+  g.add_input("i", DType::kUndefined, ir::SymShape::unranked(), body);
+  ir::ValueId cond_in = g.add_input("cond", DType::kUndefined, ir::SymShape::unranked(), body);
+  ir::ValueId prev = g.add_input("prev", DType::kUndefined, ir::SymShape::unranked(), body);
+  ir::ValueId cond_out = g.add_value("cond_out", DType::kUndefined, ir::SymShape::unranked(), body);
+  ir::ValueId current = g.add_value("current", DType::kUndefined, ir::SymShape::unranked(), body);
+  ir::ValueId range = g.add_value("range", DType::kUndefined, ir::SymShape::unranked(), body);
+  g.add_node("Identity", {cond_in}, {cond_out}, {}, "body_cond", body);
+  g.add_node("Add", {prev, delta}, {current}, {}, "body_add", body);
+  g.add_node("Identity", {prev}, {range}, {}, "body_range", body);
+  g.add_output(cond_out, body);
+  g.add_output(current, body);
+  g.add_output(range, body);
+  ir::ValueId last = g.add_value("last", DType::kUndefined, ir::SymShape::unranked());
+  ir::ValueId out = g.add_value("out", DType::kUndefined, ir::SymShape::unranked());
+  g.add_node("Loop", {trip, go, start}, {last, out}, {{"body", ir::Attribute::of_graph(body)}}, "loop");
+  g.add_output(out);
+  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(g.value(out).shape.has_rank);
+  EXPECT_EQ(g.value(out).shape.rank(), 1u);
+  auto f = [](float x) { return Tensor::scalar_f32(x); };
+  for_each_storage(g, [&](VulkanModel& model) {
+    ASSERT_EQ(model.plan().fallback_count(), 0u) << model.plan().fallback_reasons[0];
+    // 4 values, 2, none (limit below start: the condition is false), 4 again.
+    run_cases(g, model,
+              {{f(0.0f), f(10.0f), f(3.0f)},
+               {f(1.0f), f(2.0f), f(0.5f)},
+               {f(5.0f), f(1.0f), f(1.0f)},
+               {f(0.0f), f(10.0f), f(3.0f)}},
               {true, true, true, false});
   });
 }

@@ -7,8 +7,10 @@
 // computes the condition, which every segment boundary has anyway: that
 // segment's command buffer ends by copying the 1-element condition into a
 // small mapped buffer, so reading it is a map read, not another submission.
+#include <algorithm>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -68,12 +70,20 @@ Status VulkanModel::Impl::if_output_shapes(const ir::Node& node,
 }
 
 Status VulkanModel::Impl::loop_shapes(const ir::Node& node, const std::function<Status(ir::RegionId)>& infer_region,
-                                      std::vector<ops::ValueInfo>& info, Signature& sig) const {
+                                      std::vector<ops::ValueInfo>& info, Signature& sig, bool* waits) const {
+  *waits = false;
   const ir::Attribute* a = node.attr("body");
   if (!a || a->kind != ir::AttrKind::kGraph || a->region == ir::kNoRegion)
     return internal_error(node.describe() + ": a device Loop without a body");
   const ir::Region& body = graph.region(a->region);
-  const size_t n = node.outputs.size();
+  const size_t n = node.inputs.size() > 2 ? node.inputs.size() - 2 : 0;
+  if (body.inputs[0] != ir::kNoValue) {
+    // The iteration number: a device scalar (the body's kernels read it).
+    ops::ValueInfo& o = info[static_cast<size_t>(body.inputs[0])];
+    o = ops::ValueInfo{};
+    o.dtype = DType::kInt64;
+    o.shape = ir::SymShape::from_concrete({});
+  }
   if (body.inputs[1] != ir::kNoValue) {
     // The body runs only while the condition holds: its condition input is true.
     const ir::Value& cond_in = graph.value(body.inputs[1]);
@@ -105,6 +115,61 @@ Status VulkanModel::Impl::loop_shapes(const ir::Node& node, const std::function<
     out = ops::ValueInfo{};
     out.dtype = param.dtype;
     out.shape = param.shape;
+  }
+  // A trip count or initial condition the device computes is read back
+  // at a sub-graph boundary before the loop: it sizes the scan outputs
+  // (and the run reads it from there, not from memory the arena may have
+  // re-used by the kLoop step).
+  auto host_value = [&](size_t input) -> const Tensor* {
+    return input < node.inputs.size() && node.inputs[input] != ir::kNoValue
+               ? info[static_cast<size_t>(node.inputs[input])].value
+               : nullptr;
+  };
+  const bool has_trip = node.inputs.size() > 0 && node.inputs[0] != ir::kNoValue;
+  const bool has_cond = node.inputs.size() > 1 && node.inputs[1] != ir::kNoValue;
+  const Tensor* trip = host_value(0);
+  const Tensor* cond = host_value(1);
+  if ((has_trip && !trip) || (has_cond && !cond)) {
+    *waits = true;
+    return ok_status();
+  }
+  if (node.outputs.size() == n) return ok_status();
+  // Scan outputs: [iterations, ...the per-iteration value]. The planner
+  // runs a Loop with scan outputs on the device only when the iteration
+  // count is known here: a known trip count and initial condition, and a
+  // body condition the host computes (the same every iteration).
+  const Tensor* again = info[static_cast<size_t>(body.outputs[0])].value;
+  if (!again)
+    return internal_error(node.describe() + ": a device Loop with scan outputs whose iteration count the host "
+                                            "does not know");
+  for (const Tensor* t : {trip, cond, again})
+    if (t && t->numel() != 1)
+      return invalid_argument(node.describe() + ": its trip count and conditions must have one element, got shape " +
+                              shape_to_string(t->shape()));
+  int64_t iterations = 0;
+  if (!cond || cond->get_f64(0) != 0.0) {
+    const int64_t limit = trip ? std::max<int64_t>(trip->get_i64(0), 0) : std::numeric_limits<int64_t>::max();
+    if (again->get_f64(0) != 0.0) {
+      if (!trip)
+        return invalid_argument(node.describe() + ": it has no trip count and its body's condition is always true: "
+                                                  "it would never end");
+      iterations = limit;
+    } else {
+      iterations = std::min<int64_t>(limit, 1);
+    }
+  }
+  for (size_t i = n; i < node.outputs.size(); ++i) {
+    if (node.outputs[i] == ir::kNoValue) continue;
+    const ops::ValueInfo& slice = info[static_cast<size_t>(body.outputs[1 + i])];
+    if (!slice.shape.is_static())
+      return unimplemented(node.describe() + ": scan output " + std::to_string(i - n) + "'s per-iteration value is " +
+                           shape_text(slice.shape) + " for these input shapes; the device Loop needs a static shape");
+    Shape shape = slice.shape.concrete();
+    shape.insert(shape.begin(), iterations);
+    ops::ValueInfo& out = info[static_cast<size_t>(node.outputs[i])];
+    out = ops::ValueInfo{};
+    out.dtype = slice.dtype;
+    out.shape = ir::SymShape::from_concrete(shape);
   }
   return ok_status();
 }
@@ -191,9 +256,16 @@ StatusOr<bool> VulkanModel::Impl::read_condition(Signature& sig, const Segment* 
     KILN_ASSIGN_OR_RETURN(value, from_device(sig.conditions->data() + seg->condition_offset,
                                              device_bytes(t.layout, shape), t.layout, t.dtype, shape));
   } else {
-    KILN_ASSIGN_OR_RETURN(value, read_tensor(sig, cond));
+    KILN_ASSIGN_OR_RETURN(value, loop_input(sig, cond));
   }
   return value.get_f64(0) != 0.0;
+}
+
+StatusOr<Tensor> VulkanModel::Impl::loop_input(Signature& sig, TensorId t) {
+  const PlanTensor& pt = plan.tensors[static_cast<size_t>(t)];
+  if (pt.origin == PlanTensor::Origin::kValue)
+    if (auto it = sig.known_values.find(pt.value); it != sig.known_values.end()) return it->second;
+  return read_tensor(sig, t);
 }
 
 Status VulkanModel::Impl::host_region_env(Signature& sig, size_t step, std::map<ir::ValueId, Tensor>& env) {

@@ -135,7 +135,15 @@ Status VulkanModel::Impl::find_boundary(Signature& sig) const {
     const bool device_if =
         s < plan.steps.size() && plan.steps[s].kind == PlanStep::Kind::kIf && plan.steps[s].node == nid;
     const std::vector<int> if_inputs = {0};
-    const std::vector<int>* value_inputs = device_if ? &if_inputs : schema ? &schema->value_inputs : nullptr;
+    // A device Loop waits on its trip count and initial condition.
+    const bool device_loop = std::any_of(plan.steps.begin(), plan.steps.end(), [&](const PlanStep& p) {
+      return p.kind == PlanStep::Kind::kLoop && p.node == nid;
+    });
+    const std::vector<int> loop_inputs = {0, 1};
+    const std::vector<int>* value_inputs = device_if     ? &if_inputs
+                                           : device_loop ? &loop_inputs
+                                           : schema      ? &schema->value_inputs
+                                                         : nullptr;
     if (!value_inputs || value_inputs->empty()) continue;
     bool ready = true;
     for (ir::ValueId v : node.inputs) ready = ready && (v == ir::kNoValue || !waiting[static_cast<size_t>(v)]);

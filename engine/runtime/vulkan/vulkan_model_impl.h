@@ -275,10 +275,17 @@ struct VulkanModel::Impl {
   Status plan_condition_copies(Signature& sig);
   void record_condition_copy(Signature& sig, Segment& seg, VkCommandBuffer cmd);
   // Sizes a device Loop's body (its parameters as the initial values, its
-  // condition input the host value true) and outputs; fails when the body
-  // changes a carried value's shape for these shapes.
+  // condition input the host value true, its iteration number a device
+  // scalar) and outputs (scan outputs [iterations, ...], the count from the
+  // trip count and conditions); sets `waits` when the device computes the
+  // trip count or initial condition and this signature has not read it back
+  // (a sub-graph boundary before the loop); fails when the body changes a
+  // carried value's shape for these shapes.
   Status loop_shapes(const ir::Node& node, const std::function<Status(ir::RegionId)>& infer_region,
-                     std::vector<ops::ValueInfo>& info, Signature& sig) const;
+                     std::vector<ops::ValueInfo>& info, Signature& sig, bool* waits) const;
+  // A trip count or condition: read back at a sub-graph boundary
+  // (known_values), else the host value or the device tensor.
+  StatusOr<Tensor> loop_input(Signature& sig, TensorId t);
   // Condition tensor `cond` of `node` after `seg` ran: from sig.conditions
   // when `seg` copied it there, else a host value, a constant or a
   // one-element download. Errors: kInvalidArgument for a condition that is

@@ -143,9 +143,17 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
         use(step.cond, static_cast<int64_t>(s));
         touch(step.cond, s, false, true);
       }
+    } else if (step.kind == PlanStep::Kind::kLoop) {
+      // A device trip count or initial condition is read (back) here.
+      for (TensorId t : {step.trip, step.cond}) {
+        if (t == planner::kNoTensor || plan.tensors[static_cast<size_t>(t)].host_resident ||
+            plan.tensors[static_cast<size_t>(t)].constant.defined())
+          continue;
+        use(t, static_cast<int64_t>(s));
+        touch(t, s, false, true);
+      }
     }
   }
-  extend_over_loops(plan, live);
   for (TensorId t : plan.inputs) use(t, kBeforeRun);
   for (TensorId t : plan.outputs) use(t, kAfterRun);
   for (size_t t = 0; t < n; ++t)
@@ -153,6 +161,9 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
       use(static_cast<TensorId>(t), kBeforeRun);
       use(static_cast<TensorId>(t), kAfterRun);
     }
+  // After the graph's inputs and outputs: a Loop's scan output that only
+  // the graph outputs read is written in the body and live past it.
+  extend_over_loops(plan, live);
   // An image shares memory with what came before it in the run only when a
   // dispatch of this signature's own steps, outside any If branch or Loop
   // body, writes it first (without reading it): that dispatch is where the

@@ -149,7 +149,16 @@ Status VulkanModel::Impl::evaluate_shapes(const std::vector<InputSpec>& inputs, 
         continue;
       }
       if (device_loops.count(nid)) {
-        KILN_RETURN_IF_ERROR(loop_shapes(node, infer_region, info, sig));
+        bool waits = false;
+        KILN_RETURN_IF_ERROR(loop_shapes(node, infer_region, info, sig, &waits));
+        if (waits && region != ir::kMainRegion)
+          return internal_error(node.describe() + ": a device Loop inside an If branch whose trip count or "
+                                                  "condition the device computes");
+        if (waits) {  // sized once its trip count and condition are read back
+          sig.pending.insert(nid);
+          for (ir::ValueId v : node.outputs)
+            if (v != ir::kNoValue) waiting[static_cast<size_t>(v)] = true;
+        }
         continue;
       }
       const ops::OpSchema* schema = ops::OpRegistry::builtin().find(node.domain, node.op);
@@ -517,7 +526,7 @@ Status VulkanModel::Impl::run_segments(Signature& sig, VulkanRunStats& out) {
         const ir::Node& node = graph.node(step.node);
         int64_t trip = std::numeric_limits<int64_t>::max();
         if (step.trip != planner::kNoTensor) {
-          KILN_ASSIGN_OR_RETURN(Tensor m, read_tensor(sig, step.trip));
+          KILN_ASSIGN_OR_RETURN(Tensor m, loop_input(sig, step.trip));
           if (m.numel() != 1)
             return invalid_argument(node.describe() + ": the trip count must have one element, got shape " +
                                     shape_to_string(m.shape()));
