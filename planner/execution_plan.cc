@@ -332,6 +332,16 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
   return std::move(plan);
 }
 
+std::vector<std::pair<size_t, size_t>> control_ranges(const ExecutionPlan& plan) {
+  std::vector<std::pair<size_t, size_t>> ranges;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep& step = plan.steps[s];
+    if (step.kind == PlanStep::Kind::kIf) ranges.push_back({s, step.else_end});
+    if (step.kind == PlanStep::Kind::kLoop) ranges.push_back({s, step.body_end});
+  }
+  return ranges;
+}
+
 TensorId memory_root(const ExecutionPlan& plan, TensorId t) {
   for (;;) {
     const PlanTensor& pt = plan.tensors[static_cast<size_t>(t)];

@@ -21,6 +21,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/base/status.h"
@@ -140,6 +141,10 @@ struct ExecutionPlan {
 StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& target, const PlanOptions& options,
                                    const LoweringRegistry& lowerings = LoweringRegistry::builtin(),
                                    const ops::OpRegistry& ops = ops::OpRegistry::builtin());
+
+// The (head step, end step) of every If and Loop: the steps of its branches
+// or body lie in (head, end).
+std::vector<std::pair<size_t, size_t>> control_ranges(const ExecutionPlan& plan);
 
 // The tensor whose memory `t` lives in: alias_of and inplace_of followed to
 // the end. The runtime places only such roots.

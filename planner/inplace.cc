@@ -49,12 +49,7 @@ struct Accesses {
 Accesses collect_accesses(const ExecutionPlan& plan, const ir::Graph& graph) {
   const size_t n = plan.tensors.size();
   Accesses a{std::vector<size_t>(n, kNever), std::vector<size_t>(n, 0), std::vector<bool>(n, false)};
-  std::vector<std::pair<size_t, size_t>> ranges;  // (head, end) of each If and Loop
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
-    const PlanStep& step = plan.steps[s];
-    if (step.kind == PlanStep::Kind::kIf) ranges.push_back({s, step.else_end});
-    if (step.kind == PlanStep::Kind::kLoop) ranges.push_back({s, step.body_end});
-  }
+  const std::vector<std::pair<size_t, size_t>> ranges = control_ranges(plan);
   auto in_control = [&](size_t s) {
     for (const auto& [head, end] : ranges)
       if (s >= head && s < end) return true;  // the head too: it reads the condition, a Loop its inputs

@@ -98,14 +98,9 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
   constexpr size_t kUntouched = SIZE_MAX;
   std::vector<size_t> first_step(n, kUntouched);
   std::vector<bool> first_written(n, false), first_read(n, false), irregular(n, false);
-  std::vector<std::pair<size_t, size_t>> control_ranges;  // (head, end) of each If and Loop: steps strictly inside
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
-    const PlanStep& step = plan.steps[s];
-    if (step.kind == PlanStep::Kind::kIf) control_ranges.push_back({s, step.else_end});
-    if (step.kind == PlanStep::Kind::kLoop) control_ranges.push_back({s, step.body_end});
-  }
-  auto in_control = [&](size_t s) {
-    for (const auto& [head, end] : control_ranges)
+  const std::vector<std::pair<size_t, size_t>> ranges = planner::control_ranges(plan);
+  auto in_control = [&](size_t s) {  // strictly inside a branch or body
+    for (const auto& [head, end] : ranges)
       if (s > head && s < end) return true;
     return false;
   };
