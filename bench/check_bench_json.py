@@ -46,7 +46,9 @@ KERNEL = {"kernel": str, "node": str, "gpu_ms": NUM}
 NUM_OR_NULL = (float, int, type(None))
 KERNEL_OPTIONAL = {"bytes": int, "flops": (int, type(None)), "gbps": NUM_OR_NULL, "gflops": NUM_OR_NULL,
                    "roofline": NUM_OR_NULL}
-ENVIRONMENT_OPTIONAL = {"peak_gbps": NUM_OR_NULL, "peak_gflops": NUM_OR_NULL, "ablation": bool}
+# inplace: in-place elementwise writes ("on"/"off"; absent in documents from before the option).
+ENVIRONMENT_OPTIONAL = {"peak_gbps": NUM_OR_NULL, "peak_gflops": NUM_OR_NULL, "ablation": bool,
+                        "inplace": (str, type(None))}
 ABLATION = {"added": (str, type(None)), "passes": list, "status": str, "error": (str, type(None)),
             "nodes": (int, type(None)), "dispatches": int, "wall": (dict, type(None)), "gpu": (dict, type(None)),
             "median_ms": NUM_OR_NULL, "speedup": NUM_OR_NULL, "speedup_vs_none": NUM_OR_NULL}

@@ -124,6 +124,7 @@ import json
 d = json.load(open('$tmp/vk.json'))
 env, m = d['environment'], d['models'][0]
 assert env['device']['name'] and env['precision'] == 'fp32' and env['storage'] == 'buffer', env
+assert env['coopmat'] == 'on' and env['inplace'] == 'on', env
 cold, warm = m['cold_start']['compile_cold'], m['cold_start']['compile_warm']
 assert cold['shader_compiles'] > 0 and cold['shader_disk_hits'] == 0, cold
 assert warm['shader_compiles'] == 0 and warm['shader_disk_hits'] > 0, warm

@@ -220,7 +220,7 @@ struct Settings {
   std::optional<int> iters;
   double min_time_s = 2.0;
   runtime::VulkanModelOptions options;
-  std::string storage = "buffer", precision = "fp32", coopmat = "on";
+  std::string storage = "buffer", precision = "fp32", coopmat = "on", inplace = "on";
   // The device's peaks for the roofline; Vulkan does not report them.
   std::optional<double> peak_gbps, peak_gflops;
   bool ablation = false;
@@ -634,7 +634,8 @@ std::string environment_json(const VulkanContext* ctx, const Args& args, const S
          ",\n    \"hostname\": " + str(host) + ",\n    \"backend\": " + str(settings.backend) +
          ",\n    \"device\": " + device + ",\n    \"precision\": " + (vulkan ? str(settings.precision) : "null") +
          ",\n    \"storage\": " + (vulkan ? str(settings.storage) : "null") + ",\n    \"coopmat\": " +
-         (vulkan ? str(settings.coopmat) : "null") + ",\n    \"pipeline\": " +
+         (vulkan ? str(settings.coopmat) : "null") + ",\n    \"inplace\": " +
+         (vulkan ? str(settings.inplace) : "null") + ",\n    \"pipeline\": " +
          str(args.has("passes") ? args.get("passes") : "default") + ",\n    \"disabled_passes\": [" + disabled +
          "],\n    \"plugins\": [" + plugins + "],\n    \"seed\": " + args.get("seed", "0") +
          ",\n    \"warmup\": " + std::to_string(settings.warmup) + ",\n    \"iters\": " +
@@ -761,9 +762,9 @@ StatusOr<Settings> parse_settings(const Args& args) {
   s.coopmat = args.get("coopmat", "on");
   if (s.coopmat == "off") s.options.plan.cooperative_matrix = false;
   else if (s.coopmat != "on") return invalid_argument("--coopmat must be on or off, got '" + s.coopmat + "'");
-  const std::string inplace = args.get("inplace", "on");
-  if (inplace == "off") s.options.plan.inplace = false;
-  else if (inplace != "on") return invalid_argument("--inplace must be on or off, got '" + inplace + "'");
+  s.inplace = args.get("inplace", "on");
+  if (s.inplace == "off") s.options.plan.inplace = false;
+  else if (s.inplace != "on") return invalid_argument("--inplace must be on or off, got '" + s.inplace + "'");
   for (const char* flag : {"peak-gbps", "peak-gflops"}) {
     if (!args.has(flag)) continue;
     const std::string v = args.get(flag);
