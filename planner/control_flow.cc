@@ -16,6 +16,19 @@ ir::RegionId branch_region(const ir::Node& node, int b) {
   return a && a->kind == ir::AttrKind::kGraph ? a->region : ir::kNoRegion;
 }
 
+// A node of `region` (or of a region nested in it) whose output shape
+// counts what the data holds (SoD²'s Execution Determined Output): its
+// consumers can be sized only at a sub-graph boundary, which the runtime
+// places between main-graph steps, never inside a branch or a body.
+const ir::Node* value_sized_node_within(const ir::Graph& graph, ir::RegionId region) {
+  for (size_t id = 0; id < graph.num_nodes(); ++id) {
+    const ir::Node& node = graph.node(static_cast<ir::NodeId>(id));
+    if (node.erased || !node.domain.empty() || !graph.region_within(node.region, region)) continue;
+    if (node.op == "NonZero" || node.op == "Unique" || node.op == "Compress") return &node;
+  }
+  return nullptr;
+}
+
 std::string dims_text(const std::vector<ir::Dim>& dims) {
   std::string out = "[";
   for (size_t k = 0; k < dims.size(); ++k) out += (k ? "," : "") + dims[k].to_string();
@@ -157,6 +170,9 @@ std::string if_device_blocker(const PlanBuilder& builder, const ir::Graph& graph
         if (v != ir::kNoValue && !builder.value_ranked(v))
           return std::string(kBranches[b]) + " computes '" + graph.value(v).name + "' of unknown rank";
     }
+    if (const ir::Node* counted = value_sized_node_within(graph, regions[b]))
+      return std::string(kBranches[b]) + " holds " + counted->describe() +
+             ", whose output shape depends on tensor values (sized only between main-graph steps)";
   }
   const ir::Region& then_r = graph.region(regions[0]);
   const ir::Region& else_r = graph.region(regions[1]);
@@ -290,6 +306,9 @@ std::string loop_device_blocker(const PlanBuilder& builder, const ir::Graph& gra
     return "its body has " + std::to_string(body.inputs.size()) + " inputs and " + std::to_string(body.outputs.size()) +
            " outputs for " + std::to_string(n) + " carried values and " + std::to_string(node.outputs.size() - n) +
            " scan outputs";
+  if (const ir::Node* counted = value_sized_node_within(graph, body.id))
+    return "its body holds " + counted->describe() +
+           ", whose output shape depends on tensor values (sized only between main-graph steps)";
   for (size_t i = 0; i < 2; ++i) {
     const ir::ValueId v = node.inputs.size() > i ? node.inputs[i] : ir::kNoValue;
     // One the device computes is read back at a sub-graph boundary before

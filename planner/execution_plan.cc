@@ -332,6 +332,29 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
   return std::move(plan);
 }
 
+namespace {
+
+void collect_region_reads(const ir::Graph& graph, ir::RegionId region, std::vector<ir::ValueId>& out) {
+  const ir::Region& r = graph.region(region);
+  out.insert(out.end(), r.outputs.begin(), r.outputs.end());
+  for (ir::NodeId nid : r.nodes) {
+    const ir::Node& node = graph.node(nid);
+    out.insert(out.end(), node.inputs.begin(), node.inputs.end());
+    for (const auto& [key, attr] : node.attrs)
+      if (attr.kind == ir::AttrKind::kGraph && attr.region != ir::kNoRegion)
+        collect_region_reads(graph, attr.region, out);
+  }
+}
+
+}  // namespace
+
+std::vector<ir::ValueId> subgraph_reads(const ir::Graph& graph, const ir::Node& node) {
+  std::vector<ir::ValueId> out;
+  for (const auto& [key, attr] : node.attrs)
+    if (attr.kind == ir::AttrKind::kGraph && attr.region != ir::kNoRegion) collect_region_reads(graph, attr.region, out);
+  return out;
+}
+
 std::vector<std::pair<size_t, size_t>> control_ranges(const ExecutionPlan& plan) {
   std::vector<std::pair<size_t, size_t>> ranges;
   for (size_t s = 0; s < plan.steps.size(); ++s) {

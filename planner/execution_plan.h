@@ -142,6 +142,12 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
                                    const LoweringRegistry& lowerings = LoweringRegistry::builtin(),
                                    const ops::OpRegistry& ops = ops::OpRegistry::builtin());
 
+// Every value the sub-graphs of `node` (an If's branches, a Loop's body, and
+// the regions nested in them) read or return: what a host fallback of the
+// node reads of the enclosing graph, plus the sub-graphs' own values (which
+// have no plan tensors of the enclosing graph and are harmless extra).
+std::vector<ir::ValueId> subgraph_reads(const ir::Graph& graph, const ir::Node& node);
+
 // The (head step, end step) of every If and Loop: the steps of its branches
 // or body lie in (head, end).
 std::vector<std::pair<size_t, size_t>> control_ranges(const ExecutionPlan& plan);

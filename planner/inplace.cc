@@ -24,21 +24,6 @@ ir::Dim numel(const std::vector<ir::Dim>& shape) {
   return n;
 }
 
-// Every value the nodes of `region` (and of the regions nested in it) read,
-// and the values it returns: what a host fallback of the owning node reads
-// of the enclosing graph, plus its own values (which are harmless extra).
-void collect_region_reads(const ir::Graph& graph, ir::RegionId region, std::vector<ir::ValueId>& out) {
-  const ir::Region& r = graph.region(region);
-  out.insert(out.end(), r.outputs.begin(), r.outputs.end());
-  for (ir::NodeId nid : r.nodes) {
-    const ir::Node& node = graph.node(nid);
-    out.insert(out.end(), node.inputs.begin(), node.inputs.end());
-    for (const auto& [key, attr] : node.attrs)
-      if (attr.kind == ir::AttrKind::kGraph && attr.region != ir::kNoRegion)
-        collect_region_reads(graph, attr.region, out);
-  }
-}
-
 // When each data group (tensors of one data_root) is first and last touched,
 // and whether it must keep its own memory whatever the kernels do.
 struct Accesses {
@@ -84,11 +69,7 @@ Accesses collect_accesses(const ExecutionPlan& plan, const ir::Graph& graph) {
     for (TensorId t : {step.cond, step.trip, step.body_cond}) touch(t, s);
     if (step.kind == PlanStep::Kind::kFallback) {
       // A host fallback with sub-graphs reads what they capture, at its step.
-      std::vector<ir::ValueId> captured;
-      for (const auto& [key, attr] : node.attrs)
-        if (attr.kind == ir::AttrKind::kGraph && attr.region != ir::kNoRegion)
-          collect_region_reads(graph, attr.region, captured);
-      for (ir::ValueId v : captured) touch_value(v, s);
+      for (ir::ValueId v : subgraph_reads(graph, node)) touch_value(v, s);
     }
   }
   // A node without steps (a view) shares its data input's memory; any other

@@ -590,5 +590,46 @@ TEST_F(VulkanControlFlowTest, BranchDependentShapeTakesTheTakenBranchShape) {
   });
 }
 
+// A NonZero inside a branch sizes what follows it from tensor values, which
+// the runtime does only between main-graph steps: the If runs on the host
+// (saying why) instead of failing at run time, correct for both branches.
+//   cond = ReduceSum(x) > 0; then: Shape(NonZero(x > 0.5)) ([2]: 1, count);
+//   else: the constant [7, 7]; y = If + 1.
+TEST_F(VulkanControlFlowTest, NonZeroInABranchKeepsTheIfOnTheHost) {
+  ir::Graph g;
+  const ir::SymShape xs = ir::SymShape::from_concrete({6});
+  const ir::SymShape two = ir::SymShape::from_concrete({2});
+  ir::ValueId x = g.add_input("x", DType::kFloat32, xs);
+  ir::ValueId cond = add_sum_is_positive(g, x);
+  const ir::RegionId then_r = g.add_region(ir::kMainRegion, "then");
+  ir::ValueId gt = g.add_value("gt", DType::kBool, xs, then_r);
+  ir::ValueId nz = g.add_value("nz", DType::kInt64, ir::SymShape({ir::Dim(1), ir::Dim()}), then_r);
+  ir::ValueId shape = g.add_value("shape", DType::kInt64, two, then_r);
+  g.add_node("Greater", {x, scalar(g, "half", 0.5f, then_r)}, {gt}, {}, "then_gt", then_r);
+  g.add_node("NonZero", {gt}, {nz}, {}, "then_nonzero", then_r);
+  g.add_node("Shape", {nz}, {shape}, {}, "then_shape", then_r);
+  g.add_output(shape, then_r);
+  const ir::RegionId else_r = g.add_region(ir::kMainRegion, "else");
+  g.add_output(g.add_constant("sevens", Tensor::from_vector<int64_t>({2}, {7, 7}), else_r), else_r);
+  ir::ValueId out = g.add_value("out", DType::kInt64, two);
+  ir::ValueId y = g.add_value("y", DType::kInt64, two);
+  g.add_node("If", {cond}, {out}, branches(then_r, else_r), "if");
+  g.add_node("Add", {out, g.add_constant("one", Tensor::scalar_i64(1))}, {y}, {}, "after");
+  g.add_output(y);
+  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ReferenceExecutor reference(g);
+  for_each_storage(g, [&](VulkanModel& model) {
+    const planner::ExecutionPlan& plan = model.plan();
+    ASSERT_GE(plan.fallback_count(), 1u);
+    bool said = false;
+    for (const std::string& why : plan.fallback_reasons) said = said || why.find("then_nonzero") != std::string::npos;
+    EXPECT_TRUE(said) << plan.fallback_reasons[0];
+    for (float offset : {1.0f, -3.0f, 0.3f, -1.0f}) {
+      VulkanRunStats stats;
+      ASSERT_NO_FATAL_FAILURE(run_matching_reference(model, reference, {filled({6}, offset)}, stats));
+    }
+  });
+}
+
 }  // namespace
 }  // namespace kiln::runtime

@@ -240,9 +240,10 @@ struct VulkanModel::Impl {
   StatusOr<std::vector<Tensor>> fallback_outputs(Signature& sig, size_t step);
   // A host fallback of an If or Loop (vulkan_model_control_flow.cc): the
   // values of the enclosing graph its sub-graphs read by id, into `env`
-  // (host values, or downloads of device tensors). Errors: kUnimplemented
-  // when such a tensor's memory was re-used before `step` (the arena sees
-  // only the node's own inputs as read there).
+  // (host values, or downloads of device tensors; placement keeps them live
+  // up to `step`). Errors: kUnimplemented when such a tensor's memory was
+  // re-used before `step` anyway (a check: a continuation's parents placed
+  // it).
   Status host_region_env(Signature& sig, size_t step, std::map<ir::ValueId, Tensor>& env);
   // Whether tensor `t`'s device memory still holds its value at plan step
   // `at`: nothing placed over it was written since its last write.

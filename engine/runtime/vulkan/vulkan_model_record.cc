@@ -134,6 +134,10 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
       };
       for (ir::ValueId v : node.inputs) use_value(v);
       for (ir::ValueId v : node.outputs) use_value(v);
+      // A host fallback's sub-graphs read values of the enclosing graph
+      // too (by id, not as inputs): they stay live up to its step.
+      if (step.kind == PlanStep::Kind::kFallback)
+        for (ir::ValueId v : planner::subgraph_reads(graph, node)) use_value(v);
       if (step.kind == PlanStep::Kind::kIf && step.cond != planner::kNoTensor) {
         use(step.cond, static_cast<int64_t>(s));
         touch(step.cond, s, false, true);
