@@ -46,6 +46,10 @@ KERNEL = {"kernel": str, "node": str, "gpu_ms": NUM}
 NUM_OR_NULL = (float, int, type(None))
 KERNEL_OPTIONAL = {"bytes": int, "flops": (int, type(None)), "gbps": NUM_OR_NULL, "gflops": NUM_OR_NULL,
                    "roofline": NUM_OR_NULL}
+# A Kiln Vulkan model's device memory after its first run (null elsewhere).
+MODEL_OPTIONAL = {"memory": (dict, type(None))}
+MEMORY = {"device_bytes": int, "activation_bytes": int, "arena_bytes": int, "live_lower_bound": int,
+          "no_reuse_bytes": int}
 # inplace: in-place elementwise writes ("on"/"off"; absent in documents from before the option).
 ENVIRONMENT_OPTIONAL = {"peak_gbps": NUM_OR_NULL, "peak_gflops": NUM_OR_NULL, "ablation": bool,
                         "inplace": (str, type(None))}
@@ -194,6 +198,13 @@ def check_model(m, where, backend, problems, env=None, peer=False):
     noisy = bool((m["wall"] or {}).get("noisy")) or bool((m["gpu"] or {}).get("noisy"))
     if isinstance(m["noisy"], bool) and m["noisy"] != noisy:
         problems.append(f"{where}.noisy: expected wall.noisy or gpu.noisy ({noisy})")
+    check_optional(m, MODEL_OPTIONAL, where, problems)
+    if isinstance(m.get("memory"), dict) and check_fields(m["memory"], MEMORY, f"{where}.memory", problems):
+        mem = m["memory"]
+        if not mem["live_lower_bound"] <= mem["arena_bytes"] <= mem["no_reuse_bytes"]:
+            problems.append(f"{where}.memory: expected live_lower_bound <= arena_bytes <= no_reuse_bytes, got {mem}")
+        if not mem["arena_bytes"] <= mem["activation_bytes"] <= mem["device_bytes"]:
+            problems.append(f"{where}.memory: expected arena_bytes <= activation_bytes <= device_bytes, got {mem}")
     for i, k in enumerate(m["kernels"]):
         if check_fields(k, KERNEL, f"{where}.kernels[{i}]", problems):
             check_kernel_rates(k, f"{where}.kernels[{i}]", env or {}, problems)

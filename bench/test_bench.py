@@ -182,6 +182,18 @@ class PeerDocumentTest(unittest.TestCase):
         doc["environment"]["backend"] = "vulkan"
         self.assertTrue(any("names its own engine" in p for p in self.problems(doc)))
 
+    def test_checker_checks_memory_when_present(self):
+        doc = self.cli_docs([record("torch-eager", "resnet50", "fp32", 2.0, max_ms=2.2, mean_ms=2.0, first_run_ms=9.0)])
+        doc = doc["torch-eager-fp32"]
+        model = doc["models"][0]
+        model["memory"] = {"device_bytes": 900, "activation_bytes": 500, "arena_bytes": 400,
+                           "live_lower_bound": 400, "no_reuse_bytes": 1000}
+        self.assertEqual(self.problems(doc), [])
+        model["memory"]["arena_bytes"] = 300  # below the live-set bound: impossible
+        self.assertTrue(any("live_lower_bound <= arena_bytes" in p for p in self.problems(doc)))
+        del model["memory"]["no_reuse_bytes"]
+        self.assertTrue(any("memory.no_reuse_bytes" in p for p in self.problems(doc)))
+
     def test_encoder_lengths_are_known_models(self):
         known = bench_common.known_models()
         self.assertIn("bert_base_s128", known)

@@ -26,6 +26,7 @@ import json, hashlib
 d = json.load(open('$tmp/ref.json'))
 m = d['models'][0]
 assert d['environment']['backend'] == 'reference' and d['environment']['iters'] == 3, d['environment']
+assert all(m['memory'] is None for m in d['models']), d['models']
 assert m['wall']['count'] == 3 and m['gpu'] is None and m['input_shapes'] == {'x': '[2,3]'}, m
 assert m['sha256'] == hashlib.sha256(open('$m', 'rb').read()).hexdigest(), m['sha256']
 assert d['command'][:3] == ['kiln', 'bench', '$m'], d['command']
@@ -125,6 +126,8 @@ d = json.load(open('$tmp/vk.json'))
 env, m = d['environment'], d['models'][0]
 assert env['device']['name'] and env['precision'] == 'fp32' and env['storage'] == 'buffer', env
 assert env['coopmat'] == 'on' and env['inplace'] == 'on', env
+mem = m['memory']
+assert 0 < mem['live_lower_bound'] <= mem['arena_bytes'] <= mem['activation_bytes'] < mem['device_bytes'], mem
 cold, warm = m['cold_start']['compile_cold'], m['cold_start']['compile_warm']
 assert cold['shader_compiles'] > 0 and cold['shader_disk_hits'] == 0, cold
 assert warm['shader_compiles'] == 0 and warm['shader_disk_hits'] > 0, warm

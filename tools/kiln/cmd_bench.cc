@@ -212,6 +212,10 @@ struct ModelResult {
   // from the input.npy beside it.
   std::optional<double> reference_max_abs_diff;
   std::optional<Tensor> reference_output;
+  // Vulkan: the first run's device memory (weights + activation memory +
+  // staging), the activation memory, and its plan's arena, live-set bound
+  // and no-reuse total.
+  std::optional<runtime::VulkanRunStats> memory;
 };
 
 struct Settings {
@@ -368,8 +372,11 @@ Status bench_vulkan(VulkanContext& ctx, const ir::Graph& g, const Settings& sett
     return s.gpu_ms;
   };
   const auto t1 = Clock::now();
-  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> first, model->run(inputs));
+  runtime::VulkanRunStats first_stats;
+  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> first, model->run(inputs, &first_stats));
   r.first_run_ms = ms_since(t1);
+  first_stats.kernels.clear();
+  r.memory = std::move(first_stats);
   if (r.reference_output && first.size() == 1) r.reference_max_abs_diff = max_abs_diff(first[0], *r.reference_output);
   KILN_RETURN_IF_ERROR(time_runs(settings, inputs, run, r));
 
@@ -485,6 +492,14 @@ std::string summary_json(const std::optional<Summary>& s) {
          num(s->max) + ", \"mean_ms\": " + num(s->mean) + ", \"noisy\": " + (s->noisy ? "true" : "false") + "}";
 }
 
+std::string memory_json(const std::optional<runtime::VulkanRunStats>& s) {
+  if (!s) return "null";
+  return "{\"device_bytes\": " + std::to_string(s->device_bytes) + ", \"activation_bytes\": " +
+         std::to_string(s->activation_bytes) + ", \"arena_bytes\": " + std::to_string(s->memory.arena_bytes) +
+         ", \"live_lower_bound\": " + std::to_string(s->memory.live_lower_bound) + ", \"no_reuse_bytes\": " +
+         std::to_string(s->memory.no_reuse_bytes) + "}";
+}
+
 std::string compile_json(const std::optional<CompileRecord>& c) {
   if (!c) return "null";
   std::string j = "{\"wall_ms\": " + num(c->wall_ms);
@@ -588,7 +603,7 @@ std::string model_json(const ModelResult& r, const Settings& settings) {
          (r.kernels.empty() ? "null" : num(kernels_total)) + ",\n      \"kernels\": [" + kernels +
          (r.kernels.empty() ? "" : "\n      ") + "],\n      \"ablation\": " +
          (settings.ablation ? ablation_json(r) : "null") + ",\n      \"reference_max_abs_diff\": " +
-         num(r.reference_max_abs_diff) + "\n    }";
+         num(r.reference_max_abs_diff) + ",\n      \"memory\": " + memory_json(r.memory) + "\n    }";
 }
 
 std::string utc_now() {
