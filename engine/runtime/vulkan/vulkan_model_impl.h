@@ -140,8 +140,9 @@ struct Signature {
   std::vector<Staged> staged_inputs;   // per graph input; tensor kNoTensor when not staged
   std::vector<Staged> staged_outputs;  // per graph output
   uint32_t dispatches = 0;
-  // Device memory this signature holds alone (its own arenas, staging and
-  // condition buffers; not the shared activation memory).
+  // Device memory this signature holds alone (a separate image arena when
+  // images cannot share, staging and condition buffers; not the activation
+  // memory its depth shares).
   uint64_t device_bytes = 0;
   memplan::ArenaReport memory;  // the activation arena's plan (place_tensors)
   double memory_plan_ms = 0;    // time plan_arena took
