@@ -1,13 +1,16 @@
 // The C API (include/kiln/kiln.h) over the C++ engine: tensors, models,
 // sessions (kiln_c_api_vulkan.cc has Vulkan devices and buffer bindings).
+// A session is the engine session (engine/session/session.h): the same pass
+// pipeline, plugins and backends `kiln run` uses.
 //
 // Handles are thin structs around the C++ objects (kiln_c_api_internal.h).
 // Nothing here throws (the engine builds with -fno-exceptions; the importer
 // contains protobuf's exceptions itself), so no exception can cross the API.
-#include <chrono>
 #include <cstddef>
 #include <cstdio>
+#include <iterator>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,34 +23,77 @@ using kiln::capi::to_c;
 
 namespace {
 
-struct VulkanSessionOptions {
-  kiln_vulkan_device_t* device = nullptr;
-  const char* selector = nullptr;
-  kiln_storage_t storage = KILN_STORAGE_BUFFER;
-  kiln_precision_t precision = KILN_PRECISION_FP32;
-  bool profile = false;
-  uint32_t max_signatures = 0;  // 0: VulkanModelOptions' default
-};
+// Splits "a,b,c" into names (empty items dropped); NULL gives none.
+std::vector<std::string> name_list(const char* list) {
+  return list ? kiln::registry::split_pass_list(list) : std::vector<std::string>{};
+}
 
-// Compiles the session's model for Vulkan on the given device, or on one
-// the session creates.
-kiln::Status start_vulkan(kiln_session_t& s, const VulkanSessionOptions& o) {
-  if (o.device) {
-    kiln_vulkan_device_retain(o.device);
-    s.vulkan = o.device;
-  } else {
-    KILN_ASSIGN_OR_RETURN(s.vulkan, kiln::capi::create_vulkan_device(o.selector, nullptr));
+// kiln_session_options_t -> the engine session's options. Fields past an
+// older caller's struct_size keep their defaults.
+kiln_status_t* session_options(const kiln_session_options_t* options, kiln::session::SessionOptions& out,
+                               kiln_vulkan_device_t** out_device) {
+  out.vulkan.max_signatures = 32;
+  out.context_options.kernel_cache_dir = std::nullopt;
+  *out_device = nullptr;
+  if (!options) return nullptr;
+  auto has = [&](size_t offset, size_t size) { return options->struct_size >= offset + size; };
+#define KILN_HAS(field) has(offsetof(kiln_session_options_t, field), sizeof(options->field))
+  if (!KILN_HAS(backend)) return make_status(KILN_INVALID_ARGUMENT, "kiln_session_options_t.struct_size is too small");
+  kiln_backend_t backend = options->backend;
+  if (backend != KILN_BACKEND_DEFAULT && backend != KILN_BACKEND_REFERENCE && backend != KILN_BACKEND_VULKAN)
+    return make_status(KILN_INVALID_ARGUMENT, "unknown backend " + std::to_string(static_cast<int>(backend)));
+  kiln_vulkan_device_t* device = KILN_HAS(vulkan_device) ? options->vulkan_device : nullptr;
+  if (backend == KILN_BACKEND_REFERENCE && device)
+    return make_status(KILN_INVALID_ARGUMENT, "a vulkan_device was given for the reference backend");
+  // A device given means Vulkan was asked for.
+  if (backend == KILN_BACKEND_DEFAULT && device) backend = KILN_BACKEND_VULKAN;
+  out.backend = backend == KILN_BACKEND_REFERENCE ? kiln::session::BackendChoice::kReference
+              : backend == KILN_BACKEND_VULKAN    ? kiln::session::BackendChoice::kVulkan
+                                                  : kiln::session::BackendChoice::kAuto;
+  *out_device = device;
+  if (KILN_HAS(device_selector) && options->device_selector) out.context_options.selector = options->device_selector;
+  if (KILN_HAS(storage)) {
+    if (options->storage != KILN_STORAGE_BUFFER && options->storage != KILN_STORAGE_IMAGE)
+      return make_status(KILN_INVALID_ARGUMENT, "unknown storage " + std::to_string(static_cast<int>(options->storage)));
+    if (options->storage == KILN_STORAGE_IMAGE) out.vulkan.plan.storage = kiln::planner::Storage::kImage;
   }
-  kiln::runtime::VulkanModelOptions mo;
-  mo.plan.storage = o.storage == KILN_STORAGE_IMAGE ? kiln::planner::Storage::kImage : kiln::planner::Storage::kBuffer;
-  mo.plan.precision =
-      o.precision == KILN_PRECISION_FP16 ? kiln::planner::ElemType::kF16 : kiln::planner::ElemType::kF32;
-  mo.profile = o.profile;
-  if (o.max_signatures) mo.max_signatures = o.max_signatures;
-  KILN_ASSIGN_OR_RETURN(s.vulkan_model,
-                        kiln::runtime::VulkanModel::compile(*s.vulkan->device, *s.vulkan->cache, *s.model->graph, mo));
-  s.backend = KILN_BACKEND_VULKAN;
-  return kiln::ok_status();
+  if (KILN_HAS(precision)) {
+    if (options->precision != KILN_PRECISION_FP32 && options->precision != KILN_PRECISION_FP16)
+      return make_status(KILN_INVALID_ARGUMENT,
+                         "unknown precision " + std::to_string(static_cast<int>(options->precision)));
+    if (options->precision == KILN_PRECISION_FP16) out.vulkan.plan.precision = kiln::planner::ElemType::kF16;
+  }
+  if (KILN_HAS(profile)) out.vulkan.profile = options->profile != 0;
+  if (KILN_HAS(max_signatures) && options->max_signatures) out.vulkan.max_signatures = options->max_signatures;
+  if (KILN_HAS(passes) && options->passes) {
+    const std::string passes = options->passes;
+    if (passes == "none") out.run_passes = false;
+    else if (!passes.empty() && passes != "default") {
+      out.pipeline.passes = name_list(options->passes);
+      if (out.pipeline.passes.empty())
+        return make_status(KILN_INVALID_ARGUMENT, "kiln_session_options_t.passes names no pass: '" + passes + "'");
+    }
+  }
+  if (KILN_HAS(disabled_passes)) out.pipeline.disabled = name_list(options->disabled_passes);
+  if (KILN_HAS(plugin_file_count) && options->plugin_file_count) {
+    if (!options->plugin_files) return null_arg("kiln_session_options_t.plugin_files");
+    for (size_t i = 0; i < options->plugin_file_count; ++i) {
+      if (!options->plugin_files[i])
+        return make_status(KILN_INVALID_ARGUMENT, "plugin_files[" + std::to_string(i) + "] is NULL");
+      out.plugins.plugin_files.emplace_back(options->plugin_files[i]);
+    }
+  }
+  if (KILN_HAS(ignore_plugin_path)) out.plugins.load_environment = options->ignore_plugin_path == 0;
+  if (KILN_HAS(plugin_dir) && options->plugin_dir) out.plugins.plugin_dir = options->plugin_dir;
+  if (KILN_HAS(log_user_data) && options->log) {
+    kiln_log_fn fn = options->log;
+    void* user = options->log_user_data;
+    out.pipeline.log = [fn, user](kiln_log_level_t level, const std::string& message) {
+      fn(user, static_cast<kiln_message_level_t>(level), message.c_str());
+    };
+  }
+#undef KILN_HAS
+  return nullptr;
 }
 
 kiln_status_t* copy_outputs(std::vector<kiln::Tensor>& out, kiln_tensor_t** out_outputs) {
@@ -81,7 +127,7 @@ kiln_status_code_t kiln_status_code(const kiln_status_t* status) { return status
 const char* kiln_status_message(const kiln_status_t* status) { return status ? status->message.c_str() : ""; }
 void kiln_status_free(kiln_status_t* status) { delete status; }
 
-const char* kiln_version_string(void) { return "0.1.0"; }
+const char* kiln_version_string(void) { return "0.2.0"; }
 
 kiln_status_t* kiln_tensor_create(kiln_dtype_t dtype, const int64_t* shape, size_t rank, kiln_tensor_t** out_tensor) {
   if (!out_tensor) return null_arg("out_tensor");
@@ -153,81 +199,50 @@ kiln_status_t* kiln_session_create(kiln_model_t* model, const kiln_session_optio
                                    kiln_session_t** out_session) {
   if (!model) return null_arg("model");
   if (!out_session) return null_arg("out_session");
-  kiln_backend_t backend = KILN_BACKEND_DEFAULT;
-  VulkanSessionOptions vo;
-  if (options) {
-    // Fields past an older caller's struct_size keep their defaults.
-    auto has = [&](size_t offset, size_t size) { return options->struct_size >= offset + size; };
-#define KILN_HAS(field) has(offsetof(kiln_session_options_t, field), sizeof(options->field))
-    if (!KILN_HAS(backend))
-      return make_status(KILN_INVALID_ARGUMENT, "kiln_session_options_t.struct_size is too small");
-    backend = options->backend;
-    if (KILN_HAS(vulkan_device)) vo.device = options->vulkan_device;
-    if (KILN_HAS(device_selector)) vo.selector = options->device_selector;
-    if (KILN_HAS(storage)) vo.storage = options->storage;
-    if (KILN_HAS(precision)) vo.precision = options->precision;
-    if (KILN_HAS(profile)) vo.profile = options->profile != 0;
-    if (KILN_HAS(max_signatures)) vo.max_signatures = options->max_signatures;
-#undef KILN_HAS
+  kiln::session::SessionOptions so;
+  kiln_vulkan_device_t* device = nullptr;
+  if (kiln_status_t* bad = session_options(options, so, &device)) return bad;
+  so.context = device ? device->context.get() : nullptr;
+  auto engine = kiln::session::Session::create(*model->graph, so);
+  if (!engine.ok()) {
+    kiln::Status status = std::move(engine).status();
+    return to_c(so.backend == kiln::session::BackendChoice::kVulkan ? status.add_context("the Vulkan backend")
+                                                                     : status);
   }
-  if (backend != KILN_BACKEND_DEFAULT && backend != KILN_BACKEND_REFERENCE && backend != KILN_BACKEND_VULKAN)
-    return make_status(KILN_INVALID_ARGUMENT, "unknown backend " + std::to_string(static_cast<int>(backend)));
-  if (vo.storage != KILN_STORAGE_BUFFER && vo.storage != KILN_STORAGE_IMAGE)
-    return make_status(KILN_INVALID_ARGUMENT, "unknown storage " + std::to_string(static_cast<int>(vo.storage)));
-  if (vo.precision != KILN_PRECISION_FP32 && vo.precision != KILN_PRECISION_FP16)
-    return make_status(KILN_INVALID_ARGUMENT,
-                       "unknown precision " + std::to_string(static_cast<int>(vo.precision)));
-  if (backend == KILN_BACKEND_REFERENCE && vo.device)
-    return make_status(KILN_INVALID_ARGUMENT, "a vulkan_device was given for the reference backend");
-  // A device given means Vulkan was asked for.
-  if (backend == KILN_BACKEND_DEFAULT && vo.device) backend = KILN_BACKEND_VULKAN;
-
   auto* s = new (std::nothrow) kiln_session_t;
   if (!s) return make_status(KILN_OUT_OF_MEMORY, "out of memory");
   kiln_model_retain(model);
   s->model = model;
-  if (backend != KILN_BACKEND_REFERENCE) {
-    kiln::Status started = start_vulkan(*s, vo);
-    if (started.ok()) {
-      *out_session = s;
-      return nullptr;
-    }
-    // DEFAULT: no usable device or the model does not compile for it; the
-    // reference executor runs everything.
-    s->vulkan_model.reset();
-    kiln_vulkan_device_release(s->vulkan);
-    s->vulkan = nullptr;
-    if (backend == KILN_BACKEND_VULKAN) {
-      kiln_session_destroy(s);
-      return to_c(started.add_context("the Vulkan backend"));
-    }
+  if (device && (*engine)->vulkan_model()) {
+    kiln_vulkan_device_retain(device);
+    s->vulkan = device;
   }
-  s->backend = KILN_BACKEND_REFERENCE;
-  s->reference = std::make_unique<kiln::runtime::ReferenceExecutor>(*model->graph);
+  s->engine = std::move(engine).value();
   *out_session = s;
   return nullptr;
 }
 
 void kiln_session_destroy(kiln_session_t* session) {
   if (!session) return;
-  // The compiled model borrows the device and the graph: it goes first.
-  session->reference.reset();
-  session->vulkan_model.reset();
+  // The engine session borrows the device's context and the model's graph.
+  session->engine.reset();
   kiln_vulkan_device_release(session->vulkan);
   kiln_model_release(session->model);
   delete session;
 }
 
 kiln_backend_t kiln_session_backend(const kiln_session_t* session) {
-  return session ? session->backend : KILN_BACKEND_DEFAULT;
+  if (!session) return KILN_BACKEND_DEFAULT;
+  return session->vulkan_model() ? KILN_BACKEND_VULKAN : KILN_BACKEND_REFERENCE;
 }
 
 kiln_status_t* kiln_session_run(kiln_session_t* session, const kiln_tensor_t* const* inputs, size_t input_count,
                                 kiln_tensor_t** out_outputs, size_t output_count) {
   if (!session) return null_arg("session");
-  if (input_count && !inputs && !session->vulkan_model) return null_arg("inputs");
+  kiln::runtime::VulkanModel* vulkan = session->vulkan_model();
+  if (input_count && !inputs && !vulkan) return null_arg("inputs");
   if (!out_outputs) return null_arg("out_outputs");
-  const size_t expected_out = session->model->graph->main().outputs.size();
+  const size_t expected_out = session->engine->graph().main().outputs.size();
   if (output_count != expected_out)
     return make_status(KILN_INVALID_ARGUMENT, "the model has " + std::to_string(expected_out) +
                                                   " outputs, output_count is " + std::to_string(output_count));
@@ -235,37 +250,77 @@ kiln_status_t* kiln_session_run(kiln_session_t* session, const kiln_tensor_t* co
   for (size_t i = 0; i < input_count; ++i) {
     if (inputs && inputs[i]) {
       in.push_back(inputs[i]->tensor);
-    } else if (session->vulkan_model) {
+    } else if (vulkan) {
       in.emplace_back();  // bound to a buffer, or reported missing by the run
     } else {
       return make_status(KILN_INVALID_ARGUMENT, "input " + std::to_string(i) + " is NULL");
     }
   }
-  if (session->vulkan_model) {
+  kiln::runtime::RunStats stats;
+  kiln::StatusOr<std::vector<kiln::Tensor>> out = std::vector<kiln::Tensor>{};
+  if (vulkan) {
     kiln::runtime::DeviceBindings bindings;
     {
       std::lock_guard<std::mutex> lock(session->bindings_mutex);
       bindings = session->bindings;
     }
-    kiln::runtime::VulkanRunStats stats;
-    auto out = session->vulkan_model->run(in, bindings, &stats);
-    if (!out.ok()) return to_c(out.status());
-    std::lock_guard<std::mutex> lock(session->stats_mutex);
-    session->last = std::move(stats);
-    session->has_last = true;
-    return copy_outputs(*out, out_outputs);
+    out = vulkan->run(in, bindings, &stats);
+  } else {
+    out = session->engine->run(in, &stats);
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  auto out = session->reference->run(in);
   if (!out.ok()) return to_c(out.status());
   {
     std::lock_guard<std::mutex> lock(session->stats_mutex);
-    session->last = kiln::runtime::VulkanRunStats{};
-    session->last.wall_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    session->last = std::move(stats);
     session->has_last = true;
   }
   return copy_outputs(*out, out_outputs);
+}
+
+size_t kiln_session_pass_count(const kiln_session_t* session) {
+  return session ? session->engine->pass_records().size() : 0;
+}
+
+kiln_status_t* kiln_session_pass_record(const kiln_session_t* session, size_t index, kiln_pass_record_t* out_record) {
+  if (!session) return null_arg("session");
+  if (!out_record) return null_arg("out_record");
+  if (out_record->struct_size < offsetof(kiln_pass_record_t, statistic_count) + sizeof(out_record->statistic_count))
+    return make_status(KILN_INVALID_ARGUMENT, "kiln_pass_record_t.struct_size is too small");
+  const auto& records = session->engine->pass_records();
+  if (index >= records.size())
+    return make_status(KILN_OUT_OF_RANGE,
+                       "pass " + std::to_string(index) + " of " + std::to_string(records.size()) + " passes");
+  const kiln::registry::PassRecord& r = records[index];
+  std::snprintf(out_record->name, sizeof(out_record->name), "%s", r.name.c_str());
+  out_record->ms = r.milliseconds;
+  out_record->committed = r.committed ? 1 : 0;
+  out_record->skipped = r.skipped ? 1 : 0;
+  out_record->statistic_count = static_cast<uint32_t>(r.statistics.size());
+  return nullptr;
+}
+
+kiln_status_t* kiln_session_pass_statistic(const kiln_session_t* session, size_t pass_index, size_t statistic_index,
+                                           const char** out_name, int64_t* out_value) {
+  if (!session) return null_arg("session");
+  if (!out_name) return null_arg("out_name");
+  if (!out_value) return null_arg("out_value");
+  const auto& records = session->engine->pass_records();
+  if (pass_index >= records.size())
+    return make_status(KILN_OUT_OF_RANGE,
+                       "pass " + std::to_string(pass_index) + " of " + std::to_string(records.size()) + " passes");
+  const auto& stats = records[pass_index].statistics;
+  if (statistic_index >= stats.size())
+    return make_status(KILN_OUT_OF_RANGE, "statistic " + std::to_string(statistic_index) + " of " +
+                                              std::to_string(stats.size()) + " of pass '" +
+                                              records[pass_index].name + "'");
+  auto it = std::next(stats.begin(), static_cast<std::ptrdiff_t>(statistic_index));
+  *out_name = it->first.c_str();
+  *out_value = it->second;
+  return nullptr;
+}
+
+size_t kiln_session_node_count(const kiln_session_t* session) {
+  return session ? session->engine->graph().num_live_nodes() : 0;
 }
 
 kiln_status_t* kiln_session_last_run_stats(const kiln_session_t* session, kiln_run_stats_t* out_stats) {
@@ -275,9 +330,9 @@ kiln_status_t* kiln_session_last_run_stats(const kiln_session_t* session, kiln_r
     return make_status(KILN_INVALID_ARGUMENT, "kiln_run_stats_t.struct_size is too small");
   std::lock_guard<std::mutex> lock(session->stats_mutex);
   if (!session->has_last) return make_status(KILN_FAILED_PRECONDITION, "the session has not run yet");
-  const kiln::runtime::VulkanRunStats& s = session->last;
+  const kiln::runtime::RunStats& s = session->last;
   out_stats->wall_ms = s.wall_ms;
-  out_stats->gpu_ms = session->vulkan_model ? s.gpu_ms : -1;
+  out_stats->gpu_ms = session->vulkan_model() ? s.gpu_ms : -1;
   out_stats->dispatches = s.dispatches;
   out_stats->fallbacks = s.fallbacks;
   out_stats->recorded = s.recorded ? 1 : 0;

@@ -11,13 +11,10 @@
 
 #include "engine/base/status.h"
 #include "engine/base/tensor.h"
-#include "engine/runtime/reference_executor.h"
+#include "engine/runtime/vulkan/vulkan_context.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
+#include "engine/session/session.h"
 #include "kiln/kiln.h"
-#include "platform/vulkan/device.h"
-#include "platform/vulkan/instance.h"
-#include "platform/vulkan/kernel_cache.h"
-#include "platform/vulkan/shader_compiler.h"
 
 struct kiln_status_t {
   kiln_status_code_t code;
@@ -33,27 +30,26 @@ struct kiln_model_t {
   std::atomic<int> refs{1};
 };
 
-// Members are destroyed in reverse order: the kernel cache (pipelines)
-// before the compiler, the device before the instance Kiln created.
 struct kiln_vulkan_device_t {
-  std::unique_ptr<kiln::vk::Instance> instance;  // null for a wrapped device
-  std::unique_ptr<kiln::vk::Device> device;
-  std::unique_ptr<kiln::vk::ShaderCompiler> compiler;
-  std::unique_ptr<kiln::vk::KernelCache> cache;
+  std::unique_ptr<kiln::runtime::VulkanContext> context;
   std::atomic<int> refs{1};
 };
 
+// The C handle over the engine session (engine/session/session.h), plus what
+// only the C API keeps: buffer bindings and the last run's statistics.
 struct kiln_session_t {
-  kiln_model_t* model = nullptr;  // retained
-  kiln_backend_t backend = KILN_BACKEND_REFERENCE;
-  std::unique_ptr<kiln::runtime::ReferenceExecutor> reference;
-  kiln_vulkan_device_t* vulkan = nullptr;  // retained
-  std::unique_ptr<kiln::runtime::VulkanModel> vulkan_model;
+  kiln_model_t* model = nullptr;           // retained
+  kiln_vulkan_device_t* vulkan = nullptr;  // retained when the caller gave one
+  std::unique_ptr<kiln::session::Session> engine;
   std::mutex bindings_mutex;  // guards `bindings` (runs copy them)
   kiln::runtime::DeviceBindings bindings;
   mutable std::mutex stats_mutex;  // guards `last` and `has_last`
-  kiln::runtime::VulkanRunStats last;  // the last completed run
+  kiln::runtime::RunStats last;    // the last completed run
   bool has_last = false;
+
+  // Null unless the session runs on Vulkan.
+  kiln::runtime::VulkanModel* vulkan_model() const { return engine ? engine->vulkan_model() : nullptr; }
+  kiln::runtime::VulkanContext* vulkan_context() const { return engine ? engine->vulkan_context() : nullptr; }
 };
 
 namespace kiln::capi {
@@ -71,7 +67,5 @@ inline kiln_status_t* null_arg(const char* what) {
   return make_status(KILN_INVALID_ARGUMENT, std::string(what) + " must not be NULL");
 }
 
-// A Kiln-created Vulkan device (selector as kiln_vulkan_device_options_t).
-StatusOr<kiln_vulkan_device_t*> create_vulkan_device(const char* selector, const char* kernel_cache_dir);
 
 }  // namespace kiln::capi

@@ -22,18 +22,6 @@ using kiln::capi::to_c;
 namespace kiln::capi {
 namespace {
 
-// Adds the shader compiler and kernel cache every session on the device shares.
-Status finish_device(kiln_vulkan_device_t& d, const char* kernel_cache_dir) {
-  KILN_ASSIGN_OR_RETURN(d.compiler, vk::ShaderCompiler::create());
-  vk::KernelCacheOptions co;
-  if (kernel_cache_dir) {
-    co.directory = kernel_cache_dir;
-    co.use_disk = kernel_cache_dir[0] != '\0';
-  }
-  KILN_ASSIGN_OR_RETURN(d.cache, vk::KernelCache::open(*d.device, *d.compiler, co));
-  return ok_status();
-}
-
 std::string shape_text(const Shape& s) {
   std::string out = "[";
   for (size_t k = 0; k < s.size(); ++k) out += (k ? "," : "") + std::to_string(s[k]);
@@ -41,19 +29,6 @@ std::string shape_text(const Shape& s) {
 }
 
 }  // namespace
-
-StatusOr<kiln_vulkan_device_t*> create_vulkan_device(const char* selector, const char* kernel_cache_dir) {
-  auto d = std::unique_ptr<kiln_vulkan_device_t>(new (std::nothrow) kiln_vulkan_device_t);
-  if (!d) return out_of_memory("out of memory");
-  vk::InstanceOptions io;
-  io.application_name = "kiln";
-  KILN_ASSIGN_OR_RETURN(d->instance, vk::Instance::create(io));
-  vk::DeviceOptions dopt;
-  dopt.selector = selector ? selector : "";
-  KILN_ASSIGN_OR_RETURN(d->device, vk::Device::create(*d->instance, dopt));
-  KILN_RETURN_IF_ERROR(finish_device(*d, kernel_cache_dir));
-  return d.release();
-}
 
 }  // namespace kiln::capi
 
@@ -72,9 +47,15 @@ kiln_status_t* kiln_vulkan_device_create(const kiln_vulkan_device_options_t* opt
     if (has(offsetof(kiln_vulkan_device_options_t, kernel_cache_dir), sizeof(options->kernel_cache_dir)))
       cache_dir = options->kernel_cache_dir;
   }
-  auto d = kiln::capi::create_vulkan_device(selector, cache_dir);
-  if (!d.ok()) return to_c(d.status());
-  *out_device = d.value();
+  kiln::runtime::VulkanContextOptions co;
+  co.selector = selector ? selector : "";
+  if (cache_dir) co.kernel_cache_dir = std::string(cache_dir);
+  auto d = std::unique_ptr<kiln_vulkan_device_t>(new (std::nothrow) kiln_vulkan_device_t);
+  if (!d) return make_status(KILN_OUT_OF_MEMORY, "out of memory");
+  auto context = kiln::runtime::VulkanContext::create(co);
+  if (!context.ok()) return to_c(context.status());
+  d->context = std::move(context).value();
+  *out_device = d.release();
   return nullptr;
 }
 
@@ -109,12 +90,11 @@ kiln_status_t* kiln_vulkan_device_wrap(const kiln_vulkan_host_device_t* host, ki
   }
   auto d = std::unique_ptr<kiln_vulkan_device_t>(new (std::nothrow) kiln_vulkan_device_t);
   if (!d) return make_status(KILN_OUT_OF_MEMORY, "out of memory");
-  auto device = kiln::vk::Device::wrap(h);
-  if (!device.ok()) return to_c(device.status());
-  d->device = std::move(device).value();
   // Kernels of a wrapped device stay in memory: a host that wants them on
   // disk creates sessions on a Kiln-created device or caches them itself.
-  if (kiln_status_t* s = to_c(kiln::capi::finish_device(*d, ""))) return s;
+  auto context = kiln::runtime::VulkanContext::wrap(h);
+  if (!context.ok()) return to_c(context.status());
+  d->context = std::move(context).value();
   *out_device = d.release();
   return nullptr;
 }
@@ -128,16 +108,16 @@ void kiln_vulkan_device_release(kiln_vulkan_device_t* device) {
 }
 
 const char* kiln_vulkan_device_name(const kiln_vulkan_device_t* device) {
-  return device ? device->device->capabilities().device_name.c_str() : "";
+  return device ? device->context->device().capabilities().device_name.c_str() : "";
 }
 
 kiln_status_t* kiln_session_device_dtype(const kiln_session_t* session, const char* name, kiln_dtype_t* out_dtype) {
   if (!session) return null_arg("session");
   if (!name) return null_arg("name");
   if (!out_dtype) return null_arg("out_dtype");
-  if (!session->vulkan_model)
+  if (!session->vulkan_model())
     return make_status(KILN_FAILED_PRECONDITION, "the session runs on the reference backend, not on a Vulkan device");
-  auto layout = session->vulkan_model->io_layout(name);
+  auto layout = session->vulkan_model()->io_layout(name);
   if (!layout.ok()) return to_c(layout.status());
   switch (layout->type) {
     case kiln::planner::ElemType::kF32: *out_dtype = KILN_DTYPE_FLOAT32; break;
@@ -154,11 +134,11 @@ kiln_status_t* kiln_session_bind_vulkan_buffer(kiln_session_t* session, const ch
   if (!binding) return null_arg("binding");
   if (binding->struct_size < offsetof(kiln_vulkan_buffer_binding_t, rank) + sizeof(binding->rank))
     return make_status(KILN_INVALID_ARGUMENT, "kiln_vulkan_buffer_binding_t.struct_size is too small");
-  if (!session->vulkan_model)
+  if (!session->vulkan_model())
     return make_status(KILN_FAILED_PRECONDITION,
                        "cannot bind '" + std::string(name) +
                            "' to a Vulkan buffer: the session runs on the reference backend");
-  auto layout = session->vulkan_model->io_layout(name);
+  auto layout = session->vulkan_model()->io_layout(name);
   if (!layout.ok()) return to_c(layout.status());
   const std::string what = "'" + std::string(name) + "'";
   if (binding->buffer == VK_NULL_HANDLE)
@@ -168,7 +148,7 @@ kiln_status_t* kiln_session_bind_vulkan_buffer(kiln_session_t* session, const ch
                        what + " is stored in an image (KILN_STORAGE_IMAGE); only buffer-stored tensors can be bound "
                               "to a Vulkan buffer");
   const VkDeviceSize align = std::max<VkDeviceSize>(
-      session->vulkan->device->capabilities().min_storage_buffer_offset_alignment, 1);
+      session->vulkan_context()->device().capabilities().min_storage_buffer_offset_alignment, 1);
   if (binding->offset % align != 0)
     return make_status(KILN_INVALID_ARGUMENT, "the range bound to " + what + " starts at offset " +
                                                   std::to_string(binding->offset) +
@@ -180,7 +160,7 @@ kiln_status_t* kiln_session_bind_vulkan_buffer(kiln_session_t* session, const ch
   e.buffer = binding->buffer;
   e.offset = binding->offset;
   e.size = binding->size;
-  const kiln::ir::Graph& g = *session->model->graph;
+  const kiln::ir::Graph& g = session->engine->graph();
   const kiln::ir::Value* input = nullptr;
   for (kiln::ir::ValueId v : g.main().inputs)
     if (g.value(v).name == name) input = &g.value(v);
@@ -233,7 +213,7 @@ void kiln_session_forget_vulkan_buffer(kiln_session_t* session, VkBuffer buffer)
     for (auto it = session->bindings.begin(); it != session->bindings.end();)
       it = it->second.buffer == buffer ? session->bindings.erase(it) : std::next(it);
   }
-  if (session->vulkan_model) session->vulkan_model->forget_buffer(buffer);
+  if (session->vulkan_model()) session->vulkan_model()->forget_buffer(buffer);
 }
 
 kiln_status_t* kiln_session_unbind(kiln_session_t* session, const char* name) {

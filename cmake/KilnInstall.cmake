@@ -27,7 +27,8 @@ install(TARGETS kiln_plugin_headers EXPORT kilnTargets)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/kiln DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp")
 
-# The loader finds installed plugins relative to the running executable.
+# The loader finds installed plugins relative to the running executable (and
+# libkiln relative to itself: engine/registry/in_tree_plugins.cc).
 target_compile_definitions(kiln_registry PRIVATE KILN_PLUGIN_DIR_FROM_BINDIR="${KILN_PLUGIN_DIR_FROM_BINDIR}")
 if(TARGET kiln_registry_test)
   target_compile_definitions(kiln_registry_test PRIVATE

@@ -1,9 +1,9 @@
 // The standard pipeline (see default_pipeline.h).
 #include "engine/registry/default_pipeline.h"
 
-#include "plugins/canonicalize/canonicalize.h"
-#include "plugins/memplan/memplan.h"
-#include "plugins/rdp/rdp.h"
+#include <algorithm>
+
+#include "engine/registry/in_tree_plugins.h"
 
 namespace kiln::registry {
 
@@ -22,19 +22,33 @@ const std::vector<std::string>& default_pipeline() {
 std::vector<std::string> default_pipeline(const PluginRegistry& registry) {
   std::vector<std::string> passes = default_pipeline();
   for (const LoadedPlugin& p : registry.plugins()) {
-    if (!p.handle) continue;  // linked in: its passes are placed above
+    if (is_in_tree_plugin_name(p.name)) continue;  // its passes are placed above
     for (size_t i = 0; i < p.descriptor->pass_count; ++i) passes.emplace_back(p.descriptor->passes[i]->name);
   }
   return passes;
 }
 
 Status load_standard_plugins(PluginRegistry& registry, const PipelineSetup& setup, const LogFn& log) {
-  KILN_RETURN_IF_ERROR(registry.load_static(kiln_canonicalize_plugin_query, "static:kiln.canonicalize"));
-  KILN_RETURN_IF_ERROR(registry.load_static(kiln_memplan_plugin_query, "static:kiln.memplan"));
-  KILN_RETURN_IF_ERROR(registry.load_static(kiln_rdp_plugin_query, "static:kiln.rdp"));
+  for (const LinkedInPlugin& p : linked_in_plugins())
+    KILN_RETURN_IF_ERROR(registry.load_static(p.query, std::string("static:") + p.name));
+  const std::string dir = in_tree_plugin_dir(setup.plugin_dir);
+  if (!dir.empty()) {
+    // A plugin that fails here is reported, not fatal: the others still run,
+    // and a pipeline naming one of its passes fails with the pass's name.
+    Status s = registry.load_installed(dir);
+    if (!s.ok() && log) log(KILN_LOG_WARNING, "plugin directory " + dir + ": " + s.message());
+  }
+  const bool any_in_tree = std::any_of(registry.plugins().begin(), registry.plugins().end(),
+                                       [](const LoadedPlugin& p) { return is_in_tree_plugin_name(p.name); });
+  if (!any_in_tree) {
+    std::string looked;
+    for (const std::string& d : in_tree_plugin_dir_candidates(setup.plugin_dir))
+      looked += (looked.empty() ? "" : ", ") + d;
+    return not_found("Kiln's own plugins (kiln.canonicalize, kiln.rdp, kiln.memplan) were not found; looked in " +
+                     (looked.empty() ? std::string("no directory") : looked) +
+                     " (install Kiln with its plugins, name the directory, or build with KILN_STATIC_PLUGINS=ON)");
+  }
   if (setup.load_environment) {
-    Status installed = registry.load_installed(PluginRegistry::installed_plugin_dir());
-    if (!installed.ok() && log) log(KILN_LOG_WARNING, "installed plugins: " + installed.message());
     Status s = registry.load_from_environment();
     if (!s.ok() && log) log(KILN_LOG_WARNING, "KILN_PLUGIN_PATH: " + s.message());
   }

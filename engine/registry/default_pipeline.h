@@ -1,8 +1,9 @@
-// The standard compile pipeline: the in-tree plugins (linked in, registered
-// through the same ABI as any .so), plugins from $KILN_PLUGIN_PATH and
-// explicit files, and the default pass order. This is what `kiln compile`
-// and the session API call; --passes / --disable-pass / --plugin map onto
-// PipelineOptions and PipelineSetup.
+// The standard compile pipeline: the in-tree plugins (loaded from their
+// shared libraries like any third party's, or linked in when the build chose
+// KILN_STATIC_PLUGINS), plugins from $KILN_PLUGIN_PATH and explicit files, and
+// the default pass order. The engine session (libkiln, `kiln run`) calls it;
+// --passes / --disable-pass / --plugin map onto PipelineOptions and
+// PipelineSetup.
 #pragma once
 
 #include <string>
@@ -17,20 +18,27 @@ namespace kiln::registry {
 
 struct PipelineSetup {
   std::vector<std::string> plugin_files;  // --plugin FILE (repeatable); a failure is an error
-  // The installed plugin directory (PluginRegistry::installed_plugin_dir)
-  // and $KILN_PLUGIN_PATH; failures are warnings.
+  // $KILN_PLUGIN_PATH; failures are warnings.
   bool load_environment = true;
+  // Where Kiln's own plugin files are; "" searches the usual places
+  // (in_tree_plugins.h). Not finding them is an error naming the places.
+  std::string plugin_dir;
 };
 
 // The in-tree default pipeline's pass names, in order.
 const std::vector<std::string>& default_pipeline();
 // The default pipeline with `registry` loaded: the in-tree passes, then every
-// pass of each plugin loaded from a file (installed directory,
-// $KILN_PLUGIN_PATH, --plugin) in load order, so that loading a third-party
-// plugin is enough to run it; --disable-pass NAME leaves one out.
+// pass of each third-party plugin (any name outside "kiln.*": from
+// $KILN_PLUGIN_PATH, --plugin, or dropped in the plugin directory) in load
+// order, so that loading a third-party plugin is enough to run it;
+// --disable-pass NAME leaves one out.
 std::vector<std::string> default_pipeline(const PluginRegistry& registry);
 
-// Registers the in-tree plugins, then the environment's and the given files.
+// Registers the in-tree plugins (linked-in copies first, then the files of
+// the plugin directory whose names are not linked in), then the
+// environment's and the given files. Errors: NOT_FOUND when no in-tree
+// plugin can be found (the message lists where it looked), a given file that
+// fails to load.
 Status load_standard_plugins(PluginRegistry& registry, const PipelineSetup& setup, const LogFn& log);
 
 // Runs options.passes (or the default pipeline, minus options.disabled) on

@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 #define KILN_VERSION_MAJOR 0
-#define KILN_VERSION_MINOR 1
+#define KILN_VERSION_MINOR 2
 #define KILN_VERSION_PATCH 0
 
 /* ---- status ------------------------------------------------------------ */
@@ -69,7 +69,7 @@ KILN_API kiln_status_code_t kiln_status_code(const kiln_status_t* status);
 KILN_API const char* kiln_status_message(const kiln_status_t* status);
 KILN_API void kiln_status_free(kiln_status_t* status);
 
-/* "0.1.0" */
+/* "0.2.0" */
 KILN_API const char* kiln_version_string(void);
 
 /* ---- tensors ----------------------------------------------------------- */
@@ -184,6 +184,17 @@ typedef enum kiln_precision_t {
   KILN_PRECISION_FP16 = 1 /* needs 16-bit storage and shaderFloat16 */
 } kiln_precision_t;
 
+/* Messages from the pass pipeline and plugins (a plugin on KILN_PLUGIN_PATH
+ * that failed to load, a pass's log). Called on the thread that creates the
+ * session; `message` is valid for the call only. Kiln itself never prints. */
+typedef enum kiln_message_level_t {
+  KILN_MESSAGE_DEBUG = 0,
+  KILN_MESSAGE_INFO = 1,
+  KILN_MESSAGE_WARNING = 2,
+  KILN_MESSAGE_ERROR = 3
+} kiln_message_level_t;
+typedef void (*kiln_log_fn)(void* user_data, kiln_message_level_t level, const char* message);
+
 /* Grows only at the end; set struct_size = sizeof(kiln_session_options_t).
  * Zero-filled fields are the defaults; fields beyond an older struct_size
  * take their defaults. */
@@ -207,6 +218,29 @@ typedef struct kiln_session_options_t {
    * signature's activations share one device memory sized for the largest
    * shape seen, whatever this is. */
   uint32_t max_signatures;
+  /* \since 0.2. The pass pipeline the session runs on its own copy of the
+   * model before compiling it (the model itself is not changed). NULL, ""
+   * or "default": the default pipeline (canonicalization to a fixed point,
+   * rdp, memplan), followed by every pass of the loaded third-party
+   * plugins; "none": no pass; else a comma-separated list of pass names
+   * run once, in that order. */
+  const char* passes;
+  /* Comma-separated pass names the pipeline leaves out (NULL: none). */
+  const char* disabled_passes;
+  /* Plugin shared libraries to load, in order (`plugin_file_count` paths);
+   * one that fails to load is an error naming it. Plugins on the
+   * colon-separated $KILN_PLUGIN_PATH are loaded too, unless
+   * `ignore_plugin_path` is nonzero. */
+  const char* const* plugin_files;
+  size_t plugin_file_count;
+  uint32_t ignore_plugin_path;
+  /* Where Kiln's own plugins (kiln.canonicalize, kiln.rdp, kiln.memplan)
+   * are. NULL: beside libkiln (<libdir>/kiln/plugins), or linked in when
+   * Kiln was built with KILN_STATIC_PLUGINS. */
+  const char* plugin_dir;
+  /* Receives pipeline and plugin messages; NULL drops them. */
+  kiln_log_fn log;
+  void* log_user_data;
 } kiln_session_options_t;
 
 /* A model prepared for one backend. Single owner: create/destroy. */
@@ -274,6 +308,34 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_session_last_run_stats(const kiln_se
 /* Errors: OUT_OF_RANGE for index >= kernel_timings. */
 KILN_API KILN_NODISCARD kiln_status_t* kiln_session_kernel_timing(const kiln_session_t* session, size_t index,
                                                                   kiln_kernel_timing_t* out_timing);
+
+/* ---- what the pass pipeline did (\since 0.2) ---------------------------- */
+
+/* One pass of the session's pipeline, in the order it ran (the default
+ * pipeline repeats its passes until the graph stops changing). Grows only at
+ * the end; set struct_size. */
+typedef struct kiln_pass_record_t {
+  uint32_t struct_size;
+  char name[64];             /* the pass ("fold-constants", "acme.fuse-gelu"); truncated to fit */
+  double ms;                 /* time the pass took */
+  uint32_t committed;        /* 1: it succeeded and its edits were kept */
+  uint32_t skipped;          /* 1: an optional pass failed; the graph is unchanged */
+  uint32_t statistic_count;  /* entries for kiln_session_pass_statistic */
+} kiln_pass_record_t;
+
+/* Passes the session's pipeline ran (0 for "none" or NULL). */
+KILN_API size_t kiln_session_pass_count(const kiln_session_t* session);
+/* Errors: OUT_OF_RANGE for index >= kiln_session_pass_count. */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_session_pass_record(const kiln_session_t* session, size_t index,
+                                                                kiln_pass_record_t* out_record);
+/* A statistic the pass reported ("nodes_folded" = 3). `*out_name` is valid
+ * while the session lives. Errors: OUT_OF_RANGE (either index). */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_session_pass_statistic(const kiln_session_t* session, size_t pass_index,
+                                                                   size_t statistic_index, const char** out_name,
+                                                                   int64_t* out_value);
+/* Nodes in the graph the session runs, after its pipeline (sub-graphs
+ * included). */
+KILN_API size_t kiln_session_node_count(const kiln_session_t* session);
 
 /* The element type a Vulkan session stores input or output `name` in on the
  * device, which is what a buffer bound to it must hold (row-major, densely

@@ -54,7 +54,7 @@ check "bad .npy input" 1 "input x" -- "$kiln" run "$m" --input x="$tmp/stats.jso
 check "graph --dot" 0 "" -- "$kiln" graph "$m" --dot "$tmp/g.dot"
 check "dot content" 0 "n0 -> n1" -- cat "$tmp/g.dot"
 check "graph --text" 0 "Relu\(%s\)" -- "$kiln" graph "$m" --text -
-check "passes lists canonicalize" 0 "kiln.canonicalize.*static" -- "$kiln" passes
+check "passes lists canonicalize, loaded from its .so" 0 "kiln.canonicalize.* from /.*/libkiln_canonicalize_plugin.so" -- "$kiln" passes
 check "default pipeline listed" 0 "default pipeline: .*dce" -- "$kiln" passes
 check "--passes none" 0 "run 1:" -- "$kiln" run "$m" --shape x=1x3 --passes none
 check "unknown pass" 1 "frobnicate" -- "$kiln" run "$m" --shape x=1x3 --passes frobnicate

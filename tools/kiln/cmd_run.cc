@@ -164,16 +164,15 @@ int cmd_run(const std::vector<std::string>& argv) {
   if (!graph.ok()) return fail(graph.status());
   const double load_ms = ms_since(t_load);
 
-  // The pass pipeline: every optimization is a plugin (--passes none skips it).
-  const auto t_passes = Clock::now();
-  auto pass_records = run_pipeline_from_flags(*first, **graph);
-  if (!pass_records.ok()) return fail(pass_records.status());
-  const double passes_ms = ms_since(t_passes);
-  const ir::Graph& g = **graph;
+  // The engine session: the pass pipeline (every optimization is a plugin;
+  // --passes none skips it) on a copy of the model, then the backend.
   const auto t_compile = Clock::now();
-  auto runner = make_runner(*first, g);
+  auto runner = ModelRunner::create(*first, **graph);
   if (!runner.ok()) return fail(runner.status());
-  const double compile_ms = ms_since(t_compile);
+  const double passes_ms = (*runner)->session().pipeline_ms();
+  const double compile_ms = ms_since(t_compile) - passes_ms;
+  const ir::Graph& g = (*runner)->session().graph();
+  const std::vector<registry::PassRecord>& pass_records = (*runner)->session().pass_records();
   const std::string backend = (*runner)->name();
   std::fprintf(stderr, "kiln: %s\n", (*runner)->summary().c_str());
 
@@ -181,7 +180,7 @@ int cmd_run(const std::vector<std::string>& argv) {
                       "\",\n  \"load_ms\": " + std::to_string(load_ms) + ",\n  \"passes_ms\": " +
                       std::to_string(passes_ms) + ",\n  \"compile_ms\": " + std::to_string(compile_ms) +
                       ",\n  \"nodes\": " + std::to_string(g.num_live_nodes()) + (*runner)->compile_json() +
-                      ",\n  \"passes\": " + pass_records_json(*pass_records, "  ") + ",\n  \"runs\": [";
+                      ",\n  \"passes\": " + pass_records_json(pass_records, "  ") + ",\n  \"runs\": [";
 
   for (size_t run = 0; run < segments.size(); ++run) {
     StatusOr<Args> args = run == 0 ? std::move(first) : Args::parse(segments[run], kRunValueFlags, {});

@@ -7,18 +7,24 @@
 
 namespace kiln::cli {
 
-StatusOr<std::vector<registry::PassRecord>> run_pipeline_from_flags(const Args& args, ir::Graph& graph) {
+Status configure_pipeline(const Args& args, session::SessionOptions& options) {
   const std::string passes_flag = args.get("passes");
-  if (passes_flag == "none") return std::vector<registry::PassRecord>{};
-  registry::PipelineOptions options;
-  options.passes = registry::split_pass_list(passes_flag);
-  options.disabled = args.all("disable-pass");
-  options.log = [](kiln_log_level_t level, const std::string& message) {
+  options.run_passes = passes_flag != "none";
+  // "default" (or no flag) is the default pipeline, as in the C API.
+  if (passes_flag != "default") options.pipeline.passes = registry::split_pass_list(passes_flag);
+  options.pipeline.disabled = args.all("disable-pass");
+  options.pipeline.log = [](kiln_log_level_t level, const std::string& message) {
     if (level >= KILN_LOG_WARNING) std::fprintf(stderr, "kiln: %s\n", message.c_str());
   };
-  registry::PipelineSetup setup;
-  setup.plugin_files = args.all("plugin");
-  return registry::run_default_pipeline(graph, options, setup);
+  options.plugins.plugin_files = args.all("plugin");
+  return ok_status();
+}
+
+StatusOr<std::vector<registry::PassRecord>> run_pipeline_from_flags(const Args& args, ir::Graph& graph) {
+  session::SessionOptions options;
+  KILN_RETURN_IF_ERROR(configure_pipeline(args, options));
+  if (!options.run_passes) return std::vector<registry::PassRecord>{};
+  return registry::run_default_pipeline(graph, options.pipeline, options.plugins);
 }
 
 std::string pass_records_json(const std::vector<registry::PassRecord>& records, const std::string& indent) {

@@ -7,11 +7,16 @@
 
 #include "engine/ir/graph.h"
 #include "engine/registry/pass_manager.h"
+#include "engine/session/session.h"
 #include "tools/kiln/cli_args.h"
 
 namespace kiln::cli {
 
 inline const std::vector<std::string> kPipelineValueFlags = {"passes", "disable-pass", "plugin"};
+
+// Sets the session's pipeline from the flags (none for --passes none), with
+// plugin warnings printed to stderr.
+Status configure_pipeline(const Args& args, session::SessionOptions& options);
 
 // Runs the pipeline the flags select on `graph` (nothing for --passes none),
 // printing plugin warnings to stderr. Returns the per-pass records.

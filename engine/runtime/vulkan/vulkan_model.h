@@ -26,6 +26,7 @@
 #include "engine/base/status.h"
 #include "engine/base/tensor.h"
 #include "engine/ir/graph.h"
+#include "engine/runtime/run_stats.h"
 #include "planner/execution_plan.h"
 #include "platform/vulkan/device.h"
 #include "platform/vulkan/kernel_cache.h"
@@ -47,74 +48,9 @@ struct VulkanModelOptions {
 // What the planner may assume about `device` (limits, fp16, subgroups).
 planner::TargetInfo target_info(const vk::Device& device);
 
-struct KernelTiming {
-  std::string kernel;  // kernel name ("conv2d_1x1", "add")
-  std::string node;    // the graph node it implements (name or op)
-  double gpu_ms = 0;
-  // Bytes the dispatch reads and writes: every tensor it binds, at its
-  // device layout (images padded to whole texels), for this run's shapes.
-  uint64_t bytes = 0;
-  // KernelDesc::flops for this run's shapes; 0 when the kernel has no count.
-  uint64_t flops = 0;
-};
-
-struct VulkanRunStats {
-  double wall_ms = 0;          // run() from call to return
-  double gpu_ms = -1;          // whole command buffers on the GPU; -1 without timestamps
-  uint32_t dispatches = 0;     // dispatches submitted (an If's untaken branch: none; a Loop's body: per iteration)
-  uint32_t host_steps = 0;     // shape arithmetic on the host
-  uint32_t fallbacks = 0;      // nodes run by the reference kernels (with transfers)
-  // This run recorded new command buffers: a new shape signature, or a new
-  // continuation past a sub-graph boundary (a value-dependent shape seen
-  // for the first time: a NonZero count, a device-computed Reshape target).
-  bool recorded = false;
-  uint64_t shader_compiles = 0;  // shaderc compilations during this run (0 after compile())
-  // Device memory the model holds after this run: weights, the activation
-  // memory every input-shape signature shares, and what each cached
-  // signature holds alone (continuations' arenas, staging buffers).
-  uint64_t device_bytes = 0;
-  // The shared activation memory: the largest arena plan of the signatures
-  // seen since it last grew (not the sum over shapes, not a maximum shape).
-  uint64_t activation_bytes = 0;
-  uint32_t signatures = 0;  // input-shape signatures cached (options.max_signatures at most)
-  // The signature's activation arena (buffers, and image tensors when one
-  // memory type serves both), as plugins/memplan planned it: its bytes, the
-  // live-set lower bound (bytes live at the busiest step of the plan's
-  // order), the bytes without reuse, and what a greedy best-fit allocator
-  // would need; plan_ms is the time planning took when the signature was
-  // made. image_bytes: the image tensors' slots (driver size rounded to
-  // alignment and bufferImageGranularity) summed, i.e. their no-reuse
-  // total; images: "shared" (in the arena above), "none", or "separate: "
-  // and why they have their own arena (not in the numbers above).
-  struct Memory {
-    uint64_t arena_bytes = 0;
-    uint64_t live_lower_bound = 0;
-    uint64_t no_reuse_bytes = 0;
-    uint64_t best_fit_bytes = 0;
-    double plan_ms = 0;
-    uint64_t image_bytes = 0;
-    std::string images;
-    // Which placement gave the offsets: "earlier plan evaluated" (a plan of
-    // an earlier signature at these sizes), else plan_arena's strategy.
-    std::string strategy;
-  };
-  Memory memory;
-  std::vector<KernelTiming> kernels;  // profile only
-  // Each If run on the device, in execution order: its node and the branch
-  // the condition chose (only that branch's kernels ran).
-  struct Branch {
-    std::string node;
-    bool then_branch = false;
-  };
-  std::vector<Branch> branches;
-  // Each Loop run on the device, in execution order, and how many times its
-  // body ran.
-  struct LoopRun {
-    std::string node;
-    int64_t iterations = 0;
-  };
-  std::vector<LoopRun> loops;
-};
+// What a run did (engine/runtime/run_stats.h); the name predates the
+// reference backend filling it too.
+using VulkanRunStats = RunStats;
 
 struct VulkanCompileStats {
   double plan_ms = 0;

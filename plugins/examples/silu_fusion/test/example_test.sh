@@ -141,13 +141,41 @@ assert sum(p['statistics'].get('silu-fused', 0) for p in runs) == 2, runs
 assert s['nodes'] == 7, s['nodes']
 print('ok')"
 
+# --- the same through the C API alone: a C99 host built against the installed
+# headers and library loads the plugin through kiln_session_options_t; its
+# session runs the default pipeline plus the plugin's pass, says so through
+# the pass records, and its output equals `kiln run`'s byte for byte.
+host_src=$srcroot/api/testdata/pipeline_host.c
+check "C host builds against kiln.pc" 0 "" -- bash -c "cc -std=c99 -Wall -Wextra -Werror '$host_src' \
+  \$(pkg-config --cflags --libs kiln) -Wl,-rpath,\$(pkg-config --variable=libdir kiln) -o '$tmp/pipeline_host'"
+"$python" -c "import numpy as np; np.load('$tmp/x.npy').astype('<f4').tofile('$tmp/x.f32')"
+"$tmp/pipeline_host" "$model" "$tmp/x.f32" "$tmp/host.f32" 3x8 --plugin "$plugin" >"$tmp/host.out" 2>"$tmp/host.err"
+check "C host runs" 0 "^backend " -- cat "$tmp/host.out"
+check "C host: the default pipeline ran (in-tree passes)" 0 "^pass fold-constants committed=1" -- cat "$tmp/host.out"
+check "C host: the plugin's pass fused 2 (pass statistics)" 0 "^2$" -- bash -c \
+  "grep '^pass example.fuse-silu committed=1' '$tmp/host.out' | grep -o 'silu-fused=[0-9]*' | cut -d= -f2 | awk '{s+=\$1} END {print s}'"
+check "C host: 7 nodes after the pipeline" 0 "^nodes 7$" -- cat "$tmp/host.out"
+check_absent "C host: no messages" "." -- cat "$tmp/host.err"
+check "C host output equals kiln run's" 0 "^ok$" -- "$python" -c "
+import numpy as np
+a = np.load('$tmp/fused.npy'); b = np.fromfile('$tmp/host.f32', dtype='<f4').reshape(a.shape)
+assert np.array_equal(a.view(np.uint32), b.view(np.uint32)), (a, b)
+print('ok')"
+"$tmp/pipeline_host" "$model" "$tmp/x.f32" "$tmp/none.f32" 3x8 --plugin "$plugin" --passes none >"$tmp/none.out" 2>&1
+check "C host: --passes none runs no pass" 1 "" -- grep -q "^pass " "$tmp/none.out"
+check "C host: a missing plugin is an error naming it" 1 "missing-plugin.so" -- \
+  "$tmp/pipeline_host" "$model" "$tmp/x.f32" "$tmp/none.f32" 3x8 --plugin "$tmp/missing-plugin.so"
+
 check "kiln passes lists the plugin" 0 "plugin example.silu 1.0.0 .*libsilu_fusion.so" -- "$kiln" passes --plugin "$plugin"
 check "default pipeline includes it" 0 "default pipeline: .* example.fuse-silu" -- "$kiln" passes --plugin "$plugin"
 
 # --- the installed plugin directory ------------------------------------------------
-# The installed kiln links canonicalize in and skips the installed copy;
-# a third-party plugin dropped next to it loads without --plugin.
-check "installed dir: canonicalize not loaded twice" 0 "^1$" -- bash -c "'$kiln' passes 2>&1 | grep -c '^plugin kiln.canonicalize'"
+# The installed kiln loads Kiln's own plugins from the installed plugin
+# directory, once; a third-party plugin dropped next to them loads without
+# --plugin.
+check "installed dir: canonicalize loaded once" 0 "^1$" -- bash -c "'$kiln' passes 2>&1 | grep -c '^plugin kiln.canonicalize'"
+check "installed dir: in-tree plugins from their .so files" 0 \
+  "plugin kiln.canonicalize .* from $plugindir/libkiln_canonicalize_plugin.so" -- "$kiln" passes
 check "example installs into the plugin directory" 0 "" -- "$cmake" --install "$tmp/build-cmake" --prefix "$prefix"
 check "installed as $plugindir/libsilu_fusion.so" 0 "" -- test -f "$plugindir/libsilu_fusion.so"
 check "installed dir: plugin found" 0 "plugin example.silu .* from $plugindir/libsilu_fusion.so" -- "$kiln" passes

@@ -1,0 +1,77 @@
+// The engine session (see session.h).
+#include "engine/session/session.h"
+
+#include <chrono>
+#include <new>
+
+#include "engine/runtime/reference_backend.h"
+
+namespace kiln::session {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+Session::~Session() {
+  // The compiled model borrows the context and the graph.
+  compiled_.reset();
+  owned_context_.reset();
+}
+
+StatusOr<std::unique_ptr<Session>> Session::create(const ir::Graph& model, const SessionOptions& options) {
+  auto s = std::unique_ptr<Session>(new (std::nothrow) Session);
+  if (!s) return out_of_memory("out of memory");
+  s->graph_ = std::unique_ptr<ir::Graph>(new (std::nothrow) ir::Graph(model));
+  if (!s->graph_) return out_of_memory("out of memory");
+  KILN_RETURN_IF_ERROR(s->optimize(options));
+  KILN_RETURN_IF_ERROR(s->compile(options));
+  return s;
+}
+
+Status Session::optimize(const SessionOptions& options) {
+  if (!options.run_passes) return ok_status();
+  const auto t0 = std::chrono::steady_clock::now();
+  KILN_ASSIGN_OR_RETURN(pass_records_, registry::run_default_pipeline(*graph_, options.pipeline, options.plugins));
+  pipeline_ms_ = ms_since(t0);
+  return ok_status();
+}
+
+Status Session::compile(const SessionOptions& options) {
+  if (options.backend != BackendChoice::kReference) {
+    bool have_device = false;
+    Status vulkan = [&]() -> Status {
+      context_ = options.context;
+      if (!context_) {
+        KILN_ASSIGN_OR_RETURN(owned_context_, runtime::VulkanContext::create(options.context_options));
+        context_ = owned_context_.get();
+      }
+      have_device = true;
+      runtime::VulkanBackend backend(*context_, options.vulkan);
+      KILN_ASSIGN_OR_RETURN(std::unique_ptr<runtime::VulkanCompiledModel> compiled, backend.compile_vulkan(*graph_));
+      vulkan_ = compiled.get();
+      compiled_ = std::move(compiled);
+      if (options.save_pipeline_cache) (void)context_->cache().save_pipeline_cache();
+      return ok_status();
+    }();
+    if (vulkan.ok()) return ok_status();
+    if (options.backend == BackendChoice::kVulkan) return vulkan;
+    if (have_device && !options.reference_if_uncompilable) return vulkan;
+    // kAuto: no usable device, or the model does not compile for it; the
+    // reference executor runs everything.
+    fallback_reason_ = vulkan.to_string();
+    owned_context_.reset();
+    context_ = nullptr;
+  }
+  runtime::ReferenceBackend reference;
+  KILN_ASSIGN_OR_RETURN(compiled_, reference.compile(*graph_));
+  return ok_status();
+}
+
+StatusOr<std::vector<Tensor>> Session::run(const std::vector<Tensor>& inputs, runtime::RunStats* stats) const {
+  return compiled_->run(inputs, stats);
+}
+
+}  // namespace kiln::session

@@ -1,0 +1,94 @@
+// Session: the one path from an imported graph to results — pass pipeline,
+// backend choice, compile, run — that libkiln (kiln.h), `kiln run` and the
+// tests share, so the same model with the same options gives the same
+// outputs through every front door.
+//
+// A session optimizes its own copy of the graph (constants are shared, not
+// copied), so one imported model can back sessions with different pipelines.
+//
+// Thread-safety: run() is thread-safe; everything else is set at create().
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/base/status.h"
+#include "engine/base/tensor.h"
+#include "engine/ir/graph.h"
+#include "engine/registry/default_pipeline.h"
+#include "engine/runtime/backend.h"
+#include "engine/runtime/vulkan/vulkan_backend.h"
+
+namespace kiln::session {
+
+enum class BackendChoice {
+  kAuto,       // Vulkan when a device exists and the model compiles for it, else the reference executor
+  kReference,  // the CPU reference executor
+  kVulkan,     // Vulkan or an error
+};
+
+struct SessionOptions {
+  BackendChoice backend = BackendChoice::kAuto;
+  // The pass pipeline: false runs none (`--passes none`).
+  bool run_passes = true;
+  registry::PipelineOptions pipeline;  // passes, disabled passes, log
+  registry::PipelineSetup plugins;     // plugin files, $KILN_PLUGIN_PATH, plugin directory
+  // Vulkan: the context to run on (borrowed; must outlive the session), or
+  // null to create one from `context_options`.
+  runtime::VulkanContext* context = nullptr;
+  runtime::VulkanContextOptions context_options;
+  runtime::VulkanModelOptions vulkan;
+  // kAuto when a device exists but the model does not compile for it: true
+  // runs the reference executor instead (the C API's documented default);
+  // false reports the compile error (`kiln run`: a kernel bug must show).
+  bool reference_if_uncompilable = true;
+  // Write the device's pipeline cache to disk after compiling (the tools do;
+  // libkiln leaves persistence to the host).
+  bool save_pipeline_cache = false;
+};
+
+class Session {
+ public:
+  // Copies `model`, runs the pipeline on the copy, picks the backend and
+  // compiles. Errors: a pipeline error naming the pass, kNotFound for a
+  // plugin file or Kiln's own plugins, kUnavailable (kVulkan without a
+  // device), compile errors naming the node.
+  static StatusOr<std::unique_ptr<Session>> create(const ir::Graph& model, const SessionOptions& options);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Runs with inputs in the graph's input order. `stats` may be null.
+  StatusOr<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, runtime::RunStats* stats = nullptr) const;
+
+  // The optimized graph the backend runs.
+  const ir::Graph& graph() const { return *graph_; }
+  // What each pass did (in order; empty when no pipeline ran).
+  const std::vector<registry::PassRecord>& pass_records() const { return pass_records_; }
+  double pipeline_ms() const { return pipeline_ms_; }
+  const runtime::CompiledModel& compiled() const { return *compiled_; }
+  std::string_view backend() const { return compiled_->backend(); }
+  // Why kAuto ran on the reference executor ("" when it did not fall back).
+  const std::string& fallback_reason() const { return fallback_reason_; }
+  // Vulkan sessions only (null otherwise).
+  runtime::VulkanModel* vulkan_model() const { return vulkan_ ? &vulkan_->model() : nullptr; }
+  runtime::VulkanContext* vulkan_context() const { return context_; }
+
+ private:
+  Session() = default;
+  Status optimize(const SessionOptions& options);
+  Status compile(const SessionOptions& options);
+
+  std::unique_ptr<ir::Graph> graph_;
+  std::vector<registry::PassRecord> pass_records_;
+  double pipeline_ms_ = 0;
+  std::unique_ptr<runtime::VulkanContext> owned_context_;
+  runtime::VulkanContext* context_ = nullptr;
+  // Destroyed before the context and the graph it borrows.
+  std::unique_ptr<runtime::CompiledModel> compiled_;
+  runtime::VulkanCompiledModel* vulkan_ = nullptr;  // compiled_, when it is Vulkan
+  std::string fallback_reason_;
+};
+
+}  // namespace kiln::session

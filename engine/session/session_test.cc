@@ -1,0 +1,145 @@
+// The engine session: the pipeline runs on the session's own copy of the
+// graph, options select and disable passes, plugin errors name the file, and
+// Vulkan and reference sessions of one model agree.
+#include "engine/session/session.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/ir/text.h"
+#include "engine/runtime/reference_executor.h"
+#include "platform/vulkan/vk_test_env.h"
+
+namespace kiln::session {
+namespace {
+
+// Pad's pads come from a Where that only constant folding resolves; then
+// Shape and ConstantOfShape fold too (two levels of folding).
+constexpr const char* kNeedsFolding = R"(graph @g opset 17 {
+  input %x : f32[1,2]
+  const %cond : bool[4] = dense<[1,1,0,0]>
+  const %a : i64[4] = dense<[0,1,0,0]>
+  const %b : i64[4] = dense<[0,0,0,2]>
+  %pads = Where(%cond, %a, %b) : i64[4]
+  %p = Pad(%x, %pads) {mode = "constant"} : f32[?,?]
+  %s = Shape(%p) : i64[2]
+  %c = ConstantOfShape(%s) {value = dense<f32[1] [0.5]>} : f32[?,?]
+  %y = Add(%p, %c) : f32[?,?]
+  return %y
+}
+)";
+
+std::unique_ptr<ir::Graph> parse(const char* text) {
+  auto g = ir::parse_graph(text);
+  EXPECT_TRUE(g.ok()) << g.status().to_string();
+  return g.ok() ? std::move(g).value() : nullptr;
+}
+
+SessionOptions reference_options() {
+  SessionOptions o;
+  o.backend = BackendChoice::kReference;
+  o.plugins.load_environment = false;
+  return o;
+}
+
+TEST(Session, RunsTheDefaultPipelineOnItsOwnCopy) {
+  auto model = parse(kNeedsFolding);
+  ASSERT_TRUE(model);
+  const size_t nodes_before = model->num_live_nodes();
+  auto s = Session::create(*model, reference_options());
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_EQ(model->num_live_nodes(), nodes_before) << "the model itself must not change";
+  EXPECT_EQ((*s)->graph().num_live_nodes(), 2u) << ir::print_graph((*s)->graph());  // Pad, Add
+  EXPECT_EQ((*s)->backend(), "reference");
+  ASSERT_FALSE((*s)->pass_records().empty());
+  bool folded = false;
+  for (const registry::PassRecord& r : (*s)->pass_records())
+    folded |= r.name == "fold-constants" && r.committed && !r.statistics.empty();
+  EXPECT_TRUE(folded);
+
+  Tensor x = Tensor::from_vector<float>({1, 2}, {1.0f, 2.0f});
+  auto expected = runtime::ReferenceExecutor(*model).run({x});
+  ASSERT_TRUE(expected.ok());
+  runtime::RunStats stats;
+  auto out = (*s)->run({x}, &stats);
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  ASSERT_EQ((*out)[0].shape(), (*expected)[0].shape());
+  for (int64_t i = 0; i < (*out)[0].numel(); ++i) EXPECT_EQ((*out)[0].get_f64(i), (*expected)[0].get_f64(i));
+  EXPECT_GE(stats.wall_ms, 0.0);
+}
+
+TEST(Session, NoPassesLeavesTheGraphAsImported) {
+  auto model = parse(kNeedsFolding);
+  ASSERT_TRUE(model);
+  SessionOptions o = reference_options();
+  o.run_passes = false;
+  auto s = Session::create(*model, o);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_TRUE((*s)->pass_records().empty());
+  EXPECT_EQ((*s)->graph().num_live_nodes(), model->num_live_nodes());
+}
+
+TEST(Session, DisabledPassesDoNotRun) {
+  auto model = parse(kNeedsFolding);
+  ASSERT_TRUE(model);
+  SessionOptions o = reference_options();
+  o.pipeline.disabled = {"fold-constants", "fold-shapes"};
+  auto s = Session::create(*model, o);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  for (const registry::PassRecord& r : (*s)->pass_records()) {
+    EXPECT_NE(r.name, "fold-constants");
+    EXPECT_NE(r.name, "fold-shapes");
+  }
+  EXPECT_GT((*s)->graph().num_live_nodes(), 2u);
+}
+
+TEST(Session, AMissingPluginFileIsAnErrorNamingIt) {
+  auto model = parse(kNeedsFolding);
+  ASSERT_TRUE(model);
+  SessionOptions o = reference_options();
+  o.plugins.plugin_files = {"/nonexistent/libacme_plugin.so"};
+  auto s = Session::create(*model, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("/nonexistent/libacme_plugin.so"), std::string::npos) << s.status().message();
+}
+
+TEST(Session, AnUnknownPassIsAnErrorNamingIt) {
+  auto model = parse(kNeedsFolding);
+  ASSERT_TRUE(model);
+  SessionOptions o = reference_options();
+  o.pipeline.passes = {"cse", "acme.no-such-pass"};
+  auto s = Session::create(*model, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("acme.no-such-pass"), std::string::npos) << s.status().message();
+}
+
+class SessionVulkan : public vk::testing::VulkanTest {};
+
+TEST_F(SessionVulkan, VulkanAndReferenceSessionsAgree) {
+  auto model = parse(kNeedsFolding);
+  ASSERT_TRUE(model);
+  SessionOptions o;
+  o.backend = BackendChoice::kVulkan;
+  o.plugins.load_environment = false;
+  o.context_options.validation = vk::Validation::kRequired;
+  o.context_options.kernel_cache_dir = "";
+  auto s = Session::create(*model, o);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_EQ((*s)->backend(), "vulkan");
+  ASSERT_NE((*s)->vulkan_model(), nullptr);
+  EXPECT_EQ((*s)->compiled().fallback_count(), 0u) << "after folding every node runs on the device";
+  EXPECT_GT((*s)->compiled().dispatch_count(), 0u);
+
+  Tensor x = Tensor::from_vector<float>({1, 2}, {1.0f, 2.0f});
+  auto expected = runtime::ReferenceExecutor(*model).run({x});
+  ASSERT_TRUE(expected.ok());
+  runtime::RunStats stats;
+  auto out = (*s)->run({x}, &stats);
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  ASSERT_EQ((*out)[0].shape(), (*expected)[0].shape());
+  for (int64_t i = 0; i < (*out)[0].numel(); ++i) EXPECT_EQ((*out)[0].get_f64(i), (*expected)[0].get_f64(i));
+  EXPECT_GT(stats.dispatches, 0u);
+  EXPECT_EQ((*s)->vulkan_context()->validation_errors(), 0u);
+}
+
+}  // namespace
+}  // namespace kiln::session
