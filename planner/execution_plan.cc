@@ -38,11 +38,14 @@ ElemType PlanBuilder::value_elem_type(ir::ValueId v) const {
 }
 
 DeviceLayout PlanBuilder::choose_layout(DType dtype, const std::vector<ir::Dim>& shape, bool constant,
-                                        ElemType float_type) const {
+                                        ElemType float_type, const StorageHint& hint) const {
   DeviceLayout layout;
   layout.type = device_elem_type(dtype, float_type);
-  if (constant || options_.storage != Storage::kImage || !is_float(layout.type) || shape.empty()) return layout;
-  const int packed = default_packed_axis(shape.size());
+  const Storage wanted = hint.storage.value_or(options_.storage);
+  if (constant || wanted != Storage::kImage || !is_float(layout.type) || shape.empty()) return layout;
+  const int packed = hint.packed_axis && *hint.packed_axis < static_cast<int>(shape.size())
+                         ? *hint.packed_axis
+                         : default_packed_axis(shape.size());
   const ImageExtent e = image_extent(shape, packed);
   const int64_t limit = target_.max_image_dimension_2d;
   // Too large for an image: the tensor stays a buffer. Symbolic extents are
@@ -68,7 +71,10 @@ TensorId PlanBuilder::tensor_of(ir::ValueId v) {
   t.value = v;
   t.dtype = value.dtype;
   t.shape = shapes_[static_cast<size_t>(v)];
-  t.layout = choose_layout(value.dtype, t.shape, value.is_constant(), float_types_[static_cast<size_t>(v)]);
+  // check_plan_hints ran first: a malformed hint never reaches here.
+  const StatusOr<StorageHint> hinted = storage_hint(value);
+  const StorageHint hint = hinted.ok() ? *hinted : StorageHint{};
+  t.layout = choose_layout(value.dtype, t.shape, value.is_constant(), float_types_[static_cast<size_t>(v)], hint);
   if (value.is_constant()) t.constant = value.constant;
   const TensorId id = add_tensor(std::move(t));
   plan_.value_tensor[v] = id;
@@ -174,6 +180,7 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
   if (options.precision == ElemType::kI32) return invalid_argument("precision must be f32 or f16");
   if (options.precision == ElemType::kF16 && !target.fp16_storage)
     return unimplemented("fp16 precision needs 16-bit storage buffers, which this device lacks");
+  KILN_RETURN_IF_ERROR(check_plan_hints(graph));
   PlanBuilder builder(graph, target, options);
   collect_dims_values(graph, ops, builder);
   ExecutionPlan& plan = builder.plan();

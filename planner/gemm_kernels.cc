@@ -224,6 +224,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // N = 64..256, i.e. 25..100 such tiles) twice as many 64 x 64 tiles spread
 // the same work over more of the GPU's cores.
 TileConfig choose_tile(const GemmProblem& p) {
+  if (p.hint.tile_m) return {*p.hint.tile_m, *p.hint.tile_n, *p.hint.tile_m == 128 ? 8 : *p.hint.tile_m / 16};
   if (p.m.is_const() && p.n.is_const() && p.batch.is_const() && p.m.value() >= 1024 && p.n.value() > 32 &&
       ceil_div(p.m.value(), 128) * ceil_div(p.n.value(), 64) * p.batch.value() >= kBusyTiles)
     return {128, 64, 8};
@@ -300,7 +301,9 @@ bool reads_f32(const GemmProblem& p) {
 
 }  // namespace
 
-Status emit_gemm(LoweringContext& ctx, const GemmProblem& p) {
+Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
+  GemmProblem p = problem;
+  KILN_ASSIGN_OR_RETURN(p.hint, kernel_hint(ctx.node()));
   const auto check_grid = [&](const KernelDesc& d) -> Status {
     const int64_t max_groups = ctx.target().max_workgroup_count_x;
     for (const ir::Dim& g : d.groups)
@@ -315,7 +318,7 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& p) {
   // scalar kernel, which splits K. On an H200 resnet50's 3x3 convs of
   // layer3/layer4 (4-8 tensor-core workgroups, K = 2304-4608) took 0.25-0.55
   // ms each that way, the whole model 3.7x its fp32 time.
-  if (!use_gemv(p))
+  if (!use_gemv(p) && p.hint.coopmat.value_or(true) && !p.hint.tile_m && !p.hint.split_k)
     if (const std::optional<CoopMatConfig> c =
             choose_coopmat(p, ctx.target(), reads_f32(p) ? ElemType::kF32 : ctx.float_type())) {
       KernelDesc d = make_coopmat_gemm_kernel(p, *c);
@@ -329,7 +332,10 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& p) {
   KernelDesc d = make_gemm_kernel(p);
   KILN_RETURN_IF_ERROR(check_grid(d));
   const ir::Dim tiles = d.groups[0] * d.groups[1] * d.groups[2];
-  const int64_t split = use_gemv(p) ? 1 : choose_split(tiles.is_const() ? tiles.value() : 0, p.k);
+  // A split_k hint needs a constant K to cut (otherwise the kernel walks all of K).
+  const int64_t split = use_gemv(p)                    ? 1
+                        : p.hint.split_k && p.k.is_const() ? std::min<int64_t>(*p.hint.split_k, p.k.value())
+                                                           : choose_split(tiles.is_const() ? tiles.value() : 0, p.k);
   if (split <= 1) {
     ctx.emit(std::move(d));
     return ok_status();

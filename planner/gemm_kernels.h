@@ -19,6 +19,7 @@
 #include "engine/base/status.h"
 #include "planner/kernel.h"
 #include "planner/lowering.h"
+#include "planner/plan_hints.h"
 
 namespace kiln::planner {
 
@@ -44,6 +45,10 @@ struct GemmProblem {
   // in k, e.g. MatMul) or m (A's rows are contiguous per k, e.g. the im2col
   // matrix of an NCHW buffer, where neighbouring m are neighbouring pixels).
   bool a_m_fastest = false;
+  // The node's kiln.kernel hint (plan_hints.h); emit_gemm fills it in. A
+  // tile or split_k hint selects the scalar tiled kernel with that tile and
+  // split (GEMV for M <= 4 is kept: it has no tiles).
+  KernelHint hint;
 };
 
 // The kernel for `p` (kCustom). Variant by constant sizes: M <= 4 a GEMV

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "planner/execution_plan.h"
+#include "planner/plan_hints.h"
 
 namespace kiln::planner {
 
@@ -33,7 +34,10 @@ class PlanBuilder {
   const PlanTensor& tensor(TensorId t) const { return plan_.tensors[static_cast<size_t>(t)]; }
   // The layout a tensor of this dtype and shape gets, float values stored as
   // `float_type`.
-  DeviceLayout choose_layout(DType dtype, const std::vector<ir::Dim>& shape, bool constant, ElemType float_type) const;
+  // `hint` is the value's kiln.storage / kiln.packed_axis (plan_hints.h);
+  // without one the plan's storage option and the default packed axis apply.
+  DeviceLayout choose_layout(DType dtype, const std::vector<ir::Dim>& shape, bool constant, ElemType float_type,
+                             const StorageHint& hint = {}) const;
 
   const TargetInfo& target() const { return target_; }
   const PlanOptions& options() const { return options_; }

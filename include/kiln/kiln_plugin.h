@@ -90,6 +90,23 @@ typedef enum kiln_fact_t {
   KILN_FACT_MEMORY_PLAN = 1u << 4     /* execution order and arena offsets */
 } kiln_fact_t;
 
+/* Planner hooks: annotations the planner reads (rw_annotate_value /
+ * rw_annotate_node). Without them the planner's own choices apply, bit for
+ * bit; a malformed one fails the compile with a message naming the value or
+ * node. A pass that sets them declares the matching fact in
+ * `invalidates_facts` (KILN_FACT_LAYOUTS, KILN_FACT_KERNEL_CONFIGS).
+ *   value KILN_ANNOTATION_STORAGE      "buffer" | "image": where the tensor lives
+ *                                      (constants, non-float tensors and images
+ *                                      beyond the device's limit stay buffers)
+ *   value KILN_ANNOTATION_PACKED_AXIS  "<axis>": the axis an image packs into
+ *                                      its 4 texel channels
+ *   node  KILN_ANNOTATION_KERNEL       "tile=MxN,split_k=S,coopmat=on|off": a
+ *                                      GEMM-family node's kernel (M in 16, 32,
+ *                                      64 or 128x64; N in 16, 32, 64; S 1-16) */
+#define KILN_ANNOTATION_STORAGE "kiln.storage"
+#define KILN_ANNOTATION_PACKED_AXIS "kiln.packed_axis"
+#define KILN_ANNOTATION_KERNEL "kiln.kernel"
+
 /* ---- the graph as a plugin sees it ------------------------------------------ */
 
 typedef struct kiln_graph_t kiln_graph_t;       /* read-only view, valid during a pass */

@@ -1,0 +1,57 @@
+// Planner hooks: the choices a plugin can make for the planner through graph
+// annotations (the keys are defined in kiln/kiln_plugin.h, where plugins see
+// them). Without an annotation the planner's own choice applies, bit for bit.
+//
+//   value  "kiln.storage"      "buffer" | "image"   where the tensor lives
+//   value  "kiln.packed_axis"  "<axis>"             an image's axis in the 4 texel channels
+//   node   "kiln.kernel"       "tile=64x32,split_k=2,coopmat=off"
+//                              the kernel configuration of a GEMM-family
+//                              node (MatMul, Gemm, Conv lowered as GEMM)
+//
+// A storage hint is a request: constants, non-float tensors and tensors too
+// large for the device's images stay buffers. A malformed hint is an error
+// naming the value or node, so a plugin's mistake shows where it was made.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "engine/base/status.h"
+#include "engine/ir/graph.h"
+#include "planner/kernel.h"
+
+namespace kiln::planner {
+
+inline constexpr const char* kStorageKey = "kiln.storage";
+inline constexpr const char* kPackedAxisKey = "kiln.packed_axis";
+inline constexpr const char* kKernelKey = "kiln.kernel";
+
+struct StorageHint {
+  std::optional<Storage> storage;
+  std::optional<int> packed_axis;
+};
+
+struct KernelHint {
+  // GEMM tile rows x columns: 16, 32, 64 or 128 rows (128 only with 64
+  // columns), 16, 32 or 64 columns.
+  std::optional<int> tile_m, tile_n;
+  // K slices of the scalar tiled GEMM: 1 (none) to 16.
+  std::optional<int> split_k;
+  // false: never the cooperative-matrix kernel for this node.
+  std::optional<bool> coopmat;
+  bool empty() const { return !tile_m && !split_k && !coopmat; }
+};
+
+// The value's storage hint. Errors: kInvalidArgument naming the value for an
+// unknown storage or an axis outside its rank.
+StatusOr<StorageHint> storage_hint(const ir::Value& value);
+// The node's kernel hint. Errors: kInvalidArgument naming the node for an
+// unknown key or a value out of range.
+StatusOr<KernelHint> kernel_hint(const ir::Node& node);
+// Checks every hint in the main region and sub-graphs (build_plan calls it
+// first, so a bad hint fails the compile before anything is planned).
+Status check_plan_hints(const ir::Graph& graph);
+
+}  // namespace kiln::planner

@@ -1,0 +1,124 @@
+// The planner hooks through the plugin ABI: test.force-hooks (loaded from its
+// .so like any third party's plugin) sets a MatMul's kernel configuration and
+// its output's storage and packed axis; the compiled plan takes them and the
+// outputs stay those of the planner's own choices. Without the plugin the
+// plan is the default one; a malformed hint fails the compile naming the node.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "engine/ir/text.h"
+#include "engine/session/session.h"
+#include "platform/vulkan/vk_test_env.h"
+
+namespace kiln {
+namespace {
+
+// y = MatMul(x, w) with a [32, 24] weight, z = Relu(y).
+std::string matmul_model() {
+  std::string w;
+  for (int i = 0; i < 32 * 24; ++i) w += (i ? "," : "") + std::to_string(((i * 37) % 17 - 8) / 8.0);
+  return "graph @g opset 17 {\n  input %x : f32[8,32]\n  const %w : f32[32,24] = dense<[" + w +
+         "]>\n  %y = MatMul(%x, %w) : f32[8,24]\n  %z = Relu(%y) : f32[8,24]\n  return %z\n}\n";
+}
+
+session::SessionOptions vulkan_options() {
+  session::SessionOptions o;
+  o.backend = session::BackendChoice::kVulkan;
+  o.plugins.load_environment = false;
+  o.context_options.validation = vk::Validation::kRequired;
+  o.context_options.kernel_cache_dir = "";
+  return o;
+}
+
+std::string kernel_names(const runtime::VulkanModel& m) {
+  std::string names;
+  for (const planner::PlanStep& s : m.plan().steps)
+    if (s.kind == planner::PlanStep::Kind::kDispatch) names += s.kernel.name + " ";
+  return names;
+}
+
+const planner::PlanTensor& tensor_of(const session::Session& s, const std::string& value) {
+  const ir::ValueId v = s.graph().find_value(value);
+  const planner::ExecutionPlan& plan = s.vulkan_model()->plan();
+  return plan.tensors[static_cast<size_t>(plan.value_tensor.at(v))];
+}
+
+class PlannerHooks : public vk::testing::VulkanTest {};
+
+TEST_F(PlannerHooks, APluginChangesKernelAndStorageNotResults) {
+  auto model = ir::parse_graph(matmul_model());
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+
+  auto plain = session::Session::create(**model, vulkan_options());
+  ASSERT_TRUE(plain.ok()) << plain.status().to_string();
+  session::SessionOptions hooked_options = vulkan_options();
+  hooked_options.plugins.plugin_files = {KILN_HOOKS_PLUGIN};
+  auto hooked = session::Session::create(**model, hooked_options);
+  ASSERT_TRUE(hooked.ok()) << hooked.status().to_string();
+
+  // The plugin ran, from its file, and said what it set.
+  bool ran = false;
+  for (const registry::PassRecord& r : (*hooked)->pass_records())
+    if (r.name == "test.force-hooks") {
+      ran = r.committed;
+      EXPECT_EQ(r.statistics.at("kernel-configs"), 1);
+      EXPECT_EQ(r.statistics.at("storages"), 1);
+    }
+  ASSERT_TRUE(ran);
+
+  // Default plan: the planner's tile, no K split, a buffer.
+  const std::string plain_kernels = kernel_names(*(*plain)->vulkan_model());
+  EXPECT_EQ(plain_kernels.find("tile16x16"), std::string::npos) << plain_kernels;
+  EXPECT_EQ(plain_kernels.find("splitk"), std::string::npos) << plain_kernels;
+  EXPECT_EQ(tensor_of(**plain, "y").layout.storage, planner::Storage::kBuffer);
+
+  // Hooked plan: the plugin's tile and split, an image packed along axis 0.
+  const std::string hooked_kernels = kernel_names(*(*hooked)->vulkan_model());
+  EXPECT_NE(hooked_kernels.find("splitk_tile16x16"), std::string::npos) << hooked_kernels;
+  EXPECT_NE(hooked_kernels.find("splitk_reduce"), std::string::npos) << hooked_kernels;
+  const planner::PlanTensor& y = tensor_of(**hooked, "y");
+  EXPECT_EQ(y.layout.storage, planner::Storage::kImage);
+  EXPECT_EQ(y.layout.packed_axis, 0);
+
+  Tensor x = Tensor::allocate(DType::kFloat32, {8, 32}).value();
+  for (int64_t i = 0; i < x.numel(); ++i) x.set_f64(i, std::sin(0.1 * static_cast<double>(i)));
+  auto a = (*plain)->run({x});
+  auto b = (*hooked)->run({x});
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  ASSERT_EQ((*a)[0].shape(), (*b)[0].shape());
+  // The K split adds the products in another order: equal up to rounding.
+  for (int64_t i = 0; i < (*a)[0].numel(); ++i)
+    EXPECT_NEAR((*a)[0].get_f64(i), (*b)[0].get_f64(i), 1e-5 * (1.0 + std::fabs((*a)[0].get_f64(i)))) << i;
+  EXPECT_EQ((*hooked)->vulkan_context()->validation_errors(), 0u);
+}
+
+TEST_F(PlannerHooks, AMalformedHintFailsNamingTheNode) {
+  auto model = ir::parse_graph(matmul_model());
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  for (size_t i = 0; i < (*model)->num_nodes(); ++i) {
+    ir::Node& n = (*model)->node(static_cast<ir::NodeId>(i));
+    if (n.op == "MatMul") {
+      n.name = "the_matmul";
+      n.annotations[KILN_ANNOTATION_KERNEL] = "tile=7x7";
+    }
+  }
+  auto s = session::Session::create(**model, vulkan_options());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("the_matmul"), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("kiln.kernel"), std::string::npos) << s.status().message();
+}
+
+TEST_F(PlannerHooks, AnAxisOutsideTheRankFailsNamingTheValue) {
+  auto model = ir::parse_graph(matmul_model());
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  (*model)->value((*model)->find_value("y")).annotations[KILN_ANNOTATION_PACKED_AXIS] = "5";
+  auto s = session::Session::create(**model, vulkan_options());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("'y'"), std::string::npos) << s.status().message();
+}
+
+}  // namespace
+}  // namespace kiln
