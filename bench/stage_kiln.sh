@@ -2,7 +2,8 @@
 # Stages a kiln build for the GPU machine: the kiln binary and the shared
 # libraries it needs that a bare machine lacks (libkiln, protobuf, onnx_proto,
 # and whatever else ldd resolves outside glibc, libstdc++ and the Vulkan
-# loader), stripped, into DEST/bin and DEST/lib. A debug build is ~80 MB and the
+# loader), stripped, into DEST/bin and DEST/lib, and Kiln's own plugins into
+# DEST/lib/kiln/plugins. A debug build is ~80 MB and the
 # working tree that travels is capped at 64 MiB; stripped it is a few MB.
 #
 # usage: bench/stage_kiln.sh BUILD_DIR [DEST]   (DEST default: build-bench-carry,
@@ -26,6 +27,13 @@ if [ -n "$missing" ]; then echo "stage_kiln: unresolved here: $missing" >&2; exi
 ldd "$kiln" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | while read -r name path; do
   if [[ "$name" =~ $system ]]; then continue; fi
   strip -o "$dest/lib/$name" "$path"
+done
+# Kiln's own plugins load from lib/kiln/plugins beside the library directory
+# (<bindir>/../lib/kiln/plugins for the tool).
+mkdir -p "$dest/lib/kiln/plugins"
+for so in "$build"/lib/kiln/plugins/*.so; do
+  [ -e "$so" ] || { echo "stage_kiln: no plugins in $build/lib/kiln/plugins (build the plugin targets)" >&2; exit 2; }
+  strip -o "$dest/lib/kiln/plugins/$(basename "$so")" "$so"
 done
 du -sh "$dest"
 ls -l "$dest/bin" "$dest/lib"

@@ -6,32 +6,31 @@
 #include <gtest/gtest.h>
 
 #include "engine/ir/text.h"
+#include "engine/registry/testdata/two_level_folding.h"
 #include "engine/runtime/reference_executor.h"
 #include "platform/vulkan/vk_test_env.h"
 
 namespace kiln::session {
 namespace {
 
-// Pad's pads come from a Where that only constant folding resolves; then
-// Shape and ConstantOfShape fold too (two levels of folding).
-constexpr const char* kNeedsFolding = R"(graph @g opset 17 {
-  input %x : f32[1,2]
-  const %cond : bool[4] = dense<[1,1,0,0]>
-  const %a : i64[4] = dense<[0,1,0,0]>
-  const %b : i64[4] = dense<[0,0,0,2]>
-  %pads = Where(%cond, %a, %b) : i64[4]
-  %p = Pad(%x, %pads) {mode = "constant"} : f32[?,?]
-  %s = Shape(%p) : i64[2]
-  %c = ConstantOfShape(%s) {value = dense<f32[1] [0.5]>} : f32[?,?]
-  %y = Add(%p, %c) : f32[?,?]
-  return %y
-}
-)";
+using registry::testdata::kTwoLevelFolding;
 
 std::unique_ptr<ir::Graph> parse(const char* text) {
   auto g = ir::parse_graph(text);
   EXPECT_TRUE(g.ok()) << g.status().to_string();
   return g.ok() ? std::move(g).value() : nullptr;
+}
+
+// Runs `session` and the reference executor on the unoptimized `model` with
+// the same input; the outputs must be equal.
+void expect_same_as_unoptimized(const ir::Graph& model, const Session& session, runtime::RunStats* stats) {
+  Tensor x = Tensor::from_vector<float>({1, 2}, {1.0f, 2.0f});
+  auto expected = runtime::ReferenceExecutor(model).run({x});
+  ASSERT_TRUE(expected.ok());
+  auto out = session.run({x}, stats);
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  ASSERT_EQ((*out)[0].shape(), (*expected)[0].shape());
+  for (int64_t i = 0; i < (*out)[0].numel(); ++i) EXPECT_EQ((*out)[0].get_f64(i), (*expected)[0].get_f64(i));
 }
 
 SessionOptions reference_options() {
@@ -42,7 +41,7 @@ SessionOptions reference_options() {
 }
 
 TEST(Session, RunsTheDefaultPipelineOnItsOwnCopy) {
-  auto model = parse(kNeedsFolding);
+  auto model = parse(kTwoLevelFolding);
   ASSERT_TRUE(model);
   const size_t nodes_before = model->num_live_nodes();
   auto s = Session::create(*model, reference_options());
@@ -56,19 +55,13 @@ TEST(Session, RunsTheDefaultPipelineOnItsOwnCopy) {
     folded |= r.name == "fold-constants" && r.committed && !r.statistics.empty();
   EXPECT_TRUE(folded);
 
-  Tensor x = Tensor::from_vector<float>({1, 2}, {1.0f, 2.0f});
-  auto expected = runtime::ReferenceExecutor(*model).run({x});
-  ASSERT_TRUE(expected.ok());
   runtime::RunStats stats;
-  auto out = (*s)->run({x}, &stats);
-  ASSERT_TRUE(out.ok()) << out.status().to_string();
-  ASSERT_EQ((*out)[0].shape(), (*expected)[0].shape());
-  for (int64_t i = 0; i < (*out)[0].numel(); ++i) EXPECT_EQ((*out)[0].get_f64(i), (*expected)[0].get_f64(i));
+  expect_same_as_unoptimized(*model, **s, &stats);
   EXPECT_GE(stats.wall_ms, 0.0);
 }
 
 TEST(Session, NoPassesLeavesTheGraphAsImported) {
-  auto model = parse(kNeedsFolding);
+  auto model = parse(kTwoLevelFolding);
   ASSERT_TRUE(model);
   SessionOptions o = reference_options();
   o.run_passes = false;
@@ -79,7 +72,7 @@ TEST(Session, NoPassesLeavesTheGraphAsImported) {
 }
 
 TEST(Session, DisabledPassesDoNotRun) {
-  auto model = parse(kNeedsFolding);
+  auto model = parse(kTwoLevelFolding);
   ASSERT_TRUE(model);
   SessionOptions o = reference_options();
   o.pipeline.disabled = {"fold-constants", "fold-shapes"};
@@ -93,7 +86,7 @@ TEST(Session, DisabledPassesDoNotRun) {
 }
 
 TEST(Session, AMissingPluginFileIsAnErrorNamingIt) {
-  auto model = parse(kNeedsFolding);
+  auto model = parse(kTwoLevelFolding);
   ASSERT_TRUE(model);
   SessionOptions o = reference_options();
   o.plugins.plugin_files = {"/nonexistent/libacme_plugin.so"};
@@ -103,7 +96,7 @@ TEST(Session, AMissingPluginFileIsAnErrorNamingIt) {
 }
 
 TEST(Session, AnUnknownPassIsAnErrorNamingIt) {
-  auto model = parse(kNeedsFolding);
+  auto model = parse(kTwoLevelFolding);
   ASSERT_TRUE(model);
   SessionOptions o = reference_options();
   o.pipeline.passes = {"cse", "acme.no-such-pass"};
@@ -115,7 +108,7 @@ TEST(Session, AnUnknownPassIsAnErrorNamingIt) {
 class SessionVulkan : public vk::testing::VulkanTest {};
 
 TEST_F(SessionVulkan, VulkanAndReferenceSessionsAgree) {
-  auto model = parse(kNeedsFolding);
+  auto model = parse(kTwoLevelFolding);
   ASSERT_TRUE(model);
   SessionOptions o;
   o.backend = BackendChoice::kVulkan;
@@ -129,14 +122,8 @@ TEST_F(SessionVulkan, VulkanAndReferenceSessionsAgree) {
   EXPECT_EQ((*s)->compiled().fallback_count(), 0u) << "after folding every node runs on the device";
   EXPECT_GT((*s)->compiled().dispatch_count(), 0u);
 
-  Tensor x = Tensor::from_vector<float>({1, 2}, {1.0f, 2.0f});
-  auto expected = runtime::ReferenceExecutor(*model).run({x});
-  ASSERT_TRUE(expected.ok());
   runtime::RunStats stats;
-  auto out = (*s)->run({x}, &stats);
-  ASSERT_TRUE(out.ok()) << out.status().to_string();
-  ASSERT_EQ((*out)[0].shape(), (*expected)[0].shape());
-  for (int64_t i = 0; i < (*out)[0].numel(); ++i) EXPECT_EQ((*out)[0].get_f64(i), (*expected)[0].get_f64(i));
+  expect_same_as_unoptimized(*model, **s, &stats);
   EXPECT_GT(stats.dispatches, 0u);
   EXPECT_EQ((*s)->vulkan_context()->validation_errors(), 0u);
 }
