@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/ir/verifier.h"
-#include "engine/registry/shape_inference.h"
+#include "engine/ops/shape_inference.h"
 #include "engine/runtime/reference_executor.h"
 
 struct kiln_plugin_status_t {
@@ -675,7 +675,7 @@ StatusOr<PassRunResult> run_pass(const kiln_pass_t& pass, ir::Graph& graph, cons
   if (!verified.ok())
     return internal_error("pass '" + name + "' produced an invalid graph, its edits were discarded: " +
                           verified.message());
-  Status inferred = infer_graph_shapes(run.work);
+  Status inferred = ops::infer_graph_shapes(run.work);
   if (!inferred.ok())
     return internal_error("pass '" + name + "' produced a graph whose shapes do not infer, its edits were discarded: " +
                           inferred.message());
