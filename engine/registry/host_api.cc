@@ -283,6 +283,13 @@ const char* h_value_annotation(const kiln_graph_t* g, kiln_value_id_t id, const 
 
 // ---- rewriter --------------------------------------------------------------
 
+// The ABI's dtype numbers are DType's.
+static_assert(KILN_PLUGIN_DTYPE_FLOAT32 == static_cast<int>(DType::kFloat32) &&
+              KILN_PLUGIN_DTYPE_FLOAT16 == static_cast<int>(DType::kFloat16) &&
+              KILN_PLUGIN_DTYPE_INT64 == static_cast<int>(DType::kInt64) &&
+              KILN_PLUGIN_DTYPE_BOOL == static_cast<int>(DType::kBool) &&
+              KILN_PLUGIN_DTYPE_UINT64 == static_cast<int>(DType::kUInt64));
+
 bool dtype_ok(int32_t dtype) {
   return dtype >= static_cast<int32_t>(DType::kFloat32) && dtype <= static_cast<int32_t>(DType::kUInt64);
 }

@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define KILN_PLUGIN_ABI_MAJOR 1u
-#define KILN_PLUGIN_ABI_MINOR 1u
+#define KILN_PLUGIN_ABI_MINOR 2u
 #define KILN_PLUGIN_ABI_VERSION ((KILN_PLUGIN_ABI_MAJOR << 16) | KILN_PLUGIN_ABI_MINOR)
 #define KILN_PLUGIN_ABI_VERSION_MAJOR(v) ((uint32_t)(v) >> 16)
 #define KILN_PLUGIN_ABI_VERSION_MINOR(v) ((uint32_t)(v)&0xffffu)
@@ -117,7 +117,44 @@ typedef struct kiln_dim_t {
   const char* expr;    /* symbolic form; valid during the pass */
 } kiln_dim_t;
 
-/* dtype numbering follows kiln_dtype_t in kiln.h. */
+/* \since 1.2. Element types: what kiln_value_info_t::dtype, rw_add_value and
+ * rw_add_constant carry (an int32_t, so a newer host's type is just another
+ * number). The numbering is kiln_dtype_t's in kiln.h and never changes. */
+typedef enum kiln_plugin_dtype_t {
+  KILN_PLUGIN_DTYPE_UNDEFINED = 0,
+  KILN_PLUGIN_DTYPE_FLOAT32 = 1,
+  KILN_PLUGIN_DTYPE_FLOAT16 = 2,
+  KILN_PLUGIN_DTYPE_FLOAT64 = 3,
+  KILN_PLUGIN_DTYPE_INT8 = 4,
+  KILN_PLUGIN_DTYPE_UINT8 = 5,
+  KILN_PLUGIN_DTYPE_INT16 = 6,
+  KILN_PLUGIN_DTYPE_INT32 = 7,
+  KILN_PLUGIN_DTYPE_INT64 = 8,
+  KILN_PLUGIN_DTYPE_BOOL = 9,
+  KILN_PLUGIN_DTYPE_UINT16 = 10,
+  KILN_PLUGIN_DTYPE_UINT32 = 11,
+  KILN_PLUGIN_DTYPE_UINT64 = 12
+} kiln_plugin_dtype_t;
+
+/* \since 1.2. Bytes per element of `dtype` (bool: 1); 0 for UNDEFINED or a
+ * number this header does not know. */
+static inline size_t kiln_plugin_dtype_size(int32_t dtype) {
+  switch (dtype) {
+    case KILN_PLUGIN_DTYPE_INT8: case KILN_PLUGIN_DTYPE_UINT8: case KILN_PLUGIN_DTYPE_BOOL: return 1;
+    case KILN_PLUGIN_DTYPE_FLOAT16: case KILN_PLUGIN_DTYPE_INT16: case KILN_PLUGIN_DTYPE_UINT16: return 2;
+    case KILN_PLUGIN_DTYPE_FLOAT32: case KILN_PLUGIN_DTYPE_INT32: case KILN_PLUGIN_DTYPE_UINT32: return 4;
+    case KILN_PLUGIN_DTYPE_FLOAT64: case KILN_PLUGIN_DTYPE_INT64: case KILN_PLUGIN_DTYPE_UINT64: return 8;
+    default: return 0;
+  }
+}
+
+/* \since 1.2. True for the integer types (bool is not one). */
+static inline int kiln_plugin_dtype_is_int(int32_t dtype) {
+  return (dtype >= KILN_PLUGIN_DTYPE_INT8 && dtype <= KILN_PLUGIN_DTYPE_INT64) ||
+         (dtype >= KILN_PLUGIN_DTYPE_UINT16 && dtype <= KILN_PLUGIN_DTYPE_UINT64);
+}
+
+/* dtype is a kiln_plugin_dtype_t number. */
 typedef struct kiln_value_info_t {
   uint32_t struct_size;
   const char* name;

@@ -128,12 +128,8 @@ class DimEvaluator {
 };
 
 int64_t dtype_bytes(int32_t dtype) {
-  switch (dtype) {
-    case 2: case 6: case 10: return 2;   // f16, i16, u16
-    case 3: case 8: case 12: return 8;   // f64, i64, u64
-    case 4: case 5: case 9: return 1;    // i8, u8, bool
-    default: return 4;                   // f32, i32, u32 (and undefined: a float)
-  }
+  const size_t size = kiln_plugin_dtype_size(dtype);
+  return size ? static_cast<int64_t>(size) : 4;  // undefined: as a float
 }
 
 // SoD² §4.3: an output shape nothing is known about (unknown rank or dim:

@@ -33,8 +33,6 @@ namespace {
 using kiln::plugin::GraphView;
 using kiln::plugin::Rewriter;
 
-constexpr int32_t kDTypeBool = 9;
-
 Expr to_expr(const kiln::plugin::Dim& d) {
   if (d.is_unknown) return Expr();
   return d.is_const ? Expr(d.value) : Expr::parse(d.expr);
@@ -185,10 +183,12 @@ class Analysis {
   }
 
   void seed_constant(kiln_value_id_t v, const Fact& f) {
-    if (f.rank > 1 || (f.dtype != 7 && f.dtype != 8 && f.dtype != kDTypeBool)) return;
+    if (f.rank > 1 || (f.dtype != KILN_PLUGIN_DTYPE_INT32 && f.dtype != KILN_PLUGIN_DTYPE_INT64 &&
+                       f.dtype != KILN_PLUGIN_DTYPE_BOOL))
+      return;
     size_t bytes = 0;
     const auto* data = static_cast<const unsigned char*>(g_.constant_data(v, &bytes));
-    const size_t elem = f.dtype == 8 ? 8 : f.dtype == 7 ? 4 : 1;
+    const size_t elem = kiln_plugin_dtype_size(f.dtype);
     if (!data || bytes % elem || bytes / elem > kMaxValueElements) return;
     std::vector<Expr> vals;
     for (size_t i = 0; i < bytes / elem; ++i) {

@@ -378,7 +378,7 @@ bool forward_resize(const NodeRef& n, Facts& f) {
   size_t bytes = 0;
   const void* data = n.input(2) == KILN_NO_ID ? nullptr : n.g.constant_data(n.input(2), &bytes);
   auto info = n.input(2) == KILN_NO_ID ? std::nullopt : n.g.value(n.input(2));
-  if (!data || !info || info->dtype != 1 || bytes != x->size() * sizeof(float))
+  if (!data || !info || info->dtype != KILN_PLUGIN_DTYPE_FLOAT32 || bytes != x->size() * sizeof(float))
     return f.set_rank(n.output(0), static_cast<int>(x->size()));
   std::vector<Expr> out;
   for (size_t k = 0; k < x->size(); ++k) {
