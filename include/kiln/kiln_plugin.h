@@ -90,6 +90,20 @@ typedef enum kiln_fact_t {
   KILN_FACT_MEMORY_PLAN = 1u << 4     /* execution order and arena offsets */
 } kiln_fact_t;
 
+/* ---- well-known annotation keys ----------------------------------------- */
+
+/* \since 1.2. Annotation keys with a meaning beyond the pass that writes
+ * them: the host (planner) or other passes read them, so their spelling is
+ * part of the ABI. Other keys are free-form; prefix them with the plugin's
+ * name ("acme.tile"). */
+/* Node: position in the main graph's execution order ("0", "1", ...); the
+ * planner follows it when every live main node carries a valid one. */
+#define KILN_ANNOTATION_MEMPLAN_ORDER "memplan.order"
+/* Node: SoD² dynamism class from kiln.rdp ("ISDO", "ISDOS", "ISVDOS", "EDO"). */
+#define KILN_ANNOTATION_RDP_CLASS "rdp.class"
+/* Value: the known elements of shape data from kiln.rdp ("[-1,s,4,16]"). */
+#define KILN_ANNOTATION_RDP_VALUE "rdp.value"
+
 /* ---- the graph as a plugin sees it ------------------------------------------ */
 
 typedef struct kiln_graph_t kiln_graph_t;       /* read-only view, valid during a pass */

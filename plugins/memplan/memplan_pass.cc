@@ -33,7 +33,6 @@ using kiln::plugin::Rewriter;
 
 constexpr int64_t kBatchHint = 1;
 constexpr int64_t kOtherHint = 64;
-constexpr const char* kOrderKey = "memplan.order";
 
 // Evaluates a dim's printed form (kiln_dim_t::expr, ir::Dim::to_string's
 // grammar: + - * / % over ints, symbols, '?', parentheses, min/max/cdiv).
@@ -209,7 +208,7 @@ class MemplanOrder : public kiln::plugin::Pass {
     for (size_t i = 0; i < nodes.size(); ++i) {
       const kiln_node_id_t n = nodes[i];
       graph.barrier[i] = owns_subgraph(g, n) || has_nac_output(g, n);
-      stale = stale || g.node_annotation(n, kOrderKey).has_value();
+      stale = stale || g.node_annotation(n, KILN_ANNOTATION_MEMPLAN_ORDER).has_value();
       for (kiln_value_id_t v : g.inputs(n))
         if (v != KILN_NO_ID && !g.is_constant(v)) value_slot(v);
       for (kiln_value_id_t v : g.outputs(n))
@@ -230,7 +229,7 @@ class MemplanOrder : public kiln::plugin::Pass {
     const std::vector<int>& chosen = after < before ? order : identity;
     if (chosen == identity && !stale) return;
     for (size_t k = 0; k < chosen.size(); ++k)
-      rw.annotate_node(nodes[static_cast<size_t>(chosen[k])], kOrderKey, std::to_string(k));
+      rw.annotate_node(nodes[static_cast<size_t>(chosen[k])], KILN_ANNOTATION_MEMPLAN_ORDER, std::to_string(k));
     rw.add_statistic("nodes-moved", static_cast<int64_t>(count_moved(chosen)));
   }
 

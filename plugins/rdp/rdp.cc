@@ -323,7 +323,7 @@ class Analysis {
       const std::vector<Expr>* vals = facts_.values(v);
       if (!vals || vals->empty() || std::none_of(vals->begin(), vals->end(), [](const Expr& e) { return e.known(); }))
         continue;
-      rw_.annotate_value(v, "rdp.value", values_text(*vals));
+      rw_.annotate_value(v, KILN_ANNOTATION_RDP_VALUE, values_text(*vals));
       ++shape_values;
     }
     std::map<std::string, int64_t> classes;
@@ -333,7 +333,7 @@ class Analysis {
         continue;
       }
       const DynClass cls = node_class(n);
-      rw_.annotate_node(n.ref.id, "rdp.class", class_name(cls));
+      rw_.annotate_node(n.ref.id, KILN_ANNOTATION_RDP_CLASS, class_name(cls));
       ++classes[std::string("nodes-") + class_name(cls)];
       if (cls != n.cls->cls) ++classes["nodes-ISVDOS-resolved"];
     }
