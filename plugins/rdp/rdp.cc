@@ -38,19 +38,13 @@ Expr to_expr(const kiln::plugin::Dim& d) {
   return d.is_const ? Expr(d.value) : Expr::parse(d.expr);
 }
 
-// Identifiers an expression mentions (min/max/cdiv are functions, not symbols).
+// Symbols a dim's text mentions (all of it when it does not parse: a name
+// to keep clear of when fresh symbols are made).
 void collect_symbols(const std::string& text, std::set<std::string>& out) {
-  for (size_t i = 0; i < text.size();) {
-    if (std::isalpha(static_cast<unsigned char>(text[i])) || text[i] == '_') {
-      size_t j = i;
-      while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_')) ++j;
-      const std::string id = text.substr(i, j - i);
-      if (id != "min" && id != "max" && id != "cdiv") out.insert(id);
-      i = j;
-    } else {
-      ++i;
-    }
-  }
+  std::vector<std::string> names;
+  if (auto e = kiln::plugin::DimExpr::parse(text)) e->collect_symbols(names);
+  else names.push_back(text);
+  out.insert(names.begin(), names.end());
 }
 
 std::string sanitize(const std::string& name) {
