@@ -4,12 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/ir/text.h"
+#include "engine/ops/shape_inference.h"
 #include "engine/registry/pass_manager.h"
 #include "engine/registry/plugin_loader.h"
+#include "kiln/kiln_plugin.hpp"
 
 namespace kiln::registry {
 namespace {
@@ -314,6 +318,73 @@ TEST(HostApi, SetValueDims) {
         << refused.status().message();
   }
   EXPECT_EQ(g->value(g->find_value("x")).shape.to_string(), "[n,4]");
+}
+
+// infer_node_dims (ABI 1.2): the op registry's inference on dims the plugin
+// supplies, with shape data as values and constants from the graph; a node
+// the host cannot infer is a refusal, not a failed edit.
+class InferDims : public kiln::plugin::Pass {
+ public:
+  using Shapes = std::vector<kiln::plugin::ShapeText>;
+  std::map<std::string, std::optional<Shapes>> got;
+
+  void run(kiln::plugin::GraphView& g, kiln::plugin::Rewriter&) override {
+    using kiln::plugin::InferInput;
+    using Dims = std::vector<std::string>;
+    ASSERT_TRUE(g.can_infer_dims());
+    auto node = [&](const char* name) {
+      for (kiln_node_id_t n : g.nodes())
+        if (g.node(n)->name == name) return n;
+      return KILN_NO_ID;
+    };
+    got["reshape"] = g.infer_dims(node("reshape"), {{Dims{"b", "s", "64"}, {}}, {Dims{"2"}, Dims{"b", "-1"}}});
+    got["reshape-rank"] = g.infer_dims(node("reshape"), {{Dims{"b", "s", "64"}, {}}, {Dims{"2"}, {}}});
+    got["reshape-const"] = g.infer_dims(node("reshape_c"), {{Dims{"n", "(h*2)", "8"}, {}}, {std::nullopt, {}}});
+    got["transpose"] = g.infer_dims(node("transpose"), {{Dims{"n", "(h*2)", "?"}, {}}});
+    got["transpose-unranked"] = g.infer_dims(node("transpose"), {{std::nullopt, {}}});
+    got["concat-unranked"] = g.infer_dims(node("concat"), {{std::nullopt, {}}, {std::nullopt, {}}});
+    got["shape"] = g.infer_dims(node("shape"), {{Dims{"n", "3", "w"}, {}}});
+    got["bad-text"] = g.infer_dims(node("transpose"), {{Dims{"(n", "4", "5"}, {}}});
+    got["bad-rank"] = g.infer_dims(node("transpose"), {{Dims{"n", "4"}, {}}});
+    got["wrong-input-count"] = g.infer_dims(node("transpose"), {});
+  }
+};
+
+TEST(HostApi, InferNodeDims) {
+  auto g = parse(R"(graph @g opset 17 {
+  input %x : f32[b,s,64]
+  input %t : i64[2]
+  const %c : i64[2] = dense<[-1,8]>
+  %y = Reshape(%x, %t) : f32[?,?]
+  %yc = Reshape(%x, %c) : f32[?,8]
+  %z = Transpose(%x) {perm = [1,0,2]} : f32[s,b,64]
+  %sh = Shape(%x) : i64[3]
+  %cat = Concat(%x, %x) {axis = 0} : f32[?,s,64]
+  return %y, %yc, %z, %sh, %cat
+}
+)");
+  ASSERT_NE(g, nullptr);
+  const char* names[] = {"reshape", "reshape_c", "transpose", "shape", "concat"};
+  for (size_t i = 0; i < 5; ++i) g->node(g->main().nodes[i]).name = names[i];
+  ASSERT_TRUE(ops::infer_graph_shapes(*g).ok());
+  const std::string before = ir::print_graph(*g);
+  InferDims infer;
+  const kiln_pass_t pass = kiln::plugin::make_pass(infer, "test.infer-dims", "");
+  auto run = run_pass(pass, *g, LogFn());
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(ir::print_graph(*g), before);  // nothing staged, nothing changed
+  using Shapes = InferDims::Shapes;
+  using Dims = std::vector<std::string>;
+  EXPECT_EQ(infer.got["reshape"], Shapes{Dims({"b", "(s*64)"})});
+  EXPECT_EQ(infer.got["reshape-rank"], Shapes{Dims({"?", "?"})});
+  EXPECT_EQ(infer.got["reshape-const"], Shapes{Dims({"(n*(h*2))", "8"})});
+  EXPECT_EQ(infer.got["transpose"], Shapes{Dims({"(h*2)", "n", "?"})});
+  EXPECT_EQ(infer.got["transpose-unranked"], Shapes{Dims({"?", "?", "?"})});  // the rank is perm's
+  EXPECT_EQ(infer.got["concat-unranked"], Shapes{std::nullopt});
+  EXPECT_EQ(infer.got["shape"], Shapes{Dims({"3"})});
+  EXPECT_EQ(infer.got["bad-text"], std::nullopt);
+  EXPECT_EQ(infer.got["bad-rank"], std::nullopt);
+  EXPECT_EQ(infer.got["wrong-input-count"], std::nullopt);
 }
 
 }  // namespace

@@ -288,6 +288,26 @@ typedef struct kiln_host_api_t {
    * negative constant or text that does not parse. */
   int32_t (*rw_set_value_dims)(kiln_rewriter_t* rw, kiln_value_id_t value, const char* const* dim_exprs,
                                size_t rank);
+  /* \since 1.2, optional (check with KILN_PLUGIN_HAS_FIELD). Runs the host's
+   * own shape inference for `node` (the op registry's, which the host also
+   * re-infers with after every pass) on input shapes the caller supplies
+   * instead of the graph's, so a plugin need not re-implement ops. The op,
+   * attributes and input dtypes are the staged graph's, and a constant input
+   * is the graph's own (shape and data; its entries here are ignored). For
+   * every other input i < the node's input count: rank input_ranks[i] (-1 =
+   * unknown) and dims input_dims[i][0..rank) in value_dim's text form ("?" =
+   * unknown); and, for shape data (an integer input of rank <= 1 whose
+   * element count is its constant dim, or 1 for a scalar), its elements in
+   * input_values[i][0..count) when input_values and input_values[i] are not
+   * NULL. For each output k < output_capacity it writes out_ranks[k] (-1 =
+   * unknown) and out_dims[k]: out_ranks[k] dims in the same text form and a
+   * NULL, owned by the host and valid until the pass returns. Nothing is
+   * staged. Returns 1, or 0 (not a rewriter failure; logged at debug level)
+   * when the op has no inference, the node owns a sub-graph, an input's
+   * dtype is unknown, a dim does not parse or inference rejects the shapes. */
+  int32_t (*infer_node_dims)(const kiln_graph_t* g, kiln_node_id_t node, const int32_t* input_ranks,
+                             const char* const* const* input_dims, const char* const* const* input_values,
+                             int32_t* out_ranks, const char* const** out_dims, size_t output_capacity);
 } kiln_host_api_t;
 
 /* ---- what a plugin provides --------------------------------------------- */

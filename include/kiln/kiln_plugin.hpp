@@ -6,7 +6,8 @@
 // may use exceptions; the trampoline catches anything escaping run() and
 // turns it into an error status, so an exception never unwinds into the host.
 // It also reads dims for a plugin: DimExpr parses and evaluates the dim text
-// the host prints, so no plugin writes its own parser.
+// the host prints, and GraphView::infer_dims asks the host's own shape
+// inference (ABI 1.2), so no plugin writes its own parser or per-op shapes.
 //
 //   class FoldThings : public kiln::plugin::Pass { void run(GraphView&, Rewriter&) override; };
 //   static FoldThings fold;
@@ -280,6 +281,16 @@ struct Use {
   size_t index = 0;                  // input index, or region output index
 };
 
+// A shape in dim text ("4", "seq", "(h*2)", "?"); nullopt: unknown rank.
+using ShapeText = std::optional<std::vector<std::string>>;
+
+// One input of GraphView::infer_dims.
+struct InferInput {
+  ShapeText dims;
+  // Shape data: the elements of a rank <= 1 integer input, when known.
+  std::optional<std::vector<std::string>> values;
+};
+
 // Read access to the (staged) graph during one pass run.
 class GraphView {
  public:
@@ -409,6 +420,46 @@ class GraphView {
   std::optional<std::string> value_annotation(kiln_value_id_t id, const char* key) const {
     const char* s = host_->value_annotation(g_, id, key);
     return s ? std::optional<std::string>(s) : std::nullopt;
+  }
+
+  // ABI 1.2: whether the host can run its shape inference on given dims.
+  bool can_infer_dims() const {
+    return KILN_PLUGIN_HAS_FIELD(host_, kiln_host_api_t, infer_node_dims) && host_->infer_node_dims;
+  }
+  // The node's output shapes by the host's own inference on `inputs` (one
+  // per node input; constants are the host's own); nullopt when the host
+  // cannot infer this node (see kiln_host_api_t::infer_node_dims).
+  std::optional<std::vector<ShapeText>> infer_dims(kiln_node_id_t id, const std::vector<InferInput>& inputs) const {
+    auto n = node(id);
+    if (!n || !can_infer_dims() || inputs.size() != n->input_count) return std::nullopt;
+    std::vector<int32_t> ranks;
+    std::vector<std::vector<const char*>> dims(inputs.size()), values(inputs.size());
+    std::vector<const char* const*> dim_ptrs, value_ptrs;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const ShapeText& shape = inputs[i].dims;
+      ranks.push_back(shape ? static_cast<int32_t>(shape->size()) : -1);
+      if (shape)
+        for (const std::string& d : *shape) dims[i].push_back(d.c_str());
+      // The host reads as many values as the dims say (1 for a scalar).
+      const bool counted = shape && shape->size() <= 1 && inputs[i].values &&
+                           (shape->empty() ? "1" : shape->front()) == std::to_string(inputs[i].values->size());
+      if (counted)
+        for (const std::string& v : *inputs[i].values) values[i].push_back(v.c_str());
+      dim_ptrs.push_back(dims[i].data());
+      value_ptrs.push_back(counted ? values[i].data() : nullptr);
+    }
+    std::vector<int32_t> out_ranks(n->output_count, -1);
+    std::vector<const char* const*> out_dims(n->output_count, nullptr);
+    if (!host_->infer_node_dims(g_, id, ranks.data(), dim_ptrs.data(), value_ptrs.data(), out_ranks.data(),
+                                out_dims.data(), out_ranks.size()))
+      return std::nullopt;
+    std::vector<ShapeText> out(n->output_count);
+    for (size_t k = 0; k < out.size(); ++k) {
+      if (out_ranks[k] < 0 || (out_ranks[k] > 0 && !out_dims[k])) continue;
+      out[k].emplace();
+      for (int32_t a = 0; a < out_ranks[k]; ++a) out[k]->push_back(out_dims[k][a]);
+    }
+    return out;
   }
 
  private:
