@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "kiln/kiln_plugin.h"
 #include "planner/control_flow.h"
 #include "planner/inplace.h"
 #include "planner/plan_builder.h"
@@ -300,7 +301,7 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
     for (ir::NodeId nid : graph.main().nodes) {
       const ir::Node& node = graph.node(nid);
       if (node.erased) continue;
-      auto it = node.annotations.find("memplan.order");
+      auto it = node.annotations.find(KILN_ANNOTATION_MEMPLAN_ORDER);
       int64_t key = 0;
       complete = complete && it != node.annotations.end() && !it->second.empty() && it->second.size() < 10;
       if (!complete) break;

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/registry/shape_inference.h"
+#include "engine/ops/shape_inference.h"
 #include "planner/execution_plan.h"
 #include "planner/glsl_codegen.h"
 
@@ -21,7 +21,7 @@ ir::ValueId value(ir::Graph& g, const char* name, Shape s, ir::RegionId region =
 }
 
 ExecutionPlan plan_of(ir::Graph& g, PlanOptions options = {}) {
-  EXPECT_TRUE(registry::infer_graph_shapes(g).ok());
+  EXPECT_TRUE(ops::infer_graph_shapes(g).ok());
   auto plan = build_plan(g, TargetInfo{}, options);
   EXPECT_TRUE(plan.ok()) << plan.status().to_string();
   return plan.ok() ? std::move(plan).value() : ExecutionPlan{};

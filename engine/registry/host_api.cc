@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/ir/verifier.h"
-#include "engine/registry/shape_inference.h"
+#include "engine/ops/shape_inference.h"
 #include "engine/runtime/reference_executor.h"
 
 struct kiln_plugin_status_t {
@@ -42,6 +42,7 @@ struct PassRun {
   std::string pass_name;
   const LogFn* log = nullptr;
   std::deque<std::string> strings;  // strings returned to the plugin; stable addresses
+  std::deque<std::vector<const char*>> dim_lists;  // infer_node_dims' out_dims arrays
   std::string first_error;          // first failed rewriter call
   std::map<std::string, int64_t> statistics;
   // Uses per value, rebuilt lazily after an edit.
@@ -282,6 +283,13 @@ const char* h_value_annotation(const kiln_graph_t* g, kiln_value_id_t id, const 
 }
 
 // ---- rewriter --------------------------------------------------------------
+
+// The ABI's dtype numbers are DType's.
+static_assert(KILN_PLUGIN_DTYPE_FLOAT32 == static_cast<int>(DType::kFloat32) &&
+              KILN_PLUGIN_DTYPE_FLOAT16 == static_cast<int>(DType::kFloat16) &&
+              KILN_PLUGIN_DTYPE_INT64 == static_cast<int>(DType::kInt64) &&
+              KILN_PLUGIN_DTYPE_BOOL == static_cast<int>(DType::kBool) &&
+              KILN_PLUGIN_DTYPE_UINT64 == static_cast<int>(DType::kUInt64));
 
 bool dtype_ok(int32_t dtype) {
   return dtype >= static_cast<int32_t>(DType::kFloat32) && dtype <= static_cast<int32_t>(DType::kUInt64);
@@ -530,6 +538,78 @@ int32_t h_rw_set_value_dims(kiln_rewriter_t* rw, kiln_value_id_t id, const char*
   return 1;
 }
 
+// The op registry's inference for one staged node on shapes the plugin
+// supplies (see kiln_host_api_t::infer_node_dims): the one shape inference,
+// so a plugin need not re-implement ops. Constant inputs are the graph's own
+// (shape and data); every other input takes the given rank, dims and, for
+// shape data, element values.
+int32_t h_infer_node_dims(const kiln_graph_t* g, kiln_node_id_t id, const int32_t* input_ranks,
+                          const char* const* const* input_dims, const char* const* const* input_values,
+                          int32_t* out_ranks, const char* const** out_dims, size_t output_capacity) {
+  PassRun& run = run_of(g);
+  if (!run.node_ok(id)) return 0;
+  const ir::Node& node = run.work.node(id);
+  auto refuse = [&](const std::string& why) {
+    run.emit_log(KILN_LOG_DEBUG, "infer_node_dims: " + node.describe() + ": " + why);
+    return 0;
+  };
+  const ops::OpSchema* schema = ops::OpRegistry::builtin().find(node.domain, node.op);
+  if (!schema || !schema->infer) return refuse("no shape inference for this op");
+  for (const auto& [key, attr] : node.attrs)
+    if (attr.kind == ir::AttrKind::kGraph) return refuse("has a sub-graph");
+  if (!node.inputs.empty() && (!input_ranks || !input_dims)) return refuse("no input shapes given");
+  auto parse_list = [&](const char* const* texts, size_t count, const std::string& what,
+                        std::vector<ir::Dim>& out) -> bool {
+    if (count && !texts) return refuse(what + " missing"), false;
+    for (size_t k = 0; k < count; ++k) {
+      if (!texts[k]) return refuse(what + " " + std::to_string(k) + " is NULL"), false;
+      auto d = ir::Dim::parse(texts[k]);
+      if (!d.ok()) return refuse(what + " " + std::to_string(k) + ": " + d.status().message()), false;
+      out.push_back(std::move(*d));
+    }
+    return true;
+  };
+  std::vector<ops::ValueInfo> inputs;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    ops::ValueInfo info;
+    const ir::ValueId vid = node.inputs[i];
+    if (vid != ir::kNoValue) {
+      const ir::Value& v = run.work.value(vid);
+      const std::string what = "input " + std::to_string(i);
+      if (v.dtype == DType::kUndefined) return refuse(what + " has no dtype");
+      info.dtype = v.dtype;
+      if (v.is_constant()) {
+        info.shape = v.shape;
+        info.value = &v.constant;
+      } else if (input_ranks[i] >= 0) {
+        std::vector<ir::Dim> dims;
+        if (!parse_list(input_dims[i], static_cast<size_t>(input_ranks[i]), what + " dim", dims)) return 0;
+        info.shape = ir::SymShape(std::move(dims));
+        if (input_values && input_values[i] && dtype_is_integer(v.dtype) && input_ranks[i] <= 1) {
+          const ir::Dim count = input_ranks[i] == 0 ? ir::Dim(1) : info.shape.dims[0];
+          if (!count.is_const() || count.value() < 0) return refuse(what + ": values of an unknown count");
+          std::vector<ir::Dim> values;
+          if (!parse_list(input_values[i], static_cast<size_t>(count.value()), what + " value", values)) return 0;
+          info.dims_value = std::move(values);
+        }
+      }
+    }
+    inputs.push_back(std::move(info));
+  }
+  auto outs = ops::infer_node(*schema, node, std::move(inputs));
+  if (!outs.ok()) return refuse(outs.status().message());
+  for (size_t k = 0; k < output_capacity && k < node.outputs.size(); ++k) {
+    const ir::SymShape& shape = k < outs->size() ? (*outs)[k].shape : ir::SymShape();
+    if (out_ranks) out_ranks[k] = shape.has_rank ? static_cast<int32_t>(shape.rank()) : -1;
+    if (!out_dims) continue;
+    run.dim_lists.emplace_back();
+    for (const ir::Dim& d : shape.dims) run.dim_lists.back().push_back(run.keep(d.to_string()));
+    run.dim_lists.back().push_back(nullptr);  // never an empty array: a scalar's list is {NULL}
+    out_dims[k] = run.dim_lists.back().data();
+  }
+  return 1;
+}
+
 // Constants the pass's edits left without a use are released (their tensor
 // dropped), so folded-away weights do not linger in the graph. Constants
 // that were already unused before the pass are the model's business.
@@ -629,6 +709,7 @@ const kiln_host_api_t kHostApi = {
     h_evaluate_node,
     h_attr_name_at,
     h_rw_set_value_dims,
+    h_infer_node_dims,
 };
 
 // Restores the thread's current run when a pass returns (passes may nest:
@@ -675,7 +756,7 @@ StatusOr<PassRunResult> run_pass(const kiln_pass_t& pass, ir::Graph& graph, cons
   if (!verified.ok())
     return internal_error("pass '" + name + "' produced an invalid graph, its edits were discarded: " +
                           verified.message());
-  Status inferred = infer_graph_shapes(run.work);
+  Status inferred = ops::infer_graph_shapes(run.work);
   if (!inferred.ok())
     return internal_error("pass '" + name + "' produced a graph whose shapes do not infer, its edits were discarded: " +
                           inferred.message());

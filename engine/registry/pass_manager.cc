@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "engine/ir/verifier.h"
-#include "engine/registry/shape_inference.h"
+#include "engine/ops/shape_inference.h"
 
 namespace kiln::registry {
 namespace {
@@ -78,7 +78,7 @@ Status PassManager::run(ir::Graph& graph, const PipelineOptions& options) {
     Status status = ok_status();
     uint32_t missing = pass.requires_facts & ~valid;
     if (missing & KILN_FACT_SHAPES) {
-      status = infer_graph_shapes(graph);
+      status = ops::infer_graph_shapes(graph);
       if (status.ok()) {
         valid |= KILN_FACT_SHAPES;
         missing &= ~uint32_t{KILN_FACT_SHAPES};

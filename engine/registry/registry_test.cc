@@ -4,13 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/ir/text.h"
+#include "engine/ops/shape_inference.h"
 #include "engine/registry/pass_manager.h"
 #include "engine/registry/plugin_loader.h"
-#include "engine/registry/shape_inference.h"
+#include "kiln/kiln_plugin.hpp"
 
 namespace kiln::registry {
 namespace {
@@ -139,91 +142,6 @@ TEST(PluginLoader, InstalledDirectoryIsBesideTheExecutable) {
   // the path keeps its relative part.
   EXPECT_NE(dir.find(KILN_PLUGIN_DIR_FROM_BINDIR_FOR_TEST), std::string::npos) << dir;
   EXPECT_EQ(dir[0], '/') << dir;
-}
-
-// Shape inference: shape values flow from Shape to Reshape, and an If's
-// unknown outputs take what both branches agree on.
-TEST(ShapeInference, ShapeValuesAndIfBranches) {
-  auto g = parse(R"(graph @g opset 17 {
-  input %c : bool[]
-  input %x : f32[n,3]
-  %s = Shape(%x) : undef[*]
-  %y = Reshape(%x, %s) : undef[*]
-  %r = If(%c) {else_branch = region {
-    %e = Relu(%y) : undef[*]
-    return %e
-  }, then_branch = region {
-    %t = Neg(%y) : undef[*]
-    return %t
-  }} : undef[*]
-  return %r
-}
-)");
-  ASSERT_NE(g, nullptr);
-  ASSERT_TRUE(infer_graph_shapes(*g).ok());
-  const std::string out = ir::print_graph(*g);
-  EXPECT_NE(out.find("%y = Reshape(%x, %s) : f32[n,3]"), std::string::npos) << out;
-  EXPECT_NE(out.find("} : f32[n,3]"), std::string::npos) << out;
-
-  // Node by node (how the ONNX importer uses it) gives the same.
-  auto g2 = parse(R"(graph @g opset 17 {
-  input %x : f32[n,3]
-  %s = Shape(%x) : undef[*]
-  %y = Reshape(%x, %s) : undef[*]
-  return %y
-}
-)");
-  ASSERT_NE(g2, nullptr);
-  ShapeInferrer inferrer(*g2);
-  for (ir::NodeId n : g2->main().nodes) ASSERT_TRUE(inferrer.infer_node(n).ok());
-  EXPECT_EQ(g2->value(g2->find_value("y")).shape.to_string(), "[n,3]");
-}
-
-// A Loop's body parameters with dtypes but no shapes (what the ONNX
-// importer gives): inference types them from the node, the carried output
-// takes the body's result and the scan output is [iterations, ...]. A body
-// that changes a carried value's shape keeps its parameter unranked.
-TEST(ShapeInference, LoopBodyParametersAndScanOutputs) {
-  for (bool grows : {false, true}) {
-    SCOPED_TRACE(grows ? "growing" : "fixed");
-    ir::Graph g;
-    const ir::SymShape scalar = ir::SymShape::from_concrete({});
-    ir::ValueId m = g.add_input("m", DType::kInt64, scalar);
-    ir::ValueId x = g.add_input("x", DType::kFloat32, ir::SymShape::from_concrete({2, 3}));
-    const ir::RegionId body = g.add_region(ir::kMainRegion, "body");
-    g.add_input("i", DType::kInt64, ir::SymShape::unranked(), body);
-    ir::ValueId cond = g.add_input("cond", DType::kBool, ir::SymShape::unranked(), body);
-    ir::ValueId prev = g.add_input("prev", DType::kFloat32, ir::SymShape::unranked(), body);
-    ir::ValueId next = g.add_value("next", DType::kUndefined, ir::SymShape::unranked(), body);
-    ir::ValueId row = g.add_value("row", DType::kUndefined, ir::SymShape::unranked(), body);
-    if (grows)
-      g.add_node("Concat", {prev, prev}, {next}, {{"axis", ir::Attribute::of_int(0)}}, "grow", body);
-    else
-      g.add_node("Add", {prev, x}, {next}, {}, "add", body);
-    g.add_node("Neg", {prev}, {row}, {}, "neg", body);
-    g.add_output(cond, body);
-    g.add_output(next, body);
-    g.add_output(row, body);
-    ir::ValueId last = g.add_value("last", DType::kUndefined, ir::SymShape::unranked());
-    ir::ValueId rows = g.add_value("rows", DType::kUndefined, ir::SymShape::unranked());
-    g.add_node("Loop", {m, ir::kNoValue, x}, {last, rows}, {{"body", ir::Attribute::of_graph(body)}}, "loop");
-    g.add_output(last);
-    g.add_output(rows);
-    ASSERT_TRUE(infer_graph_shapes(g).ok());
-    EXPECT_EQ(g.value(last).dtype, DType::kFloat32);
-    if (!grows) {
-      EXPECT_EQ(g.value(prev).shape.to_string(), "[2,3]");
-      EXPECT_EQ(g.value(last).shape.to_string(), "[2,3]");
-      ASSERT_TRUE(g.value(rows).shape.has_rank);
-      ASSERT_EQ(g.value(rows).shape.rank(), 3u);
-      EXPECT_FALSE(g.value(rows).shape.dims[0].is_known());
-      EXPECT_EQ(g.value(rows).shape.dims[2].to_string(), "3");
-    } else {
-      EXPECT_FALSE(g.value(prev).shape.has_rank);
-      EXPECT_FALSE(g.value(last).shape.has_rank);
-      EXPECT_FALSE(g.value(rows).shape.has_rank);
-    }
-  }
 }
 
 class PassRunTest : public ::testing::Test {
@@ -400,6 +318,73 @@ TEST(HostApi, SetValueDims) {
         << refused.status().message();
   }
   EXPECT_EQ(g->value(g->find_value("x")).shape.to_string(), "[n,4]");
+}
+
+// infer_node_dims (ABI 1.2): the op registry's inference on dims the plugin
+// supplies, with shape data as values and constants from the graph; a node
+// the host cannot infer is a refusal, not a failed edit.
+class InferDims : public kiln::plugin::Pass {
+ public:
+  using Shapes = std::vector<kiln::plugin::ShapeText>;
+  std::map<std::string, std::optional<Shapes>> got;
+
+  void run(kiln::plugin::GraphView& g, kiln::plugin::Rewriter&) override {
+    using kiln::plugin::InferInput;
+    using Dims = std::vector<std::string>;
+    ASSERT_TRUE(g.can_infer_dims());
+    auto node = [&](const char* name) {
+      for (kiln_node_id_t n : g.nodes())
+        if (g.node(n)->name == name) return n;
+      return KILN_NO_ID;
+    };
+    got["reshape"] = g.infer_dims(node("reshape"), {{Dims{"b", "s", "64"}, {}}, {Dims{"2"}, Dims{"b", "-1"}}});
+    got["reshape-rank"] = g.infer_dims(node("reshape"), {{Dims{"b", "s", "64"}, {}}, {Dims{"2"}, {}}});
+    got["reshape-const"] = g.infer_dims(node("reshape_c"), {{Dims{"n", "(h*2)", "8"}, {}}, {std::nullopt, {}}});
+    got["transpose"] = g.infer_dims(node("transpose"), {{Dims{"n", "(h*2)", "?"}, {}}});
+    got["transpose-unranked"] = g.infer_dims(node("transpose"), {{std::nullopt, {}}});
+    got["concat-unranked"] = g.infer_dims(node("concat"), {{std::nullopt, {}}, {std::nullopt, {}}});
+    got["shape"] = g.infer_dims(node("shape"), {{Dims{"n", "3", "w"}, {}}});
+    got["bad-text"] = g.infer_dims(node("transpose"), {{Dims{"(n", "4", "5"}, {}}});
+    got["bad-rank"] = g.infer_dims(node("transpose"), {{Dims{"n", "4"}, {}}});
+    got["wrong-input-count"] = g.infer_dims(node("transpose"), {});
+  }
+};
+
+TEST(HostApi, InferNodeDims) {
+  auto g = parse(R"(graph @g opset 17 {
+  input %x : f32[b,s,64]
+  input %t : i64[2]
+  const %c : i64[2] = dense<[-1,8]>
+  %y = Reshape(%x, %t) : f32[?,?]
+  %yc = Reshape(%x, %c) : f32[?,8]
+  %z = Transpose(%x) {perm = [1,0,2]} : f32[s,b,64]
+  %sh = Shape(%x) : i64[3]
+  %cat = Concat(%x, %x) {axis = 0} : f32[?,s,64]
+  return %y, %yc, %z, %sh, %cat
+}
+)");
+  ASSERT_NE(g, nullptr);
+  const char* names[] = {"reshape", "reshape_c", "transpose", "shape", "concat"};
+  for (size_t i = 0; i < 5; ++i) g->node(g->main().nodes[i]).name = names[i];
+  ASSERT_TRUE(ops::infer_graph_shapes(*g).ok());
+  const std::string before = ir::print_graph(*g);
+  InferDims infer;
+  const kiln_pass_t pass = kiln::plugin::make_pass(infer, "test.infer-dims", "");
+  auto run = run_pass(pass, *g, LogFn());
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(ir::print_graph(*g), before);  // nothing staged, nothing changed
+  using Shapes = InferDims::Shapes;
+  using Dims = std::vector<std::string>;
+  EXPECT_EQ(infer.got["reshape"], Shapes{Dims({"b", "(s*64)"})});
+  EXPECT_EQ(infer.got["reshape-rank"], Shapes{Dims({"?", "?"})});
+  EXPECT_EQ(infer.got["reshape-const"], Shapes{Dims({"(n*(h*2))", "8"})});
+  EXPECT_EQ(infer.got["transpose"], Shapes{Dims({"(h*2)", "n", "?"})});
+  EXPECT_EQ(infer.got["transpose-unranked"], Shapes{Dims({"?", "?", "?"})});  // the rank is perm's
+  EXPECT_EQ(infer.got["concat-unranked"], Shapes{std::nullopt});
+  EXPECT_EQ(infer.got["shape"], Shapes{Dims({"3"})});
+  EXPECT_EQ(infer.got["bad-text"], std::nullopt);
+  EXPECT_EQ(infer.got["bad-rank"], std::nullopt);
+  EXPECT_EQ(infer.got["wrong-input-count"], std::nullopt);
 }
 
 }  // namespace

@@ -21,7 +21,7 @@
 #include "engine/base/status.h"
 #include "engine/ir/graph.h"
 #include "engine/ops/op_registry.h"
-#include "engine/registry/shape_inference.h"
+#include "engine/ops/shape_inference.h"
 #include "frontends/onnx/onnx_importer.h"
 #include "frontends/onnx/onnx_tensor.h"
 
@@ -115,7 +115,7 @@ class GraphBuilder {
   int64_t opset_ = kMaxOpset;
   std::set<std::string> used_names_;
   // Infers each node as emit() appends it (the same inference passes use).
-  std::optional<registry::ShapeInferrer> inferrer_;
+  std::optional<ops::ShapeInferrer> inferrer_;
   // value_info entries of the graph being converted, by name.
   std::vector<std::unordered_map<std::string, const ::onnx::ValueInfoProto*>> value_infos_;
 };

@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define KILN_PLUGIN_ABI_MAJOR 1u
-#define KILN_PLUGIN_ABI_MINOR 1u
+#define KILN_PLUGIN_ABI_MINOR 2u
 #define KILN_PLUGIN_ABI_VERSION ((KILN_PLUGIN_ABI_MAJOR << 16) | KILN_PLUGIN_ABI_MINOR)
 #define KILN_PLUGIN_ABI_VERSION_MAJOR(v) ((uint32_t)(v) >> 16)
 #define KILN_PLUGIN_ABI_VERSION_MINOR(v) ((uint32_t)(v)&0xffffu)
@@ -90,7 +90,21 @@ typedef enum kiln_fact_t {
   KILN_FACT_MEMORY_PLAN = 1u << 4     /* execution order and arena offsets */
 } kiln_fact_t;
 
-/* Planner hooks: annotations the planner reads (rw_annotate_value /
+/* ---- well-known annotation keys ----------------------------------------- */
+
+/* \since 1.2. Annotation keys with a meaning beyond the pass that writes
+ * them: the host (planner) or other passes read them, so their spelling is
+ * part of the ABI. Other keys are free-form; prefix them with the plugin's
+ * name ("acme.tile"). */
+/* Node: position in the main graph's execution order ("0", "1", ...); the
+ * planner follows it when every live main node carries a valid one. */
+#define KILN_ANNOTATION_MEMPLAN_ORDER "memplan.order"
+/* Node: SoD² dynamism class from kiln.rdp ("ISDO", "ISDOS", "ISVDOS", "EDO"). */
+#define KILN_ANNOTATION_RDP_CLASS "rdp.class"
+/* Value: the known elements of shape data from kiln.rdp ("[-1,s,4,16]"). */
+#define KILN_ANNOTATION_RDP_VALUE "rdp.value"
+
+/* \since 1.2. Planner hooks: annotations the planner reads (rw_annotate_value /
  * rw_annotate_node). Without them the planner's own choices apply, bit for
  * bit; a malformed one fails the compile with a message naming the value or
  * node. A pass that sets them declares the matching fact in
@@ -134,7 +148,44 @@ typedef struct kiln_dim_t {
   const char* expr;    /* symbolic form; valid during the pass */
 } kiln_dim_t;
 
-/* dtype numbering follows kiln_dtype_t in kiln.h. */
+/* \since 1.2. Element types: what kiln_value_info_t::dtype, rw_add_value and
+ * rw_add_constant carry (an int32_t, so a newer host's type is just another
+ * number). The numbering is kiln_dtype_t's in kiln.h and never changes. */
+typedef enum kiln_plugin_dtype_t {
+  KILN_PLUGIN_DTYPE_UNDEFINED = 0,
+  KILN_PLUGIN_DTYPE_FLOAT32 = 1,
+  KILN_PLUGIN_DTYPE_FLOAT16 = 2,
+  KILN_PLUGIN_DTYPE_FLOAT64 = 3,
+  KILN_PLUGIN_DTYPE_INT8 = 4,
+  KILN_PLUGIN_DTYPE_UINT8 = 5,
+  KILN_PLUGIN_DTYPE_INT16 = 6,
+  KILN_PLUGIN_DTYPE_INT32 = 7,
+  KILN_PLUGIN_DTYPE_INT64 = 8,
+  KILN_PLUGIN_DTYPE_BOOL = 9,
+  KILN_PLUGIN_DTYPE_UINT16 = 10,
+  KILN_PLUGIN_DTYPE_UINT32 = 11,
+  KILN_PLUGIN_DTYPE_UINT64 = 12
+} kiln_plugin_dtype_t;
+
+/* \since 1.2. Bytes per element of `dtype` (bool: 1); 0 for UNDEFINED or a
+ * number this header does not know. */
+static inline size_t kiln_plugin_dtype_size(int32_t dtype) {
+  switch (dtype) {
+    case KILN_PLUGIN_DTYPE_INT8: case KILN_PLUGIN_DTYPE_UINT8: case KILN_PLUGIN_DTYPE_BOOL: return 1;
+    case KILN_PLUGIN_DTYPE_FLOAT16: case KILN_PLUGIN_DTYPE_INT16: case KILN_PLUGIN_DTYPE_UINT16: return 2;
+    case KILN_PLUGIN_DTYPE_FLOAT32: case KILN_PLUGIN_DTYPE_INT32: case KILN_PLUGIN_DTYPE_UINT32: return 4;
+    case KILN_PLUGIN_DTYPE_FLOAT64: case KILN_PLUGIN_DTYPE_INT64: case KILN_PLUGIN_DTYPE_UINT64: return 8;
+    default: return 0;
+  }
+}
+
+/* \since 1.2. True for the integer types (bool is not one). */
+static inline int kiln_plugin_dtype_is_int(int32_t dtype) {
+  return (dtype >= KILN_PLUGIN_DTYPE_INT8 && dtype <= KILN_PLUGIN_DTYPE_INT64) ||
+         (dtype >= KILN_PLUGIN_DTYPE_UINT16 && dtype <= KILN_PLUGIN_DTYPE_UINT64);
+}
+
+/* dtype is a kiln_plugin_dtype_t number. */
 typedef struct kiln_value_info_t {
   uint32_t struct_size;
   const char* name;
@@ -254,6 +305,26 @@ typedef struct kiln_host_api_t {
    * negative constant or text that does not parse. */
   int32_t (*rw_set_value_dims)(kiln_rewriter_t* rw, kiln_value_id_t value, const char* const* dim_exprs,
                                size_t rank);
+  /* \since 1.2, optional (check with KILN_PLUGIN_HAS_FIELD). Runs the host's
+   * own shape inference for `node` (the op registry's, which the host also
+   * re-infers with after every pass) on input shapes the caller supplies
+   * instead of the graph's, so a plugin need not re-implement ops. The op,
+   * attributes and input dtypes are the staged graph's, and a constant input
+   * is the graph's own (shape and data; its entries here are ignored). For
+   * every other input i < the node's input count: rank input_ranks[i] (-1 =
+   * unknown) and dims input_dims[i][0..rank) in value_dim's text form ("?" =
+   * unknown); and, for shape data (an integer input of rank <= 1 whose
+   * element count is its constant dim, or 1 for a scalar), its elements in
+   * input_values[i][0..count) when input_values and input_values[i] are not
+   * NULL. For each output k < output_capacity it writes out_ranks[k] (-1 =
+   * unknown) and out_dims[k]: out_ranks[k] dims in the same text form and a
+   * NULL, owned by the host and valid until the pass returns. Nothing is
+   * staged. Returns 1, or 0 (not a rewriter failure; logged at debug level)
+   * when the op has no inference, the node owns a sub-graph, an input's
+   * dtype is unknown, a dim does not parse or inference rejects the shapes. */
+  int32_t (*infer_node_dims)(const kiln_graph_t* g, kiln_node_id_t node, const int32_t* input_ranks,
+                             const char* const* const* input_dims, const char* const* const* input_values,
+                             int32_t* out_ranks, const char* const** out_dims, size_t output_capacity);
 } kiln_host_api_t;
 
 /* ---- what a plugin provides --------------------------------------------- */

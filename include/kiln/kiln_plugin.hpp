@@ -5,6 +5,9 @@
 // still crosses the boundary as the C ABI: this header only wraps it. Plugins
 // may use exceptions; the trampoline catches anything escaping run() and
 // turns it into an error status, so an exception never unwinds into the host.
+// It also reads dims for a plugin: DimExpr parses and evaluates the dim text
+// the host prints, and GraphView::infer_dims asks the host's own shape
+// inference (ABI 1.2), so no plugin writes its own parser or per-op shapes.
 //
 //   class FoldThings : public kiln::plugin::Pass { void run(GraphView&, Rewriter&) override; };
 //   static FoldThings fold;
@@ -14,12 +17,18 @@
 //   KILN_PLUGIN_DEFINE_QUERY(kiln_plugin_query, plugin)
 #pragma once
 
+#include <cctype>
+#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "kiln/kiln_plugin.h"
@@ -35,6 +44,210 @@ class Error : public std::runtime_error {
 
  private:
   kiln_plugin_code_t code_;
+};
+
+// A dim's text form (kiln_dim_t::expr, what rw_set_value_dims takes) parsed
+// into a tree, so a plugin can evaluate it with symbol bindings or walk it
+// without writing its own parser. The grammar is the host's (ir::Dim):
+//   expr := term (('+'|'-') term)*
+//   term := atom (('*'|'/'|'%') atom)*          '/' and '%' round to -inf
+//   atom := int | symbol | '?' | '(' expr ')' | ('min'|'max'|'cdiv') '(' expr ',' expr ')'
+// where a symbol is [A-Za-z_][A-Za-z0-9_]* and cdiv is ceiling division.
+// The tree is what the text says, unsimplified (the host simplifies when it
+// parses). Immutable; sub-trees are shared.
+class DimExpr {
+ public:
+  enum class Kind : uint8_t { kUnknown, kConst, kSymbol, kOp };
+  enum class Op : char { kAdd = '+', kSub = '-', kMul = '*', kFloorDiv = '/', kMod = '%', kCeilDiv = 'c', kMin = 'm', kMax = 'M' };
+
+  DimExpr() = default;  // unknown ("?")
+  static DimExpr constant(int64_t value) {
+    DimExpr e;
+    e.kind_ = Kind::kConst;
+    e.value_ = value;
+    return e;
+  }
+  static DimExpr symbol(std::string name) {
+    DimExpr e;
+    e.kind_ = Kind::kSymbol;
+    e.node_ = std::make_shared<const Node>(Node{Op::kAdd, std::move(name), {}});
+    return e;
+  }
+  static DimExpr op(Op op, DimExpr lhs, DimExpr rhs) {
+    DimExpr e;
+    e.kind_ = Kind::kOp;
+    e.node_ = std::make_shared<const Node>(Node{op, {}, {std::move(lhs), std::move(rhs)}});
+    return e;
+  }
+
+  // Parses `text`; nullopt when it does not parse, with `*error` (if given)
+  // saying where and why: "bad dim expression '(h*' at offset 3: expected a dim".
+  static std::optional<DimExpr> parse(std::string_view text, std::string* error = nullptr) {
+    Parser p{text, 0, {}};
+    std::optional<DimExpr> e = p.expr();
+    p.skip();
+    if (e && p.pos != text.size()) p.fail("unexpected trailing characters"), e.reset();
+    if (!e && error)
+      *error = "bad dim expression '" + std::string(text) + "' at offset " + std::to_string(p.pos) + ": " + p.what;
+    return e;
+  }
+
+  Kind kind() const { return kind_; }
+  bool is_unknown() const { return kind_ == Kind::kUnknown; }
+  bool is_const() const { return kind_ == Kind::kConst; }
+  bool is_symbol() const { return kind_ == Kind::kSymbol; }
+  int64_t value() const { return value_; }                    // constants only
+  const std::string& name() const { return node_->name; }     // symbols only
+  Op op() const { return node_->op; }                         // ops only
+  const DimExpr& lhs() const { return node_->args[0]; }       // ops only
+  const DimExpr& rhs() const { return node_->args[1]; }       // ops only
+
+  // The value with `bindings` for symbols. An unbound symbol or "?" takes
+  // `fallback` when given; otherwise, like a division by zero, makes the
+  // result nullopt.
+  std::optional<int64_t> evaluate(const std::map<std::string, int64_t>& bindings,
+                                  std::optional<int64_t> fallback = std::nullopt) const {
+    switch (kind_) {
+      case Kind::kUnknown: return fallback;
+      case Kind::kConst: return value_;
+      case Kind::kSymbol: {
+        auto it = bindings.find(node_->name);
+        return it != bindings.end() ? std::optional<int64_t>(it->second) : fallback;
+      }
+      case Kind::kOp: break;
+    }
+    const std::optional<int64_t> a = lhs().evaluate(bindings, fallback), b = rhs().evaluate(bindings, fallback);
+    if (!a || !b) return std::nullopt;
+    switch (op()) {
+      case Op::kAdd: return *a + *b;
+      case Op::kSub: return *a - *b;
+      case Op::kMul: return *a * *b;
+      case Op::kMin: return *a < *b ? *a : *b;
+      case Op::kMax: return *a < *b ? *b : *a;
+      case Op::kFloorDiv: return *b == 0 ? std::nullopt : std::optional<int64_t>(floor_div(*a, *b));
+      case Op::kCeilDiv: return *b == 0 ? std::nullopt : std::optional<int64_t>(-floor_div(-*a, *b));
+      case Op::kMod: return *b == 0 ? std::nullopt : std::optional<int64_t>(*a - floor_div(*a, *b) * *b);
+    }
+    return std::nullopt;
+  }
+
+  // Symbols mentioned, appended in order (may repeat).
+  void collect_symbols(std::vector<std::string>& out) const {
+    if (kind_ == Kind::kSymbol) out.push_back(node_->name);
+    if (kind_ == Kind::kOp) lhs().collect_symbols(out), rhs().collect_symbols(out);
+  }
+
+  // The text form, fully parenthesized as the host prints: "((h*2)+1)", "cdiv(w,4)", "?".
+  std::string to_string() const {
+    switch (kind_) {
+      case Kind::kUnknown: return "?";
+      case Kind::kConst: return std::to_string(value_);
+      case Kind::kSymbol: return node_->name;
+      case Kind::kOp: break;
+    }
+    const Op o = op();
+    if (o == Op::kMin || o == Op::kMax || o == Op::kCeilDiv)
+      return std::string(o == Op::kMin ? "min" : o == Op::kMax ? "max" : "cdiv") + "(" + lhs().to_string() + "," +
+             rhs().to_string() + ")";
+    return "(" + lhs().to_string() + static_cast<char>(o) + rhs().to_string() + ")";
+  }
+
+ private:
+  struct Node {
+    Op op;
+    std::string name;           // symbols
+    std::vector<DimExpr> args;  // ops: lhs, rhs (a vector: DimExpr is incomplete here)
+  };
+  static int64_t floor_div(int64_t a, int64_t b) {
+    const int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+  }
+  // Recursive descent over the grammar above; `what` says why it stopped.
+  struct Parser {
+    std::string_view s;
+    size_t pos = 0;
+    std::string what;
+
+    std::nullopt_t fail(const char* why) {
+      if (what.empty()) what = why;
+      return std::nullopt;
+    }
+    void skip() {
+      while (pos < s.size() && std::isspace(static_cast<unsigned char>(s[pos]))) ++pos;
+    }
+    bool eat(char c) {
+      skip();
+      if (pos < s.size() && s[pos] == c) return ++pos, true;
+      return false;
+    }
+    std::optional<DimExpr> expr() {
+      std::optional<DimExpr> e = term();
+      while (e) {
+        const bool add = eat('+');
+        if (!add && !eat('-')) break;
+        std::optional<DimExpr> r = term();
+        if (!r) return std::nullopt;
+        e = op(add ? Op::kAdd : Op::kSub, std::move(*e), std::move(*r));
+      }
+      return e;
+    }
+    std::optional<DimExpr> term() {
+      std::optional<DimExpr> e = atom();
+      while (e) {
+        Op o;
+        if (eat('*')) o = Op::kMul;
+        else if (eat('/')) o = Op::kFloorDiv;
+        else if (eat('%')) o = Op::kMod;
+        else break;
+        std::optional<DimExpr> r = atom();
+        if (!r) return std::nullopt;
+        e = op(o, std::move(*e), std::move(*r));
+      }
+      return e;
+    }
+    std::optional<DimExpr> atom() {
+      skip();
+      if (pos >= s.size()) return fail("expected a dim");
+      const char c = s[pos];
+      if (c == '?') return ++pos, DimExpr();
+      if (c == '(') {
+        ++pos;
+        std::optional<DimExpr> e = expr();
+        if (e && !eat(')')) return fail("expected ')'");
+        return e;
+      }
+      if (c == '-' || std::isdigit(static_cast<unsigned char>(c))) {
+        const size_t start = pos;
+        if (c == '-') ++pos;
+        while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) ++pos;
+        if (pos == start + (c == '-' ? 1u : 0u)) return fail("expected digits");
+        int64_t v = 0;
+        const auto [end, err] = std::from_chars(s.data() + start, s.data() + pos, v);
+        if (err != std::errc() || end != s.data() + pos) return pos = start, fail("integer out of range");
+        return constant(v);
+      }
+      if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+        const size_t start = pos;
+        while (pos < s.size() && (std::isalnum(static_cast<unsigned char>(s[pos])) || s[pos] == '_')) ++pos;
+        std::string name(s.substr(start, pos - start));
+        if ((name == "min" || name == "max" || name == "cdiv") && eat('(')) {
+          std::optional<DimExpr> a = expr();
+          if (!a) return std::nullopt;
+          if (!eat(',')) return fail("expected ','");
+          std::optional<DimExpr> b = expr();
+          if (!b) return std::nullopt;
+          if (!eat(')')) return fail("expected ')'");
+          return op(name == "min" ? Op::kMin : name == "max" ? Op::kMax : Op::kCeilDiv, std::move(*a), std::move(*b));
+        }
+        return symbol(std::move(name));
+      }
+      return fail("unexpected character");
+    }
+  };
+
+  Kind kind_ = Kind::kUnknown;
+  int64_t value_ = 0;
+  std::shared_ptr<const Node> node_;
 };
 
 struct Dim {
@@ -66,6 +279,16 @@ struct NodeInfo {
 struct Use {
   kiln_node_id_t node = KILN_NO_ID;  // KILN_NO_ID: a region output
   size_t index = 0;                  // input index, or region output index
+};
+
+// A shape in dim text ("4", "seq", "(h*2)", "?"); nullopt: unknown rank.
+using ShapeText = std::optional<std::vector<std::string>>;
+
+// One input of GraphView::infer_dims.
+struct InferInput {
+  ShapeText dims;
+  // Shape data: the elements of a rank <= 1 integer input, when known.
+  std::optional<std::vector<std::string>> values;
 };
 
 // Read access to the (staged) graph during one pass run.
@@ -197,6 +420,46 @@ class GraphView {
   std::optional<std::string> value_annotation(kiln_value_id_t id, const char* key) const {
     const char* s = host_->value_annotation(g_, id, key);
     return s ? std::optional<std::string>(s) : std::nullopt;
+  }
+
+  // ABI 1.2: whether the host can run its shape inference on given dims.
+  bool can_infer_dims() const {
+    return KILN_PLUGIN_HAS_FIELD(host_, kiln_host_api_t, infer_node_dims) && host_->infer_node_dims;
+  }
+  // The node's output shapes by the host's own inference on `inputs` (one
+  // per node input; constants are the host's own); nullopt when the host
+  // cannot infer this node (see kiln_host_api_t::infer_node_dims).
+  std::optional<std::vector<ShapeText>> infer_dims(kiln_node_id_t id, const std::vector<InferInput>& inputs) const {
+    auto n = node(id);
+    if (!n || !can_infer_dims() || inputs.size() != n->input_count) return std::nullopt;
+    std::vector<int32_t> ranks;
+    std::vector<std::vector<const char*>> dims(inputs.size()), values(inputs.size());
+    std::vector<const char* const*> dim_ptrs, value_ptrs;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const ShapeText& shape = inputs[i].dims;
+      ranks.push_back(shape ? static_cast<int32_t>(shape->size()) : -1);
+      if (shape)
+        for (const std::string& d : *shape) dims[i].push_back(d.c_str());
+      // The host reads as many values as the dims say (1 for a scalar).
+      const bool counted = shape && shape->size() <= 1 && inputs[i].values &&
+                           (shape->empty() ? "1" : shape->front()) == std::to_string(inputs[i].values->size());
+      if (counted)
+        for (const std::string& v : *inputs[i].values) values[i].push_back(v.c_str());
+      dim_ptrs.push_back(dims[i].data());
+      value_ptrs.push_back(counted ? values[i].data() : nullptr);
+    }
+    std::vector<int32_t> out_ranks(n->output_count, -1);
+    std::vector<const char* const*> out_dims(n->output_count, nullptr);
+    if (!host_->infer_node_dims(g_, id, ranks.data(), dim_ptrs.data(), value_ptrs.data(), out_ranks.data(),
+                                out_dims.data(), out_ranks.size()))
+      return std::nullopt;
+    std::vector<ShapeText> out(n->output_count);
+    for (size_t k = 0; k < out.size(); ++k) {
+      if (out_ranks[k] < 0 || (out_ranks[k] > 0 && !out_dims[k])) continue;
+      out[k].emplace();
+      for (int32_t a = 0; a < out_ranks[k]; ++a) out[k]->push_back(out_dims[k][a]);
+    }
+    return out;
   }
 
  private:

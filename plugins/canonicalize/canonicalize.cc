@@ -19,8 +19,6 @@ namespace {
 using kiln::plugin::GraphView;
 using kiln::plugin::Rewriter;
 
-constexpr int32_t kDTypeF32 = 1;  // kiln_dtype_t numbering
-constexpr int32_t kDTypeI64 = 8;
 // Folding a node whose outputs are larger than this would bloat the model.
 constexpr int64_t kMaxFoldElements = 1 << 20;
 
@@ -192,7 +190,7 @@ class FoldShapes : public kiln::plugin::Pass {
       values.push_back((*dims)[static_cast<size_t>(i)].value);
     }
     auto region = g.node(n)->region;
-    kiln_value_id_t c = rw.add_constant(g.value(outs[0])->name, kDTypeI64, {static_cast<int64_t>(values.size())},
+    kiln_value_id_t c = rw.add_constant(g.value(outs[0])->name, KILN_PLUGIN_DTYPE_INT64, {static_cast<int64_t>(values.size())},
                                         values.data(), values.size() * sizeof(int64_t), region);
     replace_node(rw, n, {outs[0]}, {c});
     rw.add_statistic("shapes-folded", 1);
@@ -207,7 +205,7 @@ class FoldShapes : public kiln::plugin::Pass {
     int64_t numel = 1;
     for (int64_t d : *shape) numel *= d;
     kiln_value_id_t c =
-        rw.add_constant(g.value(outs[0])->name, kDTypeI64, {}, &numel, sizeof(numel), g.node(n)->region);
+        rw.add_constant(g.value(outs[0])->name, KILN_PLUGIN_DTYPE_INT64, {}, &numel, sizeof(numel), g.node(n)->region);
     replace_node(rw, n, {outs[0]}, {c});
     rw.add_statistic("shapes-folded", 1);
   }
@@ -218,7 +216,7 @@ class FoldShapes : public kiln::plugin::Pass {
 // f32 constant data of exactly `count` elements, or empty.
 std::vector<float> f32_constant(const GraphView& g, kiln_value_id_t v, size_t count) {
   auto info = g.value(v);
-  if (!info || !info->is_constant || info->dtype != kDTypeF32) return {};
+  if (!info || !info->is_constant || info->dtype != KILN_PLUGIN_DTYPE_FLOAT32) return {};
   size_t bytes = 0;
   const void* data = g.constant_data(v, &bytes);
   if (!data || bytes != count * sizeof(float)) return {};
@@ -273,8 +271,8 @@ class FuseConvBatchNorm : public kiln::plugin::Pass {
     const auto info = g.node(conv);
     const std::string base = g.value(bn_out[0])->name;
     kiln_value_id_t new_w =
-        rw.add_constant(base + "_weight", kDTypeF32, *w_shape, w.data(), w.size() * sizeof(float), info->region);
-    kiln_value_id_t new_b = rw.add_constant(base + "_bias", kDTypeF32, {static_cast<int64_t>(m)}, b.data(),
+        rw.add_constant(base + "_weight", KILN_PLUGIN_DTYPE_FLOAT32, *w_shape, w.data(), w.size() * sizeof(float), info->region);
+    kiln_value_id_t new_b = rw.add_constant(base + "_bias", KILN_PLUGIN_DTYPE_FLOAT32, {static_cast<int64_t>(m)}, b.data(),
                                             b.size() * sizeof(float), info->region);
     // The fused Conv produces the BatchNormalization's output value itself,
     // so the value (and a model output's name) survives the fusion.

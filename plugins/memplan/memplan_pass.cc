@@ -15,11 +15,9 @@
 // Written against the plugin ABI only (kiln_plugin.hpp), built both as a
 // shared library and as a static library the host links in
 // (kiln_memplan_plugin_query).
-#include <cctype>
 #include <map>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "kiln/kiln_plugin.hpp"
@@ -33,107 +31,10 @@ using kiln::plugin::Rewriter;
 
 constexpr int64_t kBatchHint = 1;
 constexpr int64_t kOtherHint = 64;
-constexpr const char* kOrderKey = "memplan.order";
-
-// Evaluates a dim's printed form (kiln_dim_t::expr, ir::Dim::to_string's
-// grammar: + - * / % over ints, symbols, '?', parentheses, min/max/cdiv).
-class DimEvaluator {
- public:
-  explicit DimEvaluator(const std::map<std::string, int64_t>& hints) : hints_(hints) {}
-  std::optional<int64_t> evaluate(std::string_view text) {
-    s_ = text;
-    i_ = 0;
-    auto v = expr();
-    skip();
-    if (!v || i_ != s_.size()) return std::nullopt;
-    return v;
-  }
-
- private:
-  void skip() {
-    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
-  }
-  bool eat(char c) {
-    skip();
-    if (i_ < s_.size() && s_[i_] == c) return ++i_, true;
-    return false;
-  }
-  std::optional<int64_t> expr() {
-    auto v = term();
-    while (v) {
-      if (eat('+')) {
-        auto r = term();
-        v = r ? std::optional<int64_t>(*v + *r) : std::nullopt;
-      } else if (eat('-')) {
-        auto r = term();
-        v = r ? std::optional<int64_t>(*v - *r) : std::nullopt;
-      } else {
-        break;
-      }
-    }
-    return v;
-  }
-  std::optional<int64_t> term() {
-    auto v = atom();
-    while (v) {
-      char op = 0;
-      for (char c : {'*', '/', '%'})
-        if (eat(c)) op = c;
-      if (!op) break;
-      auto r = atom();
-      if (!r || (op != '*' && *r == 0)) return std::nullopt;
-      v = op == '*' ? *v * *r : op == '/' ? floor_div(*v, *r) : *v - floor_div(*v, *r) * *r;
-    }
-    return v;
-  }
-  static int64_t floor_div(int64_t a, int64_t b) {
-    int64_t q = a / b;
-    return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
-  }
-  std::optional<int64_t> atom() {
-    skip();
-    if (i_ >= s_.size()) return std::nullopt;
-    if (eat('(')) {
-      auto v = expr();
-      return eat(')') ? v : std::nullopt;
-    }
-    if (eat('?')) return kOtherHint;
-    if (std::isdigit(static_cast<unsigned char>(s_[i_]))) {
-      int64_t v = 0;
-      while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) v = v * 10 + (s_[i_++] - '0');
-      return v;
-    }
-    size_t start = i_;
-    while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_' || s_[i_] == '.'))
-      ++i_;
-    const std::string name(s_.substr(start, i_ - start));
-    if (name.empty()) return std::nullopt;
-    if ((name == "min" || name == "max" || name == "cdiv") && eat('(')) {
-      auto a = expr();
-      if (!eat(',')) return std::nullopt;
-      auto b = expr();
-      if (!a || !b || !eat(')')) return std::nullopt;
-      if (name == "min") return std::min(*a, *b);
-      if (name == "max") return std::max(*a, *b);
-      if (*b == 0) return std::nullopt;
-      return -floor_div(-*a, *b);
-    }
-    auto it = hints_.find(name);
-    return it != hints_.end() ? it->second : kOtherHint;
-  }
-
-  const std::map<std::string, int64_t>& hints_;
-  std::string_view s_;
-  size_t i_ = 0;
-};
 
 int64_t dtype_bytes(int32_t dtype) {
-  switch (dtype) {
-    case 2: case 6: case 10: return 2;   // f16, i16, u16
-    case 3: case 8: case 12: return 8;   // f64, i64, u64
-    case 4: case 5: case 9: return 1;    // i8, u8, bool
-    default: return 4;                   // f32, i32, u32 (and undefined: a float)
-  }
+  const size_t size = kiln_plugin_dtype_size(dtype);
+  return size ? static_cast<int64_t>(size) : 4;  // undefined: as a float
 }
 
 // SoD² §4.3: an output shape nothing is known about (unknown rank or dim:
@@ -169,7 +70,14 @@ class MemplanOrder : public kiln::plugin::Pass {
       auto dims = g.shape(in);
       if (dims && dims->size() >= 2 && !(*dims)[0].is_const && !(*dims)[0].is_unknown) hints[(*dims)[0].expr] = kBatchHint;
     }
-    DimEvaluator eval(hints);
+    // A dim evaluates at the hints, every other symbol at kOtherHint; text
+    // that does not parse (a model's symbol name outside the Dim grammar,
+    // "batch.size") is looked up whole.
+    auto evaluate = [&](const std::string& text) -> int64_t {
+      if (auto e = kiln::plugin::DimExpr::parse(text)) return e->evaluate(hints, kOtherHint).value_or(kOtherHint);
+      auto it = hints.find(text);
+      return it != hints.end() ? it->second : kOtherHint;
+    };
     auto bytes_of = [&](kiln_value_id_t v) -> uint64_t {
       auto info = g.value(v);
       auto dims = g.shape(v);
@@ -178,7 +86,7 @@ class MemplanOrder : public kiln::plugin::Pass {
       for (const kiln::plugin::Dim& d : *dims) {
         int64_t e = kOtherHint;
         if (d.is_const) e = d.value;
-        else if (!d.is_unknown) e = eval.evaluate(d.expr).value_or(kOtherHint);  // unknown: a barrier anyway
+        else if (!d.is_unknown) e = evaluate(d.expr);  // unknown: a barrier anyway
         n *= std::max<int64_t>(e, 0);
       }
       return static_cast<uint64_t>(n);
@@ -213,7 +121,7 @@ class MemplanOrder : public kiln::plugin::Pass {
     for (size_t i = 0; i < nodes.size(); ++i) {
       const kiln_node_id_t n = nodes[i];
       graph.barrier[i] = owns_subgraph(g, n) || has_nac_output(g, n);
-      stale = stale || g.node_annotation(n, kOrderKey).has_value();
+      stale = stale || g.node_annotation(n, KILN_ANNOTATION_MEMPLAN_ORDER).has_value();
       for (kiln_value_id_t v : g.inputs(n))
         if (v != KILN_NO_ID && !g.is_constant(v)) value_slot(v);
       for (kiln_value_id_t v : g.outputs(n))
@@ -234,7 +142,7 @@ class MemplanOrder : public kiln::plugin::Pass {
     const std::vector<int>& chosen = after < before ? order : identity;
     if (chosen == identity && !stale) return;
     for (size_t k = 0; k < chosen.size(); ++k)
-      rw.annotate_node(nodes[static_cast<size_t>(chosen[k])], kOrderKey, std::to_string(k));
+      rw.annotate_node(nodes[static_cast<size_t>(chosen[k])], KILN_ANNOTATION_MEMPLAN_ORDER, std::to_string(k));
     rw.add_statistic("nodes-moved", static_cast<int64_t>(count_moved(chosen)));
   }
 

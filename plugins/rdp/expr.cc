@@ -1,10 +1,12 @@
 // RDP's symbolic expressions: folding, printing in the host's Dim syntax,
-// parsing it back, and product quotients; see expr.h.
+// reading it back (parsed by kiln_plugin.hpp's DimExpr), and product
+// quotients; see expr.h.
 #include "plugins/rdp/expr.h"
 
 #include <algorithm>
-#include <cctype>
-#include <charconv>
+#include <optional>
+
+#include "kiln/kiln_plugin.hpp"
 
 namespace kiln_rdp {
 
@@ -22,64 +24,29 @@ int64_t fdiv(int64_t a, int64_t b) {
 
 bool positive(const Expr& e) { return e.is_const() && e.value() > 0; }
 
-// Recursive descent over the Dim grammar (engine/ir/dim.h); `ok` turns false
-// at the first thing it cannot read.
-struct Reader {
-  const std::string& s;
-  size_t i = 0;
-  bool ok = true;
-
-  bool at(char c) {
-    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-    if (i < s.size() && s[i] == c) return ++i, true;
-    return false;
+// The host's text, parsed by kiln_plugin.hpp, rebuilt with Expr's own
+// folding operators (left to right, as the host folds while it parses).
+Expr from_tree(const kiln::plugin::DimExpr& d) {
+  using Op = kiln::plugin::DimExpr::Op;
+  switch (d.kind()) {
+    case kiln::plugin::DimExpr::Kind::kUnknown: return Expr();
+    case kiln::plugin::DimExpr::Kind::kConst: return Expr(d.value());
+    case kiln::plugin::DimExpr::Kind::kSymbol: return Expr::symbol(d.name());
+    case kiln::plugin::DimExpr::Kind::kOp: break;
   }
-  Expr sum() {
-    Expr e = product();
-    for (;;) {
-      if (at('+')) e = e + product();
-      else if (at('-')) e = e - product();
-      else return e;
-    }
+  const Expr a = from_tree(d.lhs()), b = from_tree(d.rhs());
+  switch (d.op()) {
+    case Op::kAdd: return a + b;
+    case Op::kSub: return a - b;
+    case Op::kMul: return a * b;
+    case Op::kFloorDiv: return Expr::floor_div(a, b);
+    case Op::kCeilDiv: return Expr::ceil_div(a, b);
+    case Op::kMod: return Expr::mod(a, b);
+    case Op::kMin: return Expr::min(a, b);
+    case Op::kMax: return Expr::max(a, b);
   }
-  Expr product() {
-    Expr e = atom();
-    for (;;) {
-      if (at('*')) e = e * atom();
-      else if (at('/')) e = Expr::floor_div(e, atom());
-      else if (at('%')) e = Expr::mod(e, atom());
-      else return e;
-    }
-  }
-  Expr atom() {
-    if (at('(')) {
-      Expr e = sum();
-      ok = ok && at(')');
-      return e;
-    }
-    if (at('?')) return Expr();
-    const size_t start = i;
-    if (i < s.size() && s[i] == '-') ++i;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-    if (i > start && std::isdigit(static_cast<unsigned char>(s[i - 1]))) {
-      int64_t v = 0;
-      const auto [end, err] = std::from_chars(s.data() + start, s.data() + i, v);
-      return err == std::errc() && end == s.data() + i ? Expr(v) : (ok = false, Expr());
-    }
-    i = start;
-    while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
-    const std::string name = s.substr(start, i - start);
-    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return ok = false, Expr();
-    if ((name == "min" || name == "max" || name == "cdiv") && at('(')) {
-      Expr a = sum();
-      ok = ok && at(',');
-      Expr b = sum();
-      ok = ok && at(')');
-      return name == "min" ? Expr::min(a, b) : name == "max" ? Expr::max(a, b) : Expr::ceil_div(a, b);
-    }
-    return Expr::symbol(name);
-  }
-};
+  return Expr();
+}
 
 }  // namespace
 
@@ -93,10 +60,8 @@ Expr Expr::symbol(const std::string& name) {
 }
 
 Expr Expr::parse(const std::string& text) {
-  Reader r{text};
-  Expr e = r.sum();
-  r.at(' ');
-  return r.ok && r.i == text.size() ? e : Expr();
+  const std::optional<kiln::plugin::DimExpr> tree = kiln::plugin::DimExpr::parse(text);
+  return tree ? from_tree(*tree) : Expr();
 }
 
 Expr Expr::make(char op, const Expr& a, const Expr& b) {

@@ -33,26 +33,18 @@ namespace {
 using kiln::plugin::GraphView;
 using kiln::plugin::Rewriter;
 
-constexpr int32_t kDTypeBool = 9;
-
 Expr to_expr(const kiln::plugin::Dim& d) {
   if (d.is_unknown) return Expr();
   return d.is_const ? Expr(d.value) : Expr::parse(d.expr);
 }
 
-// Identifiers an expression mentions (min/max/cdiv are functions, not symbols).
+// Symbols a dim's text mentions (all of it when it does not parse: a name
+// to keep clear of when fresh symbols are made).
 void collect_symbols(const std::string& text, std::set<std::string>& out) {
-  for (size_t i = 0; i < text.size();) {
-    if (std::isalpha(static_cast<unsigned char>(text[i])) || text[i] == '_') {
-      size_t j = i;
-      while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_')) ++j;
-      const std::string id = text.substr(i, j - i);
-      if (id != "min" && id != "max" && id != "cdiv") out.insert(id);
-      i = j;
-    } else {
-      ++i;
-    }
-  }
+  std::vector<std::string> names;
+  if (auto e = kiln::plugin::DimExpr::parse(text)) e->collect_symbols(names);
+  else names.push_back(text);
+  out.insert(names.begin(), names.end());
 }
 
 std::string sanitize(const std::string& name) {
@@ -185,10 +177,12 @@ class Analysis {
   }
 
   void seed_constant(kiln_value_id_t v, const Fact& f) {
-    if (f.rank > 1 || (f.dtype != 7 && f.dtype != 8 && f.dtype != kDTypeBool)) return;
+    if (f.rank > 1 || (f.dtype != KILN_PLUGIN_DTYPE_INT32 && f.dtype != KILN_PLUGIN_DTYPE_INT64 &&
+                       f.dtype != KILN_PLUGIN_DTYPE_BOOL))
+      return;
     size_t bytes = 0;
     const auto* data = static_cast<const unsigned char*>(g_.constant_data(v, &bytes));
-    const size_t elem = f.dtype == 8 ? 8 : f.dtype == 7 ? 4 : 1;
+    const size_t elem = kiln_plugin_dtype_size(f.dtype);
     if (!data || bytes % elem || bytes / elem > kMaxValueElements) return;
     std::vector<Expr> vals;
     for (size_t i = 0; i < bytes / elem; ++i) {
@@ -323,7 +317,7 @@ class Analysis {
       const std::vector<Expr>* vals = facts_.values(v);
       if (!vals || vals->empty() || std::none_of(vals->begin(), vals->end(), [](const Expr& e) { return e.known(); }))
         continue;
-      rw_.annotate_value(v, "rdp.value", values_text(*vals));
+      rw_.annotate_value(v, KILN_ANNOTATION_RDP_VALUE, values_text(*vals));
       ++shape_values;
     }
     std::map<std::string, int64_t> classes;
@@ -333,7 +327,7 @@ class Analysis {
         continue;
       }
       const DynClass cls = node_class(n);
-      rw_.annotate_node(n.ref.id, "rdp.class", class_name(cls));
+      rw_.annotate_node(n.ref.id, KILN_ANNOTATION_RDP_CLASS, class_name(cls));
       ++classes[std::string("nodes-") + class_name(cls)];
       if (cls != n.cls->cls) ++classes["nodes-ISVDOS-resolved"];
     }

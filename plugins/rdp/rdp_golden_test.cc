@@ -95,5 +95,33 @@ TEST(RdpCommit, ReinferenceKeepsRefinedDims) {
   EXPECT_EQ(pm.records()[1].statistics.at("dims-refined"), 0);  // nothing left to do
 }
 
+// Forward transfer is the host's own inference (infer_node_dims): an op RDP
+// has no function for (Einsum) is derived from the inputs alone, and the
+// dims flow on through an op that keeps its input's shape.
+TEST(RdpForward, UsesTheHostsInference) {
+  PluginRegistry reg;
+  ASSERT_TRUE(reg.load_static(kiln_rdp_plugin_query, "static:kiln.rdp").ok());
+  auto g = ir::parse_graph(R"(graph @g opset 17 {
+  input %a : f32[n,k]
+  input %b : f32[k,m]
+  %e = Einsum(%a, %b) {equation = "ij,jk->ik"} : f32[?,?]
+  %t = Trilu(%e) : f32[?,?]
+  return %t
+}
+)");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  PassManager pm(reg);
+  PipelineOptions options;
+  options.passes = {"rdp"};
+  ASSERT_TRUE(pm.run(**g, options).ok());
+  const auto& stats = pm.records()[0].statistics;
+  EXPECT_EQ(stats.at("rdp-alone-nac"), 0);
+  EXPECT_EQ(stats.at("rdp-alone-mismatches"), 0);
+  EXPECT_EQ(stats.at("values-nac"), 0);
+  const std::string out = ir::print_graph(**g);
+  EXPECT_NE(out.find(": f32[n,m]\n  %t = Trilu(%e)"), std::string::npos) << out;
+  EXPECT_NE(out.find("%t = Trilu(%e) #{rdp.class = \"ISDOS\"} : f32[n,m]"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace kiln::registry

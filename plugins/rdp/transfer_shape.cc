@@ -1,11 +1,17 @@
-// Forward shape transfer functions (SoD² Table 3's F^fs) for the ops whose
-// output shape RDP can derive: elementwise and broadcasting ops, linear
-// algebra, convolution and pooling windows, data movement, and the ISVDOS
-// ops whose shape-deciding inputs are known shape data. An op without a
-// function here keeps what the host's shape inference gave its outputs.
+// Forward shape transfer (SoD² Table 3's F^fs). The host's own shape
+// inference (kiln_host_api_t::infer_node_dims, the op registry's functions
+// the host re-infers with after every pass) runs on RDP's facts: undef dims
+// and shape-data values cross as "?". RDP keeps its own functions only where
+// they know more than the host's: numpy broadcasting (a constant other than
+// 1 decides a dim the other side leaves undef, which the host's inference
+// leaves unknown), so elementwise ops, MatMul's batch dims and Expand;
+// sliding windows, whose ceil_mode on symbolic sizes RDP writes without the
+// host's min(...) form when no window can start in the end padding; and If,
+// whose branches the host's inference does not see. Where both answer, RDP's
+// comes first (the refinement rule keeps the first expression) and the
+// host's fills in what RDP left undef.
 #include <algorithm>
-#include <cmath>
-#include <cstring>
+#include <string>
 
 #include "plugins/rdp/analysis.h"
 
@@ -111,221 +117,10 @@ bool forward_matmul(const NodeRef& n, Facts& f) {
   return f.set_shape(n.output(0), out);
 }
 
-bool forward_gemm(const NodeRef& n, Facts& f) {
-  auto a = f.dims(n.input(0)), b = f.dims(n.input(1));
-  if (!a || !b || a->size() != 2 || b->size() != 2) return false;
-  const bool ta = n.attr_int("transA", 0) != 0, tb = n.attr_int("transB", 0) != 0;
-  return f.set_shape(n.output(0), {(*a)[ta ? 1 : 0], (*b)[tb ? 0 : 1]});
-}
-
-bool forward_transpose(const NodeRef& n, Facts& f) {
-  auto x = f.dims(n.input(0));
-  if (!x) return false;
-  std::vector<int64_t> perm = n.attr_ints("perm");
-  if (perm.empty())
-    for (size_t k = x->size(); k-- > 0;) perm.push_back(static_cast<int64_t>(k));
-  if (perm.size() != x->size()) return false;
-  std::vector<Expr> out;
-  for (int64_t p : perm) {
-    if (p < 0 || static_cast<size_t>(p) >= x->size()) return false;
-    out.push_back((*x)[static_cast<size_t>(p)]);
-  }
-  return f.set_shape(n.output(0), out);
-}
-
-bool forward_concat(const NodeRef& n, Facts& f) {
-  int rank = -1;
-  for (kiln_value_id_t v : n.in) rank = std::max(rank, f.rank(v));
-  auto axis = norm_axis(n.attr_int("axis", 0), rank);
-  if (!axis) return false;
-  std::vector<Expr> out(static_cast<size_t>(rank));
-  Expr sum(0);
-  for (kiln_value_id_t v : n.in) {
-    if (f.rank(v) != rank) return f.set_rank(n.output(0), rank);
-    sum = sum + f.dim(v, *axis);
-    for (size_t k = 0; k < out.size(); ++k)
-      if (k != *axis && !out[k].is_const() && f.dim(v, k).known()) out[k] = f.dim(v, k);
-  }
-  out[*axis] = sum;
-  return f.set_shape(n.output(0), out);
-}
-
-bool forward_gather(const NodeRef& n, Facts& f) {
-  auto data = f.dims(n.input(0)), idx = f.dims(n.input(1));
-  if (!data || !idx) return false;
-  auto axis = norm_axis(n.attr_int("axis", 0), static_cast<int>(data->size()));
-  if (!axis) return false;
-  std::vector<Expr> out(data->begin(), data->begin() + static_cast<std::ptrdiff_t>(*axis));
-  out.insert(out.end(), idx->begin(), idx->end());
-  out.insert(out.end(), data->begin() + static_cast<std::ptrdiff_t>(*axis) + 1, data->end());
-  return f.set_shape(n.output(0), out);
-}
-
-bool forward_flatten(const NodeRef& n, Facts& f) {
-  auto x = f.dims(n.input(0));
-  if (!x) return false;
-  int64_t axis = n.attr_int("axis", 1);
-  if (axis < 0) axis += static_cast<int64_t>(x->size());
-  if (axis < 0 || axis > static_cast<int64_t>(x->size())) return false;
-  const auto mid = x->begin() + static_cast<std::ptrdiff_t>(axis);
-  return f.set_shape(n.output(0), {Expr::product({x->begin(), mid}), Expr::product({mid, x->end()})});
-}
-
-// Reshape's target from its shape input's values: 0 copies the input dim
-// (unless allowzero), -1 is what the element count leaves.
-bool forward_reshape(const NodeRef& n, Facts& f) {
-  const std::vector<Expr>* target = f.values(n.input(1));
-  if (!target) {  // the rank is the target's length
-    const Expr len = f.dim(n.input(1), 0);
-    return len.is_const() && f.set_rank(n.output(0), static_cast<int>(len.value()));
-  }
-  auto x = f.dims(n.input(0));
-  const bool allowzero = n.attr_int("allowzero", 0) != 0;
-  std::vector<Expr> out(target->size());
-  int infer = -1;
-  for (size_t k = 0; k < target->size(); ++k) {
-    const Expr& t = (*target)[k];
-    if (t.is_const() && t.value() == -1) infer = static_cast<int>(k);
-    else if (t.is_const() && t.value() == 0 && !allowzero) out[k] = x && k < x->size() ? (*x)[k] : Expr();
-    else if (!t.is_const() || t.value() > 0) out[k] = t;  // a symbolic entry is a dim (Shape-derived)
-  }
-  if (infer >= 0 && x) {
-    std::vector<Expr> known;
-    for (size_t k = 0; k < out.size(); ++k)
-      if (static_cast<int>(k) != infer) known.push_back(out[k]);
-    out[static_cast<size_t>(infer)] = Expr::quotient(*x, known);
-  }
-  return f.set_shape(n.output(0), out);
-}
-
-bool forward_unsqueeze(const NodeRef& n, Facts& f) {
-  auto x = f.dims(n.input(0));
-  auto axes = axes_input(n, f, 1);
-  if (!x || !axes) return false;
-  const int rank = static_cast<int>(x->size() + axes->size());
-  std::vector<bool> inserted(static_cast<size_t>(rank), false);
-  for (int64_t a : *axes) {
-    auto k = norm_axis(a, rank);
-    if (!k || inserted[*k]) return false;  // out of range or repeated: invalid
-    inserted[*k] = true;
-  }
-  std::vector<Expr> out;
-  size_t next = 0;
-  for (int k = 0; k < rank; ++k) out.push_back(inserted[static_cast<size_t>(k)] ? Expr(1) : (*x)[next++]);
-  return f.set_shape(n.output(0), out);
-}
-
-bool forward_squeeze(const NodeRef& n, Facts& f) {
-  auto x = f.dims(n.input(0));
-  if (!x) return false;
-  auto axes = axes_input(n, f, 1);
-  if (!axes) return false;
-  if (axes->empty()) {
-    for (size_t k = 0; k < x->size(); ++k) {
-      if (!(*x)[k].is_const()) return false;  // cannot tell which dims are 1
-      if ((*x)[k].value() == 1) axes->push_back(static_cast<int64_t>(k));
-    }
-  }
-  auto out = without_axes(*x, *axes);
-  return out && f.set_shape(n.output(0), *out);
-}
-
-// Slice length of one axis; symbolic dims only where no clamping is needed
-// beyond what max(.,0) expresses.
-Expr slice_len(const Expr& dim, int64_t start, int64_t end, int64_t step) {
-  if (dim.is_const()) {
-    int64_t d = dim.value();
-    if (d <= 0) return Expr(0);
-    step = std::clamp<int64_t>(step, -(d + 1), d + 1);
-    if (start < 0) start += d;
-    if (end < 0) end += d;
-    if (step > 0) {
-      start = std::clamp<int64_t>(start, 0, d);
-      end = std::clamp<int64_t>(end, 0, d);
-      return Expr(end > start ? (end - start - 1) / step + 1 : 0);
-    }
-    start = std::clamp<int64_t>(start, 0, d - 1);
-    end = std::clamp<int64_t>(end, -1, d - 1);
-    return Expr(start > end ? (start - end - 1) / -step + 1 : 0);
-  }
-  if (!dim.known() || step <= 0) return Expr();
-  constexpr int64_t kOpen = int64_t{1} << 30;  // exporters write INT64_MAX or INT32_MAX
-  if (start < 0 || (end < kOpen && end != 0 && end > -kOpen)) {
-    // end < 0 counts from the end: [start, dim + end).
-    if (start >= 0 && end < 0) return Expr::ceil_div(Expr::max(dim + Expr(end - start), Expr(0)), Expr(step));
-    return Expr();
-  }
-  if (end == 0 || end <= -kOpen) return Expr(0);
-  return Expr::ceil_div(start == 0 ? dim : Expr::max(dim - Expr(start), Expr(0)), Expr(step));
-}
-
-bool forward_slice(const NodeRef& n, Facts& f) {
-  auto x = f.dims(n.input(0));
-  if (!x) return false;
-  auto starts = input_ints(n, f, 1), ends = input_ints(n, f, 2);
-  if (!starts || !ends || starts->size() != ends->size()) return f.set_rank(n.output(0), static_cast<int>(x->size()));
-  std::vector<int64_t> axes, steps(starts->size(), 1);
-  if (n.input(3) != KILN_NO_ID) {
-    auto a = input_ints(n, f, 3);
-    if (!a) return f.set_rank(n.output(0), static_cast<int>(x->size()));
-    axes = *a;
-  } else {
-    for (size_t i = 0; i < starts->size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  }
-  if (n.input(4) != KILN_NO_ID) {
-    auto s = input_ints(n, f, 4);
-    if (!s) return f.set_rank(n.output(0), static_cast<int>(x->size()));
-    steps = *s;
-  }
-  if (axes.size() != starts->size() || steps.size() != starts->size()) return false;
-  std::vector<Expr> out = *x;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    auto k = norm_axis(axes[i], static_cast<int>(x->size()));
-    if (!k || steps[i] == 0) return false;
-    out[*k] = slice_len((*x)[*k], (*starts)[i], (*ends)[i], steps[i]);
-  }
-  return f.set_shape(n.output(0), out);
-}
-
-bool forward_reduce(const NodeRef& n, Facts& f) {
-  auto x = f.dims(n.input(0));
-  if (!x) return false;
-  std::optional<std::vector<int64_t>> axes = n.attr_ints("axes");
-  if (axes->empty() && n.input(1) != KILN_NO_ID) axes = input_ints(n, f, 1);
-  if (!axes) return false;
-  const bool keep = n.attr_int("keepdims", 1) != 0;
-  if (axes->empty() && n.attr_int("noop_with_empty_axes", 0)) return f.set_shape(n.output(0), *x);
-  std::vector<bool> reduced(x->size(), axes->empty());
-  for (int64_t a : *axes) {
-    auto k = norm_axis(a, static_cast<int>(x->size()));
-    if (!k) return false;
-    reduced[*k] = true;
-  }
-  std::vector<Expr> out;
-  for (size_t k = 0; k < x->size(); ++k) {
-    if (!reduced[k]) out.push_back((*x)[k]);
-    else if (keep) out.push_back(Expr(1));
-  }
-  return f.set_shape(n.output(0), out);
-}
-
-bool forward_argreduce(const NodeRef& n, Facts& f) {
-  auto x = f.dims(n.input(0));
-  if (!x) return false;
-  auto k = norm_axis(n.attr_int("axis", 0), static_cast<int>(x->size()));
-  if (!k) return false;
-  std::vector<Expr> out = *x;
-  if (n.attr_int("keepdims", 1)) out[*k] = Expr(1);
-  else out.erase(out.begin() + static_cast<std::ptrdiff_t>(*k));
-  return f.set_shape(n.output(0), out);
-}
-
-// An output shape given as an input's values (ConstantOfShape, Expand's
-// broadcast with the input).
-bool forward_shape_input(const NodeRef& n, Facts& f, size_t input, bool broadcast_with_data) {
-  const std::vector<Expr>* shape = f.values(n.input(input));
+// Expand: the input broadcast with the shape its input 1 holds.
+bool forward_expand(const NodeRef& n, Facts& f) {
+  const std::vector<Expr>* shape = f.values(n.input(1));
   if (!shape) return false;
-  if (!broadcast_with_data) return f.set_shape(n.output(0), *shape);
   auto x = f.dims(n.input(0));
   if (!x) return false;
   const size_t rank = std::max(x->size(), shape->size());
@@ -335,107 +130,6 @@ bool forward_shape_input(const NodeRef& n, Facts& f, size_t input, bool broadcas
     out.push_back(broadcast_dim({ix >= rank ? (*x)[ix - rank] : Expr(1), is >= rank ? (*shape)[is - rank] : Expr(1)}));
   }
   return f.set_shape(n.output(0), out);
-}
-
-bool forward_tile(const NodeRef& n, Facts& f) {
-  auto x = f.dims(n.input(0));
-  const std::vector<Expr>* reps = f.values(n.input(1));
-  if (!x || !reps || reps->size() != x->size()) return false;
-  std::vector<Expr> out;
-  for (size_t k = 0; k < x->size(); ++k) out.push_back((*x)[k] * (*reps)[k]);
-  return f.set_shape(n.output(0), out);
-}
-
-bool forward_pad(const NodeRef& n, Facts& f) {
-  auto x = f.dims(n.input(0));
-  if (!x) return false;
-  std::optional<std::vector<int64_t>> pads = n.attr_ints("pads");
-  if (n.input(1) != KILN_NO_ID) pads = input_ints(n, f, 1);
-  std::vector<int64_t> axes;
-  if (n.input(3) != KILN_NO_ID) {
-    auto a = input_ints(n, f, 3);
-    if (!a) return f.set_rank(n.output(0), static_cast<int>(x->size()));
-    axes = *a;
-  } else {
-    for (size_t k = 0; k < x->size(); ++k) axes.push_back(static_cast<int64_t>(k));
-  }
-  if (!pads || pads->size() != 2 * axes.size()) return f.set_rank(n.output(0), static_cast<int>(x->size()));
-  std::vector<Expr> out = *x;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    auto k = norm_axis(axes[i], static_cast<int>(x->size()));
-    if (!k) return false;
-    out[*k] = out[*k] + Expr((*pads)[i] + (*pads)[i + axes.size()]);
-  }
-  return f.set_shape(n.output(0), out);
-}
-
-// Resize by sizes, or by integral scales (the usual x2 upsampling).
-bool forward_resize(const NodeRef& n, Facts& f) {
-  auto x = f.dims(n.input(0));
-  if (!x) return false;
-  if (const std::vector<Expr>* sizes = f.values(n.input(3)); sizes && sizes->size() == x->size())
-    return f.set_shape(n.output(0), *sizes);
-  size_t bytes = 0;
-  const void* data = n.input(2) == KILN_NO_ID ? nullptr : n.g.constant_data(n.input(2), &bytes);
-  auto info = n.input(2) == KILN_NO_ID ? std::nullopt : n.g.value(n.input(2));
-  if (!data || !info || info->dtype != 1 || bytes != x->size() * sizeof(float))
-    return f.set_rank(n.output(0), static_cast<int>(x->size()));
-  std::vector<Expr> out;
-  for (size_t k = 0; k < x->size(); ++k) {
-    float s;
-    std::memcpy(&s, static_cast<const char*>(data) + k * sizeof(float), sizeof(float));
-    if (s >= 1 && std::floor(s) == s) out.push_back((*x)[k] * Expr(static_cast<int64_t>(s)));
-    else if ((*x)[k].is_const())
-      out.push_back(Expr(static_cast<int64_t>(std::floor(static_cast<double>((*x)[k].value()) * s))));
-    else out.push_back(Expr());
-  }
-  return f.set_shape(n.output(0), out);
-}
-
-bool forward_split(const NodeRef& n, Facts& f) {
-  auto x = f.dims(n.input(0));
-  if (!x) return false;
-  auto axis = norm_axis(n.attr_int("axis", 0), static_cast<int>(x->size()));
-  if (!axis) return false;
-  std::optional<std::vector<int64_t>> sizes = n.attr_ints("split");
-  if (n.input(1) != KILN_NO_ID) sizes = input_ints(n, f, 1);
-  const int64_t parts = static_cast<int64_t>(n.out.size());
-  const Expr& d = (*x)[*axis];
-  bool changed = false;
-  for (size_t o = 0; o < n.out.size(); ++o) {
-    std::vector<Expr> out = *x;
-    if (sizes && sizes->size() == n.out.size()) out[*axis] = Expr((*sizes)[o]);
-    // An equal split is exact only when the parts divide the dim (else the
-    // last part is shorter).
-    else if (sizes && sizes->empty() && d.is_const() && d.value() % parts == 0) out[*axis] = Expr(d.value() / parts);
-    else out[*axis] = Expr();
-    changed |= f.set_shape(n.out[o], out);
-  }
-  return changed;
-}
-
-bool forward_depth_space(const NodeRef& n, Facts& f, bool to_space) {
-  auto x = f.dims(n.input(0));
-  const int64_t b = n.attr_int("blocksize", 0);
-  if (!x || x->size() != 4 || b <= 0) return false;
-  const Expr bb(b * b), e(b);
-  if (to_space)
-    return f.set_shape(n.output(0), {(*x)[0], Expr::floor_div((*x)[1], bb), (*x)[2] * e, (*x)[3] * e});
-  return f.set_shape(n.output(0), {(*x)[0], (*x)[1] * bb, Expr::floor_div((*x)[2], e), Expr::floor_div((*x)[3], e)});
-}
-
-bool forward_range(const NodeRef& n, Facts& f) {
-  const std::vector<Expr>* s = f.values(n.input(0));
-  const std::vector<Expr>* l = f.values(n.input(1));
-  const std::vector<Expr>* d = f.values(n.input(2));
-  if (!s || !l || !d || s->size() != 1 || l->size() != 1 || d->size() != 1) return f.set_rank(n.output(0), 1);
-  const Expr &start = (*s)[0], &limit = (*l)[0], &delta = (*d)[0];
-  Expr len;
-  if (start.is_const() && limit.is_const() && delta.is_const() && delta.value() != 0)
-    len = Expr(std::max<int64_t>(Expr::ceil_div(limit - start, delta).value(), 0));
-  else if (start.is_const() && start.value() == 0 && limit.nonneg() && delta.is_const() && delta.value() > 0)
-    len = Expr::ceil_div(limit, delta);
-  return f.set_shape(n.output(0), {len});
 }
 
 bool forward_if(const NodeRef& n, Facts& f) {
@@ -464,20 +158,41 @@ bool forward_if(const NodeRef& n, Facts& f) {
   return changed;
 }
 
-}  // namespace
-
-bool forward_shapes(const NodeRef& n, Facts& f) {
-  if (n.out.empty() || n.output(0) == KILN_NO_ID) return false;
-  const std::string& op = n.op;
-  if (keeps_input_shape(n)) {
-    auto x = f.dims(n.input(0));
-    return x && f.set_shape(n.output(0), *x);
+// The host's inference on the facts. Nullopt when the host cannot infer
+// the node (no inference for the op, a sub-graph, an invalid combination).
+std::optional<bool> forward_by_host(const NodeRef& n, Facts& f) {
+  if (!n.g.can_infer_dims()) return std::nullopt;
+  std::vector<kiln::plugin::InferInput> inputs(n.in.size());
+  for (size_t i = 0; i < n.in.size(); ++i) {
+    if (n.in[i] == KILN_NO_ID) continue;
+    if (auto dims = f.dims(n.in[i])) {
+      inputs[i].dims.emplace();
+      for (const Expr& e : *dims) inputs[i].dims->push_back(e.text());
+    }
+    if (const std::vector<Expr>* vals = f.values(n.in[i])) {
+      inputs[i].values.emplace();
+      for (const Expr& e : *vals) inputs[i].values->push_back(e.text());
+    }
   }
+  auto outs = n.g.infer_dims(n.id, inputs);
+  if (!outs) return std::nullopt;
+  bool changed = false;
+  for (size_t k = 0; k < n.out.size() && k < outs->size(); ++k) {
+    if (n.out[k] == KILN_NO_ID || !(*outs)[k]) continue;
+    std::vector<Expr> dims;
+    for (const std::string& text : *(*outs)[k]) dims.push_back(Expr::parse(text));
+    changed |= f.set_shape(n.out[k], dims);
+  }
+  return changed;
+}
+
+// RDP's own functions (see the top of the file); false when none applies.
+bool forward_own(const NodeRef& n, Facts& f) {
   if (!n.domain.empty()) return false;
   if (broadcasts(n)) return forward_broadcast(n, f);
-  if (op == "MatMul") return forward_matmul(n, f);
-  if (op == "Gemm") return forward_gemm(n, f);
-  if (op == "Conv") {
+  if (n.op == "MatMul") return forward_matmul(n, f);
+  if (n.op == "Expand") return forward_expand(n, f);
+  if (n.op == "Conv") {
     auto w = f.dims(n.input(1));
     if (!w || w->size() < 3) return false;
     std::vector<int64_t> kernel = n.attr_ints("kernel_shape");
@@ -488,53 +203,24 @@ bool forward_shapes(const NodeRef& n, Facts& f) {
       }
     return forward_window(n, f, (*w)[0], kernel);
   }
-  if (op == "MaxPool" || op == "AveragePool" || op == "LpPool")
+  if (n.op == "MaxPool" || n.op == "AveragePool" || n.op == "LpPool")
     return forward_window(n, f, f.dim(n.input(0), 1), n.attr_ints("kernel_shape"));
-  if (op == "GlobalMaxPool" || op == "GlobalAveragePool" || op == "GlobalLpPool") {
-    auto x = f.dims(n.input(0));
-    if (!x || x->size() < 2) return false;
-    std::vector<Expr> out = {(*x)[0], (*x)[1]};
-    out.resize(x->size(), Expr(1));
-    return f.set_shape(n.output(0), out);
-  }
-  if (op == "Transpose") return forward_transpose(n, f);
-  if (op == "Concat") return forward_concat(n, f);
-  if (op == "Gather") return forward_gather(n, f);
-  if (op == "GatherElements") {
-    auto idx = f.dims(n.input(1));
-    return idx && f.set_shape(n.output(0), *idx);
-  }
-  if (op == "Flatten") return forward_flatten(n, f);
-  if (op == "Reshape") return forward_reshape(n, f);
-  if (op == "Unsqueeze") return forward_unsqueeze(n, f);
-  if (op == "Squeeze") return forward_squeeze(n, f);
-  if (op == "Slice") return forward_slice(n, f);
-  if (op.rfind("Reduce", 0) == 0) return forward_reduce(n, f);
-  if (op == "ArgMax" || op == "ArgMin") return forward_argreduce(n, f);
-  if (op == "Shape") {
-    const int r = f.rank(n.input(0));
-    if (r < 0) return f.set_rank(n.output(0), 1);
-    int64_t start = n.attr_int("start", 0), end = n.attr_int("end", r);
-    start = std::clamp<int64_t>(start < 0 ? start + r : start, 0, r);
-    end = std::clamp<int64_t>(end < 0 ? end + r : end, 0, r);
-    return f.set_shape(n.output(0), {Expr(std::max<int64_t>(end - start, 0))});
-  }
-  if (op == "Size") return f.set_shape(n.output(0), {});
-  if (op == "ConstantOfShape") return forward_shape_input(n, f, 0, false);
-  if (op == "Expand") return forward_shape_input(n, f, 1, true);
-  if (op == "Tile") return forward_tile(n, f);
-  if (op == "Pad") return forward_pad(n, f);
-  if (op == "Resize") return forward_resize(n, f);
-  if (op == "Split") return forward_split(n, f);
-  if (op == "DepthToSpace") return forward_depth_space(n, f, true);
-  if (op == "SpaceToDepth") return forward_depth_space(n, f, false);
-  if (op == "Range") return forward_range(n, f);
-  if (op == "If") return forward_if(n, f);
-  if (op == "NonZero") {
-    const int r = f.rank(n.input(0));
-    return r >= 0 && f.set_shape(n.output(0), {Expr(r), Expr()});
-  }
   return false;
+}
+
+}  // namespace
+
+bool forward_shapes(const NodeRef& n, Facts& f) {
+  if (n.out.empty() || n.output(0) == KILN_NO_ID) return false;
+  if (n.domain.empty() && n.op == "If") return forward_if(n, f);
+  bool changed = forward_own(n, f);
+  const std::optional<bool> host = forward_by_host(n, f);
+  changed |= host.value_or(false);
+  // An op the host cannot infer that keeps its input's shape (a host
+  // without infer_node_dims, or inference refusing what RDP knows).
+  if (!host && keeps_input_shape(n))
+    if (auto x = f.dims(n.input(0))) changed |= f.set_shape(n.output(0), *x);
+  return changed;
 }
 
 }  // namespace kiln_rdp

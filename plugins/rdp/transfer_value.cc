@@ -47,8 +47,8 @@ std::optional<Expr> binary(const std::string& op, const Expr& a, const Expr& b) 
   return std::nullopt;
 }
 
-// kiln_dtype_t: INT8 (4) .. UINT64 (12), BOOL (9) included (comparisons feed Where).
-bool is_int(int32_t dtype) { return dtype >= 4 && dtype <= 12; }
+// Integers and bool (comparisons feed Where).
+bool is_int(int32_t dtype) { return kiln_plugin_dtype_is_int(dtype) || dtype == KILN_PLUGIN_DTYPE_BOOL; }
 
 // Gather on a 1-D (or 0-D index) value vector.
 std::optional<Vals> gather(const Vals& data, const std::vector<int64_t>& idx) {

@@ -10,7 +10,7 @@
 #include <map>
 #include <string>
 
-#include "engine/registry/shape_inference.h"
+#include "engine/ops/shape_inference.h"
 #include "engine/runtime/reference_executor.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "engine/runtime/vulkan/vulkan_model_test_fixture.h"
@@ -153,7 +153,7 @@ bool ran(const VulkanRunStats& stats, const std::string& prefix) {
 
 TEST_F(VulkanControlFlowTest, OnlyTheTakenBranchRuns) {
   ir::Graph g = if_graph(/*nested=*/false);
-  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
   ReferenceExecutor reference(g);
   for_each_storage(g, [&](VulkanModel& model) {
     const planner::ExecutionPlan& plan = model.plan();
@@ -195,7 +195,7 @@ TEST_F(VulkanControlFlowTest, OnlyTheTakenBranchRuns) {
 
 TEST_F(VulkanControlFlowTest, NestedIfRunsOnTheDevice) {
   ir::Graph g = if_graph(/*nested=*/true);
-  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
   ReferenceExecutor reference(g);
   for_each_storage(g, [&](VulkanModel& model) {
     EXPECT_EQ(model.plan().fallback_count(), 0u);
@@ -243,7 +243,7 @@ TEST_F(VulkanControlFlowTest, HostConditionIsDecidedWhenRecording) {
              branches(then_r, else_r), "if");
   g.add_node("Relu", {out}, {y}, {}, "after");
   g.add_output(y);
-  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
   ReferenceExecutor reference(g);
   for_each_storage(g, [&](VulkanModel& model) {
     EXPECT_EQ(model.plan().fallback_count(), 0u);
@@ -298,7 +298,7 @@ TEST_F(VulkanControlFlowTest, FallbacksAroundAndInsideTheBranches) {
   g.add_node("If", {cond}, {out}, branches(then_r, else_r), "if");
   g.add_node("Add", {out, x}, {y}, {}, "after");
   g.add_output(y);
-  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
   ReferenceExecutor reference(g);
   options_.lowerings = lowerings;
   for_each_storage(g, [&](VulkanModel& model) {
@@ -367,7 +367,7 @@ TEST_F(VulkanControlFlowTest, LoopWithTripCountRunsItsBodyMTimes) {
   g.add_node("Add", {y, a}, {z}, {}, "after");
   g.add_output(z);
   g.add_output(y);
-  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
   ReferenceExecutor reference(g);
   for_each_storage(g, [&](VulkanModel& model) {
     const planner::ExecutionPlan& plan = model.plan();
@@ -413,7 +413,7 @@ TEST_F(VulkanControlFlowTest, WhileLoopReadsItsConditionFromTheDevice) {
   ir::ValueId y = g.add_value("y", DType::kFloat32, xs);
   g.add_node("Loop", {ir::kNoValue, c, x}, {y}, {{"body", ir::Attribute::of_graph(body)}}, "loop");
   g.add_output(y);
-  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
   ReferenceExecutor reference(g);
   auto model = compile(g, planner::Storage::kBuffer);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
@@ -474,7 +474,7 @@ TEST_F(VulkanControlFlowTest, LoopReadsTheIterationNumberAndScansOnTheDevice) {
   g.add_output(v);
   g.add_output(fs);
   g.add_output(vss);
-  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
   // Shape inference gives the scan outputs [iterations, ...].
   ASSERT_EQ(g.value(fs).shape.rank(), 3u);
   EXPECT_EQ(g.value(fs).dtype, DType::kFloat32);
@@ -616,7 +616,7 @@ TEST_F(VulkanControlFlowTest, NonZeroInABranchKeepsTheIfOnTheHost) {
   g.add_node("If", {cond}, {out}, branches(then_r, else_r), "if");
   g.add_node("Add", {out, g.add_constant("one", Tensor::scalar_i64(1))}, {y}, {}, "after");
   g.add_output(y);
-  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
   ReferenceExecutor reference(g);
   for_each_storage(g, [&](VulkanModel& model) {
     const planner::ExecutionPlan& plan = model.plan();

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/registry/shape_inference.h"
+#include "engine/ops/shape_inference.h"
 #include "engine/runtime/reference_executor.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "engine/runtime/vulkan/vulkan_model_test_fixture.h"
@@ -105,7 +105,7 @@ Tensor with_count(int count) {
 
 TEST_F(VulkanDynamicShapeTest, NonZeroSizesItsConsumers) {
   ir::Graph g = nonzero_graph();
-  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
   for_each_storage(g, [&](VulkanModel& model) {
     // NonZero runs on the host; everything else on the device.
     EXPECT_EQ(model.plan().fallback_count(), 1u);
@@ -128,7 +128,7 @@ TEST_F(VulkanDynamicShapeTest, NonZeroSizesItsConsumers) {
 TEST_F(VulkanDynamicShapeTest, ContinuationsShareMemoryAndStayBounded) {
   options_.max_signatures = 3;
   ir::Graph g = nonzero_graph();
-  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
   for_each_storage(g, [&](VulkanModel& model) {
     // 7 makes a fourth continuation: 5 (least recently run) goes; 11 then
     // drops 9, and 5 comes back recorded anew (dropping 2).
@@ -173,7 +173,7 @@ TEST_F(VulkanDynamicShapeTest, RangeOverADeviceValue) {
   g.add_node("Add", {rf, rf}, {sum}, {}, "add");
   g.add_output(rows);
   g.add_output(sum);
-  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
   auto ks = [](int64_t max) {
     std::vector<int64_t> v(100);
     for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int64_t>(i % 5) - 3;
@@ -209,7 +209,7 @@ TEST_F(VulkanDynamicShapeTest, ReshapeToADeviceComputedShape) {
   g.add_node("Exp", {y}, {e}, {}, "exp");
   g.add_output(s);
   g.add_output(e);
-  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
   auto ks = [](int64_t rows) {
     std::vector<int64_t> v(80, 1);
     v[50] = rows;
@@ -249,7 +249,7 @@ TEST_F(VulkanDynamicShapeTest, BoundariesChain) {
              {}, "range");
   g.add_node("Cast", {r}, {rf}, {{"to", ir::Attribute::of_int(1)}}, "cast");  // to: ONNX FLOAT
   g.add_output(rf);
-  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
   auto xs = [](std::vector<int> at) {
     Tensor t = Tensor::allocate(DType::kFloat32, {70}).value();
     for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = 0.0f;
@@ -291,7 +291,7 @@ TEST_F(VulkanDynamicShapeTest, BranchDependentIf) {
              "if");
   g.add_node("Exp", {out}, {y}, {}, "exp");
   g.add_output(y);
-  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
   auto xv = [](float offset) {
     return Tensor::from_vector<float>({6}, {offset, 0.5f, -0.25f, 0.75f, offset, -1.0f});
   };
@@ -356,7 +356,7 @@ ir::Graph scan_loop_graph(bool early_exit) {
 // its consumers are sized with the signature (no boundary).
 TEST_F(VulkanDynamicShapeTest, LoopWithScanOutputRunsOnTheDevice) {
   ir::Graph g = scan_loop_graph(false);
-  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
   const Tensor xv = Tensor::from_vector<float>({4}, {1.0f, -2.0f, 0.5f, 3.0f});
   for_each_storage(g, [&](VulkanModel& model) {
     ASSERT_EQ(model.plan().fallback_count(), 0u) << model.plan().fallback_reasons[0];
@@ -384,7 +384,7 @@ TEST_F(VulkanDynamicShapeTest, LoopWithScanOutputRunsOnTheDevice) {
 // body), its outputs' shapes come from running it, at a boundary.
 TEST_F(VulkanDynamicShapeTest, EarlyExitLoopWithScanOutputRunsOnTheHost) {
   ir::Graph g = scan_loop_graph(true);
-  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
   const Tensor xv = Tensor::from_vector<float>({4}, {1.0f, -2.0f, 0.5f, 3.0f});  // sum(w) = 14.25
   for_each_storage(g, [&](VulkanModel& model) {
     ASSERT_EQ(model.plan().fallback_count(), 1u);
@@ -437,7 +437,7 @@ TEST_F(VulkanDynamicShapeTest, LoopWithADeviceTripCountScansOnTheDevice) {
   ir::ValueId out = g.add_value("out", DType::kUndefined, ir::SymShape::unranked());
   g.add_node("Loop", {trip, go, start}, {last, out}, {{"body", ir::Attribute::of_graph(body)}}, "loop");
   g.add_output(out);
-  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
   ASSERT_TRUE(g.value(out).shape.has_rank);
   EXPECT_EQ(g.value(out).shape.rank(), 1u);
   auto f = [](float x) { return Tensor::scalar_f32(x); };

@@ -4,7 +4,7 @@
 // arena shrinks where an in-place write sits at the peak.
 #include <gtest/gtest.h>
 
-#include "engine/registry/shape_inference.h"
+#include "engine/ops/shape_inference.h"
 #include "engine/runtime/reference_executor.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "engine/runtime/vulkan/vulkan_model_test_fixture.h"
@@ -71,7 +71,7 @@ TEST_F(VulkanInplaceTest, ElementwiseChainMatchesReferenceAtEveryShapeWithASmall
   g.add_node("Mul", {d, z}, {e});
   g.add_node("Neg", {e}, {y});
   g.add_output(y);
-  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
   ReferenceExecutor reference(g);
   auto on = compile_inplace(g, true);
   ASSERT_TRUE(on.ok()) << on.status().to_string();
@@ -113,7 +113,7 @@ TEST_F(VulkanInplaceTest, InplaceAcrossADynamicShapeBoundary) {
   g.add_node("Neg", {q}, {y});
   g.add_output(nz);
   g.add_output(y);
-  ASSERT_TRUE(registry::infer_graph_shapes(g).ok());
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
   ReferenceExecutor reference(g);
   auto model = compile_inplace(g, true);
   ASSERT_TRUE(model.ok()) << model.status().to_string();

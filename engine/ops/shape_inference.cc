@@ -1,13 +1,13 @@
 // Shape inference over a graph (see shape_inference.h).
-#include "engine/registry/shape_inference.h"
+#include "engine/ops/shape_inference.h"
 
 #include <algorithm>
 #include <utility>
 
-namespace kiln::registry {
+namespace kiln::ops {
 namespace {
 
-void merge(ir::Value& v, ops::ValueInfo& info) {
+void merge(ir::Value& v, ValueInfo& info) {
   if (info.dtype != DType::kUndefined) v.dtype = info.dtype;
   if (!info.shape.has_rank) return;
   if (v.shape.has_rank && v.shape.rank() == info.shape.rank()) {
@@ -34,11 +34,11 @@ Status ShapeInferrer::infer_region(ir::RegionId region_id) {
 
 Status ShapeInferrer::infer_node(ir::NodeId nid) {
   const ir::Node& node = graph_.node(nid);
-  const ops::OpSchema* schema = registry_.find(node.domain, node.op);
+  const OpSchema* schema = registry_.find(node.domain, node.op);
   if (!schema) return ok_status();
-  std::vector<ops::ValueInfo> inputs;
+  std::vector<ValueInfo> inputs;
   for (ir::ValueId id : node.inputs) {
-    ops::ValueInfo info;
+    ValueInfo info;
     if (id != ir::kNoValue) {
       const ir::Value& v = graph_.value(id);
       // An input nothing is known about (an untyped sub-graph parameter):
@@ -51,7 +51,7 @@ Status ShapeInferrer::infer_node(ir::NodeId nid) {
     }
     inputs.push_back(std::move(info));
   }
-  KILN_ASSIGN_OR_RETURN(std::vector<ops::ValueInfo> outs, ops::infer_node(*schema, node, std::move(inputs)));
+  KILN_ASSIGN_OR_RETURN(std::vector<ValueInfo> outs, ops::infer_node(*schema, node, std::move(inputs)));
   for (size_t i = 0; i < node.outputs.size() && i < outs.size(); ++i) {
     const ir::ValueId id = node.outputs[i];
     if (id == ir::kNoValue) continue;
@@ -164,9 +164,9 @@ void ShapeInferrer::merge_if_branches(const ir::Node& node) {
   }
 }
 
-Status infer_graph_shapes(ir::Graph& graph, const ops::OpRegistry& registry) {
+Status infer_graph_shapes(ir::Graph& graph, const OpRegistry& registry) {
   ShapeInferrer inferrer(graph, registry);
   return inferrer.infer_region(ir::kMainRegion);
 }
 
-}  // namespace kiln::registry
+}  // namespace kiln::ops

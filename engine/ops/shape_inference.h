@@ -16,7 +16,7 @@
 #include "engine/ir/graph.h"
 #include "engine/ops/op_registry.h"
 
-namespace kiln::registry {
+namespace kiln::ops {
 
 // Infers nodes of one graph, remembering between calls the shape values
 // (ValueInfo::dims_value: what Shape -> Gather -> Concat chains compute) that
@@ -33,7 +33,7 @@ namespace kiln::registry {
 // Borrows `graph` and `registry`, which must outlive it. Not thread-safe.
 class ShapeInferrer {
  public:
-  explicit ShapeInferrer(ir::Graph& graph, const ops::OpRegistry& registry = ops::OpRegistry::builtin())
+  explicit ShapeInferrer(ir::Graph& graph, const OpRegistry& registry = OpRegistry::builtin())
       : graph_(graph), registry_(registry) {}
 
   // Infers the outputs of `node` from its inputs as they are now. Its
@@ -50,11 +50,11 @@ class ShapeInferrer {
   Status refine_loop(const ir::Node& node);
 
   ir::Graph& graph_;
-  const ops::OpRegistry& registry_;
+  const OpRegistry& registry_;
   std::vector<std::optional<std::vector<ir::Dim>>> dims_values_;  // by value id
 };
 
 // Re-infers every live node of the graph (ShapeInferrer over the main region).
-Status infer_graph_shapes(ir::Graph& graph, const ops::OpRegistry& registry = ops::OpRegistry::builtin());
+Status infer_graph_shapes(ir::Graph& graph, const OpRegistry& registry = OpRegistry::builtin());
 
-}  // namespace kiln::registry
+}  // namespace kiln::ops
