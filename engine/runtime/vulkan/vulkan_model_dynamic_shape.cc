@@ -253,7 +253,7 @@ Status VulkanModel::Impl::place_phase(Signature& sig) {
     inherited[t] = sig.parent && (before[t] || input);
     later[t] = !input && !until_end[t] && after[t];
   }
-  // place_tensors (plugins/memplan's placement) sizes every tensor of the
+  // place_tensors (planner/memory/arena.h's placement) sizes every tensor of the
   // plan: those this signature does not own are made one element there
   // (their slots go unused); inherited ones then point at the parents'
   // memory.

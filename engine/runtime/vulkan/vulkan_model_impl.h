@@ -15,7 +15,7 @@
 
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "planner/glsl_codegen.h"
-#include "plugins/memplan/arena.h"
+#include "planner/memory/arena.h"
 #include "platform/vulkan/host_buffer.h"
 #include "platform/vulkan/memory_arena.h"
 #include "platform/vulkan/pipeline.h"

@@ -2,7 +2,7 @@
 // one per depth of sub-graph boundaries for their continuations), and a
 // bounded cache of recorded signatures.
 //
-// Each signature's arena plan (plugins/memplan) is made for its own shapes,
+// Each signature's arena plan (planner/memory/arena.h) is made for its own shapes,
 // but the memory it is bound in is the model's: a user who feeds a new
 // sentence length every call holds the largest plan seen, not one arena per
 // length (and not one sized for a maximum shape). Runs take turns on it (the

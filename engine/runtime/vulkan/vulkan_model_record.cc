@@ -8,7 +8,7 @@
 
 #include "engine/runtime/vulkan/device_data.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
-#include "plugins/memplan/arena.h"
+#include "planner/memory/arena.h"
 
 namespace kiln::runtime {
 
