@@ -16,6 +16,7 @@
 
 #include "engine/runtime/vulkan/device_data.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
+#include "platform/vulkan/barriers.h"
 
 namespace kiln::runtime {
 
@@ -199,21 +200,16 @@ void VulkanModel::Impl::record_condition_copy(Signature& sig, Segment& seg, VkCo
   const VolkDeviceTable& fn = device.fn();
   const TensorId cond = seg.condition;
   const Placement& p = sig.place[static_cast<size_t>(cond)];
-  VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  before.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  before.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
-  fn.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                          VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
+  vk::cmd_memory_barrier(fn, cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                         VK_ACCESS_TRANSFER_READ_BIT);
   VkBufferCopy region{};
   region.srcOffset = p.offset;
   region.dstOffset = seg.condition_offset;
   region.size = device_bytes(plan.tensors[static_cast<size_t>(cond)].layout, sig.shapes[static_cast<size_t>(cond)]);
   fn.vkCmdCopyBuffer(cmd, p.buffer->handle(), sig.conditions->handle(), 1, &region);
-  VkMemoryBarrier after{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  after.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-  after.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  fn.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &after, 0, nullptr, 0,
-                          nullptr);
+  vk::cmd_memory_barrier(fn, cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                         VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_HOST_READ_BIT);
 }
 
 namespace {

@@ -22,6 +22,7 @@
 
 #include "engine/runtime/vulkan/device_data.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
+#include "planner/memory/liveness.h"
 
 namespace kiln::runtime {
 
@@ -38,25 +39,6 @@ constexpr int kInheritedResource = 1 << 20;
 
 // The tensor whose memory `t` uses (views, in-place writes: planner/inplace.h).
 TensorId root_of(const planner::ExecutionPlan& plan, TensorId t) { return planner::memory_root(plan, t); }
-
-// Per root tensor, whether a plan step in [from, to) writes it (a kernel
-// binding it as written, a host fallback making it).
-std::vector<bool> writes_in(const planner::ExecutionPlan& plan, const ir::Graph& graph, size_t from, size_t to) {
-  std::vector<bool> wrote(plan.tensors.size(), false);
-  for (size_t s = from; s < to && s < plan.steps.size(); ++s) {
-    const PlanStep& step = plan.steps[s];
-    if (step.kind == PlanStep::Kind::kDispatch) {
-      for (const planner::KernelTensor& kt : step.kernel.tensors)
-        if (kt.written) wrote[static_cast<size_t>(root_of(plan, kt.tensor))] = true;
-    } else if (step.kind == PlanStep::Kind::kFallback) {
-      for (ir::ValueId v : graph.node(step.node).outputs) {
-        auto it = v == ir::kNoValue ? plan.value_tensor.end() : plan.value_tensor.find(v);
-        if (it != plan.value_tensor.end()) wrote[static_cast<size_t>(root_of(plan, it->second))] = true;
-      }
-    }
-  }
-  return wrote;
-}
 
 std::string hex(const Tensor& t) {
   static const char kHex[] = "0123456789abcdef";
@@ -106,7 +88,7 @@ Status VulkanModel::Impl::find_boundary(Signature& sig) const {
   sig.end_step = s;
   sig.boundary.step = s;
 
-  const std::vector<bool> written = writes_in(plan, graph, 0, s);
+  const std::vector<bool> written = planner::roots_written_in(plan, graph, 0, s);
   // Whether `v` is known on the host already, or computed on the device
   // before step s (then it can be read back there).
   auto known = [&](ir::ValueId v) {
@@ -236,9 +218,9 @@ StatusOr<Signature*> VulkanModel::Impl::cross_boundary(Signature& sig, const std
 Status VulkanModel::Impl::place_phase(Signature& sig) {
   const size_t n = plan.tensors.size();
   const size_t parent_end = sig.parent ? sig.parent->end_step : 0;
-  const std::vector<bool> before = writes_in(plan, graph, 0, parent_end);
-  const std::vector<bool> until_end = writes_in(plan, graph, 0, sig.end_step);
-  const std::vector<bool> after = writes_in(plan, graph, sig.end_step, plan.steps.size());
+  const std::vector<bool> before = planner::roots_written_in(plan, graph, 0, parent_end);
+  const std::vector<bool> until_end = planner::roots_written_in(plan, graph, 0, sig.end_step);
+  const std::vector<bool> after = planner::roots_written_in(plan, graph, sig.end_step, plan.steps.size());
   // Inherited: the parents wrote it (or it is an input, written before the
   // run): it stays where they put it. Later: only steps past this
   // signature's boundary write it: a continuation places it.

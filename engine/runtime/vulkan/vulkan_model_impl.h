@@ -13,9 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/runtime/vulkan/hazard_tracker.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "planner/glsl_codegen.h"
 #include "planner/memory/arena.h"
+#include "planner/memory/liveness.h"
 #include "platform/vulkan/host_buffer.h"
 #include "platform/vulkan/memory_arena.h"
 #include "platform/vulkan/pipeline.h"
@@ -26,6 +28,8 @@
 namespace kiln::runtime {
 
 using planner::TensorId;
+
+struct ArenaLayout;  // place_tensors' blocks before offsets (vulkan_model_place.cc)
 
 using Clock = std::chrono::steady_clock;
 inline double ms_since(Clock::time_point t0) {
@@ -184,20 +188,52 @@ struct VulkanModel::Impl {
     return run(inputs, DeviceBindings{}, stats);
   }
 
+  // run()'s phases (vulkan_model_run.cc). input_specs checks the inputs
+  // against the graph (kInvalidArgument naming the input); upload_inputs
+  // stages or writes them; download_outputs reads the outputs back;
+  // fill_run_stats moves `ran`'s lists into `stats`.
+  StatusOr<std::vector<InputSpec>> input_specs(const std::vector<Tensor>& inputs,
+                                               const DeviceBindings& bindings) const;
+  Status upload_inputs(Signature& sig, const std::vector<Tensor>& inputs);
+  StatusOr<std::vector<Tensor>> download_outputs(Signature& sig, const DeviceBindings& bindings);
+  void fill_run_stats(const Signature& sig, VulkanRunStats& ran, VulkanRunStats& stats) const;
+
   // Per-signature setup.
   StatusOr<Signature*> signature_for(const std::vector<InputSpec>& inputs, const DeviceBindings& bindings,
                                      bool* created);
+  // Shapes (vulkan_model_shapes.cc): the concrete shape of every value and
+  // plan tensor for `inputs`, host values, symbol bindings, and the nodes
+  // that wait for a sub-graph boundary (sig.pending), in phases. Errors:
+  // kInvalidArgument when inputs disagree on a symbol, kUnimplemented for
+  // shapes the backend cannot size, the ops' inference errors.
   Status evaluate_shapes(const std::vector<InputSpec>& inputs, Signature& sig) const;
+  void seed_inputs(const std::vector<InputSpec>& inputs, Signature& sig, std::vector<ops::ValueInfo>& info) const;
+  Status bind_host_params(Signature& sig, const std::vector<ops::ValueInfo>& info) const;
+  Status bind_value_shapes(Signature& sig, const std::vector<ops::ValueInfo>& info,
+                           const std::vector<bool>& waiting) const;
+  Status evaluate_plan_dims(Signature& sig) const;
   // The plan tensor of graph input or output `name` (kNotFound otherwise).
   StatusOr<TensorId> io_tensor(const std::string& name) const;
   // Checks `bindings` against the signature's shapes and fills sig.external.
   Status resolve_bindings(const DeviceBindings& bindings, Signature& sig) const;
   void forget_buffer(VkBuffer buffer);
+  // Placement (vulkan_model_place.cc): every tensor's memory for `sig`'s
+  // shapes, in phases: collect_blocks (lifetimes from planner/memory/
+  // liveness.h, sizes, constants), choose_image_memory (images in the
+  // activation arena or their own), plan_offsets, bind_placements,
+  // place_external, place_aliases, then restore_arena. Errors:
+  // kUnimplemented for a tensor beyond the device's limits, kOutOfMemory.
   Status place_tensors(Signature& sig);
+  Status collect_blocks(Signature& sig, const planner::Liveness& liveness, ArenaLayout& layout);
+  Status choose_image_memory(Signature& sig, const planner::Liveness& liveness, ArenaLayout& layout);
+  Status bind_placements(Signature& sig, const planner::Liveness& liveness, const ArenaLayout& layout,
+                         const memplan::ArenaPlan& arena, int* resource);
+  void place_external(Signature& sig, int resource);
+  void place_aliases(Signature& sig);
   // Arena offsets for a signature's blocks. SoD²'s offsets as expressions of
   // the shape: each plan made so far is kept as its stacking (which blocks
   // lie below which; memplan arena.h) and evaluated at the new sizes (the
-  // expressions of plugins/memplan/symbolic.h, at concrete values); the
+  // expressions of planner/memory/symbolic.h, at concrete values); the
   // smallest is used when within kPlanSlack of the live-set lower bound,
   // otherwise the sizes are planned anew (memplan::plan_arena) and that plan
   // becomes another version (kPlanVersions kept per set of lifetimes).
@@ -230,7 +266,19 @@ struct VulkanModel::Impl {
   // Drops the least recently run of `family` (root signatures, or one
   // signature's continuations) beyond options.max_signatures (never `keep`).
   void evict_signatures(std::map<std::string, std::unique_ptr<Signature>>& family, const Signature* keep);
+  // Recording (vulkan_model_record.cc): segment_steps splits the steps
+  // into segments and prepares each dispatch (prepare_dispatch),
+  // link_loop_bodies finds each Loop's body segments, plan_staging and
+  // plan_condition_copies place the copies, record_segment records one
+  // command buffer (record_dispatches: barriers from HazardTracker).
   Status record(Signature& sig);
+  Status segment_steps(Signature& sig);
+  Status prepare_dispatch(Signature& sig, size_t step, RecordedDispatch& d, bool* empty);
+  void link_loop_bodies(Signature& sig);
+  void dispatch_ranges(const Signature& sig, size_t step, std::vector<MemoryRange>& reads,
+                       std::vector<MemoryRange>& writes) const;
+  Status record_segment(Signature& sig, Segment& seg, bool first, bool last);
+  Status record_dispatches(Signature& sig, Segment& seg);
   Status plan_staging(Signature& sig);
   Status create_images(Signature& sig, const std::vector<bool>& needed, VkDeviceSize capacity, int* resource);
   void record_input_copies(Signature& sig, VkCommandBuffer cmd);
