@@ -40,16 +40,6 @@ constexpr int kInheritedResource = 1 << 20;
 // The tensor whose memory `t` uses (views, in-place writes: planner/inplace.h).
 TensorId root_of(const planner::ExecutionPlan& plan, TensorId t) { return planner::memory_root(plan, t); }
 
-std::string hex(const Tensor& t) {
-  static const char kHex[] = "0123456789abcdef";
-  const auto* bytes = static_cast<const unsigned char*>(t.raw_data());
-  std::string out;
-  for (size_t b = 0; b < t.nbytes(); ++b) {
-    out += kHex[bytes[b] >> 4];
-    out += kHex[bytes[b] & 15];
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -159,14 +149,13 @@ StatusOr<Signature*> VulkanModel::Impl::cross_boundary(Signature& sig, const std
   if (b.host_step) {
     KILN_ASSIGN_OR_RETURN(host_outputs, fallback_outputs(sig, b.step));
     ++ran.fallbacks;
-    key += "host:";
-    for (const Tensor& t : host_outputs) key += shape_to_string(t.shape()) + ";";
+    key += host_outputs_key(host_outputs);
   }
   // Only the few elements of the shape inputs come back (a download of each).
   std::map<ir::ValueId, Tensor> read;
   for (ir::ValueId v : b.read_back) {
     KILN_ASSIGN_OR_RETURN(Tensor t, read_tensor(sig, plan.value_tensor.at(v)));
-    key += std::to_string(v) + "=" + std::string(dtype_name(t.dtype())) + shape_to_string(t.shape()) + hex(t) + ";";
+    key += read_back_key(v, t);
     read.emplace(v, std::move(t));
   }
   const ir::Node* node = b.host_step ? &graph.node(plan.steps[b.step].node) : nullptr;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/runtime/vulkan/hazard_tracker.h"
+#include "engine/runtime/vulkan/signature_cache.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "planner/glsl_codegen.h"
 #include "planner/memory/arena.h"
@@ -49,14 +50,6 @@ struct Placement {
   // in it, by memory offset), 1+ images in a separate image arena, then the
   // host's buffers; -1 constants.
   int resource = -1;
-};
-
-// The dtype and shape of one graph input for a run (a bound input has no
-// host tensor, only the shape its binding gives).
-struct InputSpec {
-  DType dtype = DType::kUndefined;
-  Shape shape;
-  const Tensor* value = nullptr;  // the host tensor, when the input was given as one
 };
 
 struct RecordedDispatch {

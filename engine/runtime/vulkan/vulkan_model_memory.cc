@@ -81,15 +81,10 @@ void VulkanModel::Impl::release(Signature& sig) {
 }
 
 void VulkanModel::Impl::evict_signatures(Family& family, const Signature* keep) {
-  const size_t limit = std::max<size_t>(options.max_signatures, 1);
-  while (family.size() > limit) {
-    auto oldest = family.end();
-    for (auto it = family.begin(); it != family.end(); ++it)
-      if (it->second.get() != keep && (oldest == family.end() || it->second->last_run < oldest->second->last_run))
-        oldest = it;
-    if (oldest == family.end()) return;
-    release(*oldest->second);
-    family.erase(oldest);
+  for (const std::string& key : lru_victims(family, options.max_signatures, keep)) {
+    auto it = family.find(key);
+    release(*it->second);
+    family.erase(it);
   }
 }
 

@@ -21,21 +21,6 @@ using planner::Storage;
 namespace {
 
 
-std::string shape_key(const InputSpec& t) {
-  std::string k = std::string(dtype_name(t.dtype)) + "[";
-  for (int64_t d : t.shape) k += std::to_string(d) + ",";
-  return k + "]";
-}
-
-// Bindings are part of a signature: the descriptors point into the buffers.
-std::string bindings_key(const DeviceBindings& bindings) {
-  std::string k;
-  for (const auto& [name, b] : bindings)
-    k += name + "@" + std::to_string(reinterpret_cast<uint64_t>(b.buffer)) + "+" + std::to_string(b.offset) + ":" +
-         std::to_string(b.size) + ";";
-  return k;
-}
-
 // The bytes a dispatch moves (each bound tensor once, whole, at its device
 // layout) and its FLOPs, with the signature's symbol values: a roofline
 // estimate, not a count of what the kernel's caches actually fetch.
@@ -88,25 +73,13 @@ VulkanModel::Impl::~Impl() {
 StatusOr<Signature*> VulkanModel::Impl::signature_for(const std::vector<InputSpec>& inputs,
                                                       const DeviceBindings& bindings, bool* created) {
   *created = false;
-  std::string key;
+  std::vector<bool> host_resident;
+  std::vector<std::string> names;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    key += shape_key(inputs[i]) + ";";
-    // Shape-like integer inputs live on the host; their values shape the run.
-    if (plan.tensors[static_cast<size_t>(plan.inputs[i])].host_resident) {
-      if (!inputs[i].value)
-        return invalid_argument("input '" + graph.value(graph.main().inputs[i]).name +
-                                "' is a small shape-like input and must be given as a host tensor");
-      // The bytes, not get_i64: float values (Resize scales) are host values too.
-      const auto* bytes = static_cast<const unsigned char*>(inputs[i].value->raw_data());
-      static const char kHex[] = "0123456789abcdef";
-      for (size_t b = 0; b < inputs[i].value->nbytes(); ++b) {
-        key += kHex[bytes[b] >> 4];
-        key += kHex[bytes[b] & 15];
-      }
-      key += ";";
-    }
+    host_resident.push_back(plan.tensors[static_cast<size_t>(plan.inputs[i])].host_resident);
+    names.push_back(graph.value(graph.main().inputs[i]).name);
   }
-  key += bindings_key(bindings);
+  KILN_ASSIGN_OR_RETURN(const std::string key, signature_key(inputs, host_resident, names, bindings));
   auto it = signatures.find(key);
   if (it != signatures.end()) return it->second.get();
   auto sig = std::make_unique<Signature>();
