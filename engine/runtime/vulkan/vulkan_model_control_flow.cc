@@ -16,7 +16,6 @@
 
 #include "engine/runtime/vulkan/device_data.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
-#include "platform/vulkan/barriers.h"
 
 namespace kiln::runtime {
 
@@ -173,43 +172,6 @@ Status VulkanModel::Impl::loop_shapes(const ir::Node& node, const std::function<
     out.shape = ir::SymShape::from_concrete(shape);
   }
   return ok_status();
-}
-
-Status VulkanModel::Impl::plan_condition_copies(Signature& sig) {
-  VkDeviceSize total = 0;
-  for (Segment& seg : sig.segments) {
-    if (seg.condition == planner::kNoTensor || seg.dispatches.empty() || seg.fallback_step != SIZE_MAX) continue;
-    const TensorId cond = seg.condition;
-    const PlanTensor& t = plan.tensors[static_cast<size_t>(cond)];
-    const Placement& p = sig.place[static_cast<size_t>(cond)];
-    // Host values and constants are read on the host; images (never a bool
-    // in practice) through a download.
-    if (t.host_resident || t.constant.defined() || !p.present || p.image || p.resource < 0) continue;
-    if (shape_numel(sig.shapes[static_cast<size_t>(cond)]) != 1) continue;  // read_condition names the error
-    seg.condition_copied = true;
-    seg.condition_offset = total;
-    total += 256;
-  }
-  if (total == 0) return ok_status();
-  KILN_ASSIGN_OR_RETURN(sig.conditions, vk::HostBuffer::create(device, total));
-  sig.device_bytes += total;
-  return ok_status();
-}
-
-void VulkanModel::Impl::record_condition_copy(Signature& sig, Segment& seg, VkCommandBuffer cmd) {
-  const VolkDeviceTable& fn = device.fn();
-  const TensorId cond = seg.condition;
-  const Placement& p = sig.place[static_cast<size_t>(cond)];
-  vk::cmd_memory_barrier(fn, cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                         VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
-                         VK_ACCESS_TRANSFER_READ_BIT);
-  VkBufferCopy region{};
-  region.srcOffset = p.offset;
-  region.dstOffset = seg.condition_offset;
-  region.size = device_bytes(plan.tensors[static_cast<size_t>(cond)].layout, sig.shapes[static_cast<size_t>(cond)]);
-  fn.vkCmdCopyBuffer(cmd, p.buffer->handle(), sig.conditions->handle(), 1, &region);
-  vk::cmd_memory_barrier(fn, cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-                         VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_HOST_READ_BIT);
 }
 
 namespace {

@@ -259,23 +259,10 @@ struct VulkanModel::Impl {
   // Drops the least recently run of `family` (root signatures, or one
   // signature's continuations) beyond options.max_signatures (never `keep`).
   void evict_signatures(std::map<std::string, std::unique_ptr<Signature>>& family, const Signature* keep);
-  // Recording (vulkan_model_record.cc): segment_steps splits the steps
-  // into segments and prepares each dispatch (prepare_dispatch),
-  // link_loop_bodies finds each Loop's body segments, plan_staging and
-  // plan_condition_copies place the copies, record_segment records one
-  // command buffer (record_dispatches: barriers from HazardTracker).
+  // Records sig's command buffers with a Recorder (recorder.h) over this
+  // model's device, plan, kernels, pipelines and allocators.
   Status record(Signature& sig);
-  Status segment_steps(Signature& sig);
-  Status prepare_dispatch(Signature& sig, size_t step, RecordedDispatch& d, bool* empty);
-  void link_loop_bodies(Signature& sig);
-  void dispatch_ranges(const Signature& sig, size_t step, std::vector<MemoryRange>& reads,
-                       std::vector<MemoryRange>& writes) const;
-  Status record_segment(Signature& sig, Segment& seg, bool first, bool last);
-  Status record_dispatches(Signature& sig, Segment& seg);
-  Status plan_staging(Signature& sig);
   Status create_images(Signature& sig, const std::vector<bool>& needed, VkDeviceSize capacity, int* resource);
-  void record_input_copies(Signature& sig, VkCommandBuffer cmd);
-  void record_output_copies(Signature& sig, VkCommandBuffer cmd);
   Status run_fallback(Signature& sig, size_t step);
   // The outputs of host fallback step `step`, computed by the reference
   // kernel from inputs read from `sig`.
@@ -313,10 +300,6 @@ struct VulkanModel::Impl {
   // is known in `info`, else sets *waits (the If is a sub-graph boundary).
   Status if_output_shapes(const ir::Node& node, const std::function<Status(ir::RegionId)>& infer_region,
                           std::vector<ops::ValueInfo>& info, bool* waits) const;
-  // Makes sig.conditions and records, at the end of each segment that ends
-  // at an If, the copy of its device condition into it.
-  Status plan_condition_copies(Signature& sig);
-  void record_condition_copy(Signature& sig, Segment& seg, VkCommandBuffer cmd);
   // Sizes a device Loop's body (its parameters as the initial values, its
   // condition input the host value true, its iteration number a device
   // scalar) and outputs (scan outputs [iterations, ...], the count from the

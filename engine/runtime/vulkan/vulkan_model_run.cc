@@ -10,6 +10,7 @@
 
 #include "engine/runtime/reference_executor.h"
 #include "engine/runtime/vulkan/device_data.h"
+#include "engine/runtime/vulkan/recorder.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
 
 namespace kiln::runtime {
@@ -68,6 +69,12 @@ std::string shape_text(const Shape& s) {
 VulkanModel::Impl::~Impl() {
   (void)device.wait_idle();
   for (auto& [key, sig] : signatures) release(*sig);
+}
+
+Status VulkanModel::Impl::record(Signature& sig) {
+  Recorder recorder(device, plan, kernels, pipelines, *descriptors, *submitter, options.profile,
+                    [this](const Signature& s, size_t step) { return host_condition(s, step); });
+  return recorder.record(sig);
 }
 
 StatusOr<Signature*> VulkanModel::Impl::signature_for(const std::vector<InputSpec>& inputs,

@@ -1,8 +1,10 @@
-// Per signature: the recorded command buffers, in named phases
-// (segment_steps -> link_loop_bodies -> plan_staging -> record_segment),
-// with barriers only where HazardTracker (hazard_tracker.h) finds a hazard,
-// and the staged input and output copies. Placement is
-// vulkan_model_place.cc.
+// Recorder (recorder.h): a signature's command buffers, in named phases
+// (segment_steps -> link_loop_bodies -> plan_staging ->
+// plan_condition_copies -> record_segment), with barriers only where
+// HazardTracker finds a hazard, and the staged input, output and condition
+// copies. Placement, which it records against, is vulkan_model_place.cc.
+#include "engine/runtime/vulkan/recorder.h"
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -11,7 +13,6 @@
 
 #include "engine/runtime/vulkan/device_data.h"
 #include "engine/runtime/vulkan/hazard_tracker.h"
-#include "engine/runtime/vulkan/vulkan_model_impl.h"
 #include "platform/vulkan/barriers.h"
 
 namespace kiln::runtime {
@@ -31,7 +32,7 @@ constexpr VkAccessFlags kShaderAccess = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SH
 
 }  // namespace
 
-Status VulkanModel::Impl::record(Signature& sig) {
+Status Recorder::record(Signature& sig) {
   KILN_RETURN_IF_ERROR(segment_steps(sig));
   link_loop_bodies(sig);
   KILN_RETURN_IF_ERROR(plan_staging(sig));
@@ -55,16 +56,16 @@ Status VulkanModel::Impl::record(Signature& sig) {
 // only), and prepares every dispatch (sizes, push constants, descriptors).
 // An If whose condition is a host value is decided now, for the signature:
 // only its taken branch is recorded, in line, with no split.
-Status VulkanModel::Impl::segment_steps(Signature& sig) {
+Status Recorder::segment_steps(Signature& sig) {
   std::map<size_t, bool> decided;
   std::set<size_t> branch_bounds;
   // Only the signature's own steps: a sub-graph boundary (find_boundary)
   // never lies inside an If's or a Loop's range.
   for (size_t s = sig.first_step; s < sig.end_step; ++s) {
-    const PlanStep& step = plan.steps[s];
+    const PlanStep& step = plan_.steps[s];
     if (step.kind == PlanStep::Kind::kLoop) branch_bounds.insert(step.body_end);
     if (step.kind != PlanStep::Kind::kIf) continue;
-    KILN_ASSIGN_OR_RETURN(const std::optional<bool> known, host_condition(sig, s));
+    KILN_ASSIGN_OR_RETURN(const std::optional<bool> known, host_condition_(sig, s));
     if (known) {
       decided[s] = *known;
       continue;
@@ -84,7 +85,7 @@ Status VulkanModel::Impl::segment_steps(Signature& sig) {
       skip_to.erase(j);
     }
     if (s >= sig.end_step) break;
-    const PlanStep& step = plan.steps[s];
+    const PlanStep& step = plan_.steps[s];
     if (auto d = decided.find(s); d != decided.end()) {
       sig.segments.back().decided_ifs.push_back({s, d->second});
       if (d->second) {
@@ -121,21 +122,21 @@ Status VulkanModel::Impl::segment_steps(Signature& sig) {
 // Dispatch step `s` at the signature's sizes: workgroup counts, push
 // constants, and descriptor sets pointing at its tensors' placements. Sets
 // *empty (and prepares nothing more) when a workgroup count is zero.
-Status VulkanModel::Impl::prepare_dispatch(Signature& sig, size_t s, RecordedDispatch& d, bool* empty) {
-  const PlanStep& step = plan.steps[s];
-  const planner::GeneratedKernel& k = kernels[s];
+Status Recorder::prepare_dispatch(Signature& sig, size_t s, RecordedDispatch& d, bool* empty) {
+  const PlanStep& step = plan_.steps[s];
+  const planner::GeneratedKernel& k = kernels_[s];
   d.step = s;
   for (size_t i = 0; i < 3; ++i) {
     auto g = k.groups[i].evaluate(sig.bindings);
     if (!g || *g < 0) return internal_error("kernel '" + k.name + "': unbound dispatch size " + k.groups[i].to_string());
-    if (*g > static_cast<int64_t>(device.capabilities().max_compute_work_group_count[i]))
+    if (*g > static_cast<int64_t>(device_.capabilities().max_compute_work_group_count[i]))
       return unimplemented("kernel '" + k.name + "' needs " + std::to_string(*g) + " workgroups in dimension " +
                            std::to_string(i) + ", above the device limit");
     d.groups[i] = static_cast<uint32_t>(*g);
   }
   *empty = d.groups[0] == 0 || d.groups[1] == 0 || d.groups[2] == 0;
   if (*empty) return ok_status();
-  const vk::ComputePipeline& pipeline = *pipelines[s];
+  const vk::ComputePipeline& pipeline = *pipelines_[s];
   std::vector<int32_t> push;
   for (const ir::Dim& p : k.push) {
     auto v = p.evaluate(sig.bindings);
@@ -145,7 +146,7 @@ Status VulkanModel::Impl::prepare_dispatch(Signature& sig, size_t s, RecordedDis
   d.push.assign(pipeline.reflection().push_constant_size, std::byte{0});
   if (!push.empty() && !d.push.empty())
     std::memcpy(d.push.data(), push.data(), std::min(d.push.size(), push.size() * sizeof(int32_t)));
-  KILN_ASSIGN_OR_RETURN(d.sets, descriptors->allocate(pipeline));
+  KILN_ASSIGN_OR_RETURN(d.sets, descriptors_.allocate(pipeline));
   std::vector<vk::DescriptorResource> resources;
   for (size_t b = 0; b < step.kernel.tensors.size(); ++b) {
     if (!pipeline.reflection().find(0, static_cast<uint32_t>(b))) continue;  // optimized away
@@ -168,10 +169,10 @@ Status VulkanModel::Impl::prepare_dispatch(Signature& sig, size_t s, RecordedDis
 
 // Each Loop's body: the segments after its own, up to its body's end; the
 // last one decides whether the body runs again (by the body's condition).
-void VulkanModel::Impl::link_loop_bodies(Signature& sig) {
+void Recorder::link_loop_bodies(Signature& sig) {
   for (size_t k = 0; k < sig.segments.size(); ++k) {
     if (sig.segments[k].loop_step == SIZE_MAX) continue;
-    const PlanStep& step = plan.steps[sig.segments[k].loop_step];
+    const PlanStep& step = plan_.steps[sig.segments[k].loop_step];
     size_t last = k;
     while (last + 1 < sig.segments.size() && sig.segments[last + 1].first_step < step.body_end) ++last;
     if (last == k) continue;
@@ -184,9 +185,9 @@ void VulkanModel::Impl::link_loop_bodies(Signature& sig) {
 
 // The memory ranges dispatch step `s` reads and writes (constants, which
 // never change during a run, left out).
-void VulkanModel::Impl::dispatch_ranges(const Signature& sig, size_t s, std::vector<MemoryRange>& reads,
+void Recorder::dispatch_ranges(const Signature& sig, size_t s, std::vector<MemoryRange>& reads,
                                         std::vector<MemoryRange>& writes) const {
-  for (const planner::KernelTensor& kt : plan.steps[s].kernel.tensors) {
+  for (const planner::KernelTensor& kt : plan_.steps[s].kernel.tensors) {
     const Placement& p = sig.place[static_cast<size_t>(kt.tensor)];
     if (p.resource < 0) continue;
     const MemoryRange a{p.resource, p.offset, p.offset + std::max<VkDeviceSize>(p.size, 1)};
@@ -198,16 +199,16 @@ void VulkanModel::Impl::dispatch_ranges(const Signature& sig, size_t s, std::vec
 // dispatches with barriers where HazardTracker finds a hazard and image
 // rebirths, the condition copy, the output copies (last segment) and
 // timestamps.
-Status VulkanModel::Impl::record_segment(Signature& sig, Segment& seg, bool first, bool last) {
-  const VolkDeviceTable& fn = device.fn();
-  if (device.timestamp_valid_bits() != 0) {
-    const uint32_t count = options.profile ? static_cast<uint32_t>(seg.dispatches.size()) + 1 : 2;
-    auto ts = vk::TimestampQueries::create(device, count);
+Status Recorder::record_segment(Signature& sig, Segment& seg, bool first, bool last) {
+  const VolkDeviceTable& fn = device_.fn();
+  if (device_.timestamp_valid_bits() != 0) {
+    const uint32_t count = profile_ ? static_cast<uint32_t>(seg.dispatches.size()) + 1 : 2;
+    auto ts = vk::TimestampQueries::create(device_, count);
     if (ts.ok()) seg.timestamps = std::move(ts).value();
   }
-  KILN_ASSIGN_OR_RETURN(seg.cmd, submitter->allocate());
+  KILN_ASSIGN_OR_RETURN(seg.cmd, submitter_.allocate());
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  KILN_RETURN_IF_ERROR(device.check(fn.vkBeginCommandBuffer(seg.cmd, &begin), "vkBeginCommandBuffer"));
+  KILN_RETURN_IF_ERROR(device_.check(fn.vkBeginCommandBuffer(seg.cmd, &begin), "vkBeginCommandBuffer"));
   if (seg.timestamps) {
     seg.timestamps->reset(seg.cmd);
     (void)seg.timestamps->write(seg.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT);
@@ -229,16 +230,16 @@ Status VulkanModel::Impl::record_segment(Signature& sig, Segment& seg, bool firs
   }
   if (status.ok() && seg.condition_copied) record_condition_copy(sig, seg, seg.cmd);
   if (status.ok() && last) record_output_copies(sig, seg.cmd);
-  if (status.ok() && seg.timestamps && !options.profile)
+  if (status.ok() && seg.timestamps && !profile_)
     (void)seg.timestamps->write(seg.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT);
   const VkResult end = fn.vkEndCommandBuffer(seg.cmd);
   KILN_RETURN_IF_ERROR(status);
-  return device.check(end, "vkEndCommandBuffer");
+  return device_.check(end, "vkEndCommandBuffer");
 }
 
 // The segment's dispatches, each after the barrier its hazards need.
-Status VulkanModel::Impl::record_dispatches(Signature& sig, Segment& seg) {
-  const VolkDeviceTable& fn = device.fn();
+Status Recorder::record_dispatches(Signature& sig, Segment& seg) {
+  const VolkDeviceTable& fn = device_.fn();
   HazardTracker hazards;
   for (const RecordedDispatch& d : seg.dispatches) {
     std::vector<MemoryRange> reads, writes;
@@ -266,16 +267,16 @@ Status VulkanModel::Impl::record_dispatches(Signature& sig, Segment& seg) {
       hazards.barrier();
     }
     hazards.record(reads, writes);
-    KILN_RETURN_IF_ERROR(vk::record_dispatch(seg.cmd, *pipelines[d.step], d.sets, d.push, d.groups));
-    if (seg.timestamps && options.profile) (void)seg.timestamps->write(seg.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+    KILN_RETURN_IF_ERROR(vk::record_dispatch(seg.cmd, *pipelines_[d.step], d.sets, d.push, d.groups));
+    if (seg.timestamps && profile_) (void)seg.timestamps->write(seg.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
   }
   return ok_status();
 }
 
 // Which inputs and outputs travel through the staging buffer, and where.
-Status VulkanModel::Impl::plan_staging(Signature& sig) {
-  sig.staged_inputs.assign(plan.inputs.size(), {});
-  sig.staged_outputs.assign(plan.outputs.size(), {});
+Status Recorder::plan_staging(Signature& sig) {
+  sig.staged_inputs.assign(plan_.inputs.size(), {});
+  sig.staged_outputs.assign(plan_.outputs.size(), {});
   // Inputs ride in the first command buffer unless a host fallback reads them
   // before it; outputs in the last unless a fallback runs after it.
   size_t first = SIZE_MAX, last = SIZE_MAX;
@@ -294,12 +295,12 @@ Status VulkanModel::Impl::plan_staging(Signature& sig) {
   // Past a sub-graph boundary the inputs are in place already; before one,
   // the outputs are not made yet.
   if (sig.first_step != 0) fallback_before = true;
-  if (sig.end_step != plan.steps.size()) fallback_after = true;
+  if (sig.end_step != plan_.steps.size()) fallback_after = true;
   // A segment inside an If's branch or a Loop's body may run no time (or
   // many): the copies ride elsewhere.
-  for (const PlanStep& step : plan.steps) {
+  for (const PlanStep& step : plan_.steps) {
     if (step.kind != PlanStep::Kind::kIf && step.kind != PlanStep::Kind::kLoop) continue;
-    const size_t head = static_cast<size_t>(&step - plan.steps.data());
+    const size_t head = static_cast<size_t>(&step - plan_.steps.data());
     const size_t end = step.kind == PlanStep::Kind::kIf ? step.else_end : step.body_end;
     auto in_branch = [&](size_t seg) {
       return sig.segments[seg].first_step > head && sig.segments[seg].first_step < end;
@@ -309,9 +310,9 @@ Status VulkanModel::Impl::plan_staging(Signature& sig) {
   }
   VkDeviceSize total = 0;
   auto stage = [&](TensorId t, Signature::Staged* out) {
-    const TensorId root = planner::memory_root(plan, t);
+    const TensorId root = planner::memory_root(plan_, t);
     const Placement& p = sig.place[static_cast<size_t>(t)];
-    const PlanTensor& pt = plan.tensors[static_cast<size_t>(t)];
+    const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
     if (!p.present || p.resource < 0 || sig.external.count(root) || pt.host_resident) return;
     if (shape_numel(sig.shapes[static_cast<size_t>(t)]) == 0) return;
     if (p.image && pt.alias_of != planner::kNoTensor) return;
@@ -321,16 +322,16 @@ Status VulkanModel::Impl::plan_staging(Signature& sig) {
     total += (out->bytes + 255) / 256 * 256;
   };
   if (!fallback_before)
-    for (size_t i = 0; i < plan.inputs.size(); ++i) stage(plan.inputs[i], &sig.staged_inputs[i]);
-  for (size_t i = 0; i < plan.outputs.size() && !fallback_after; ++i) {
+    for (size_t i = 0; i < plan_.inputs.size(); ++i) stage(plan_.inputs[i], &sig.staged_inputs[i]);
+  for (size_t i = 0; i < plan_.outputs.size() && !fallback_after; ++i) {
     // An output that is also an input or another output is read back once
     // through Transfer instead (a rare graph that forwards its input).
-    bool duplicate = std::count(plan.outputs.begin(), plan.outputs.end(), plan.outputs[i]) > 1 ||
-                     std::count(plan.inputs.begin(), plan.inputs.end(), plan.outputs[i]) > 0;
-    if (!duplicate) stage(plan.outputs[i], &sig.staged_outputs[i]);
+    bool duplicate = std::count(plan_.outputs.begin(), plan_.outputs.end(), plan_.outputs[i]) > 1 ||
+                     std::count(plan_.inputs.begin(), plan_.inputs.end(), plan_.outputs[i]) > 0;
+    if (!duplicate) stage(plan_.outputs[i], &sig.staged_outputs[i]);
   }
   if (total == 0) return ok_status();
-  KILN_ASSIGN_OR_RETURN(sig.staging, vk::HostBuffer::create(device, total));
+  KILN_ASSIGN_OR_RETURN(sig.staging, vk::HostBuffer::create(device_, total));
   sig.device_bytes += total;
   return ok_status();
 }
@@ -375,9 +376,9 @@ void copy_region(const VolkDeviceTable& fn, VkCommandBuffer cmd, const Placement
 
 }  // namespace
 
-void VulkanModel::Impl::record_input_copies(Signature& sig, VkCommandBuffer cmd) {
+void Recorder::record_input_copies(Signature& sig, VkCommandBuffer cmd) {
   if (!sig.staging) return;
-  const VolkDeviceTable& fn = device.fn();
+  const VolkDeviceTable& fn = device_.fn();
   // The previous run's kernels and copies are done with this memory (the
   // host waited for them); order the copies after them and make the host's
   // writes to the staging buffer visible.
@@ -392,14 +393,51 @@ void VulkanModel::Impl::record_input_copies(Signature& sig, VkCommandBuffer cmd)
                          VK_ACCESS_TRANSFER_WRITE_BIT, kShaderAccess);
 }
 
-void VulkanModel::Impl::record_output_copies(Signature& sig, VkCommandBuffer cmd) {
+void Recorder::record_output_copies(Signature& sig, VkCommandBuffer cmd) {
   if (!sig.staging) return;
-  const VolkDeviceTable& fn = device.fn();
+  const VolkDeviceTable& fn = device_.fn();
   vk::cmd_memory_barrier(fn, cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
                          VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_TRANSFER_READ_BIT);
   for (const Signature::Staged& s : sig.staged_outputs)
     if (s.tensor != planner::kNoTensor)
       copy_region(fn, cmd, sig.place[static_cast<size_t>(s.tensor)], sig.staging->handle(), s.offset, s.bytes, false);
+  vk::cmd_memory_barrier(fn, cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                         VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_HOST_READ_BIT);
+}
+
+Status Recorder::plan_condition_copies(Signature& sig) {
+  VkDeviceSize total = 0;
+  for (Segment& seg : sig.segments) {
+    if (seg.condition == planner::kNoTensor || seg.dispatches.empty() || seg.fallback_step != SIZE_MAX) continue;
+    const TensorId cond = seg.condition;
+    const PlanTensor& t = plan_.tensors[static_cast<size_t>(cond)];
+    const Placement& p = sig.place[static_cast<size_t>(cond)];
+    // Host values and constants are read on the host; images (never a bool
+    // in practice) through a download.
+    if (t.host_resident || t.constant.defined() || !p.present || p.image || p.resource < 0) continue;
+    if (shape_numel(sig.shapes[static_cast<size_t>(cond)]) != 1) continue;  // read_condition names the error
+    seg.condition_copied = true;
+    seg.condition_offset = total;
+    total += 256;
+  }
+  if (total == 0) return ok_status();
+  KILN_ASSIGN_OR_RETURN(sig.conditions, vk::HostBuffer::create(device_, total));
+  sig.device_bytes += total;
+  return ok_status();
+}
+
+void Recorder::record_condition_copy(Signature& sig, Segment& seg, VkCommandBuffer cmd) {
+  const VolkDeviceTable& fn = device_.fn();
+  const TensorId cond = seg.condition;
+  const Placement& p = sig.place[static_cast<size_t>(cond)];
+  vk::cmd_memory_barrier(fn, cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                         VK_ACCESS_TRANSFER_READ_BIT);
+  VkBufferCopy region{};
+  region.srcOffset = p.offset;
+  region.dstOffset = seg.condition_offset;
+  region.size = device_bytes(plan_.tensors[static_cast<size_t>(cond)].layout, sig.shapes[static_cast<size_t>(cond)]);
+  fn.vkCmdCopyBuffer(cmd, p.buffer->handle(), sig.conditions->handle(), 1, &region);
   vk::cmd_memory_barrier(fn, cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
                          VK_ACCESS_TRANSFER_WRITE_BIT, VK_ACCESS_HOST_READ_BIT);
 }
