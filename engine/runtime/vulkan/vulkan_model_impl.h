@@ -317,9 +317,10 @@ struct VulkanModel::Impl {
   // one-element download. Errors: kInvalidArgument for a condition that is
   // not one element.
   StatusOr<bool> read_condition(Signature& sig, const Segment* seg, TensorId cond, ir::NodeId node);
-  // Runs the signature's segments: Ifs skip their untaken ranges, Loops
-  // repeat their bodies. Fills gpu_ms, dispatches, fallbacks, kernels and
-  // branches of `out`.
+  // Runs the signature's segments with a ControlFlowExecutor
+  // (control_flow_executor.h): Ifs skip their untaken ranges, Loops repeat
+  // their bodies. Fills gpu_ms, dispatches, fallbacks, kernels, branches
+  // and loops of `out`.
   Status run_segments(Signature& sig, VulkanRunStats& out);
   // The condition of kIf step `step` when it is known on the host for this
   // signature (a host value or a constant), else nullopt. Errors:

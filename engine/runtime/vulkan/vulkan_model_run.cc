@@ -4,11 +4,11 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
-#include <limits>
 #include <set>
 #include <utility>
 
 #include "engine/runtime/reference_executor.h"
+#include "engine/runtime/vulkan/control_flow_executor.h"
 #include "engine/runtime/vulkan/device_data.h"
 #include "engine/runtime/vulkan/recorder.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
@@ -20,43 +20,6 @@ using planner::PlanTensor;
 using planner::Storage;
 
 namespace {
-
-
-// The bytes a dispatch moves (each bound tensor once, whole, at its device
-// layout) and its FLOPs, with the signature's symbol values: a roofline
-// estimate, not a count of what the kernel's caches actually fetch.
-std::pair<uint64_t, uint64_t> kernel_traffic(const planner::KernelDesc& k, const Signature& sig) {
-  uint64_t bytes = 0;
-  for (const planner::KernelTensor& t : k.tensors) {
-    uint64_t elements = 1;
-    bool known = true;
-    if (t.layout.storage == Storage::kImage) {
-      const planner::ImageExtent e = planner::image_extent(t.shape, t.layout.packed_axis);
-      auto w = e.width.evaluate(sig.bindings), h = e.height.evaluate(sig.bindings);
-      known = w && h;
-      if (known) elements = static_cast<uint64_t>(std::max<int64_t>(*w, 0) * std::max<int64_t>(*h, 0)) * 4;
-    } else {
-      for (const ir::Dim& d : t.shape) {
-        auto v = d.evaluate(sig.bindings);
-        if (!v) {
-          known = false;
-          break;
-        }
-        elements *= static_cast<uint64_t>(std::max<int64_t>(*v, 0));
-      }
-    }
-    // A dim the bindings cannot evaluate: the plan tensor's concrete shape.
-    if (!known && t.tensor != planner::kNoTensor && static_cast<size_t>(t.tensor) < sig.shapes.size()) {
-      elements = 1;
-      for (int64_t d : sig.shapes[static_cast<size_t>(t.tensor)])
-        elements *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
-      known = true;
-    }
-    if (known) bytes += elements * planner::elem_bytes(t.layout.type);
-  }
-  const auto flops = k.flops.evaluate(sig.bindings);
-  return {bytes, flops && *flops > 0 ? static_cast<uint64_t>(*flops) : 0};
-}
 
 std::string shape_text(const Shape& s) {
   std::string out = "[";
@@ -264,119 +227,14 @@ void VulkanModel::Impl::fill_run_stats(const Signature& sig, VulkanRunStats& ran
 }
 
 Status VulkanModel::Impl::run_segments(Signature& sig, VulkanRunStats& out) {
-  out.gpu_ms = 0;
-  bool have_gpu_time = true;
-  auto node_name = [&](size_t step) {
-    const ir::Node& node = graph.node(plan.steps[step].node);
-    return node.name.empty() ? node.op : node.name;
+  ControlFlowExecutor::Hooks hooks;
+  hooks.run_fallback = [this](Signature& s, size_t step) { return run_fallback(s, step); };
+  hooks.read_condition = [this](Signature& s, const Segment* seg, TensorId cond, ir::NodeId node) {
+    return read_condition(s, seg, cond, node);
   };
-  // Step ranges of the branches not taken so far: their segments are skipped.
-  std::vector<std::pair<size_t, size_t>> untaken;
-  // Loops running: the kLoop step, its body's segments, iterations done, trip count.
-  struct Frame {
-    size_t step, first, last;
-    int64_t iterations, trip;
-  };
-  std::vector<Frame> loops;
-  for (size_t i = 0; i < sig.segments.size(); ++i) {
-    Segment& seg = sig.segments[i];
-    const bool skipped = std::any_of(untaken.begin(), untaken.end(), [&](const auto& r) {
-      return seg.first_step >= r.first && seg.first_step < r.second;
-    });
-    if (!skipped) {
-      for (const auto& [if_step, then_taken] : seg.decided_ifs) out.branches.push_back({node_name(if_step), then_taken});
-      out.dispatches += static_cast<uint32_t>(seg.dispatches.size());
-      if (!seg.dispatches.empty()) {
-        KILN_RETURN_IF_ERROR(submitter->submit(seg.cmd));
-        if (!seg.timestamps) {
-          have_gpu_time = false;
-        } else {
-          KILN_ASSIGN_OR_RETURN(std::vector<uint64_t> ticks, seg.timestamps->read_ticks());
-          const size_t n = seg.dispatches.size();
-          if (ticks.size() >= (options.profile ? n + 1 : 2)) {
-            const size_t end = options.profile ? n : 1;
-            out.gpu_ms += seg.timestamps->elapsed_ns(ticks[0], ticks[end]) / 1e6;
-            if (options.profile)
-              for (size_t d = 0; d < n; ++d) {
-                const PlanStep& step = plan.steps[seg.dispatches[d].step];
-                const auto [bytes, flops] = kernel_traffic(step.kernel, sig);
-                out.kernels.push_back({step.kernel.name, node_name(seg.dispatches[d].step),
-                                       seg.timestamps->elapsed_ns(ticks[d], ticks[d + 1]) / 1e6, bytes, flops});
-              }
-          } else {
-            have_gpu_time = false;
-          }
-        }
-      }
-      if (seg.fallback_step != SIZE_MAX) {
-        KILN_RETURN_IF_ERROR(run_fallback(sig, seg.fallback_step));
-        ++out.fallbacks;
-      }
-      if (seg.if_step != SIZE_MAX) {
-        const PlanStep& step = plan.steps[seg.if_step];
-        KILN_ASSIGN_OR_RETURN(const bool taken, read_condition(sig, &seg, step.cond, step.node));
-        untaken.push_back(taken ? std::make_pair(step.then_end, step.else_end)
-                                : std::make_pair(seg.if_step + 1, step.then_end));
-        out.branches.push_back({node_name(seg.if_step), taken});
-      }
-      if (seg.loop_step != SIZE_MAX) {
-        const PlanStep& step = plan.steps[seg.loop_step];
-        const ir::Node& node = graph.node(step.node);
-        int64_t trip = std::numeric_limits<int64_t>::max();
-        if (step.trip != planner::kNoTensor) {
-          KILN_ASSIGN_OR_RETURN(Tensor m, loop_input(sig, step.trip));
-          if (m.numel() != 1)
-            return invalid_argument(node.describe() + ": the trip count must have one element, got shape " +
-                                    shape_to_string(m.shape()));
-          trip = m.get_i64(0);
-        }
-        bool go = true;
-        if (step.cond != planner::kNoTensor) {
-          KILN_ASSIGN_OR_RETURN(go, read_condition(sig, nullptr, step.cond, step.node));
-        }
-        const PlanTensor& body_cond = plan.tensors[static_cast<size_t>(step.body_cond)];
-        if (step.trip == planner::kNoTensor && (body_cond.host_resident || body_cond.constant.defined())) {
-          KILN_ASSIGN_OR_RETURN(const bool again, read_condition(sig, nullptr, step.body_cond, step.node));
-          if (again && go)
-            return invalid_argument(node.describe() + ": it has no trip count and its body's condition is always "
-                                                      "true: it would never end");
-        }
-        auto body = sig.loop_bodies.find(seg.loop_step);
-        if (body != sig.loop_bodies.end()) {
-          if (go && trip > 0) {
-            loops.push_back({seg.loop_step, body->second.first, body->second.second, 0, trip});
-          } else {
-            out.loops.push_back({node_name(seg.loop_step), 0});
-            i = body->second.second;  // zero iterations: the body is skipped
-            continue;
-          }
-        } else {
-          out.loops.push_back({node_name(seg.loop_step), 0});  // nothing recorded in the body
-        }
-      }
-    }
-    // The end of a Loop's body: another iteration, or on past the body.
-    while (!loops.empty() && i == loops.back().last) {
-      Frame& f = loops.back();
-      const PlanStep& step = plan.steps[f.step];
-      bool again = ++f.iterations < f.trip;
-      if (again) {
-        KILN_ASSIGN_OR_RETURN(again, read_condition(sig, skipped ? nullptr : &seg, step.body_cond, step.node));
-      }
-      if (again) {
-        // The body's Ifs decide afresh in the next iteration.
-        untaken.erase(std::remove_if(untaken.begin(), untaken.end(),
-                                     [&](const auto& r) { return r.first > f.step && r.first < step.body_end; }),
-                      untaken.end());
-        i = f.first - 1;
-        break;
-      }
-      out.loops.push_back({node_name(f.step), f.iterations});
-      loops.pop_back();
-    }
-  }
-  if (!have_gpu_time) out.gpu_ms = -1;
-  return ok_status();
+  hooks.loop_input = [this](Signature& s, TensorId t) { return loop_input(s, t); };
+  ControlFlowExecutor executor(plan, graph, *submitter, options.profile, std::move(hooks));
+  return executor.run(sig, out);
 }
 
 StatusOr<Tensor> VulkanModel::Impl::read_tensor(Signature& sig, TensorId id) {
