@@ -19,6 +19,7 @@
 #include "planner/glsl_codegen.h"
 #include "planner/memory/arena.h"
 #include "planner/memory/liveness.h"
+#include "planner/memory/plan_cache.h"
 #include "platform/vulkan/host_buffer.h"
 #include "platform/vulkan/memory_arena.h"
 #include "platform/vulkan/pipeline.h"
@@ -213,7 +214,7 @@ struct VulkanModel::Impl {
   // Placement (vulkan_model_place.cc): every tensor's memory for `sig`'s
   // shapes, in phases: collect_blocks (lifetimes from planner/memory/
   // liveness.h, sizes, constants), choose_image_memory (images in the
-  // activation arena or their own), plan_offsets, bind_placements,
+  // activation arena or their own), memory_plans.plan, bind_placements,
   // place_external, place_aliases, then restore_arena. Errors:
   // kUnimplemented for a tensor beyond the device's limits, kOutOfMemory.
   Status place_tensors(Signature& sig);
@@ -223,16 +224,6 @@ struct VulkanModel::Impl {
                          const memplan::ArenaPlan& arena, int* resource);
   void place_external(Signature& sig, int resource);
   void place_aliases(Signature& sig);
-  // Arena offsets for a signature's blocks. SoD²'s offsets as expressions of
-  // the shape: each plan made so far is kept as its stacking (which blocks
-  // lie below which; memplan arena.h) and evaluated at the new sizes (the
-  // expressions of planner/memory/symbolic.h, at concrete values); the
-  // smallest is used when within kPlanSlack of the live-set lower bound,
-  // otherwise the sizes are planned anew (memplan::plan_arena) and that plan
-  // becomes another version (kPlanVersions kept per set of lifetimes).
-  static constexpr double kPlanSlack = 1.05;
-  static constexpr size_t kPlanVersions = 4;
-  memplan::ArenaPlan plan_offsets(const std::vector<memplan::Block>& blocks);
   // The model's activation memory for signatures of `depth` (0: input-shape
   // signatures; d: continuations past d sub-graph boundaries, whose parents'
   // tensors stay live in the memories of lower depths), at least `bytes` of a
@@ -348,7 +339,7 @@ struct VulkanModel::Impl {
   std::mutex mutex;
   std::map<std::string, std::unique_ptr<Signature>> signatures;
   std::vector<std::shared_ptr<vk::MemoryArena>> activation_memory;  // by depth
-  std::map<std::string, std::vector<memplan::Stacking>> memory_plans;  // plan_offsets' versions, by lifetimes
+  memplan::ArenaPlanCache memory_plans;  // arena plans reused across signatures (planner/memory/plan_cache.h)
   std::vector<const Signature*> memory_owner;  // by depth: whose persistent tensors it holds (restore_arena)
   uint64_t runs = 0;
 };

@@ -2,7 +2,7 @@
 // planner/memory/liveness.h, offsets from planner/memory/arena.h; this file
 // turns them into device memory (the shared activation arena, images bound
 // in it or in their own arena, the host's buffers) in named phases:
-// collect_blocks -> choose_image_memory -> plan_offsets -> bind_placements
+// collect_blocks -> choose_image_memory -> memory_plans.plan -> bind_placements
 // -> place_external/place_aliases -> restore_arena.
 #include <algorithm>
 #include <map>
@@ -42,29 +42,6 @@ struct ArenaLayout {
   uint32_t type_bits = ~0u;         // memory types the activation memory may use
 };
 
-memplan::ArenaPlan VulkanModel::Impl::plan_offsets(const std::vector<memplan::Block>& blocks) {
-  // Signatures of one plan differ in sizes, rarely in lifetimes (an If
-  // decided on the host, a boundary): the plans are kept by lifetimes.
-  std::string key;
-  for (const memplan::Block& b : blocks)
-    key += std::to_string(b.first) + ":" + std::to_string(b.last) + ":" + std::to_string(b.align) + ";";
-  std::vector<memplan::Stacking>& versions = memory_plans[key];
-  const uint64_t bound = memplan::live_lower_bound(blocks);
-  memplan::ArenaPlan best;
-  for (const memplan::Stacking& stacking : versions) {
-    memplan::ArenaPlan evaluated = memplan::evaluate_stacking(blocks, stacking);
-    if (best.offsets.empty() || evaluated.bytes < best.bytes) best = std::move(evaluated);
-  }
-  if (!best.offsets.empty() && static_cast<double>(best.bytes) <= kPlanSlack * static_cast<double>(bound)) {
-    best.strategy = "earlier plan evaluated";
-    return best;
-  }
-  memplan::ArenaPlan planned = memplan::plan_arena(blocks);
-  if (versions.size() == kPlanVersions) versions.erase(versions.begin());
-  versions.push_back(memplan::stacking_of(blocks, planned));
-  return planned;
-}
-
 Status VulkanModel::Impl::place_tensors(Signature& sig) {
   sig.place.assign(plan.tensors.size(), Placement{});
   sig.image_births.clear();
@@ -73,10 +50,10 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
   KILN_RETURN_IF_ERROR(collect_blocks(sig, liveness, layout));
   KILN_RETURN_IF_ERROR(choose_image_memory(sig, liveness, layout));
   // Offsets: an earlier signature's plan evaluated at these sizes when it is
-  // tight enough, else SoD²'s peak-first planner (memplan arena.h); checked,
-  // and the numbers `kiln run --stats` reports.
+  // tight enough, else SoD²'s peak-first planner (planner/memory/
+  // plan_cache.h); checked, and the numbers `kiln run --stats` reports.
   const Clock::time_point plan_start = Clock::now();
-  const memplan::ArenaPlan arena = plan_offsets(layout.blocks);
+  const memplan::ArenaPlan arena = memory_plans.plan(layout.blocks);
   const double plan_ms = ms_since(plan_start);
   if (std::string bad = memplan::check_plan(layout.blocks, arena); !bad.empty())
     return internal_error("memory plan (" + arena.strategy + ") is invalid: " + bad);
