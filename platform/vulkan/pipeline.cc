@@ -5,6 +5,8 @@
 #include <map>
 #include <tuple>
 
+#include "platform/vulkan/barriers.h"
+
 namespace kiln::vk {
 namespace {
 
@@ -368,28 +370,15 @@ Status dispatch_sync(Submitter& submitter, DescriptorAllocator& descriptors, con
         bool seen = std::any_of(transitions.begin(), transitions.end(),
                                 [&](const VkImageMemoryBarrier& t) { return t.image == r.image->handle(); });
         if (seen) continue;
-        VkImageMemoryBarrier t{VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER};
-        t.srcAccessMask = kUseWrites;
-        t.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-        t.oldLayout = r.image->layout();
-        t.newLayout = VK_IMAGE_LAYOUT_GENERAL;
-        t.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-        t.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-        t.image = r.image->handle();
-        t.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+        const VkImageMemoryBarrier t = image_barrier(r.image->handle(), r.image->layout(), VK_IMAGE_LAYOUT_GENERAL,
+                                                     kUseWrites, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
         transitions.push_back(t);
       }
-      VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-      before.srcAccessMask = kUseWrites;
-      before.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-      fn.vkCmdPipelineBarrier(cmd, kUseStages, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &before, 0, nullptr,
-                              static_cast<uint32_t>(transitions.size()), transitions.data());
+      const VkMemoryBarrier before = memory_barrier(kUseWrites, VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+      cmd_barrier(fn, cmd, kUseStages, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, &before, transitions);
       KILN_RETURN_IF_ERROR(record_dispatch(cmd, pipeline, sets, push, groups));
-      VkMemoryBarrier after{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-      after.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-      after.dstAccessMask = kUseAccess;
-      fn.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, kUseStages, 0, 1, &after, 0, nullptr, 0,
-                              nullptr);
+      cmd_memory_barrier(fn, cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, kUseStages, VK_ACCESS_SHADER_WRITE_BIT,
+                         kUseAccess);
       return ok_status();
     });
     if (status.ok()) {

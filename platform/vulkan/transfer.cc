@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string>
 
+#include "platform/vulkan/barriers.h"
+
 namespace kiln::vk {
 namespace {
 
@@ -14,27 +16,6 @@ constexpr VkPipelineStageFlags kUseStages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT
 constexpr VkAccessFlags kUseWrites = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
 constexpr VkAccessFlags kUseAccess =
     VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-
-VkMemoryBarrier memory_barrier(VkAccessFlags src, VkAccessFlags dst) {
-  VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  b.srcAccessMask = src;
-  b.dstAccessMask = dst;
-  return b;
-}
-
-VkImageMemoryBarrier image_barrier(VkImage image, VkImageLayout from, VkImageLayout to, VkAccessFlags src,
-                                   VkAccessFlags dst) {
-  VkImageMemoryBarrier b{VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER};
-  b.srcAccessMask = src;
-  b.dstAccessMask = dst;
-  b.oldLayout = from;
-  b.newLayout = to;
-  b.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-  b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-  b.image = image;
-  b.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
-  return b;
-}
 
 Status check_range(const Buffer& buffer, size_t size, VkDeviceSize offset, const char* what) {
   if (!buffer.valid()) return invalid_argument(std::string(what) + ": the buffer is empty");

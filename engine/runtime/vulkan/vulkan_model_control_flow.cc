@@ -174,48 +174,6 @@ Status VulkanModel::Impl::loop_shapes(const ir::Node& node, const std::function<
   return ok_status();
 }
 
-Status VulkanModel::Impl::plan_condition_copies(Signature& sig) {
-  VkDeviceSize total = 0;
-  for (Segment& seg : sig.segments) {
-    if (seg.condition == planner::kNoTensor || seg.dispatches.empty() || seg.fallback_step != SIZE_MAX) continue;
-    const TensorId cond = seg.condition;
-    const PlanTensor& t = plan.tensors[static_cast<size_t>(cond)];
-    const Placement& p = sig.place[static_cast<size_t>(cond)];
-    // Host values and constants are read on the host; images (never a bool
-    // in practice) through a download.
-    if (t.host_resident || t.constant.defined() || !p.present || p.image || p.resource < 0) continue;
-    if (shape_numel(sig.shapes[static_cast<size_t>(cond)]) != 1) continue;  // read_condition names the error
-    seg.condition_copied = true;
-    seg.condition_offset = total;
-    total += 256;
-  }
-  if (total == 0) return ok_status();
-  KILN_ASSIGN_OR_RETURN(sig.conditions, vk::HostBuffer::create(device, total));
-  sig.device_bytes += total;
-  return ok_status();
-}
-
-void VulkanModel::Impl::record_condition_copy(Signature& sig, Segment& seg, VkCommandBuffer cmd) {
-  const VolkDeviceTable& fn = device.fn();
-  const TensorId cond = seg.condition;
-  const Placement& p = sig.place[static_cast<size_t>(cond)];
-  VkMemoryBarrier before{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  before.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  before.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
-  fn.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                          VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
-  VkBufferCopy region{};
-  region.srcOffset = p.offset;
-  region.dstOffset = seg.condition_offset;
-  region.size = device_bytes(plan.tensors[static_cast<size_t>(cond)].layout, sig.shapes[static_cast<size_t>(cond)]);
-  fn.vkCmdCopyBuffer(cmd, p.buffer->handle(), sig.conditions->handle(), 1, &region);
-  VkMemoryBarrier after{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  after.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-  after.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  fn.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &after, 0, nullptr, 0,
-                          nullptr);
-}
-
 namespace {
 
 Status check_condition_shape(const ir::Node& node, const Shape& shape) {

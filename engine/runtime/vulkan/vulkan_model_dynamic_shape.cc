@@ -22,6 +22,7 @@
 
 #include "engine/runtime/vulkan/device_data.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
+#include "planner/memory/liveness.h"
 
 namespace kiln::runtime {
 
@@ -39,35 +40,6 @@ constexpr int kInheritedResource = 1 << 20;
 // The tensor whose memory `t` uses (views, in-place writes: planner/inplace.h).
 TensorId root_of(const planner::ExecutionPlan& plan, TensorId t) { return planner::memory_root(plan, t); }
 
-// Per root tensor, whether a plan step in [from, to) writes it (a kernel
-// binding it as written, a host fallback making it).
-std::vector<bool> writes_in(const planner::ExecutionPlan& plan, const ir::Graph& graph, size_t from, size_t to) {
-  std::vector<bool> wrote(plan.tensors.size(), false);
-  for (size_t s = from; s < to && s < plan.steps.size(); ++s) {
-    const PlanStep& step = plan.steps[s];
-    if (step.kind == PlanStep::Kind::kDispatch) {
-      for (const planner::KernelTensor& kt : step.kernel.tensors)
-        if (kt.written) wrote[static_cast<size_t>(root_of(plan, kt.tensor))] = true;
-    } else if (step.kind == PlanStep::Kind::kFallback) {
-      for (ir::ValueId v : graph.node(step.node).outputs) {
-        auto it = v == ir::kNoValue ? plan.value_tensor.end() : plan.value_tensor.find(v);
-        if (it != plan.value_tensor.end()) wrote[static_cast<size_t>(root_of(plan, it->second))] = true;
-      }
-    }
-  }
-  return wrote;
-}
-
-std::string hex(const Tensor& t) {
-  static const char kHex[] = "0123456789abcdef";
-  const auto* bytes = static_cast<const unsigned char*>(t.raw_data());
-  std::string out;
-  for (size_t b = 0; b < t.nbytes(); ++b) {
-    out += kHex[bytes[b] >> 4];
-    out += kHex[bytes[b] & 15];
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -106,7 +78,7 @@ Status VulkanModel::Impl::find_boundary(Signature& sig) const {
   sig.end_step = s;
   sig.boundary.step = s;
 
-  const std::vector<bool> written = writes_in(plan, graph, 0, s);
+  const std::vector<bool> written = planner::roots_written_in(plan, graph, 0, s);
   // Whether `v` is known on the host already, or computed on the device
   // before step s (then it can be read back there).
   auto known = [&](ir::ValueId v) {
@@ -177,14 +149,13 @@ StatusOr<Signature*> VulkanModel::Impl::cross_boundary(Signature& sig, const std
   if (b.host_step) {
     KILN_ASSIGN_OR_RETURN(host_outputs, fallback_outputs(sig, b.step));
     ++ran.fallbacks;
-    key += "host:";
-    for (const Tensor& t : host_outputs) key += shape_to_string(t.shape()) + ";";
+    key += host_outputs_key(host_outputs);
   }
   // Only the few elements of the shape inputs come back (a download of each).
   std::map<ir::ValueId, Tensor> read;
   for (ir::ValueId v : b.read_back) {
     KILN_ASSIGN_OR_RETURN(Tensor t, read_tensor(sig, plan.value_tensor.at(v)));
-    key += std::to_string(v) + "=" + std::string(dtype_name(t.dtype())) + shape_to_string(t.shape()) + hex(t) + ";";
+    key += read_back_key(v, t);
     read.emplace(v, std::move(t));
   }
   const ir::Node* node = b.host_step ? &graph.node(plan.steps[b.step].node) : nullptr;
@@ -236,9 +207,9 @@ StatusOr<Signature*> VulkanModel::Impl::cross_boundary(Signature& sig, const std
 Status VulkanModel::Impl::place_phase(Signature& sig) {
   const size_t n = plan.tensors.size();
   const size_t parent_end = sig.parent ? sig.parent->end_step : 0;
-  const std::vector<bool> before = writes_in(plan, graph, 0, parent_end);
-  const std::vector<bool> until_end = writes_in(plan, graph, 0, sig.end_step);
-  const std::vector<bool> after = writes_in(plan, graph, sig.end_step, plan.steps.size());
+  const std::vector<bool> before = planner::roots_written_in(plan, graph, 0, parent_end);
+  const std::vector<bool> until_end = planner::roots_written_in(plan, graph, 0, sig.end_step);
+  const std::vector<bool> after = planner::roots_written_in(plan, graph, sig.end_step, plan.steps.size());
   // Inherited: the parents wrote it (or it is an input, written before the
   // run): it stays where they put it. Later: only steps past this
   // signature's boundary write it: a continuation places it.
@@ -253,7 +224,7 @@ Status VulkanModel::Impl::place_phase(Signature& sig) {
     inherited[t] = sig.parent && (before[t] || input);
     later[t] = !input && !until_end[t] && after[t];
   }
-  // place_tensors (plugins/memplan's placement) sizes every tensor of the
+  // place_tensors (planner/memory/arena.h's placement) sizes every tensor of the
   // plan: those this signature does not own are made one element there
   // (their slots go unused); inherited ones then point at the parents'
   // memory.

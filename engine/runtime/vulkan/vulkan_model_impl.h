@@ -13,9 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "engine/runtime/vulkan/hazard_tracker.h"
+#include "engine/runtime/vulkan/signature_cache.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "planner/glsl_codegen.h"
-#include "plugins/memplan/arena.h"
+#include "planner/memory/arena.h"
+#include "planner/memory/liveness.h"
+#include "planner/memory/plan_cache.h"
 #include "platform/vulkan/host_buffer.h"
 #include "platform/vulkan/memory_arena.h"
 #include "platform/vulkan/pipeline.h"
@@ -26,6 +30,8 @@
 namespace kiln::runtime {
 
 using planner::TensorId;
+
+struct ArenaLayout;  // place_tensors' blocks before offsets (vulkan_model_place.cc)
 
 using Clock = std::chrono::steady_clock;
 inline double ms_since(Clock::time_point t0) {
@@ -45,14 +51,6 @@ struct Placement {
   // in it, by memory offset), 1+ images in a separate image arena, then the
   // host's buffers; -1 constants.
   int resource = -1;
-};
-
-// The dtype and shape of one graph input for a run (a bound input has no
-// host tensor, only the shape its binding gives).
-struct InputSpec {
-  DType dtype = DType::kUndefined;
-  Shape shape;
-  const Tensor* value = nullptr;  // the host tensor, when the input was given as one
 };
 
 struct RecordedDispatch {
@@ -184,26 +182,48 @@ struct VulkanModel::Impl {
     return run(inputs, DeviceBindings{}, stats);
   }
 
+  // run()'s phases (vulkan_model_run.cc). input_specs checks the inputs
+  // against the graph (kInvalidArgument naming the input); upload_inputs
+  // stages or writes them; download_outputs reads the outputs back;
+  // fill_run_stats moves `ran`'s lists into `stats`.
+  StatusOr<std::vector<InputSpec>> input_specs(const std::vector<Tensor>& inputs,
+                                               const DeviceBindings& bindings) const;
+  Status upload_inputs(Signature& sig, const std::vector<Tensor>& inputs);
+  StatusOr<std::vector<Tensor>> download_outputs(Signature& sig, const DeviceBindings& bindings);
+  void fill_run_stats(const Signature& sig, VulkanRunStats& ran, VulkanRunStats& stats) const;
+
   // Per-signature setup.
   StatusOr<Signature*> signature_for(const std::vector<InputSpec>& inputs, const DeviceBindings& bindings,
                                      bool* created);
+  // Shapes (vulkan_model_shapes.cc): the concrete shape of every value and
+  // plan tensor for `inputs`, host values, symbol bindings, and the nodes
+  // that wait for a sub-graph boundary (sig.pending), in phases. Errors:
+  // kInvalidArgument when inputs disagree on a symbol, kUnimplemented for
+  // shapes the backend cannot size, the ops' inference errors.
   Status evaluate_shapes(const std::vector<InputSpec>& inputs, Signature& sig) const;
+  void seed_inputs(const std::vector<InputSpec>& inputs, Signature& sig, std::vector<ops::ValueInfo>& info) const;
+  Status bind_host_params(Signature& sig, const std::vector<ops::ValueInfo>& info) const;
+  Status bind_value_shapes(Signature& sig, const std::vector<ops::ValueInfo>& info,
+                           const std::vector<bool>& waiting) const;
+  Status evaluate_plan_dims(Signature& sig) const;
   // The plan tensor of graph input or output `name` (kNotFound otherwise).
   StatusOr<TensorId> io_tensor(const std::string& name) const;
   // Checks `bindings` against the signature's shapes and fills sig.external.
   Status resolve_bindings(const DeviceBindings& bindings, Signature& sig) const;
   void forget_buffer(VkBuffer buffer);
+  // Placement (vulkan_model_place.cc): every tensor's memory for `sig`'s
+  // shapes, in phases: collect_blocks (lifetimes from planner/memory/
+  // liveness.h, sizes, constants), choose_image_memory (images in the
+  // activation arena or their own), memory_plans.plan, bind_placements,
+  // place_external, place_aliases, then restore_arena. Errors:
+  // kUnimplemented for a tensor beyond the device's limits, kOutOfMemory.
   Status place_tensors(Signature& sig);
-  // Arena offsets for a signature's blocks. SoD²'s offsets as expressions of
-  // the shape: each plan made so far is kept as its stacking (which blocks
-  // lie below which; memplan arena.h) and evaluated at the new sizes (the
-  // expressions of plugins/memplan/symbolic.h, at concrete values); the
-  // smallest is used when within kPlanSlack of the live-set lower bound,
-  // otherwise the sizes are planned anew (memplan::plan_arena) and that plan
-  // becomes another version (kPlanVersions kept per set of lifetimes).
-  static constexpr double kPlanSlack = 1.05;
-  static constexpr size_t kPlanVersions = 4;
-  memplan::ArenaPlan plan_offsets(const std::vector<memplan::Block>& blocks);
+  Status collect_blocks(Signature& sig, const planner::Liveness& liveness, ArenaLayout& layout);
+  Status choose_image_memory(Signature& sig, const planner::Liveness& liveness, ArenaLayout& layout);
+  Status bind_placements(Signature& sig, const planner::Liveness& liveness, const ArenaLayout& layout,
+                         const memplan::ArenaPlan& arena, int* resource);
+  void place_external(Signature& sig, int resource);
+  void place_aliases(Signature& sig);
   // The model's activation memory for signatures of `depth` (0: input-shape
   // signatures; d: continuations past d sub-graph boundaries, whose parents'
   // tensors stay live in the memories of lower depths), at least `bytes` of a
@@ -230,11 +250,10 @@ struct VulkanModel::Impl {
   // Drops the least recently run of `family` (root signatures, or one
   // signature's continuations) beyond options.max_signatures (never `keep`).
   void evict_signatures(std::map<std::string, std::unique_ptr<Signature>>& family, const Signature* keep);
+  // Records sig's command buffers with a Recorder (recorder.h) over this
+  // model's device, plan, kernels, pipelines and allocators.
   Status record(Signature& sig);
-  Status plan_staging(Signature& sig);
   Status create_images(Signature& sig, const std::vector<bool>& needed, VkDeviceSize capacity, int* resource);
-  void record_input_copies(Signature& sig, VkCommandBuffer cmd);
-  void record_output_copies(Signature& sig, VkCommandBuffer cmd);
   Status run_fallback(Signature& sig, size_t step);
   // The outputs of host fallback step `step`, computed by the reference
   // kernel from inputs read from `sig`.
@@ -272,10 +291,6 @@ struct VulkanModel::Impl {
   // is known in `info`, else sets *waits (the If is a sub-graph boundary).
   Status if_output_shapes(const ir::Node& node, const std::function<Status(ir::RegionId)>& infer_region,
                           std::vector<ops::ValueInfo>& info, bool* waits) const;
-  // Makes sig.conditions and records, at the end of each segment that ends
-  // at an If, the copy of its device condition into it.
-  Status plan_condition_copies(Signature& sig);
-  void record_condition_copy(Signature& sig, Segment& seg, VkCommandBuffer cmd);
   // Sizes a device Loop's body (its parameters as the initial values, its
   // condition input the host value true, its iteration number a device
   // scalar) and outputs (scan outputs [iterations, ...], the count from the
@@ -293,9 +308,10 @@ struct VulkanModel::Impl {
   // one-element download. Errors: kInvalidArgument for a condition that is
   // not one element.
   StatusOr<bool> read_condition(Signature& sig, const Segment* seg, TensorId cond, ir::NodeId node);
-  // Runs the signature's segments: Ifs skip their untaken ranges, Loops
-  // repeat their bodies. Fills gpu_ms, dispatches, fallbacks, kernels and
-  // branches of `out`.
+  // Runs the signature's segments with a ControlFlowExecutor
+  // (control_flow_executor.h): Ifs skip their untaken ranges, Loops repeat
+  // their bodies. Fills gpu_ms, dispatches, fallbacks, kernels, branches
+  // and loops of `out`.
   Status run_segments(Signature& sig, VulkanRunStats& out);
   // The condition of kIf step `step` when it is known on the host for this
   // signature (a host value or a constant), else nullopt. Errors:
@@ -323,7 +339,7 @@ struct VulkanModel::Impl {
   std::mutex mutex;
   std::map<std::string, std::unique_ptr<Signature>> signatures;
   std::vector<std::shared_ptr<vk::MemoryArena>> activation_memory;  // by depth
-  std::map<std::string, std::vector<memplan::Stacking>> memory_plans;  // plan_offsets' versions, by lifetimes
+  memplan::ArenaPlanCache memory_plans;  // arena plans reused across signatures (planner/memory/plan_cache.h)
   std::vector<const Signature*> memory_owner;  // by depth: whose persistent tensors it holds (restore_arena)
   uint64_t runs = 0;
 };

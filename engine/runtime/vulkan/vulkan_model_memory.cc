@@ -2,7 +2,7 @@
 // one per depth of sub-graph boundaries for their continuations), and a
 // bounded cache of recorded signatures.
 //
-// Each signature's arena plan (plugins/memplan) is made for its own shapes,
+// Each signature's arena plan (planner/memory/arena.h) is made for its own shapes,
 // but the memory it is bound in is the model's: a user who feeds a new
 // sentence length every call holds the largest plan seen, not one arena per
 // length (and not one sized for a maximum shape). Runs take turns on it (the
@@ -81,15 +81,10 @@ void VulkanModel::Impl::release(Signature& sig) {
 }
 
 void VulkanModel::Impl::evict_signatures(Family& family, const Signature* keep) {
-  const size_t limit = std::max<size_t>(options.max_signatures, 1);
-  while (family.size() > limit) {
-    auto oldest = family.end();
-    for (auto it = family.begin(); it != family.end(); ++it)
-      if (it->second.get() != keep && (oldest == family.end() || it->second->last_run < oldest->second->last_run))
-        oldest = it;
-    if (oldest == family.end()) return;
-    release(*oldest->second);
-    family.erase(oldest);
+  for (const std::string& key : lru_victims(family, options.max_signatures, keep)) {
+    auto it = family.find(key);
+    release(*it->second);
+    family.erase(it);
   }
 }
 

@@ -4,12 +4,13 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
-#include <limits>
 #include <set>
 #include <utility>
 
 #include "engine/runtime/reference_executor.h"
+#include "engine/runtime/vulkan/control_flow_executor.h"
 #include "engine/runtime/vulkan/device_data.h"
+#include "engine/runtime/vulkan/recorder.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
 
 namespace kiln::runtime {
@@ -19,58 +20,6 @@ using planner::PlanTensor;
 using planner::Storage;
 
 namespace {
-
-
-std::string shape_key(const InputSpec& t) {
-  std::string k = std::string(dtype_name(t.dtype)) + "[";
-  for (int64_t d : t.shape) k += std::to_string(d) + ",";
-  return k + "]";
-}
-
-// Bindings are part of a signature: the descriptors point into the buffers.
-std::string bindings_key(const DeviceBindings& bindings) {
-  std::string k;
-  for (const auto& [name, b] : bindings)
-    k += name + "@" + std::to_string(reinterpret_cast<uint64_t>(b.buffer)) + "+" + std::to_string(b.offset) + ":" +
-         std::to_string(b.size) + ";";
-  return k;
-}
-
-// The bytes a dispatch moves (each bound tensor once, whole, at its device
-// layout) and its FLOPs, with the signature's symbol values: a roofline
-// estimate, not a count of what the kernel's caches actually fetch.
-std::pair<uint64_t, uint64_t> kernel_traffic(const planner::KernelDesc& k, const Signature& sig) {
-  uint64_t bytes = 0;
-  for (const planner::KernelTensor& t : k.tensors) {
-    uint64_t elements = 1;
-    bool known = true;
-    if (t.layout.storage == Storage::kImage) {
-      const planner::ImageExtent e = planner::image_extent(t.shape, t.layout.packed_axis);
-      auto w = e.width.evaluate(sig.bindings), h = e.height.evaluate(sig.bindings);
-      known = w && h;
-      if (known) elements = static_cast<uint64_t>(std::max<int64_t>(*w, 0) * std::max<int64_t>(*h, 0)) * 4;
-    } else {
-      for (const ir::Dim& d : t.shape) {
-        auto v = d.evaluate(sig.bindings);
-        if (!v) {
-          known = false;
-          break;
-        }
-        elements *= static_cast<uint64_t>(std::max<int64_t>(*v, 0));
-      }
-    }
-    // A dim the bindings cannot evaluate: the plan tensor's concrete shape.
-    if (!known && t.tensor != planner::kNoTensor && static_cast<size_t>(t.tensor) < sig.shapes.size()) {
-      elements = 1;
-      for (int64_t d : sig.shapes[static_cast<size_t>(t.tensor)])
-        elements *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
-      known = true;
-    }
-    if (known) bytes += elements * planner::elem_bytes(t.layout.type);
-  }
-  const auto flops = k.flops.evaluate(sig.bindings);
-  return {bytes, flops && *flops > 0 ? static_cast<uint64_t>(*flops) : 0};
-}
 
 std::string shape_text(const Shape& s) {
   std::string out = "[";
@@ -85,240 +34,22 @@ VulkanModel::Impl::~Impl() {
   for (auto& [key, sig] : signatures) release(*sig);
 }
 
-// Concrete shapes of every value, values of host-resident ones, and the
-// symbol bindings that make the plan's dims concrete.
-Status VulkanModel::Impl::evaluate_shapes(const std::vector<InputSpec>& inputs, Signature& sig) const {
-  const ir::Region& main = graph.main();
-  std::vector<ops::ValueInfo> info(graph.num_values());
-  for (size_t i = 0; i < main.inputs.size(); ++i) {
-    const ir::Value& v = graph.value(main.inputs[i]);
-    info[static_cast<size_t>(v.id)].dtype = inputs[i].dtype;
-    info[static_cast<size_t>(v.id)].shape = ir::SymShape::from_concrete(inputs[i].shape);
-    if (plan.tensors[static_cast<size_t>(plan.inputs[i])].host_resident && inputs[i].value) {
-      auto [it, inserted] = sig.host_values.insert_or_assign(v.id, *inputs[i].value);
-      info[static_cast<size_t>(v.id)].value = &it->second;
-    } else if (auto k = sig.known_values.find(v.id); k != sig.known_values.end()) {
-      info[static_cast<size_t>(v.id)].value = &k->second;  // read back at a sub-graph boundary
-    }
-  }
-  for (ir::ValueId id : graph.constants()) {
-    const ir::Value& v = graph.value(id);
-    info[static_cast<size_t>(id)].dtype = v.dtype;
-    info[static_cast<size_t>(id)].shape = ir::SymShape::from_concrete(v.constant.shape());
-    info[static_cast<size_t>(id)].value = &v.constant;
-  }
-  std::set<ir::NodeId> host_nodes, device_ifs, device_loops;
-  for (const PlanStep& s : plan.steps) {
-    if (s.kind == PlanStep::Kind::kHost) host_nodes.insert(s.node);
-    if (s.kind == PlanStep::Kind::kIf) device_ifs.insert(s.node);
-    if (s.kind == PlanStep::Kind::kLoop) device_loops.insert(s.node);
-  }
-  // Both branches of a device If are sized (the signature's command buffers
-  // hold both); when they give the If's outputs different shapes, the
-  // condition decides (if_output_shapes). A device Loop's body is sized
-  // once: its carried values keep their shapes.
-  // A main-region node whose output shape depends on tensor values the
-  // signature does not know waits (sig.pending), and so does every node
-  // reading what it makes: they are sized by a continuation past the
-  // boundary (vulkan_model_dynamic_shape.cc).
-  std::vector<bool> waiting(graph.num_values(), false);
-  sig.pending.clear();
-  std::function<Status(ir::RegionId)> infer_region = [&](ir::RegionId region) -> Status {
-    for (ir::NodeId nid : graph.region(region).nodes) {
-      const ir::Node& node = graph.node(nid);
-      if (node.erased) continue;
-      if (region == ir::kMainRegion &&
-          std::any_of(node.inputs.begin(), node.inputs.end(),
-                      [&](ir::ValueId v) { return v != ir::kNoValue && waiting[static_cast<size_t>(v)]; })) {
-        sig.pending.insert(nid);
-        for (ir::ValueId v : node.outputs)
-          if (v != ir::kNoValue) waiting[static_cast<size_t>(v)] = true;
-        continue;
-      }
-      if (device_ifs.count(nid)) {
-        bool waits = false;
-        KILN_RETURN_IF_ERROR(if_output_shapes(node, infer_region, info, &waits));
-        if (waits && region != ir::kMainRegion)
-          return unimplemented(node.describe() + ": its branches give its outputs different shapes inside an If "
-                                                 "branch or a Loop body; the Vulkan backend cannot size it");
-        if (waits) {
-          sig.pending.insert(nid);
-          for (ir::ValueId v : node.outputs)
-            if (v != ir::kNoValue) waiting[static_cast<size_t>(v)] = true;
-        }
-        continue;
-      }
-      if (device_loops.count(nid)) {
-        bool waits = false;
-        KILN_RETURN_IF_ERROR(loop_shapes(node, infer_region, info, sig, &waits));
-        if (waits && region != ir::kMainRegion)
-          return internal_error(node.describe() + ": a device Loop inside an If branch whose trip count or "
-                                                  "condition the device computes");
-        if (waits) {  // sized once its trip count and condition are read back
-          sig.pending.insert(nid);
-          for (ir::ValueId v : node.outputs)
-            if (v != ir::kNoValue) waiting[static_cast<size_t>(v)] = true;
-        }
-        continue;
-      }
-      const ops::OpSchema* schema = ops::OpRegistry::builtin().find(node.domain, node.op);
-      if (!schema) return unimplemented(node.describe() + ": unknown op");
-      std::vector<ops::ValueInfo> in;
-      for (ir::ValueId v : node.inputs)
-        in.push_back(v == ir::kNoValue ? ops::ValueInfo{} : info[static_cast<size_t>(v)]);
-      KILN_ASSIGN_OR_RETURN(std::vector<ops::ValueInfo> outs, ops::infer_node(*schema, node, in));
-      // A boundary node run on the host: its outputs have the shapes it gave.
-      for (size_t i = 0; i < node.outputs.size() && i < outs.size(); ++i)
-        if (auto k = sig.known_shapes.find(node.outputs[i]); k != sig.known_shapes.end()) {
-          outs[i].dtype = k->second.first;
-          outs[i].shape = ir::SymShape::from_concrete(k->second.second);
-        }
-      const bool host = host_nodes.count(nid) > 0;
-      std::vector<Tensor> values;
-      if (host) {
-        // Shape arithmetic: from inference when it knows the value as
-        // constants (Shape, Size), else the reference kernel.
-        bool from_dims = true;
-        for (const ops::ValueInfo& o : outs) {
-          if (!o.dims_value || !o.shape.is_static()) from_dims = false;
-          else
-            for (const ir::Dim& d : *o.dims_value) from_dims = from_dims && d.is_const();
-        }
-        if (from_dims) {
-          for (const ops::ValueInfo& o : outs) {
-            std::vector<int64_t> vals;
-            for (const ir::Dim& d : *o.dims_value) vals.push_back(d.value());
-            Tensor t = Tensor::from_vector<int64_t>(o.shape.concrete(), vals);
-            KILN_ASSIGN_OR_RETURN(Tensor cast, t.cast(o.dtype));
-            values.push_back(std::move(cast));
-          }
-        } else {
-          std::vector<const Tensor*> ptrs;
-          for (const ops::ValueInfo& i : in) ptrs.push_back(i.value);
-          ops::KernelContext ctx(node, ptrs, outs, nullptr);
-          KILN_RETURN_IF_ERROR(schema->kernel(ctx));
-          values = std::move(ctx.outputs());
-        }
-      }
-      for (size_t i = 0; i < node.outputs.size() && i < outs.size(); ++i) {
-        const ir::ValueId v = node.outputs[i];
-        if (v == ir::kNoValue) continue;
-        ops::ValueInfo& o = info[static_cast<size_t>(v)];
-        o = outs[i];
-        if (host) {
-          auto [it, inserted] = sig.host_values.insert_or_assign(v, std::move(values[i]));
-          o.value = &it->second;
-          o.shape = ir::SymShape::from_concrete(it->second.shape());
-        } else if (auto k = sig.known_values.find(v); k != sig.known_values.end()) {
-          o.value = &k->second;  // read back at an earlier boundary
-          o.shape = ir::SymShape::from_concrete(k->second.shape());
-        }
-        if (!o.shape.is_static()) {
-          if (region != ir::kMainRegion)
-            return unimplemented(node.describe() + ": the shape of '" + graph.value(v).name +
-                                 "' depends on tensor values inside an If branch or a Loop body; the Vulkan "
-                                 "backend cannot size it");
-          sig.pending.insert(nid);
-          waiting[static_cast<size_t>(v)] = true;
-        }
-      }
-    }
-    return ok_status();
-  };
-  KILN_RETURN_IF_ERROR(infer_region(ir::kMainRegion));
-  // Kernel parameters the plan computes on the host from this signature.
-  for (const planner::HostParam& hp : plan.host_params) {
-    if (sig.pending.count(hp.node)) continue;  // bound past the boundary
-    const ir::Node& node = graph.node(hp.node);
-    planner::HostParamInputs in;
-    for (ir::ValueId v : node.inputs) {
-      const ops::ValueInfo* o = v == ir::kNoValue ? nullptr : &info[static_cast<size_t>(v)];
-      in.shapes.push_back(o && o->shape.is_static() ? o->shape.concrete() : Shape{});
-      in.values.push_back(o ? o->value : nullptr);
-    }
-    StatusOr<int64_t> value = hp.fn(in);
-    if (!value.ok()) return Status(value.status().code(), node.describe() + ": " + value.status().message());
-    sig.bindings[hp.symbol] = *value;
-  }
-  // Bind symbols from value tensors, then check every dim agrees.
-  sig.shapes.assign(plan.tensors.size(), Shape{});
-  sig.sized.assign(plan.tensors.size(), true);
-  for (size_t t = 0; t < plan.tensors.size(); ++t) {
-    const PlanTensor& pt = plan.tensors[t];
-    if (pt.origin != PlanTensor::Origin::kValue) continue;
-    if (waiting[static_cast<size_t>(pt.value)]) {
-      // Sized past the boundary; 1s meanwhile (placement needs some size,
-      // and a host value some kernel binds a placeholder to upload).
-      sig.sized[t] = false;
-      sig.shapes[t].assign(pt.shape.size(), 1);
-      if (pt.host_resident) {
-        KILN_ASSIGN_OR_RETURN(Tensor zeros, Tensor::allocate(pt.dtype, sig.shapes[t]));
-        sig.host_values.insert_or_assign(pt.value, std::move(zeros));
-      }
-      continue;
-    }
-    const ops::ValueInfo& o = info[static_cast<size_t>(pt.value)];
-    if (!o.shape.has_rank) continue;
-    sig.shapes[t] = o.shape.concrete();
-    if (sig.shapes[t].size() != pt.shape.size())
-      return internal_error("value '" + graph.value(pt.value).name + "' changed rank");
-    for (size_t k = 0; k < pt.shape.size(); ++k)
-      if (pt.shape[k].is_symbol()) {
-        auto [it, inserted] = sig.bindings.emplace(pt.shape[k].symbol_name(), sig.shapes[t][k]);
-        if (!inserted && it->second != sig.shapes[t][k])
-          return invalid_argument("dimension '" + pt.shape[k].symbol_name() + "' is " + std::to_string(it->second) +
-                                  " in one input and " + std::to_string(sig.shapes[t][k]) + " in another");
-      }
-  }
-  for (size_t t = 0; t < plan.tensors.size(); ++t) {
-    const PlanTensor& pt = plan.tensors[t];
-    if (pt.origin == PlanTensor::Origin::kConstant) {
-      sig.shapes[t] = pt.constant.shape();
-      continue;
-    }
-    if (!sig.sized[t]) continue;
-    Shape eval;
-    for (const ir::Dim& d : pt.shape) {
-      auto v = d.evaluate(sig.bindings);
-      if (!v && !sig.pending.empty() && pt.origin == PlanTensor::Origin::kTemporary) break;  // a waiting node's
-      if (!v) return internal_error("plan dim " + d.to_string() + " of tensor %" + std::to_string(t) + " is unbound");
-      eval.push_back(*v);
-    }
-    if (eval.size() != pt.shape.size()) {
-      sig.sized[t] = false;
-      sig.shapes[t].assign(pt.shape.size(), 1);
-      continue;
-    }
-    if (pt.origin == PlanTensor::Origin::kTemporary) sig.shapes[t] = eval;
-    else if (eval != sig.shapes[t])
-      return internal_error("value '" + graph.value(pt.value).name + "': plan shape " + shape_text(eval) +
-                            " disagrees with the inferred " + shape_text(sig.shapes[t]));
-  }
-  return ok_status();
+Status VulkanModel::Impl::record(Signature& sig) {
+  Recorder recorder(device, plan, kernels, pipelines, *descriptors, *submitter, options.profile,
+                    [this](const Signature& s, size_t step) { return host_condition(s, step); });
+  return recorder.record(sig);
 }
 
 StatusOr<Signature*> VulkanModel::Impl::signature_for(const std::vector<InputSpec>& inputs,
                                                       const DeviceBindings& bindings, bool* created) {
   *created = false;
-  std::string key;
+  std::vector<bool> host_resident;
+  std::vector<std::string> names;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    key += shape_key(inputs[i]) + ";";
-    // Shape-like integer inputs live on the host; their values shape the run.
-    if (plan.tensors[static_cast<size_t>(plan.inputs[i])].host_resident) {
-      if (!inputs[i].value)
-        return invalid_argument("input '" + graph.value(graph.main().inputs[i]).name +
-                                "' is a small shape-like input and must be given as a host tensor");
-      // The bytes, not get_i64: float values (Resize scales) are host values too.
-      const auto* bytes = static_cast<const unsigned char*>(inputs[i].value->raw_data());
-      static const char kHex[] = "0123456789abcdef";
-      for (size_t b = 0; b < inputs[i].value->nbytes(); ++b) {
-        key += kHex[bytes[b] >> 4];
-        key += kHex[bytes[b] & 15];
-      }
-      key += ";";
-    }
+    host_resident.push_back(plan.tensors[static_cast<size_t>(plan.inputs[i])].host_resident);
+    names.push_back(graph.value(graph.main().inputs[i]).name);
   }
-  key += bindings_key(bindings);
+  KILN_ASSIGN_OR_RETURN(const std::string key, signature_key(inputs, host_resident, names, bindings));
   auto it = signatures.find(key);
   if (it != signatures.end()) return it->second.get();
   auto sig = std::make_unique<Signature>();
@@ -343,6 +74,48 @@ StatusOr<std::vector<Tensor>> VulkanModel::Impl::run(const std::vector<Tensor>& 
                                                      const DeviceBindings& bindings, VulkanRunStats* stats) {
   const auto t0 = Clock::now();
   KILN_RETURN_IF_ERROR(device.status());
+  KILN_ASSIGN_OR_RETURN(const std::vector<InputSpec> specs, input_specs(inputs, bindings));
+  const vk::KernelCacheStats cache_before = cache.stats();
+  Signature* sig = nullptr;
+  bool created = false;
+  // One run at a time: root signatures share the activation memory.
+  std::lock_guard<std::mutex> lock(mutex);
+  KILN_ASSIGN_OR_RETURN(sig, signature_for(specs, bindings, &created));
+  sig->last_run = ++runs;
+  if (!owns_memory(*sig)) KILN_RETURN_IF_ERROR(restore_arena(*sig));
+  KILN_RETURN_IF_ERROR(upload_inputs(*sig, inputs));
+
+  VulkanRunStats ran;
+  KILN_RETURN_IF_ERROR(run_segments(*sig, ran));
+  // Past each sub-graph boundary, the continuation for what it materialized.
+  while (sig->boundary.step != SIZE_MAX) {
+    bool made = false;
+    KILN_ASSIGN_OR_RETURN(sig, cross_boundary(*sig, specs, bindings, &made, ran));
+    created = created || made;
+    sig->last_run = runs;
+    VulkanRunStats more;
+    KILN_RETURN_IF_ERROR(run_segments(*sig, more));
+    ran.gpu_ms = ran.gpu_ms < 0 || more.gpu_ms < 0 ? -1 : ran.gpu_ms + more.gpu_ms;
+    ran.dispatches += more.dispatches;
+    ran.fallbacks += more.fallbacks;
+    for (auto& k : more.kernels) ran.kernels.push_back(std::move(k));
+    for (auto& b : more.branches) ran.branches.push_back(std::move(b));
+    for (auto& l : more.loops) ran.loops.push_back(std::move(l));
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, download_outputs(*sig, bindings));
+  if (stats) {
+    ran.wall_ms = ms_since(t0);
+    ran.recorded = created;
+    ran.shader_compiles = cache.stats().compiles - cache_before.compiles;
+    fill_run_stats(*sig, ran, *stats);
+  }
+  return outputs;
+}
+
+// Checks the inputs against the graph (count, bound or given, dtype, rank,
+// static dims) and gives each one's dtype and shape.
+StatusOr<std::vector<InputSpec>> VulkanModel::Impl::input_specs(const std::vector<Tensor>& inputs,
+                                                                const DeviceBindings& bindings) const {
   const ir::Region& main = graph.main();
   if (inputs.size() != main.inputs.size())
     return invalid_argument("the model takes " + std::to_string(main.inputs.size()) + " inputs, got " +
@@ -375,210 +148,93 @@ StatusOr<std::vector<Tensor>> VulkanModel::Impl::run(const std::vector<Tensor>& 
                                 shape_text(specs[i].shape));
     }
   }
-  const vk::KernelCacheStats cache_before = cache.stats();
-  Signature* sig = nullptr;
-  bool created = false;
-  // One run at a time: root signatures share the activation memory.
-  std::lock_guard<std::mutex> lock(mutex);
-  KILN_ASSIGN_OR_RETURN(sig, signature_for(specs, bindings, &created));
-  sig->last_run = ++runs;
-  if (!owns_memory(*sig)) KILN_RETURN_IF_ERROR(restore_arena(*sig));
+  return specs;
+}
+
+// The given inputs into the staging buffer (the first command buffer copies
+// them in) or, when not staged, through Transfer.
+Status VulkanModel::Impl::upload_inputs(Signature& sig, const std::vector<Tensor>& inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].defined()) continue;
-    const Signature::Staged& staged = sig->staged_inputs[i];
+    const Signature::Staged& staged = sig.staged_inputs[i];
     if (staged.tensor == planner::kNoTensor) {
-      KILN_RETURN_IF_ERROR(write_tensor(*sig, plan.inputs[i], inputs[i]));
+      KILN_RETURN_IF_ERROR(write_tensor(sig, plan.inputs[i], inputs[i]));
       continue;
     }
-    // Into the staging buffer; the first command buffer copies it in.
     const PlanTensor& t = plan.tensors[static_cast<size_t>(staged.tensor)];
     std::vector<std::byte> bytes = to_device(inputs[i], t.layout);
-    std::memcpy(sig->staging->data() + staged.offset, bytes.data(), std::min<size_t>(bytes.size(), staged.bytes));
+    std::memcpy(sig.staging->data() + staged.offset, bytes.data(), std::min<size_t>(bytes.size(), staged.bytes));
   }
-  if (sig->staging) KILN_RETURN_IF_ERROR(sig->staging->flush());
+  if (sig.staging) KILN_RETURN_IF_ERROR(sig.staging->flush());
+  return ok_status();
+}
 
-  VulkanRunStats ran;
-  KILN_RETURN_IF_ERROR(run_segments(*sig, ran));
-  // Past each sub-graph boundary, the continuation for what it materialized.
-  while (sig->boundary.step != SIZE_MAX) {
-    bool made = false;
-    KILN_ASSIGN_OR_RETURN(sig, cross_boundary(*sig, specs, bindings, &made, ran));
-    created = created || made;
-    sig->last_run = runs;
-    VulkanRunStats more;
-    KILN_RETURN_IF_ERROR(run_segments(*sig, more));
-    ran.gpu_ms = ran.gpu_ms < 0 || more.gpu_ms < 0 ? -1 : ran.gpu_ms + more.gpu_ms;
-    ran.dispatches += more.dispatches;
-    ran.fallbacks += more.fallbacks;
-    for (auto& k : more.kernels) ran.kernels.push_back(std::move(k));
-    for (auto& b : more.branches) ran.branches.push_back(std::move(b));
-    for (auto& l : more.loops) ran.loops.push_back(std::move(l));
-  }
+// The outputs, from the staging buffer (the last command buffer copied them
+// there) or through Transfer; outputs bound to the host's buffers are empty.
+StatusOr<std::vector<Tensor>> VulkanModel::Impl::download_outputs(Signature& sig, const DeviceBindings& bindings) {
+  const ir::Region& main = graph.main();
   std::vector<Tensor> outputs;
   for (size_t i = 0; i < plan.outputs.size(); ++i) {
     if (bindings.count(graph.value(main.outputs[i]).name)) {
       outputs.emplace_back();  // the host reads its own buffer
       continue;
     }
-    const Signature::Staged& staged = sig->staged_outputs[i];
+    const Signature::Staged& staged = sig.staged_outputs[i];
     if (staged.tensor != planner::kNoTensor) {
-      // The last command buffer copied it into the staging buffer.
-      if (i == 0 || sig->staged_outputs[i - 1].tensor == planner::kNoTensor)
-        KILN_RETURN_IF_ERROR(sig->staging->invalidate());
+      if (i == 0 || sig.staged_outputs[i - 1].tensor == planner::kNoTensor)
+        KILN_RETURN_IF_ERROR(sig.staging->invalidate());
       const PlanTensor& t = plan.tensors[static_cast<size_t>(staged.tensor)];
-      KILN_ASSIGN_OR_RETURN(Tensor out, from_device(sig->staging->data() + staged.offset, staged.bytes, t.layout,
-                                                    t.dtype, sig->shapes[static_cast<size_t>(staged.tensor)]));
+      KILN_ASSIGN_OR_RETURN(Tensor out, from_device(sig.staging->data() + staged.offset, staged.bytes, t.layout,
+                                                    t.dtype, sig.shapes[static_cast<size_t>(staged.tensor)]));
       outputs.push_back(std::move(out));
       continue;
     }
-    KILN_ASSIGN_OR_RETURN(Tensor t, read_tensor(*sig, plan.outputs[i]));
+    KILN_ASSIGN_OR_RETURN(Tensor t, read_tensor(sig, plan.outputs[i]));
     outputs.push_back(std::move(t));
-  }
-  if (stats) {
-    const vk::KernelCacheStats cache_after = cache.stats();
-    stats->wall_ms = ms_since(t0);
-    stats->gpu_ms = ran.gpu_ms;
-    stats->dispatches = ran.dispatches;
-    stats->branches = std::move(ran.branches);
-    stats->loops = std::move(ran.loops);
-    stats->host_steps = 0;
-    for (const PlanStep& s : plan.steps)
-      if (s.kind == PlanStep::Kind::kHost) ++stats->host_steps;
-    stats->fallbacks = ran.fallbacks;
-    stats->recorded = created;
-    stats->shader_compiles = cache_after.compiles - cache_before.compiles;
-    stats->activation_bytes = 0;
-    for (const auto& memory : activation_memory) stats->activation_bytes += memory ? memory->capacity() : 0;
-    stats->signatures = static_cast<uint32_t>(signatures.size());
-    stats->device_bytes = (weights_arena ? weights_arena->capacity() : 0) + stats->activation_bytes;
-    std::function<uint64_t(const Signature&)> held = [&](const Signature& s) {
-      uint64_t bytes = s.device_bytes;
-      for (const auto& [key, next] : s.continuations) bytes += held(*next);
-      return bytes;
-    };
-    for (const auto& [key, s] : signatures) stats->device_bytes += held(*s);
-    stats->memory = {sig->memory.arena_bytes, sig->memory.live_lower_bound, sig->memory.no_reuse_bytes,
-                     sig->memory.best_fit_bytes, sig->memory_plan_ms, sig->image_bytes, sig->images_note,
-                     sig->memory.strategy};
-    stats->kernels = std::move(ran.kernels);
   }
   return outputs;
 }
 
+// `stats` from what the run did (`ran`: its timings, counts, kernels,
+// branches and loops, wall time, recorded, shader compiles) and what the
+// model holds now (`sig` is the last signature run: its memory plan).
+void VulkanModel::Impl::fill_run_stats(const Signature& sig, VulkanRunStats& ran, VulkanRunStats& stats) const {
+  stats.wall_ms = ran.wall_ms;
+  stats.gpu_ms = ran.gpu_ms;
+  stats.dispatches = ran.dispatches;
+  stats.branches = std::move(ran.branches);
+  stats.loops = std::move(ran.loops);
+  stats.host_steps = 0;
+  for (const PlanStep& s : plan.steps)
+    if (s.kind == PlanStep::Kind::kHost) ++stats.host_steps;
+  stats.fallbacks = ran.fallbacks;
+  stats.recorded = ran.recorded;
+  stats.shader_compiles = ran.shader_compiles;
+  stats.activation_bytes = 0;
+  for (const auto& memory : activation_memory) stats.activation_bytes += memory ? memory->capacity() : 0;
+  stats.signatures = static_cast<uint32_t>(signatures.size());
+  stats.device_bytes = (weights_arena ? weights_arena->capacity() : 0) + stats.activation_bytes;
+  std::function<uint64_t(const Signature&)> held = [&](const Signature& s) {
+    uint64_t bytes = s.device_bytes;
+    for (const auto& [key, next] : s.continuations) bytes += held(*next);
+    return bytes;
+  };
+  for (const auto& [key, s] : signatures) stats.device_bytes += held(*s);
+  stats.memory = {sig.memory.arena_bytes, sig.memory.live_lower_bound, sig.memory.no_reuse_bytes,
+                  sig.memory.best_fit_bytes, sig.memory_plan_ms, sig.image_bytes, sig.images_note,
+                  sig.memory.strategy};
+  stats.kernels = std::move(ran.kernels);
+}
+
 Status VulkanModel::Impl::run_segments(Signature& sig, VulkanRunStats& out) {
-  out.gpu_ms = 0;
-  bool have_gpu_time = true;
-  auto node_name = [&](size_t step) {
-    const ir::Node& node = graph.node(plan.steps[step].node);
-    return node.name.empty() ? node.op : node.name;
+  ControlFlowExecutor::Hooks hooks;
+  hooks.run_fallback = [this](Signature& s, size_t step) { return run_fallback(s, step); };
+  hooks.read_condition = [this](Signature& s, const Segment* seg, TensorId cond, ir::NodeId node) {
+    return read_condition(s, seg, cond, node);
   };
-  // Step ranges of the branches not taken so far: their segments are skipped.
-  std::vector<std::pair<size_t, size_t>> untaken;
-  // Loops running: the kLoop step, its body's segments, iterations done, trip count.
-  struct Frame {
-    size_t step, first, last;
-    int64_t iterations, trip;
-  };
-  std::vector<Frame> loops;
-  for (size_t i = 0; i < sig.segments.size(); ++i) {
-    Segment& seg = sig.segments[i];
-    const bool skipped = std::any_of(untaken.begin(), untaken.end(), [&](const auto& r) {
-      return seg.first_step >= r.first && seg.first_step < r.second;
-    });
-    if (!skipped) {
-      for (const auto& [if_step, then_taken] : seg.decided_ifs) out.branches.push_back({node_name(if_step), then_taken});
-      out.dispatches += static_cast<uint32_t>(seg.dispatches.size());
-      if (!seg.dispatches.empty()) {
-        KILN_RETURN_IF_ERROR(submitter->submit(seg.cmd));
-        if (!seg.timestamps) {
-          have_gpu_time = false;
-        } else {
-          KILN_ASSIGN_OR_RETURN(std::vector<uint64_t> ticks, seg.timestamps->read_ticks());
-          const size_t n = seg.dispatches.size();
-          if (ticks.size() >= (options.profile ? n + 1 : 2)) {
-            const size_t end = options.profile ? n : 1;
-            out.gpu_ms += seg.timestamps->elapsed_ns(ticks[0], ticks[end]) / 1e6;
-            if (options.profile)
-              for (size_t d = 0; d < n; ++d) {
-                const PlanStep& step = plan.steps[seg.dispatches[d].step];
-                const auto [bytes, flops] = kernel_traffic(step.kernel, sig);
-                out.kernels.push_back({step.kernel.name, node_name(seg.dispatches[d].step),
-                                       seg.timestamps->elapsed_ns(ticks[d], ticks[d + 1]) / 1e6, bytes, flops});
-              }
-          } else {
-            have_gpu_time = false;
-          }
-        }
-      }
-      if (seg.fallback_step != SIZE_MAX) {
-        KILN_RETURN_IF_ERROR(run_fallback(sig, seg.fallback_step));
-        ++out.fallbacks;
-      }
-      if (seg.if_step != SIZE_MAX) {
-        const PlanStep& step = plan.steps[seg.if_step];
-        KILN_ASSIGN_OR_RETURN(const bool taken, read_condition(sig, &seg, step.cond, step.node));
-        untaken.push_back(taken ? std::make_pair(step.then_end, step.else_end)
-                                : std::make_pair(seg.if_step + 1, step.then_end));
-        out.branches.push_back({node_name(seg.if_step), taken});
-      }
-      if (seg.loop_step != SIZE_MAX) {
-        const PlanStep& step = plan.steps[seg.loop_step];
-        const ir::Node& node = graph.node(step.node);
-        int64_t trip = std::numeric_limits<int64_t>::max();
-        if (step.trip != planner::kNoTensor) {
-          KILN_ASSIGN_OR_RETURN(Tensor m, loop_input(sig, step.trip));
-          if (m.numel() != 1)
-            return invalid_argument(node.describe() + ": the trip count must have one element, got shape " +
-                                    shape_to_string(m.shape()));
-          trip = m.get_i64(0);
-        }
-        bool go = true;
-        if (step.cond != planner::kNoTensor) {
-          KILN_ASSIGN_OR_RETURN(go, read_condition(sig, nullptr, step.cond, step.node));
-        }
-        const PlanTensor& body_cond = plan.tensors[static_cast<size_t>(step.body_cond)];
-        if (step.trip == planner::kNoTensor && (body_cond.host_resident || body_cond.constant.defined())) {
-          KILN_ASSIGN_OR_RETURN(const bool again, read_condition(sig, nullptr, step.body_cond, step.node));
-          if (again && go)
-            return invalid_argument(node.describe() + ": it has no trip count and its body's condition is always "
-                                                      "true: it would never end");
-        }
-        auto body = sig.loop_bodies.find(seg.loop_step);
-        if (body != sig.loop_bodies.end()) {
-          if (go && trip > 0) {
-            loops.push_back({seg.loop_step, body->second.first, body->second.second, 0, trip});
-          } else {
-            out.loops.push_back({node_name(seg.loop_step), 0});
-            i = body->second.second;  // zero iterations: the body is skipped
-            continue;
-          }
-        } else {
-          out.loops.push_back({node_name(seg.loop_step), 0});  // nothing recorded in the body
-        }
-      }
-    }
-    // The end of a Loop's body: another iteration, or on past the body.
-    while (!loops.empty() && i == loops.back().last) {
-      Frame& f = loops.back();
-      const PlanStep& step = plan.steps[f.step];
-      bool again = ++f.iterations < f.trip;
-      if (again) {
-        KILN_ASSIGN_OR_RETURN(again, read_condition(sig, skipped ? nullptr : &seg, step.body_cond, step.node));
-      }
-      if (again) {
-        // The body's Ifs decide afresh in the next iteration.
-        untaken.erase(std::remove_if(untaken.begin(), untaken.end(),
-                                     [&](const auto& r) { return r.first > f.step && r.first < step.body_end; }),
-                      untaken.end());
-        i = f.first - 1;
-        break;
-      }
-      out.loops.push_back({node_name(f.step), f.iterations});
-      loops.pop_back();
-    }
-  }
-  if (!have_gpu_time) out.gpu_ms = -1;
-  return ok_status();
+  hooks.loop_input = [this](Signature& s, TensorId t) { return loop_input(s, t); };
+  ControlFlowExecutor executor(plan, graph, *submitter, options.profile, std::move(hooks));
+  return executor.run(sig, out);
 }
 
 StatusOr<Tensor> VulkanModel::Impl::read_tensor(Signature& sig, TensorId id) {

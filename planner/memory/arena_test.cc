@@ -1,7 +1,7 @@
 // Arena placement: valid (no two live-overlapping blocks share a byte,
 // alignment kept) for random lifetimes and sizes, within 1.05x of the
 // live-set lower bound on model-like lifetimes, and the baseline numbers.
-#include "plugins/memplan/arena.h"
+#include "planner/memory/arena.h"
 
 #include <gtest/gtest.h>
 

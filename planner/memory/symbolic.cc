@@ -1,5 +1,5 @@
 // Arena offsets as dims (symbolic.h).
-#include "plugins/memplan/symbolic.h"
+#include "planner/memory/symbolic.h"
 
 namespace kiln::memplan {
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "engine/ir/dim.h"
-#include "plugins/memplan/arena.h"
+#include "planner/memory/arena.h"
 
 namespace kiln::memplan {
 

@@ -1,6 +1,6 @@
 // Symbolic offsets: a stacking planned at one shape gives offsets that are
 // valid at every shape, and no larger than the plan at the shape it came from.
-#include "plugins/memplan/symbolic.h"
+#include "planner/memory/symbolic.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Arena placement strategies and the numbers they are judged by (arena.h).
-#include "plugins/memplan/arena.h"
+#include "planner/memory/arena.h"
 
 #include <algorithm>
 #include <iterator>

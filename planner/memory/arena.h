@@ -9,8 +9,10 @@
 // bound (no placement can use less than the bytes live at the busiest step),
 // the no-reuse total and a greedy best-fit allocator as the usual baseline.
 //
-// Pure C++ without engine dependencies or exceptions: the runtime (built with
-// -fno-exceptions) and the plugin both link it.
+// Pure C++ without engine dependencies or exceptions (library
+// kiln_memory_arena): the runtime links it, and anything else that plans
+// memory (a plugin's report, a tool) may link it without the engine. It
+// lived in plugins/memplan until the engine stopped including plugins.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,183 @@
+// ControlFlowExecutor (control_flow_executor.h): the walk over a recorded
+// signature's segments, in phases: submit -> run a fallback -> decide_if ->
+// enter_loop, then end_bodies at the end of each Loop body.
+#include "engine/runtime/vulkan/control_flow_executor.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace kiln::runtime {
+
+using planner::PlanStep;
+using planner::PlanTensor;
+using planner::Storage;
+
+namespace {
+
+// The bytes a dispatch moves (each bound tensor once, whole, at its device
+// layout) and its FLOPs, with the signature's symbol values: a roofline
+// estimate, not a count of what the kernel's caches actually fetch.
+std::pair<uint64_t, uint64_t> kernel_traffic(const planner::KernelDesc& k, const Signature& sig) {
+  uint64_t bytes = 0;
+  for (const planner::KernelTensor& t : k.tensors) {
+    uint64_t elements = 1;
+    bool known = true;
+    if (t.layout.storage == Storage::kImage) {
+      const planner::ImageExtent e = planner::image_extent(t.shape, t.layout.packed_axis);
+      auto w = e.width.evaluate(sig.bindings), h = e.height.evaluate(sig.bindings);
+      known = w && h;
+      if (known) elements = static_cast<uint64_t>(std::max<int64_t>(*w, 0) * std::max<int64_t>(*h, 0)) * 4;
+    } else {
+      for (const ir::Dim& d : t.shape) {
+        auto v = d.evaluate(sig.bindings);
+        if (!v) {
+          known = false;
+          break;
+        }
+        elements *= static_cast<uint64_t>(std::max<int64_t>(*v, 0));
+      }
+    }
+    // A dim the bindings cannot evaluate: the plan tensor's concrete shape.
+    if (!known && t.tensor != planner::kNoTensor && static_cast<size_t>(t.tensor) < sig.shapes.size()) {
+      elements = 1;
+      for (int64_t d : sig.shapes[static_cast<size_t>(t.tensor)])
+        elements *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
+      known = true;
+    }
+    if (known) bytes += elements * planner::elem_bytes(t.layout.type);
+  }
+  const auto flops = k.flops.evaluate(sig.bindings);
+  return {bytes, flops && *flops > 0 ? static_cast<uint64_t>(*flops) : 0};
+}
+
+}  // namespace
+
+std::string ControlFlowExecutor::node_name(size_t step) const {
+  const ir::Node& node = graph_.node(plan_.steps[step].node);
+  return node.name.empty() ? node.op : node.name;
+}
+
+Status ControlFlowExecutor::run(Signature& sig, VulkanRunStats& out) {
+  out.gpu_ms = 0;
+  have_gpu_time_ = true;
+  untaken_.clear();
+  loops_.clear();
+  for (size_t i = 0; i < sig.segments.size(); ++i) {
+    Segment& seg = sig.segments[i];
+    const bool skipped = std::any_of(untaken_.begin(), untaken_.end(), [&](const auto& r) {
+      return seg.first_step >= r.first && seg.first_step < r.second;
+    });
+    if (!skipped) {
+      for (const auto& [if_step, then_taken] : seg.decided_ifs) out.branches.push_back({node_name(if_step), then_taken});
+      out.dispatches += static_cast<uint32_t>(seg.dispatches.size());
+      if (!seg.dispatches.empty()) KILN_RETURN_IF_ERROR(submit(sig, seg, out));
+      if (seg.fallback_step != SIZE_MAX) {
+        KILN_RETURN_IF_ERROR(hooks_.run_fallback(sig, seg.fallback_step));
+        ++out.fallbacks;
+      }
+      if (seg.if_step != SIZE_MAX) KILN_RETURN_IF_ERROR(decide_if(sig, seg, out));
+      if (seg.loop_step != SIZE_MAX) {
+        bool skip_body = false;
+        KILN_RETURN_IF_ERROR(enter_loop(sig, seg, out, &skip_body));
+        if (skip_body) {
+          i = sig.loop_bodies.at(seg.loop_step).second;  // zero iterations: the body is skipped
+          continue;
+        }
+      }
+    }
+    KILN_ASSIGN_OR_RETURN(i, end_bodies(sig, seg, i, skipped, out));
+  }
+  if (!have_gpu_time_) out.gpu_ms = -1;
+  return ok_status();
+}
+
+Status ControlFlowExecutor::submit(Signature& sig, Segment& seg, VulkanRunStats& out) {
+  KILN_RETURN_IF_ERROR(submitter_.submit(seg.cmd));
+  if (!seg.timestamps) {
+    have_gpu_time_ = false;
+    return ok_status();
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<uint64_t> ticks, seg.timestamps->read_ticks());
+  const size_t n = seg.dispatches.size();
+  if (ticks.size() < (profile_ ? n + 1 : 2)) {
+    have_gpu_time_ = false;
+    return ok_status();
+  }
+  const size_t end = profile_ ? n : 1;
+  out.gpu_ms += seg.timestamps->elapsed_ns(ticks[0], ticks[end]) / 1e6;
+  if (profile_)
+    for (size_t d = 0; d < n; ++d) {
+      const PlanStep& step = plan_.steps[seg.dispatches[d].step];
+      const auto [bytes, flops] = kernel_traffic(step.kernel, sig);
+      out.kernels.push_back({step.kernel.name, node_name(seg.dispatches[d].step),
+                             seg.timestamps->elapsed_ns(ticks[d], ticks[d + 1]) / 1e6, bytes, flops});
+    }
+  return ok_status();
+}
+
+Status ControlFlowExecutor::decide_if(Signature& sig, const Segment& seg, VulkanRunStats& out) {
+  const PlanStep& step = plan_.steps[seg.if_step];
+  KILN_ASSIGN_OR_RETURN(const bool taken, hooks_.read_condition(sig, &seg, step.cond, step.node));
+  untaken_.push_back(taken ? std::make_pair(step.then_end, step.else_end)
+                           : std::make_pair(seg.if_step + 1, step.then_end));
+  out.branches.push_back({node_name(seg.if_step), taken});
+  return ok_status();
+}
+
+Status ControlFlowExecutor::enter_loop(Signature& sig, const Segment& seg, VulkanRunStats& out, bool* skip_body) {
+  const PlanStep& step = plan_.steps[seg.loop_step];
+  const ir::Node& node = graph_.node(step.node);
+  int64_t trip = std::numeric_limits<int64_t>::max();
+  if (step.trip != planner::kNoTensor) {
+    KILN_ASSIGN_OR_RETURN(Tensor m, hooks_.loop_input(sig, step.trip));
+    if (m.numel() != 1)
+      return invalid_argument(node.describe() + ": the trip count must have one element, got shape " +
+                              shape_to_string(m.shape()));
+    trip = m.get_i64(0);
+  }
+  bool go = true;
+  if (step.cond != planner::kNoTensor) {
+    KILN_ASSIGN_OR_RETURN(go, hooks_.read_condition(sig, nullptr, step.cond, step.node));
+  }
+  const PlanTensor& body_cond = plan_.tensors[static_cast<size_t>(step.body_cond)];
+  if (step.trip == planner::kNoTensor && (body_cond.host_resident || body_cond.constant.defined())) {
+    KILN_ASSIGN_OR_RETURN(const bool again, hooks_.read_condition(sig, nullptr, step.body_cond, step.node));
+    if (again && go)
+      return invalid_argument(node.describe() + ": it has no trip count and its body's condition is always "
+                                                "true: it would never end");
+  }
+  auto body = sig.loop_bodies.find(seg.loop_step);
+  if (body == sig.loop_bodies.end()) {
+    out.loops.push_back({node_name(seg.loop_step), 0});  // nothing recorded in the body
+  } else if (go && trip > 0) {
+    loops_.push_back({seg.loop_step, body->second.first, body->second.second, 0, trip});
+  } else {
+    out.loops.push_back({node_name(seg.loop_step), 0});
+    *skip_body = true;
+  }
+  return ok_status();
+}
+
+StatusOr<size_t> ControlFlowExecutor::end_bodies(Signature& sig, Segment& seg, size_t i, bool skipped,
+                                                 VulkanRunStats& out) {
+  while (!loops_.empty() && i == loops_.back().last) {
+    Frame& f = loops_.back();
+    const PlanStep& step = plan_.steps[f.step];
+    bool again = ++f.iterations < f.trip;
+    if (again) {
+      KILN_ASSIGN_OR_RETURN(again, hooks_.read_condition(sig, skipped ? nullptr : &seg, step.body_cond, step.node));
+    }
+    if (again) {
+      // The body's Ifs decide afresh in the next iteration.
+      untaken_.erase(std::remove_if(untaken_.begin(), untaken_.end(),
+                                    [&](const auto& r) { return r.first > f.step && r.first < step.body_end; }),
+                     untaken_.end());
+      return f.first - 1;
+    }
+    out.loops.push_back({node_name(f.step), f.iterations});
+    loops_.pop_back();
+  }
+  return i;
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,73 @@
+// Turns one signature's plan steps into recorded command buffers.
+//
+// A signature (vulkan_model_impl.h) knows its shapes and where every tensor
+// lives; recording splits its steps into segments (at host fallbacks, Ifs,
+// Loops and branch bounds), prepares each dispatch (workgroups, push
+// constants, descriptor sets), decides which inputs, outputs and conditions
+// ride in the command buffers (staging), and records one command buffer per
+// segment with a barrier only where HazardTracker finds a hazard. It needs
+// the device, the plan with its kernels and pipelines, and two allocators;
+// nothing else of the model, so it is its own object rather than part of
+// VulkanModel::Impl.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "engine/runtime/vulkan/hazard_tracker.h"
+#include "engine/runtime/vulkan/vulkan_model_impl.h"
+
+namespace kiln::runtime {
+
+class Recorder {
+ public:
+  // The condition of kIf step `step` when the host knows it for `sig` (the
+  // If is then decided at recording), else nullopt; errors abort recording.
+  using HostCondition = std::function<StatusOr<std::optional<bool>>(const Signature& sig, size_t step)>;
+
+  // Everything is borrowed and must outlive the Recorder; `kernels` and
+  // `pipelines` are per plan step. `profile` adds a timestamp after every
+  // dispatch. Not thread-safe: the allocators are the model's, used under
+  // its mutex.
+  Recorder(vk::Device& device, const planner::ExecutionPlan& plan,
+           const std::vector<planner::GeneratedKernel>& kernels,
+           const std::vector<const vk::ComputePipeline*>& pipelines, vk::DescriptorAllocator& descriptors,
+           vk::Submitter& submitter, bool profile, HostCondition host_condition)
+      : device_(device), plan_(plan), kernels_(kernels), pipelines_(pipelines), descriptors_(descriptors),
+        submitter_(submitter), profile_(profile), host_condition_(std::move(host_condition)) {}
+
+  // Fills sig.segments (with their command buffers, descriptor sets and
+  // timestamps), sig.loop_bodies, sig.dispatches, the staging and condition
+  // buffers (adding their bytes to sig.device_bytes), for the steps
+  // [sig.first_step, sig.end_step) at sig's placements. On error what was
+  // allocated stays in `sig` for VulkanModel::Impl::release. Errors:
+  // kUnimplemented for workgroup counts beyond the device's limits,
+  // kInternal for unbound dims, Vulkan errors (device.h).
+  Status record(Signature& sig);
+
+ private:
+  Status segment_steps(Signature& sig);
+  Status prepare_dispatch(Signature& sig, size_t step, RecordedDispatch& d, bool* empty);
+  void link_loop_bodies(Signature& sig);
+  Status plan_staging(Signature& sig);
+  Status plan_condition_copies(Signature& sig);
+  void dispatch_ranges(const Signature& sig, size_t step, std::vector<MemoryRange>& reads,
+                       std::vector<MemoryRange>& writes) const;
+  Status record_segment(Signature& sig, Segment& seg, bool first, bool last);
+  Status record_dispatches(Signature& sig, Segment& seg);
+  void record_input_copies(Signature& sig, VkCommandBuffer cmd);
+  void record_output_copies(Signature& sig, VkCommandBuffer cmd);
+  void record_condition_copy(Signature& sig, Segment& seg, VkCommandBuffer cmd);
+
+  vk::Device& device_;
+  const planner::ExecutionPlan& plan_;
+  const std::vector<planner::GeneratedKernel>& kernels_;
+  const std::vector<const vk::ComputePipeline*>& pipelines_;
+  vk::DescriptorAllocator& descriptors_;
+  vk::Submitter& submitter_;
+  const bool profile_;
+  HostCondition host_condition_;
+};
+
+}  // namespace kiln::runtime

@@ -1,0 +1,56 @@
+// Signature keys (signature_cache.h).
+#include "engine/runtime/vulkan/signature_cache.h"
+
+namespace kiln::runtime {
+
+namespace {
+
+std::string shape_key(const InputSpec& t) {
+  std::string k = std::string(dtype_name(t.dtype)) + "[";
+  for (int64_t d : t.shape) k += std::to_string(d) + ",";
+  return k + "]";
+}
+
+}  // namespace
+
+std::string hex_bytes(const Tensor& t) {
+  static const char kHex[] = "0123456789abcdef";
+  const auto* bytes = static_cast<const unsigned char*>(t.raw_data());
+  std::string out;
+  for (size_t b = 0; b < t.nbytes(); ++b) {
+    out += kHex[bytes[b] >> 4];
+    out += kHex[bytes[b] & 15];
+  }
+  return out;
+}
+
+StatusOr<std::string> signature_key(const std::vector<InputSpec>& inputs, const std::vector<bool>& host_resident,
+                                    const std::vector<std::string>& names, const DeviceBindings& bindings) {
+  std::string key;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    key += shape_key(inputs[i]) + ";";
+    if (i < host_resident.size() && host_resident[i]) {
+      if (!inputs[i].value)
+        return invalid_argument("input '" + (i < names.size() ? names[i] : std::to_string(i)) +
+                                "' is a small shape-like input and must be given as a host tensor");
+      key += hex_bytes(*inputs[i].value) + ";";
+    }
+  }
+  for (const auto& [name, b] : bindings)
+    key += name + "@" + std::to_string(reinterpret_cast<uint64_t>(b.buffer)) + "+" + std::to_string(b.offset) + ":" +
+           std::to_string(b.size) + ";";
+  return key;
+}
+
+std::string host_outputs_key(const std::vector<Tensor>& outputs) {
+  std::string key = "host:";
+  for (const Tensor& t : outputs) key += shape_to_string(t.shape()) + ";";
+  return key;
+}
+
+std::string read_back_key(ir::ValueId value, const Tensor& t) {
+  return std::to_string(value) + "=" + std::string(dtype_name(t.dtype())) + shape_to_string(t.shape()) +
+         hex_bytes(t) + ";";
+}
+
+}  // namespace kiln::runtime
