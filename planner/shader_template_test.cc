@@ -27,6 +27,8 @@ namespace {
 using testing::expect_valid_spirv;
 using testing::random_tensor;
 
+ir::Attribute i_attr(int64_t v) { return ir::Attribute::of_int(v); }
+
 // --- the syntax ----------------------------------------------------------------------------
 
 std::string fill(std::string_view text, const ShaderArgs& args) {
@@ -90,6 +92,18 @@ TEST(ShaderTemplate, ErrorsNameTheProblem) {
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
   EXPECT_NE(unknown.status().message().find("no_such_kernel.comp"), std::string::npos);
+  const StatusOr<std::string> section = try_fill_shader("elementwise_math.glsl#no_such_helper", {});
+  ASSERT_FALSE(section.ok());
+  EXPECT_EQ(section.status().code(), StatusCode::kNotFound);
+  // A sectioned file is filled one section at a time.
+  EXPECT_FALSE(try_fill_shader("elementwise_math.glsl", {}).ok());
+}
+
+TEST(ShaderTemplate, SectionsRunToTheNextSection) {
+  const StatusOr<std::string> sigmoid = try_fill_shader("elementwise_math.glsl#sigmoid", {});
+  ASSERT_TRUE(sigmoid.ok()) << sigmoid.status().to_string();
+  EXPECT_EQ(sigmoid->rfind("float kiln_sigmoid(float x) {\n", 0), 0u) << *sigmoid;
+  EXPECT_EQ(sigmoid->find("kiln_tanh"), std::string::npos) << *sigmoid;
 }
 
 // --- every template compiles -------------------------------------------------------------
@@ -201,6 +215,13 @@ TargetInfo coopmat_target() {
   return t;
 }
 
+TargetInfo subgroup_target() {
+  TargetInfo t = base_target();
+  t.subgroup_size = 32;
+  t.subgroup_arithmetic = true;
+  return t;
+}
+
 // A one-node graph over inputs of `dtype` (shapes may be symbolic) and
 // constants, its outputs inferred.
 ir::Graph graph(const std::string& op, DType dtype, const std::vector<ir::SymShape>& shapes,
@@ -222,7 +243,9 @@ ir::Graph graph(const std::string& op, DType dtype, const std::vector<ir::SymSha
 ir::SymShape dims(std::vector<int64_t> d) { return ir::SymShape::from_concrete(d); }
 
 std::vector<Case> cases() {
-  const DType f32 = DType::kFloat32;
+  // Integer inputs above kHostInputMaxElements: smaller ones are shape data
+  // the plan computes on the host.
+  const DType f32 = DType::kFloat32, i32 = DType::kInt32;
   const TargetInfo t = base_target();
   std::vector<Case> c;
   c.push_back({"matmul_tile64", graph("MatMul", f32, {dims({100, 72})}, {random_tensor({72, 90}, 1)}),
@@ -235,10 +258,52 @@ std::vector<Case> cases() {
                {"gemm_tile.comp", "gemm_splitk_reduce.comp"}, t});
   c.push_back({"conv", graph("Conv", f32, {dims({1, 8, 10, 10})}, {random_tensor({16, 8, 3, 3}, 5)}),
                {"gemm_tile.comp"}, t});
+  c.push_back({"conv_depthwise",
+               graph("Conv", f32, {dims({1, 8, 10, 10})}, {random_tensor({8, 1, 3, 3}, 6), random_tensor({8}, 7)},
+                     {{"group", i_attr(8)}, {"pads", ir::Attribute::of_ints({1, 1, 1, 1})}}),
+               {"conv_depthwise_texel.comp"}, t});
   c.push_back({"matmul_coopmat", graph("MatMul", f32, {dims({100, 72})}, {random_tensor({72, 90}, 8)}),
                {"gemm_coopmat.comp"}, coopmat_target()});
   c.push_back({"conv_coopmat", graph("Conv", f32, {dims({1, 16, 12, 12})}, {random_tensor({32, 16, 3, 3}, 9)}),
                {"gemm_coopmat.comp"}, coopmat_target()});
+  const Tensor axis1 = Tensor::from_vector<int64_t>({1}, {1});
+  c.push_back({"reduce_sum_rows", graph("ReduceSum", f32, {dims({4, 300})}, {axis1}),
+               {"rows_workgroup.glsl", "rows_minmax.glsl"}, t});
+  c.push_back({"reduce_max_subgroups", graph("ReduceMax", f32, {dims({4, 300})}, {axis1}),
+               {"rows_workgroup.glsl", "rows_minmax.glsl"}, subgroup_target()});
+  c.push_back({"softmax", graph("Softmax", f32, {dims({4, 300})}, {}, {{"axis", i_attr(-1)}}),
+               {"rows_main.comp", "rows_stat_pass.glsl", "rows_write_pass.glsl"}, t});
+  c.push_back({"argmax_rows", graph("ArgMax", f32, {dims({4, 300})}, {}, {{"axis", i_attr(1)}}),
+               {"reduce_arg_better.glsl", "rows_arg_reduce.glsl"}, t});
+  c.push_back({"hardmax", graph("Hardmax", f32, {dims({4, 300})}, {}, {{"axis", i_attr(1)}}),
+               {"rows_arg_reduce.glsl"}, t});
+  c.push_back({"group_norm_two_pass",
+               graph("GroupNormalization", f32, {dims({2, 10, 3, 7})},
+                     {random_tensor({10}, 10), random_tensor({10}, 11)},
+                     {{"num_groups", i_attr(5)}}),
+               {"group_norm_stats.comp"}, t});
+  c.push_back({"topk", graph("TopK", f32, {dims({4, 10})}, {Tensor::from_vector<int64_t>({1}, {3})}, {}, 2),
+               {"topk_order.glsl", "topk_rank.comp"}, t});
+  const ir::Attribute k3 = ir::Attribute::of_ints({3, 3}), pads = ir::Attribute::of_ints({1, 1, 1, 1});
+  c.push_back({"average_pool",
+               graph("AveragePool", f32, {dims({1, 6, 9, 9})}, {}, {{"kernel_shape", k3}, {"pads", pads}}),
+               {"pool_vec4.comp"}, t});
+  c.push_back({"max_pool_indices",
+               graph("MaxPool", f32, {dims({1, 6, 9, 9})}, {}, {{"kernel_shape", k3}, {"pads", pads}}, 2),
+               {"pool_max_indices.comp"}, t});
+  c.push_back({"relu", graph("Relu", f32, {dims({2, 3, 5, 6})}), {"map.comp", "round_f16.glsl"}, t});
+  const std::string m = "elementwise_math.glsl#";
+  for (auto [op, helper] : std::vector<std::pair<std::string, std::string>>{
+           {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}, {"Erf", "erf"}, {"Softplus", "softplus"}})
+    c.push_back({op, graph(op, f32, {dims({3, 5})}), {m + helper}, t});
+  c.push_back({"pow", graph("Pow", f32, {dims({3, 5}), dims({3, 5})}), {m + "pow"}, t});
+  c.push_back({"fmod", graph("Mod", f32, {dims({3, 5}), dims({3, 5})}, {}, {{"fmod", i_attr(1)}}), {m + "fmod"}, t});
+  c.push_back({"max", graph("Max", f32, {dims({3, 5}), dims({3, 5})}), {m + "fmax"}, t});
+  c.push_back({"cast_int8", graph("Cast", f32, {dims({3, 5})}, {}, {{"to", i_attr(3)}}), {m + "f2i"}, t});
+  c.push_back({"ipow", graph("Pow", i32, {dims({9, 10}), dims({9, 10})}), {m + "ipow"}, t});
+  c.push_back({"idiv", graph("Div", i32, {dims({9, 10}), dims({9, 10})}), {m + "idiv"}, t});
+  c.push_back({"imod", graph("Mod", i32, {dims({9, 10}), dims({9, 10})}), {m + "imod"}, t});
+  c.push_back({"irem", graph("Mod", i32, {dims({9, 10}), dims({9, 10})}, {}, {{"fmod", i_attr(1)}}), {m + "irem"}, t});
   return c;
 }
 
@@ -290,6 +355,18 @@ TEST(ShaderTemplateKernels, EveryTemplateCompilesToValidSpirv) {
       }
     }
   }
+  // The Loop scan store, filled directly: a plan needs a whole Loop.
+  KernelDesc scan;
+  scan.name = "loop_scan";
+  scan.family = KernelDesc::Family::kCustom;
+  scan.tensors = {{"iter", 0, {Storage::kBuffer, ElemType::kI32}, {ir::Dim(1)}},
+                  {"x", 1, {}, {ir::Dim(8)}},
+                  {"y", 2, {}, {ir::Dim(3), ir::Dim(8)}, true}};
+  scan.body = fill_shader("loop_scan.comp");
+  auto glsl = generate_glsl(scan, base_target());
+  ASSERT_TRUE(glsl.ok()) << glsl.status().to_string();
+  expect_valid_spirv(glsl->glsl, "loop_scan");
+  covered.insert("loop_scan.comp");
 
   for (const EmbeddedShader& s : embedded_shaders())
     for (const std::string& name : template_names(s))
