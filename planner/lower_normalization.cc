@@ -168,27 +168,20 @@ Status lower_hardmax(LoweringContext& ctx) {
   RowOp op = start(ctx, "hardmax", ctx.bind("X", ctx.input(0)), ctx.bind("Y", ctx.output(0), true),
                    single_axis(ctx.input_shape(0).size(), axis));
   const std::string a = std::to_string(axis);
-  const std::string L = std::to_string(op.local);
   // The element index along the axis is c<axis> (+ lane when lanes run along it).
   const std::string lane_step = op.s.lanes_in_row() ? "1" : "0";
-  op.desc.helpers += "bool kiln_better(float v, int i, float b, int bi) {\n"
-                     "  if (i < 0 || !(v > uintBitsToFloat(0xff800000u))) return false;\n"
-                     "  if (bi < 0) return true;\n"
-                     "  return v > b || (v == b && i < bi);\n}\n"
-                     "shared vec4 kiln_rv[" + L + "];\nshared ivec4 kiln_ri[" + L + "];\n";
-  std::string b = "  vec4 bv = vec4(0.0); ivec4 bi = ivec4(-1);\n" + rows::item_loop(op.s, "X", op.local) +
-                  "    vec4 x = kiln_x4(" + op.c() + ");\n    bvec4 ok = " + rows::lane_ok(op.s, "X") + ";\n" +
-                  "    for (int l = 0; l < 4; ++l) {\n"
-                  "      int i = ok[l] ? c" + a + " + l * " + lane_step + " : -1;\n"
-                  "      if (kiln_better(x[l], i, bv[l], bi[l])) { bv[l] = x[l]; bi[l] = i; }\n"
-                  "    }\n  }\n";
-  b += rows::arg_reduce(false, op.local);
-  b += "  bv = kiln_rv[0]; bi = kiln_ri[0];\n";
-  if (op.s.lanes_in_row())
-    b += "  for (int l = 1; l < 4; ++l) if (kiln_better(bv[l], bi[l], bv[0], bi[0])) { bv[0] = bv[l]; bi[0] = bi[l]; }\n"
-         "  bi = ivec4(bi[0]);\n";
-  b += "  bi = max(bi, ivec4(0));\n";
-  b += write_pass(op, "vec4(equal(ivec4(c" + a + ") + ivec4(0, 1, 2, 3) * " + lane_step + ", bi))");
+  op.desc.helpers += fill_shader("hardmax.glsl#helpers", ShaderArgs().set("LOCAL", op.local));
+  const std::string write =
+      write_pass(op, "vec4(equal(ivec4(c" + a + ") + ivec4(0, 1, 2, 3) * " + lane_step + ", bi))");
+  const std::string b = fill_shader("hardmax.glsl#body", ShaderArgs()
+                                                             .set("ITEM_LOOP", rows::item_loop(op.s, "X", op.local))
+                                                             .set("C", op.c())
+                                                             .set("LANE_OK", rows::lane_ok(op.s, "X"))
+                                                             .set("AXIS", a)
+                                                             .set("LANE_STEP", lane_step)
+                                                             .set("ARG_REDUCE", rows::arg_reduce(false, op.local))
+                                                             .set("WRITE", write)
+                                                             .flag("FOLD_LANES", op.s.lanes_in_row()));
   op.desc.body = rows::row_main(op.s, "X", b);
   ctx.emit(std::move(op.desc));
   return ok_status();

@@ -276,7 +276,7 @@ std::vector<Case> cases() {
   c.push_back({"argmax_rows", graph("ArgMax", f32, {dims({4, 300})}, {}, {{"axis", i_attr(1)}}),
                {"reduce_arg_better.glsl", "rows_arg_reduce.glsl"}, t});
   c.push_back({"hardmax", graph("Hardmax", f32, {dims({4, 300})}, {}, {{"axis", i_attr(1)}}),
-               {"rows_arg_reduce.glsl"}, t});
+               {"rows_arg_reduce.glsl", "hardmax.glsl#helpers", "hardmax.glsl#body"}, t});
   c.push_back({"group_norm_two_pass",
                graph("GroupNormalization", f32, {dims({2, 10, 3, 7})},
                      {random_tensor({10}, 10), random_tensor({10}, 11)},
