@@ -5,6 +5,7 @@
 
 #include "engine/ops/op_registry.h"
 #include "planner/lower_util.h"
+#include "planner/shader_template.h"
 
 namespace kiln::planner {
 namespace {
@@ -128,12 +129,7 @@ KernelDesc scan_write(PlanBuilder& builder, TensorId counter, TensorId x, Tensor
   d.family = KernelDesc::Family::kCustom;
   d.tensors = {bind_whole(builder, "iter", counter, false), bind_whole(builder, "x", x, false),
                bind_whole(builder, "y", y, true)};
-  d.body =
-      "void main() {\n"
-      "  int i = int(gl_GlobalInvocationID.x) + int(gl_GlobalInvocationID.y) * int(gl_NumWorkGroups.x) * 64;\n"
-      "  if (i >= x_NUMEL) return;\n"
-      "  y_st(iter_ld(0) * x_NUMEL + i, x_ld(i));\n"
-      "}\n";
+  d.body = fill_shader("loop_scan.comp");
   ir::Dim numel(1);
   for (const ir::Dim& dim : xs.shape) numel = numel * dim;
   const ir::Dim groups = ir::Dim::ceil_div(numel, ir::Dim(64));

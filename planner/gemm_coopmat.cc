@@ -5,6 +5,8 @@
 #include <string>
 #include <utility>
 
+#include "planner/shader_template.h"
+
 namespace kiln::planner {
 namespace {
 
@@ -27,107 +29,29 @@ int64_t shared_bytes(const CoopMatConfig& c) {
   return a + b + sc;
 }
 
-// The GLSL body. Layout in shared memory (all strides and fragment offsets
-// multiples of 16 bytes, as cooperative-matrix loads and stores want):
-//   ca_tile[BM][LDA]  A rows (k contiguous), LDA = BK + 8 halves (the pad
-//                     spreads consecutive rows over banks)
-//   cb_tile[BK][LDB]  B rows (n contiguous), LDB = BN + 8 halves
-//   cc_tile[WM * WN][FM][SCS] per subgroup, one row of its accumulator
-//                     fragments while they are written out; SCS = SN + 4.
-// Subgroup s owns the SM x SN block at rows (s / WN) * SM, columns
-// (s % WN) * SN of the tile: TM x TN fragments. Every loop with a constant
-// trip count is [[unroll]]: with rolled loops NVIDIA's compiler kept the
-// fragment arrays out of registers and the kernel ran at half the speed
-// (H200, 2048x4096x4096: 33 -> 66 TFLOP/s).
+// The GLSL body (shaders/gemm_coopmat.comp describes its shared-memory
+// layout). Every loop with a constant trip count is [[unroll]]: with rolled
+// loops NVIDIA's compiler kept the fragment arrays out of registers and the
+// kernel ran at half the speed (H200, 2048x4096x4096: 33 -> 66 TFLOP/s).
+// NT is a multiple of BM, BN and BK (choose_coopmat), so an invocation loads
+// the same tile row (or column) at every step and its share of the index
+// math (an output pixel's coordinates for a convolution) is hoisted.
 std::string coopmat_body(const CoopMatConfig& c, bool a_m_fastest) {
   const bool f32 = c.shape.f32_accumulator;
-  const std::string acc_bits = f32 ? "32" : "16";
-  const std::string acc_elem = f32 ? "float" : "float16_t";
-  const std::string acc_zero = f32 ? "0.0" : "float16_t(0.0)";
-  // NT is a multiple of BM, BN and BK (choose_coopmat), so an invocation
-  // loads the same tile row (or column) at every step and its share of the
-  // index math (an output pixel's coordinates for a convolution) is hoisted.
-  const std::string a_elem = a_m_fastest ? "      int mm = tid % BM, kk = tid / BM + j * (NT / BM);\n"
-                                         : "      int kk = tid % BK, mm = tid / BK + j * (NT / BK);\n";
-  const std::string b_elem = "      int nn = tid % BN, kk = tid / BN + j * (NT / BN);\n";
-  const auto load = [&](const std::string& k_start) {
-    return "    [[unroll]] for (int j = 0; j < A_LD; ++j) {\n" + a_elem +
-           "      int m = m0 + mm, k = " + k_start +
-           " + kk;\n"
-           "      pa[j] = float16_t(0.0);\n"
-           "      if (m < GEMM_M && k < k_end) pa[j] = float16_t(gemm_a(b, m, k));\n"
-           "    }\n"
-           "    [[unroll]] for (int j = 0; j < B_LD; ++j) {\n" +
-           b_elem + "      int n = n0 + nn, k = " + k_start +
-           " + kk;\n"
-           "      pb[j] = float16_t(0.0);\n"
-           "      if (n < GEMM_N && k < k_end) pb[j] = float16_t(gemm_b(b, k, n));\n"
-           "    }\n";
-  };
-  return R"(
-const int FM = )" + str(c.shape.m) + R"(, FN = )" + str(c.shape.n) + R"(, FK = )" + str(c.shape.k) + R"(;
-const int BM = )" + str(c.bm) + R"(, BN = )" + str(c.bn) + R"(, BK = )" + str(kBK) + R"(;
-const int SG = )" + str(c.subgroup_size) + R"(, WM = )" + str(c.wm) + R"(, WN = )" + str(c.wn) + R"(;
-const int NT = WM * WN * SG;  // invocations: a WM x WN grid of subgroups
-const int SM = BM / WM, SN = BN / WN, TM = SM / FM, TN = SN / FN;
-const int LDA = BK + 8, LDB = BN + 8, SCS = SN + 4;
-const int A_LD = BM * BK / NT, B_LD = BN * BK / NT;  // tile elements each invocation loads
-shared float16_t ca_tile[BM * LDA];
-shared float16_t cb_tile[BK * LDB];
-shared )" + acc_elem + R"( cc_tile[WM * WN * FM * SCS];
-
-void main() {
-  int tid = int(gl_LocalInvocationID.x);
-  int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID);
-  int sm0 = (sg / WN) * SM, sn0 = (sg % WN) * SN;
-  int n0 = int(gl_WorkGroupID.x) * BN;
-  int m0 = int(gl_WorkGroupID.y) * BM;
-  int b = int(gl_WorkGroupID.z);
-  int k_end = GEMM_K;
-  fcoopmatNV<)" + acc_bits + R"(, gl_ScopeSubgroup, FM, FN> acc[TM * TN];
-  [[unroll]] for (int i = 0; i < TM * TN; ++i) acc[i] = fcoopmatNV<)" + acc_bits + R"(, gl_ScopeSubgroup, FM, FN>()" + acc_zero + R"();
-  float16_t pa[A_LD], pb[B_LD];  // the next K step's tile elements
-  {
-)" + load("0") + R"(  }
-  for (int k0 = 0; k0 < k_end; k0 += BK) {
-    [[unroll]] for (int j = 0; j < A_LD; ++j) {
-)" + a_elem + R"(      ca_tile[mm * LDA + kk] = pa[j];
-    }
-    [[unroll]] for (int j = 0; j < B_LD; ++j) {
-)" + b_elem + R"(      cb_tile[kk * LDB + nn] = pb[j];
-    }
-    barrier();
-    if (k0 + BK < k_end) {
-)" + load("k0 + BK") + R"(    }
-    [[unroll]] for (int kk = 0; kk < BK; kk += FK) {
-      fcoopmatNV<16, gl_ScopeSubgroup, FM, FK> fa[TM];
-      fcoopmatNV<16, gl_ScopeSubgroup, FK, FN> fb[TN];
-      [[unroll]] for (int i = 0; i < TM; ++i)
-        coopMatLoadNV(fa[i], ca_tile, uint((sm0 + i * FM) * LDA + kk), uint(LDA), false);
-      [[unroll]] for (int j = 0; j < TN; ++j)
-        coopMatLoadNV(fb[j], cb_tile, uint(kk * LDB + sn0 + j * FN), uint(LDB), false);
-      [[unroll]] for (int i = 0; i < TM; ++i)
-        [[unroll]] for (int j = 0; j < TN; ++j) acc[i * TN + j] = coopMatMulAddNV(fa[i], fb[j], acc[i * TN + j]);
-    }
-    barrier();
-  }
-  // Out: one fragment row at a time through this subgroup's staging rows.
-  int sc0 = sg * FM * SCS;
-  [[unroll]] for (int i = 0; i < TM; ++i) {
-    [[unroll]] for (int j = 0; j < TN; ++j) coopMatStoreNV(acc[i * TN + j], cc_tile, uint(sc0 + j * FN), uint(SCS), false);
-    barrier();
-    for (int q = lane; q < FM * (SN / 4); q += SG) {
-      int r = q / (SN / 4), cq = (q % (SN / 4)) * 4;
-      int m = m0 + sm0 + i * FM + r, n = n0 + sn0 + cq;
-      int o = sc0 + r * SCS + cq;
-      if (m < GEMM_M && n < GEMM_N)
-        gemm_store4(b, m, n, vec4(float(cc_tile[o]), float(cc_tile[o + 1]), float(cc_tile[o + 2]),
-                                  float(cc_tile[o + 3])));
-    }
-    barrier();
-  }
-}
-)";
+  return fill_shader("gemm_coopmat.comp", ShaderArgs()
+                                              .set("FM", c.shape.m)
+                                              .set("FN", c.shape.n)
+                                              .set("FK", c.shape.k)
+                                              .set("BM", c.bm)
+                                              .set("BN", c.bn)
+                                              .set("BK", kBK)
+                                              .set("SG", c.subgroup_size)
+                                              .set("WM", c.wm)
+                                              .set("WN", c.wn)
+                                              .set("ACC_BITS", f32 ? "32" : "16")
+                                              .set("ACC_TYPE", f32 ? "float" : "float16_t")
+                                              .set("ACC_ZERO", f32 ? "0.0" : "float16_t(0.0)")
+                                              .flag("A_M_FASTEST", a_m_fastest));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "planner/gemm_coopmat.h"
+#include "planner/shader_template.h"
 
 namespace kiln::planner {
 namespace {
@@ -16,44 +17,7 @@ std::string str(int64_t v) { return std::to_string(v); }
 // (M = 1) would leave a 64-row tile almost empty, and a tile loops over all of
 // K in one workgroup; here 8 workgroup rows share K and every invocation
 // streams a column of B (contiguous across the workgroup for [K][N] weights).
-std::string gemv_body(int64_t mr) {
-  const std::string MR = str(mr);
-  return R"(
-const int GV_X = 32;   // columns per workgroup
-const int GV_Y = 8;    // K slices per workgroup
-const int GV_MR = )" + MR + R"(;  // rows per workgroup
-shared float gv_part[GV_Y][GV_MR * GV_X];
-
-void main() {
-  int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);
-  int n0 = int(gl_WorkGroupID.x) * GV_X;
-  int m0 = int(gl_WorkGroupID.y) * GV_MR;
-  int b = int(gl_WorkGroupID.z);
-  int n = n0 + tx;
-  float acc[GV_MR];
-  for (int r = 0; r < GV_MR; ++r) acc[r] = 0.0;
-  if (n < GEMM_N) {
-    for (int k = ty; k < GEMM_K; k += GV_Y) {
-      float bv = gemm_b(b, k, n);
-      for (int r = 0; r < GV_MR; ++r)
-        if (m0 + r < GEMM_M) acc[r] += gemm_a(b, m0 + r, k) * bv;
-    }
-  }
-  for (int r = 0; r < GV_MR; ++r) gv_part[ty][r * GV_X + tx] = acc[r];
-  barrier();
-  // GV_MR * GV_X / 4 invocations each sum and store four columns of one row.
-  int tid = ty * GV_X + tx;
-  if (tid < GV_MR * (GV_X / 4)) {
-    int r = tid / (GV_X / 4), q = (tid % (GV_X / 4)) * 4;
-    vec4 v = vec4(0.0);
-    for (int y = 0; y < GV_Y; ++y)
-      v += vec4(gv_part[y][r * GV_X + q], gv_part[y][r * GV_X + q + 1], gv_part[y][r * GV_X + q + 2],
-                gv_part[y][r * GV_X + q + 3]);
-    if (m0 + r < GEMM_M && n0 + q < GEMM_N) gemm_store4(b, m0 + r, n0 + q, v);
-  }
-}
-)";
-}
+std::string gemv_body(int64_t mr) { return fill_shader("gemm_gemv.comp", ShaderArgs().set("GV_MR", mr)); }
 
 // The shape of a tiled kernel: each workgroup computes a BM x BN tile of C
 // with (BN/4) x (BM/TM) invocations (always 16 invocation rows), each
@@ -79,115 +43,23 @@ struct TileConfig {
 // (GEMM_KCHUNK each) and the tile's partial sums go to the scratch buffer
 // GP [split][batch][M][N]; reduce_body() then adds the slices and stores.
 std::string tiled_body(const TileConfig& c, bool a_m_fastest, bool split_k) {
-  const bool quads = c.tm >= 4;
   // NT is a multiple of BM and of BK, so every invocation loads the same
   // tile row (m-fastest: neighbouring invocations read neighbouring m) or
   // the same tile column (k-fastest) at every K step; after inlining, the
   // row's share of the index math (an output pixel's coordinates for a
   // convolution) is loop-invariant and hoisted.
-  const std::string a_elem = a_m_fastest ? "      int mm = tid % BM, kk = tid / BM + j * (NT / BM);\n"
-                                         : "      int kk = tid % BK, mm = tid / BK + j * (NT / BK);\n";
-  const std::string b_elem = "      int nn = tid % BN, kk = tid / BN + j * (NT / BN);\n";
-  const auto load = [&](const std::string& k_start) {
-    return "    for (int j = 0; j < A_LD; ++j) {\n" + a_elem + "      int m = m0 + mm, k = " + k_start +
-           " + kk;\n"
-           "      pa[j] = 0.0;\n"
-           "      if (m < GEMM_M && k < k_end) pa[j] = gemm_a(b, m, k);\n"
-           "    }\n"
-           "    for (int j = 0; j < B_LD; ++j) {\n" +
-           b_elem + "      int n = n0 + nn, k = " + k_start +
-           " + kk;\n"
-           "      pb[j] = 0.0;\n"
-           "      if (n < GEMM_N && k < k_end) pb[j] = gemm_b(b, k, n);\n"
-           "    }\n";
-  };
-  const std::string a_decl = quads ? "shared vec4 gt_a[BK][BM / 4 + 1];  // +1: k-major stores spread over banks\n"
-                                   : "shared float gt_a[BK][BM + 1];  // +1: k-major stores hit distinct banks\n";
-  const std::string a_put = quads ? "gt_a[kk][mm >> 2][mm & 3]" : "gt_a[kk][mm]";
-  const std::string fma = quads ? R"(      for (int g = 0; g < TM / 4; ++g) {
-        vec4 av = gt_a[kk][ty + g * TY];
-        acc[4 * g] += av.x * bv;
-        acc[4 * g + 1] += av.y * bv;
-        acc[4 * g + 2] += av.z * bv;
-        acc[4 * g + 3] += av.w * bv;
-      }
-)"
-                                : "      for (int i = 0; i < TM; ++i) acc[i] += gt_a[kk][ty + i * TY] * bv;\n";
-  const std::string row = quads ? "m0 + (ty + (i >> 2) * TY) * 4 + (i & 3)" : "m0 + ty + i * TY";
-  const std::string range = split_k ? R"(  int b = int(gl_WorkGroupID.z) % GEMM_BATCH;
-  int slice = int(gl_WorkGroupID.z) / GEMM_BATCH;
-  int k_begin = slice * GEMM_KCHUNK, k_end = min(GEMM_K, k_begin + GEMM_KCHUNK);
-)"
-                                    : R"(  int b = int(gl_WorkGroupID.z);
-  int k_begin = 0, k_end = GEMM_K;
-)";
-  const std::string store = split_k ? R"(      if (m < GEMM_M) {
-        int p = ((slice * GEMM_BATCH + b) * GEMM_M + m) * GEMM_N + n;
-        for (int j = 0; j < 4; ++j)
-          if (n + j < GEMM_N) GP_data[p + j] = acc[i][j];
-      }
-)"
-                                    : "      if (m < GEMM_M) gemm_store4(b, m, n, acc[i]);\n";
-  return R"(
-const int BM = )" + str(c.bm) + R"(, BN = )" + str(c.bn) + R"(, BK = 16, TM = )" + str(c.tm) + R"(;
-const int TX = BN / 4, TY = BM / TM, NT = TX * TY;
-const int A_LD = BM * BK / NT, B_LD = BN * BK / NT;  // tile elements each invocation loads
-)" + a_decl + R"(shared vec4 gt_b[BK][BN / 4];
-
-void main() {
-  int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);
-  int tid = ty * TX + tx;
-  int n0 = int(gl_WorkGroupID.x) * BN;
-  int m0 = int(gl_WorkGroupID.y) * BM;
-)" + range + R"(  vec4 acc[TM];
-  for (int i = 0; i < TM; ++i) acc[i] = vec4(0.0);
-  float pa[A_LD], pb[B_LD];  // the next K step's tile elements
-  {
-)" + load("k_begin") + R"(  }
-  for (int k0 = k_begin; k0 < k_end; k0 += BK) {
-    for (int j = 0; j < A_LD; ++j) {
-)" + a_elem + "      " + a_put + R"( = pa[j];
-    }
-    for (int j = 0; j < B_LD; ++j) {
-)" + b_elem + R"(      gt_b[kk][nn >> 2][nn & 3] = pb[j];
-    }
-    barrier();
-    if (k0 + BK < k_end) {
-)" + load("k0 + BK") + R"(    }
-    for (int kk = 0; kk < BK; ++kk) {
-      vec4 bv = gt_b[kk][tx];
-)" + fma + R"(    }
-    barrier();
-  }
-  int n = n0 + tx * 4;
-  if (n < GEMM_N)
-    for (int i = 0; i < TM; ++i) {
-      int m = )" + row + R"(;
-)" + store + R"(    }
-}
-)";
+  return fill_shader("gemm_tile.comp", ShaderArgs()
+                                           .set("BM", c.bm)
+                                           .set("BN", c.bn)
+                                           .set("TM", c.tm)
+                                           .flag("A_M_FASTEST", a_m_fastest)
+                                           .flag("QUADS", c.tm >= 4)
+                                           .flag("SPLIT_K", split_k));
 }
 
 // Split-K second pass: one invocation per four columns of one output row
 // sums the GEMM_SPLIT partial tiles and stores through the op's epilogue.
-std::string reduce_body() {
-  return R"(
-void main() {
-  int q = int(gl_GlobalInvocationID.x);
-  int nq = (GEMM_N + 3) / 4;
-  if (q >= GEMM_BATCH * GEMM_M * nq) return;
-  int n = (q % nq) * 4, r = q / nq;
-  int m = r % GEMM_M, b = r / GEMM_M;
-  vec4 v = vec4(0.0);
-  for (int s = 0; s < GEMM_SPLIT; ++s) {
-    int p = ((s * GEMM_BATCH + b) * GEMM_M + m) * GEMM_N + n;
-    for (int j = 0; j < 4; ++j)
-      if (n + j < GEMM_N) v[j] += GP_data[p + j];
-  }
-  gemm_store4(b, m, n, v);
-}
-)";
-}
+std::string reduce_body() { return fill_shader("gemm_splitk_reduce.comp"); }
 
 // Workgroups that keep a GPU busy: on the order of a hundred cores, a
 // workgroup or two each.
@@ -384,20 +256,11 @@ void finish_gemm_output(LoweringContext& ctx, const GemmOutput& out) {
 }
 
 std::string gemm_store4_buffer(const std::string& index) {
-  return "void gemm_store4(int b, int m, int n, vec4 v) {\n"
-         "  for (int j = 0; j < 4; ++j) {\n"
-         "    int nj = n + j;\n"
-         "    if (nj < GEMM_N) Y_st(" + index + ", gemm_epilogue(b, m, nj, v[j]));\n"
-         "  }\n"
-         "}\n";
+  return fill_shader("gemm_store.glsl", ShaderArgs().flag("IMAGE", false).set("INDEX", index));
 }
 
 std::string gemm_store4_image(const std::string& setup, const std::string& coords) {
-  return "void gemm_store4(int b, int m, int n, vec4 v) {\n"
-         "  vec4 r = vec4(0.0);\n"
-         "  for (int j = 0; j < 4; ++j)\n"
-         "    if (n + j < GEMM_N) r[j] = gemm_epilogue(b, m, n + j, v[j]);\n" +
-         setup + "  Y_st4(" + coords + ", r);\n}\n";
+  return fill_shader("gemm_store.glsl", ShaderArgs().flag("IMAGE", true).set("SETUP", setup).set("COORDS", coords));
 }
 
 }  // namespace kiln::planner

@@ -5,6 +5,8 @@
 #include <set>
 #include <sstream>
 
+#include "planner/shader_template.h"
+
 namespace kiln::planner {
 namespace {
 
@@ -87,11 +89,7 @@ class Emitter {
     // implementation-defined, and compilers fold an f32->f16->f32 round trip
     // away), so values are rounded to nearest-even at f16 precision with
     // integer arithmetic first; f16 image results then match f16 buffers.
-    if (f16_image_store_)
-      s << "vec4 kiln_round_f16(vec4 v) {\n"
-        << "  uvec4 b = floatBitsToUint(v);\n"
-        << "  b = (b + 0x00000FFFu + ((b >> 13) & 1u)) & 0xFFFFE000u;\n"
-        << "  return uintBitsToFloat(b);\n}\n\n";
+    if (f16_image_store_) s << fill_shader("round_f16.glsl") << "\n";
     for (size_t b = 0; b < desc_.tensors.size(); ++b) s << accessors(desc_.tensors[b], static_cast<int>(b));
     s << desc_.helpers << "\n";
     if (desc_.family == KernelDesc::Family::kMap) s << map_main();
@@ -278,33 +276,31 @@ class Emitter {
     for (int k = 0; k < rank; ++k) base_args += (k ? ", oc" : "oc") + std::to_string(k) + "_";
     std::string base_linear = "oc0_";
     for (int k = 1; k < rank; ++k) base_linear = "(" + base_linear + ") * " + dim_name(n, k) + " + oc" + std::to_string(k) + "_";
-    std::ostringstream s;
-    s << "void main() {\n"
-      << "  int kiln_gid = int(gl_GlobalInvocationID.x) + int(gl_GlobalInvocationID.y) * int(gl_NumWorkGroups.x) * 64;\n"
-      << "  if (kiln_gid >= KILN_TOTAL) return;\n"
-      << "  int kiln_r = kiln_gid;\n";
+    std::string coords;
     for (int k = rank - 1; k >= 0; --k) {
       const std::string ext = (k == a) ? std::string("KILN_BLOCKS") : dim_name(n, k);
-      s << "  int oc" << k << "_ = kiln_r % " << ext << "; kiln_r /= " << ext << ";\n";
+      coords += "  int oc" + std::to_string(k) + "_ = kiln_r % " + ext + "; kiln_r /= " + ext + ";\n";
     }
-    s << "  oc" << a << "_ *= 4;\n";
+    coords += "  oc" + std::to_string(a) + "_ *= 4;\n";
+    std::string lane_coords;
+    for (int k = 0; k < rank; ++k)
+      lane_coords +=
+          "    int oc" + std::to_string(k) + " = oc" + std::to_string(k) + "_" + (k == a ? " + kiln_lane" : "") + ";\n";
     // Lanes step along the vector axis: the linear index grows by its stride.
     std::string stride = "1";
     for (int k = a + 1; k < rank; ++k) stride = (stride == "1" ? "" : stride + " * ") + dim_name(n, k);
-    s << "  int kiln_oi0 = " << base_linear << ";\n";
-    s << "  " << V << " kiln_vals = " << V << "(0);\n"
-      << "  for (int kiln_lane = 0; kiln_lane < 4; ++kiln_lane) {\n";
-    for (int k = 0; k < rank; ++k)
-      s << "    int oc" << k << " = oc" << k << "_" << (k == a ? " + kiln_lane" : "") << ";\n";
-    s << "    if (oc" << a << " >= " << dim_name(n, a) << ") break;\n"
-      << "    int oi = kiln_oi0 + kiln_lane * " << stride << ";\n"
-      << "    " << S << " v = " << S << "(0);\n"
-      << "    {\n" << desc_.body << "\n    }\n"
-      << "    kiln_vals[kiln_lane] = v;\n"
-      << "  }\n"
-      << "  " << n << "_st4(" << base_args << ", kiln_vals);\n"
-      << "}\n";
-    return s.str();
+    return fill_shader("map.comp", ShaderArgs()
+                                       .set("COORDS", coords)
+                                       .set("BASE_LINEAR", base_linear)
+                                       .set("LANE_COORDS", lane_coords)
+                                       .set("VEC_AXIS", a)
+                                       .set("VEC_DIM", dim_name(n, a))
+                                       .set("STRIDE", stride)
+                                       .set("S", S)
+                                       .set("V", V)
+                                       .set("BODY", desc_.body + "\n")
+                                       .set("Y", n)
+                                       .set("BASE_ARGS", base_args));
   }
 
   const KernelDesc& desc_;

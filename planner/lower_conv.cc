@@ -26,6 +26,7 @@
 #include "planner/gemm_kernels.h"
 #include "planner/lower_util.h"
 #include "planner/lowering.h"
+#include "planner/shader_template.h"
 
 namespace kiln::planner {
 namespace {
@@ -153,34 +154,32 @@ Status conv_depthwise_texels(LoweringContext& ctx, const ConvGeometry& g, const 
   KILN_ASSIGN_OR_RETURN(Tensor taps, repack_depthwise_taps(w));
   const size_t S = g.spatial;
   std::vector<KernelTensor> t = {ctx.bind("X", ctx.input(0)), ctx.bind("W", upload_weights(ctx, std::move(taps)))};
-  std::string body = "void main() {\n"
-                     "  int q = int(gl_GlobalInvocationID.x) + int(gl_GlobalInvocationID.y) * int(gl_NumWorkGroups.x) * 64;\n"
-                     "  if (q >= CV_TEXELS) return;\n";
+  std::string out_coords;
   for (size_t i = S; i-- > 0;)
-    body += "  int o" + idx(i) + " = q % " + dn("Y", 2 + i) + "; q /= " + dn("Y", 2 + i) + ";\n";
-  body += "  int c = (q % CV_CBLOCKS) * 4, img = q / CV_CBLOCKS;\n";
-  if (ctx.has_input(2)) {
-    t.push_back(ctx.bind("Bias", ctx.input(2)));
-    body += "  vec4 acc = Bias_at4(c);\n";
-  } else {
-    body += "  vec4 acc = vec4(0.0);\n";
-  }
+    out_coords += "  int o" + idx(i) + " = q % " + dn("Y", 2 + i) + "; q /= " + dn("Y", 2 + i) + ";\n";
+  const bool bias = ctx.has_input(2);
+  if (bias) t.push_back(ctx.bind("Bias", ctx.input(2)));
+  std::string loops;
   std::string indent = "  ";
   for (size_t i = 0; i < S; ++i) {
     const std::string I = idx(i);
-    body += indent + "for (int k" + I + " = 0; k" + I + " < CV_KS" + I + "; ++k" + I + ") {\n";
+    loops += indent + "for (int k" + I + " = 0; k" + I + " < CV_KS" + I + "; ++k" + I + ") {\n";
     indent += "  ";
-    body += indent + "int i" + I + " = o" + I + " * CV_ST" + I + " - CV_PB" + I + " + k" + I + " * CV_DL" + I + ";\n";
-    if (!g.zero_pads) body += indent + "if (i" + I + " < 0 || i" + I + " >= " + dn("X", 2 + i) + ") continue;\n";
+    loops += indent + "int i" + I + " = o" + I + " * CV_ST" + I + " - CV_PB" + I + " + k" + I + " * CV_DL" + I + ";\n";
+    if (!g.zero_pads) loops += indent + "if (i" + I + " < 0 || i" + I + " >= " + dn("X", 2 + i) + ") continue;\n";
   }
   std::string tap = "k0";
   for (size_t i = 1; i < S; ++i) tap = "(" + tap + ") * CV_KS" + idx(i) + " + k" + idx(i);
-  body += indent + "acc += X_at4(img, c, " + list("i", S) + ") * W_at4(" + tap + ", c);\n";
+  loops += indent + "acc += X_at4(img, c, " + list("i", S) + ") * W_at4(" + tap + ", c);\n";
   for (size_t i = 0; i < S; ++i) {
     indent.resize(indent.size() - 2);
-    body += indent + "}\n";
+    loops += indent + "}\n";
   }
-  body += "  Y_st4(img, c, " + list("o", S) + ", acc);\n}\n";
+  std::string body = fill_shader("conv_depthwise_texel.comp", ShaderArgs()
+                                                                       .set("OUT_COORDS", out_coords)
+                                                                       .set("TAPS", loops)
+                                                                       .set("OUT_LIST", list("o", S))
+                                                                       .flag("BIAS", bias));
   t.push_back(ctx.bind("Y", ctx.output(0), true));
 
   const std::vector<ir::Dim>& sy = ctx.output_shape(0);

@@ -15,119 +15,31 @@
 // conversion saturates with NaN -> 0. int64 values must fit int32 (the
 // device stores them so).
 #include <cctype>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "planner/glsl_codegen.h"
 #include "planner/lower_util.h"
 #include "planner/lowering.h"
+#include "planner/shader_template.h"
 
 namespace kiln::planner {
 namespace {
 
-// --- GLSL helper functions, added to a kernel only when its body uses them ---
-
 constexpr const char* kNanLiteral = "uintBitsToFloat(0x7fc00000u)";
 
-constexpr const char* kHelperSigmoid =
-    "float kiln_sigmoid(float x) {\n"
-    "  if (x >= 0.0) return 1.0 / (1.0 + exp(-x));\n"
-    "  float e = exp(x);\n"
-    "  return e / (1.0 + e);\n"
-    "}\n";
-
-// exp(-2|x|) never overflows; small |x| uses the series to keep the relative
-// precision that 1 - t loses.
-constexpr const char* kHelperTanh =
-    "float kiln_tanh(float x) {\n"
-    "  float ax = abs(x);\n"
-    "  if (ax < 0.004) return x * (1.0 - x * x / 3.0);\n"
-    "  float t = exp(-2.0 * ax);\n"
-    "  float r = (1.0 - t) / (1.0 + t);\n"
-    "  return x < 0.0 ? -r : r;\n"
-    "}\n";
-
-// Abramowitz & Stegun 7.1.26: |error| <= 1.5e-7 (GLSL has no erf).
-constexpr const char* kHelperErf =
-    "float kiln_erf(float x) {\n"
-    "  float t = 1.0 / (1.0 + 0.3275911 * abs(x));\n"
-    "  float p = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t;\n"
-    "  float y = 1.0 - p * exp(-x * x);\n"
-    "  return x < 0.0 ? -y : y;\n"
-    "}\n";
-
-constexpr const char* kHelperSoftplus =
-    "float kiln_softplus(float x) { return x > 0.0 ? x + log(1.0 + exp(-x)) : log(1.0 + exp(x)); }\n";
-
-// pow with the real-valued cases GLSL leaves undefined (x <= 0).
-constexpr const char* kHelperPow =
-    "float kiln_pow(float x, float y) {\n"
-    "  if (y == 2.0) return x * x;\n"
-    "  if (y == 1.0) return x;\n"
-    "  if (y == 0.0) return 1.0;\n"
-    "  if (y == 0.5) return sqrt(x);\n"
-    "  if (x == 0.0) return y > 0.0 ? 0.0 : uintBitsToFloat(0x7f800000u);\n"
-    "  if (x < 0.0) {\n"
-    "    if (y != floor(y)) return uintBitsToFloat(0x7fc00000u);\n"
-    "    float r = pow(-x, y);\n"
-    "    return mod(y, 2.0) == 1.0 ? -r : r;\n"
-    "  }\n"
-    "  return pow(x, y);\n"
-    "}\n";
-
-// Integer power by squaring (wrapping); negative exponents as the reference.
-constexpr const char* kHelperIpow =
-    "int kiln_ipow(int b, int e) {\n"
-    "  if (e < 0) return b == 1 ? 1 : (b == -1 ? ((e & 1) == 0 ? 1 : -1) : 0);\n"
-    "  int r = 1;\n"
-    "  for (int i = 0; i < 32 && e > 0; ++i) { if ((e & 1) != 0) r *= b; b *= b; e >>= 1; }\n"
-    "  return r;\n"
-    "}\n";
-
-// Truncating division (OpSDiv) without the INT_MIN / -1 overflow.
-constexpr const char* kHelperIdiv = "int kiln_idiv(int a, int b) { return b == -1 ? -a : a / b; }\n";
-
-// C remainder (sign of the dividend) and Python modulo (sign of the divisor).
-constexpr const char* kHelperIrem = "int kiln_irem(int a, int b) { return b == -1 ? 0 : a - b * (a / b); }\n";
-constexpr const char* kHelperImod =
-    "int kiln_imod(int a, int b) {\n"
-    "  if (b == -1) return 0;\n"
-    "  int r = a - b * (a / b);\n"
-    "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
-    "}\n";
-
-// fmod with a correction for a quotient that rounded across an integer.
-constexpr const char* kHelperFmod =
-    "float kiln_fmod(float a, float b) {\n"
-    "  float r = a - b * trunc(a / b);\n"
-    "  float ab = abs(b);\n"
-    "  if (r != 0.0 && ((r < 0.0) != (a < 0.0))) r += a < 0.0 ? -ab : ab;\n"
-    "  if (abs(r) >= ab) r -= a < 0.0 ? -ab : ab;\n"
-    "  return r;\n"
-    "}\n";
-
-constexpr const char* kHelperFmax =
-    "float kiln_fmax(float a, float b) { return (isnan(a) || isnan(b)) ? uintBitsToFloat(0x7fc00000u) : max(a, b); }\n"
-    "float kiln_fmin(float a, float b) { return (isnan(a) || isnan(b)) ? uintBitsToFloat(0x7fc00000u) : min(a, b); }\n";
-
-// Float -> integer of a range [lo, hi]: NaN -> 0, saturating, truncating.
-constexpr const char* kHelperF2i =
-    "int kiln_f2i(float x, float lo, float hi_excl, int ilo, int ihi) {\n"
-    "  if (isnan(x)) return 0;\n"
-    "  if (x >= hi_excl) return ihi;\n"
-    "  if (x <= lo) return ilo;\n"
-    "  return int(x);\n"
-    "}\n";
-
-// Collects the helpers a body needs, each once.
+// Collects the helpers a body needs, each once: helper `name` is section
+// `name` of shaders/elementwise_math.glsl ("sigmoid" defines kiln_sigmoid).
 class Helpers {
  public:
-  void need(const char* h) {
-    if (text_.find(h) == std::string::npos) text_ += h;
+  void need(const std::string& name) {
+    if (names_.insert(name).second) text_ += fill_shader("elementwise_math.glsl#" + name);
   }
   const std::string& text() const { return text_; }
 
  private:
+  std::set<std::string> names_;
   std::string text_;
 };
 
@@ -148,12 +60,12 @@ std::string wrap_int(DType t, const std::string& e) {
   }
 }
 
-// Float -> integer dtype (Cast semantics); uses kHelperF2i.
+// Float -> integer dtype (Cast semantics); uses kiln_f2i.
 std::string float_to_int(DType to, const std::string& x, Helpers& h) {
   if (to == DType::kBool) return "(" + x + " == 0.0 ? 0 : 1)";  // NaN != 0 -> true
   if (to == DType::kUInt32 || to == DType::kUInt64)
     return "((isnan(" + x + ") || " + x + " <= 0.0) ? 0 : (" + x + " >= 4294967296.0 ? -1 : int(uint(" + x + "))))";
-  h.need(kHelperF2i);
+  h.need("f2i");
   switch (to) {
     case DType::kInt8: return "kiln_f2i(" + x + ", -128.0, 128.0, -128, 127)";
     case DType::kUInt8: return "kiln_f2i(" + x + ", 0.0, 256.0, 0, 255)";
@@ -229,14 +141,14 @@ std::string unary_expr(const ir::Node& n, bool f, DType dt, Helpers& h) {
     return f ? r : float_to_int(dt, r, h);
   }
   if (!f) return "";
-  if (op == "Sigmoid") return h.need(kHelperSigmoid), "kiln_sigmoid(a)";
-  if (op == "Silu") return h.need(kHelperSigmoid), "(a * kiln_sigmoid(a))";
-  if (op == "Tanh") return h.need(kHelperTanh), "kiln_tanh(a)";
-  if (op == "Erf") return h.need(kHelperErf), "kiln_erf(a)";
-  if (op == "Softplus") return h.need(kHelperSoftplus), "kiln_softplus(a)";
+  if (op == "Sigmoid") return h.need("sigmoid"), "kiln_sigmoid(a)";
+  if (op == "Silu") return h.need("sigmoid"), "(a * kiln_sigmoid(a))";
+  if (op == "Tanh") return h.need("tanh"), "kiln_tanh(a)";
+  if (op == "Erf") return h.need("erf"), "kiln_erf(a)";
+  if (op == "Softplus") return h.need("softplus"), "kiln_softplus(a)";
   if (op == "Mish") {
-    h.need(kHelperSoftplus);
-    h.need(kHelperTanh);
+    h.need("softplus");
+    h.need("tanh");
     return "(a * kiln_tanh(kiln_softplus(a)))";
   }
   if (op == "Exp") return "exp(a)";
@@ -271,10 +183,10 @@ std::string unary_expr(const ir::Node& n, bool f, DType dt, Helpers& h) {
   }
   if (op == "Gelu") {
     if (n.attr_string("approximate", "none") == "tanh") {
-      h.need(kHelperTanh);
+      h.need("tanh");
       return "(0.5 * a * (1.0 + kiln_tanh(0.797884561 * (a + 0.044715 * a * a * a))))";
     }
-    h.need(kHelperErf);
+    h.need("erf");
     return "(0.5 * a * (1.0 + kiln_erf(a * 0.707106781)))";
   }
   if (op == "LeakyRelu") return "(a < 0.0 ? " + attr("alpha", 0.01f) + " * a : a)";
@@ -310,11 +222,11 @@ std::string binary_expr(const ir::Node& n, bool f, DType dt, Helpers& h) {
   if (op == "Add") return f ? "(a + b)" : wrap_int(dt, "a + b");
   if (op == "Sub") return f ? "(a - b)" : wrap_int(dt, "a - b");
   if (op == "Mul") return f ? "(a * b)" : wrap_int(dt, "a * b");
-  if (op == "Div") return f ? "(a / b)" : (h.need(kHelperIdiv), wrap_int(dt, "kiln_idiv(a, b)"));
+  if (op == "Div") return f ? "(a / b)" : (h.need("idiv"), wrap_int(dt, "kiln_idiv(a, b)"));
   if (op == "Mod") {
-    if (f) return h.need(kHelperFmod), "kiln_fmod(a, b)";
-    if (n.attr_int("fmod", 0) != 0 || is_unsigned(dt)) return h.need(kHelperIrem), "kiln_irem(a, b)";
-    return h.need(kHelperImod), "kiln_imod(a, b)";
+    if (f) return h.need("fmod"), "kiln_fmod(a, b)";
+    if (n.attr_int("fmod", 0) != 0 || is_unsigned(dt)) return h.need("irem"), "kiln_irem(a, b)";
+    return h.need("imod"), "kiln_imod(a, b)";
   }
   if (op == "Equal") return "(a == b ? 1 : 0)";
   if (op == "Greater") return "(a > b ? 1 : 0)";
@@ -359,13 +271,13 @@ Status lower_pow(LoweringContext& ctx) {
   Helpers h;
   std::string e;
   if (fa) {
-    h.need(kHelperPow);
+    h.need("pow");
     e = fb ? "kiln_pow(a, b)" : "kiln_pow(a, float(b))";
   } else if (!fb) {
-    h.need(kHelperIpow);
+    h.need("ipow");
     e = wrap_int(ctx.input_dtype(0), "kiln_ipow(a, b)");
   } else {
-    h.need(kHelperPow);
+    h.need("pow");
     e = float_to_int(ctx.input_dtype(0), "kiln_pow(float(a), b)", h);
   }
   const std::string body =
@@ -392,7 +304,7 @@ Status lower_variadic(LoweringContext& ctx) {
     const std::string& x = b.load[k];
     std::string step;
     if (op == "Sum" || op == "Mean") step = f ? "acc + " + x : wrap_int(dt, "acc + " + x);
-    else if (f) step = (h.need(kHelperFmax), std::string(op == "Max" ? "kiln_fmax" : "kiln_fmin") + "(acc, " + x + ")");
+    else if (f) step = (h.need("fmax"), std::string(op == "Max" ? "kiln_fmax" : "kiln_fmin") + "(acc, " + x + ")");
     else step = std::string(op == "Max" ? "max" : "min") + "(acc, " + x + ")";
     body += "acc = " + step + ";\n";
   }

@@ -19,6 +19,7 @@
 #include "planner/lower_rows.h"
 #include "planner/lower_util.h"
 #include "planner/lowering.h"
+#include "planner/shader_template.h"
 
 namespace kiln::planner {
 namespace detail {
@@ -60,31 +61,31 @@ RowOp start(LoweringContext& ctx, const std::string& name, KernelTensor x, Kerne
 // lanes when they run inside the row, and assign the vec4 `var`.
 std::string stat_pass(const RowOp& op, const std::string& var, rows::Combine combine, const std::string& value) {
   const bool max = combine == rows::Combine::kMax;
-  const std::string init = max ? glsl_float(-INFINITY) : "0.0";
   const std::string step = max ? "kiln_max4(" + var + ", " + value + ")" : var + " + " + value;
   // Lanes past the end of a row keep the identity; lanes of rows past the
   // end compute values that are never stored.
   const std::string update = op.s.lanes_in_row() ? "mix(" + var + ", " + step + ", " + rows::lane_ok(op.s, "X") + ")" : step;
-  std::string b = "  vec4 " + var + " = vec4(" + init + ");\n" + rows::item_loop(op.s, "X", op.local) +
-                  "    vec4 x = kiln_x4(" + op.c() + ");\n" + "    " + var + " = " + update + ";\n  }\n";
-  b += "  " + var + " = kiln_wg_" + (max ? "max" : "sum") + "(" + var + ");\n";
-  if (op.s.lanes_in_row()) {
-    b += max ? "  " + var + " = vec4(kiln_max1(kiln_max1(" + var + ".x, " + var + ".y), kiln_max1(" + var + ".z, " +
-                   var + ".w)));\n"
-             : "  " + var + " = vec4(" + var + ".x + " + var + ".y + " + var + ".z + " + var + ".w);\n";
-  }
-  return b;
+  return fill_shader("rows_stat_pass.glsl", ShaderArgs()
+                                                .set("VAR", var)
+                                                .set("INIT", max ? glsl_float(-INFINITY) : "0.0")
+                                                .set("ITEM_LOOP", rows::item_loop(op.s, "X", op.local))
+                                                .set("C", op.c())
+                                                .set("UPDATE", update)
+                                                .flag("MAX", max)
+                                                .flag("FOLD_LANES", op.s.lanes_in_row()));
 }
 
 // The last pass: y = `value` (an expression of vec4 x and the statistics).
 std::string write_pass(const RowOp& op, const std::string& value) {
-  return rows::item_loop(op.s, "X", op.local) + "    vec4 x = kiln_x4(" + op.c() + ");\n" + "    Y_st4(" + op.c() +
-         ", " + value + ");\n  }\n";
+  return fill_shader("rows_write_pass.glsl", ShaderArgs()
+                                                 .set("ITEM_LOOP", rows::item_loop(op.s, "X", op.local))
+                                                 .set("C", op.c())
+                                                 .set("VALUE", value));
 }
 
 void finish(LoweringContext& ctx, RowOp& op, const std::vector<rows::Combine>& combines, const std::string& body) {
   op.desc.helpers += rows::workgroup_helpers(combines, false, op.local, op.subgroups);
-  op.desc.body = rows::main_prologue(op.s, "X") + body + "}\n";
+  op.desc.body = rows::row_main(op.s, "X", body);
   ctx.emit(std::move(op.desc));
 }
 
@@ -167,39 +168,21 @@ Status lower_hardmax(LoweringContext& ctx) {
   RowOp op = start(ctx, "hardmax", ctx.bind("X", ctx.input(0)), ctx.bind("Y", ctx.output(0), true),
                    single_axis(ctx.input_shape(0).size(), axis));
   const std::string a = std::to_string(axis);
-  const std::string L = std::to_string(op.local);
   // The element index along the axis is c<axis> (+ lane when lanes run along it).
   const std::string lane_step = op.s.lanes_in_row() ? "1" : "0";
-  op.desc.helpers += "bool kiln_better(float v, int i, float b, int bi) {\n"
-                     "  if (i < 0 || !(v > uintBitsToFloat(0xff800000u))) return false;\n"
-                     "  if (bi < 0) return true;\n"
-                     "  return v > b || (v == b && i < bi);\n}\n"
-                     "shared vec4 kiln_rv[" + L + "];\nshared ivec4 kiln_ri[" + L + "];\n";
-  std::string b = "  vec4 bv = vec4(0.0); ivec4 bi = ivec4(-1);\n" + rows::item_loop(op.s, "X", op.local) +
-                  "    vec4 x = kiln_x4(" + op.c() + ");\n    bvec4 ok = " + rows::lane_ok(op.s, "X") + ";\n" +
-                  "    for (int l = 0; l < 4; ++l) {\n"
-                  "      int i = ok[l] ? c" + a + " + l * " + lane_step + " : -1;\n"
-                  "      if (kiln_better(x[l], i, bv[l], bi[l])) { bv[l] = x[l]; bi[l] = i; }\n"
-                  "    }\n  }\n";
-  b += "  uint t = gl_LocalInvocationIndex;\n"
-       "  kiln_rv[t] = bv; kiln_ri[t] = bi;\n"
-       "  barrier();\n"
-       "  for (uint s = " + std::to_string(op.local / 2) + "u; s > 0u; s >>= 1) {\n"
-       "    if (t < s) {\n"
-       "      vec4 ov = kiln_rv[t + s], mv = kiln_rv[t]; ivec4 oi = kiln_ri[t + s], mi = kiln_ri[t];\n"
-       "      for (int l = 0; l < 4; ++l)\n"
-       "        if (kiln_better(ov[l], oi[l], mv[l], mi[l])) { mv[l] = ov[l]; mi[l] = oi[l]; }\n"
-       "      kiln_rv[t] = mv; kiln_ri[t] = mi;\n"
-       "    }\n"
-       "    barrier();\n"
-       "  }\n"
-       "  bv = kiln_rv[0]; bi = kiln_ri[0];\n";
-  if (op.s.lanes_in_row())
-    b += "  for (int l = 1; l < 4; ++l) if (kiln_better(bv[l], bi[l], bv[0], bi[0])) { bv[0] = bv[l]; bi[0] = bi[l]; }\n"
-         "  bi = ivec4(bi[0]);\n";
-  b += "  bi = max(bi, ivec4(0));\n";
-  b += write_pass(op, "vec4(equal(ivec4(c" + a + ") + ivec4(0, 1, 2, 3) * " + lane_step + ", bi))");
-  op.desc.body = rows::main_prologue(op.s, "X") + b + "}\n";
+  op.desc.helpers += fill_shader("hardmax.glsl#helpers", ShaderArgs().set("LOCAL", op.local));
+  const std::string write =
+      write_pass(op, "vec4(equal(ivec4(c" + a + ") + ivec4(0, 1, 2, 3) * " + lane_step + ", bi))");
+  const std::string b = fill_shader("hardmax.glsl#body", ShaderArgs()
+                                                             .set("ITEM_LOOP", rows::item_loop(op.s, "X", op.local))
+                                                             .set("C", op.c())
+                                                             .set("LANE_OK", rows::lane_ok(op.s, "X"))
+                                                             .set("AXIS", a)
+                                                             .set("LANE_STEP", lane_step)
+                                                             .set("ARG_REDUCE", rows::arg_reduce(false, op.local))
+                                                             .set("WRITE", write)
+                                                             .flag("FOLD_LANES", op.s.lanes_in_row()));
+  op.desc.body = rows::row_main(op.s, "X", b);
   ctx.emit(std::move(op.desc));
   return ok_status();
 }
@@ -332,23 +315,11 @@ Status groupnorm_two_pass(LoweringContext& ctx, int64_t groups, const ir::Dim& s
   }
   for (size_t a = 2; a < rank; ++a) args.push_back("s" + std::to_string(a));
   at += "    float x = X_at(" + join_args(args) + ");\n";
-  const std::string L = std::to_string(local);
-  k.body = "void main() {\n"
-           "  int kiln_group = int(gl_WorkGroupID.x) + int(gl_WorkGroupID.y) * int(gl_NumWorkGroups.x);\n"
-           "  if (kiln_group >= KILN_GROUPS) return;\n"
-           "  int kiln_tid = int(gl_LocalInvocationIndex);\n"
-           "  int kiln_n = kiln_group / " + std::to_string(groups) + ";\n"
-           "  int kiln_c0 = kiln_group % " + std::to_string(groups) + " * KILN_PER_GROUP;\n"
-           "  float sum = 0.0;\n"
-           "  for (int j = kiln_tid; j < KILN_ROW; j += " + L + ") {\n" + at + "    sum += x;\n  }\n"
-           "  float mean = kiln_wg_sum(vec4(sum, 0.0, 0.0, 0.0)).x / float(KILN_ROW);\n"
-           "  float sq = 0.0;\n"
-           "  for (int j = kiln_tid; j < KILN_ROW; j += " + L + ") {\n" + at + "    sq += (x - mean) * (x - mean);\n  }\n"
-           "  float var = kiln_wg_sum(vec4(sq, 0.0, 0.0, 0.0)).x / float(KILN_ROW);\n"
-           "  if (kiln_tid == 0) {\n"
-           "    T_st(2 * kiln_group, mean);\n"
-           "    T_st(2 * kiln_group + 1, inversesqrt(var + " + glsl_float(ctx.node().attr_float("epsilon", 1e-5f)) + "));\n"
-           "  }\n}\n";
+  k.body = fill_shader("group_norm_stats.comp", ShaderArgs()
+                                                  .set("GROUPS", groups)
+                                                  .set("LOCAL", local)
+                                                  .set("LOAD_X", at)
+                                                  .set("EPS", glsl_float(ctx.node().attr_float("epsilon", 1e-5f))));
   ctx.emit(std::move(k));
 
   KernelTensor y = ctx.bind("Y", ctx.output(0), true);

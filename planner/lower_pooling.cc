@@ -20,6 +20,7 @@
 #include "planner/lower_rows.h"
 #include "planner/lower_util.h"
 #include "planner/lowering.h"
+#include "planner/shader_template.h"
 
 namespace kiln::planner {
 namespace {
@@ -70,18 +71,21 @@ Status emit_vec4(LoweringContext& ctx, KernelDesc d, const std::string& setup, c
       result = p == 1 ? "acc" : p == 2 ? "sqrt(acc)" : "pow(acc, vec4(" + glsl_float(1.0 / double(p)) + "))";
       break;
   }
-  std::string b = "void main() {\n"
-                  "  int kiln_gid = int(gl_GlobalInvocationID.x) + int(gl_GlobalInvocationID.y) * int(gl_NumWorkGroups.x) * 64;\n"
-                  "  if (kiln_gid >= KILN_TEXELS) return;\n"
-                  "  int kiln_r = kiln_gid;\n";
+  std::string coords;
   for (size_t k = rank; k-- > 0;) {
     const std::string e = k == 1 ? "((Y_D1 + 3) >> 2)" : "Y_D" + std::to_string(k);
-    b += "  int oc" + std::to_string(k) + " = kiln_r % " + e + "; kiln_r /= " + e + ";\n";
+    coords += "  int oc" + std::to_string(k) + " = kiln_r % " + e + "; kiln_r /= " + e + ";\n";
   }
-  b += "  oc1 *= 4;\n" + setup + "vec4 acc = vec4(" +
-       (pool == Pool::kMax ? glsl_float(-INFINITY) : std::string("0.0")) + ");\n" + open +
-       "  vec4 x = X_at4(" + args + ");\n  " + step + "\n  ++cnt;\n" + close + "Y_st4(" + coord_list(rank) + ", " +
-       result + ");\n}\n";
+  std::string b = fill_shader("pool_vec4.comp", ShaderArgs()
+                                                    .set("COORDS", coords)
+                                                    .set("SETUP", setup)
+                                                    .set("INIT", pool == Pool::kMax ? glsl_float(-INFINITY) : "0.0")
+                                                    .set("OPEN", open)
+                                                    .set("ARGS", args)
+                                                    .set("STEP", step)
+                                                    .set("CLOSE", close)
+                                                    .set("Y_COORDS", coord_list(rank))
+                                                    .set("RESULT", result));
   ir::Dim texels = ir::Dim::ceil_div(y.shape[1], ir::Dim(4));
   for (size_t k = 0; k < rank; ++k)
     if (k != 1) texels = texels * y.shape[k];
@@ -125,26 +129,27 @@ Status emit_with_indices(LoweringContext& ctx, KernelDesc d, const std::string& 
     }
     index = "(oc0 * X_D1 + oc1) * (" + plane + ") + " + col;
   }
-  std::string b = "void main() {\n"
-                  "  int kiln_gid = int(gl_GlobalInvocationID.x) + int(gl_GlobalInvocationID.y) * int(gl_NumWorkGroups.x) * 64;\n"
-                  "  if (kiln_gid >= KILN_TEXELS) return;\n"
-                  "  int kiln_r = kiln_gid;\n";
+  std::string coords;
   for (size_t k = rank; k-- > 0;) {
     const std::string e = static_cast<int>(k) == a ? "((Y_D" + std::to_string(k) + " + 3) >> 2)" : "Y_D" + std::to_string(k);
-    b += "  int b" + std::to_string(k) + " = kiln_r % " + e + "; kiln_r /= " + e + ";\n";
+    coords += "  int b" + std::to_string(k) + " = kiln_r % " + e + "; kiln_r /= " + e + ";\n";
   }
-  b += "  b" + std::to_string(a) + " *= 4;\n  vec4 vals = vec4(0.0);\n"
-       "  for (int lane = 0; lane < 4; ++lane) {\n";
+  std::string lane_coords;
   for (size_t k = 0; k < rank; ++k)
-    b += "    int oc" + std::to_string(k) + " = b" + std::to_string(k) + (static_cast<int>(k) == a ? " + lane" : "") + ";\n";
-  b += "    if (oc" + std::to_string(a) + " >= Y_D" + std::to_string(a) + ") break;\n"
-       "    float acc = " + init + ";\n    int best = -1;\n" + setup + open +
-       "  float x = X_at(" + args + ");\n"
-       "  if (best < 0 || x > acc || (isnan(x) && !isnan(acc))) { acc = x; best = " + index + "; }\n"
-       "  ++cnt;\n" + close +
-       "    vals[lane] = acc;\n"
-       "    I_st(" + out_index + ", best);\n  }\n"
-       "  Y_st4(" + coord_list(rank, "b") + ", vals);\n}\n";
+    lane_coords += "    int oc" + std::to_string(k) + " = b" + std::to_string(k) +
+                   (static_cast<int>(k) == a ? " + lane" : "") + ";\n";
+  std::string b = fill_shader("pool_max_indices.comp", ShaderArgs()
+                                                           .set("COORDS", coords)
+                                                           .set("VEC_AXIS", a)
+                                                           .set("LANE_COORDS", lane_coords)
+                                                           .set("INIT", init)
+                                                           .set("SETUP", setup)
+                                                           .set("OPEN", open)
+                                                           .set("ARGS", args)
+                                                           .set("INDEX", index)
+                                                           .set("CLOSE", close)
+                                                           .set("OUT_INDEX", out_index)
+                                                           .set("B_COORDS", coord_list(rank, "b")));
   ir::Dim texels = ir::Dim::ceil_div(y.shape[static_cast<size_t>(a)], ir::Dim(4));
   for (size_t k = 0; k < rank; ++k)
     if (static_cast<int>(k) != a) texels = texels * y.shape[k];

@@ -21,6 +21,7 @@
 #include "planner/lower_rows.h"
 #include "planner/lower_util.h"
 #include "planner/lowering.h"
+#include "planner/shader_template.h"
 
 namespace kiln::planner {
 namespace detail {
@@ -184,8 +185,7 @@ Status reduce_rows(LoweringContext& ctx, const ReduceGeometry& g, ReduceKind kin
               rows::load4_helper(x, lane);
   if (sg) d.extensions = rows::subgroup_extensions();
   const std::string loop_end = "  }\n";
-  std::string b = rows::main_prologue(s, "X");
-  b += "  " + V + " acc = " + V + "(" + identity(kind, integer) + ");\n";
+  std::string b = "  " + V + " acc = " + V + "(" + identity(kind, integer) + ");\n";
   b += rows::item_loop(s, "X", local) + "    " + V + " x = kiln_x4(" + rows::coords(g.x_shape.size()) + ");\n";
   // Lanes past the end of a row keep the identity.
   const bool in_row = s.lanes_in_row();
@@ -214,8 +214,8 @@ Status reduce_rows(LoweringContext& ctx, const ReduceGeometry& g, ReduceKind kin
     const std::string result = finish(kind, "acc", p, true);
     if (result != "acc") b += "  acc = " + result + ";\n";
   }
-  b += "  if (kiln_tid == 0) Y_st4(" + y_coords(g, "g") + ", acc);\n}\n";
-  d.body = std::move(b);
+  b += "  if (kiln_tid == 0) Y_st4(" + y_coords(g, "g") + ", acc);\n";
+  d.body = rows::row_main(s, "X", b);
   ctx.emit(std::move(d));
   return ok_status();
 }
@@ -331,17 +331,11 @@ Status lower_reduce_op(LoweringContext& ctx) {
 // (b, bi); bi < 0 is "none yet". NaN beats everything (numpy), ties go to the
 // first index, or the last with select_last_index.
 std::string better_helper(bool max, bool last, bool integer) {
-  const std::string A = integer ? "int" : "float";
-  std::string s = "bool kiln_better(" + A + " v, int i, " + A + " b, int bi) {\n"
-                  "  if (i < 0) return false;\n"
-                  "  if (bi < 0) return true;\n";
-  if (!integer)
-    s += "  bool vn = isnan(v), bn = isnan(b);\n"
-         "  if (vn != bn) return vn;\n"
-         "  if (vn) return " + std::string(last ? "i > bi" : "i < bi") + ";\n";
-  s += "  if (v == b) return " + std::string(last ? "i > bi" : "i < bi") + ";\n";
-  s += "  return v " + std::string(max ? ">" : "<") + " b;\n}\n";
-  return s;
+  return fill_shader("reduce_arg_better.glsl", ShaderArgs()
+                                                   .set("A", integer ? "int" : "float")
+                                                   .set("CMP", max ? ">" : "<")
+                                                   .set("TIE", last ? "i > bi" : "i < bi")
+                                                   .flag("FLOAT", !integer));
 }
 
 template <bool kMax>
@@ -384,26 +378,14 @@ Status lower_arg(LoweringContext& ctx) {
   const std::string L = std::to_string(local);
   d.helpers = helpers + rows::load4_helper(x, lane) + "shared " + V + " kiln_rv[" + L + "];\nshared ivec4 kiln_ri[" + L +
               "];\n";
-  std::string b = rows::main_prologue(s, "X");
-  b += "  " + V + " bv = " + V + "(0); ivec4 bi = ivec4(-1);\n";
+  std::string b = "  " + V + " bv = " + V + "(0); ivec4 bi = ivec4(-1);\n";
   // The region is the one axis, so the item index is the element's index.
   b += rows::item_loop(s, "X", local) + "    " + V + " x = kiln_x4(" + rows::coords(g.x_shape.size()) + ");\n" +
        "    for (int l = 0; l < 4; ++l)\n"
        "      if (kiln_better(x[l], kiln_j, bv[l], bi[l])) { bv[l] = x[l]; bi[l] = kiln_j; }\n  }\n";
-  b += "  uint t = gl_LocalInvocationIndex;\n"
-       "  kiln_rv[t] = bv; kiln_ri[t] = bi;\n"
-       "  barrier();\n"
-       "  for (uint s = " + std::to_string(local / 2) + "u; s > 0u; s >>= 1) {\n"
-       "    if (t < s) {\n"
-       "      " + V + " ov = kiln_rv[t + s], mv = kiln_rv[t]; ivec4 oi = kiln_ri[t + s], mi = kiln_ri[t];\n"
-       "      for (int l = 0; l < 4; ++l)\n"
-       "        if (kiln_better(ov[l], oi[l], mv[l], mi[l])) { mv[l] = ov[l]; mi[l] = oi[l]; }\n"
-       "      kiln_rv[t] = mv; kiln_ri[t] = mi;\n"
-       "    }\n"
-       "    barrier();\n"
-       "  }\n"
-       "  if (kiln_tid == 0) Y_st4(" + y_coords(g, "g") + ", kiln_ri[0]);\n}\n";
-  d.body = std::move(b);
+  b += rows::arg_reduce(integer, local);
+  b += "  if (kiln_tid == 0) Y_st4(" + y_coords(g, "g") + ", kiln_ri[0]);\n";
+  d.body = rows::row_main(s, "X", b);
   ctx.emit(std::move(d));
   return ok_status();
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "planner/glsl_codegen.h"
+#include "planner/shader_template.h"
 
 namespace kiln::planner::rows {
 namespace {
@@ -115,15 +116,7 @@ std::string lane_ok(const RowSpace& s, const std::string& t) {
 }
 
 std::string minmax_helpers(bool integer) {
-  if (integer)
-    return "ivec4 kiln_max4(ivec4 a, ivec4 b) { return max(a, b); }\n"
-           "ivec4 kiln_min4(ivec4 a, ivec4 b) { return min(a, b); }\n"
-           "int kiln_max1(int a, int b) { return max(a, b); }\n"
-           "int kiln_min1(int a, int b) { return min(a, b); }\n";
-  return "vec4 kiln_max4(vec4 a, vec4 b) { return mix(b, a, bvec4(uvec4(isnan(a)) | uvec4(greaterThan(a, b)))); }\n"
-         "vec4 kiln_min4(vec4 a, vec4 b) { return mix(b, a, bvec4(uvec4(isnan(a)) | uvec4(lessThan(a, b)))); }\n"
-         "float kiln_max1(float a, float b) { return (isnan(a) || a > b) ? a : b; }\n"
-         "float kiln_min1(float a, float b) { return (isnan(a) || a < b) ? a : b; }\n";
+  return fill_shader("rows_minmax.glsl", ShaderArgs().flag("INTEGER", integer));
 }
 
 std::vector<std::string> subgroup_extensions() {
@@ -141,31 +134,22 @@ std::string workgroup_helpers(const std::vector<Combine>& combines, bool integer
       case Combine::kMax: name = "max", op = "kiln_max4(a, b)", sg = "subgroupMax"; break;
       case Combine::kMin: name = "min", op = "kiln_min4(a, b)", sg = "subgroupMin"; break;
     }
-    out += V + " kiln_op_" + name + "(" + V + " a, " + V + " b) { return " + op + "; }\n";
-    out += V + " kiln_wg_" + name + "(" + V + " v) {\n";
-    if (subgroups) {
-      out += "  " + V + " s = " + sg + "(v);\n";
-      // Subgroup max/min leave NaN implementation-defined; carry it explicitly.
-      if (!integer && (c == Combine::kMax || c == Combine::kMin))
-        out += "  s = mix(s, vec4(uintBitsToFloat(0x7fc00000u)), bvec4(subgroupMax(vec4(isnan(v)))));\n";
-      out += "  if (subgroupElect()) kiln_red[gl_SubgroupID] = s;\n"
-             "  barrier();\n"
-             "  " + V + " r = kiln_red[0];\n"
-             "  for (uint i = 1u; i < gl_NumSubgroups; ++i) r = kiln_op_" + name + "(r, kiln_red[i]);\n";
-    } else {
-      out += "  uint t = gl_LocalInvocationIndex;\n"
-             "  kiln_red[t] = v;\n"
-             "  barrier();\n"
-             "  for (uint s = " + std::to_string(local / 2) + "u; s > 0u; s >>= 1) {\n"
-             "    if (t < s) kiln_red[t] = kiln_op_" + name + "(kiln_red[t], kiln_red[t + s]);\n"
-             "    barrier();\n"
-             "  }\n"
-             "  " + V + " r = kiln_red[0];\n";
-    }
-    // The array is reused by the next combine.
-    out += "  barrier();\n  return r;\n}\n";
+    // Subgroup max/min leave NaN implementation-defined; it is carried explicitly.
+    const bool nan_carry = !integer && (c == Combine::kMax || c == Combine::kMin);
+    out += fill_shader("rows_workgroup.glsl", ShaderArgs()
+                                                  .set("V", V)
+                                                  .set("NAME", name)
+                                                  .set("OP", op)
+                                                  .set("SG_OP", sg)
+                                                  .set("HALF", local / 2)
+                                                  .flag("SUBGROUPS", subgroups)
+                                                  .flag("NAN_CARRY", nan_carry));
   }
   return out;
+}
+
+std::string arg_reduce(bool integer, uint32_t local) {
+  return fill_shader("rows_arg_reduce.glsl", ShaderArgs().set("V", integer ? "ivec4" : "vec4").set("HALF", local / 2));
 }
 
 uint32_t choose_local_size(const ir::Dim& items, const TargetInfo& target) {
@@ -193,12 +177,8 @@ KernelDesc row_kernel(std::string name, const RowSpace& s, uint32_t local, const
   return d;
 }
 
-std::string main_prologue(const RowSpace& s, const std::string& t) {
-  return "void main() {\n"
-         "  int kiln_group = int(gl_WorkGroupID.x) + int(gl_WorkGroupID.y) * int(gl_NumWorkGroups.x);\n"
-         "  if (kiln_group >= KILN_GROUPS) return;\n"
-         "  int kiln_tid = int(gl_LocalInvocationIndex);\n" +
-         group_coords(s, t);
+std::string row_main(const RowSpace& s, const std::string& t, const std::string& body) {
+  return fill_shader("rows_main.comp", ShaderArgs().set("GROUP_COORDS", group_coords(s, t)).set("BODY", body));
 }
 
 std::string item_loop(const RowSpace& s, const std::string& t, uint32_t local) {

@@ -79,6 +79,12 @@ std::string workgroup_helpers(const std::vector<Combine>& combines, bool integer
 // NaN-propagating componentwise max/min of two vec4 (kiln_max4, kiln_min4)
 // and their scalar forms (kiln_max1, kiln_min1); ints use max/min.
 std::string minmax_helpers(bool integer);
+// Statements combining each invocation's best (value, index) per lane, `V
+// bv` and `ivec4 bi`, across the workgroup by `kiln_better(v, i, b, bi)`
+// (helpers the caller defines, with `shared V kiln_rv[local]` and `shared
+// ivec4 kiln_ri[local]`): afterwards kiln_rv[0] and kiln_ri[0] hold the
+// winners. V is ivec4 when `integer`. Uniform control flow.
+std::string arg_reduce(bool integer, uint32_t local);
 // The extensions workgroup_helpers needs when `subgroups`.
 std::vector<std::string> subgroup_extensions();
 
@@ -87,12 +93,13 @@ uint32_t choose_local_size(const ir::Dim& items, const TargetInfo& target);
 
 // Starts a kCustom kernel over `groups` workgroups of `local` threads: a 2D
 // grid that respects the device's group-count limit and the params
-// KILN_GROUPS, KILN_ITEMS and KILN_ROW (elements per row). main() should
-// start with main_prologue().
+// KILN_GROUPS, KILN_ITEMS and KILN_ROW (elements per row). Its body is
+// row_main().
 KernelDesc row_kernel(std::string name, const RowSpace& s, uint32_t local, const TargetInfo& target);
-// `int kiln_group`, the early return of surplus groups, `int kiln_tid`, and
-// the group coordinates (group_coords over tensor `t`).
-std::string main_prologue(const RowSpace& s, const std::string& t);
+// The kernel's main(): `int kiln_group`, the early return of surplus
+// groups, `int kiln_tid`, the group coordinates (group_coords over tensor
+// `t`), then the statements `body` (shaders/rows_main.comp).
+std::string row_main(const RowSpace& s, const std::string& t, const std::string& body);
 // "for (int kiln_j = kiln_tid; kiln_j < KILN_ITEMS; kiln_j += <local>) {" + item coordinates.
 std::string item_loop(const RowSpace& s, const std::string& t, uint32_t local);
 

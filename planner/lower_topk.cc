@@ -24,6 +24,7 @@
 #include "planner/glsl_codegen.h"
 #include "planner/lower_util.h"
 #include "planner/lowering.h"
+#include "planner/shader_template.h"
 
 namespace kiln::planner {
 namespace {
@@ -32,14 +33,11 @@ constexpr uint32_t kLocal = 64;
 
 // kiln_before(a, ia, b, ib): element a at row index ia comes before b at ib.
 std::string before_helper(bool largest, bool integer) {
-  const std::string A = integer ? "int" : "float";
-  std::string s = "bool kiln_before(" + A + " a, int ia, " + A + " b, int ib) {\n";
-  if (!integer)
-    s += "  bool an = isnan(a), bn = isnan(b);\n"
-         "  if (an || bn) return (an && bn) ? ia < ib : " + std::string(largest ? "an" : "bn") + ";\n";
-  s += "  if (a != b) return a " + std::string(largest ? ">" : "<") + " b;\n"
-       "  return ia < ib;\n}\n";
-  return s;
+  return fill_shader("topk_order.glsl", ShaderArgs()
+                                            .set("A", integer ? "int" : "float")
+                                            .set("CMP", largest ? ">" : "<")
+                                            .set("NAN_FIRST", largest ? "an" : "bn")
+                                            .flag("FLOAT", !integer));
 }
 
 // "c0, ..., c<rank-1>" with `sub` in place of c<axis>.
@@ -86,25 +84,19 @@ Status lower_topk(LoweringContext& ctx) {
   const ir::Dim wg = ir::Dim::ceil_div(numel, ir::Dim(static_cast<int64_t>(kLocal)));
   const ir::Dim max_x(static_cast<int64_t>(ctx.target().max_workgroup_count_x));
   rank_k.groups = {ir::Dim::min(wg, max_x), ir::Dim::ceil_div(wg, max_x), ir::Dim(1)};
-  std::string b =
-      "void main() {\n"
-      "  int kiln_gid = int(gl_GlobalInvocationID.x) + int(gl_GlobalInvocationID.y) * int(gl_NumWorkGroups.x) * " +
-      std::to_string(kLocal) + ";\n"
-      "  if (kiln_gid >= X_NUMEL) return;\n"
-      "  int kiln_r = kiln_gid;\n";
+  std::string coords;
   for (size_t k = rank; k-- > 1;)
-    b += "  int c" + std::to_string(k) + " = kiln_r % X_D" + std::to_string(k) + "; kiln_r /= X_D" +
-         std::to_string(k) + ";\n";
-  b += "  int c0 = kiln_r;\n";
-  b += "  int i = c" + ax + ";\n"
-       "  " + A + " v = X_at(" + coords_with(rank, axis, "i") + ");\n"
-       "  int r = 0;\n"
-       // Stops counting once the element is known to be outside the top K.
-       "  for (int j = 0; j < X_D" + ax + " && r < I_D" + ax + "; ++j)\n"
-       "    if (j != i && kiln_before(X_at(" + coords_with(rank, axis, "j") + "), j, v, i)) ++r;\n"
-       "  if (r < I_D" + ax + ") I_st(I_index(" + coords_with(rank, axis, "r") + "), i);\n"
-       "}\n";
-  rank_k.body = std::move(b);
+    coords += "  int c" + std::to_string(k) + " = kiln_r % X_D" + std::to_string(k) + "; kiln_r /= X_D" +
+              std::to_string(k) + ";\n";
+  coords += "  int c0 = kiln_r;\n";
+  rank_k.body = fill_shader("topk_rank.comp", ShaderArgs()
+                                                  .set("LOCAL", kLocal)
+                                                  .set("COORDS", coords)
+                                                  .set("AXIS", ax)
+                                                  .set("A", A)
+                                                  .set("AT_I", coords_with(rank, axis, "i"))
+                                                  .set("AT_J", coords_with(rank, axis, "j"))
+                                                  .set("AT_R", coords_with(rank, axis, "r")));
   rank_k.flops = numel * x_shape[axis];
   ctx.emit(std::move(rank_k));
 

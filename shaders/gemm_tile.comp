@@ -1,0 +1,127 @@
+//! The tiled GEMM (planner/gemm_kernels.cc; gemm_kernels.h says what the
+//! op's gemm_a, gemm_b and gemm_store4 helpers do). A workgroup computes a
+//! BM x BN tile of C with (BN/4) x (BM/TM) invocations, each a TM x 4
+//! register block; K advances BK at a time through shared tiles, the next
+//! step's loads prefetched into registers.
+//!   @BM@ @BN@ @TM@  tile rows, tile columns, rows per invocation
+//!   A_M_FASTEST     consecutive invocations load consecutive m of A (else k)
+//!   QUADS           TM >= 4: each invocation owns TM/4 groups of four
+//!                   consecutive rows, read from the A tile as vec4s
+//!   SPLIT_K         the grid's z also enumerates K slices (GEMM_KCHUNK
+//!                   each) whose partial tiles go to GP (gemm_splitk_reduce)
+
+const int BM = @BM@, BN = @BN@, BK = 16, TM = @TM@;
+const int TX = BN / 4, TY = BM / TM, NT = TX * TY;
+const int A_LD = BM * BK / NT, B_LD = BN * BK / NT;  // tile elements each invocation loads
+//@if QUADS
+shared vec4 gt_a[BK][BM / 4 + 1];  // +1: k-major stores spread over banks
+//@else
+shared float gt_a[BK][BM + 1];  // +1: k-major stores hit distinct banks
+//@end
+shared vec4 gt_b[BK][BN / 4];
+
+void main() {
+  int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);
+  int tid = ty * TX + tx;
+  int n0 = int(gl_WorkGroupID.x) * BN;
+  int m0 = int(gl_WorkGroupID.y) * BM;
+//@if SPLIT_K
+  int b = int(gl_WorkGroupID.z) % GEMM_BATCH;
+  int slice = int(gl_WorkGroupID.z) / GEMM_BATCH;
+  int k_begin = slice * GEMM_KCHUNK, k_end = min(GEMM_K, k_begin + GEMM_KCHUNK);
+//@else
+  int b = int(gl_WorkGroupID.z);
+  int k_begin = 0, k_end = GEMM_K;
+//@end
+  vec4 acc[TM];
+  for (int i = 0; i < TM; ++i) acc[i] = vec4(0.0);
+  float pa[A_LD], pb[B_LD];  // the next K step's tile elements
+  {
+    for (int j = 0; j < A_LD; ++j) {
+//@if A_M_FASTEST
+      int mm = tid % BM, kk = tid / BM + j * (NT / BM);
+//@else
+      int kk = tid % BK, mm = tid / BK + j * (NT / BK);
+//@end
+      int m = m0 + mm, k = k_begin + kk;
+      pa[j] = 0.0;
+      if (m < GEMM_M && k < k_end) pa[j] = gemm_a(b, m, k);
+    }
+    for (int j = 0; j < B_LD; ++j) {
+      int nn = tid % BN, kk = tid / BN + j * (NT / BN);
+      int n = n0 + nn, k = k_begin + kk;
+      pb[j] = 0.0;
+      if (n < GEMM_N && k < k_end) pb[j] = gemm_b(b, k, n);
+    }
+  }
+  for (int k0 = k_begin; k0 < k_end; k0 += BK) {
+    for (int j = 0; j < A_LD; ++j) {
+//@if A_M_FASTEST
+      int mm = tid % BM, kk = tid / BM + j * (NT / BM);
+//@else
+      int kk = tid % BK, mm = tid / BK + j * (NT / BK);
+//@end
+//@if QUADS
+      gt_a[kk][mm >> 2][mm & 3] = pa[j];
+//@else
+      gt_a[kk][mm] = pa[j];
+//@end
+    }
+    for (int j = 0; j < B_LD; ++j) {
+      int nn = tid % BN, kk = tid / BN + j * (NT / BN);
+      gt_b[kk][nn >> 2][nn & 3] = pb[j];
+    }
+    barrier();
+    if (k0 + BK < k_end) {
+    for (int j = 0; j < A_LD; ++j) {
+//@if A_M_FASTEST
+      int mm = tid % BM, kk = tid / BM + j * (NT / BM);
+//@else
+      int kk = tid % BK, mm = tid / BK + j * (NT / BK);
+//@end
+      int m = m0 + mm, k = k0 + BK + kk;
+      pa[j] = 0.0;
+      if (m < GEMM_M && k < k_end) pa[j] = gemm_a(b, m, k);
+    }
+    for (int j = 0; j < B_LD; ++j) {
+      int nn = tid % BN, kk = tid / BN + j * (NT / BN);
+      int n = n0 + nn, k = k0 + BK + kk;
+      pb[j] = 0.0;
+      if (n < GEMM_N && k < k_end) pb[j] = gemm_b(b, k, n);
+    }
+    }
+    for (int kk = 0; kk < BK; ++kk) {
+      vec4 bv = gt_b[kk][tx];
+//@if QUADS
+      for (int g = 0; g < TM / 4; ++g) {
+        vec4 av = gt_a[kk][ty + g * TY];
+        acc[4 * g] += av.x * bv;
+        acc[4 * g + 1] += av.y * bv;
+        acc[4 * g + 2] += av.z * bv;
+        acc[4 * g + 3] += av.w * bv;
+      }
+//@else
+      for (int i = 0; i < TM; ++i) acc[i] += gt_a[kk][ty + i * TY] * bv;
+//@end
+    }
+    barrier();
+  }
+  int n = n0 + tx * 4;
+  if (n < GEMM_N)
+    for (int i = 0; i < TM; ++i) {
+//@if QUADS
+      int m = m0 + (ty + (i >> 2) * TY) * 4 + (i & 3);
+//@else
+      int m = m0 + ty + i * TY;
+//@end
+//@if SPLIT_K
+      if (m < GEMM_M) {
+        int p = ((slice * GEMM_BATCH + b) * GEMM_M + m) * GEMM_N + n;
+        for (int j = 0; j < 4; ++j)
+          if (n + j < GEMM_N) GP_data[p + j] = acc[i][j];
+      }
+//@else
+      if (m < GEMM_M) gemm_store4(b, m, n, acc[i]);
+//@end
+    }
+}
