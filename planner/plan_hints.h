@@ -20,13 +20,14 @@
 
 #include "engine/base/status.h"
 #include "engine/ir/graph.h"
+#include "kiln/kiln_plugin.h"
 #include "planner/kernel.h"
 
 namespace kiln::planner {
 
-inline constexpr const char* kStorageKey = "kiln.storage";
-inline constexpr const char* kPackedAxisKey = "kiln.packed_axis";
-inline constexpr const char* kKernelKey = "kiln.kernel";
+inline constexpr const char* kStorageKey = KILN_ANNOTATION_STORAGE;
+inline constexpr const char* kPackedAxisKey = KILN_ANNOTATION_PACKED_AXIS;
+inline constexpr const char* kKernelKey = KILN_ANNOTATION_KERNEL;
 
 struct StorageHint {
   std::optional<Storage> storage;
