@@ -85,6 +85,11 @@ kiln_status_t* session_options(const kiln_session_options_t* options, kiln::sess
   }
   if (KILN_HAS(ignore_plugin_path)) out.plugins.load_environment = options->ignore_plugin_path == 0;
   if (KILN_HAS(plugin_dir) && options->plugin_dir) out.plugins.plugin_dir = options->plugin_dir;
+  if (KILN_HAS(disable_cooperative_matrix) && options->disable_cooperative_matrix)
+    out.vulkan.plan.cooperative_matrix = false;
+  if (KILN_HAS(disable_inplace) && options->disable_inplace) out.vulkan.plan.inplace = false;
+  if (KILN_HAS(save_pipeline_cache)) out.save_pipeline_cache = options->save_pipeline_cache != 0;
+  if (KILN_HAS(validation) && options->validation) out.context_options.validation = kiln::vk::Validation::kRequired;
   if (KILN_HAS(log_user_data) && options->log) {
     kiln_log_fn fn = options->log;
     void* user = options->log_user_data;
@@ -160,6 +165,13 @@ static kiln_status_t* wrap_model(kiln::StatusOr<std::unique_ptr<kiln::ir::Graph>
   auto* m = new (std::nothrow) kiln_model_t;
   if (!m) return make_status(KILN_OUT_OF_MEMORY, "out of memory");
   m->graph = std::move(g).value();
+  for (kiln::ir::ValueId id : m->graph->main().inputs) {
+    const kiln::ir::SymShape& shape = m->graph->value(id).shape;
+    m->input_shape_text.push_back(shape.to_string());
+    std::vector<std::string> dims;
+    for (const kiln::ir::Dim& d : shape.dims) dims.push_back(d.is_symbol() || d.is_expr() ? d.to_string() : "");
+    m->input_dim_text.push_back(std::move(dims));
+  }
   *out_model = m;
   return nullptr;
 }
@@ -218,6 +230,8 @@ kiln_status_t* kiln_session_create(kiln_model_t* model, const kiln_session_optio
     s->vulkan = device;
   }
   s->engine = std::move(engine).value();
+  if (so.vulkan.plan.storage == kiln::planner::Storage::kImage) s->storage = "image";
+  if (so.vulkan.plan.precision == kiln::planner::ElemType::kF16) s->precision = "fp16";
   *out_session = s;
   return nullptr;
 }

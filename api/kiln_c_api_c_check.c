@@ -25,3 +25,17 @@ size_t capi_c_check_binding_size(void) {
 }
 
 size_t capi_c_check_host_device_size(void) { return sizeof(kiln_vulkan_host_device_t); }
+
+/* \since 0.2: the input metadata structs and describe calls from C. */
+size_t capi_c_check_value_info_size(void) {
+  kiln_input_info_t info;
+  kiln_input_dim_t dim;
+  char* text = NULL;
+  memset(&info, 0, sizeof info);
+  memset(&dim, 0, sizeof dim);
+  info.struct_size = (uint32_t)sizeof info;
+  dim.struct_size = (uint32_t)sizeof dim;
+  kiln_status_free(kiln_session_graph(NULL, KILN_GRAPH_DOT, KILN_GRAPH_FULL_CONSTANTS, &text));
+  kiln_string_free(text);
+  return info.struct_size + dim.struct_size;
+}

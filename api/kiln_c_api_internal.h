@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "engine/base/status.h"
 #include "engine/base/tensor.h"
@@ -28,6 +29,10 @@ struct kiln_tensor_t {
 struct kiln_model_t {
   std::unique_ptr<kiln::ir::Graph> graph;
   std::atomic<int> refs{1};
+  // Text the input queries hand out (kiln_model_input_info/_dim), made at
+  // load so a shared model is never written afterwards.
+  std::vector<std::string> input_shape_text;
+  std::vector<std::vector<std::string>> input_dim_text;
 };
 
 struct kiln_vulkan_device_t {
@@ -46,6 +51,9 @@ struct kiln_session_t {
   mutable std::mutex stats_mutex;  // guards `last` and `has_last`
   kiln::runtime::RunStats last;    // the last completed run
   bool has_last = false;
+  // As asked for, for the session's description ("buffer"/"image", "fp32"/"fp16").
+  std::string storage = "buffer";
+  std::string precision = "fp32";
 
   // Null unless the session runs on Vulkan.
   kiln::runtime::VulkanModel* vulkan_model() const { return engine ? engine->vulkan_model() : nullptr; }
@@ -66,6 +74,9 @@ inline kiln_status_t* to_c(const Status& status) {
 inline kiln_status_t* null_arg(const char* what) {
   return make_status(KILN_INVALID_ARGUMENT, std::string(what) + " must not be NULL");
 }
+
+// A heap copy of `text` for the caller to free with kiln_string_free.
+kiln_status_t* return_string(const std::string& text, char** out_text);
 
 
 }  // namespace kiln::capi

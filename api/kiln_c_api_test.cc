@@ -2,7 +2,12 @@
 // errors as statuses (never crashes) for NULLs, missing files, wrong inputs.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cmath>
+#include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "kiln/kiln.h"
@@ -102,6 +107,181 @@ TEST(CApiTest, SessionKeepsModelAlive) {
   kiln_tensor_destroy(y);
   kiln_tensor_destroy(x);
   kiln_session_destroy(session);
+}
+
+// ---- \since 0.2: what the kiln tool needs from the API -----------------------
+
+std::string temp_path(const char* name) {
+  const char* dir = std::getenv("TMPDIR");
+  return std::string(dir && *dir ? dir : "/tmp") + "/kiln_c_api_test_" + std::to_string(::getpid()) + "_" + name;
+}
+
+TEST(CApiToolTest, NamesOfCodesAndDtypes) {
+  EXPECT_STREQ(kiln_status_code_name(KILN_NOT_FOUND), "NOT_FOUND");
+  EXPECT_STREQ(kiln_status_code_name(KILN_OK), "OK");
+  EXPECT_STREQ(kiln_status_code_name(static_cast<kiln_status_code_t>(99)), "UNKNOWN");
+  EXPECT_STREQ(kiln_dtype_name(KILN_DTYPE_FLOAT32), "f32");
+  EXPECT_STREQ(kiln_dtype_name(static_cast<kiln_dtype_t>(99)), "?");
+  kiln_string_free(nullptr);  // accepted
+}
+
+TEST(CApiToolTest, ModelInputMetadata) {
+  kiln::api::Model model;
+  ASSERT_FALSE(kiln::api::Model::load(kModel, model));
+  kiln_input_info_t info;
+  ASSERT_FALSE(model.input_info(0, info));
+  EXPECT_STREQ(info.name, "x");
+  EXPECT_EQ(info.dtype, KILN_DTYPE_FLOAT32);
+  EXPECT_EQ(info.rank, 2);
+  EXPECT_STREQ(info.shape_text, "[n,3]");
+  kiln_input_dim_t dim;
+  ASSERT_FALSE(model.input_dim(0, 0, dim));
+  EXPECT_EQ(dim.value, -1);
+  ASSERT_NE(dim.symbol, nullptr);
+  EXPECT_STREQ(dim.symbol, "n");
+  EXPECT_EQ(dim.is_expression, 0u);
+  ASSERT_FALSE(model.input_dim(0, 1, dim));
+  EXPECT_EQ(dim.value, 3);
+  EXPECT_EQ(dim.symbol, nullptr);
+
+  std::vector<int64_t> shape;
+  ASSERT_FALSE(model.input_shape(0, {{"n", 5}}, shape));
+  EXPECT_EQ(shape, (std::vector<int64_t>{5, 3}));
+  kiln::api::Error err = model.input_shape(0, {}, shape);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err.code(), KILN_FAILED_PRECONDITION);
+  EXPECT_NE(err.message().find("[n,3]"), std::string::npos) << err.message();
+
+  // Bad input: out of range, NULL, too small a struct.
+  EXPECT_EQ(model.input_info(7, info).code(), KILN_OUT_OF_RANGE);
+  EXPECT_EQ(model.input_dim(0, 2, dim).code(), KILN_OUT_OF_RANGE);
+  kiln::api::Error null_err(kiln_model_input_info(nullptr, 0, &info));
+  EXPECT_EQ(null_err.code(), KILN_INVALID_ARGUMENT);
+  kiln_input_info_t small{};
+  small.struct_size = 4;
+  kiln::api::Error size_err(kiln_model_input_info(model.get(), 0, &small));
+  EXPECT_EQ(size_err.code(), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(size_err.message().find("struct_size"), std::string::npos) << size_err.message();
+  int64_t one[1];
+  size_t rank = 0;
+  kiln::api::Error cap_err(kiln_model_input_shape(model.get(), 0, nullptr, nullptr, 0, one, 1, &rank));
+  EXPECT_EQ(cap_err.code(), KILN_OUT_OF_RANGE);
+}
+
+TEST(CApiToolTest, TensorFilesRoundTrip) {
+  kiln::api::Tensor t;
+  ASSERT_FALSE(kiln::api::Tensor::create(KILN_DTYPE_FLOAT16, {2, 2}, t));
+  for (size_t i = 0; i < 4; ++i) ASSERT_FALSE(t.set_f64(i, 0.5 * static_cast<double>(i)));
+  EXPECT_EQ(t.set_f64(4, 1.0).code(), KILN_OUT_OF_RANGE);
+  EXPECT_TRUE(std::isnan(t.get_f64(4)));
+  const std::string path = temp_path("t.npy");
+  ASSERT_FALSE(t.save_npy(path));
+  kiln::api::Tensor back;
+  kiln::api::Error err = kiln::api::Tensor::load(path, back);
+  ASSERT_FALSE(err) << err.message();
+  std::remove(path.c_str());
+  EXPECT_EQ(back.dtype(), KILN_DTYPE_FLOAT16);
+  EXPECT_EQ(back.shape(), (std::vector<int64_t>{2, 2}));
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(back.get_f64(i), 0.5 * static_cast<double>(i)) << i;
+
+  err = kiln::api::Tensor::load("/no/such/tensor.npy", back);
+  EXPECT_EQ(err.code(), KILN_NOT_FOUND);
+  EXPECT_NE(err.message().find("/no/such/tensor.npy"), std::string::npos) << err.message();
+  // A file that is not .npy: an error naming it, not a crash.
+  err = kiln::api::Tensor::load(kModel, back);
+  EXPECT_TRUE(err);
+  EXPECT_EQ(t.save_npy("/no/such/dir/t.npy").code(), KILN_NOT_FOUND);
+  kiln::api::Error null_err(kiln_tensor_load(nullptr, nullptr));
+  EXPECT_EQ(null_err.code(), KILN_INVALID_ARGUMENT);
+  kiln::api::Error save_null(kiln_tensor_save_npy(nullptr, path.c_str()));
+  EXPECT_EQ(save_null.code(), KILN_INVALID_ARGUMENT);
+}
+
+TEST(CApiToolTest, SessionDescriptions) {
+  kiln::api::Model model;
+  ASSERT_FALSE(kiln::api::Model::load(kModel, model));
+  kiln::api::Session session;
+  ASSERT_FALSE(kiln::api::Session::create(model, KILN_BACKEND_REFERENCE, session));
+  std::string json;
+  ASSERT_FALSE(session.describe_json(json));
+  EXPECT_NE(json.find("\"backend\": \"reference\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"nodes\": 2"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"name\": \"dce\""), std::string::npos) << json;
+
+  // No run yet: a clear precondition error.
+  kiln::api::Error err = session.last_run_json(json);
+  EXPECT_EQ(err.code(), KILN_FAILED_PRECONDITION);
+  kiln::api::Tensor x;
+  ASSERT_FALSE(kiln::api::Tensor::create(KILN_DTYPE_FLOAT32, {1, 3}, x));
+  std::vector<kiln::api::Tensor> outputs;
+  ASSERT_FALSE(session.run({&x}, 1, outputs));
+  ASSERT_FALSE(session.last_run_json(json));
+  EXPECT_EQ(json, "{}");  // the reference executor has no device numbers
+
+  std::string text, dot;
+  ASSERT_FALSE(session.graph(KILN_GRAPH_TEXT, 0, text));
+  EXPECT_NE(text.find("Relu("), std::string::npos) << text;
+  ASSERT_FALSE(session.graph(KILN_GRAPH_DOT, 0, dot));
+  EXPECT_EQ(dot.rfind("digraph", 0), 0u) << dot;
+  EXPECT_NE(dot.find("n0 -> n1"), std::string::npos) << dot;
+  EXPECT_EQ(session.graph(static_cast<kiln_graph_format_t>(7), 0, text).code(), KILN_INVALID_ARGUMENT);
+  char* out = nullptr;
+  kiln::api::Error null_err(kiln_session_describe_json(nullptr, &out));
+  EXPECT_EQ(null_err.code(), KILN_INVALID_ARGUMENT);
+  kiln::api::Error null_out(kiln_session_graph(session.get(), KILN_GRAPH_TEXT, 0, nullptr));
+  EXPECT_EQ(null_out.code(), KILN_INVALID_ARGUMENT);
+}
+
+TEST(CApiToolTest, SessionOptionsSwitches) {
+  kiln::api::Model model;
+  ASSERT_FALSE(kiln::api::Model::load(kModel, model));
+  kiln_session_options_t o{};
+  o.backend = KILN_BACKEND_REFERENCE;
+  o.disable_cooperative_matrix = 1;
+  o.disable_inplace = 1;
+  kiln::api::Session session;
+  kiln::api::Error err = kiln::api::Session::create(model, o, session);
+  EXPECT_FALSE(err) << err.message();
+  // An older caller's struct (ending before the \since 0.2 switches) still works.
+  o.struct_size = offsetof(kiln_session_options_t, disable_cooperative_matrix);
+  kiln_session_t* old = nullptr;
+  kiln::api::Error old_err(kiln_session_create(model.get(), &o, &old));
+  EXPECT_FALSE(old_err) << old_err.message();
+  kiln_session_destroy(old);
+}
+
+TEST(CApiToolTest, PluginCatalogue) {
+  std::string json;
+  kiln::api::Error err = kiln::api::plugins_describe_json(nullptr, json);
+  ASSERT_FALSE(err) << err.message();
+  EXPECT_NE(json.find("\"name\": \"kiln.canonicalize\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"default_pipeline\": ["), std::string::npos) << json;
+  EXPECT_NE(json.find("\"requires\": ["), std::string::npos) << json;
+
+  kiln_session_options_t o{};
+  o.struct_size = sizeof(o);
+  const char* missing[] = {"/no/such/plugin.so"};
+  o.plugin_files = missing;
+  o.plugin_file_count = 1;
+  err = kiln::api::plugins_describe_json(&o, json);
+  ASSERT_TRUE(err);
+  EXPECT_NE(err.message().find("/no/such/plugin.so"), std::string::npos) << err.message();
+  o.struct_size = 2;
+  EXPECT_EQ(kiln::api::plugins_describe_json(&o, json).code(), KILN_INVALID_ARGUMENT);
+}
+
+TEST(CApiToolTest, VulkanDevicesDescribe) {
+  // With or without a device: a JSON object that names the problem, if any.
+  std::string json, text;
+  kiln::api::Error err = kiln::api::vulkan_devices_describe(false, json);
+  ASSERT_FALSE(err) << err.message();
+  EXPECT_EQ(json.rfind("{\"vulkan_error\": ", 0), 0u) << json;
+  EXPECT_NE(json.find("\"devices\": ["), std::string::npos) << json;
+  ASSERT_FALSE(kiln::api::vulkan_devices_describe(true, text));
+  EXPECT_TRUE(text.rfind("device 0:", 0) == 0 || text.rfind("no Vulkan", 0) == 0) << text;
+  kiln::api::Error null_err(kiln_vulkan_devices_describe(0, nullptr));
+  EXPECT_EQ(null_err.code(), KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_vulkan_device_validation_errors(nullptr), 0u);
 }
 
 }  // namespace

@@ -39,6 +39,7 @@ kiln_status_t* kiln_vulkan_device_create(const kiln_vulkan_device_options_t* opt
   if (!out_device) return null_arg("out_device");
   const char* selector = nullptr;
   const char* cache_dir = nullptr;
+  kiln::vk::Validation validation = kiln::vk::Validation::kOff;
   if (options) {
     auto has = [&](size_t offset, size_t size) { return options->struct_size >= offset + size; };
     if (!has(offsetof(kiln_vulkan_device_options_t, selector), sizeof(options->selector)))
@@ -46,8 +47,11 @@ kiln_status_t* kiln_vulkan_device_create(const kiln_vulkan_device_options_t* opt
     selector = options->selector;
     if (has(offsetof(kiln_vulkan_device_options_t, kernel_cache_dir), sizeof(options->kernel_cache_dir)))
       cache_dir = options->kernel_cache_dir;
+    if (has(offsetof(kiln_vulkan_device_options_t, validation), sizeof(options->validation)) && options->validation)
+      validation = kiln::vk::Validation::kRequired;
   }
   kiln::runtime::VulkanContextOptions co;
+  co.validation = validation;
   co.selector = selector ? selector : "";
   if (cache_dir) co.kernel_cache_dir = std::string(cache_dir);
   auto d = std::unique_ptr<kiln_vulkan_device_t>(new (std::nothrow) kiln_vulkan_device_t);
@@ -109,6 +113,10 @@ void kiln_vulkan_device_release(kiln_vulkan_device_t* device) {
 
 const char* kiln_vulkan_device_name(const kiln_vulkan_device_t* device) {
   return device ? device->context->device().capabilities().device_name.c_str() : "";
+}
+
+uint64_t kiln_vulkan_device_validation_errors(const kiln_vulkan_device_t* device) {
+  return device ? device->context->validation_errors() : 0;
 }
 
 kiln_status_t* kiln_session_device_dtype(const kiln_session_t* session, const char* name, kiln_dtype_t* out_dtype) {

@@ -28,6 +28,7 @@
 extern "C" size_t capi_c_check_session_options_size(void);
 extern "C" size_t capi_c_check_binding_size(void);
 extern "C" size_t capi_c_check_host_device_size(void);
+extern "C" size_t capi_c_check_value_info_size(void);
 
 namespace {
 
@@ -326,6 +327,14 @@ TEST_F(CApiVulkanTest, SessionCreatesItsOwnDevice) {
   const std::vector<float> x = inputs_for(4, 0.5f);
   expect_near(run_host(session, 4, x), reference(model_, 4, x), 1e-6f);
 
+  // \since 0.2: the device the session creates can run under validation.
+  o.validation = 1;
+  Session validated;
+  e = Session::create(model_, o, validated);
+  ASSERT_FALSE(e) << e.message();
+  expect_near(run_host(validated, 4, x), reference(model_, 4, x), 1e-6f);
+  o.validation = 0;
+
   o.device_selector = "no-such-gpu-anywhere";
   Session missing;
   e = Session::create(model_, o, missing);
@@ -609,6 +618,52 @@ TEST(CApiHeadersTest, SameLayoutsFromC) {
   EXPECT_EQ(capi_c_check_session_options_size(), sizeof(kiln_session_options_t));
   EXPECT_EQ(capi_c_check_binding_size(), sizeof(kiln_vulkan_buffer_binding_t));
   EXPECT_EQ(capi_c_check_host_device_size(), sizeof(kiln_vulkan_host_device_t));
+  EXPECT_EQ(capi_c_check_value_info_size(), sizeof(kiln_input_info_t) + sizeof(kiln_input_dim_t));
+}
+
+// \since 0.2: a validated Kiln-created device, a profiled session on it, and
+// the descriptions `kiln run --stats` writes (compile stats, per-run memory
+// and kernels).
+TEST_F(CApiVulkanTest, ValidatedDeviceAndDescriptions) {
+  kiln_vulkan_device_options_t d{};
+  d.kernel_cache_dir = "";
+  d.validation = 1;
+  VulkanDevice device;
+  Error e = VulkanDevice::create(d, device);
+  ASSERT_FALSE(e) << e.message();
+  kiln_session_options_t o{};
+  o.backend = KILN_BACKEND_VULKAN;
+  o.vulkan_device = device.get();
+  o.profile = 1;
+  o.disable_inplace = 1;
+  o.disable_cooperative_matrix = 1;
+  Session session;
+  e = Session::create(model_, o, session);
+  ASSERT_FALSE(e) << e.message();
+  std::string json;
+  ASSERT_FALSE(session.describe_json(json));
+  for (const char* field : {"\"backend\": \"vulkan\"", "\"device\": ", "\"storage\": \"buffer\"",
+                            "\"precision\": \"fp32\"", "\"compile\": {\"plan_ms\": ", "\"fallback_reasons\": [",
+                            "\"kernel_cache\": {\"compiles\": "})
+    EXPECT_NE(json.find(field), std::string::npos) << field << " in " << json;
+  const std::vector<float> x = inputs_for(4, 0.5f);
+  expect_near(run_host(session, 4, x), reference(model_, 4, x), 1e-6f);
+  ASSERT_FALSE(session.last_run_json(json));
+  for (const char* field : {"\"gpu_ms\": ", "\"memory\": {\"arena_bytes\": ", "\"kernels\": [{\"kernel\": "})
+    EXPECT_NE(json.find(field), std::string::npos) << field << " in " << json;
+  session = Session();
+  EXPECT_EQ(device.validation_errors(), 0u);
+  ASSERT_FALSE(device.describe_json(json));
+  EXPECT_NE(json.find("\"device_name\":\"" + device.name() + "\""), std::string::npos) << json;
+  Error null_dev(kiln_vulkan_device_describe_json(nullptr, nullptr));
+  EXPECT_EQ(null_dev.code(), KILN_INVALID_ARGUMENT);
+
+  kiln_vulkan_device_options_t small{};
+  small.struct_size = 2;
+  kiln_vulkan_device_t* none = nullptr;
+  Error size_err(kiln_vulkan_device_create(&small, &none));
+  EXPECT_EQ(size_err.code(), KILN_INVALID_ARGUMENT);
+  EXPECT_EQ(none, nullptr);
 }
 
 // (d) Wrapping with missing handles.

@@ -49,8 +49,17 @@ Status Session::compile(const SessionOptions& options) {
         context_ = owned_context_.get();
       }
       have_device = true;
+      const vk::KernelCacheStats before = context_->cache().stats();
       runtime::VulkanBackend backend(*context_, options.vulkan);
       KILN_ASSIGN_OR_RETURN(std::unique_ptr<runtime::VulkanCompiledModel> compiled, backend.compile_vulkan(*graph_));
+      compile_cache_ = context_->cache().stats();
+      compile_cache_.memory_hits -= before.memory_hits;
+      compile_cache_.disk_hits -= before.disk_hits;
+      compile_cache_.compiles -= before.compiles;
+      compile_cache_.pipeline_hits -= before.pipeline_hits;
+      compile_cache_.pipelines_created -= before.pipelines_created;
+      compile_cache_.corrupt_files -= before.corrupt_files;
+      compile_cache_.write_failures -= before.write_failures;
       vulkan_ = compiled.get();
       compiled_ = std::move(compiled);
       if (options.save_pipeline_cache) (void)context_->cache().save_pipeline_cache();

@@ -19,6 +19,7 @@
 #include "engine/registry/default_pipeline.h"
 #include "engine/runtime/backend.h"
 #include "engine/runtime/vulkan/vulkan_backend.h"
+#include "platform/vulkan/kernel_cache.h"
 
 namespace kiln::session {
 
@@ -69,6 +70,9 @@ class Session {
   double pipeline_ms() const { return pipeline_ms_; }
   const runtime::CompiledModel& compiled() const { return *compiled_; }
   std::string_view backend() const { return compiled_->backend(); }
+  // What the device's kernel cache did during this session's compile
+  // (Vulkan; pipeline_cache_bytes_loaded is the cache's, from its open).
+  const vk::KernelCacheStats& compile_cache_stats() const { return compile_cache_; }
   // Why kAuto ran on the reference executor ("" when it did not fall back).
   const std::string& fallback_reason() const { return fallback_reason_; }
   // Vulkan sessions only (null otherwise).
@@ -89,6 +93,7 @@ class Session {
   std::unique_ptr<runtime::CompiledModel> compiled_;
   runtime::VulkanCompiledModel* vulkan_ = nullptr;  // compiled_, when it is Vulkan
   std::string fallback_reason_;
+  vk::KernelCacheStats compile_cache_;
 };
 
 }  // namespace kiln::session

@@ -150,6 +150,10 @@ typedef struct kiln_vulkan_device_options_t {
    * else $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln; "" keeps them in
    * memory only. */
   const char* kernel_cache_dir;
+  /* \since 0.2. Nonzero: enable the Khronos validation layers (an error when
+   * they are not installed); kiln_vulkan_device_validation_errors counts
+   * what they report. For tests and debugging; slow. */
+  uint32_t validation;
 } kiln_vulkan_device_options_t;
 
 /* Creates a Vulkan instance and device of Kiln's own. `options` may be NULL.
@@ -241,6 +245,18 @@ typedef struct kiln_session_options_t {
   /* Receives pipeline and plugin messages; NULL drops them. */
   kiln_log_fn log;
   void* log_user_data;
+  /* \since 0.2. A/B switches of the Vulkan planner. Nonzero: fp16 GEMMs
+   * stay off cooperative matrices (tensor cores). */
+  uint32_t disable_cooperative_matrix;
+  /* \since 0.2. Nonzero: every elementwise output gets memory of its own
+   * instead of overwriting an input that dies there. */
+  uint32_t disable_inplace;
+  /* \since 0.2. Nonzero: after compiling, write the device's pipeline cache
+   * to its kernel cache directory (a Kiln-created device with one). */
+  uint32_t save_pipeline_cache;
+  /* \since 0.2. As kiln_vulkan_device_options_t.validation, for the device
+   * the session creates when vulkan_device is NULL. */
+  uint32_t validation;
 } kiln_session_options_t;
 
 /* A model prepared for one backend. Single owner: create/destroy. */
@@ -349,6 +365,139 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_session_device_dtype(const kiln_sess
 KILN_API KILN_NODISCARD kiln_status_t* kiln_session_unbind(kiln_session_t* session, const char* name);
 /* Removes every buffer binding. */
 KILN_API void kiln_session_unbind_all(kiln_session_t* session);
+
+/* ---- names, strings and tensor files (\since 0.2) ------------------------ */
+
+/* "INVALID_ARGUMENT" ("OK" for KILN_OK, "UNKNOWN" for other values). */
+KILN_API const char* kiln_status_code_name(kiln_status_code_t code);
+/* Short dtype names as Kiln prints them ("f32", "i64", "bool"); "?" for an
+ * unknown value. */
+KILN_API const char* kiln_dtype_name(kiln_dtype_t dtype);
+
+/* Frees a string Kiln returned (the describe functions below); NULL is
+ * accepted. */
+KILN_API void kiln_string_free(char* string);
+
+/* Loads a tensor file: NumPy .npy (little-endian, C order), or an ONNX
+ * TensorProto (.pb, by the file name's extension). Errors: NOT_FOUND (file),
+ * INVALID_ARGUMENT (malformed file; the message names it), UNIMPLEMENTED
+ * (element type Kiln has no dtype for). */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_tensor_load(const char* path, kiln_tensor_t** out_tensor);
+/* Writes `tensor` as a NumPy .npy file. Errors: NOT_FOUND (cannot create the
+ * file), DATA_LOSS (short write). */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_tensor_save_npy(const kiln_tensor_t* tensor, const char* path);
+/* Element `index` (row-major) converted to double; NaN for an index out of
+ * range or a NULL tensor. */
+KILN_API double kiln_tensor_get_f64(const kiln_tensor_t* tensor, size_t index);
+/* Sets element `index` from a double (rounded and saturated to the dtype,
+ * as a cast). Errors: OUT_OF_RANGE (index), INVALID_ARGUMENT (NULL). */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_tensor_set_f64(kiln_tensor_t* tensor, size_t index, double value);
+
+/* ---- model inputs (\since 0.2) -------------------------------------------- */
+
+/* What the model declares for one input. Grows only at the end; set
+ * struct_size. Strings are valid while the model lives. */
+typedef struct kiln_input_info_t {
+  uint32_t struct_size;
+  const char* name;
+  kiln_dtype_t dtype;      /* UNDEFINED when the model does not say */
+  int64_t rank;            /* -1: unknown rank */
+  const char* shape_text;  /* "[n,3]", "[*]" for an unknown rank */
+} kiln_input_info_t;
+
+/* One declared dim. Grows only at the end; set struct_size. */
+typedef struct kiln_input_dim_t {
+  uint32_t struct_size;
+  int64_t value;       /* the size, or -1 when it is not a constant */
+  const char* symbol;  /* a symbol's name ("n"), an expression's text
+                          ("2*n"), or NULL (a constant or an unknown dim);
+                          valid while the model lives */
+  uint32_t is_expression; /* 1: `symbol` is an expression over symbols */
+} kiln_input_dim_t;
+
+/* Errors: OUT_OF_RANGE (index), INVALID_ARGUMENT (NULL, struct_size too
+ * small). */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_model_input_info(const kiln_model_t* model, size_t index,
+                                                             kiln_input_info_t* out_info);
+/* Errors: OUT_OF_RANGE (index, or axis >= rank), INVALID_ARGUMENT. */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_model_input_dim(const kiln_model_t* model, size_t index, size_t axis,
+                                                            kiln_input_dim_t* out_dim);
+/* The concrete shape of input `index` once the symbols `symbol_names[i]` =
+ * `symbol_values[i]` are bound (expressions are evaluated). `out_shape` has
+ * room for `capacity` dims; `*out_rank` receives the rank. Errors:
+ * FAILED_PRECONDITION (unknown rank, or a dim the bindings do not determine;
+ * the message gives the declared shape), OUT_OF_RANGE (index, capacity),
+ * INVALID_ARGUMENT (NULL). */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_model_input_shape(const kiln_model_t* model, size_t index,
+                                                              const char* const* symbol_names,
+                                                              const int64_t* symbol_values, size_t binding_count,
+                                                              int64_t* out_shape, size_t capacity, size_t* out_rank);
+
+/* ---- descriptions (\since 0.2) --------------------------------------------
+ * Each returns a new NUL-terminated string in *out_text that the caller frees
+ * with kiln_string_free. The JSON documents are objects whose members only
+ * grow; bench/README.md and `kiln run --stats` document the fields. */
+
+/* The compiled session: {"backend", "passes_ms", "nodes", "passes": [{"name",
+ * "ms", "committed", "skipped", "statistics": {...}}], and for Vulkan
+ * "device", "driver", "storage", "precision", "compile": {"plan_ms",
+ * "kernels_ms", "upload_ms", "pipelines", "shader_compiles",
+ * "shader_cache_hits", "weight_bytes", "dispatches", "fallbacks",
+ * "fallback_reasons": [...], "kernel_cache": {"compiles", "disk_hits",
+ * "memory_hits", "pipeline_hits", "pipelines_created",
+ * "pipeline_cache_bytes_loaded"} (what the device's kernel cache did during
+ * this session's compile)}}; "fallback_reason" when KILN_BACKEND_DEFAULT
+ * fell back to the reference executor. */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_session_describe_json(const kiln_session_t* session, char** out_text);
+
+/* The last completed run: "{}" for a reference session; for Vulkan
+ * {"gpu_ms", "dispatches", "fallbacks", "recorded", "shader_compiles",
+ * "device_bytes", "activation_bytes", "signatures", "memory": {...},
+ * "branches"?, "loops"?, "kernels"? (profile on): [{"kernel", "node",
+ * "gpu_ms", "bytes", "flops"}]}. Errors: FAILED_PRECONDITION before the
+ * first successful run. */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_session_last_run_json(const kiln_session_t* session, char** out_text);
+
+typedef enum kiln_graph_format_t {
+  KILN_GRAPH_TEXT = 0, /* Kiln's text IR (parseable) */
+  KILN_GRAPH_DOT = 1   /* Graphviz */
+} kiln_graph_format_t;
+/* For kiln_session_graph: print every element of large constants (text IR;
+ * else those over 16 elements are elided). */
+#define KILN_GRAPH_FULL_CONSTANTS 1u
+
+/* The graph the session runs (after its pass pipeline). Errors:
+ * INVALID_ARGUMENT (NULL, unknown format). */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_session_graph(const kiln_session_t* session, kiln_graph_format_t format,
+                                                          uint32_t flags, char** out_text);
+
+/* The plugin catalogue a session with `options` would load (plugin_files,
+ * $KILN_PLUGIN_PATH unless ignore_plugin_path, plugin_dir; other fields are
+ * ignored; NULL for the defaults), as JSON: {"plugins": [{"name",
+ * "version", "abi_major", "abi_minor", "origin", "passes": [{"name",
+ * "requires": [...], "invalidates": [...], "description"}]}],
+ * "default_pipeline": [...]}. Load warnings go to options->log. Errors: as
+ * kiln_session_create for plugin files. */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_plugins_describe_json(const kiln_session_options_t* options,
+                                                                  char** out_text);
+
+/* The Vulkan devices this machine offers, without creating any:
+ * {"vulkan_error": null or "why there is no Vulkan", "devices": [{...
+ * capabilities ...}]}. With `text` nonzero,
+ * a readable listing instead ("device 0:\n  name: ..."). Errors:
+ * INVALID_ARGUMENT (NULL), INTERNAL (a device's capabilities could not be
+ * read). */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_vulkan_devices_describe(uint32_t text, char** out_text);
+
+/* `device`'s capabilities as JSON ({"device_name", "device_type",
+ * "vendor_id", "device_id", "driver_version", "api_version", "driver_name",
+ * "driver_info", limits and features}), as kiln_vulkan_devices_describe
+ * lists them. Errors: INVALID_ARGUMENT (NULL). */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_vulkan_device_describe_json(const kiln_vulkan_device_t* device,
+                                                                        char** out_text);
+/* Messages the validation layers reported on `device` (0 without validation
+ * or for NULL). */
+KILN_API uint64_t kiln_vulkan_device_validation_errors(const kiln_vulkan_device_t* device);
 
 #ifdef __cplusplus
 } /* extern "C" */

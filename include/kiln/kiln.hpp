@@ -14,7 +14,9 @@
 #ifndef KILN_KILN_HPP_
 #define KILN_KILN_HPP_
 
+#include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,10 +45,22 @@ class [[nodiscard]] Error {
   explicit operator bool() const { return s_ != nullptr; }
   kiln_status_code_t code() const { return kiln_status_code(s_); }
   std::string message() const { return kiln_status_message(s_); }
+  // "NOT_FOUND: no such file 'x.onnx'" ("OK" when empty).
+  std::string to_string() const {
+    return s_ ? std::string(kiln_status_code_name(code())) + ": " + message() : std::string("OK");
+  }
 
  private:
   kiln_status_t* s_ = nullptr;
 };
+
+// Moves a string a describe function returned into `out` and frees it.
+inline Error take_text(kiln_status_t* status, char* text, std::string& out) {
+  Error e(status);
+  if (!e && text) out = text;
+  kiln_string_free(text);
+  return e;
+}
 
 class Tensor {
  public:
@@ -67,6 +81,22 @@ class Tensor {
     Error e(kiln_tensor_create(dtype, shape.data(), shape.size(), &t));
     if (!e) out = Tensor(t);
     return e;
+  }
+  // A .npy file, or an ONNX TensorProto (.pb).
+  static Error load(const std::string& path, Tensor& out) {
+    kiln_tensor_t* t = nullptr;
+    Error e(kiln_tensor_load(path.c_str(), &t));
+    if (!e) out = Tensor(t);
+    return e;
+  }
+  Error save_npy(const std::string& path) const { return Error(kiln_tensor_save_npy(t_, path.c_str())); }
+  // Element `i` (row-major) as a double; NaN out of range.
+  double get_f64(size_t i) const { return kiln_tensor_get_f64(t_, i); }
+  Error set_f64(size_t i, double v) { return Error(kiln_tensor_set_f64(t_, i, v)); }
+  size_t numel() const {
+    size_t n = 1;
+    for (size_t i = 0; i < kiln_tensor_rank(t_); ++i) n *= static_cast<size_t>(kiln_tensor_dim(t_, i));
+    return n;
   }
   kiln_dtype_t dtype() const { return kiln_tensor_dtype(t_); }
   std::vector<int64_t> shape() const {
@@ -108,6 +138,36 @@ class Model {
   size_t output_count() const { return kiln_model_output_count(m_); }
   std::string input_name(size_t i) const { return kiln_model_input_name(m_, i); }
   std::string output_name(size_t i) const { return kiln_model_output_name(m_, i); }
+  // What the model declares for input `i` (strings live as long as the model).
+  Error input_info(size_t i, kiln_input_info_t& out) const {
+    out = kiln_input_info_t{};
+    out.struct_size = sizeof(out);
+    return Error(kiln_model_input_info(m_, i, &out));
+  }
+  Error input_dim(size_t i, size_t axis, kiln_input_dim_t& out) const {
+    out = kiln_input_dim_t{};
+    out.struct_size = sizeof(out);
+    return Error(kiln_model_input_dim(m_, i, axis, &out));
+  }
+  // Input `i`'s shape with `symbols` bound (FAILED_PRECONDITION when they do
+  // not determine it).
+  Error input_shape(size_t i, const std::map<std::string, int64_t>& symbols, std::vector<int64_t>& out) const {
+    std::vector<const char*> names;
+    std::vector<int64_t> values;
+    for (const auto& [name, value] : symbols) {
+      names.push_back(name.c_str());
+      values.push_back(value);
+    }
+    kiln_input_info_t info{};
+    info.struct_size = sizeof(info);
+    if (Error e{kiln_model_input_info(m_, i, &info)}) return e;
+    std::vector<int64_t> shape(info.rank > 0 ? static_cast<size_t>(info.rank) : 0);
+    size_t rank = 0;
+    Error e(kiln_model_input_shape(m_, i, names.data(), values.data(), names.size(), shape.data(), shape.size(),
+                                   &rank));
+    if (!e) out.assign(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(rank));
+    return e;
+  }
   kiln_model_t* get() const { return m_; }
 
  private:
@@ -142,10 +202,22 @@ class VulkanDevice {
     opts.struct_size = sizeof(opts);
     opts.selector = selector.c_str();
     opts.kernel_cache_dir = kernel_cache_dir;
+    return create(opts, out);
+  }
+  // Full options (struct_size is set here).
+  static Error create(kiln_vulkan_device_options_t options, VulkanDevice& out) {
+    options.struct_size = sizeof(options);
     kiln_vulkan_device_t* d = nullptr;
-    Error e(kiln_vulkan_device_create(&opts, &d));
+    Error e(kiln_vulkan_device_create(&options, &d));
     if (!e) out.reset(d);
     return e;
+  }
+  uint64_t validation_errors() const { return kiln_vulkan_device_validation_errors(d_); }
+  // The device's capabilities as JSON.
+  Error describe_json(std::string& out) const {
+    char* text = nullptr;
+    kiln_status_t* s = kiln_vulkan_device_describe_json(d_, &text);
+    return take_text(s, text, out);
   }
 #ifdef KILN_KILN_VULKAN_H_
   // Wraps the host's VkInstance/VkDevice/queue (borrowed, never destroyed).
@@ -240,6 +312,23 @@ class Session {
     out.struct_size = sizeof(out);
     return Error(kiln_session_kernel_timing(s_, index, &out));
   }
+  // JSON descriptions of the compiled session and of its last run, and the
+  // graph it runs (kiln.h "descriptions").
+  Error describe_json(std::string& out) const {
+    char* text = nullptr;
+    kiln_status_t* s = kiln_session_describe_json(s_, &text);
+    return take_text(s, text, out);
+  }
+  Error last_run_json(std::string& out) const {
+    char* text = nullptr;
+    kiln_status_t* s = kiln_session_last_run_json(s_, &text);
+    return take_text(s, text, out);
+  }
+  Error graph(kiln_graph_format_t format, uint32_t flags, std::string& out) const {
+    char* text = nullptr;
+    kiln_status_t* s = kiln_session_graph(s_, format, flags, &text);
+    return take_text(s, text, out);
+  }
   Error unbind(const std::string& name) { return Error(kiln_session_unbind(s_, name.c_str())); }
   void unbind_all() { kiln_session_unbind_all(s_); }
   kiln_session_t* get() const { return s_; }
@@ -261,6 +350,21 @@ class Session {
  private:
   kiln_session_t* s_ = nullptr;
 };
+
+// The plugin catalogue a session with `options` would load (nullptr: the
+// defaults), as JSON.
+inline Error plugins_describe_json(const kiln_session_options_t* options, std::string& out) {
+  char* text = nullptr;
+  kiln_status_t* s = kiln_plugins_describe_json(options, &text);
+  return take_text(s, text, out);
+}
+
+// The machine's Vulkan devices: JSON, or (text) a readable listing.
+inline Error vulkan_devices_describe(bool text_listing, std::string& out) {
+  char* text = nullptr;
+  kiln_status_t* s = kiln_vulkan_devices_describe(text_listing ? 1u : 0u, &text);
+  return take_text(s, text, out);
+}
 
 }  // namespace kiln::api
 

@@ -1,6 +1,8 @@
 // Device capability queries and their JSON/text reports; see capabilities.h.
 #include "platform/vulkan/capabilities.h"
 
+#include "engine/base/json_writer.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -268,34 +270,7 @@ StatusOr<Capabilities> query_capabilities(const InstanceTable& fn, VkPhysicalDev
 
 namespace {
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
+std::string json_string(const std::string& s) { return "\"" + json_escape(s) + "\""; }
 
 std::string hex32(uint32_t v) {
   char buf[16];

@@ -2,7 +2,6 @@
 #include "tools/kiln/cli_args.h"
 
 #include <algorithm>
-#include <cstdio>
 
 namespace kiln::cli {
 
@@ -58,23 +57,6 @@ std::vector<std::string> Args::all(const std::string& flag) const {
   std::vector<std::string> out;
   for (const auto& [f, v] : flags_)
     if (f == flag) out.push_back(v);
-  return out;
-}
-
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(c));
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/base/json_writer.h"  // json_escape, for the commands
 #include "engine/base/status.h"
 
 namespace kiln::cli {
@@ -27,10 +28,6 @@ class Args {
   std::vector<std::pair<std::string, std::string>> flags_;
   std::vector<std::string> positionals_;
 };
-
-// Escapes a string for a JSON string literal (quotes, backslashes, control
-// characters).
-std::string json_escape(const std::string& s);
 
 // Splits argv at each "--then": segment 0 is before the first one.
 std::vector<std::vector<std::string>> split_on_then(const std::vector<std::string>& argv);

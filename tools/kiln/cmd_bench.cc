@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -27,21 +26,16 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <optional>
 
-#include "engine/registry/default_pipeline.h"
-#include "engine/runtime/reference_executor.h"
-#include "engine/runtime/vulkan/vulkan_model.h"
-#include "frontends/onnx/onnx_importer.h"
-#include "kiln/kiln.h"
-#include "platform/vulkan/device.h"
-#include "platform/vulkan/instance.h"
-#include "platform/vulkan/kernel_cache.h"
-#include "platform/vulkan/shader_compiler.h"
+#include "engine/base/json_writer.h"
+#include "engine/base/status.h"
+#include "kiln/kiln.hpp"
+#include "tools/common/sha256.h"
 #include "tools/kiln/commands.h"
-#include "tools/kiln/model_runner.h"
-#include "tools/kiln/pipeline_flags.h"
+#include "tools/kiln/inputs.h"
+#include "tools/kiln/json_reader.h"
+#include "tools/kiln/session_flags.h"
 
 namespace kiln::cli {
 namespace {
@@ -55,86 +49,6 @@ double ms_since(Clock::time_point t0) {
 constexpr const char* kSchema = "kiln-bench-cli-v1";
 constexpr double kNoisySpread = 0.25;   // (p90 - p10) / median above this: noisy
 constexpr size_t kMaxTimedRuns = 100000;  // --min-time on a tiny model stops here
-
-// ---- SHA-256 (FIPS 180-4), for the model hash ----------------------------
-
-class Sha256 {
- public:
-  void update(const uint8_t* data, size_t n) {
-    for (size_t i = 0; i < n; ++i) {
-      block_[fill_++] = data[i];
-      if (fill_ == 64) {
-        compress();
-        fill_ = 0;
-      }
-    }
-    bits_ += static_cast<uint64_t>(n) * 8;
-  }
-  std::string hex() {
-    const uint64_t bits = bits_;
-    const uint8_t pad = 0x80, zero = 0;
-    update(&pad, 1);
-    while (fill_ != 56) update(&zero, 1);
-    for (int i = 7; i >= 0; --i) {
-      const uint8_t b = static_cast<uint8_t>(bits >> (8 * i));
-      update(&b, 1);
-    }
-    std::string out;
-    char buf[9];
-    for (uint32_t v : h_) {
-      std::snprintf(buf, sizeof(buf), "%08x", v);
-      out += buf;
-    }
-    return out;
-  }
-
- private:
-  static uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
-  void compress() {
-    static constexpr std::array<uint32_t, 64> k = {
-        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-    uint32_t w[64];
-    for (int i = 0; i < 16; ++i)
-      w[i] = (uint32_t{block_[4 * i]} << 24) | (uint32_t{block_[4 * i + 1]} << 16) |
-             (uint32_t{block_[4 * i + 2]} << 8) | uint32_t{block_[4 * i + 3]};
-    for (int i = 16; i < 64; ++i) {
-      const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-      const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-    }
-    uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
-    for (int i = 0; i < 64; ++i) {
-      const uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
-      const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-      h = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
-    }
-    h_[0] += a, h_[1] += b, h_[2] += c, h_[3] += d, h_[4] += e, h_[5] += f, h_[6] += g, h_[7] += h;
-  }
-  std::array<uint32_t, 8> h_ = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  std::array<uint8_t, 64> block_{};
-  size_t fill_ = 0;
-  uint64_t bits_ = 0;
-};
-
-StatusOr<std::string> file_sha256(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return not_found("cannot open model file '" + path + "'");
-  Sha256 sha;
-  std::vector<char> buf(1 << 16);
-  while (f) {
-    f.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    sha.update(reinterpret_cast<const uint8_t*>(buf.data()), static_cast<size_t>(f.gcount()));
-  }
-  return sha.hex();
-}
 
 // ---- statistics ----------------------------------------------------------
 
@@ -172,10 +86,25 @@ std::optional<Summary> summarize(std::vector<double> v) {
 // ---- results -------------------------------------------------------------
 
 struct CompileRecord {
-  double wall_ms = 0;  // the whole compile call, as the host sees it
+  double wall_ms = 0;  // the session's compile, as the host sees it (its pass pipeline left out)
   bool has_details = false;  // Vulkan: the fields below are set
-  runtime::VulkanCompileStats stats;
-  vk::KernelCacheStats cache;
+  double plan_ms = 0, kernels_ms = 0, upload_ms = 0;
+  uint64_t pipelines = 0, weight_bytes = 0;
+  uint64_t compiles = 0, disk_hits = 0, memory_hits = 0, pipelines_created = 0, pipeline_cache_bytes_loaded = 0;
+};
+
+// One kernel of the profiled run (kiln_session_last_run_json's "kernels").
+struct KernelRow {
+  std::string kernel, node;
+  double gpu_ms = 0;
+  uint64_t bytes = 0, flops = 0;
+};
+
+// The first run's device memory (weights + activation memory + staging),
+// the activation memory, and its plan's arena, live-set bound and no-reuse
+// total.
+struct MemoryRecord {
+  uint64_t device_bytes = 0, activation_bytes = 0, arena_bytes = 0, live_lower_bound = 0, no_reuse_bytes = 0;
 };
 
 // One prefix of the pass pipeline in an --ablation run.
@@ -199,23 +128,21 @@ struct ModelResult {
   std::string status = "error", error;
   std::vector<std::pair<std::string, std::string>> input_shapes;
   std::optional<double> import_ms, passes_ms, first_run_ms;
-  std::vector<registry::PassRecord> passes;
+  std::vector<std::string> pass_records;  // the session's pass records (JSON objects), as libkiln describes them
+  std::vector<std::string> pass_names;    // in the order they ran
   int64_t nodes = -1;
   std::optional<CompileRecord> cold, warm;
   size_t dispatches = 0, fallbacks = 0;
   std::vector<double> wall_ms, gpu_ms;
-  std::vector<runtime::KernelTiming> kernels;
+  std::vector<KernelRow> kernels;
   std::optional<Summary> wall, gpu;
   std::vector<AblationRow> ablation;  // --ablation only
   // Zoo layouts (bench/zoo): max|Δ| of the first run's output against the
   // output.npy beside the model, when there is one and the input came
   // from the input.npy beside it.
   std::optional<double> reference_max_abs_diff;
-  std::optional<Tensor> reference_output;
-  // Vulkan: the first run's device memory (weights + activation memory +
-  // staging), the activation memory, and its plan's arena, live-set bound
-  // and no-reuse total.
-  std::optional<runtime::VulkanRunStats> memory;
+  std::optional<api::Tensor> reference_output;
+  std::optional<MemoryRecord> memory;  // Vulkan
 };
 
 struct Settings {
@@ -223,19 +150,130 @@ struct Settings {
   int warmup = 10;
   std::optional<int> iters;
   double min_time_s = 2.0;
-  runtime::VulkanModelOptions options;
   std::string storage = "buffer", precision = "fp32", coopmat = "on", inplace = "on";
   // The device's peaks for the roofline; Vulkan does not report them.
   std::optional<double> peak_gbps, peak_gflops;
   bool ablation = false;
 };
 
-// The Vulkan objects shared by every model of one invocation.
-struct VulkanContext {
-  std::unique_ptr<vk::Instance> instance;
-  std::unique_ptr<vk::Device> device;
-  std::unique_ptr<vk::ShaderCompiler> compiler;
+// An api::Error or "CODE: message" text as the tool's Status.
+Status to_status(const api::Error& e) {
+  return e ? Status(static_cast<StatusCode>(e.code()), e.message()) : Status();
+}
+Status text_status(const std::string& text) {
+  for (int c = KILN_INVALID_ARGUMENT; c <= KILN_DATA_LOSS; ++c) {
+    const std::string name = kiln_status_code_name(static_cast<kiln_status_code_t>(c));
+    if (text.rfind(name + ": ", 0) == 0) return Status(static_cast<StatusCode>(c), text.substr(name.size() + 2));
+  }
+  return internal_error(text);
+}
+#define KILN_API_RETURN_IF_ERROR(expr)             \
+  do {                                             \
+    if (::kiln::api::Error e_ = (expr)) return to_status(e_); \
+  } while (0)
+
+// The libkiln sessions of one invocation: options from the flags, and the
+// Vulkan devices (one per kernel cache directory) they run on.
+class Bench {
+ public:
+  Bench(const Args& args, const Settings& settings) : args_(args), settings_(settings) {
+    flags_.set_pipeline(args);
+  }
+  ~Bench() {
+    if (validation_errors_ > 0)
+      std::fprintf(stderr, "kiln: %llu Vulkan validation error(s) were reported\n",
+                   static_cast<unsigned long long>(validation_errors_));
+  }
+  uint64_t validation_errors() const { return validation_errors_; }
+
+  // A Vulkan device with its kernels cached in `cache_dir` ("" = memory only).
+  Status open_device(const std::string& cache_dir, api::VulkanDevice& out) {
+    kiln_vulkan_device_options_t o{};
+    o.selector = selector_.c_str();
+    o.kernel_cache_dir = cache_dir.c_str();
+    o.validation = args_.has("validate");
+    return to_status(api::VulkanDevice::create(o, out));
+  }
+  // Counts what the validation layers reported on `device` before it goes.
+  void close_device(api::VulkanDevice& device) {
+    validation_errors_ += device.validation_errors();
+    device = api::VulkanDevice();
+  }
+
+  // Options for a session on `device` (null: the reference executor) with
+  // the pass list `passes` (nullptr: the flags' pipeline).
+  kiln_session_options_t options(const api::VulkanDevice* device, const char* passes, bool profile) const {
+    kiln_session_options_t o = flags_.options();
+    o.backend = device ? KILN_BACKEND_VULKAN : KILN_BACKEND_REFERENCE;
+    o.vulkan_device = device ? device->get() : nullptr;
+    o.storage = settings_.storage == "image" ? KILN_STORAGE_IMAGE : KILN_STORAGE_BUFFER;
+    o.precision = settings_.precision == "fp16" ? KILN_PRECISION_FP16 : KILN_PRECISION_FP32;
+    o.disable_cooperative_matrix = settings_.coopmat == "off";
+    o.disable_inplace = settings_.inplace == "off";
+    o.profile = profile;
+    o.save_pipeline_cache = device != nullptr;
+    if (passes) {
+      o.passes = passes;
+      o.disabled_passes = nullptr;
+      o.log = nullptr;  // plugin warnings were printed by the main run
+    }
+    return o;
+  }
+
+  std::string selector_;
+
+ private:
+  const Args& args_;
+  const Settings& settings_;
+  SessionFlags flags_;
+  uint64_t validation_errors_ = 0;
 };
+
+// A session and its description (kiln_session_describe_json), parsed.
+struct Compiled {
+  api::Session session;
+  JsonValue description;
+  double wall_ms = 0;    // the whole create call
+  double passes_ms = 0;  // its pass pipeline
+};
+
+StatusOr<Compiled> compile(const api::Model& model, const kiln_session_options_t& options) {
+  Compiled c;
+  const auto t0 = Clock::now();
+  KILN_API_RETURN_IF_ERROR(api::Session::create(model, options, c.session));
+  c.wall_ms = ms_since(t0);
+  std::string json;
+  KILN_API_RETURN_IF_ERROR(c.session.describe_json(json));
+  KILN_ASSIGN_OR_RETURN(c.description, parse_json(json));
+  if (const double* p = c.description.get_number("passes_ms")) c.passes_ms = *p;
+  return c;
+}
+
+double number(const JsonValue* object, const char* key) {
+  const double* v = object ? object->get_number(key) : nullptr;
+  return v ? *v : 0;
+}
+uint64_t count(const JsonValue* object, const char* key) { return static_cast<uint64_t>(number(object, key)); }
+
+CompileRecord compile_record(const Compiled& c) {
+  CompileRecord rec;
+  rec.wall_ms = c.wall_ms - c.passes_ms;
+  const JsonValue* s = c.description.get("compile");
+  if (!s) return rec;
+  rec.has_details = true;
+  rec.plan_ms = number(s, "plan_ms");
+  rec.kernels_ms = number(s, "kernels_ms");
+  rec.upload_ms = number(s, "upload_ms");
+  rec.pipelines = count(s, "pipelines");
+  rec.weight_bytes = count(s, "weight_bytes");
+  const JsonValue* k = s->get("kernel_cache");
+  rec.compiles = count(k, "compiles");
+  rec.disk_hits = count(k, "disk_hits");
+  rec.memory_hits = count(k, "memory_hits");
+  rec.pipelines_created = count(k, "pipelines_created");
+  rec.pipeline_cache_bytes_loaded = count(k, "pipeline_cache_bytes_loaded");
+  return rec;
+}
 
 // The model's name in tables and JSON: the file's stem, or its directory's
 // name when the stem is the generic "model" (zoo layouts such as
@@ -263,18 +301,29 @@ struct TempDir {
   }
 };
 
-using RunFn = std::function<StatusOr<double>(const std::vector<Tensor>&)>;  // returns GPU ms or -1
+using Inputs = std::vector<const api::Tensor*>;
+
+// Runs once; returns the GPU ms of the run, or -1 without timestamps.
+StatusOr<double> run_once(api::Session& session, const Inputs& inputs, size_t outputs_count,
+                          std::vector<api::Tensor>* outputs = nullptr) {
+  std::vector<api::Tensor> out;
+  KILN_API_RETURN_IF_ERROR(session.run(inputs, outputs_count, outputs ? *outputs : out));
+  kiln_run_stats_t s;
+  KILN_API_RETURN_IF_ERROR(session.last_run_stats(s));
+  return session.backend() == KILN_BACKEND_VULKAN ? s.gpu_ms : -1.0;
+}
 
 // Warmup, then the timed runs (--iters N, or until --min-time has passed).
-Status time_runs(const Settings& settings, const std::vector<Tensor>& inputs, const RunFn& run, ModelResult& r) {
-  for (int i = 0; i < settings.warmup; ++i) KILN_RETURN_IF_ERROR(run(inputs).status());
+Status time_runs(const Settings& settings, api::Session& session, const Inputs& inputs, size_t outputs_count,
+                 ModelResult& r) {
+  for (int i = 0; i < settings.warmup; ++i) KILN_RETURN_IF_ERROR(run_once(session, inputs, outputs_count).status());
   const auto t_start = Clock::now();
   for (size_t i = 0; i < kMaxTimedRuns; ++i) {
     if (settings.iters ? static_cast<int>(i) >= *settings.iters
                        : (i > 0 && ms_since(t_start) >= settings.min_time_s * 1000.0))
       break;
     const auto t0 = Clock::now();
-    KILN_ASSIGN_OR_RETURN(double gpu, run(inputs));
+    KILN_ASSIGN_OR_RETURN(double gpu, run_once(session, inputs, outputs_count));
     r.wall_ms.push_back(ms_since(t0));
     if (gpu >= 0) r.gpu_ms.push_back(gpu);
   }
@@ -285,149 +334,155 @@ Status time_runs(const Settings& settings, const std::vector<Tensor>& inputs, co
 // with input.npy and output.npy) feeds its own input.npy to a one-input model
 // unless --input or --shape say otherwise, and its output.npy then checks
 // the first run (`reference`, left empty otherwise).
-StatusOr<std::vector<Tensor>> bench_inputs(const ir::Graph& g, const Args& args, const std::string& path,
-                                           std::optional<Tensor>* reference) {
+Status bench_inputs(const api::Model& model, const Args& args, const std::string& path,
+                    std::vector<api::Tensor>& inputs, std::optional<api::Tensor>* reference) {
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  const bool zoo = args.all("input").empty() && args.all("shape").empty() && g.main().inputs.size() == 1 &&
+  const bool zoo = args.all("input").empty() && args.all("shape").empty() && model.input_count() == 1 &&
                    std::filesystem::exists(dir / "input.npy");
-  if (!zoo) return build_inputs(g, args, 0);
-  KILN_ASSIGN_OR_RETURN(Tensor input, load_input_file((dir / "input.npy").string()));
-  if (reference && std::filesystem::exists(dir / "output.npy")) {
-    KILN_ASSIGN_OR_RETURN(*reference, load_input_file((dir / "output.npy").string()));
+  if (!zoo) {
+    std::string error;
+    return build_inputs(model, args, 0, inputs, error) ? Status() : text_status(error);
   }
-  return std::vector<Tensor>{std::move(input)};
+  inputs.clear();
+  inputs.emplace_back();
+  KILN_API_RETURN_IF_ERROR(api::Tensor::load((dir / "input.npy").string(), inputs.back()));
+  if (reference && std::filesystem::exists(dir / "output.npy")) {
+    api::Tensor out;
+    KILN_API_RETURN_IF_ERROR(api::Tensor::load((dir / "output.npy").string(), out));
+    *reference = std::move(out);
+  }
+  return Status();
+}
+
+Inputs pointers(const std::vector<api::Tensor>& inputs) {
+  Inputs p;
+  for (const api::Tensor& t : inputs) p.push_back(&t);
+  return p;
 }
 
 // max|a - b| over two tensors of one shape (NaN if any differs by NaN);
 // nullopt when the shapes differ.
-std::optional<double> max_abs_diff(const Tensor& a, const Tensor& b) {
+std::optional<double> max_abs_diff(const api::Tensor& a, const api::Tensor& b) {
   if (a.shape() != b.shape()) return std::nullopt;
   double worst = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
+  for (size_t i = 0, n = a.numel(); i < n; ++i) {
     const double d = std::fabs(a.get_f64(i) - b.get_f64(i));
     if (!(d <= worst)) worst = d;  // NaN stays the worst
   }
   return worst;
 }
 
-Status bench_reference(const ir::Graph& g, const Settings& settings, const std::vector<Tensor>& inputs,
-                       ModelResult& r) {
-  const auto t0 = Clock::now();
-  runtime::ReferenceExecutor executor(g);
-  r.cold = CompileRecord{.wall_ms = ms_since(t0)};
-  const RunFn run = [&](const std::vector<Tensor>& in) -> StatusOr<double> {
-    KILN_RETURN_IF_ERROR(executor.run(in).status());
-    return -1.0;
-  };
+// The pass records, node count and pass time of the session the model's
+// numbers come from.
+void record_passes(const Compiled& c, ModelResult& r) {
+  r.passes_ms = c.passes_ms;
+  r.nodes = static_cast<int64_t>(number(&c.description, "nodes"));
+  r.pass_names.clear();
+  r.pass_records.clear();
+  if (const JsonValue* passes = c.description.get("passes"))
+    for (const JsonValue& p : passes->items) {
+      const std::string* name = p.get_string("name");
+      r.pass_names.push_back(name ? *name : "");
+      JsonWriter w;
+      w.begin_object().key("name").string(name ? *name : "").key("ms").number(number(&p, "ms"));
+      const JsonValue* committed = p.get("committed");
+      const JsonValue* skipped = p.get("skipped");
+      w.key("committed").boolean(committed && committed->boolean).key("skipped").boolean(skipped && skipped->boolean);
+      w.key("statistics").begin_object();
+      if (const JsonValue* st = p.get("statistics"))
+        for (const auto& [key, value] : st->members) w.key(key).number(static_cast<int64_t>(value.number));
+      w.end_object().end_object();
+      r.pass_records.push_back(w.take());
+    }
+}
+
+Status bench_reference(Bench& bench, const api::Model& model, const std::vector<api::Tensor>& inputs,
+                       const Settings& settings, ModelResult& r) {
+  KILN_ASSIGN_OR_RETURN(Compiled c, compile(model, bench.options(nullptr, nullptr, false)));
+  record_passes(c, r);
+  r.cold = compile_record(c);
   const auto t1 = Clock::now();
-  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> first, executor.run(inputs));
+  std::vector<api::Tensor> first;
+  KILN_RETURN_IF_ERROR(run_once(c.session, pointers(inputs), model.output_count(), &first).status());
   r.first_run_ms = ms_since(t1);
   if (r.reference_output && first.size() == 1) r.reference_max_abs_diff = max_abs_diff(first[0], *r.reference_output);
-  return time_runs(settings, inputs, run, r);
+  return time_runs(settings, c.session, pointers(inputs), model.output_count(), r);
 }
 
-StatusOr<std::unique_ptr<runtime::VulkanModel>> timed_compile(VulkanContext& ctx, vk::KernelCache& cache,
-                                                              const ir::Graph& g,
-                                                              const runtime::VulkanModelOptions& options,
-                                                              CompileRecord& rec) {
-  const vk::KernelCacheStats before = cache.stats();
-  const auto t0 = Clock::now();
-  KILN_ASSIGN_OR_RETURN(auto model, runtime::VulkanModel::compile(*ctx.device, cache, g, options));
-  rec.wall_ms = ms_since(t0);
-  rec.has_details = true;
-  rec.stats = model->compile_stats();
-  const vk::KernelCacheStats after = cache.stats();
-  rec.cache = after;
-  rec.cache.memory_hits -= before.memory_hits;
-  rec.cache.disk_hits -= before.disk_hits;
-  rec.cache.compiles -= before.compiles;
-  rec.cache.pipeline_hits -= before.pipeline_hits;
-  rec.cache.pipelines_created -= before.pipelines_created;
-  return model;
-}
-
-Status bench_vulkan(VulkanContext& ctx, const ir::Graph& g, const Settings& settings,
-                    const std::vector<Tensor>& inputs, ModelResult& r) {
+Status bench_vulkan(Bench& bench, const api::Model& model, const std::vector<api::Tensor>& inputs,
+                    const Settings& settings, ModelResult& r) {
   TempDir dir;
   KILN_ASSIGN_OR_RETURN(dir.path, make_temp_dir());
-  const vk::KernelCacheOptions cache_options{.directory = dir.path};
-  {  // Cold: an empty cache directory; the cache is closed (and saved) after.
-    KILN_ASSIGN_OR_RETURN(auto cache, vk::KernelCache::open(*ctx.device, *ctx.compiler, cache_options));
-    CompileRecord cold;
-    KILN_ASSIGN_OR_RETURN(auto model, timed_compile(ctx, *cache, g, settings.options, cold));
-    r.cold = cold;
-    (void)cache->save_pipeline_cache();
+  {  // Cold: an empty cache directory; the device (and its cache) is closed after.
+    api::VulkanDevice device;
+    KILN_RETURN_IF_ERROR(bench.open_device(dir.path, device));
+    KILN_ASSIGN_OR_RETURN(Compiled cold, compile(model, bench.options(&device, nullptr, false)));
+    record_passes(cold, r);
+    r.cold = compile_record(cold);
+    cold.session = api::Session();
+    bench.close_device(device);
   }
-  // Warm: a new cache object on the directory the cold compile filled.
-  KILN_ASSIGN_OR_RETURN(auto cache, vk::KernelCache::open(*ctx.device, *ctx.compiler, cache_options));
-  CompileRecord warm;
-  KILN_ASSIGN_OR_RETURN(auto model, timed_compile(ctx, *cache, g, settings.options, warm));
-  r.warm = warm;
-  r.dispatches = model->plan().dispatch_count();
-  r.fallbacks = model->plan().fallback_count();
+  // Warm: a new device on the directory the cold compile filled.
+  api::VulkanDevice device;
+  KILN_RETURN_IF_ERROR(bench.open_device(dir.path, device));
+  KILN_ASSIGN_OR_RETURN(Compiled warm, compile(model, bench.options(&device, nullptr, false)));
+  r.warm = compile_record(warm);
+  r.dispatches = count(warm.description.get("compile"), "dispatches");
+  r.fallbacks = count(warm.description.get("compile"), "fallbacks");
 
-  const RunFn run = [&](const std::vector<Tensor>& in) -> StatusOr<double> {
-    runtime::VulkanRunStats s;
-    KILN_RETURN_IF_ERROR(model->run(in, &s).status());
-    return s.gpu_ms;
-  };
+  const Inputs in = pointers(inputs);
   const auto t1 = Clock::now();
-  runtime::VulkanRunStats first_stats;
-  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> first, model->run(inputs, &first_stats));
+  std::vector<api::Tensor> first;
+  KILN_RETURN_IF_ERROR(run_once(warm.session, in, model.output_count(), &first).status());
   r.first_run_ms = ms_since(t1);
-  first_stats.kernels.clear();
-  r.memory = std::move(first_stats);
+  std::string run_json;
+  KILN_API_RETURN_IF_ERROR(warm.session.last_run_json(run_json));
+  KILN_ASSIGN_OR_RETURN(JsonValue run, parse_json(run_json));
+  const JsonValue* mem = run.get("memory");
+  r.memory = MemoryRecord{count(&run, "device_bytes"), count(&run, "activation_bytes"), count(mem, "arena_bytes"),
+                          count(mem, "live_lower_bound"), count(mem, "no_reuse_bytes")};
   if (r.reference_output && first.size() == 1) r.reference_max_abs_diff = max_abs_diff(first[0], *r.reference_output);
-  KILN_RETURN_IF_ERROR(time_runs(settings, inputs, run, r));
+  KILN_RETURN_IF_ERROR(time_runs(settings, warm.session, in, model.output_count(), r));
+  warm.session = api::Session();
 
-  // The per-kernel profile: a compile with timestamps around every dispatch
+  // The per-kernel profile: a session with timestamps around every dispatch
   // (served from the warm cache), kept apart from the timed runs above,
   // which the extra timestamps would perturb. Its second run is the one
   // kept: the first records the command buffer.
-  runtime::VulkanModelOptions profiled = settings.options;
-  profiled.profile = true;
-  KILN_ASSIGN_OR_RETURN(auto pmodel, runtime::VulkanModel::compile(*ctx.device, *cache, g, profiled));
-  runtime::VulkanRunStats s;
-  KILN_RETURN_IF_ERROR(pmodel->run(inputs, &s).status());
-  KILN_RETURN_IF_ERROR(pmodel->run(inputs, &s).status());
-  r.kernels = std::move(s.kernels);
+  KILN_ASSIGN_OR_RETURN(Compiled profiled, compile(model, bench.options(&device, nullptr, true)));
+  KILN_RETURN_IF_ERROR(run_once(profiled.session, in, model.output_count()).status());
+  KILN_RETURN_IF_ERROR(run_once(profiled.session, in, model.output_count()).status());
+  KILN_API_RETURN_IF_ERROR(profiled.session.last_run_json(run_json));
+  KILN_ASSIGN_OR_RETURN(run, parse_json(run_json));
+  if (const JsonValue* kernels = run.get("kernels"))
+    for (const JsonValue& k : kernels->items) {
+      const std::string* kernel = k.get_string("kernel");
+      const std::string* node = k.get_string("node");
+      r.kernels.push_back(KernelRow{kernel ? *kernel : "", node ? *node : "", number(&k, "gpu_ms"),
+                                    count(&k, "bytes"), count(&k, "flops")});
+    }
+  profiled.session = api::Session();
+  bench.close_device(device);
   return Status();
 }
 
-// Times the model with the pass-pipeline prefix row.passes (a fresh import,
-// so every prefix starts from the same graph), with the --warmup and
-// --iters/--min-time of the main measurement.
-Status ablation_row(VulkanContext* ctx, vk::KernelCache* cache, const Args& args, const Settings& settings,
-                    const std::string& path, AblationRow& row) {
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, onnx::import_model_file(path));
-  if (!row.passes.empty()) {
-    registry::PipelineOptions options;
-    options.passes = row.passes;  // plugin warnings were printed by the main run
-    registry::PipelineSetup setup;
-    setup.plugin_files = args.all("plugin");
-    KILN_RETURN_IF_ERROR(registry::run_default_pipeline(*graph, options, setup).status());
-  }
-  row.nodes = static_cast<int64_t>(graph->num_live_nodes());
-  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, bench_inputs(*graph, args, path, nullptr));
+// Times the model with the pass-pipeline prefix row.passes (each session
+// starts from the imported graph), with the --warmup and --iters/--min-time
+// of the main measurement.
+Status ablation_row(Bench& bench, const api::VulkanDevice* device, const api::Model& model, const Args& args,
+                    const Settings& settings, const std::string& path, AblationRow& row) {
+  std::string passes;
+  for (const std::string& p : row.passes) passes += (passes.empty() ? "" : ",") + p;
+  if (passes.empty()) passes = "none";
+  KILN_ASSIGN_OR_RETURN(Compiled c, compile(model, bench.options(device, passes.c_str(), false)));
+  row.nodes = static_cast<int64_t>(number(&c.description, "nodes"));
+  row.dispatches = count(c.description.get("compile"), "dispatches");
+  std::vector<api::Tensor> inputs;
+  KILN_RETURN_IF_ERROR(bench_inputs(model, args, path, inputs, nullptr));
+  const Inputs in = pointers(inputs);
   ModelResult timed;
-  if (ctx) {
-    KILN_ASSIGN_OR_RETURN(auto model, runtime::VulkanModel::compile(*ctx->device, *cache, *graph, settings.options));
-    row.dispatches = model->plan().dispatch_count();
-    const RunFn run = [&](const std::vector<Tensor>& in) -> StatusOr<double> {
-      runtime::VulkanRunStats s;
-      KILN_RETURN_IF_ERROR(model->run(in, &s).status());
-      return s.gpu_ms;
-    };
-    KILN_RETURN_IF_ERROR(run(inputs).status());  // records the command buffer
-    KILN_RETURN_IF_ERROR(time_runs(settings, inputs, run, timed));
-  } else {
-    runtime::ReferenceExecutor executor(*graph);
-    const RunFn run = [&](const std::vector<Tensor>& in) -> StatusOr<double> {
-      KILN_RETURN_IF_ERROR(executor.run(in).status());
-      return -1.0;
-    };
-    KILN_RETURN_IF_ERROR(time_runs(settings, inputs, run, timed));
-  }
+  if (device) KILN_RETURN_IF_ERROR(run_once(c.session, in, model.output_count()).status());  // records the command buffer
+  KILN_RETURN_IF_ERROR(time_runs(settings, c.session, in, model.output_count(), timed));
   row.wall = summarize(timed.wall_ms);
   row.gpu = summarize(timed.gpu_ms);
   return Status();
@@ -436,41 +491,43 @@ Status ablation_row(VulkanContext* ctx, vk::KernelCache* cache, const Args& args
 // One row per prefix of the passes that ran (r.passes, so plugins and
 // --passes/--disable-pass count): none, then one pass added at a time. A
 // prefix that fails is recorded with its error; the others still run.
-Status run_ablation(VulkanContext* ctx, const Args& args, const Settings& settings, ModelResult& r) {
+Status run_ablation(Bench& bench, const api::Model& model, const Args& args, const Settings& settings,
+                    ModelResult& r) {
   TempDir dir;
-  std::unique_ptr<vk::KernelCache> cache;
-  if (ctx) {
+  api::VulkanDevice device;
+  const bool vulkan = settings.backend == "vulkan";
+  if (vulkan) {
     KILN_ASSIGN_OR_RETURN(dir.path, make_temp_dir());
-    KILN_ASSIGN_OR_RETURN(cache, vk::KernelCache::open(*ctx->device, *ctx->compiler, {.directory = dir.path}));
+    KILN_RETURN_IF_ERROR(bench.open_device(dir.path, device));
   }
-  for (size_t k = 0; k <= r.passes.size(); ++k) {
+  for (size_t k = 0; k <= r.pass_names.size(); ++k) {
     AblationRow row;
-    for (size_t i = 0; i < k; ++i) row.passes.push_back(r.passes[i].name);
-    std::fprintf(stderr, "kiln:   ablation %zu/%zu (%s)\n", k + 1, r.passes.size() + 1,
+    for (size_t i = 0; i < k; ++i) row.passes.push_back(r.pass_names[i]);
+    std::fprintf(stderr, "kiln:   ablation %zu/%zu (%s)\n", k + 1, r.pass_names.size() + 1,
                  k ? ("+" + row.passes.back()).c_str() : "no passes");
-    if (Status s = ablation_row(ctx, cache.get(), args, settings, r.path, row); !s.ok()) row.error = s.to_string();
+    if (Status s = ablation_row(bench, vulkan ? &device : nullptr, model, args, settings, r.path, row); !s.ok())
+      row.error = s.to_string();
     r.ablation.push_back(std::move(row));
   }
+  if (vulkan) bench.close_device(device);
   return Status();
 }
 
-Status bench_model(VulkanContext* ctx, const Args& args, const Settings& settings, ModelResult& r) {
-  KILN_ASSIGN_OR_RETURN(r.sha256, file_sha256(r.path));
+Status bench_model(Bench& bench, const Args& args, const Settings& settings, ModelResult& r) {
+  std::string error;
+  if (!tools::file_sha256(r.path, r.sha256, error)) return text_status(error);
   const auto t_import = Clock::now();
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, onnx::import_model_file(r.path));
+  api::Model model;
+  KILN_API_RETURN_IF_ERROR(api::Model::load(r.path, model));
   r.import_ms = ms_since(t_import);
-  const auto t_passes = Clock::now();
-  KILN_ASSIGN_OR_RETURN(r.passes, run_pipeline_from_flags(args, *graph));
-  r.passes_ms = ms_since(t_passes);
-  r.nodes = static_cast<int64_t>(graph->num_live_nodes());
-  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, bench_inputs(*graph, args, r.path, &r.reference_output));
-  for (size_t i = 0; i < inputs.size(); ++i)
-    r.input_shapes.emplace_back(graph->value(graph->main().inputs[i]).name, shape_to_string(inputs[i].shape()));
-  if (ctx) KILN_RETURN_IF_ERROR(bench_vulkan(*ctx, *graph, settings, inputs, r));
-  else KILN_RETURN_IF_ERROR(bench_reference(*graph, settings, inputs, r));
+  std::vector<api::Tensor> inputs;
+  KILN_RETURN_IF_ERROR(bench_inputs(model, args, r.path, inputs, &r.reference_output));
+  for (size_t i = 0; i < inputs.size(); ++i) r.input_shapes.emplace_back(model.input_name(i), shape_text(inputs[i].shape()));
+  if (settings.backend == "vulkan") KILN_RETURN_IF_ERROR(bench_vulkan(bench, model, inputs, settings, r));
+  else KILN_RETURN_IF_ERROR(bench_reference(bench, model, inputs, settings, r));
   r.wall = summarize(r.wall_ms);
   r.gpu = summarize(r.gpu_ms);
-  if (settings.ablation) KILN_RETURN_IF_ERROR(run_ablation(ctx, args, settings, r));
+  if (settings.ablation) KILN_RETURN_IF_ERROR(run_ablation(bench, model, args, settings, r));
   return Status();
 }
 
@@ -482,38 +539,63 @@ std::string num(double v) {
   std::snprintf(buf, sizeof(buf), "%.6g", v);
   return buf;
 }
-std::string num(const std::optional<double>& v) { return v ? num(*v) : "null"; }
-std::string str(const std::string& s) { return "\"" + json_escape(s) + "\""; }
-
-std::string summary_json(const std::optional<Summary>& s) {
-  if (!s) return "null";
-  return "{\"count\": " + std::to_string(s->count) + ", \"median_ms\": " + num(s->median) + ", \"p10_ms\": " +
-         num(s->p10) + ", \"p90_ms\": " + num(s->p90) + ", \"min_ms\": " + num(s->min) + ", \"max_ms\": " +
-         num(s->max) + ", \"mean_ms\": " + num(s->mean) + ", \"noisy\": " + (s->noisy ? "true" : "false") + "}";
+// JSON numbers as %.6g (null when not finite), as the schema has always had them.
+void number(JsonWriter& w, double v) {
+  if (std::isfinite(v)) w.raw(num(v));
+  else w.null();
+}
+void number(JsonWriter& w, const std::optional<double>& v) {
+  if (v) number(w, *v);
+  else w.null();
+}
+// A string, or null when empty.
+void string_or_null(JsonWriter& w, const std::string& s) {
+  if (s.empty()) w.null();
+  else w.string(s);
 }
 
-std::string memory_json(const std::optional<runtime::VulkanRunStats>& s) {
-  if (!s) return "null";
-  return "{\"device_bytes\": " + std::to_string(s->device_bytes) + ", \"activation_bytes\": " +
-         std::to_string(s->activation_bytes) + ", \"arena_bytes\": " + std::to_string(s->memory.arena_bytes) +
-         ", \"live_lower_bound\": " + std::to_string(s->memory.live_lower_bound) + ", \"no_reuse_bytes\": " +
-         std::to_string(s->memory.no_reuse_bytes) + "}";
-}
-
-std::string compile_json(const std::optional<CompileRecord>& c) {
-  if (!c) return "null";
-  std::string j = "{\"wall_ms\": " + num(c->wall_ms);
-  if (c->has_details) {
-    const runtime::VulkanCompileStats& s = c->stats;
-    j += ", \"plan_ms\": " + num(s.plan_ms) + ", \"kernels_ms\": " + num(s.kernels_ms) + ", \"upload_ms\": " +
-         num(s.upload_ms) + ", \"pipelines\": " + std::to_string(s.kernels) + ", \"shader_compiles\": " +
-         std::to_string(c->cache.compiles) + ", \"shader_disk_hits\": " + std::to_string(c->cache.disk_hits) +
-         ", \"shader_memory_hits\": " + std::to_string(c->cache.memory_hits) + ", \"pipelines_created\": " +
-         std::to_string(c->cache.pipelines_created) + ", \"pipeline_cache_bytes_loaded\": " +
-         std::to_string(c->cache.pipeline_cache_bytes_loaded) + ", \"weight_bytes\": " +
-         std::to_string(s.weight_bytes);
+void summary_json(JsonWriter& w, const std::optional<Summary>& s) {
+  if (!s) {
+    w.null();
+    return;
   }
-  return j + "}";
+  w.begin_object().key("count").number(static_cast<uint64_t>(s->count));
+  w.key("median_ms"), number(w, s->median);
+  w.key("p10_ms"), number(w, s->p10);
+  w.key("p90_ms"), number(w, s->p90);
+  w.key("min_ms"), number(w, s->min);
+  w.key("max_ms"), number(w, s->max);
+  w.key("mean_ms"), number(w, s->mean);
+  w.key("noisy").boolean(s->noisy).end_object();
+}
+
+void memory_json(JsonWriter& w, const std::optional<MemoryRecord>& s) {
+  if (!s) {
+    w.null();
+    return;
+  }
+  w.begin_object().key("device_bytes").number(s->device_bytes).key("activation_bytes").number(s->activation_bytes);
+  w.key("arena_bytes").number(s->arena_bytes).key("live_lower_bound").number(s->live_lower_bound);
+  w.key("no_reuse_bytes").number(s->no_reuse_bytes).end_object();
+}
+
+void compile_json(JsonWriter& w, const std::optional<CompileRecord>& c) {
+  if (!c) {
+    w.null();
+    return;
+  }
+  w.begin_object().key("wall_ms"), number(w, c->wall_ms);
+  if (c->has_details) {
+    w.key("plan_ms"), number(w, c->plan_ms);
+    w.key("kernels_ms"), number(w, c->kernels_ms);
+    w.key("upload_ms"), number(w, c->upload_ms);
+    w.key("pipelines").number(c->pipelines).key("shader_compiles").number(c->compiles);
+    w.key("shader_disk_hits").number(c->disk_hits).key("shader_memory_hits").number(c->memory_hits);
+    w.key("pipelines_created").number(c->pipelines_created);
+    w.key("pipeline_cache_bytes_loaded").number(c->pipeline_cache_bytes_loaded);
+    w.key("weight_bytes").number(c->weight_bytes);
+  }
+  w.end_object();
 }
 
 // Achieved rates of one kernel and its fraction of the roofline: achieved
@@ -524,7 +606,7 @@ struct KernelRates {
   std::optional<double> gbps, gflops, roofline;
 };
 
-KernelRates kernel_rates(const runtime::KernelTiming& k, const Settings& settings) {
+KernelRates kernel_rates(const KernelRow& k, const Settings& settings) {
   KernelRates out;
   if (!(k.gpu_ms > 0)) return out;
   out.gbps = static_cast<double>(k.bytes) / (k.gpu_ms * 1e6);
@@ -554,56 +636,87 @@ std::vector<AblationSpeedup> ablation_speedups(const ModelResult& r) {
   return out;
 }
 
-std::string ablation_json(const ModelResult& r) {
-  std::string out = "[";
+void ablation_json(JsonWriter& w, const ModelResult& r) {
   const std::vector<AblationSpeedup> speedups = ablation_speedups(r);
+  w.begin_array();
   for (size_t i = 0; i < r.ablation.size(); ++i) {
     const AblationRow& a = r.ablation[i];
-    std::string passes;
-    for (size_t p = 0; p < a.passes.size(); ++p) passes += std::string(p ? ", " : "") + str(a.passes[p]);
-    out += std::string(i ? "," : "") + "\n        {\"added\": " + (a.passes.empty() ? "null" : str(a.passes.back())) +
-           ", \"passes\": [" + passes + "], \"status\": " + str(a.error.empty() ? "ok" : "error") +
-           ", \"error\": " + (a.error.empty() ? "null" : str(a.error)) + ", \"nodes\": " +
-           (a.nodes < 0 ? "null" : std::to_string(a.nodes)) + ", \"dispatches\": " + std::to_string(a.dispatches) +
-           ", \"wall\": " + summary_json(a.wall) + ", \"gpu\": " + summary_json(a.gpu) + ", \"median_ms\": " +
-           num(speedups[i].ms) + ", \"speedup\": " + num(speedups[i].speedup) + ", \"speedup_vs_none\": " +
-           num(speedups[i].vs_none) + "}";
+    w.newline().begin_object().key("added");
+    string_or_null(w, a.passes.empty() ? "" : a.passes.back());
+    w.key("passes").begin_array();
+    for (const std::string& p : a.passes) w.string(p);
+    w.end_array().key("status").string(a.error.empty() ? "ok" : "error").key("error");
+    string_or_null(w, a.error);
+    w.key("nodes");
+    if (a.nodes < 0) w.null();
+    else w.number(a.nodes);
+    w.key("dispatches").number(static_cast<uint64_t>(a.dispatches)).key("wall");
+    summary_json(w, a.wall);
+    w.key("gpu");
+    summary_json(w, a.gpu);
+    w.key("median_ms"), number(w, speedups[i].ms);
+    w.key("speedup"), number(w, speedups[i].speedup);
+    w.key("speedup_vs_none"), number(w, speedups[i].vs_none);
+    w.end_object();
   }
-  return out + (r.ablation.empty() ? "" : "\n      ") + "]";
+  if (!r.ablation.empty()) w.newline();
+  w.end_array();
 }
 
-std::string model_json(const ModelResult& r, const Settings& settings) {
-  std::string shapes;
-  for (size_t i = 0; i < r.input_shapes.size(); ++i)
-    shapes += std::string(i ? ", " : "") + str(r.input_shapes[i].first) + ": " + str(r.input_shapes[i].second);
-  std::string kernels;
+void model_json(JsonWriter& w, const ModelResult& r, const Settings& settings) {
+  w.newline().begin_object();
+  w.newline().key("model").string(r.model);
+  w.newline().key("path").string(r.path);
+  w.newline().key("sha256"), string_or_null(w, r.sha256);
+  w.newline().key("status").string(r.status);
+  w.newline().key("error"), string_or_null(w, r.error);
+  w.newline().key("input_shapes").begin_object();
+  for (const auto& [name, shape] : r.input_shapes) w.key(name).string(shape);
+  w.end_object();
+  w.newline().key("nodes");
+  if (r.nodes < 0) w.null();
+  else w.number(r.nodes);
+  w.newline().key("dispatches").number(static_cast<uint64_t>(r.dispatches));
+  w.newline().key("fallbacks").number(static_cast<uint64_t>(r.fallbacks));
+  w.newline().key("passes").begin_array();
+  for (const std::string& record : r.pass_records) w.newline().raw(record);
+  if (!r.pass_records.empty()) w.newline();
+  w.end_array();
+  w.newline().key("cold_start").begin_object().key("import_ms"), number(w, r.import_ms);
+  w.key("passes_ms"), number(w, r.passes_ms);
+  w.newline().key("compile_cold"), compile_json(w, r.cold);
+  w.newline().key("compile_warm"), compile_json(w, r.warm);
+  w.newline().key("first_run_ms"), number(w, r.first_run_ms);
+  w.end_object();
+  w.newline().key("wall"), summary_json(w, r.wall);
+  w.newline().key("gpu"), summary_json(w, r.gpu);
+  w.newline().key("noisy").boolean((r.wall && r.wall->noisy) || (r.gpu && r.gpu->noisy));
   double kernels_total = 0;
-  for (size_t i = 0; i < r.kernels.size(); ++i) {
-    const runtime::KernelTiming& k = r.kernels[i];
+  for (const KernelRow& k : r.kernels) kernels_total += k.gpu_ms;
+  w.newline().key("kernels_gpu_ms");
+  if (r.kernels.empty()) w.null();
+  else number(w, kernels_total);
+  w.newline().key("kernels").begin_array();
+  for (const KernelRow& k : r.kernels) {
     const KernelRates rates = kernel_rates(k, settings);
-    kernels += std::string(i ? "," : "") + "\n        {\"kernel\": " + str(k.kernel) + ", \"node\": " + str(k.node) +
-               ", \"gpu_ms\": " + num(k.gpu_ms) + ", \"bytes\": " + std::to_string(k.bytes) + ", \"flops\": " +
-               (k.flops ? std::to_string(k.flops) : "null") + ", \"gbps\": " + num(rates.gbps) +
-               ", \"gflops\": " + num(rates.gflops) + ", \"roofline\": " + num(rates.roofline) + "}";
-    kernels_total += r.kernels[i].gpu_ms;
+    w.newline().begin_object().key("kernel").string(k.kernel).key("node").string(k.node);
+    w.key("gpu_ms"), number(w, k.gpu_ms);
+    w.key("bytes").number(k.bytes).key("flops");
+    if (k.flops) w.number(k.flops);
+    else w.null();
+    w.key("gbps"), number(w, rates.gbps);
+    w.key("gflops"), number(w, rates.gflops);
+    w.key("roofline"), number(w, rates.roofline);
+    w.end_object();
   }
-  const bool noisy = (r.wall && r.wall->noisy) || (r.gpu && r.gpu->noisy);
-  return "    {\n      \"model\": " + str(r.model) + ",\n      \"path\": " + str(r.path) +
-         ",\n      \"sha256\": " + (r.sha256.empty() ? "null" : str(r.sha256)) + ",\n      \"status\": " +
-         str(r.status) + ",\n      \"error\": " + (r.error.empty() ? "null" : str(r.error)) +
-         ",\n      \"input_shapes\": {" + shapes + "},\n      \"nodes\": " +
-         (r.nodes < 0 ? "null" : std::to_string(r.nodes)) + ",\n      \"dispatches\": " +
-         std::to_string(r.dispatches) + ",\n      \"fallbacks\": " + std::to_string(r.fallbacks) +
-         ",\n      \"passes\": " + pass_records_json(r.passes, "      ") +
-         ",\n      \"cold_start\": {\"import_ms\": " + num(r.import_ms) + ", \"passes_ms\": " + num(r.passes_ms) +
-         ",\n        \"compile_cold\": " + compile_json(r.cold) + ",\n        \"compile_warm\": " +
-         compile_json(r.warm) + ",\n        \"first_run_ms\": " + num(r.first_run_ms) + "},\n      \"wall\": " +
-         summary_json(r.wall) + ",\n      \"gpu\": " + summary_json(r.gpu) + ",\n      \"noisy\": " +
-         (noisy ? "true" : "false") + ",\n      \"kernels_gpu_ms\": " +
-         (r.kernels.empty() ? "null" : num(kernels_total)) + ",\n      \"kernels\": [" + kernels +
-         (r.kernels.empty() ? "" : "\n      ") + "],\n      \"ablation\": " +
-         (settings.ablation ? ablation_json(r) : "null") + ",\n      \"reference_max_abs_diff\": " +
-         num(r.reference_max_abs_diff) + ",\n      \"memory\": " + memory_json(r.memory) + "\n    }";
+  if (!r.kernels.empty()) w.newline();
+  w.end_array();
+  w.newline().key("ablation");
+  if (settings.ablation) ablation_json(w, r);
+  else w.null();
+  w.newline().key("reference_max_abs_diff"), number(w, r.reference_max_abs_diff);
+  w.newline().key("memory"), memory_json(w, r.memory);
+  w.newline().end_object();
 }
 
 std::string utc_now() {
@@ -615,49 +728,65 @@ std::string utc_now() {
   return buf;
 }
 
-std::string version_string(uint32_t v) {
-  return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) + "." +
-         std::to_string(VK_API_VERSION_PATCH(v));
-}
-
-std::string environment_json(const VulkanContext* ctx, const Args& args, const Settings& settings) {
+// The environment: the build, the host, the device (from libkiln's
+// capabilities JSON) and the settings.
+void environment_json(JsonWriter& w, const std::string& device_json, const Args& args, const Settings& settings) {
   char host[256] = "";
   gethostname(host, sizeof(host) - 1);
+  w.begin_object();
+  w.newline().key("kiln_version").string(kiln_version_string());
 #ifdef KILN_GIT_COMMIT
-  const std::string commit = str(KILN_GIT_COMMIT);
+  w.newline().key("git_commit").string(KILN_GIT_COMMIT);
 #else
-  const std::string commit = "null";
+  w.newline().key("git_commit").null();
 #endif
-  std::string device = "null";
-  if (ctx) {
-    const vk::Capabilities& c = ctx->device->capabilities();
-    char vendor[16];
-    std::snprintf(vendor, sizeof(vendor), "0x%04x", c.vendor_id);
-    char device_id[16];
-    std::snprintf(device_id, sizeof(device_id), "0x%04x", c.device_id);
-    device = "{\"name\": " + str(c.device_name) + ", \"vendor_id\": " + str(vendor) + ", \"device_id\": " +
-             str(device_id) + ", \"driver_name\": " + str(c.driver_name) + ", \"driver_info\": " +
-             str(c.driver_info) + ", \"driver_version\": " + std::to_string(c.driver_version) +
-             ", \"api_version\": " + str(version_string(c.api_version)) + "}";
+  w.newline().key("hostname").string(host);
+  w.newline().key("backend").string(settings.backend);
+  w.newline().key("device");
+  auto caps = parse_json(device_json);
+  if (caps.ok() && caps->is_object()) {
+    auto text = [&](const char* key) {
+      const std::string* v = caps->get_string(key);
+      return v ? *v : std::string();
+    };
+    const double* driver_version = caps->get_number("driver_version");
+    w.begin_object().key("name").string(text("device_name")).key("vendor_id").string(text("vendor_id"));
+    w.key("device_id").string(text("device_id")).key("driver_name").string(text("driver_name"));
+    w.key("driver_info").string(text("driver_info"));
+    w.key("driver_version").number(driver_version ? static_cast<uint64_t>(*driver_version) : uint64_t{0});
+    w.key("api_version").string(text("api_version")).end_object();
+  } else {
+    w.null();
   }
-  std::string disabled;
-  for (const std::string& d : args.all("disable-pass")) disabled += std::string(disabled.empty() ? "" : ", ") + str(d);
-  std::string plugins;
-  for (const std::string& p : args.all("plugin")) plugins += std::string(plugins.empty() ? "" : ", ") + str(p);
   const bool vulkan = settings.backend == "vulkan";
-  return "{\n    \"kiln_version\": " + str(kiln_version_string()) + ",\n    \"git_commit\": " + commit +
-         ",\n    \"hostname\": " + str(host) + ",\n    \"backend\": " + str(settings.backend) +
-         ",\n    \"device\": " + device + ",\n    \"precision\": " + (vulkan ? str(settings.precision) : "null") +
-         ",\n    \"storage\": " + (vulkan ? str(settings.storage) : "null") + ",\n    \"coopmat\": " +
-         (vulkan ? str(settings.coopmat) : "null") + ",\n    \"inplace\": " +
-         (vulkan ? str(settings.inplace) : "null") + ",\n    \"pipeline\": " +
-         str(args.has("passes") ? args.get("passes") : "default") + ",\n    \"disabled_passes\": [" + disabled +
-         "],\n    \"plugins\": [" + plugins + "],\n    \"seed\": " + args.get("seed", "0") +
-         ",\n    \"warmup\": " + std::to_string(settings.warmup) + ",\n    \"iters\": " +
-         (settings.iters ? std::to_string(*settings.iters) : "null") + ",\n    \"min_time_s\": " +
-         (settings.iters ? "null" : num(settings.min_time_s)) + ",\n    \"peak_gbps\": " + num(settings.peak_gbps) +
-         ",\n    \"peak_gflops\": " + num(settings.peak_gflops) + ",\n    \"ablation\": " +
-         (settings.ablation ? "true" : "false") + "\n  }";
+  auto vulkan_only = [&](const char* key, const std::string& value) {
+    w.newline().key(key);
+    if (vulkan) w.string(value);
+    else w.null();
+  };
+  vulkan_only("precision", settings.precision);
+  vulkan_only("storage", settings.storage);
+  vulkan_only("coopmat", settings.coopmat);
+  vulkan_only("inplace", settings.inplace);
+  w.newline().key("pipeline").string(args.has("passes") ? args.get("passes") : "default");
+  w.newline().key("disabled_passes").begin_array();
+  for (const std::string& d : args.all("disable-pass")) w.string(d);
+  w.end_array();
+  w.newline().key("plugins").begin_array();
+  for (const std::string& p : args.all("plugin")) w.string(p);
+  w.end_array();
+  w.newline().key("seed").raw(args.get("seed", "0"));  // checked to be an integer
+  w.newline().key("warmup").number(settings.warmup);
+  w.newline().key("iters");
+  if (settings.iters) w.number(*settings.iters);
+  else w.null();
+  w.newline().key("min_time_s");
+  if (settings.iters) w.null();
+  else number(w, settings.min_time_s);
+  w.newline().key("peak_gbps"), number(w, settings.peak_gbps);
+  w.newline().key("peak_gflops"), number(w, settings.peak_gflops);
+  w.newline().key("ablation").boolean(settings.ablation);
+  w.newline().end_object();
 }
 
 std::string csv_field(const std::string& s) {
@@ -769,17 +898,13 @@ StatusOr<Settings> parse_settings(const Args& args) {
       return invalid_argument("--min-time expects seconds in (0, 3600], got '" + t + "'");
   }
   s.storage = args.get("storage", "buffer");
-  if (s.storage == "image") s.options.plan.storage = planner::Storage::kImage;
-  else if (s.storage != "buffer") return invalid_argument("--storage must be buffer or image, got '" + s.storage + "'");
+  if (s.storage != "image" && s.storage != "buffer") return invalid_argument("--storage must be buffer or image, got '" + s.storage + "'");
   s.precision = args.get("precision", "fp32");
-  if (s.precision == "fp16") s.options.plan.precision = planner::ElemType::kF16;
-  else if (s.precision != "fp32") return invalid_argument("--precision must be fp32 or fp16, got '" + s.precision + "'");
+  if (s.precision != "fp16" && s.precision != "fp32") return invalid_argument("--precision must be fp32 or fp16, got '" + s.precision + "'");
   s.coopmat = args.get("coopmat", "on");
-  if (s.coopmat == "off") s.options.plan.cooperative_matrix = false;
-  else if (s.coopmat != "on") return invalid_argument("--coopmat must be on or off, got '" + s.coopmat + "'");
+  if (s.coopmat != "off" && s.coopmat != "on") return invalid_argument("--coopmat must be on or off, got '" + s.coopmat + "'");
   s.inplace = args.get("inplace", "on");
-  if (s.inplace == "off") s.options.plan.inplace = false;
-  else if (s.inplace != "on") return invalid_argument("--inplace must be on or off, got '" + s.inplace + "'");
+  if (s.inplace != "off" && s.inplace != "on") return invalid_argument("--inplace must be on or off, got '" + s.inplace + "'");
   for (const char* flag : {"peak-gbps", "peak-gflops"}) {
     if (!args.has(flag)) continue;
     const std::string v = args.get(flag);
@@ -796,32 +921,23 @@ StatusOr<Settings> parse_settings(const Args& args) {
   return s;
 }
 
-// The Vulkan context for --backend vulkan|auto; null for the reference
-// backend (auto falls back to it, saying so, when no device is usable).
-StatusOr<std::unique_ptr<VulkanContext>> open_backend(const Args& args, Settings& settings) {
-  if (settings.backend == "reference") return std::unique_ptr<VulkanContext>();
-  auto ctx = std::make_unique<VulkanContext>();
-  vk::InstanceOptions io;
-  io.validation = args.has("validate") ? vk::Validation::kRequired : vk::Validation::kOff;
-  Status status;
-  if (auto instance = vk::Instance::create(io); instance.ok()) {
-    ctx->instance = std::move(instance).value();
-    if (auto device = vk::Device::create(*ctx->instance, {.selector = args.get("device", "")}); device.ok())
-      ctx->device = std::move(device).value();
-    else status = std::move(device).status();
-  } else {
-    status = std::move(instance).status();
-  }
+// Resolves --backend auto: Vulkan when a device can be created (its
+// capabilities JSON in `device_json`), else the reference executor, saying so.
+Status open_backend(Bench& bench, Settings& settings, std::string& device_json) {
+  if (settings.backend == "reference") return Status();
+  api::VulkanDevice device;
+  Status status = bench.open_device("", device);
   if (!status.ok()) {
     if (settings.backend == "vulkan") return std::move(status).add_context("--backend vulkan");
     std::fprintf(stderr, "kiln: no usable Vulkan device (%s); benchmarking the reference executor\n",
                  status.to_string().c_str());
     settings.backend = "reference";
-    return std::unique_ptr<VulkanContext>();
+    return Status();
   }
-  KILN_ASSIGN_OR_RETURN(ctx->compiler, vk::ShaderCompiler::create());
+  KILN_API_RETURN_IF_ERROR(device.describe_json(device_json));
+  bench.close_device(device);
   settings.backend = "vulkan";
-  return ctx;
+  return Status();
 }
 
 const std::vector<std::string> kBenchValueFlags = {"warmup", "iters", "min-time", "json",      "csv",
@@ -840,9 +956,13 @@ int cmd_bench(const std::vector<std::string>& argv) {
   if (args->positionals().empty()) return usage_error("kiln bench MODEL... [options]: no MODEL given");
   auto settings = parse_settings(*args);
   if (!settings.ok()) return fail(settings.status());
-  auto ctx = open_backend(*args, *settings);
-  if (!ctx.ok()) return fail(ctx.status());
-  const std::string device_name = *ctx ? (*ctx)->device->capabilities().device_name : "cpu";
+  Bench bench(*args, *settings);
+  bench.selector_ = args->get("device", "");
+  std::string device_json;
+  if (Status s = open_backend(bench, *settings, device_json); !s.ok()) return fail(s);
+  std::string device_name = "cpu";
+  if (auto caps = parse_json(device_json); caps.ok())
+    if (const std::string* name = caps->get_string("device_name")) device_name = *name;
 
   std::fprintf(stderr, "kiln: benchmarking %zu model(s) on %s (%s)\n", args->positionals().size(),
                settings->backend.c_str(), device_name.c_str());
@@ -853,7 +973,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
     r.path = path;
     r.model = model_name(path);
     std::fprintf(stderr, "kiln: [%zu/%zu] %s...\n", results.size() + 1, args->positionals().size(), path.c_str());
-    Status status = bench_model(ctx->get(), *args, *settings, r);
+    Status status = bench_model(bench, *args, *settings, r);
     if (status.ok()) {
       r.status = "ok";
     } else {
@@ -866,17 +986,21 @@ int cmd_bench(const std::vector<std::string>& argv) {
     results.push_back(std::move(r));
   }
 
-  std::string command = "[\"kiln\", \"bench\"";
-  for (const std::string& a : argv) command += ", " + str(a);
-  command += "]";
   int rc = 0;
   if (args->has("json")) {
-    std::string doc = "{\n  \"schema\": " + str(kSchema) + ",\n  \"tool\": \"kiln bench\",\n  \"created_utc\": " +
-                      str(utc_now()) + ",\n  \"command\": " + command + ",\n  \"environment\": " +
-                      environment_json(ctx->get(), *args, *settings) + ",\n  \"models\": [\n";
-    for (size_t i = 0; i < results.size(); ++i) doc += (i ? ",\n" : "") + model_json(results[i], *settings);
-    doc += "\n  ]\n}\n";
-    if (Status s = write_file("json", args->get("json"), doc); !s.ok()) rc = fail(s);
+    JsonWriter w;
+    w.begin_object();
+    w.newline().key("schema").string(kSchema);
+    w.newline().key("tool").string("kiln bench");
+    w.newline().key("created_utc").string(utc_now());
+    w.newline().key("command").begin_array().string("kiln").string("bench");
+    for (const std::string& a : argv) w.string(a);
+    w.end_array();
+    w.newline().key("environment"), environment_json(w, device_json, *args, *settings);
+    w.newline().key("models").begin_array();
+    for (const ModelResult& r : results) model_json(w, r, *settings);
+    w.newline().end_array().newline().end_object();
+    if (Status s = write_file("json", args->get("json"), w.str() + "\n"); !s.ok()) rc = fail(s);
   }
   if (args->has("csv")) {
     std::string csv = std::string(kCsvHeader) + "\n";
@@ -886,11 +1010,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
   for (const ModelResult& r : results)
     if (r.status != "ok") rc = 1;
   // Under --validate a validation message is a failure, as in the tests.
-  if (*ctx && (*ctx)->instance->error_count() > 0) {
-    std::fprintf(stderr, "kiln: %llu Vulkan validation error(s) were reported\n",
-                 static_cast<unsigned long long>((*ctx)->instance->error_count()));
-    rc = 1;
-  }
+  if (bench.validation_errors() > 0) rc = 1;  // reported when `bench` goes
   return rc;
 }
 

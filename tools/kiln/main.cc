@@ -14,6 +14,11 @@ int fail(const Status& status) {
   return 1;
 }
 
+int fail(const api::Error& error) {
+  std::fprintf(stderr, "kiln: %s\n", error.to_string().c_str());
+  return 1;
+}
+
 int usage_error(const std::string& message) {
   std::fprintf(stderr, "kiln: %s\n(run `kiln help` for usage)\n", message.c_str());
   return 2;

@@ -1,0 +1,87 @@
+// Session flags for the kiln tool; see session_flags.h.
+#include "tools/kiln/session_flags.h"
+
+#include <cstdio>
+
+namespace kiln::cli {
+
+const std::vector<std::string>& runner_value_flags() {
+  static const std::vector<std::string> flags = {"backend", "device", "storage", "precision", "coopmat", "inplace"};
+  return flags;
+}
+
+const std::vector<std::string>& runner_bool_flags() {
+  static const std::vector<std::string> flags = {"profile", "validate"};
+  return flags;
+}
+
+SessionFlags::SessionFlags() { options_.struct_size = sizeof(options_); }
+
+SessionFlags::~SessionFlags() {
+  const uint64_t errors = device_.validation_errors();
+  device_ = api::VulkanDevice();
+  if (errors > 0)
+    std::fprintf(stderr, "kiln: %llu Vulkan validation error(s) were reported\n",
+                 static_cast<unsigned long long>(errors));
+}
+
+void SessionFlags::set_pipeline(const Args& args) {
+  passes_ = args.get("passes");
+  options_.passes = passes_.c_str();
+  for (const std::string& name : args.all("disable-pass")) disabled_ += (disabled_.empty() ? "" : ",") + name;
+  options_.disabled_passes = disabled_.c_str();
+  plugin_paths_ = args.all("plugin");
+  for (const std::string& path : plugin_paths_) plugin_files_.push_back(path.c_str());
+  options_.plugin_files = plugin_files_.data();
+  options_.plugin_file_count = plugin_files_.size();
+  options_.log = [](void*, kiln_message_level_t level, const char* message) {
+    if (level >= KILN_MESSAGE_WARNING) std::fprintf(stderr, "kiln: %s\n", message);
+  };
+}
+
+std::string SessionFlags::set_backend(const Args& args) {
+  const std::string backend = args.get("backend", "auto");
+  if (backend == "reference") {
+    options_.backend = KILN_BACKEND_REFERENCE;
+    for (const char* flag : {"device", "storage", "precision", "coopmat", "inplace"})
+      if (args.has(flag)) std::fprintf(stderr, "kiln: note: --%s applies to the Vulkan backend only\n", flag);
+    return "";
+  }
+  if (backend != "vulkan" && backend != "auto")
+    return "INVALID_ARGUMENT: unknown backend '" + backend + "' (expected auto, vulkan or reference)";
+  storage_ = args.get("storage", "buffer");
+  if (storage_ != "buffer" && storage_ != "image")
+    return "INVALID_ARGUMENT: --storage must be buffer or image, got '" + storage_ + "'";
+  options_.storage = storage_ == "image" ? KILN_STORAGE_IMAGE : KILN_STORAGE_BUFFER;
+  precision_ = args.get("precision", "fp32");
+  if (precision_ != "fp32" && precision_ != "fp16")
+    return "INVALID_ARGUMENT: --precision must be fp32 or fp16, got '" + precision_ + "'";
+  options_.precision = precision_ == "fp16" ? KILN_PRECISION_FP16 : KILN_PRECISION_FP32;
+  const std::string coopmat = args.get("coopmat", "on");
+  if (coopmat != "on" && coopmat != "off")
+    return "INVALID_ARGUMENT: --coopmat must be on or off, got '" + coopmat + "'";
+  options_.disable_cooperative_matrix = coopmat == "off";
+  const std::string inplace = args.get("inplace", "on");
+  if (inplace != "on" && inplace != "off")
+    return "INVALID_ARGUMENT: --inplace must be on or off, got '" + inplace + "'";
+  options_.disable_inplace = inplace == "off";
+  options_.profile = args.has("profile");
+  options_.save_pipeline_cache = 1;
+
+  kiln_vulkan_device_options_t device{};
+  selector_ = args.get("device", "");
+  device.selector = selector_.c_str();
+  device.validation = args.has("validate");
+  if (api::Error e = api::VulkanDevice::create(device, device_)) {
+    if (backend == "vulkan") return std::string(kiln_status_code_name(e.code())) + ": --backend vulkan: " + e.message();
+    std::fprintf(stderr, "kiln: no usable Vulkan device (%s); running on the reference executor\n",
+                 e.to_string().c_str());
+    options_.backend = KILN_BACKEND_REFERENCE;
+    return "";
+  }
+  options_.backend = KILN_BACKEND_VULKAN;
+  options_.vulkan_device = device_.get();
+  return "";
+}
+
+}  // namespace kiln::cli
