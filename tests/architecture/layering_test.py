@@ -3,7 +3,8 @@
 below it (the picture in ../../README.md and ../shared/design/architecture.md):
 
     base < ir < ops < {reference runtime, registry} < planner, platform
-         < Vulkan runtime < session < api < tools;    frontends over ops;
+         < Vulkan runtime < session < api;    frontends over ops;
+    the tools use the public API (kiln.hpp) and engine/base's Status only;
     plugins see only include/ (the public ABI) and their own directory.
 
 Every #include "..." of a non-test source is checked against its
@@ -31,8 +32,10 @@ RULES = [
     ("frontends/onnx/", ENGINE_CORE),
     ("api/", ENGINE_CORE + ["engine/registry/", "engine/runtime/", "engine/session/", "planner/", "platform/vulkan/",
                             "frontends/onnx/"]),
-    ("tools/kiln/", ENGINE_CORE + ["engine/registry/", "engine/runtime/", "engine/session/", "planner/",
-                                   "platform/vulkan/", "frontends/onnx/", "tools/common/"]),
+    # The tool is a client of libkiln (kiln.hpp): of the engine it sees only
+    # engine/base's Status and JSON writer, which it links on its own.
+    ("tools/kiln/", ["engine/base/status.h", "engine/base/json_writer.h", "tools/common/"]),
+    ("tools/common/", []),
 ]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
