@@ -13,7 +13,7 @@ Z=/tmp/zoo
 models=${MODELS:-mobilenet_v2,mobilenet_v3_small,resnet18,resnet50,resnext50_32x4d,regnet_y_400mf,efficientnet_b0,convnext_tiny,swin_t,vit_b_16,squeezenet1_0,shufflenet_v2_x1_0,mnasnet1_0,googlenet,densenet121,alexnet,vgg11,transformer_encoder}
 python3 bench/export_models.py --out $Z --models $models > $OUT/export.log 2>&1 || true
 {
-echo "device: $($K info 2>/dev/null | sed -n 2p)"
+echo "device: $($K info 2>/dev/null | sed -n 3p)"
 for name in ${models//,/ }; do
   M=$Z/$name
   [ -f $M/model.onnx ] || { echo "$name: not exported"; continue; }
