@@ -40,15 +40,24 @@ kiln_status_t* session_options(const kiln_session_options_t* options, kiln::sess
 #define KILN_HAS(field) has(offsetof(kiln_session_options_t, field), sizeof(options->field))
   if (!KILN_HAS(backend)) return make_status(KILN_INVALID_ARGUMENT, "kiln_session_options_t.struct_size is too small");
   kiln_backend_t backend = options->backend;
-  if (backend != KILN_BACKEND_DEFAULT && backend != KILN_BACKEND_REFERENCE && backend != KILN_BACKEND_VULKAN)
+  if (backend != KILN_BACKEND_DEFAULT && backend != KILN_BACKEND_REFERENCE && backend != KILN_BACKEND_VULKAN &&
+      backend != KILN_BACKEND_PLUGIN)
     return make_status(KILN_INVALID_ARGUMENT, "unknown backend " + std::to_string(static_cast<int>(backend)));
   kiln_vulkan_device_t* device = KILN_HAS(vulkan_device) ? options->vulkan_device : nullptr;
-  if (backend == KILN_BACKEND_REFERENCE && device)
-    return make_status(KILN_INVALID_ARGUMENT, "a vulkan_device was given for the reference backend");
+  if ((backend == KILN_BACKEND_REFERENCE || backend == KILN_BACKEND_PLUGIN) && device)
+    return make_status(KILN_INVALID_ARGUMENT, std::string("a vulkan_device was given for the ") +
+                                                  (backend == KILN_BACKEND_PLUGIN ? "plugin" : "reference") +
+                                                  " backend");
+  if (backend == KILN_BACKEND_PLUGIN) {
+    if (!KILN_HAS(backend_plugin) || !options->backend_plugin || !*options->backend_plugin)
+      return make_status(KILN_INVALID_ARGUMENT, "KILN_BACKEND_PLUGIN needs kiln_session_options_t.backend_plugin");
+    out.backend_plugin = options->backend_plugin;
+  }
   // A device given means Vulkan was asked for.
   if (backend == KILN_BACKEND_DEFAULT && device) backend = KILN_BACKEND_VULKAN;
   out.backend = backend == KILN_BACKEND_REFERENCE ? kiln::session::BackendChoice::kReference
               : backend == KILN_BACKEND_VULKAN    ? kiln::session::BackendChoice::kVulkan
+              : backend == KILN_BACKEND_PLUGIN    ? kiln::session::BackendChoice::kPlugin
                                                   : kiln::session::BackendChoice::kAuto;
   *out_device = device;
   if (KILN_HAS(device_selector) && options->device_selector) out.context_options.selector = options->device_selector;
@@ -247,7 +256,8 @@ void kiln_session_destroy(kiln_session_t* session) {
 
 kiln_backend_t kiln_session_backend(const kiln_session_t* session) {
   if (!session) return KILN_BACKEND_DEFAULT;
-  return session->vulkan_model() ? KILN_BACKEND_VULKAN : KILN_BACKEND_REFERENCE;
+  if (session->vulkan_model()) return KILN_BACKEND_VULKAN;
+  return session->engine->backend() == "reference" ? KILN_BACKEND_REFERENCE : KILN_BACKEND_PLUGIN;
 }
 
 kiln_status_t* kiln_session_run(kiln_session_t* session, const kiln_tensor_t* const* inputs, size_t input_count,

@@ -250,6 +250,29 @@ TEST(CApiToolTest, SessionOptionsSwitches) {
   kiln_session_destroy(old);
 }
 
+// KILN_BACKEND_PLUGIN names a backend a plugin offers; without a name, or
+// with one no loaded plugin offers, session creation says so.
+// tests/plugin_backend runs a model on a plugin backend.
+TEST(CApiTest, PluginBackendNeedsAnOfferedName) {
+  kiln::api::Model model;
+  ASSERT_FALSE(kiln::api::Model::load(kModel, model));
+  kiln_session_options_t o{};
+  o.struct_size = sizeof o;
+  o.backend = KILN_BACKEND_PLUGIN;
+  o.ignore_plugin_path = 1;
+  kiln_session_t* session = nullptr;
+  kiln_status_t* s = kiln_session_create(model.get(), &o, &session);
+  EXPECT_EQ(kiln_status_code(s), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_status_message(s)).find("backend_plugin"), std::string::npos) << kiln_status_message(s);
+  kiln_status_free(s);
+  o.backend_plugin = "acme.npu";
+  s = kiln_session_create(model.get(), &o, &session);
+  EXPECT_EQ(kiln_status_code(s), KILN_NOT_FOUND);
+  EXPECT_NE(std::string(kiln_status_message(s)).find("acme.npu"), std::string::npos) << kiln_status_message(s);
+  kiln_status_free(s);
+  EXPECT_EQ(session, nullptr);
+}
+
 TEST(CApiToolTest, PluginCatalogue) {
   std::string json;
   kiln::api::Error err = kiln::api::plugins_describe_json(nullptr, json);

@@ -60,6 +60,11 @@ StatusOr<std::vector<PassRecord>> run_default_pipeline(ir::Graph& graph, const P
                                                        const PipelineSetup& setup) {
   PluginRegistry registry;
   KILN_RETURN_IF_ERROR(load_standard_plugins(registry, setup, options.log));
+  return run_pipeline(registry, graph, options);
+}
+
+StatusOr<std::vector<PassRecord>> run_pipeline(const PluginRegistry& registry, ir::Graph& graph,
+                                               const PipelineOptions& options) {
   PassManager manager(registry);
   manager.define_pipeline("default", default_pipeline(registry));
   // Folding one level of a shape computation exposes the next (a Shape

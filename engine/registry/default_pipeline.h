@@ -42,7 +42,12 @@ std::vector<std::string> default_pipeline(const PluginRegistry& registry);
 Status load_standard_plugins(PluginRegistry& registry, const PipelineSetup& setup, const LogFn& log);
 
 // Runs options.passes (or the default pipeline, minus options.disabled) on
-// `graph`. On success returns the per-pass records (time, statistics).
+// `graph` with the plugins of `registry`. On success returns the per-pass
+// records (time, statistics).
+StatusOr<std::vector<PassRecord>> run_pipeline(const PluginRegistry& registry, ir::Graph& graph,
+                                               const PipelineOptions& options);
+
+// load_standard_plugins into a registry of its own, then run_pipeline.
 StatusOr<std::vector<PassRecord>> run_default_pipeline(ir::Graph& graph, const PipelineOptions& options,
                                                        const PipelineSetup& setup = {});
 

@@ -740,12 +740,7 @@ StatusOr<PassRunResult> run_pass(const kiln_pass_t& pass, ir::Graph& graph, cons
     CurrentRunScope scope(&run);
     status = pass.run(pass.pass_state, &kHostApi, &run.view, &run.rw);
   }
-  if (status) {
-    std::string message = status->message;
-    StatusCode code = static_cast<StatusCode>(static_cast<int>(status->code));
-    delete status;
-    return Status(code, "pass '" + name + "' failed: " + message);
-  }
+  if (status) return take_plugin_status(status, "pass '" + name + "' failed");
   if (!run.first_error.empty())
     return internal_error("pass '" + name + "' made an invalid edit, nothing was applied: " + run.first_error);
   PassRunResult result;
@@ -763,6 +758,26 @@ StatusOr<PassRunResult> run_pass(const kiln_pass_t& pass, ir::Graph& graph, cons
   graph = std::move(run.work);
   result.committed = true;
   return result;
+}
+
+Status take_plugin_status(kiln_plugin_status_t* status, const std::string& what) {
+  if (!status) return ok_status();
+  const std::string message = status->message;
+  const StatusCode code = static_cast<StatusCode>(static_cast<int>(status->code));
+  delete status;
+  return Status(code, what + ": " + message);
+}
+
+Status with_graph_view(const ir::Graph& graph, const LogFn& log, const std::string& what, const GraphViewFn& fn) {
+  PassRun run(graph);
+  run.pass_name = what;
+  run.log = &log;
+  kiln_plugin_status_t* status = nullptr;
+  {
+    CurrentRunScope scope(&run);
+    status = fn(&kHostApi, &run.view);
+  }
+  return take_plugin_status(status, what);
 }
 
 }  // namespace kiln::registry

@@ -33,4 +33,13 @@ struct PassRunResult {
 // plugin's log messages (may be empty).
 StatusOr<PassRunResult> run_pass(const kiln_pass_t& pass, ir::Graph& graph, const LogFn& log);
 
+// Calls `fn` with the host table and a read-only view of a copy of `graph`
+// (a backend plugin's compile reads the graph through it), valid during the
+// call. Returns `fn`'s status converted, prefixed with `what`.
+using GraphViewFn = std::function<kiln_plugin_status_t*(const kiln_host_api_t*, const kiln_graph_t*)>;
+Status with_graph_view(const ir::Graph& graph, const LogFn& log, const std::string& what, const GraphViewFn& fn);
+
+// Converts and frees a plugin status (NULL is OK), prefixing `what`.
+Status take_plugin_status(kiln_plugin_status_t* status, const std::string& what);
+
 }  // namespace kiln::registry

@@ -119,8 +119,30 @@ Status PluginRegistry::add(const kiln_plugin_t* d, const std::string& origin, vo
   loaded.origin = origin;
   loaded.descriptor = d;
   loaded.handle = handle;
+  KILN_ASSIGN_OR_RETURN(loaded.backend, backend_of(*d, label));
+  if (loaded.backend && find_backend(loaded.backend->name))
+    return invalid_argument("plugin '" + label + "' refused: a backend named '" + loaded.backend->name +
+                            "' is already loaded");
   plugins_.push_back(std::move(loaded));
   return ok_status();
+}
+
+StatusOr<const kiln_backend_v1_t*> PluginRegistry::backend_of(const kiln_plugin_t& d, const std::string& label) {
+  if (!KILN_PLUGIN_HAS_FIELD(&d, kiln_plugin_t, get_interface) || !d.get_interface) return nullptr;
+  const auto* b = static_cast<const kiln_backend_v1_t*>(d.get_interface(KILN_INTERFACE_BACKEND_V1));
+  if (!b) return nullptr;
+  const std::string where = "plugin '" + label + "' refused: its " + KILN_INTERFACE_BACKEND_V1;
+  if (!KILN_PLUGIN_HAS_FIELD(b, kiln_backend_v1_t, destroy))
+    return invalid_argument(where + " struct_size " + std::to_string(b->struct_size) + " is too small");
+  if (!b->name || !*b->name) return invalid_argument(where + " has no name");
+  if (!b->compile || !b->run || !b->destroy) return invalid_argument(where + " lacks compile, run or destroy");
+  return b;
+}
+
+const kiln_backend_v1_t* PluginRegistry::find_backend(std::string_view name) const {
+  for (const LoadedPlugin& p : plugins_)
+    if (p.backend && name == p.backend->name) return p.backend;
+  return nullptr;
 }
 
 void PluginRegistry::load_directory(const std::string& dir, bool keep_linked_in, std::string& errors) {

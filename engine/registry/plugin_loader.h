@@ -21,6 +21,8 @@ struct LoadedPlugin {
   std::string origin;  // file path, or "static:<name>" for linked-in plugins
   const kiln_plugin_t* descriptor = nullptr;
   void* handle = nullptr;  // dlopen handle; null for static plugins
+  // The backend it offers through get_interface(KILN_INTERFACE_BACKEND_V1), or null.
+  const kiln_backend_v1_t* backend = nullptr;
 };
 
 class PluginRegistry {
@@ -58,9 +60,13 @@ class PluginRegistry {
   const kiln_pass_t* find_pass(std::string_view name) const;
   // Every pass of every plugin, in load order.
   std::vector<const kiln_pass_t*> passes() const;
+  // The backend of this name a loaded plugin offers, or null.
+  const kiln_backend_v1_t* find_backend(std::string_view name) const;
 
  private:
   Status add(const kiln_plugin_t* descriptor, const std::string& origin, void* handle);
+  // The descriptor's checked backend interface, null when it offers none.
+  static StatusOr<const kiln_backend_v1_t*> backend_of(const kiln_plugin_t& d, const std::string& label);
   // load_file; with keep_linked_in, a plugin named like a linked-in one is
   // unloaded again and OK is returned.
   Status load_file_impl(const std::string& path, bool keep_linked_in);

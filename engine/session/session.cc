@@ -4,6 +4,7 @@
 #include <chrono>
 #include <new>
 
+#include "engine/registry/plugin_backend.h"
 #include "engine/runtime/reference_backend.h"
 
 namespace kiln::session {
@@ -16,9 +17,10 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 Session::~Session() {
-  // The compiled model borrows the context and the graph.
+  // The compiled model borrows the context, the graph and a plugin backend's code.
   compiled_.reset();
   owned_context_.reset();
+  plugins_.reset();
 }
 
 StatusOr<std::unique_ptr<Session>> Session::create(const ir::Graph& model, const SessionOptions& options) {
@@ -32,14 +34,31 @@ StatusOr<std::unique_ptr<Session>> Session::create(const ir::Graph& model, const
 }
 
 Status Session::optimize(const SessionOptions& options) {
-  if (!options.run_passes) return ok_status();
+  if (!options.run_passes && options.backend != BackendChoice::kPlugin) return ok_status();
   const auto t0 = std::chrono::steady_clock::now();
-  KILN_ASSIGN_OR_RETURN(pass_records_, registry::run_default_pipeline(*graph_, options.pipeline, options.plugins));
+  plugins_ = std::make_unique<registry::PluginRegistry>();
+  KILN_RETURN_IF_ERROR(registry::load_standard_plugins(*plugins_, options.plugins, options.pipeline.log));
+  if (options.run_passes) {
+    KILN_ASSIGN_OR_RETURN(pass_records_, registry::run_pipeline(*plugins_, *graph_, options.pipeline));
+  }
   pipeline_ms_ = ms_since(t0);
   return ok_status();
 }
 
 Status Session::compile(const SessionOptions& options) {
+  if (options.backend == BackendChoice::kPlugin) {
+    const kiln_backend_v1_t* backend = plugins_->find_backend(options.backend_plugin);
+    if (!backend) {
+      std::string offered;
+      for (const registry::LoadedPlugin& p : plugins_->plugins())
+        if (p.backend) offered += (offered.empty() ? "" : ", ") + std::string(p.backend->name);
+      return not_found("no loaded plugin offers a backend named '" + options.backend_plugin + "' (loaded: " +
+                       (offered.empty() ? std::string("none") : offered) + ")");
+    }
+    registry::PluginBackend plugin(*backend, options.pipeline.log);
+    KILN_ASSIGN_OR_RETURN(compiled_, plugin.compile(*graph_));
+    return ok_status();
+  }
   if (options.backend != BackendChoice::kReference) {
     bool have_device = false;
     Status vulkan = [&]() -> Status {

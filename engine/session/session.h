@@ -27,10 +27,14 @@ enum class BackendChoice {
   kAuto,       // Vulkan when a device exists and the model compiles for it, else the reference executor
   kReference,  // the CPU reference executor
   kVulkan,     // Vulkan or an error
+  kPlugin,     // the backend a loaded plugin offers under SessionOptions::backend_plugin
 };
 
 struct SessionOptions {
   BackendChoice backend = BackendChoice::kAuto;
+  // kPlugin: the name of the backend (kiln_backend_v1_t::name) a loaded
+  // plugin offers; the plugin files come from `plugins` as for passes.
+  std::string backend_plugin;
   // The pass pipeline: false runs none (`--passes none`).
   bool run_passes = true;
   registry::PipelineOptions pipeline;  // passes, disabled passes, log
@@ -84,6 +88,9 @@ class Session {
   Status optimize(const SessionOptions& options);
   Status compile(const SessionOptions& options);
 
+  // The loaded plugins: their passes ran, and a plugin backend's code must
+  // stay loaded while the compiled model lives.
+  std::unique_ptr<registry::PluginRegistry> plugins_;
   std::unique_ptr<ir::Graph> graph_;
   std::vector<registry::PassRecord> pass_records_;
   double pipeline_ms_ = 0;

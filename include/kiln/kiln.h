@@ -173,7 +173,10 @@ KILN_API const char* kiln_vulkan_device_name(const kiln_vulkan_device_t* device)
 typedef enum kiln_backend_t {
   KILN_BACKEND_DEFAULT = 0,   /* Vulkan when available, else reference */
   KILN_BACKEND_REFERENCE = 1, /* the CPU reference executor */
-  KILN_BACKEND_VULKAN = 2
+  KILN_BACKEND_VULKAN = 2,
+  /* \since 0.2: the backend a loaded plugin offers (kiln.backend.v1 in
+   * kiln_plugin.h), named by kiln_session_options_t.backend_plugin. */
+  KILN_BACKEND_PLUGIN = 3
 } kiln_backend_t;
 
 /* Where the Vulkan backend keeps activations. */
@@ -257,6 +260,10 @@ typedef struct kiln_session_options_t {
   /* \since 0.2. As kiln_vulkan_device_options_t.validation, for the device
    * the session creates when vulkan_device is NULL. */
   uint32_t validation;
+  /* \since 0.2. With KILN_BACKEND_PLUGIN: the name of the backend a loaded
+   * plugin offers (plugin_files, $KILN_PLUGIN_PATH or the plugin directory).
+   * Errors: NOT_FOUND naming the backends that are loaded. */
+  const char* backend_plugin;
 } kiln_session_options_t;
 
 /* A model prepared for one backend. Single owner: create/destroy. */
@@ -273,7 +280,7 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_session_create(kiln_model_t* model, 
                                                            kiln_session_t** out_session);
 KILN_API void kiln_session_destroy(kiln_session_t* session);
 
-/* The backend the session runs on (REFERENCE or VULKAN, never DEFAULT). */
+/* The backend the session runs on (REFERENCE, VULKAN or PLUGIN, never DEFAULT). */
 KILN_API kiln_backend_t kiln_session_backend(const kiln_session_t* session);
 
 /* Runs the model. `inputs` are in the model's input order (borrowed);

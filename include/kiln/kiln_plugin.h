@@ -347,6 +347,49 @@ typedef struct kiln_pass_t {
   int32_t required;
 } kiln_pass_t;
 
+/* ---- a backend a plugin provides (\since 1.2) ------------------------------- */
+
+/* The interface name a backend plugin answers in get_interface. */
+#define KILN_INTERFACE_BACKEND_V1 "kiln.backend.v1"
+
+/* A dense, row-major host tensor crossing the boundary for the duration of
+ * one call. dtype is a kiln_plugin_dtype_t number. */
+typedef struct kiln_tensor_view_t {
+  uint32_t struct_size;
+  int32_t dtype;
+  size_t rank;
+  const int64_t* dims; /* rank entries */
+  void* data;          /* the elements; read-only for inputs */
+} kiln_tensor_view_t;
+
+/* Gives the plugin the memory of output `index` (graph output order) with
+ * this dtype and shape; NULL if the host refuses (wrong index, dtype or
+ * out of memory), which the plugin reports as a failed run. */
+typedef void* (*kiln_backend_alloc_output_fn)(void* alloc_ctx, size_t index, int32_t dtype, size_t rank,
+                                              const int64_t* dims);
+
+/* What get_interface(KILN_INTERFACE_BACKEND_V1) returns: a backend the
+ * engine session compiles and runs models on (the OpenCL backend is one),
+ * chosen by name. Grows only at the end (struct_size). */
+typedef struct kiln_backend_v1_t {
+  uint32_t struct_size;
+  const char* name; /* "acme.npu": what a session names to run on it */
+  void* state;      /* passed back to compile */
+  /* Compiles the graph, read through `host` during the call, into a model
+   * of the plugin's own (*out_model). A graph the backend cannot run is a
+   * status (KILN_PLUGIN_UNIMPLEMENTED, naming the node and op). */
+  kiln_plugin_status_t* (*compile)(void* state, const kiln_host_api_t* host, const kiln_graph_t* graph,
+                                   void** out_model);
+  /* Runs the model: inputs in graph input order (input_count pointers to
+   * views); every output's memory comes from alloc_output. Must be
+   * thread-safe for concurrent runs of one model. Statuses are made with
+   * host->make_status. */
+  kiln_plugin_status_t* (*run)(void* model, const kiln_host_api_t* host, const kiln_tensor_view_t* const* inputs,
+                               size_t input_count, kiln_backend_alloc_output_fn alloc_output, void* alloc_ctx);
+  /* Frees a compiled model. */
+  void (*destroy)(void* model);
+} kiln_backend_v1_t;
+
 typedef struct kiln_plugin_t {
   uint32_t struct_size;
   uint32_t abi_version; /* the version this descriptor speaks */

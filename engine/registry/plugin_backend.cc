@@ -1,0 +1,90 @@
+// PluginBackend (see plugin_backend.h).
+#include "engine/registry/plugin_backend.h"
+
+#include <chrono>
+#include <new>
+
+namespace kiln::registry {
+namespace {
+
+class PluginModel : public runtime::CompiledModel {
+ public:
+  PluginModel(const kiln_backend_v1_t& backend, void* model, size_t outputs)
+      : backend_(backend), model_(model), outputs_(outputs) {}
+  ~PluginModel() override { backend_.destroy(model_); }
+  std::string_view backend() const override { return backend_.name; }
+
+  StatusOr<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, runtime::RunStats* stats) const override {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<kiln_tensor_view_t> views(inputs.size());
+    std::vector<const kiln_tensor_view_t*> pointers(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& t = inputs[i];
+      if (!t.defined()) return invalid_argument("input " + std::to_string(i) + " is missing");
+      views[i] = {sizeof(kiln_tensor_view_t), static_cast<int32_t>(t.dtype()), t.shape().size(), t.shape().data(),
+                  const_cast<void*>(static_cast<const void*>(t.raw_data()))};
+      pointers[i] = &views[i];
+    }
+    Outputs out{std::vector<Tensor>(outputs_), {}};
+    const std::string what = "backend '" + std::string(backend_.name) + "'";
+    KILN_RETURN_IF_ERROR(take_plugin_status(
+        backend_.run(model_, host_api(), pointers.data(), pointers.size(), &Outputs::alloc, &out), what));
+    if (!out.error.empty()) return internal_error(what + ": " + out.error);
+    for (size_t i = 0; i < out.tensors.size(); ++i)
+      if (!out.tensors[i].defined()) return internal_error(what + " did not produce output " + std::to_string(i));
+    if (stats) {
+      *stats = runtime::RunStats{};
+      stats->wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+    return std::move(out.tensors);
+  }
+
+ private:
+  struct Outputs {
+    std::vector<Tensor> tensors;
+    std::string error;  // the first refused allocation
+
+    static void* alloc(void* ctx, size_t index, int32_t dtype, size_t rank, const int64_t* dims) {
+      auto& self = *static_cast<Outputs*>(ctx);
+      if (index >= self.tensors.size()) {
+        if (self.error.empty()) self.error = "output " + std::to_string(index) + " does not exist";
+        return nullptr;
+      }
+      if (dtype <= KILN_PLUGIN_DTYPE_UNDEFINED || dtype > KILN_PLUGIN_DTYPE_UINT64 || (rank > 0 && !dims)) {
+        if (self.error.empty()) self.error = "output " + std::to_string(index) + " asked for a bad dtype or shape";
+        return nullptr;
+      }
+      auto t = Tensor::allocate(static_cast<DType>(dtype), Shape(dims, dims + rank));
+      if (!t.ok()) {
+        if (self.error.empty()) self.error = "output " + std::to_string(index) + ": " + t.status().message();
+        return nullptr;
+      }
+      self.tensors[index] = std::move(t).value();
+      return self.tensors[index].raw_data();
+    }
+  };
+
+  const kiln_backend_v1_t& backend_;
+  void* model_;
+  size_t outputs_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<runtime::CompiledModel>> PluginBackend::compile(const ir::Graph& graph) {
+  void* model = nullptr;
+  const std::string what = "backend '" + std::string(backend_.name) + "' cannot compile the model";
+  KILN_RETURN_IF_ERROR(with_graph_view(graph, log_, what, [&](const kiln_host_api_t* host, const kiln_graph_t* g) {
+    return backend_.compile(backend_.state, host, g, &model);
+  }));
+  if (!model) return internal_error("backend '" + std::string(backend_.name) + "' compiled no model");
+  auto compiled = std::unique_ptr<runtime::CompiledModel>(
+      new (std::nothrow) PluginModel(backend_, model, graph.main().outputs.size()));
+  if (!compiled) {
+    backend_.destroy(model);
+    return out_of_memory("out of memory");
+  }
+  return compiled;
+}
+
+}  // namespace kiln::registry

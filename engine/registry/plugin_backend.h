@@ -1,0 +1,28 @@
+// A backend a plugin provides (kiln_backend_v1_t, kiln_plugin.h) behind the
+// engine's backend interface (engine/runtime/backend.h): the engine session
+// compiles and runs on it exactly as on the reference executor or Vulkan.
+// The plugin must stay loaded (its PluginRegistry alive) while the backend
+// and its compiled models live.
+#pragma once
+
+#include "engine/registry/host_api.h"
+#include "engine/runtime/backend.h"
+#include "kiln/kiln_plugin.h"
+
+namespace kiln::registry {
+
+class PluginBackend : public runtime::Backend {
+ public:
+  // `backend` is borrowed (the plugin's); `log` receives the plugin's log
+  // messages during compile.
+  PluginBackend(const kiln_backend_v1_t& backend, LogFn log) : backend_(backend), log_(std::move(log)) {}
+  std::string_view name() const override { return backend_.name; }
+  // Errors: the plugin's compile status, prefixed with the backend's name.
+  StatusOr<std::unique_ptr<runtime::CompiledModel>> compile(const ir::Graph& graph) override;
+
+ private:
+  const kiln_backend_v1_t& backend_;
+  LogFn log_;
+};
+
+}  // namespace kiln::registry
