@@ -90,10 +90,21 @@ std::vector<FusionGroup> collect_fusion_groups(const ir::Graph& graph, const std
     if (added) groups.push_back(FusionGroup{it->second, {}});
     groups[at->second].nodes.push_back(nid);
   }
+  // Groups in sub-graphs are kept only to be reported unfused.
+  std::map<std::string, size_t> nested;
+  for (size_t i = 0; i < graph.num_nodes(); ++i) {
+    const ir::Node& node = graph.node(static_cast<ir::NodeId>(i));
+    auto it = node.annotations.find(kFusionGroupKey);
+    if (node.erased || node.region == ir::kMainRegion || it == node.annotations.end()) continue;
+    auto [at, added] = nested.emplace(it->second, groups.size());
+    if (added) groups.push_back(FusionGroup{it->second, {}, true});
+    groups[at->second].nodes.push_back(node.id);
+  }
   return groups;
 }
 
 std::string fusion_blocker(const ir::Graph& graph, const PlanBuilder& builder, const FusionGroup& group) {
+  if (group.in_subgraph) return "it is in a sub-graph (only the main graph's groups fuse)";
   if (group.nodes.size() < 2) return "it has one node";
   const std::set<ir::NodeId> members(group.nodes.begin(), group.nodes.end());
   std::set<ir::ValueId> produced;

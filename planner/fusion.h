@@ -29,10 +29,12 @@ namespace kiln::planner {
 struct FusionGroup {
   std::string id;
   std::vector<ir::NodeId> nodes;  // in `order`; the last one writes the output
+  bool in_subgraph = false;       // of an If branch or Loop body: never fused
 };
 
 // The groups of the main-region nodes in `order` (check_plan_hints ran: ids
-// are valid), in the order of their first node.
+// are valid), in the order of their first node, then those of sub-graph
+// nodes (per id, all sub-graphs together), which fusion_blocker refuses.
 std::vector<FusionGroup> collect_fusion_groups(const ir::Graph& graph, const std::vector<ir::NodeId>& order);
 
 // Why `group` cannot be one kernel, judged from the graph alone (empty when

@@ -46,6 +46,18 @@ ExecutionPlan plan_of(const ir::Graph& g, PlanOptions options = {}) {
   return plan.ok() ? std::move(plan).value() : ExecutionPlan{};
 }
 
+// The chain planned without any group (a) and with `grouped` in group "g" (b).
+struct PlainAndGrouped {
+  std::unique_ptr<ir::Graph> plain, grouped;
+  ExecutionPlan a, b;
+};
+
+PlainAndGrouped plan_both(const std::string& grouped, bool m_is_output = false) {
+  PlainAndGrouped p{parse(chain_model("", "g", m_is_output)), parse(chain_model(grouped, "g", m_is_output)), {}, {}};
+  if (p.plain && p.grouped) p.a = plan_of(*p.plain), p.b = plan_of(*p.grouped);
+  return p;
+}
+
 bool bound_by_a_kernel(const ExecutionPlan& plan, const ir::Graph& g, const char* value) {
   auto it = plan.value_tensor.find(g.find_value(value));
   if (it == plan.value_tensor.end()) return false;
@@ -56,10 +68,8 @@ bool bound_by_a_kernel(const ExecutionPlan& plan, const ir::Graph& g, const char
 }
 
 TEST(Fusion, AnElementwiseChainIsOneKernel) {
-  auto plain = parse(chain_model(""));
-  auto grouped = parse(chain_model("smat"));
+  const auto [plain, grouped, a, b] = plan_both("smat");
   ASSERT_TRUE(plain && grouped);
-  const ExecutionPlan a = plan_of(*plain), b = plan_of(*grouped);
   EXPECT_EQ(a.dispatch_count(), 4u);
   ASSERT_EQ(b.dispatch_count(), 1u);
   EXPECT_EQ(b.steps[0].kernel.name, "fused_sigmoid_mul_add_tanh");
@@ -73,11 +83,19 @@ TEST(Fusion, AnElementwiseChainIsOneKernel) {
   for (size_t n : testing::expect_plan_kernels_valid(*grouped, "fused_chain")) EXPECT_EQ(n, 1u);
 }
 
+TEST(Fusion, SymbolicShapesFuse) {
+  std::string text = chain_model("smat");
+  for (size_t at = text.find("[2,3,4,8]"); at != std::string::npos; at = text.find("[2,3,4,8]"))
+    text.replace(at, 9, "[n,3,h,8]");
+  auto grouped = parse(text);
+  ASSERT_TRUE(grouped);
+  EXPECT_EQ(plan_of(*grouped).dispatch_count(), 1u);
+  for (size_t n : testing::expect_plan_kernels_valid(*grouped, "fused_symbolic")) EXPECT_EQ(n, 1u);
+}
+
 TEST(Fusion, PartOfAChainFusesAndTheRestIsUnchanged) {
-  auto plain = parse(chain_model(""));
-  auto grouped = parse(chain_model("ma"));
+  const auto [plain, grouped, a, b] = plan_both("ma");
   ASSERT_TRUE(plain && grouped);
-  const ExecutionPlan a = plan_of(*plain), b = plan_of(*grouped);
   ASSERT_EQ(b.dispatch_count(), 3u);
   EXPECT_EQ(b.steps[0].kernel.name, a.steps[0].kernel.name);
   EXPECT_EQ(b.steps[1].kernel.name, "fused_mul_add");
@@ -89,10 +107,8 @@ TEST(Fusion, PartOfAChainFusesAndTheRestIsUnchanged) {
 }
 
 TEST(Fusion, AnIntermediateReadOutsideKeepsTheGroupUnfused) {
-  auto plain = parse(chain_model("", "g", true));
-  auto grouped = parse(chain_model("smat", "g", true));
+  const auto [plain, grouped, a, b] = plan_both("smat", /*m_is_output=*/true);
   ASSERT_TRUE(plain && grouped);
-  const ExecutionPlan a = plan_of(*plain), b = plan_of(*grouped);
   EXPECT_EQ(describe_plan(a, *plain), describe_plan(b, *grouped));
   ASSERT_EQ(b.fusion_notes.size(), 1u);
   EXPECT_NE(b.fusion_notes[0].find("fusion group 'g'"), std::string::npos) << b.fusion_notes[0];
