@@ -175,8 +175,15 @@ Status lower_fused(PlanBuilder& builder, const ir::Graph& graph, const FusionGro
     name += "_" + kd.name;
 
     const KernelTensor* written = nullptr;
+    size_t writes = 0;
     for (const KernelTensor& t : kd.tensors)
-      if (t.written) written = &t;
+      if (t.written) written = &t, ++writes;
+    // Every body must compute the element at the harness's coordinates of
+    // one shape: the output's, written without a view.
+    const auto out = builder.plan().value_tensor.find(node.outputs[0]);
+    if (writes != 1 || out == builder.plan().value_tensor.end() || written->tensor != out->second ||
+        !same_shape(written->shape, builder.value_shape(node.outputs[0])))
+      return refuse("does not write its output as one map kernel of its shape");
     std::string kbody = kd.body;
     std::map<std::string, std::string> names;
     std::set<std::string> forbidden;

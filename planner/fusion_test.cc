@@ -93,6 +93,26 @@ TEST(Fusion, SymbolicShapesFuse) {
   for (size_t n : testing::expect_plan_kernels_valid(*grouped, "fused_symbolic")) EXPECT_EQ(n, 1u);
 }
 
+TEST(Fusion, HelpersTwoNodesNeedAreDefinedOnce) {
+  auto g = parse(
+      "graph @g opset 17 {\n  input %x : f32[3,5]\n"
+      "  %s = Sigmoid(%x) #{kiln.fusion_group = \"h\"} : f32[3,5]\n"
+      "  %t = Sigmoid(%s) #{kiln.fusion_group = \"h\"} : f32[3,5]\n"
+      "  %m = Mish(%t) #{kiln.fusion_group = \"h\"} : f32[3,5]\n"
+      "  %z = Tanh(%m) #{kiln.fusion_group = \"h\"} : f32[3,5]\n  return %z\n}\n");
+  ASSERT_TRUE(g);
+  const ExecutionPlan plan = plan_of(*g);
+  ASSERT_EQ(plan.dispatch_count(), 1u);
+  const KernelDesc& k = plan.steps[0].kernel;
+  EXPECT_EQ(k.name, "fused_sigmoid_sigmoid_mish_tanh");
+  for (const char* fn : {"float kiln_sigmoid(", "float kiln_tanh(", "float kiln_softplus("}) {
+    const size_t at = k.helpers.find(fn);
+    EXPECT_NE(at, std::string::npos) << fn;
+    EXPECT_EQ(k.helpers.find(fn, at + 1), std::string::npos) << fn;
+  }
+  for (size_t n : testing::expect_plan_kernels_valid(*g, "fused_helpers")) EXPECT_EQ(n, 1u);
+}
+
 TEST(Fusion, PartOfAChainFusesAndTheRestIsUnchanged) {
   const auto [plain, grouped, a, b] = plan_both("ma");
   ASSERT_TRUE(plain && grouped);
