@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include "kiln/kiln_plugin.h"
 #include "planner/control_flow.h"
+#include "planner/fusion.h"
 #include "planner/inplace.h"
 #include "planner/plan_builder.h"
 #include "planner/precision_policy.h"
@@ -174,6 +176,46 @@ Status check_buffer_ranges(PlanBuilder& builder, const ir::Node& node) {
   return ok_status();
 }
 
+// What lowering nodes adds to the plan, kept so that a failed lowering can
+// be undone.
+struct Checkpoint {
+  size_t tensors = 0;
+  size_t host_params = 0;
+  std::vector<std::pair<ir::ValueId, TensorId>> output_aliases;  // each output's alias_of before
+};
+
+Checkpoint checkpoint(PlanBuilder& builder, const ir::Graph& graph, const std::vector<ir::NodeId>& nodes) {
+  Checkpoint c;
+  c.tensors = builder.plan().tensors.size();
+  c.host_params = builder.plan().host_params.size();
+  for (ir::NodeId nid : nodes)
+    for (ir::ValueId v : graph.node(nid).outputs)
+      if (v != ir::kNoValue) c.output_aliases.push_back({v, builder.tensor(builder.tensor_of(v)).alias_of});
+  return c;
+}
+
+void rollback(PlanBuilder& builder, const Checkpoint& c) {
+  ExecutionPlan& plan = builder.plan();
+  builder.pending_kernels().clear();
+  for (auto it = plan.value_tensor.begin(); it != plan.value_tensor.end();)
+    it = (static_cast<size_t>(it->second) >= c.tensors) ? plan.value_tensor.erase(it) : std::next(it);
+  if (plan.tensors.size() > c.tensors) plan.tensors.resize(c.tensors);
+  plan.host_params.resize(c.host_params);
+  for (const auto& [v, alias] : c.output_aliases) builder.tensor(builder.tensor_of(v)).alias_of = alias;
+}
+
+// Appends the pending kernels as dispatch steps of node `nid`.
+void emit_pending(PlanBuilder& builder, ir::NodeId nid) {
+  for (KernelDesc& k : builder.pending_kernels()) {
+    PlanStep step;
+    step.kind = PlanStep::Kind::kDispatch;
+    step.node = nid;
+    step.kernel = std::move(k);
+    builder.plan().steps.push_back(std::move(step));
+  }
+  builder.pending_kernels().clear();
+}
+
 }  // namespace
 
 StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& target, const PlanOptions& options,
@@ -249,37 +291,19 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
     for (ir::ValueId v : node.inputs)
       if (v != ir::kNoValue && !builder.value_ranked(v)) ranked_inputs = false;
     const LowerFn fn = lowerings.find(node.domain, node.op);
-    const size_t tensors_before = plan.tensors.size();
-    const size_t host_params_before = plan.host_params.size();
-    std::vector<TensorId> output_aliases;
-    for (ir::ValueId v : node.outputs)
-      output_aliases.push_back(v == ir::kNoValue ? kNoTensor : builder.tensor(builder.tensor_of(v)).alias_of);
+    const Checkpoint before = checkpoint(builder, graph, {nid});
     if (fn && ranked_inputs && !has_subgraph(node)) {
       LoweringContext ctx(builder, graph, nid);
       lowered = fn(ctx);
     }
     if (lowered.ok()) lowered = check_buffer_ranges(builder, node);
     if (lowered.ok()) {
-      for (KernelDesc& k : builder.pending_kernels()) {
-        PlanStep step;
-        step.kind = PlanStep::Kind::kDispatch;
-        step.node = nid;
-        step.kernel = std::move(k);
-        plan.steps.push_back(std::move(step));
-      }
-      builder.pending_kernels().clear();
+      emit_pending(builder, nid);
       return ok_status();
     }
     if (lowered.code() != StatusCode::kUnimplemented) return lowered;
     // Undo what the failed lowering added, then run the node on the host.
-    builder.pending_kernels().clear();
-    for (auto it = plan.value_tensor.begin(); it != plan.value_tensor.end();)
-      it = (static_cast<size_t>(it->second) >= tensors_before) ? plan.value_tensor.erase(it) : std::next(it);
-    if (plan.tensors.size() > tensors_before) plan.tensors.resize(tensors_before);
-    plan.host_params.resize(host_params_before);
-    for (size_t i = 0; i < node.outputs.size(); ++i)
-      if (node.outputs[i] != ir::kNoValue)
-        builder.tensor(builder.tensor_of(node.outputs[i])).alias_of = output_aliases[i];
+    rollback(builder, before);
     if (!schema || !schema->kernel) return lowered;
     for (ir::ValueId v : node.inputs)
       if (v != ir::kNoValue) builder.tensor_of(v);
@@ -321,8 +345,52 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
     }
     if (!complete) main_order = graph.main().nodes;
   }
+  // Fusion groups (fusion.h): a group that may fuse is lowered as one kernel
+  // where its last node stands (every input of the group is made by then,
+  // and only nodes after it read its output); its other nodes wait for it.
+  std::map<ir::NodeId, const FusionGroup*> deferred;
+  const std::vector<FusionGroup> groups = collect_fusion_groups(graph, main_order);
+  const auto note = [&](const FusionGroup& g, const std::string& why) {
+    plan.fusion_notes.push_back("fusion group '" + g.id + "' (" + std::to_string(g.nodes.size()) +
+                                " nodes) runs unfused: " + why);
+  };
+  for (const FusionGroup& g : groups) {
+    const std::string why = fusion_blocker(graph, builder, g);
+    if (!why.empty()) {
+      note(g, why);
+      continue;
+    }
+    for (ir::NodeId nid : g.nodes) deferred[nid] = &g;
+  }
+  const auto lower_group = [&](const FusionGroup& g) -> Status {
+    const ir::NodeId last = g.nodes.back();
+    std::string why;
+    for (ir::NodeId nid : g.nodes) {
+      bool inputs_host = true;
+      for (ir::ValueId v : graph.node(nid).inputs)
+        if (v != ir::kNoValue && !host_known[static_cast<size_t>(v)]) inputs_host = false;
+      if (inputs_host) why = graph.node(nid).describe() + " runs on the host (its inputs are host values)";
+    }
+    if (why.empty()) {
+      const Checkpoint before = checkpoint(builder, graph, g.nodes);
+      Status fused = lower_fused(builder, graph, g, lowerings);
+      if (fused.ok()) fused = check_buffer_ranges(builder, graph.node(last));
+      if (fused.ok()) {
+        emit_pending(builder, last);
+        return ok_status();
+      }
+      if (fused.code() != StatusCode::kUnimplemented) return fused;
+      rollback(builder, before);
+      why = fused.message();
+    }
+    note(g, why);
+    for (ir::NodeId nid : g.nodes) KILN_RETURN_IF_ERROR(lower_node(nid));
+    return ok_status();
+  };
   for (ir::NodeId nid : main_order) {
-    KILN_RETURN_IF_ERROR(lower_node(nid));
+    auto group = deferred.find(nid);
+    if (group == deferred.end()) KILN_RETURN_IF_ERROR(lower_node(nid));
+    else if (nid == group->second->nodes.back()) KILN_RETURN_IF_ERROR(lower_group(*group->second));
   }
   for (ir::ValueId v : graph.main().outputs) plan.outputs.push_back(builder.tensor_of(v));
   if (options.inplace) plan_inplace(plan, graph);

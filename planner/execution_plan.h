@@ -122,6 +122,8 @@ struct ExecutionPlan {
   std::vector<HostParam> host_params;
   // Nodes that run on the host because no lowering handles them, with why.
   std::vector<std::string> fallback_reasons;
+  // Fusion groups (planner/fusion.h) planned unfused, with why.
+  std::vector<std::string> fusion_notes;
 
   // Counts over all steps, both branches of every If included.
   size_t dispatch_count() const;

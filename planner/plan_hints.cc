@@ -1,6 +1,7 @@
 // Planner hooks read from annotations (see plan_hints.h).
 #include "planner/plan_hints.h"
 
+#include <cctype>
 #include <charconv>
 #include <string_view>
 #include <vector>
@@ -86,12 +87,27 @@ StatusOr<KernelHint> kernel_hint(const ir::Node& node) {
   return hint;
 }
 
+StatusOr<std::optional<std::string>> fusion_group_hint(const ir::Node& node) {
+  auto it = node.annotations.find(kFusionGroupKey);
+  if (it == node.annotations.end()) return std::optional<std::string>();
+  const std::string& id = it->second;
+  bool valid = !id.empty() && id.size() <= 64;
+  for (char c : id)
+    valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' || c == '-');
+  if (!valid)
+    return invalid_argument(node.describe() + ": " + kFusionGroupKey + " '" + id +
+                            "' must be 1 to 64 letters, digits or _.:-");
+  return std::optional<std::string>(id);
+}
+
 Status check_plan_hints(const ir::Graph& graph) {
   for (size_t i = 0; i < graph.num_values(); ++i)
     KILN_RETURN_IF_ERROR(storage_hint(graph.value(static_cast<ir::ValueId>(i))).status());
   for (size_t i = 0; i < graph.num_nodes(); ++i) {
     const ir::Node& node = graph.node(static_cast<ir::NodeId>(i));
-    if (!node.erased) KILN_RETURN_IF_ERROR(kernel_hint(node).status());
+    if (node.erased) continue;
+    KILN_RETURN_IF_ERROR(kernel_hint(node).status());
+    KILN_RETURN_IF_ERROR(fusion_group_hint(node).status());
   }
   return ok_status();
 }

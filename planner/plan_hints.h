@@ -7,6 +7,8 @@
 //   node   "kiln.kernel"       "tile=64x32,split_k=2,coopmat=off"
 //                              the kernel configuration of a GEMM-family
 //                              node (MatMul, Gemm, Conv lowered as GEMM)
+//   node   "kiln.fusion_group" "<id>"               the node's fusion group
+//                              (planner/fusion.h)
 //
 // A storage hint is a request: constants, non-float tensors and tensors too
 // large for the device's images stay buffers. A malformed hint is an error
@@ -28,6 +30,7 @@ namespace kiln::planner {
 inline constexpr const char* kStorageKey = KILN_ANNOTATION_STORAGE;
 inline constexpr const char* kPackedAxisKey = KILN_ANNOTATION_PACKED_AXIS;
 inline constexpr const char* kKernelKey = KILN_ANNOTATION_KERNEL;
+inline constexpr const char* kFusionGroupKey = KILN_ANNOTATION_FUSION_GROUP;
 
 struct StorageHint {
   std::optional<Storage> storage;
@@ -51,6 +54,10 @@ StatusOr<StorageHint> storage_hint(const ir::Value& value);
 // The node's kernel hint. Errors: kInvalidArgument naming the node for an
 // unknown key or a value out of range.
 StatusOr<KernelHint> kernel_hint(const ir::Node& node);
+// The node's fusion group id; nullopt without one. Errors: kInvalidArgument
+// naming the node for an id that is empty, longer than 64 characters or has
+// a character other than letters, digits and "_.:-".
+StatusOr<std::optional<std::string>> fusion_group_hint(const ir::Node& node);
 // Checks every hint in the main region and sub-graphs (build_plan calls it
 // first, so a bad hint fails the compile before anything is planned).
 Status check_plan_hints(const ir::Graph& graph);

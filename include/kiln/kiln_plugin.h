@@ -108,7 +108,8 @@ typedef enum kiln_fact_t {
  * rw_annotate_node). Without them the planner's own choices apply, bit for
  * bit; a malformed one fails the compile with a message naming the value or
  * node. A pass that sets them declares the matching fact in
- * `invalidates_facts` (KILN_FACT_LAYOUTS, KILN_FACT_KERNEL_CONFIGS).
+ * `invalidates_facts` (KILN_FACT_LAYOUTS, KILN_FACT_KERNEL_CONFIGS,
+ * KILN_FACT_FUSION_GROUPS).
  *   value KILN_ANNOTATION_STORAGE      "buffer" | "image": where the tensor lives
  *                                      (constants, non-float tensors and images
  *                                      beyond the device's limit stay buffers)
@@ -116,10 +117,20 @@ typedef enum kiln_fact_t {
  *                                      its 4 texel channels
  *   node  KILN_ANNOTATION_KERNEL       "tile=MxN,split_k=S,coopmat=on|off": a
  *                                      GEMM-family node's kernel (M in 16, 32,
- *                                      64 or 128x64; N in 16, 32, 64; S 1-16) */
+ *                                      64 or 128x64; N in 16, 32, 64; S 1-16)
+ *   node  KILN_ANNOTATION_FUSION_GROUP "<id>" (letters, digits, "_.:-", at most
+ *                                      64): nodes of the main graph sharing an
+ *                                      id are one fusion group, which the
+ *                                      planner runs as one kernel where it can
+ *                                      (elementwise map ops with one output
+ *                                      whose other values only the group
+ *                                      reads); a group it cannot fuse runs
+ *                                      unfused, the reason recorded in the
+ *                                      plan. KILN_FACT_FUSION_GROUPS. */
 #define KILN_ANNOTATION_STORAGE "kiln.storage"
 #define KILN_ANNOTATION_PACKED_AXIS "kiln.packed_axis"
 #define KILN_ANNOTATION_KERNEL "kiln.kernel"
+#define KILN_ANNOTATION_FUSION_GROUP "kiln.fusion_group"
 
 /* ---- the graph as a plugin sees it ------------------------------------------ */
 

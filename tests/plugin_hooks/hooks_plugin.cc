@@ -4,6 +4,8 @@
 //     split the planner would not choose for these sizes);
 //   * kiln.storage = "image" and kiln.packed_axis = "0" on every MatMul
 //     output (the plan's storage is buffers);
+//   * kiln.fusion_group = "test.chain" on every Sigmoid, Mul, Add and Tanh
+//     (the elementwise chain of the test's second model);
 // and counts what it set in its statistics.
 #include "kiln/kiln_plugin.hpp"
 
@@ -17,6 +19,11 @@ class ForceHooks : public kiln::plugin::Pass {
   void run(GraphView& g, Rewriter& rw) override {
     for (kiln_node_id_t n : g.nodes()) {
       const auto info = g.node(n);
+      if (info && info->domain.empty() &&
+          (info->op == "Sigmoid" || info->op == "Mul" || info->op == "Add" || info->op == "Tanh")) {
+        rw.annotate_node(n, KILN_ANNOTATION_FUSION_GROUP, "test.chain");
+        rw.add_statistic("fusion-group-nodes", 1);
+      }
       if (!info || !info->domain.empty() || info->op != "MatMul") continue;
       rw.annotate_node(n, KILN_ANNOTATION_KERNEL, "tile=16x16,split_k=2");
       rw.add_statistic("kernel-configs", 1);
@@ -30,8 +37,9 @@ class ForceHooks : public kiln::plugin::Pass {
 
 ForceHooks force_hooks;
 const kiln_pass_t force_hooks_pass =
-    kiln::plugin::make_pass(force_hooks, "test.force-hooks", "sets every planner hook on MatMul nodes",
-                            KILN_FACT_SHAPES, KILN_FACT_LAYOUTS | KILN_FACT_KERNEL_CONFIGS);
+    kiln::plugin::make_pass(force_hooks, "test.force-hooks", "sets every planner hook",
+                            KILN_FACT_SHAPES,
+                            KILN_FACT_LAYOUTS | KILN_FACT_KERNEL_CONFIGS | KILN_FACT_FUSION_GROUPS);
 const kiln_pass_t* const passes[] = {&force_hooks_pass};
 const kiln_plugin_t plugin = kiln::plugin::make_plugin("test.hooks", "1.0.0", passes, 1);
 

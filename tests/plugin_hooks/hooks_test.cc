@@ -1,7 +1,8 @@
 // The planner hooks through the plugin ABI: test.force-hooks (loaded from its
 // .so like any third party's plugin) sets a MatMul's kernel configuration and
-// its output's storage and packed axis; the compiled plan takes them and the
-// outputs stay those of the planner's own choices. Without the plugin the
+// its output's storage and packed axis, and puts an elementwise chain into
+// one fusion group; the compiled plan takes them and the outputs stay those
+// of the planner's own choices. Without the plugin the
 // plan is the default one; a malformed hint fails the compile naming the node.
 #include <gtest/gtest.h>
 
@@ -21,6 +22,15 @@ std::string matmul_model() {
   for (int i = 0; i < 32 * 24; ++i) w += (i ? "," : "") + std::to_string(((i * 37) % 17 - 8) / 8.0);
   return "graph @g opset 17 {\n  input %x : f32[8,32]\n  const %w : f32[32,24] = dense<[" + w +
          "]>\n  %y = MatMul(%x, %w) : f32[8,24]\n  %z = Relu(%y) : f32[8,24]\n  return %z\n}\n";
+}
+
+// z = Tanh(Sigmoid(x) * b + x) with b broadcast along the last axis; x of
+// shape [n,3,4,8] (n = "2" or a symbol).
+std::string chain_model(const std::string& n) {
+  const std::string t = " : f32[" + n + ",3,4,8]\n";
+  return "graph @g opset 17 {\n  input %x" + t + "  const %b : f32[8] = dense<[0.5,-1,2,0.25,1.5,-0.5,3,1]>\n" +
+         "  %s = Sigmoid(%x)" + t + "  %m = Mul(%s, %b)" + t + "  %a = Add(%m, %x)" + t + "  %z = Tanh(%a)" + t +
+         "  return %z\n}\n";
 }
 
 session::SessionOptions vulkan_options() {
@@ -93,6 +103,56 @@ TEST_F(PlannerHooks, APluginChangesKernelAndStorageNotResults) {
   for (int64_t i = 0; i < (*a)[0].numel(); ++i)
     EXPECT_NEAR((*a)[0].get_f64(i), (*b)[0].get_f64(i), 1e-5 * (1.0 + std::fabs((*a)[0].get_f64(i)))) << i;
   EXPECT_EQ((*hooked)->vulkan_context()->validation_errors(), 0u);
+}
+
+TEST_F(PlannerHooks, AFusionGroupIsOneKernelWithTheSameResults) {
+  Tensor x = Tensor::allocate(DType::kFloat32, {2, 3, 4, 8}).value();
+  for (int64_t i = 0; i < x.numel(); ++i) x.set_f64(i, 3.0 * std::sin(0.37 * static_cast<double>(i)));
+  int configs = 0;
+  for (const std::string n : {"2", "n"}) {
+    for (planner::Storage storage : {planner::Storage::kBuffer, planner::Storage::kImage})
+      for (planner::ElemType precision : {planner::ElemType::kF32, planner::ElemType::kF16}) {
+        auto model = ir::parse_graph(chain_model(n));
+        ASSERT_TRUE(model.ok()) << model.status().to_string();
+        const std::string config = "[" + n + ",3,4,8] " + planner::storage_name(storage) + "/" +
+                                   planner::elem_type_name(precision);
+        session::SessionOptions options = vulkan_options();
+        options.vulkan.plan.storage = storage;
+        options.vulkan.plan.precision = precision;
+        auto plain = session::Session::create(**model, options);
+        if (!plain.ok() && precision == planner::ElemType::kF16 &&
+            plain.status().code() == StatusCode::kUnimplemented)
+          continue;  // no 16-bit storage on this device
+        ASSERT_TRUE(plain.ok()) << config << ": " << plain.status().to_string();
+        options.plugins.plugin_files = {KILN_HOOKS_PLUGIN};
+        auto hooked = session::Session::create(**model, options);
+        ASSERT_TRUE(hooked.ok()) << config << ": " << hooked.status().to_string();
+
+        // Four map kernels become one, which writes only z.
+        const planner::ExecutionPlan& a = (*plain)->vulkan_model()->plan();
+        const planner::ExecutionPlan& b = (*hooked)->vulkan_model()->plan();
+        EXPECT_EQ(a.dispatch_count(), 4u) << config << ": " << kernel_names(*(*plain)->vulkan_model());
+        EXPECT_EQ(b.dispatch_count(), a.dispatch_count() - 3) << config;
+        EXPECT_EQ(kernel_names(*(*hooked)->vulkan_model()), "fused_sigmoid_mul_add_tanh ") << config;
+        EXPECT_TRUE(b.fusion_notes.empty()) << config << ": " << b.fusion_notes.front();
+
+        auto ra = (*plain)->run({x});
+        auto rb = (*hooked)->run({x});
+        ASSERT_TRUE(ra.ok()) << config << ": " << ra.status().to_string();
+        ASSERT_TRUE(rb.ok()) << config << ": " << rb.status().to_string();
+        ASSERT_EQ((*ra)[0].shape(), (*rb)[0].shape());
+        // fp32: the same float operations (lavapipe gives the same bits; a
+        // driver may contract a * b + c across the fused bodies); fp16: the
+        // unfused plan rounds each intermediate to half, the fused one does not.
+        const double tol = precision == planner::ElemType::kF32 ? 1e-6 : 4e-3;
+        for (int64_t i = 0; i < (*ra)[0].numel(); ++i)
+          EXPECT_NEAR((*ra)[0].get_f64(i), (*rb)[0].get_f64(i), tol) << config << " element " << i;
+        EXPECT_EQ((*hooked)->vulkan_context()->validation_errors(), 0u) << config;
+        ++configs;
+      }
+  }
+  RecordProperty("configs", configs);  // 8 where the device has 16-bit storage
+  EXPECT_GE(configs, 4);
 }
 
 TEST_F(PlannerHooks, AMalformedHintFailsNamingTheNode) {
