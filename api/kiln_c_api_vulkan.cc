@@ -19,19 +19,6 @@ using kiln::capi::make_status;
 using kiln::capi::null_arg;
 using kiln::capi::to_c;
 
-namespace kiln::capi {
-namespace {
-
-std::string shape_text(const Shape& s) {
-  std::string out = "[";
-  for (size_t k = 0; k < s.size(); ++k) out += (k ? "," : "") + std::to_string(s[k]);
-  return out + "]";
-}
-
-}  // namespace
-
-}  // namespace kiln::capi
-
 extern "C" {
 
 kiln_status_t* kiln_vulkan_device_create(const kiln_vulkan_device_options_t* options,
@@ -185,7 +172,7 @@ kiln_status_t* kiln_session_bind_vulkan_buffer(kiln_session_t* session, const ch
         fits = e.shape[k] >= 0 && (!declared.dims[k].is_const() || declared.dims[k].value() == e.shape[k]);
       if (!fits)
         return make_status(KILN_INVALID_ARGUMENT, "input " + what + " has shape " + declared.to_string() +
-                                                      "; the binding gives " + kiln::capi::shape_text(e.shape));
+                                                      "; the binding gives " + kiln::shape_to_string(e.shape));
     } else if (declared.is_static()) {
       e.shape = declared.concrete();
     } else {
@@ -205,7 +192,7 @@ kiln_status_t* kiln_session_bind_vulkan_buffer(kiln_session_t* session, const ch
     const size_t need = kiln::runtime::device_bytes(*layout, shape);
     if (need > binding->size)
       return make_status(KILN_INVALID_ARGUMENT, what + " needs " + std::to_string(need) + " bytes (shape " +
-                                                    kiln::capi::shape_text(shape) + " of " +
+                                                    kiln::shape_to_string(shape) + " of " +
                                                     kiln::planner::elem_type_name(layout->type) +
                                                     "), the bound range has " + std::to_string(binding->size));
   }

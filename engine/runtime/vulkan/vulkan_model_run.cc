@@ -19,15 +19,6 @@ using planner::PlanStep;
 using planner::PlanTensor;
 using planner::Storage;
 
-namespace {
-
-std::string shape_text(const Shape& s) {
-  std::string out = "[";
-  for (size_t k = 0; k < s.size(); ++k) out += (k ? "," : "") + std::to_string(s[k]);
-  return out + "]";
-}
-
-}  // namespace
 
 VulkanModel::Impl::~Impl() {
   (void)device.wait_idle();
@@ -139,13 +130,13 @@ StatusOr<std::vector<InputSpec>> VulkanModel::Impl::input_specs(const std::vecto
     if (v.shape.has_rank) {
       if (specs[i].shape.size() != v.shape.dims.size())
         return invalid_argument("input '" + v.name + "' must have rank " + std::to_string(v.shape.dims.size()) +
-                                " (shape " + v.shape.to_string() + "), got " + shape_text(specs[i].shape));
+                                " (shape " + v.shape.to_string() + "), got " + shape_to_string(specs[i].shape));
       bool match = true;
       for (size_t k = 0; match && k < v.shape.dims.size(); ++k)
         match = !v.shape.dims[k].is_const() || v.shape.dims[k].value() == specs[i].shape[k];
       if (!match)
         return invalid_argument("input '" + v.name + "' must have shape " + v.shape.to_string() + ", got " +
-                                shape_text(specs[i].shape));
+                                shape_to_string(specs[i].shape));
     }
   }
   return specs;
@@ -369,7 +360,7 @@ Status VulkanModel::Impl::resolve_bindings(const DeviceBindings& bindings, Signa
                                        device_bytes(rt.layout, sig.shapes[static_cast<size_t>(root)]));
     if (need > b.size)
       return invalid_argument(what + " needs " + std::to_string(need) + " bytes (shape " +
-                              shape_text(sig.shapes[static_cast<size_t>(id)]) + " of " +
+                              shape_to_string(sig.shapes[static_cast<size_t>(id)]) + " of " +
                               planner::elem_type_name(t.layout.type) + "), the bound range has " +
                               std::to_string(b.size));
     auto [it, inserted] = sig.external.emplace(root, b);

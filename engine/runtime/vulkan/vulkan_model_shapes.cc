@@ -18,12 +18,6 @@ using planner::PlanTensor;
 
 namespace {
 
-std::string shape_text(const Shape& s) {
-  std::string out = "[";
-  for (size_t k = 0; k < s.size(); ++k) out += (k ? "," : "") + std::to_string(s[k]);
-  return out + "]";
-}
-
 // Host values of a host node's outputs: from inference when it knows the
 // value as constants (Shape, Size), else the reference kernel.
 StatusOr<std::vector<Tensor>> host_outputs(const ops::OpSchema& schema, const ir::Node& node,
@@ -285,8 +279,8 @@ Status VulkanModel::Impl::evaluate_plan_dims(Signature& sig) const {
     }
     if (pt.origin == PlanTensor::Origin::kTemporary) sig.shapes[t] = eval;
     else if (eval != sig.shapes[t])
-      return internal_error("value '" + graph.value(pt.value).name + "': plan shape " + shape_text(eval) +
-                            " disagrees with the inferred " + shape_text(sig.shapes[t]));
+      return internal_error("value '" + graph.value(pt.value).name + "': plan shape " + shape_to_string(eval) +
+                            " disagrees with the inferred " + shape_to_string(sig.shapes[t]));
   }
   return ok_status();
 }
