@@ -60,6 +60,10 @@ std::string session_json(const kiln_session_t& s) {
     w.key("fallback_reasons").begin_array();
     for (const std::string& reason : plan.fallback_reasons) w.string(reason);
     w.end_array();
+    // Fusion groups a plugin asked for that run unfused, and why.
+    w.key("fusion_notes").begin_array();
+    for (const std::string& note : plan.fusion_notes) w.string(note);
+    w.end_array();
     const kiln::vk::KernelCacheStats& k = engine.compile_cache_stats();
     w.key("kernel_cache").begin_object();
     w.key("compiles").number(k.compiles).key("disk_hits").number(k.disk_hits).key("memory_hits").number(k.memory_hits);

@@ -644,7 +644,7 @@ TEST_F(CApiVulkanTest, ValidatedDeviceAndDescriptions) {
   ASSERT_FALSE(session.describe_json(json));
   for (const char* field : {"\"backend\": \"vulkan\"", "\"device\": ", "\"storage\": \"buffer\"",
                             "\"precision\": \"fp32\"", "\"compile\": {\"plan_ms\": ", "\"fallback_reasons\": [",
-                            "\"kernel_cache\": {\"compiles\": "})
+                            "\"fusion_notes\": [", "\"kernel_cache\": {\"compiles\": "})
     EXPECT_NE(json.find(field), std::string::npos) << field << " in " << json;
   const std::vector<float> x = inputs_for(4, 0.5f);
   expect_near(run_host(session, 4, x), reference(model_, 4, x), 1e-6f);
