@@ -1,7 +1,7 @@
 /* A host application in C99 that uses Kiln through kiln.h alone: it loads a
  * model, creates a session whose pass pipeline loads the given plugin files,
  * runs the model once on raw float32 input, writes the raw float32 output,
- * and prints what the pipeline did. The plugin example test
+ * and prints what the pipeline did and how many nodes ran on the host. The plugin example test
  * (plugins/examples/silu_fusion/test/example_test.sh) builds it against an
  * installed Kiln and compares its output with `kiln run`'s, byte for byte.
  *
@@ -143,6 +143,18 @@ int main(int argc, char** argv) {
   if (s) {
     rc = fail(s, "kiln_session_run");
     goto done;
+  }
+  {
+    kiln_run_stats_t stats;
+    memset(&stats, 0, sizeof stats);
+    stats.struct_size = (uint32_t)sizeof stats;
+    s = kiln_session_last_run_stats(session, &stats);
+    if (s) {
+      rc = fail(s, "kiln_session_last_run_stats");
+      goto done;
+    }
+    /* Nodes run on the host with transfers: what the pipeline can spare. */
+    printf("dispatches %u fallbacks %u\n", stats.dispatches, stats.fallbacks);
   }
   if (kiln_tensor_dtype(output) != KILN_DTYPE_FLOAT32 ||
       !write_file(argv[3], kiln_tensor_data(output), kiln_tensor_byte_size(output))) {

@@ -166,6 +166,32 @@ check "C host: --passes none runs no pass" 1 "" -- grep -q "^pass " "$tmp/none.o
 check "C host: a missing plugin is an error naming it" 1 "missing-plugin.so" -- \
   "$tmp/pipeline_host" "$model" "$tmp/x.f32" "$tmp/none.f32" 3x8 --plugin "$tmp/missing-plugin.so"
 
+# A model that needs the default pipeline to run wholly on the device: a
+# dead NonZero (no device lowering) is a host fallback until dce removes it.
+"$python" - "$tmp/dead.onnx" <<'PY'
+import sys
+from onnx import TensorProto, helper, save
+nodes = [helper.make_node("NonZero", ["x"], ["unused"], name="dead_nonzero"),
+         helper.make_node("Relu", ["x"], ["y"], name="relu")]
+graph = helper.make_graph(nodes, "dead", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 8])])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+model.ir_version = 8
+save(model, sys.argv[1])
+PY
+"$tmp/pipeline_host" "$tmp/dead.onnx" "$tmp/x.f32" "$tmp/dead_none.f32" 3x8 --passes none >"$tmp/dead_none.out" 2>&1
+"$tmp/pipeline_host" "$tmp/dead.onnx" "$tmp/x.f32" "$tmp/dead.f32" 3x8 >"$tmp/dead.out" 2>&1
+check "C host: without the pipeline the dead NonZero runs on the host" 0 "^dispatches 1 fallbacks 1$" -- cat "$tmp/dead_none.out"
+check "C host: with the default pipeline everything runs on the device" 0 "^dispatches 1 fallbacks 0$" -- cat "$tmp/dead.out"
+check "C host: dce removed it" 0 "^pass dce committed=1" -- cat "$tmp/dead.out"
+check "C host on the device" 0 "^backend vulkan$" -- cat "$tmp/dead.out"
+check "kiln run on the same model" 0 "" -- "$kiln" run "$tmp/dead.onnx" --input x="$tmp/x.npy" --output y="$tmp/dead_run.npy"
+check "C host output equals kiln run's (default pipeline)" 0 "^ok$" -- "$python" -c "
+import numpy as np
+a = np.load('$tmp/dead_run.npy'); b = np.fromfile('$tmp/dead.f32', dtype='<f4').reshape(a.shape)
+assert np.array_equal(a.view(np.uint32), b.view(np.uint32)), (a, b)
+print('ok')"
+
 check "kiln passes lists the plugin" 0 "plugin example.silu 1.0.0 .*libsilu_fusion.so" -- "$kiln" passes --plugin "$plugin"
 check "default pipeline includes it" 0 "default pipeline: .* example.fuse-silu" -- "$kiln" passes --plugin "$plugin"
 
