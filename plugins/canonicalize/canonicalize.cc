@@ -290,14 +290,35 @@ class FuseConvBatchNorm : public kiln::plugin::Pass {
 class RemoveNoops : public kiln::plugin::Pass {
  public:
   void run(GraphView& g, Rewriter& rw) override {
-    for (kiln_region_id_t r : regions(g))
-      for (kiln_node_id_t n : g.nodes(r))
+    for (kiln_region_id_t r : regions(g)) {
+      const auto nodes = g.nodes(r);
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        const kiln_node_id_t n = nodes[i];
         if (is_noop(g, n)) {
           const auto ins = g.inputs(n);
           const auto outs = g.outputs(n);
           replace_node(rw, n, {outs[0]}, {ins[0]});
           rw.add_statistic("noops-removed", 1);
+        } else if (auto target = unit_axis_transpose_target(g, n)) {
+          // Moving only axes of extent 1 keeps every element's row-major
+          // position: the Transpose is a Reshape, which the planner makes a
+          // view of a buffer instead of a copy kernel.
+          const auto info = g.node(n);
+          const kiln_value_id_t in = g.inputs(n)[0];
+          const auto outs = g.outputs(n);
+          const kiln_value_id_t shape =
+              rw.add_constant(g.value(outs[0])->name + "_shape", KILN_PLUGIN_DTYPE_INT64,
+                              {static_cast<int64_t>(target->size())}, target->data(), target->size() * sizeof(int64_t),
+                              info->region);
+          // Erased first (the Reshape produces its output value), so the
+          // Reshape goes where the node after it stands.
+          rw.erase_node(n);
+          rw.add_node("Reshape", {in, shape}, {outs[0]}, info->name, info->region,
+                      i + 1 < nodes.size() ? nodes[i + 1] : KILN_NO_ID);
+          rw.add_statistic("transposes-to-reshapes", 1);
         }
+      }
+    }
   }
 
  private:
@@ -305,6 +326,40 @@ class RemoveNoops : public kiln::plugin::Pass {
     auto sa = g.static_shape(a);
     auto sb = g.static_shape(b);
     return sa && sb && *sa == *sb;
+  }
+
+  // The Reshape target of a Transpose whose permutation keeps the order of
+  // the input's axes of extent other than 1 (e.g. [1,197,768] -> [197,1,768]),
+  // when the output's dims are constants except at most one (written -1).
+  static std::optional<std::vector<int64_t>> unit_axis_transpose_target(const GraphView& g, kiln_node_id_t n) {
+    if (!is_default_op(g, n, "Transpose") || !g.has_attr(n, "perm")) return std::nullopt;
+    const auto ins = g.inputs(n);
+    const auto outs = g.outputs(n);
+    if (ins.size() != 1 || outs.size() != 1 || ins[0] == KILN_NO_ID || outs[0] == KILN_NO_ID) return std::nullopt;
+    const auto in = g.shape(ins[0]);
+    const auto out = g.shape(outs[0]);
+    const auto perm = g.attr_ints(n, "perm");
+    if (!in || !out || perm.size() != in->size() || out->size() != in->size()) return std::nullopt;
+    const auto unit = [](const kiln::plugin::Dim& d) { return d.is_const && d.value == 1; };
+    int64_t last = -1;
+    for (int64_t p : perm) {
+      if (p < 0 || p >= static_cast<int64_t>(in->size())) return std::nullopt;
+      if (unit((*in)[static_cast<size_t>(p)])) continue;
+      if (p < last) return std::nullopt;  // two real axes swap: a real transpose
+      last = p;
+    }
+    std::vector<int64_t> target;
+    bool symbolic = false;
+    for (const kiln::plugin::Dim& d : *out) {
+      if (d.is_const) {
+        target.push_back(d.value);
+      } else {
+        if (symbolic || d.is_unknown) return std::nullopt;
+        symbolic = true;
+        target.push_back(-1);
+      }
+    }
+    return target;
   }
 
   static bool is_noop(const GraphView& g, kiln_node_id_t n) {
@@ -406,7 +461,7 @@ const kiln_pass_t kFoldShapes = kiln::plugin::make_pass(
 const kiln_pass_t kFuseConvBn = kiln::plugin::make_pass(
     fuse_conv_bn, "fuse-conv-batchnorm", "folds an inference BatchNormalization into the Conv before it");
 const kiln_pass_t kRemoveNoops = kiln::plugin::make_pass(
-    remove_noops, "remove-noops", "removes Identity, Dropout and no-op Reshape/Transpose/Cast");
+    remove_noops, "remove-noops", "removes Identity, Dropout and no-op Reshape/Transpose/Cast; a Transpose moving only unit axes becomes a Reshape");
 const kiln_pass_t kDce = kiln::plugin::make_pass(dce, "dce", "erases nodes whose outputs are unused");
 const kiln_pass_t kCse =
     kiln::plugin::make_pass(cse, "cse", "merges nodes with the same op, inputs and attributes");
