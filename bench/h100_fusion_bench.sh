@@ -6,7 +6,9 @@
 #   PHASE=kiln   exports the models with this machine's PyTorch, then runs
 #                `kiln bench` on all of them in fp32 and fp16, each with the
 #                default pipeline and with --disable-pass fusion (the
-#                ablation), and checks every output against PyTorch's;
+#                ablation), and checks every output against PyTorch's
+#                (buffer storage in kiln bench, then image storage with the
+#                validation layer on);
 #   PHASE=torch  PRECISION=fp32|fp16  times torch.compile(mode=
 #                "reduce-overhead") on the same models in kiln bench's schema;
 #   PHASE=report `kiln bench compare` over everything, plus the dispatch and
@@ -38,6 +40,19 @@ kiln)
       --json "$out/kiln_${p}_nofusion.json" --csv "$out/kiln_${p}_nofusion.csv" > "$out/kiln_${p}_nofusion.txt" 2>&1
   done
   cat "$out"/kiln_*.txt
+  # kiln bench checks buffer storage against PyTorch; image storage here,
+  # with the validation layer on.
+  for m in $names; do
+    M=$Z/$m
+    for cfg in "fp32 1e-3" "fp16 2e-2"; do
+      set -- $cfg
+      log=$(timeout 60 "$K" run $M/model.onnx --backend vulkan --validate --storage image --precision $1 \
+        --input input=$M/input.npy --output output=/tmp/o.npy 2>&1)
+      verdict=$(python3 "$root/tests/models/compare_npy.py" $M/output.npy /tmp/o.npy --rtol $2 2>&1 | tail -1)
+      echo "$m image $1: $(echo "$log" | grep -o 'dispatches [0-9]* (fused [0-9]*)'); $verdict;" \
+        "validation-error-lines $(echo "$log" | grep -c 'validation error')"
+    done
+  done 2>&1 | tee "$out/image_check.txt"
   ;;
 torch)
   p=${PRECISION:-fp32}
