@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "planner/fusion_dwpw.h"
 #include "planner/glsl_codegen.h"
 #include "planner/lower_util.h"
 #include "planner/shader_template.h"
@@ -108,14 +109,20 @@ std::string fusion_blocker(const ir::Graph& graph, const PlanBuilder& builder, c
   if (group.nodes.size() < 2) return "it has one node";
   const std::set<ir::NodeId> members(group.nodes.begin(), group.nodes.end());
   std::set<ir::ValueId> produced;
+  std::set<ir::ValueId> unused;  // the head's optional outputs, which nothing may read
   for (ir::NodeId nid : group.nodes) {
     const ir::Node& node = graph.node(nid);
     if (has_subgraph(node)) return node.describe() + " has a sub-graph";
-    if (node.outputs.size() != 1 || node.outputs[0] == ir::kNoValue)
+    const bool head = nid == group.nodes.front();
+    if (node.outputs.empty() || node.outputs[0] == ir::kNoValue || (node.outputs.size() > 1 && !head))
       return node.describe() + " does not have exactly one output";
     if (!builder.value_ranked(node.outputs[0])) return node.describe() + " has an output of unknown rank";
     produced.insert(node.outputs[0]);
+    for (size_t j = 1; j < node.outputs.size(); ++j)
+      if (node.outputs[j] != ir::kNoValue) unused.insert(node.outputs[j]);
   }
+  for (ir::ValueId v : graph.main().outputs)
+    if (unused.count(v)) return "the output '" + graph.value(v).name + "' of the head is used (it has several)";
   // Who reads the group's values: its own nodes, or anything else (nodes of
   // any region, sub-graphs capturing them, the graph's outputs).
   std::map<ir::ValueId, int> inside;
@@ -124,25 +131,38 @@ std::string fusion_blocker(const ir::Graph& graph, const PlanBuilder& builder, c
     const ir::Node& node = graph.node(static_cast<ir::NodeId>(i));
     if (node.erased) continue;
     for (ir::ValueId v : node.inputs) {
+      if (unused.count(v)) return "the output '" + graph.value(v).name + "' of the head is used (it has several)";
       if (!produced.count(v)) continue;
       if (members.count(node.id)) ++inside[v];
       else outside.insert(v);
     }
-    for (ir::ValueId v : subgraph_reads(graph, node))
+    for (ir::ValueId v : subgraph_reads(graph, node)) {
+      if (unused.count(v)) return "the output '" + graph.value(v).name + "' of the head is used (it has several)";
       if (produced.count(v)) outside.insert(v);
+    }
   }
   for (ir::ValueId v : graph.main().outputs)
     if (produced.count(v)) outside.insert(v);
   const ir::ValueId out = graph.node(group.nodes.back()).outputs[0];
-  for (ir::NodeId nid : group.nodes) {
-    if (nid == group.nodes.back()) break;
-    const ir::Node& node = graph.node(nid);
+  // A DWPW group (fusion_dwpw.h): the nodes before the pointwise conv have
+  // the depthwise conv's output shape and are read only up to that conv.
+  const size_t pw = dwpw_pointwise_index(graph, group).value_or(0);
+  std::set<ir::NodeId> after_pw(group.nodes.begin() + static_cast<std::ptrdiff_t>(pw) + 1, group.nodes.end());
+  for (size_t k = 0; k + 1 < group.nodes.size(); ++k) {
+    const ir::Node& node = graph.node(group.nodes[k]);
     const ir::ValueId v = node.outputs[0];
     const std::string what = "the output '" + graph.value(v).name + "' of " + node.describe();
     if (outside.count(v)) return what + " is read outside the group (a fused group has one output)";
     if (!inside.count(v)) return what + " is not read by the group (it is not connected)";
-    if (!same_shape(builder.value_shape(v), builder.value_shape(out)))
+    if (k < pw) {
+      for (ir::NodeId reader : after_pw)
+        for (ir::ValueId in : graph.node(reader).inputs)
+          if (in == v) return what + " is read after the pointwise conv of a depthwise-pointwise group";
+      if (!same_shape(builder.value_shape(v), builder.value_shape(graph.node(group.nodes[0]).outputs[0])))
+        return what + " does not have the shape of the depthwise conv's output";
+    } else if (!same_shape(builder.value_shape(v), builder.value_shape(out))) {
       return what + " does not have the shape of the group's output";
+    }
     if (builder.value_elem_type(v) != builder.value_elem_type(out))
       return what + " does not have the element type of the group's output";
   }
@@ -289,17 +309,58 @@ void erase_all(std::string& s, const std::string& what) {
   for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at)) s.erase(at, what.size());
 }
 
-// Epilogue fusion (fusion.h): the head's kernels (its own lowering, with
-// its output laid out as the group's output) store through the tail's
-// composed function into the group's output.
-Status lower_epilogue(PlanBuilder& builder, const ir::Graph& graph, const FusionGroup& group,
+}  // namespace
+
+StatusOr<ElementwiseFunction> compose_elementwise(PlanBuilder& builder, const ir::Graph& graph,
+                                                  const std::vector<ir::NodeId>& nodes, TensorId anchor,
+                                                  const std::string& name, const std::string& input_prefix,
+                                                  const std::set<std::string>& taken,
+                                                  const LoweringRegistry& lowerings) {
+  Composer c;
+  c.input_prefix = input_prefix;
+  c.taken = taken;
+  c.brace_last = true;
+  c.locals[anchor] = "kiln_anchor";
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const ir::Node& node = graph.node(nodes[k]);
+    KILN_ASSIGN_OR_RETURN(std::vector<KernelDesc> kernels, lower_alone(builder, graph, node, lowerings));
+    KILN_RETURN_IF_ERROR(c.add(builder, node, kernels, k, k + 1 == nodes.size()));
+  }
+  const PlanTensor& at = builder.tensor(anchor);
+  const std::string s = glsl_scalar(at.layout.type);
+  std::string params;
+  for (size_t k = 0; k < std::max<size_t>(1, at.shape.size()); ++k) params += "int oc" + std::to_string(k) + ", ";
+  ElementwiseFunction f;
+  f.code = c.helpers + s + " " + name + "(" + params + "int oi, " + s + " kiln_anchor) {\n  " + s + " v = " + s +
+           "(0);\n" + c.body + "  return v;\n}\n";
+  for (const std::string& section : c.sections) f.sections.push_back(fill_shader("elementwise_math.glsl#" + section));
+  for (KernelTensor& t : c.bound) {
+    t.elementwise = false;  // read at other elements than those written, in general
+    f.inputs.push_back(std::move(t));
+  }
+  for (const std::string& n : c.names) f.suffix += "+" + n;
+  return f;
+}
+
+namespace {
+
+// Epilogue fusion (fusion.h, shape 2): the anchor's kernels (group.nodes[
+// anchor_index] lowered, its output laid out as the group's output) store
+// the group's output through the composed tail (the nodes after it).
+Status lower_epilogue(PlanBuilder& builder, const ir::Graph& graph, const FusionGroup& group, size_t anchor_index,
                       std::vector<KernelDesc> kernels, const LoweringRegistry& lowerings) {
-  const ir::Node& head = graph.node(group.nodes.front());
+  const ir::Node& head = graph.node(group.nodes[anchor_index]);
   const auto refuse = [&](const std::string& why) {
     return unimplemented(head.describe() + " " + why + " (an anchor's output must be written only through its stores)");
   };
   const TensorId anchor = builder.tensor_of(head.outputs[0]);
   const TensorId out = builder.tensor_of(graph.node(group.nodes.back()).outputs[0]);
+  const std::vector<ir::NodeId> tail(group.nodes.begin() + static_cast<std::ptrdiff_t>(anchor_index) + 1,
+                                     group.nodes.end());
+  if (tail.empty()) {
+    for (KernelDesc& kd : kernels) builder.pending_kernels().push_back(std::move(kd));
+    return ok_status();
+  }
   const PlanTensor& at = builder.tensor(anchor);
   if (at.alias_of != kNoTensor) return refuse("makes its output an alias of another tensor");
   if (at.host_resident) return refuse("computes its output on the host");
@@ -323,51 +384,36 @@ Status lower_epilogue(PlanBuilder& builder, const ir::Graph& graph, const Fusion
   }
   if (!writers) return refuse("has no kernel writing its output");
 
-  Composer c;
-  c.input_prefix = "Ep";
-  c.taken = taken;
-  c.brace_last = true;
-  c.locals[anchor] = "kiln_anchor";
-  for (size_t k = 1; k < group.nodes.size(); ++k) {
-    const ir::Node& node = graph.node(group.nodes[k]);
-    KILN_ASSIGN_OR_RETURN(std::vector<KernelDesc> tail, lower_alone(builder, graph, node, lowerings));
-    KILN_RETURN_IF_ERROR(c.add(builder, node, tail, k, k + 1 == group.nodes.size()));
-  }
-  const std::vector<ir::Dim>& shape = builder.value_shape(head.outputs[0]);
-  const std::string s = glsl_scalar(builder.tensor(out).layout.type);
-  std::string params;
-  for (size_t k = 0; k < std::max<size_t>(1, shape.size()); ++k) params += "int oc" + std::to_string(k) + ", ";
-  const std::string function = s + " kiln_epilogue(" + params + "int oi, " + s + " kiln_anchor) {\n  " + s + " v = " +
-                               s + "(0);\n" + c.body + "  return v;\n}\n";
-  std::string suffix;
-  for (const std::string& n : c.names) suffix += "+" + n;
+  KILN_ASSIGN_OR_RETURN(const ElementwiseFunction f,
+                        compose_elementwise(builder, graph, tail, anchor, "kiln_epilogue", "Ep", taken, lowerings));
   for (KernelDesc& kd : kernels) {
     auto y = std::find_if(kd.tensors.begin(), kd.tensors.end(), [&](const KernelTensor& t) { return t.tensor == anchor; });
     if (y == kd.tensors.end()) continue;
     y->tensor = out;
     kd.store_epilogue.tensor = y->name;
     // A math helper both define is defined once, before the epilogue.
-    for (const std::string& section : c.sections) {
-      const std::string text = fill_shader("elementwise_math.glsl#" + section);
+    for (const std::string& text : f.sections) {
       erase_all(kd.helpers, text);
       erase_all(kd.body, text);
     }
-    kd.store_epilogue.code = c.helpers + function;
-    for (KernelTensor t : c.bound) {
-      t.elementwise = false;  // read at other elements than those written, in general
-      kd.tensors.push_back(std::move(t));
-    }
-    kd.name += suffix;
+    kd.store_epilogue.code = f.code;
+    kd.tensors.insert(kd.tensors.end(), f.inputs.begin(), f.inputs.end());
+    kd.name += f.suffix;
   }
   for (KernelDesc& kd : kernels) builder.pending_kernels().push_back(std::move(kd));
   return ok_status();
 }
 
-Status lower_fused_impl(PlanBuilder& builder, const ir::Graph& graph, const FusionGroup& group,
+Status lower_fused_impl(PlanBuilder& builder, const ir::Graph& graph, const FusionGroup& group, size_t anchor_index,
                         const LoweringRegistry& lowerings) {
+  if (anchor_index > 0) {
+    // A depthwise conv, its chain and a pointwise conv as one GEMM, then the tail.
+    KILN_ASSIGN_OR_RETURN(std::vector<KernelDesc> kernels, lower_dwpw(builder, graph, group, anchor_index, lowerings));
+    return lower_epilogue(builder, graph, group, anchor_index, std::move(kernels), lowerings);
+  }
   const ir::Node& head = graph.node(group.nodes.front());
   KILN_ASSIGN_OR_RETURN(std::vector<KernelDesc> first, lower_alone(builder, graph, head, lowerings));
-  if (!composable_map(builder, head, first)) return lower_epilogue(builder, graph, group, std::move(first), lowerings);
+  if (!composable_map(builder, head, first)) return lower_epilogue(builder, graph, group, 0, std::move(first), lowerings);
   // Every node a map kernel: one map kernel.
   Composer c;
   for (size_t k = 0; k < group.nodes.size(); ++k) {
@@ -391,16 +437,18 @@ Status lower_fused_impl(PlanBuilder& builder, const ir::Graph& graph, const Fusi
 
 Status lower_fused(PlanBuilder& builder, const ir::Graph& graph, const FusionGroup& group,
                    const LoweringRegistry& lowerings) {
-  // The head's output never reaches memory: while the group is lowered it is
-  // laid out as the group's output, so that the head's kernels store the
-  // group's output as they would have stored the head's (image or buffer,
-  // packed axis). Afterwards no kernel binds it; its own layout comes back
-  // (also for a group that does not fuse, whose head is lowered again).
-  const TensorId anchor = builder.tensor_of(graph.node(group.nodes.front()).outputs[0]);
+  // The anchor's output (the head's, or a DWPW group's pointwise conv's)
+  // never reaches memory: while the group is lowered it is laid out as the
+  // group's output, so that the anchor's kernels store the group's output as
+  // they would have stored the anchor's (image or buffer, packed axis).
+  // Afterwards no kernel binds it; its own layout comes back (also for a
+  // group that does not fuse, whose nodes are lowered again).
+  const size_t anchor_index = dwpw_pointwise_index(graph, group).value_or(0);
+  const TensorId anchor = builder.tensor_of(graph.node(group.nodes[anchor_index]).outputs[0]);
   const TensorId out = builder.tensor_of(graph.node(group.nodes.back()).outputs[0]);
   const DeviceLayout saved = builder.tensor(anchor).layout;
   builder.tensor(anchor).layout = builder.tensor(out).layout;
-  Status st = lower_fused_impl(builder, graph, group, lowerings);
+  Status st = lower_fused_impl(builder, graph, group, anchor_index, lowerings);
   builder.tensor(anchor).layout = saved;
   return st;
 }

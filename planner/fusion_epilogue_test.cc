@@ -38,12 +38,14 @@ class Net {
     return constant(t);
   }
   ir::ValueId op(const std::string& op, std::vector<ir::ValueId> in, std::map<std::string, ir::Attribute> attrs = {},
-                 bool grouped = true) {
-    const ir::ValueId out = g.add_value("v" + std::to_string(n_++), DType::kUndefined, ir::SymShape::unranked());
-    const ir::NodeId id = g.add_node(op, std::move(in), {out}, std::move(attrs), op + std::to_string(n_));
+                 bool grouped = true, size_t outputs = 1) {
+    std::vector<ir::ValueId> outs;
+    for (size_t j = 0; j < outputs; ++j)
+      outs.push_back(g.add_value("v" + std::to_string(n_++), DType::kUndefined, ir::SymShape::unranked()));
+    const ir::NodeId id = g.add_node(op, std::move(in), outs, std::move(attrs), op + std::to_string(n_));
     if (grouped) g.node(id).annotations[kFusionGroupKey] = "g";
     last = id;
-    return out;
+    return outs[0];
   }
   // Infers the shapes and makes `outs` the graph's outputs.
   ir::Graph& finish(const std::vector<ir::ValueId>& outs) {
@@ -241,6 +243,18 @@ TEST_F(FusionEpilogue, LayerNormAdd) {
   expect_fused(net.finish({y}), {{random_tensor({3, 7, 24}, 19), random_tensor({3, 7, 24}, 20)}}, {.name = "+add"});
 }
 
+TEST_F(FusionEpilogue, AnAnchorsUnusedExtraOutputsAreStillWritten) {
+  // LayerNormalization's Mean and InvStdDev outputs, read by nothing.
+  Net net;
+  const ir::ValueId x = net.input("x", {4, 24});
+  const ir::ValueId n = net.op("LayerNormalization",
+                               {x, net.constant(random_tensor({24}, 17)), net.constant(random_tensor({24}, 18))},
+                               {{"axis", one(-1)}}, true, 3);
+  const ir::ValueId y = net.op("Relu", {n});
+  // Their kernels (layer_norm_mean, layer_norm_inv_std) run as without the group.
+  expect_fused(net.finish({y}), {{random_tensor({4, 24}, 19)}}, {.dispatches = 3, .name = "layer_norm+relu"});
+}
+
 TEST_F(FusionEpilogue, PoolsRelu) {
   Net net;
   const ir::ValueId x = net.input("x", {1, 6, 9, 9});
@@ -276,6 +290,85 @@ TEST_F(FusionEpilogue, ImageOutputThroughTheGemmScratchCopy) {
   net.g.value(y).annotations[kPackedAxisKey] = "3";
   expect_fused(net.finish({y}), {{random_tensor({1, 8, 6, 6}, 27), random_tensor({1, 16, 6, 6}, 28)}},
                {.name = "+add+relu", .image_dispatches = 2, .image_name = "gemm_copy_out+add+relu"});
+}
+
+// ---------------------------------------------------------------------------
+// Depthwise conv + chain + pointwise conv (+ tail) as one GEMM (fusion_dwpw.h).
+
+// x [n, c, h, w] -> dw (k x k, `stride`, `pad`, bias) -> chain (Clip,
+// Relu) -> pw c -> 12 (bias) -> Add(residual); returns the last value.
+// The pw hint defaults to 16x16 tiles: lavapipe compiles a GEMM whose A
+// loads each run a depthwise window for long (~45 s for 64-row tiles in
+// four configs), so only DwClipPwIsOneGemm takes the planner's own tile.
+struct Dwpw {
+  int64_t c = 8, k = 3, stride = 1, pad = 1;
+  bool clip = true, relu = false;
+  std::string pw_hint = "tile=16x16";
+};
+
+ir::ValueId dwpw(Net& net, ir::ValueId x, const Dwpw& d, ir::ValueId residual = ir::kNoValue) {
+  ir::ValueId v = conv(net, x, d.c, d.c, d.k, d.stride, d.pad, /*group=*/d.c, /*bias=*/true, 31);
+  if (d.clip) v = net.op("Clip", {v, net.scalar(0.0f), net.scalar(0.4f)});
+  if (d.relu) v = net.op("Relu", {v});
+  v = conv(net, v, d.c, 12, 1, 1, 0, 1, /*bias=*/true, 33);
+  if (!d.pw_hint.empty()) net.g.node(net.last).annotations[kKernelKey] = d.pw_hint;
+  if (residual != ir::kNoValue) v = net.op("Add", {v, residual});
+  return v;
+}
+
+TEST_F(FusionEpilogue, DwClipPwIsOneGemm) {
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 8, 9, 9});
+  const ir::ValueId y = dwpw(net, x, {.pw_hint = ""});
+  expect_fused(net.finish({y}), {{random_tensor({1, 8, 9, 9}, 40)}}, {.name = "dwpw_tile64x16"});
+}
+
+TEST_F(FusionEpilogue, DwStride2ReluPwResidualAdd) {
+  Net net;
+  const ir::ValueId x = net.input("x", {2, 8, 9, 9});
+  const ir::ValueId r = net.input("r", {2, 12, 5, 5});
+  const ir::ValueId y = dwpw(net, x, {.stride = 2, .clip = false, .relu = true}, r);
+  expect_fused(net.finish({y}), {{random_tensor({2, 8, 9, 9}, 41), random_tensor({2, 12, 5, 5}, 42)}},
+               {.name = "dwpw_", .tol_f16 = 3e-2});
+}
+
+TEST_F(FusionEpilogue, DwWithoutPadsOrChainPwRelu) {
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 8, 9, 9});
+  const ir::ValueId v = dwpw(net, x, {.pad = 0, .clip = false});
+  const ir::ValueId y = net.op("Relu", {v});
+  expect_fused(net.finish({y}), {{random_tensor({1, 8, 9, 9}, 43)}}, {.name = "+relu"});
+}
+
+TEST_F(FusionEpilogue, DwPwTakesThePointwiseTileHint) {
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 8, 11, 11});
+  const ir::ValueId r = net.input("r", {1, 12, 6, 6});
+  const ir::ValueId y = dwpw(net, x, {.k = 5, .stride = 2, .pad = 2, .pw_hint = "tile=16x32"}, r);
+  expect_fused(net.finish({y}), {{random_tensor({1, 8, 11, 11}, 44), random_tensor({1, 12, 6, 6}, 45)}},
+               {.name = "dwpw_tile16x32+add"});
+}
+
+TEST_F(FusionEpilogue, DwPwSplitKAndSymbolicBatch) {
+  Net net;
+  const ir::ValueId x = net.input("x", {ir::Dim::symbol("n"), 40, 7, 7});
+  const ir::ValueId r = net.input("r", {ir::Dim::symbol("n"), 12, 7, 7});
+  // K = 40 in two slices of 32 and 8; the reduction stores through the Add.
+  const ir::ValueId y = dwpw(net, x, {.c = 40, .pw_hint = "tile=16x16,split_k=2"}, r);
+  expect_fused(net.finish({y}),
+               {{random_tensor({1, 40, 7, 7}, 46), random_tensor({1, 12, 7, 7}, 47)},
+                {random_tensor({3, 40, 7, 7}, 48), random_tensor({3, 12, 7, 7}, 49)}},
+               {.dispatches = 2, .name = "dwpw_splitk_reduce+add"});
+}
+
+TEST_F(FusionEpilogue, DwPwImageOutputThroughTheGemmScratchCopy) {
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 8, 9, 9});
+  const ir::ValueId r = net.input("r", {1, 12, 9, 9});
+  const ir::ValueId y = dwpw(net, x, {}, r);
+  net.g.value(y).annotations[kPackedAxisKey] = "3";
+  expect_fused(net.finish({y}), {{random_tensor({1, 8, 9, 9}, 48), random_tensor({1, 12, 9, 9}, 49)}},
+               {.name = "dwpw_", .image_dispatches = 2, .image_name = "gemm_copy_out+add"});
 }
 
 }  // namespace

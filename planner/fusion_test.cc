@@ -253,6 +253,49 @@ TEST(Fusion, AnAnchorReadingItsOutputKeepsTheGroupUnfused) {
   }
 }
 
+// A depthwise-pointwise group (fusion_dwpw.h): dw 3x3 -> Relu -> pw 1x1 ->
+// Add(pw, `addend`), all four in group "m".
+std::string dwpw_model(const std::string& addend) {
+  const auto dense = [](int n) {
+    std::string w;
+    for (int i = 0; i < n; ++i) w += (i ? "," : "") + std::to_string(((i * 7) % 9 - 4) / 4.0);
+    return "dense<[" + w + "]>";
+  };
+  const std::string t = " #{kiln.fusion_group = \"m\"} : f32[1,8,6,6]\n";
+  return "graph @g opset 17 {\n  input %x : f32[1,8,6,6]\n  const %dw : f32[8,1,3,3] = " + dense(72) +
+         "\n  const %pw : f32[8,8,1,1] = " + dense(64) +
+         "\n  %d = Conv(%x, %dw) {group = 8, kernel_shape = [3,3], pads = [1,1,1,1]}" + t +
+         "  %c = Relu(%d)" + t + "  %p = Conv(%c, %pw)" + t + "  %z = Add(%p, " + addend + ")" + t +
+         "  return %z\n}\n";
+}
+
+TEST(Fusion, ADepthwisePointwiseGroupIsOneGemm) {
+  auto g = parse(dwpw_model("%x"));
+  ASSERT_TRUE(g);
+  const ExecutionPlan plan = plan_of(*g);
+  EXPECT_TRUE(plan.fusion_notes.empty()) << plan.fusion_notes.front();
+  ASSERT_EQ(plan.dispatch_count(), 1u);
+  const KernelDesc& k = plan.steps[0].kernel;
+  EXPECT_EQ(k.name.find("dwpw_"), 0u) << k.name;
+  EXPECT_EQ(k.name.substr(k.name.size() - 4), "+add") << k.name;
+  EXPECT_NE(k.helpers.find("kiln_prologue("), std::string::npos);
+  // Neither conv's output nor the Relu's reaches memory.
+  for (const char* v : {"d", "c", "p"}) EXPECT_FALSE(bound_by_a_kernel(plan, *g, v)) << v;
+  EXPECT_TRUE(bound_by_a_kernel(plan, *g, "x"));
+  EXPECT_TRUE(bound_by_a_kernel(plan, *g, "z"));
+  for (size_t n : testing::expect_plan_kernels_valid(*g, "dwpw")) EXPECT_EQ(n, 1u);
+}
+
+TEST(Fusion, ADepthwiseValueReadAfterThePointwiseConvKeepsTheGroupUnfused) {
+  auto g = parse(dwpw_model("%c"));
+  ASSERT_TRUE(g);
+  const ExecutionPlan plan = plan_of(*g);
+  EXPECT_EQ(plan.dispatch_count(), 4u);
+  ASSERT_EQ(plan.fusion_notes.size(), 1u);
+  EXPECT_NE(plan.fusion_notes[0].find("'c'"), std::string::npos) << plan.fusion_notes[0];
+  EXPECT_NE(plan.fusion_notes[0].find("read after the pointwise conv"), std::string::npos) << plan.fusion_notes[0];
+}
+
 TEST(Fusion, AMalformedGroupIdFailsNamingTheNode) {
   auto g = parse(chain_model("s", "not an id!"));
   ASSERT_TRUE(g);
