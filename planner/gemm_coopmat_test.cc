@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "engine/ir/graph.h"
+#include "engine/ops/shape_inference.h"
 #include "engine/runtime/reference_executor.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "planner/execution_plan.h"
@@ -210,6 +211,46 @@ TEST(GemmCoopMatKernels, MatMulGemmConvAreValidSpirv) {
 // A few tensor-core workgroups over a deep K would leave the GPU idle (the
 // cooperative kernel does not split K): such a GEMM takes the scalar split-K
 // pair instead (resnet50's 7x7 stage: M = 49, N = 512, K = 4608).
+// A fusion group (planner/fusion.h) of `op` on x plus constant inputs,
+// then the tail ops (each reading the previous value and, for a binary op,
+// `tail_input`); built by hand, shapes inferred.
+ir::Graph fused_graph(const ir::SymShape& x_shape, const std::vector<std::pair<std::string, std::vector<Tensor>>>& ops,
+                      const std::vector<std::map<std::string, ir::Attribute>>& attrs) {
+  ir::Graph g;
+  ir::ValueId v = g.add_input("x", DType::kFloat32, x_shape);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    std::vector<ir::ValueId> in = {v};
+    for (size_t j = 0; j < ops[i].second.size(); ++j)
+      in.push_back(g.add_constant("c" + std::to_string(i) + "_" + std::to_string(j), ops[i].second[j]));
+    v = g.add_value("v" + std::to_string(i), DType::kUndefined, ir::SymShape::unranked());
+    const ir::NodeId n = g.add_node(ops[i].first, in, {v}, i < attrs.size() ? attrs[i] : std::map<std::string, ir::Attribute>{});
+    g.node(n).annotations["kiln.fusion_group"] = "f";
+  }
+  g.add_output(v);
+  EXPECT_TRUE(ops::infer_graph_shapes(g).ok());
+  return g;
+}
+
+TEST(GemmCoopMatKernels, FusedEpiloguesAndDepthwisePointwiseAreValidSpirv) {
+  const TargetInfo t = nv_target();
+  // MatMul + bias + Relu: the cooperative-matrix kernel stores through the tail.
+  const ir::Graph mm = fused_graph(ir::SymShape::from_concrete({100, 72}),
+                                   {{"MatMul", {random_tensor({72, 90}, 1)}}, {"Add", {random_tensor({90}, 2)}}, {"Relu", {}}}, {});
+  expect_valid(mm, t, Storage::kBuffer, "matmul_coopmat64x64+add+relu");
+  expect_valid(mm, t, Storage::kImage, "matmul_coopmat64x64+add+relu");
+  // Depthwise 3x3 + Clip + pointwise 32 -> 64 + Relu, symbolic spatial dims.
+  const ir::SymShape x({ir::Dim(1), ir::Dim(32), ir::Dim::symbol("h"), ir::Dim::symbol("w")});
+  const ir::Graph dwpw = fused_graph(
+      x,
+      {{"Conv", {random_tensor({32, 1, 3, 3}, 3), random_tensor({32}, 4)}},
+       {"Clip", {Tensor::scalar_f32(0.0f), Tensor::scalar_f32(6.0f)}},
+       {"Conv", {random_tensor({64, 32, 1, 1}, 5)}},
+       {"Relu", {}}},
+      {{{"group", ir::Attribute::of_int(32)}, {"pads", ir::Attribute::of_ints({1, 1, 1, 1})}}});
+  expect_valid(dwpw, t, Storage::kBuffer, "dwpw_coopmat64x64+relu");
+  expect_valid(dwpw, t, Storage::kImage, "dwpw_coopmat64x64+relu");
+}
+
 TEST(GemmCoopMatKernels, SmallGridsOverDeepKSplitKOnTheScalarKernel) {
   PlanOptions options;
   options.precision = ElemType::kF16;

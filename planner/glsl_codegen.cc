@@ -91,6 +91,7 @@ class Emitter {
     // integer arithmetic first; f16 image results then match f16 buffers.
     if (f16_image_store_) s << fill_shader("round_f16.glsl") << "\n";
     for (size_t b = 0; b < desc_.tensors.size(); ++b) s << accessors(desc_.tensors[b], static_cast<int>(b));
+    if (epilogue_) s << desc_.store_epilogue.code << "\n" << epilogue_stores(*epilogue_);
     s << desc_.helpers << "\n";
     if (desc_.family == KernelDesc::Family::kMap) s << map_main();
     else s << desc_.body << "\n";
@@ -119,6 +120,13 @@ class Emitter {
       if (!is_identifier(p.name)) return invalid_argument("kernel '" + desc_.name + "': bad parameter name '" + p.name + "'");
       if (!p.value.is_known())
         return invalid_argument("kernel '" + desc_.name + "': parameter '" + p.name + "' has an unknown value");
+    }
+    if (!desc_.store_epilogue.empty()) {
+      for (const KernelTensor& t : desc_.tensors)
+        if (t.written && t.name == desc_.store_epilogue.tensor) epilogue_ = &t;
+      if (!epilogue_)
+        return invalid_argument("kernel '" + desc_.name + "': the store epilogue's tensor '" +
+                                desc_.store_epilogue.tensor + "' is not a written tensor");
     }
     if (desc_.family == KernelDesc::Family::kMap) {
       if (written != 1) return invalid_argument("kernel '" + desc_.name + "': a map kernel writes exactly one tensor");
@@ -197,6 +205,10 @@ class Emitter {
     const std::string V = glsl_vec4(t.layout.type);
     const int a = vec_axis(t);
     const std::string da = dim_name(n, a);
+    // A tensor with a store epilogue gets raw stores; epilogue_stores()
+    // defines the public ones around them.
+    const bool wrapped = epilogue_ == &t;
+    const std::string st = n + (wrapped ? "_st_raw" : "_st"), st4 = n + (wrapped ? "_st4_raw" : "_st4");
     std::ostringstream s;
     s << "// tensor " << n << ": " << storage_name(t.layout.storage) << " " << elem_type_name(t.layout.type) << "\n";
     s << "#define " << n << "_VEC " << a << "\n";
@@ -217,12 +229,12 @@ class Emitter {
         << "  return " << V << "(" << n << "_ld(i), m > 1 ? " << n << "_ld(i + 1) : " << S << "(0), m > 2 ? " << n
         << "_ld(i + 2) : " << S << "(0), m > 3 ? " << n << "_ld(i + 3) : " << S << "(0));\n}\n";
       if (t.written) {
-        s << "void " << n << "_st(int i, " << S << " v) { " << n << "_data[i] = " << storage_elem(t.layout.type)
+        s << "void " << st << "(int i, " << S << " v) { " << n << "_data[i] = " << storage_elem(t.layout.type)
           << "(v); }\n";
-        s << "void " << n << "_st4(" << coord_params(rank) << ", " << V << " v) {\n"
+        s << "void " << st4 << "(" << coord_params(rank) << ", " << V << " v) {\n"
           << "  int i = " << n << "_index(" << coord_args(rank) << "); int m = " << da << " - c" << a << ";\n"
-          << "  " << n << "_st(i, v.x); if (m > 1) " << n << "_st(i + 1, v.y); if (m > 2) " << n
-          << "_st(i + 2, v.z); if (m > 3) " << n << "_st(i + 3, v.w);\n}\n";
+          << "  " << st << "(i, v.x); if (m > 1) " << st << "(i + 1, v.y); if (m > 2) " << st
+          << "(i + 2, v.z); if (m > 3) " << st << "(i + 3, v.w);\n}\n";
       }
     } else {
       const int last = rank - 1;
@@ -253,7 +265,7 @@ class Emitter {
         s << "float " << n << "_ld(int i) {\n  int " << coord_args(rank) << ";\n"
           << decompose(n, rank, "i") << "  return " << n << "_at(" << coord_args(rank) << ");\n}\n";
       } else {
-        s << "void " << n << "_st4(" << coord_params(rank) << ", vec4 v) {\n"
+        s << "void " << st4 << "(" << coord_params(rank) << ", vec4 v) {\n"
           << "  int m = " << da << " - c" << a << ";\n"
           << "  vec4 t = vec4(v.x, m > 1 ? v.y : 0.0, m > 2 ? v.z : 0.0, m > 3 ? v.w : 0.0);\n"
           << "  imageStore(" << n << "_img, " << n << "_texel(" << coord_args(rank) << "), "
@@ -261,6 +273,34 @@ class Emitter {
       }
     }
     s << "\n";
+    return s.str();
+  }
+
+  // The public stores of the tensor with the store epilogue: each element
+  // (each lane along t_VEC inside the tensor) passes through kiln_epilogue
+  // with its coordinates and row-major linear index, then the raw store.
+  std::string epilogue_stores(const KernelTensor& t) {
+    const int rank = std::max<int>(1, static_cast<int>(t.shape.size()));
+    const int a = vec_axis(t);
+    const std::string& n = t.name;
+    const std::string S = glsl_scalar(t.layout.type);
+    const std::string V = glsl_vec4(t.layout.type);
+    std::string stride = "1";  // of the linear index along the vector axis
+    for (int k = a + 1; k < rank; ++k) stride = (stride == "1" ? "" : stride + " * ") + dim_name(n, k);
+    std::string lane_args;
+    for (int k = 0; k < rank; ++k) lane_args += "c" + std::to_string(k) + (k == a ? " + l, " : ", ");
+    std::ostringstream s;
+    s << "// stores of " << n << " through kiln_epilogue\n";
+    if (t.layout.storage == Storage::kBuffer) {
+      s << "void " << n << "_st(int i, " << S << " v) {\n  int t = i;\n  int " << coord_args(rank) << ";\n"
+        << decompose(n, rank, "t") << "  " << n << "_st_raw(i, kiln_epilogue(" << coord_args(rank) << ", i, v));\n}\n";
+    }
+    s << "void " << n << "_st4(" << coord_params(rank) << ", " << V << " v) {\n"
+      << "  int i = " << linear_expr(n, rank) << "; int m = " << dim_name(n, a) << " - c" << a << ";\n"
+      << "  " << V << " r = v;\n"
+      << "  for (int l = 0; l < 4 && l < m; ++l) r[l] = kiln_epilogue(" << lane_args << "i + l * " << stride
+      << ", v[l]);\n"
+      << "  " << n << "_st4_raw(" << coord_args(rank) << ", r);\n}\n\n";
     return s.str();
   }
 
@@ -308,6 +348,7 @@ class Emitter {
   GeneratedKernel out_;
   std::string params_;
   bool f16_image_store_ = false;
+  const KernelTensor* epilogue_ = nullptr;  // the tensor with desc_.store_epilogue
 };
 
 }  // namespace

@@ -32,6 +32,21 @@
 // Buffers also define X_IS_BUFFER 1 and expose the array `X_data[]` (element
 // type float, float16_t or int); images define X_IS_IMAGE 1.
 //
+// Store epilogue (KernelDesc::store_epilogue, set by operator fusion,
+// planner/fusion.h). For the written tensor Y it names, the stores above are
+// generated as Y_st_raw / Y_st4_raw, then come the epilogue's code (which
+// defines `S kiln_epilogue(int oc0, ..., int ocR-1, int oi, S v)` and may
+// use every accessor), then public stores of the same signatures:
+//   void Y_st(int i, S v)           (buffers) Y_st_raw(i, kiln_epilogue(c.., i, v))
+//                                   with c.. the coordinates of i
+//   void Y_st4(int c0, ..., V v)    kiln_epilogue per lane inside the tensor
+//                                   (coordinates c with c[Y_VEC] + lane, their
+//                                   linear index), then one Y_st4_raw
+// and only then the kernel's helpers and body, so every store a kernel
+// makes through Y_st / Y_st4 (its own or the map harness's) goes through
+// the epilogue. A kernel must not touch Y's memory otherwise (Y_data, Y_img):
+// fusion checks that before attaching an epilogue.
+//
 // The map harness (Family::kMap). The single written tensor Y is covered by
 // invocations that each own four consecutive elements along Y_VEC. For each
 // of its lanes whose coordinate is inside the tensor the body runs with
@@ -68,7 +83,7 @@ struct GeneratedKernel {
 
 // Errors: kInvalidArgument for a malformed description (a kMap kernel
 // without exactly one written tensor, duplicate names, an image with no
-// valid packed axis), kUnimplemented when the dynamic parameters exceed the
+// valid packed axis, a store epilogue naming no written tensor), kUnimplemented when the dynamic parameters exceed the
 // device's push-constant space.
 StatusOr<GeneratedKernel> generate_glsl(const KernelDesc& desc, const TargetInfo& target);
 

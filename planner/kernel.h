@@ -95,6 +95,18 @@ struct KernelParam {
   ir::Dim value;
 };
 
+// A function every store to one written tensor passes through (operator
+// fusion's epilogue, planner/fusion.h): the kernel computes a value for an
+// element of `tensor` and stores kiln_epilogue(element, value) instead. See
+// glsl_codegen.h for the generated functions.
+struct StoreEpilogue {
+  std::string tensor;  // the written tensor's name; empty = no epilogue
+  // GLSL defining `S kiln_epilogue(int oc0, ..., int ocR-1, int oi, S v)`
+  // for `tensor`'s rank R and scalar type S (any helpers it needs first).
+  std::string code;
+  bool empty() const { return tensor.empty(); }
+};
+
 struct KernelDesc {
   // Human-readable kernel name for profiles and errors ("conv2d_3x3s1", "add").
   std::string name;
@@ -120,6 +132,8 @@ struct KernelDesc {
   std::array<ir::Dim, 3> groups{ir::Dim(1), ir::Dim(1), ir::Dim(1)};
   // Rough cost for profiles and benchmarks (0 = unknown).
   ir::Dim flops = ir::Dim(0);
+  // Stores of one written tensor through a fused epilogue (none by default).
+  StoreEpilogue store_epilogue;
 };
 
 }  // namespace kiln::planner
