@@ -38,13 +38,15 @@ double op_weight(const std::vector<int64_t>& loop_extents, double slope, double 
 }
 
 std::vector<int> topological_stages(const Dag& dag, const std::vector<int>& cluster_of, int clusters) {
-  std::vector<std::set<int>> out(static_cast<size_t>(clusters));
+  // Parallel edges between two hyper nodes stay: each counts once in the
+  // in-degree and is released once, which Kahn's algorithm does not mind.
+  std::vector<std::vector<int>> out(static_cast<size_t>(clusters));
   std::vector<int> indegree(static_cast<size_t>(clusters), 0), stage(static_cast<size_t>(clusters), -1);
   for (size_t u = 0; u < dag.nodes.size(); ++u) {
     stage[static_cast<size_t>(cluster_of[u])] = 1;
     for (int v : dag.nodes[u].succs) {
       const int a = cluster_of[u], b = cluster_of[static_cast<size_t>(v)];
-      if (a != b && out[static_cast<size_t>(a)].insert(b).second) ++indegree[static_cast<size_t>(b)];
+      if (a != b) out[static_cast<size_t>(a)].push_back(b), ++indegree[static_cast<size_t>(b)];
     }
   }
   std::vector<int> ready;
@@ -60,6 +62,25 @@ std::vector<int> topological_stages(const Dag& dag, const std::vector<int>& clus
   }
   return stage;
 }
+
+namespace {
+
+// affix_set over the cluster's known members.
+std::vector<int> affix_of_members(const Dag& dag, const std::vector<int>& cluster_of, const std::vector<int>& stages,
+                                  int cluster, const std::vector<int>& members) {
+  std::set<int> out;
+  const int ts = stages[static_cast<size_t>(cluster)];
+  for (int u : members) {
+    for (const auto* list : {&dag.nodes[static_cast<size_t>(u)].preds, &dag.nodes[static_cast<size_t>(u)].succs})
+      for (int v : *list) {
+        const int c = cluster_of[static_cast<size_t>(v)];
+        if (c != cluster && std::abs(stages[static_cast<size_t>(c)] - ts) == 1) out.insert(c);
+      }
+  }
+  return {out.begin(), out.end()};
+}
+
+}  // namespace
 
 std::vector<int> affix_set(const Dag& dag, const std::vector<int>& cluster_of, const std::vector<int>& stages,
                            int cluster) {
@@ -184,14 +205,17 @@ std::vector<int> cluster(const Dag& dag, double td) {
     weight[static_cast<size_t>(i)] = dag.nodes[static_cast<size_t>(i)].weight;
     if (dag.nodes[static_cast<size_t>(i)].role != Role::kOpaque) cand.insert(i);
   }
+  std::vector<int> stages;
+  bool stale = true;
   while (!cand.empty()) {
     // The heaviest candidate (ties: the lower id).
     int v = *cand.begin();
     for (int c : cand)
       if (weight[static_cast<size_t>(c)] > weight[static_cast<size_t>(v)]) v = c;
-    const std::vector<int> stages = topological_stages(dag, cluster_of, n);
+    // Stages change only when hyper nodes merge.
+    if (stale) stages = topological_stages(dag, cluster_of, n), stale = false;
     int best = -1;
-    for (int u : affix_set(dag, cluster_of, stages, v)) {
+    for (int u : affix_of_members(dag, cluster_of, stages, v, members[static_cast<size_t>(v)])) {
       if (weight[static_cast<size_t>(v)] + weight[static_cast<size_t>(u)] >= td) continue;
       std::vector<int> merged = members[static_cast<size_t>(v)];
       merged.insert(merged.end(), members[static_cast<size_t>(u)].begin(), members[static_cast<size_t>(u)].end());
@@ -210,6 +234,7 @@ std::vector<int> cluster(const Dag& dag, double td) {
     members[static_cast<size_t>(best)].clear();
     weight[static_cast<size_t>(v)] += weight[static_cast<size_t>(best)];
     cand.erase(best);
+    stale = true;
   }
   return cluster_of;
 }

@@ -23,7 +23,7 @@ Dag make(const std::vector<Role>& roles, const std::vector<std::pair<int, int>>&
   return d;
 }
 
-TEST(Weights, EquationOne) {
+TEST(FusionWeights, EquationOne) {
   EXPECT_DOUBLE_EQ(op_weight({}), 2.0);                // c * 1 + b
   EXPECT_DOUBLE_EQ(op_weight({1, 1, 1}), 2.0);         // unit loops add nothing
   EXPECT_DOUBLE_EQ(op_weight({3, 7}, 2.0, 0.5), 2.0 * 2.0 * 3.0 + 0.5);
@@ -32,7 +32,7 @@ TEST(Weights, EquationOne) {
   EXPECT_GT(op_weight({1, 64, 56, 56, 64, 3, 3}), 20 * op_weight({1, 64, 56, 56}));
 }
 
-TEST(Stages, LongestPathAndAffixSet) {
+TEST(FusionStages, LongestPathAndAffixSet) {
   // 0 -> 1 -> 2 -> 3 and 0 -> 3: node 3 is at stage 4 (longest path), so
   // 0 and 3 are adjacent but not affix.
   Dag d = make({E, E, E, E}, {{0, 1}, {1, 2}, {2, 3}, {0, 3}});
@@ -49,7 +49,7 @@ TEST(Stages, LongestPathAndAffixSet) {
   EXPECT_EQ(affix_set(d, merged, ts2, 3), (std::vector<int>{1}));
 }
 
-TEST(Cluster, ChainUnderThreshold) {
+TEST(FusionCluster, ChainUnderThreshold) {
   Dag d = make({A, E, E, E}, {{0, 1}, {1, 2}, {2, 3}});
   d.nodes[0].weight = 10;
   for (int i = 1; i < 4; ++i) d.nodes[static_cast<size_t>(i)].weight = 1;
@@ -63,13 +63,13 @@ TEST(Cluster, ChainUnderThreshold) {
   EXPECT_NE(limited[3], limited[0]);
 }
 
-TEST(Cluster, TwoAnchorsStayApart) {
+TEST(FusionCluster, TwoAnchorsStayApart) {
   Dag d = make({A, E, A, E}, {{0, 1}, {1, 2}, {2, 3}});
   const auto groups = legalize(d, cluster(d, 1e9));
   EXPECT_EQ(groups, (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
 }
 
-TEST(Cluster, AffixSetPreventsTheCycle) {
+TEST(FusionCluster, AffixSetPreventsTheCycle) {
   // 0 -> 1 -> 2, 0 -> 2 with 1 opaque (an outside node): 0 and 2 are
   // adjacent but grouping them would close 0 -> 1 -> 2 around the group.
   Dag d = make({E, O, E}, {{0, 1}, {1, 2}, {0, 2}});
@@ -80,7 +80,7 @@ TEST(Cluster, AffixSetPreventsTheCycle) {
   EXPECT_FALSE(is_acyclic_partition(d, {0, 1, 0}));
 }
 
-TEST(Legality, Shapes) {
+TEST(FusionLegality, Shapes) {
   // (a) diamond of elementwise ops with one output.
   Dag diamond = make({E, E, E, E}, {{0, 1}, {0, 2}, {1, 3}, {2, 3}});
   EXPECT_EQ(classify(diamond, {0, 1, 2, 3}), GroupKind::kElementwise);
@@ -103,7 +103,7 @@ TEST(Legality, Shapes) {
   EXPECT_EQ(classify(escaping, {0, 1}), GroupKind::kIllegal);
 }
 
-TEST(Legality, DwPw) {
+TEST(FusionLegality, DwPw) {
   // dw -> clip -> pw -> add; dw's part has another shape than pw's.
   Dag d = make({A, E, A, E}, {{0, 1}, {1, 2}, {2, 3}});
   d.nodes[0].depthwise = true;
@@ -116,7 +116,7 @@ TEST(Legality, DwPw) {
   EXPECT_EQ(classify(d, {0, 1, 2, 3}), GroupKind::kIllegal);
 }
 
-TEST(Balance, Jain) {
+TEST(FusionBalance, Jain) {
   EXPECT_DOUBLE_EQ(jain_index({2, 2, 2}), 1.0);
   EXPECT_NEAR(jain_index({1, 0, 0, 0}), 0.25, 1e-12);
   EXPECT_EQ(jain_index({}), 0.0);
