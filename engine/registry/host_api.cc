@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/ir/verifier.h"
+#include "engine/ops/op_registry.h"
 #include "engine/ops/shape_inference.h"
 #include "engine/runtime/reference_executor.h"
 
@@ -450,6 +451,24 @@ int32_t h_rw_annotate_value(kiln_rewriter_t* rw, kiln_value_id_t id, const char*
   run.work.value(id).annotations[key] = value ? value : "";
   return 1;
 }
+int32_t h_rw_remove_node_annotation(kiln_rewriter_t* rw, kiln_node_id_t id, const char* key) {
+  ir::Node* n = attr_target(run_of(rw), id, key, "remove_node_annotation");
+  if (!n) return 0;
+  n->annotations.erase(key);
+  return 1;
+}
+int32_t h_rw_remove_value_annotation(kiln_rewriter_t* rw, kiln_value_id_t id, const char* key) {
+  PassRun& run = run_of(rw);
+  if (!run.value_ok(id) || !key || !*key) return run.fail("remove_value_annotation: bad value id or empty key");
+  run.work.value(id).annotations.erase(key);
+  return 1;
+}
+// The registry's numbering is kiln_mapping_t's (op_registry.h).
+int32_t h_op_mapping(const char* domain, const char* op) {
+  if (!op) return KILN_MAPPING_UNKNOWN;
+  const ops::OpSchema* schema = ops::OpRegistry::builtin().find(domain ? domain : "", op);
+  return schema ? static_cast<int32_t>(schema->mapping) : KILN_MAPPING_UNKNOWN;
+}
 void h_rw_add_statistic(kiln_rewriter_t* rw, const char* key, int64_t delta) {
   if (key && *key) run_of(rw).statistics[key] += delta;
 }
@@ -710,7 +729,14 @@ const kiln_host_api_t kHostApi = {
     h_attr_name_at,
     h_rw_set_value_dims,
     h_infer_node_dims,
+    h_op_mapping,
+    h_rw_remove_node_annotation,
+    h_rw_remove_value_annotation,
 };
+static_assert(static_cast<int>(ops::MappingType::kOther) == KILN_MAPPING_OTHER &&
+                  static_cast<int>(ops::MappingType::kOneToOne) == KILN_MAPPING_ONE_TO_ONE &&
+                  static_cast<int>(ops::MappingType::kShuffle) == KILN_MAPPING_SHUFFLE,
+              "ops::MappingType and kiln_mapping_t share their numbering");
 
 // Restores the thread's current run when a pass returns (passes may nest:
 // a pass manager inside a plugin is not forbidden).

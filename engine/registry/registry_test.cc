@@ -387,5 +387,51 @@ TEST(HostApi, InferNodeDims) {
   EXPECT_EQ(infer.got["wrong-input-count"], std::nullopt);
 }
 
+// op_mapping and annotation removal (ABI 1.3): the registry's mapping types
+// through the table, and an annotation that a pass removes is gone after the
+// commit while an empty one stays a value.
+class Annotations : public kiln::plugin::Pass {
+ public:
+  std::map<std::string, int32_t> mapping;
+  void run(kiln::plugin::GraphView& g, kiln::plugin::Rewriter& rw) override {
+    for (const char* op : {"Relu", "Conv", "Reshape", "Transpose", "Expand", "If", "NoSuchOp"})
+      mapping[op] = g.op_mapping("", op);
+    mapping["kiln.Silu"] = g.op_mapping("kiln", "Silu");
+    ASSERT_TRUE(rw.can_remove_annotations());
+    for (kiln_node_id_t n : g.nodes()) {
+      if (g.node(n)->op == "Mul") rw.remove_node_annotation(n, "a");
+      if (g.node(n)->op == "Relu") rw.annotate_node(n, "a", "");
+      rw.remove_node_annotation(n, "never-set");
+      rw.remove_value_annotation(g.outputs(n)[0], "v");
+    }
+  }
+};
+
+TEST(HostApi, OpMappingAndRemoveAnnotation) {
+  auto g = parse(R"(graph @g opset 17 {
+  input %x : f32[2,3]
+  %y = Mul(%x, %x) #{a = "1"} : f32[2,3] #{v = "2"}
+  %z = Relu(%y) #{a = "1"} : f32[2,3]
+  return %z
+}
+)");
+  ASSERT_TRUE(g);
+  Annotations pass;
+  const kiln_pass_t p = kiln::plugin::make_pass(pass, "test.annotations", "");
+  auto r = run_pass(p, *g, LogFn());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(pass.mapping["Relu"], KILN_MAPPING_ONE_TO_ONE);
+  EXPECT_EQ(pass.mapping["Conv"], KILN_MAPPING_MANY_TO_MANY);
+  EXPECT_EQ(pass.mapping["Reshape"], KILN_MAPPING_REORGANIZE);
+  EXPECT_EQ(pass.mapping["Transpose"], KILN_MAPPING_SHUFFLE);
+  EXPECT_EQ(pass.mapping["Expand"], KILN_MAPPING_ONE_TO_MANY);
+  EXPECT_EQ(pass.mapping["If"], KILN_MAPPING_OTHER);
+  EXPECT_EQ(pass.mapping["NoSuchOp"], KILN_MAPPING_UNKNOWN);
+  EXPECT_EQ(pass.mapping["kiln.Silu"], KILN_MAPPING_ONE_TO_ONE);
+  const std::string out = ir::print_graph(*g);
+  EXPECT_NE(out.find("%y = Mul(%x, %x) : f32[2,3]\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("%z = Relu(%y) #{a = \"\"}"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace kiln::registry

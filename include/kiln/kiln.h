@@ -228,7 +228,7 @@ typedef struct kiln_session_options_t {
   /* \since 0.2. The pass pipeline the session runs on its own copy of the
    * model before compiling it (the model itself is not changed). NULL, ""
    * or "default": the default pipeline (canonicalization to a fixed point,
-   * rdp, memplan), followed by every pass of the loaded third-party
+   * rdp, fusion, memplan), followed by every pass of the loaded third-party
    * plugins; "none": no pass; else a comma-separated list of pass names
    * run once, in that order. */
   const char* passes;
@@ -241,7 +241,7 @@ typedef struct kiln_session_options_t {
   const char* const* plugin_files;
   size_t plugin_file_count;
   uint32_t ignore_plugin_path;
-  /* Where Kiln's own plugins (kiln.canonicalize, kiln.rdp, kiln.memplan)
+  /* Where Kiln's own plugins (kiln.canonicalize, kiln.rdp, kiln.fusion, kiln.memplan)
    * are. NULL: beside libkiln (<libdir>/kiln/plugins), or linked in when
    * Kiln was built with KILN_STATIC_PLUGINS. */
   const char* plugin_dir;

@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define KILN_PLUGIN_ABI_MAJOR 1u
-#define KILN_PLUGIN_ABI_MINOR 2u
+#define KILN_PLUGIN_ABI_MINOR 3u
 #define KILN_PLUGIN_ABI_VERSION ((KILN_PLUGIN_ABI_MAJOR << 16) | KILN_PLUGIN_ABI_MINOR)
 #define KILN_PLUGIN_ABI_VERSION_MAJOR(v) ((uint32_t)(v) >> 16)
 #define KILN_PLUGIN_ABI_VERSION_MINOR(v) ((uint32_t)(v)&0xffffu)
@@ -196,6 +196,20 @@ static inline int kiln_plugin_dtype_is_int(int32_t dtype) {
          (dtype >= KILN_PLUGIN_DTYPE_UINT16 && dtype <= KILN_PLUGIN_DTYPE_UINT64);
 }
 
+/* \since 1.3. DNNFusion's mapping type of an op (what op_mapping returns):
+ * how its output elements depend on its input elements. Fusion legality is
+ * decided from it (plugins/fusion). The numbering never changes; a newer
+ * host's type is just another number, which a reader treats as OTHER. */
+typedef enum kiln_mapping_t {
+  KILN_MAPPING_UNKNOWN = 0,      /* no such op (or the host cannot say) */
+  KILN_MAPPING_ONE_TO_ONE = 1,   /* elementwise: Add, Relu, Cast, Clip, Where */
+  KILN_MAPPING_ONE_TO_MANY = 2,  /* an input element feeds several: Expand, Tile, Resize */
+  KILN_MAPPING_MANY_TO_MANY = 3, /* complex: Conv, MatMul, Gemm, pooling, Reduce*, Softmax, norms */
+  KILN_MAPPING_REORGANIZE = 4,   /* same elements, new shape: Reshape, Flatten, Squeeze, Concat */
+  KILN_MAPPING_SHUFFLE = 5,      /* same elements, permuted: Transpose, DepthToSpace */
+  KILN_MAPPING_OTHER = 6         /* opaque to fusion: If, Loop, Shape, Gather, Slice, ... */
+} kiln_mapping_t;
+
 /* dtype is a kiln_plugin_dtype_t number. */
 typedef struct kiln_value_info_t {
   uint32_t struct_size;
@@ -336,6 +350,18 @@ typedef struct kiln_host_api_t {
   int32_t (*infer_node_dims)(const kiln_graph_t* g, kiln_node_id_t node, const int32_t* input_ranks,
                              const char* const* const* input_dims, const char* const* const* input_values,
                              int32_t* out_ranks, const char* const** out_dims, size_t output_capacity);
+  /* \since 1.3, optional (check with KILN_PLUGIN_HAS_FIELD). The DNNFusion
+   * mapping type (a kiln_mapping_t number) of `op` in `domain` ("" or NULL
+   * for ONNX) in the host's op registry; KILN_MAPPING_UNKNOWN when the host
+   * has no such op. Needs no graph: callable at any time. */
+  int32_t (*op_mapping)(const char* domain, const char* op);
+  /* \since 1.3, optional (check with KILN_PLUGIN_HAS_FIELD). Removes the
+   * annotation `key` from a node or value (an empty value is a value, not a
+   * removal: the planner refuses an empty fusion group id). Returns 1, also
+   * when there was no such annotation; 0 (a rewriter failure) for a bad id
+   * or an empty key. */
+  int32_t (*rw_remove_node_annotation)(kiln_rewriter_t* rw, kiln_node_id_t node, const char* key);
+  int32_t (*rw_remove_value_annotation)(kiln_rewriter_t* rw, kiln_value_id_t value, const char* key);
 } kiln_host_api_t;
 
 /* ---- what a plugin provides --------------------------------------------- */

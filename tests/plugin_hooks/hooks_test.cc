@@ -2,8 +2,9 @@
 // .so like any third party's plugin) sets a MatMul's kernel configuration and
 // its output's storage and packed axis, and puts an elementwise chain into
 // one fusion group; the compiled plan takes them and the outputs stay those
-// of the planner's own choices. Without the plugin the
-// plan is the default one; a malformed hint fails the compile naming the node.
+// of the planner's own choices. Without the plugin (and without kiln.fusion,
+// which groups the same chain by itself) the plan is the default one; a
+// malformed hint fails the compile naming the node.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -119,6 +120,10 @@ TEST_F(PlannerHooks, AFusionGroupIsOneKernelWithTheSameResults) {
         session::SessionOptions options = vulkan_options();
         options.vulkan.plan.storage = storage;
         options.vulkan.plan.precision = precision;
+        // kiln.fusion would group the chain itself (checked below): without
+        // it only the plugin's group is left.
+        auto fused_by_default = session::Session::create(**model, options);
+        options.pipeline.disabled = {"fusion"};
         auto plain = session::Session::create(**model, options);
         if (!plain.ok() && precision == planner::ElemType::kF16 &&
             plain.status().code() == StatusCode::kUnimplemented)
@@ -135,6 +140,9 @@ TEST_F(PlannerHooks, AFusionGroupIsOneKernelWithTheSameResults) {
         EXPECT_EQ(b.dispatch_count(), a.dispatch_count() - 3) << config;
         EXPECT_EQ(kernel_names(*(*hooked)->vulkan_model()), "fused_sigmoid_mul_add_tanh ") << config;
         EXPECT_TRUE(b.fusion_notes.empty()) << config << ": " << b.fusion_notes.front();
+        // The default pipeline's fusion pass makes the same group.
+        ASSERT_TRUE(fused_by_default.ok()) << config << ": " << fused_by_default.status().to_string();
+        EXPECT_EQ(kernel_names(*(*fused_by_default)->vulkan_model()), "fused_sigmoid_mul_add_tanh ") << config;
 
         auto ra = (*plain)->run({x});
         auto rb = (*hooked)->run({x});
