@@ -7,7 +7,8 @@
 // turns it into an error status, so an exception never unwinds into the host.
 // It also reads dims for a plugin: DimExpr parses and evaluates the dim text
 // the host prints, and GraphView::infer_dims asks the host's own shape
-// inference (ABI 1.2), so no plugin writes its own parser or per-op shapes.
+// inference (ABI 1.2), so no plugin writes its own parser or per-op shapes;
+// GraphView::target_info says what the device compiled for can do (ABI 1.3).
 //
 //   class FoldThings : public kiln::plugin::Pass { void run(GraphView&, Rewriter&) override; };
 //   static FoldThings fold;
@@ -420,6 +421,17 @@ class GraphView {
   std::optional<std::string> value_annotation(kiln_value_id_t id, const char* key) const {
     const char* s = host_->value_annotation(g_, id, key);
     return s ? std::optional<std::string>(s) : std::nullopt;
+  }
+
+  // ABI 1.3: the device the pipeline compiles for (shared memory, compute
+  // units, subgroup size, ...); nullopt when it runs for none or the host
+  // predates 1.3. Fields the host does not know stay zero.
+  std::optional<kiln_target_info_t> target_info() const {
+    if (!KILN_PLUGIN_HAS_FIELD(host_, kiln_host_api_t, target_info) || !host_->target_info) return std::nullopt;
+    kiln_target_info_t info{};
+    info.struct_size = sizeof(info);
+    if (!host_->target_info(g_, &info)) return std::nullopt;
+    return info;
   }
 
   // ABI 1.2: whether the host can run its shape inference on given dims.
