@@ -193,8 +193,10 @@ std::string invalid_shape(const DwPwShape& s) {
       {"out_h", s.out_h},         {"out_w", s.out_w},         {"kernel_h", s.kernel_h}, {"kernel_w", s.kernel_w},
       {"stride_h", s.stride_h},   {"stride_w", s.stride_w},   {"out_channels", s.out_channels},
       {"elem_bytes", s.elem_bytes}};
-  for (const auto& [name, v] : fields)
+  for (const auto& [name, v] : fields) {
     if (v <= 0) return format("%s is %lld; every dimension must be positive", name, static_cast<long long>(v));
+    if (v > (int64_t{1} << 31)) return format("%s is %lld, too large to estimate", name, static_cast<long long>(v));
+  }
   // Keep every product far from int64 overflow (a 2^40-element tensor is
   // already beyond any device).
   const int64_t kLimit = int64_t{1} << 40;

@@ -195,6 +195,15 @@ TEST(FusePlanner, AMalformedShapeNeverFuses) {
   s = pair(8, 16, 1, 16);
   s.stride_h = -1;
   EXPECT_FALSE(plan_dwpw(s, {}).fuse);
+  // Products that would overflow are refused, not estimated.
+  s = pair(8, 16, 1, 16);
+  s.batch = int64_t{1} << 40;
+  const DwPwDecision huge = plan_dwpw(s, {});
+  EXPECT_FALSE(huge.fuse);
+  EXPECT_NE(huge.why.find("too large"), std::string::npos) << huge.why;
+  s = pair(8, 16, 1, 16);
+  s.batch = s.channels = int64_t{1} << 30;
+  EXPECT_NE(plan_dwpw(s, {}).why.find("too large"), std::string::npos);
 }
 
 // Batches multiply every term: two images cost twice one image.
