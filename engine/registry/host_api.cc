@@ -42,6 +42,7 @@ struct PassRun {
   kiln_rewriter_t rw{};
   std::string pass_name;
   const LogFn* log = nullptr;
+  const kiln_target_info_t* target = nullptr;  // the device compiled for; null: none
   std::deque<std::string> strings;  // strings returned to the plugin; stable addresses
   std::deque<std::vector<const char*>> dim_lists;  // infer_node_dims' out_dims arrays
   std::string first_error;          // first failed rewriter call
@@ -629,6 +630,17 @@ int32_t h_infer_node_dims(const kiln_graph_t* g, kiln_node_id_t id, const int32_
   return 1;
 }
 
+int32_t h_target_info(const kiln_graph_t* g, kiln_target_info_t* out) {
+  const PassRun& run = run_of(g);
+  if (!run.target || !out || out->struct_size < sizeof(uint32_t)) return 0;
+  // Copy what both sides know; the caller's struct_size stays its own.
+  const uint32_t size = out->struct_size;
+  const size_t n = std::min<size_t>(size, run.target->struct_size);
+  std::memcpy(out, run.target, n);
+  out->struct_size = size;
+  return 1;
+}
+
 // Constants the pass's edits left without a use are released (their tensor
 // dropped), so folded-away weights do not linger in the graph. Constants
 // that were already unused before the pass are the model's business.
@@ -732,6 +744,7 @@ const kiln_host_api_t kHostApi = {
     h_op_mapping,
     h_rw_remove_node_annotation,
     h_rw_remove_value_annotation,
+    h_target_info,
 };
 static_assert(static_cast<int>(ops::MappingType::kOther) == KILN_MAPPING_OTHER &&
                   static_cast<int>(ops::MappingType::kOneToOne) == KILN_MAPPING_ONE_TO_ONE &&
@@ -755,12 +768,14 @@ class CurrentRunScope {
 
 const kiln_host_api_t* host_api() { return &kHostApi; }
 
-StatusOr<PassRunResult> run_pass(const kiln_pass_t& pass, ir::Graph& graph, const LogFn& log) {
+StatusOr<PassRunResult> run_pass(const kiln_pass_t& pass, ir::Graph& graph, const LogFn& log,
+                                 const kiln_target_info_t* target) {
   const std::string name = pass.name ? pass.name : "<unnamed>";
   if (!pass.run) return invalid_argument("pass '" + name + "' has no run function");
   PassRun run(graph);
   run.pass_name = name;
   run.log = &log;
+  run.target = target;
   kiln_plugin_status_t* status = nullptr;
   {
     CurrentRunScope scope(&run);

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -431,6 +432,82 @@ TEST(HostApi, OpMappingAndRemoveAnnotation) {
   const std::string out = ir::print_graph(*g);
   EXPECT_NE(out.find("%y = Mul(%x, %x) : f32[2,3]\n"), std::string::npos) << out;
   EXPECT_NE(out.find("%z = Relu(%y) #{a = \"\"}"), std::string::npos) << out;
+// target_info (ABI 1.3): the device the pipeline compiles for, copied up
+// to the reader's struct_size; 0 without a device.
+struct TargetProbe {
+  int32_t full = -1, shorter = -1, tiny = -1, null_out = -1;
+  kiln_target_info_t info{};
+  kiln_target_info_t prefix{};
+};
+
+kiln_plugin_status_t* target_probe_run(void* state, const kiln_host_api_t* host, const kiln_graph_t* g,
+                                       kiln_rewriter_t*) {
+  auto& probe = *static_cast<TargetProbe*>(state);
+  if (!KILN_PLUGIN_HAS_FIELD(host, kiln_host_api_t, target_info) || !host->target_info) return nullptr;
+  std::memset(&probe.info, 0x5a, sizeof(probe.info));
+  probe.info.struct_size = sizeof(probe.info);
+  probe.full = host->target_info(g, &probe.info);
+  // A reader built against a struct that ends at compute_units: nothing
+  // past it is written.
+  std::memset(&probe.prefix, 0x5a, sizeof(probe.prefix));
+  probe.prefix.struct_size = static_cast<uint32_t>(offsetof(kiln_target_info_t, subgroup_size));
+  probe.shorter = host->target_info(g, &probe.prefix);
+  kiln_target_info_t tiny{};
+  tiny.struct_size = 2;
+  probe.tiny = host->target_info(g, &tiny);
+  probe.null_out = host->target_info(g, nullptr);
+  return nullptr;
+}
+
+TEST(HostApi, TargetInfo) {
+  auto g = parse(R"(graph @g opset 17 {
+  input %x : f32[4]
+  %y = Relu(%x) : f32[4]
+  return %y
+}
+)");
+  ASSERT_NE(g, nullptr);
+  ASSERT_TRUE(KILN_PLUGIN_HAS_FIELD(host_api(), kiln_host_api_t, target_info));
+  TargetProbe probe;
+  kiln_pass_t pass{};
+  pass.struct_size = sizeof(pass);
+  pass.name = "test.target-probe";
+  pass.run = &target_probe_run;
+  pass.pass_state = &probe;
+
+  // No device: 0, and the caller's struct is left as it was.
+  ASSERT_TRUE(run_pass(pass, *g, LogFn()).ok());
+  EXPECT_EQ(probe.full, 0);
+  EXPECT_EQ(probe.info.compute_units, 0x5a5a5a5au);
+  EXPECT_EQ(probe.null_out, 0);
+
+  kiln_target_info_t target{};
+  target.struct_size = sizeof(target);
+  target.shared_memory_bytes = 49152;
+  target.compute_units = 132;
+  target.subgroup_size = 32;
+  target.max_workgroup_invocations = 1024;
+  target.max_image_dimension_2d = 32768;
+  target.cooperative_matrix = 1;
+  target.fp16_arithmetic = 1;
+  target.vendor_id = 0x10de;
+  std::snprintf(target.device_name, sizeof(target.device_name), "%s", "Test GPU");
+  ASSERT_TRUE(run_pass(pass, *g, LogFn(), &target).ok());
+  EXPECT_EQ(probe.full, 1);
+  EXPECT_EQ(probe.info.struct_size, sizeof(kiln_target_info_t));
+  EXPECT_EQ(probe.info.shared_memory_bytes, 49152u);
+  EXPECT_EQ(probe.info.compute_units, 132u);
+  EXPECT_EQ(probe.info.subgroup_size, 32u);
+  EXPECT_EQ(probe.info.cooperative_matrix, 1);
+  EXPECT_EQ(probe.info.vendor_id, 0x10deu);
+  EXPECT_STREQ(probe.info.device_name, "Test GPU");
+  EXPECT_EQ(probe.shorter, 1);
+  EXPECT_EQ(probe.prefix.struct_size, offsetof(kiln_target_info_t, subgroup_size));
+  EXPECT_EQ(probe.prefix.compute_units, 132u);
+  EXPECT_EQ(probe.prefix.subgroup_size, 0x5a5a5a5au);  // past the reader's struct: untouched
+  EXPECT_EQ(probe.tiny, 0);
+  EXPECT_EQ(probe.null_out, 0);
+
 }
 
 }  // namespace

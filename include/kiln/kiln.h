@@ -314,6 +314,15 @@ typedef struct kiln_run_stats_t {
   uint64_t device_bytes;
   /* The activation memory: the largest arena plan seen, not one per shape. */
   uint64_t activation_bytes;
+  /* \since 0.2. Global memory the dispatches moved (every dispatch, profile
+   * or not): each tensor a kernel only reads, and each it writes, whole, at
+   * its device layout, for the run's shapes. A roofline count, not what the
+   * caches fetched. */
+  uint64_t bytes_read;
+  uint64_t bytes_written;
+  /* \since 0.2. Of `dispatches`, those of fused kernels (a name that starts
+   * with "fused" or contains '+'). */
+  uint32_t fused_dispatches;
 } kiln_run_stats_t;
 
 /* One kernel's GPU time in the last run (profile on). Names are truncated
@@ -323,6 +332,10 @@ typedef struct kiln_kernel_timing_t {
   char kernel[64];  /* the kernel ("conv2d_1x1", "add") */
   char node[128];   /* the graph node it implements (name, else op) */
   double gpu_ms;
+  /* \since 0.2. The dispatch's global memory: the tensors it only reads and
+   * those it writes (as kiln_run_stats_t.bytes_read / bytes_written). */
+  uint64_t bytes_read;
+  uint64_t bytes_written;
 } kiln_kernel_timing_t;
 
 /* Errors: FAILED_PRECONDITION before the first successful run. */

@@ -232,6 +232,24 @@ typedef struct kiln_node_info_t {
   kiln_region_id_t region;
 } kiln_node_info_t;
 
+/* \since 1.3. What the device a pipeline compiles for can do, as the host's
+ * target_info reports it (kiln_host_api_t::target_info): the facts a cost
+ * model (tile sizes, fusion decisions) needs. Grows only at the end; the
+ * caller sets struct_size and reads later fields through
+ * KILN_PLUGIN_HAS_FIELD. */
+typedef struct kiln_target_info_t {
+  uint32_t struct_size;
+  uint64_t shared_memory_bytes;       /* per workgroup (maxComputeSharedMemorySize) */
+  uint32_t compute_units;             /* SMs / CUs / shader cores; 0 = unknown */
+  uint32_t subgroup_size;             /* 0: no subgroup operations in compute */
+  uint32_t max_workgroup_invocations;
+  uint32_t max_image_dimension_2d;
+  int32_t cooperative_matrix;         /* 1: the planner may use tensor cores for fp16 GEMMs */
+  int32_t fp16_arithmetic;            /* 1: shaderFloat16 */
+  uint32_t vendor_id;                 /* PCI vendor (0x10de NVIDIA, 0x1002 AMD, 0x13b5 ARM, 0x10005 Mesa) */
+  char device_name[256];              /* NUL-terminated */
+} kiln_target_info_t;
+
 /* The host's function table. Pointers stay valid while the plugin is loaded. */
 typedef struct kiln_host_api_t {
   uint32_t struct_size;
@@ -362,6 +380,14 @@ typedef struct kiln_host_api_t {
    * or an empty key. */
   int32_t (*rw_remove_node_annotation)(kiln_rewriter_t* rw, kiln_node_id_t node, const char* key);
   int32_t (*rw_remove_value_annotation)(kiln_rewriter_t* rw, kiln_value_id_t value, const char* key);
+  /* \since 1.3, optional (check with KILN_PLUGIN_HAS_FIELD). The device the
+   * pipeline compiles for: fills *out (up to out->struct_size bytes, which
+   * the caller sets; fields past it are left alone) and returns 1. Returns 0
+   * and leaves *out untouched when the pipeline runs for no device (`kiln
+   * graph` without one, a reference-backend session, a backend plugin's
+   * compile) or out is NULL or its struct_size is too small to hold
+   * struct_size itself. */
+  int32_t (*target_info)(const kiln_graph_t* g, kiln_target_info_t* out);
 } kiln_host_api_t;
 
 /* ---- what a plugin provides --------------------------------------------- */

@@ -9,6 +9,7 @@
 // the host prints, and GraphView::infer_dims asks the host's own shape
 // inference (ABI 1.2), so no plugin writes its own parser or per-op shapes;
 // GraphView::op_mapping gives an op's DNNFusion mapping type (ABI 1.3).
+// GraphView::target_info says what the device compiled for can do (ABI 1.3).
 //
 //   class FoldThings : public kiln::plugin::Pass { void run(GraphView&, Rewriter&) override; };
 //   static FoldThings fold;
@@ -428,6 +429,17 @@ class GraphView {
   int32_t op_mapping(const std::string& domain, const std::string& op) const {
     if (!KILN_PLUGIN_HAS_FIELD(host_, kiln_host_api_t, op_mapping) || !host_->op_mapping) return KILN_MAPPING_UNKNOWN;
     return host_->op_mapping(domain.c_str(), op.c_str());
+  }
+
+  // ABI 1.3: the device the pipeline compiles for (shared memory, compute
+  // units, subgroup size, ...); nullopt when it runs for none or the host
+  // predates 1.3. Fields the host does not know stay zero.
+  std::optional<kiln_target_info_t> target_info() const {
+    if (!KILN_PLUGIN_HAS_FIELD(host_, kiln_host_api_t, target_info) || !host_->target_info) return std::nullopt;
+    kiln_target_info_t info{};
+    info.struct_size = sizeof(info);
+    if (!host_->target_info(g_, &info)) return std::nullopt;
+    return info;
   }
 
   // ABI 1.2: whether the host can run its shape inference on given dims.

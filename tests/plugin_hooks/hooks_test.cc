@@ -144,10 +144,16 @@ TEST_F(PlannerHooks, AFusionGroupIsOneKernelWithTheSameResults) {
         ASSERT_TRUE(fused_by_default.ok()) << config << ": " << fused_by_default.status().to_string();
         EXPECT_EQ(kernel_names(*(*fused_by_default)->vulkan_model()), "fused_sigmoid_mul_add_tanh ") << config;
 
-        auto ra = (*plain)->run({x});
-        auto rb = (*hooked)->run({x});
+        runtime::RunStats sa, sb;
+        auto ra = (*plain)->run({x}, &sa);
+        auto rb = (*hooked)->run({x}, &sb);
         ASSERT_TRUE(ra.ok()) << config << ": " << ra.status().to_string();
         ASSERT_TRUE(rb.ok()) << config << ": " << rb.status().to_string();
+        // The run statistics count the fused kernel, which moves less.
+        EXPECT_EQ(sa.fused_dispatches, 0u) << config;
+        EXPECT_EQ(sb.dispatches, 1u) << config;
+        EXPECT_EQ(sb.fused_dispatches, 1u) << config;
+        EXPECT_LT(sb.bytes_read + sb.bytes_written, sa.bytes_read + sa.bytes_written) << config;
         ASSERT_EQ((*ra)[0].shape(), (*rb)[0].shape());
         // fp32: the same float operations (lavapipe gives the same bits; a
         // driver may contract a * b + c across the fused bodies); fp16: the

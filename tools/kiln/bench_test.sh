@@ -120,6 +120,8 @@ if "$kiln" info 2>/dev/null | grep -q "^device 0"; then
   check "vulkan bench" 0 "^add_relu +ok" -- "$kiln" bench "$m" --backend vulkan --validate "${fast[@]}" \
     --json "$tmp/vk.json" --csv "$tmp/vk.csv" --peak-gbps 50 --peak-gflops 400
   check "vulkan JSON+CSV valid" 0 "^ok$" -- "$py" "$checker" "$tmp/vk.json" --csv "$tmp/vk.csv" --models 1 --ok 1
+  check "vulkan bytes moved" 0 "dispatches 2 \(fused 0\), bytes moved [0-9.]+ [KMG]?i?B per run" -- "$kiln" bench "$m" \
+    --backend vulkan "${fast[@]}"
   check "vulkan record" 0 "^ok$" -- "$py" -c "
 import json
 d = json.load(open('$tmp/vk.json'))
@@ -136,6 +138,11 @@ assert m['kernels'] and all(k['gpu_ms'] >= 0 for k in m['kernels']), m['kernels'
 # Every kernel moves bytes; relu on x=2x3 reads and writes 6 fp32 elements.
 assert all(k['bytes'] > 0 for k in m['kernels']), m['kernels']
 assert [k['bytes'] for k in m['kernels'] if k['kernel'] == 'relu'] == [48], m['kernels']
+assert [(k['bytes_read'], k['bytes_written']) for k in m['kernels'] if k['kernel'] == 'relu'] == [(24, 24)], m['kernels']
+# The run's totals are its kernels' sums; no kernel of add_relu is fused.
+assert m['bytes_read'] == sum(k['bytes_read'] for k in m['kernels']), m
+assert m['bytes_written'] == sum(k['bytes_written'] for k in m['kernels']), m
+assert m['fused_dispatches'] == 0 and m['dispatches'] == len(m['kernels']), m
 assert env['peak_gbps'] == 50 and env['peak_gflops'] == 400, env
 for k in m['kernels']:
     if k['gpu_ms'] > 0:

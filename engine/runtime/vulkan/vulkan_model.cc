@@ -32,6 +32,7 @@ planner::TargetInfo target_info(const vk::Device& device) {
   t.max_shared_memory = c.max_compute_shared_memory_size;
   t.max_workgroup_invocations = c.max_compute_work_group_invocations;
   t.max_workgroup_count_x = c.max_compute_work_group_count[0];
+  t.compute_units = c.compute_units;
   const bool subgroups = c.subgroup_in_compute && c.subgroup_size > 0;
   t.subgroup_size = subgroups ? c.subgroup_size : 0;
   t.subgroup_arithmetic = subgroups && (c.subgroup_operations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);

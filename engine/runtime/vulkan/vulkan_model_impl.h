@@ -85,6 +85,13 @@ struct Segment {
   // Start + end (or start + one per dispatch when profiling); null when the
   // queue has no timestamps.
   std::unique_ptr<vk::TimestampQueries> timestamps;
+  // What the dispatches move, per dispatch (the signature's shapes are the
+  // segment's): computed by the first run that submits the segment.
+  struct Traffic {
+    uint64_t read = 0, written = 0, flops = 0;
+  };
+  std::vector<Traffic> traffic;
+  uint32_t fused_dispatches = 0;
 };
 
 // A sub-graph boundary (SoD²'s Execution Determined Output): the plan step
