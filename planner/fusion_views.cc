@@ -47,6 +47,21 @@ std::string storage_access(const std::string& text, const std::string& name) {
   return {};
 }
 
+// In a map kernel's text, `name_ld(oi)` becomes `name_at(oc0, ...)`: the
+// same element when the tensor has the output's shape, without decomposing
+// oi again inside the view's X_ld.
+void load_by_coords(std::string& text, const std::string& name, size_t rank) {
+  const std::string from = name + "_ld(oi)", to = name + "_at(" + coord_list(rank) + ")";
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) {
+    if (at > 0 && ident_char(text[at - 1])) {
+      at += from.size();
+      continue;
+    }
+    text.replace(at, from.size(), to);
+    at += to.size();
+  }
+}
+
 std::string lower_case(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -212,6 +227,10 @@ Status lower_fused_with_views(PlanBuilder& builder, const ir::Graph& graph, cons
       kt.shares_memory = false;
       kt.view = std::make_shared<const IndexView>(std::move(view));
       viewed = true;
+      if (k.family == KernelDesc::Family::kMap) {
+        auto w = std::find_if(k.tensors.begin(), k.tensors.end(), [](const KernelTensor& t) { return t.written; });
+        if (w != k.tensors.end() && same_shape(w->shape, kt.shape)) load_by_coords(k.body, kt.name, kt.shape.size());
+      }
     }
     if (viewed) k.name = "fused" + ops + "_" + (k.name.rfind("fused_", 0) == 0 ? k.name.substr(6) : k.name);
   }

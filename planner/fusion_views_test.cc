@@ -108,6 +108,8 @@ void expect_fused_view(const ExecutionPlan& plan, const ir::Graph& g, const char
     if (t.view) {
       EXPECT_EQ(t.tensor, src);
       EXPECT_FALSE(t.elementwise);
+      // Read at the harness's coordinates, not by re-decomposing oi.
+      EXPECT_EQ(k.body.find(t.name + "_ld(oi)"), std::string::npos) << k.body;
       through_view = true;
     }
   EXPECT_TRUE(through_view) << describe_plan(plan, g);

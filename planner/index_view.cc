@@ -263,7 +263,10 @@ bool is_view_op(const std::string& domain, const std::string& op) {
 
 Status append_view_node(IndexView& view, LoweringContext& ctx) {
   const ir::Node& node = ctx.node();
-  if (!is_view_op(node.domain, node.op)) return ctx.unsupported("is not a data-movement op an index view can read through");
+  const auto refuse = [&](const std::string& why) {
+    return unimplemented(node.describe() + " cannot be read through an index view: " + why);
+  };
+  if (!is_view_op(node.domain, node.op)) return refuse("it is not a data-movement op");
   if (ctx.num_outputs() != 1 || !ctx.has_output(0) || !ctx.has_input(0)) return ctx.error("a view op has one input and one output");
   const std::vector<Dim>& in = ctx.input_shape(0);
   const std::vector<Dim>& out = ctx.output_shape(0);
@@ -286,18 +289,18 @@ Status append_view_node(IndexView& view, LoweringContext& ctx) {
   } else if (op == "Slice") {
     const auto rank = static_cast<int64_t>(in.size());
     auto starts = ctx.input_dims_value(1);
-    if (!starts) return ctx.unsupported("Slice starts are not known at plan time (an index view needs them)");
+    if (!starts) return refuse("its starts are not known at plan time");
     std::vector<int64_t> axes, steps(starts->size(), 1);
     if (ctx.has_input(3)) {
       auto a = constant_ints(ctx, 3);
-      if (!a) return ctx.unsupported("Slice axes are not constants");
+      if (!a) return refuse("its axes are not constants");
       axes = *a;
     } else {
       for (size_t i = 0; i < starts->size(); ++i) axes.push_back(static_cast<int64_t>(i));
     }
     if (ctx.has_input(4)) {
       auto s = constant_ints(ctx, 4);
-      if (!s) return ctx.unsupported("Slice steps are not constants");
+      if (!s) return refuse("its steps are not constants");
       steps = *s;
     }
     if (axes.size() != starts->size() || steps.size() != starts->size())
@@ -319,8 +322,8 @@ Status append_view_node(IndexView& view, LoweringContext& ctx) {
     const size_t off = out.size() - in.size();
     for (size_t k = 0; k < in.size(); ++k)
       if (!is_one(in[k]) && !in[k].same_as(out[k + off]))
-        return ctx.unsupported("Expand of dim " + std::to_string(k) + " (" + in[k].to_string() +
-                               ") that may or may not be broadcast");
+        return refuse("dim " + std::to_string(k) + " (" + in[k].to_string() +
+                               ") may or may not be broadcast");
     view.broadcast(out);
   } else {
     view.reshape(out);  // Reshape, Flatten, Squeeze, Unsqueeze, Identity: row-major order kept
