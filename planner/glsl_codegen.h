@@ -47,6 +47,18 @@
 // the epilogue. A kernel must not touch Y's memory otherwise (Y_data, Y_img):
 // fusion checks that before attaching an epilogue.
 //
+// Views (KernelTensor::view, index_view.h). A tensor read through an index
+// view binds its SOURCE (the binding's storage and layout, addressed by the
+// view's source_shape through accessors named X_src_at, X_src_ld, X_src_D0,
+// ...), while the kernel sees the view's logical shape: X_D<k>, X_NUMEL,
+//   S X_at(c..)   the view's coordinate map, then one X_src_at
+//   S X_ld(i)     i decomposed over the view's dims, then X_at
+//   V X_at4(c..)  four X_at along X_VEC (the view's vec_axis, else its last
+//                 axis), lanes past the end read 0; any c[X_VEC] works
+// and X_IS_VIEW 1. The map's own extents are parameters X_V<j>. A view
+// defines neither X_IS_BUFFER nor X_IS_IMAGE nor X_data: a kernel that
+// needs them cannot read through a view. A written tensor cannot be one.
+//
 // The map harness (Family::kMap). The single written tensor Y is covered by
 // invocations that each own four consecutive elements along Y_VEC. For each
 // of its lanes whose coordinate is inside the tensor the body runs with

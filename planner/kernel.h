@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -69,6 +70,8 @@ int default_packed_axis(size_t rank);
 using TensorId = int32_t;
 constexpr TensorId kNoTensor = -1;
 
+struct IndexView;  // planner/index_view.h
+
 // One tensor a kernel binds. `name` is the GLSL identifier prefix the
 // generated accessors use ("x" -> x_at(...), x_D0, ...).
 struct KernelTensor {
@@ -86,6 +89,12 @@ struct KernelTensor {
   // Shares memory with another tensor this kernel binds (an in-place write):
   // the generated GLSL drops `restrict` from this binding.
   bool shares_memory = false;
+  // Read through an index view (index_view.h; set by fusion, fusion_views.h):
+  // `tensor` and `layout` are the view's SOURCE, addressed with the view's
+  // source_shape, while `shape` is the view's logical shape, the one the
+  // kernel sees through X_at/X_ld/X_at4 (glsl_codegen.h). Read-only; never
+  // `elementwise`. Null: the tensor is read as it is.
+  std::shared_ptr<const IndexView> view;
 };
 
 // An integer the kernel uses beyond the tensors' dims (strides, pads, axis
