@@ -432,6 +432,8 @@ TEST(HostApi, OpMappingAndRemoveAnnotation) {
   const std::string out = ir::print_graph(*g);
   EXPECT_NE(out.find("%y = Mul(%x, %x) : f32[2,3]\n"), std::string::npos) << out;
   EXPECT_NE(out.find("%z = Relu(%y) #{a = \"\"}"), std::string::npos) << out;
+}
+
 // target_info (ABI 1.3): the device the pipeline compiles for, copied up
 // to the reader's struct_size; 0 without a device.
 struct TargetProbe {
@@ -507,7 +509,6 @@ TEST(HostApi, TargetInfo) {
   EXPECT_EQ(probe.prefix.subgroup_size, 0x5a5a5a5au);  // past the reader's struct: untouched
   EXPECT_EQ(probe.tiny, 0);
   EXPECT_EQ(probe.null_out, 0);
-
 }
 
 }  // namespace
