@@ -361,6 +361,26 @@ TEST_F(FusionEpilogue, DwPwSplitKAndSymbolicBatch) {
                {.dispatches = 2, .name = "dwpw_splitk_reduce+add"});
 }
 
+// dw with pads only at the end (explicit, or SAME_UPPER over an even size
+// with stride 2) and symbolic spatial dims: the last window reaches past
+// the input.
+TEST_F(FusionEpilogue, DwPwWithEndPadsAndSamePads) {
+  for (const bool same : {false, true}) {
+    Net net;
+    const ir::Dim h = ir::Dim::symbol("h"), w = ir::Dim::symbol("w");
+    const ir::ValueId x = net.input("x", {1, 8, h, w});
+    std::map<std::string, ir::Attribute> attrs = {{"group", one(8)}, {"strides", ints({2, 2})}};
+    if (same) attrs["auto_pad"] = ir::Attribute::of_string("SAME_UPPER");
+    else attrs["pads"] = ints({0, 0, 1, 1});
+    const ir::ValueId d = net.op("Conv", {x, net.constant(random_tensor({8, 1, 3, 3}, 50, -0.5f, 0.5f))}, attrs);
+    const ir::ValueId c = net.op("Clip", {d, net.scalar(-0.3f), net.scalar(0.3f)});
+    const ir::ValueId p = net.op("Conv", {c, net.constant(random_tensor({12, 8, 1, 1}, 51))});
+    net.g.node(net.last).annotations[kKernelKey] = "tile=16x16";
+    expect_fused(net.finish({p}), {{random_tensor({1, 8, 8, 10}, 52)}, {random_tensor({1, 8, 6, 6}, 53)}},
+                 {.name = "dwpw_tile16x16"});
+  }
+}
+
 TEST_F(FusionEpilogue, DwPwImageOutputThroughTheGemmScratchCopy) {
   Net net;
   const ir::ValueId x = net.input("x", {1, 8, 9, 9});
