@@ -1,6 +1,8 @@
 // Epilogue fusion (planner/fusion.h, group shape 2): an anchor node of any
 // lowering plus its elementwise tail in one fusion group runs as the
-// anchor's kernels, which store through the composed tail. Each case builds
+// anchor's kernels, which store through the composed tail; and shape 3
+// (planner/fusion_dwpw.h): depthwise conv + chain + pointwise conv (+ tail)
+// as one GEMM. Each case builds
 // a small graph, plans it in every storage x precision, checks the plan
 // fused (dispatch count, kernel names, no fusion note) and compares the
 // Vulkan results with the reference executor's.
