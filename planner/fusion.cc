@@ -251,8 +251,12 @@ struct Composer {
         same->elementwise = same->elementwise && t.elementwise;
         rename[t.name] = same->name;
       } else {
+        const auto used = [&](const std::string& n) {
+          return taken.count(n) ||
+                 std::any_of(bound.begin(), bound.end(), [&](const KernelTensor& b) { return b.name == n; });
+        };
         std::string name;
-        for (size_t n = bound.size(); name.empty() || taken.count(name); ++n) name = input_prefix + std::to_string(n);
+        for (size_t n = bound.size(); name.empty() || used(name); ++n) name = input_prefix + std::to_string(n);
         rename[t.name] = name;
         bound.push_back(t);
         bound.back().name = name;

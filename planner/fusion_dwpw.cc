@@ -74,12 +74,29 @@ StatusOr<std::vector<KernelDesc>> lower_dwpw(PlanBuilder& builder, const ir::Gra
     return unimplemented(dw.describe() + " and " + pw.describe() + " (depthwise-pointwise) " + why);
   };
   KILN_ASSIGN_OR_RETURN(const ops::WindowAttrs wa, ops::read_window_attrs(dw, 2, false));
-  if (wa.auto_pad == ops::AutoPad::kSameUpper || wa.auto_pad == ops::AutoPad::kSameLower)
-    return refuse("cannot fuse with auto_pad SAME_* on the depthwise conv");
-  for (ir::ValueId v : {dw.inputs[0], pw.outputs[0]})
+  for (ir::ValueId v : {dw.inputs[0], dw.outputs[0], pw.outputs[0]})
     if (!builder.value_ranked(v)) return refuse("has a tensor of unknown rank");
   const Tensor& dw_w = *constant_input(graph, dw, 1);
   const int64_t c = dw_w.dim(0), kh = dw_w.dim(2), kw = dw_w.dim(3);
+  // Begin pads: explicit, or SAME_* ones derived as lower_conv.cc does
+  // (expressions of a symbolic input size, evaluated per run).
+  // Windows reach outside the input (and need bounds checks) with any pad,
+  // at the beginning or the end.
+  std::vector<ir::Dim> pad_begin;
+  bool pads = !all_equal(wa.pads, 0);
+  for (size_t i = 0; i < 2; ++i) {
+    ir::Dim pb(wa.pads[i]);
+    if (wa.auto_pad == ops::AutoPad::kSameUpper || wa.auto_pad == ops::AutoPad::kSameLower) {
+      const int64_t dk = ((i == 0 ? kh : kw) - 1) * wa.dilations[i] + 1;
+      const ir::Dim total = ir::Dim::max(ir::Dim(0), (builder.value_shape(dw.outputs[0])[2 + i] - ir::Dim(1)) *
+                                                         ir::Dim(wa.strides[i]) + ir::Dim(dk) -
+                                                         builder.value_shape(dw.inputs[0])[2 + i]);
+      const ir::Dim half = ir::Dim::floor_div(total, ir::Dim(2));
+      pb = wa.auto_pad == ops::AutoPad::kSameUpper ? half : total - half;
+      pads = pads || !(total.is_const() && total.value() == 0);
+    }
+    pad_begin.push_back(pb);
+  }
   const bool dw_bias = dw.inputs.size() > 2 && dw.inputs[2] != ir::kNoValue;
   for (ir::NodeId nid : group.nodes)
     if (nid != dw.id && nid != pw.id && dw_bias && graph.node(nid).outputs[0] == dw.inputs[2])
@@ -105,7 +122,7 @@ StatusOr<std::vector<KernelDesc>> lower_dwpw(PlanBuilder& builder, const ir::Gra
   p.a_m_fastest = true;  // neighbouring output pixels read neighbouring input pixels
   p.params = {{"DW_KS0", ir::Dim(kh)},       {"DW_KS1", ir::Dim(kw)},       {"DW_ST0", ir::Dim(wa.strides[0])},
               {"DW_ST1", ir::Dim(wa.strides[1])}, {"DW_DL0", ir::Dim(wa.dilations[0])}, {"DW_DL1", ir::Dim(wa.dilations[1])},
-              {"DW_PB0", ir::Dim(wa.pads[0])},    {"DW_PB1", ir::Dim(wa.pads[1])}};
+              {"DW_PB0", pad_begin[0]},           {"DW_PB1", pad_begin[1]}};
   p.tensors.push_back(ctx.bind("X", builder.tensor_of(dw.inputs[0])));
   // [C, 1, kh, kw] is already [C][kh * kw] row-major.
   p.tensors.push_back(
@@ -114,7 +131,6 @@ StatusOr<std::vector<KernelDesc>> lower_dwpw(PlanBuilder& builder, const ir::Gra
   for (const KernelTensor& t : prologue.inputs) p.tensors.push_back(t);
 
   // A(img, pixel, k): dw's output at channel k, through the chain.
-  const bool pads = !all_equal(wa.pads, 0);
   std::string h = prologue.code;
   h += "float gemm_a(int b, int m, int k) {\n"
        "  int t = m;\n  int o1 = t % Y_D3; t /= Y_D3; int o0 = t;\n";

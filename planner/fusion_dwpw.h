@@ -6,7 +6,7 @@
 // are
 //   dw      Conv with 2 spatial axes, a constant weight [C, 1, kh, kw],
 //           group == C == its input's channels (any kernel, stride,
-//           dilation, explicit pads; not auto_pad SAME_*), optional bias;
+//           dilation, pads: explicit or auto_pad), optional bias;
 //   chain   zero or more nodes each lowering to one composable map kernel
 //           (fusion.h shape 1: Relu, Clip, Mul by a per-channel scale, ...),
 //           reading dw's output and each other (at the element they

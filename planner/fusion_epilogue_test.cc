@@ -1,6 +1,8 @@
 // Epilogue fusion (planner/fusion.h, group shape 2): an anchor node of any
 // lowering plus its elementwise tail in one fusion group runs as the
-// anchor's kernels, which store through the composed tail. Each case builds
+// anchor's kernels, which store through the composed tail; and shape 3
+// (planner/fusion_dwpw.h): depthwise conv + chain + pointwise conv (+ tail)
+// as one GEMM. Each case builds
 // a small graph, plans it in every storage x precision, checks the plan
 // fused (dispatch count, kernel names, no fusion note) and compares the
 // Vulkan results with the reference executor's.
@@ -359,6 +361,26 @@ TEST_F(FusionEpilogue, DwPwSplitKAndSymbolicBatch) {
                {{random_tensor({1, 40, 7, 7}, 46), random_tensor({1, 12, 7, 7}, 47)},
                 {random_tensor({3, 40, 7, 7}, 48), random_tensor({3, 12, 7, 7}, 49)}},
                {.dispatches = 2, .name = "dwpw_splitk_reduce+add"});
+}
+
+// dw with pads only at the end (explicit, or SAME_UPPER over an even size
+// with stride 2) and symbolic spatial dims: the last window reaches past
+// the input.
+TEST_F(FusionEpilogue, DwPwWithEndPadsAndSamePads) {
+  for (const bool same : {false, true}) {
+    Net net;
+    const ir::Dim h = ir::Dim::symbol("h"), w = ir::Dim::symbol("w");
+    const ir::ValueId x = net.input("x", {1, 8, h, w});
+    std::map<std::string, ir::Attribute> attrs = {{"group", one(8)}, {"strides", ints({2, 2})}};
+    if (same) attrs["auto_pad"] = ir::Attribute::of_string("SAME_UPPER");
+    else attrs["pads"] = ints({0, 0, 1, 1});
+    const ir::ValueId d = net.op("Conv", {x, net.constant(random_tensor({8, 1, 3, 3}, 50, -0.5f, 0.5f))}, attrs);
+    const ir::ValueId c = net.op("Clip", {d, net.scalar(-0.3f), net.scalar(0.3f)});
+    const ir::ValueId p = net.op("Conv", {c, net.constant(random_tensor({12, 8, 1, 1}, 51))});
+    net.g.node(net.last).annotations[kKernelKey] = "tile=16x16";
+    expect_fused(net.finish({p}), {{random_tensor({1, 8, 8, 10}, 52)}, {random_tensor({1, 8, 6, 6}, 53)}},
+                 {.name = "dwpw_tile16x16"});
+  }
 }
 
 TEST_F(FusionEpilogue, DwPwImageOutputThroughTheGemmScratchCopy) {

@@ -269,6 +269,38 @@ std::string dwpw_model(const std::string& addend) {
          "  return %z\n}\n";
 }
 
+// A MatMul lowering whose output accessor is named as the tail's first
+// input would be ("Ep0").
+Status output_named_ep0(LoweringContext& ctx) {
+  KernelDesc d;
+  d.name = "ep0";
+  d.family = KernelDesc::Family::kCustom;
+  d.tensors = {ctx.bind("A", ctx.input(0)), ctx.bind("Ep0", ctx.output(0), true)};
+  d.body = "void main() { Ep0_st(0, A_ld(0)); }\n";
+  ctx.emit(std::move(d));
+  return ok_status();
+}
+
+TEST(Fusion, TailInputsTakeNamesTheAnchorKernelDoesNotUse) {
+  auto g = parse(matmul_model("  %a = Add(%y, %b) #{kiln.fusion_group = \"mm\"} : f32[6,8]\n"
+                              "  %z = Mul(%a, %x) #{kiln.fusion_group = \"mm\"} : f32[6,8]\n"));
+  ASSERT_TRUE(g);
+  LoweringRegistry r;
+  register_elementwise_lowerings(r);
+  r.add("", "MatMul", output_named_ep0);
+  auto plan = build_plan(*g, TargetInfo{}, PlanOptions{}, r);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  EXPECT_TRUE(plan->fusion_notes.empty()) << plan->fusion_notes.front();
+  ASSERT_EQ(plan->dispatch_count(), 1u);
+  const KernelDesc& k = plan->steps[0].kernel;
+  EXPECT_EQ(k.name, "ep0+add+mul");
+  ASSERT_EQ(k.tensors.size(), 4u);  // A, Ep0 (the output), b, x
+  EXPECT_EQ(k.tensors[2].name, "Ep1");
+  EXPECT_EQ(k.tensors[3].name, "Ep2");
+  auto glsl = generate_glsl(k, TargetInfo{});
+  EXPECT_TRUE(glsl.ok()) << glsl.status().to_string();
+}
+
 TEST(Fusion, ADepthwisePointwiseGroupIsOneGemm) {
   auto g = parse(dwpw_model("%x"));
   ASSERT_TRUE(g);

@@ -4,6 +4,7 @@
 // and weights that are graph inputs instead of constants.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,23 @@ TEST_F(LowerConvTest, DilationAndPads) {
                             {{"auto_pad", ir::Attribute::of_string("SAME_UPPER")}, {"strides", ints({2, 2})}}, 45)));
   EXPECT_TRUE(check_op(conv({1, 4, 6, 7}, {5, 4, 2, 2}, false,
                             {{"auto_pad", ir::Attribute::of_string("SAME_LOWER")}}, 47)));
+}
+
+// Pads only at the end (begin pads 0): the last windows still reach past
+// the input, in the GEMM, depthwise and depthwise-texel paths. SAME_UPPER
+// at stride 2 over an even size pads 0 before and 1 after.
+TEST_F(LowerConvTest, EndPadsOnly) {
+  const std::map<std::string, ir::Attribute> end = {{"pads", ints({0, 0, 1, 1})}, {"strides", ints({2, 2})}};
+  const std::map<std::string, ir::Attribute> same = {{"auto_pad", ir::Attribute::of_string("SAME_UPPER")},
+                                                     {"strides", ints({2, 2})}};
+  for (const auto& attrs : {end, same}) {
+    EXPECT_TRUE(check_op(conv({1, 8, 8, 8}, {6, 8, 3, 3}, true, attrs, 61)));
+    auto dw = attrs;
+    dw["group"] = ir::Attribute::of_int(8);
+    EXPECT_TRUE(check_op(conv({1, 8, 8, 8}, {8, 1, 3, 3}, true, dw, 63)));
+  }
+  // A 1x1 conv padded at the end is no plain pointwise GEMM.
+  EXPECT_TRUE(check_op(conv({1, 8, 5, 5}, {6, 8, 1, 1}, false, {{"pads", ints({0, 0, 1, 1})}}, 65)));
 }
 
 TEST_F(LowerConvTest, OneAndThreeSpatialAxes) {

@@ -6,7 +6,9 @@
 //   value  "kiln.packed_axis"  "<axis>"             an image's axis in the 4 texel channels
 //   node   "kiln.kernel"       "tile=64x32,split_k=2,coopmat=off"
 //                              the kernel configuration of a GEMM-family
-//                              node (MatMul, Gemm, Conv lowered as GEMM)
+//                              node (MatMul, Gemm, Conv lowered as GEMM; the
+//                              pointwise Conv of a depthwise-pointwise
+//                              fusion group, planner/fusion_dwpw.h)
 //   node   "kiln.fusion_group" "<id>"               the node's fusion group
 //                              (planner/fusion.h)
 //

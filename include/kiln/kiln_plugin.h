@@ -122,11 +122,14 @@ typedef enum kiln_fact_t {
  *                                      64): nodes of the main graph sharing an
  *                                      id are one fusion group, which the
  *                                      planner runs as one kernel where it can
- *                                      (elementwise map ops with one output
- *                                      whose other values only the group
- *                                      reads); a group it cannot fuse runs
- *                                      unfused, the reason recorded in the
- *                                      plan. KILN_FACT_FUSION_GROUPS. */
+ *                                      (one output, other values read only by
+ *                                      the group; an elementwise chain, any
+ *                                      op followed by elementwise ops, or
+ *                                      depthwise conv + elementwise + 1x1
+ *                                      conv + elementwise: planner/README.md
+ *                                      says exactly which); a group it cannot
+ *                                      fuse runs unfused, the reason recorded
+ *                                      in the plan. KILN_FACT_FUSION_GROUPS. */
 #define KILN_ANNOTATION_STORAGE "kiln.storage"
 #define KILN_ANNOTATION_PACKED_AXIS "kiln.packed_axis"
 #define KILN_ANNOTATION_KERNEL "kiln.kernel"
