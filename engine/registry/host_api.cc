@@ -746,9 +746,13 @@ const kiln_host_api_t kHostApi = {
     h_rw_remove_value_annotation,
     h_target_info,
 };
-static_assert(static_cast<int>(ops::MappingType::kOther) == KILN_MAPPING_OTHER &&
+static_assert(static_cast<int>(ops::MappingType::kUnset) == KILN_MAPPING_UNKNOWN &&
                   static_cast<int>(ops::MappingType::kOneToOne) == KILN_MAPPING_ONE_TO_ONE &&
-                  static_cast<int>(ops::MappingType::kShuffle) == KILN_MAPPING_SHUFFLE,
+                  static_cast<int>(ops::MappingType::kOneToMany) == KILN_MAPPING_ONE_TO_MANY &&
+                  static_cast<int>(ops::MappingType::kManyToMany) == KILN_MAPPING_MANY_TO_MANY &&
+                  static_cast<int>(ops::MappingType::kReorganize) == KILN_MAPPING_REORGANIZE &&
+                  static_cast<int>(ops::MappingType::kShuffle) == KILN_MAPPING_SHUFFLE &&
+                  static_cast<int>(ops::MappingType::kOther) == KILN_MAPPING_OTHER,
               "ops::MappingType and kiln_mapping_t share their numbering");
 
 // Restores the thread's current run when a pass returns (passes may nest:

@@ -98,16 +98,20 @@ std::vector<int> affix_set(const Dag& dag, const std::vector<int>& cluster_of, c
 }
 
 bool compatible(const Dag& dag, const std::vector<int>& members) {
-  int anchors = 0, dw = 0, pw = 0;
+  std::vector<int> anchors;
   std::set<int> shapes;
   for (int m : members) {
     const DagNode& n = dag.nodes[static_cast<size_t>(m)];
     if (n.role == Role::kOpaque || n.shape_class < 0) return false;
-    if (n.role == Role::kAnchor) ++anchors, dw += n.depthwise, pw += n.pointwise;
+    if (n.role == Role::kAnchor) anchors.push_back(m);
     shapes.insert(n.shape_class);
   }
-  const bool dwpw = anchors == 2 && dw >= 1 && pw >= 1;
-  return (anchors <= 1 && shapes.size() <= 1) || (dwpw && shapes.size() <= 2);
+  if (anchors.size() <= 1) return shapes.size() <= 1;
+  // DW before PW (a pointwise Conv before a depthwise one is FCM's PWDW,
+  // which the planner does not fuse: let the depthwise one find its PW).
+  std::sort(anchors.begin(), anchors.end());
+  return anchors.size() == 2 && dag.nodes[static_cast<size_t>(anchors[0])].depthwise &&
+         dag.nodes[static_cast<size_t>(anchors[1])].pointwise && shapes.size() <= 2;
 }
 
 namespace {

@@ -111,6 +111,13 @@ TEST(FusionLegality, DwPw) {
   d.nodes[2].shape_class = d.nodes[3].shape_class = 1;
   EXPECT_EQ(classify(d, {0, 1, 2, 3}), GroupKind::kDwPw);
   EXPECT_EQ(legalize(d, cluster(d, 1e9)), (std::vector<std::vector<int>>{{0, 1, 2, 3}}));
+  // PW before DW (FCM's PWDW) is not a pair the planner fuses: a 1x1 Conv
+  // -> Clip -> depthwise Conv never clusters; the depthwise Conv keeps its Clip.
+  Dag pwdw = make({A, E, A, E}, {{0, 1}, {1, 2}, {2, 3}});
+  pwdw.nodes[0].pointwise = true;
+  pwdw.nodes[2].depthwise = true;
+  EXPECT_FALSE(compatible(pwdw, {0, 1, 2}));
+  EXPECT_EQ(legalize(pwdw, cluster(pwdw, 1e9)), (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
   // Not depthwise: two anchors are illegal.
   d.nodes[0].depthwise = false;
   EXPECT_EQ(classify(d, {0, 1, 2, 3}), GroupKind::kIllegal);

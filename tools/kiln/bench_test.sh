@@ -135,14 +135,15 @@ assert cold['shader_compiles'] > 0 and cold['shader_disk_hits'] == 0, cold
 assert warm['shader_compiles'] == 0 and warm['shader_disk_hits'] > 0, warm
 assert m['gpu'] is not None and m['gpu']['count'] == 3, m['gpu']
 assert m['kernels'] and all(k['gpu_ms'] >= 0 for k in m['kernels']), m['kernels']
-# Every kernel moves bytes; relu on x=2x3 reads and writes 6 fp32 elements.
+# Every kernel moves bytes; kiln.fusion makes add+relu one kernel, which
+# reads x=2x3 and the 3-element bias and writes 6 fp32 elements.
 assert all(k['bytes'] > 0 for k in m['kernels']), m['kernels']
-assert [k['bytes'] for k in m['kernels'] if k['kernel'] == 'relu'] == [48], m['kernels']
-assert [(k['bytes_read'], k['bytes_written']) for k in m['kernels'] if k['kernel'] == 'relu'] == [(24, 24)], m['kernels']
-# The run's totals are its kernels' sums; no kernel of add_relu is fused.
+assert [k['bytes'] for k in m['kernels'] if k['kernel'] == 'fused_add_relu'] == [60], m['kernels']
+assert [(k['bytes_read'], k['bytes_written']) for k in m['kernels'] if k['kernel'] == 'fused_add_relu'] == [(36, 24)], m['kernels']
+# The run's totals are its kernels' sums; its one kernel is the fused one.
 assert m['bytes_read'] == sum(k['bytes_read'] for k in m['kernels']), m
 assert m['bytes_written'] == sum(k['bytes_written'] for k in m['kernels']), m
-assert m['fused_dispatches'] == 0 and m['dispatches'] == len(m['kernels']), m
+assert m['fused_dispatches'] == 1 and m['dispatches'] == len(m['kernels']), m
 assert env['peak_gbps'] == 50 and env['peak_gflops'] == 400, env
 for k in m['kernels']:
     if k['gpu_ms'] > 0:
