@@ -337,6 +337,24 @@ TEST_F(FusionViewsDevice, TransposeLayerNorm) {
   expect_matches_reference(layernorm_model(), {testing::random_tensor({2, 8, 3, 5}, 8)}, plan_of(*g).dispatch_count());
 }
 
+// x + x^T: the kernel binds x twice, once through the view. x dies at the
+// Add, which reads it elementwise too, but the output must not be written
+// over it: the view reads other elements than the lane writes. (Two guards
+// keep it out: the view binding is never `elementwise`, and inplace.cc
+// blocks the input of a node without steps, the Transpose here.)
+TEST_F(FusionViewsDevice, ASourceAlsoReadDirectlyIsNeverOverwrittenInPlace) {
+  const std::string text =
+      "graph @g opset 17 {\n  input %i : f32[2,5,5]\n  %x = Relu(%i) : f32[2,5,5]\n"
+      "  %t = Transpose(%x) {perm = [0,2,1]}" + kG + " : f32[2,5,5]\n"
+      "  %y = Add(%t, %x)" + kG + " : f32[2,5,5]\n  return %y\n}\n";
+  auto g = parse(text);
+  ASSERT_TRUE(g);
+  const ExecutionPlan plan = plan_of(*g);
+  ASSERT_EQ(plan.dispatch_count(), 2u);
+  EXPECT_EQ(plan.tensors[static_cast<size_t>(plan.value_tensor.at(g->find_value("y")))].inplace_of, kNoTensor);
+  expect_matches_reference(text, {testing::random_tensor({2, 5, 5}, 9)}, 2);
+}
+
 // A dynamic batch through the view: one plan, and a second batch size
 // compiles no shader.
 TEST_F(FusionViewsDevice, ASymbolicBatchCompilesNothingNew) {
