@@ -120,7 +120,7 @@ if "$kiln" info 2>/dev/null | grep -q "^device 0"; then
   check "vulkan bench" 0 "^add_relu +ok" -- "$kiln" bench "$m" --backend vulkan --validate "${fast[@]}" \
     --json "$tmp/vk.json" --csv "$tmp/vk.csv" --peak-gbps 50 --peak-gflops 400
   check "vulkan JSON+CSV valid" 0 "^ok$" -- "$py" "$checker" "$tmp/vk.json" --csv "$tmp/vk.csv" --models 1 --ok 1
-  check "vulkan bytes moved" 0 "dispatches 2 \(fused 0\), bytes moved [0-9.]+ [KMG]?i?B per run" -- "$kiln" bench "$m" \
+  check "vulkan bytes moved" 0 "dispatches 1 \(fused 1\), bytes moved [0-9.]+ [KMG]?i?B per run" -- "$kiln" bench "$m" \
     --backend vulkan "${fast[@]}"
   check "vulkan record" 0 "^ok$" -- "$py" -c "
 import json
