@@ -7,7 +7,11 @@
 //   (b) one many-to-many anchor (Conv, MatMul, Gemm, pooling, Reduce*,
 //       Softmax, the normalizations) followed by elementwise nodes it feeds;
 //   (c) FCM's DWPW: depthwise Conv -> elementwise -> 1x1 Conv -> elementwise,
-//       when FusePlanner (fuse_planner.h) says fusing pays.
+//       when FusePlanner (fuse_planner.h) says fusing pays, with the
+//       device's shared memory and compute units (target_info, ABI 1.3);
+//   and, at the start of (a) and (b) groups or with a lone consumer,
+//   data-movement nodes (Transpose, Reshape, Slice, ...) the consumer reads
+//   through an index view instead of a copy (add_view_prologues).
 // Every member is annotated kiln.fusion_group = "fg<N>"; the planner does the
 // rest (planner/fusion.h). The pass owns fusion groups: it drops the ones an
 // earlier run left before it partitions again. Nodes inside If/Loop bodies,
@@ -66,6 +70,7 @@ class Partitioner {
     const std::vector<int> clusters = kiln::fusion::cluster(dag_, td);
     std::vector<std::vector<int>> groups = kiln::fusion::legalize(dag_, clusters);
     groups = decide_dwpw(groups);
+    groups = add_view_prologues(groups);
     std::vector<int> group_of(dag_.nodes.size());
     for (size_t i = 0; i < group_of.size(); ++i) group_of[i] = static_cast<int>(groups.size() + i);
     for (size_t k = 0; k < groups.size(); ++k)
@@ -248,7 +253,7 @@ class Partitioner {
         if (dag_.nodes[static_cast<size_t>(m)].role == Role::kAnchor) (dw < 0 ? dw : pw) = m;
       kiln::fusion::DwPwDecision decision;
       if (auto shape = dwpw_shape(nodes_[static_cast<size_t>(dw)], nodes_[static_cast<size_t>(pw)]))
-        decision = kiln::fusion::plan_dwpw(*shape, kiln::fusion::DeviceLimits{});
+        decision = kiln::fusion::plan_dwpw(*shape, device_limits());
       else
         decision.why = "symbolic dims";
       if (decision.fuse) {
@@ -272,6 +277,88 @@ class Partitioner {
     }
     std::sort(out.begin(), out.end());
     return out;
+  }
+
+  // FusePlanner's limits: the device's when the pipeline compiles for one
+  // (ABI 1.3 target_info), else the defaults (32 KiB, compute units unknown).
+  kiln::fusion::DeviceLimits device_limits() const {
+    kiln::fusion::DeviceLimits limits;
+    if (auto t = g_.target_info()) {
+      if (t->shared_memory_bytes > 0) limits.shared_memory_bytes = t->shared_memory_bytes;
+      limits.compute_units = t->compute_units;
+    }
+    return limits;
+  }
+
+  // A data-movement node the planner can read through an index view
+  // (planner/fusion_views.h): its parameters are constants, its output has
+  // known dims and is read by exactly one node of the main graph, and its
+  // input is a device tensor.
+  std::optional<int> view_consumer(int i) const {
+    const kiln_node_id_t n = nodes_[static_cast<size_t>(i)];
+    auto info = g_.node(n);
+    if (!info || !info->domain.empty() || dag_.nodes[static_cast<size_t>(i)].escapes) return std::nullopt;
+    static const std::set<std::string> kViews = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                                                 "Identity",  "Slice",   "Expand"};
+    if (!kViews.count(info->op)) return std::nullopt;
+    const auto in = g_.inputs(n);
+    const auto out = g_.outputs(n);
+    if (in.empty() || in[0] == KILN_NO_ID || out.size() != 1 || out[0] == KILN_NO_ID) return std::nullopt;
+    if (host_.count(in[0]) || g_.is_constant(in[0]) || host_.count(out[0]) || shape_key(out[0]).empty())
+      return std::nullopt;
+    if (info->op == "Slice" || info->op == "Expand")  // bounds / shape fixed at plan time
+      for (size_t k = 1; k < in.size(); ++k)
+        if (in[k] != KILN_NO_ID && !g_.is_constant(in[k])) return std::nullopt;
+    std::optional<int> consumer;
+    for (const auto& use : g_.uses(out[0])) {
+      auto it = index_.find(use.node);
+      if (it == index_.end() || (consumer && *consumer != it->second)) return std::nullopt;
+      consumer = it->second;
+    }
+    return consumer;
+  }
+
+  // DNNFusion fuses reorganize and shuffle ops into their consumers; Kiln's
+  // planner does it by reading the chain's source through an index view
+  // (SmartMem's index comprehension), so a Transpose, Slice or image-stored
+  // Reshape stops being a copy kernel. Every view node whose only consumer
+  // is in a group (or is another view node that joined one) joins that
+  // group at its start; one whose consumer is in no group forms a group
+  // with it when the consumer is a device node. Joining never makes a
+  // cycle: the view node's only edge out goes into the group. DW/PW groups
+  // take none (their GEMM reads the depthwise input by its own indexing).
+  std::vector<std::vector<int>> add_view_prologues(std::vector<std::vector<int>> groups) {
+    std::vector<int> group_of(dag_.nodes.size(), -1);
+    for (size_t k = 0; k < groups.size(); ++k)
+      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+    for (int i = static_cast<int>(dag_.nodes.size()) - 1; i >= 0; --i) {
+      if (group_of[static_cast<size_t>(i)] >= 0) continue;
+      const std::optional<int> c = view_consumer(i);
+      if (!c) continue;
+      int k = group_of[static_cast<size_t>(*c)];
+      if (k >= 0 && kiln::fusion::classify(dag_, without_views(groups[static_cast<size_t>(k)])) == GroupKind::kDwPw)
+        continue;
+      if (k < 0) {
+        if (dag_.nodes[static_cast<size_t>(*c)].role == Role::kOpaque || view_consumer(*c)) continue;
+        k = static_cast<int>(groups.size());
+        groups.push_back({*c});
+        group_of[static_cast<size_t>(*c)] = k;
+      }
+      groups[static_cast<size_t>(k)].push_back(i);
+      group_of[static_cast<size_t>(i)] = k;
+      is_view_.insert(i);
+      ++view_nodes_;
+    }
+    for (auto& members : groups) std::sort(members.begin(), members.end());
+    std::sort(groups.begin(), groups.end());
+    return groups;
+  }
+
+  std::vector<int> without_views(const std::vector<int>& members) const {
+    std::vector<int> core;
+    for (int m : members)
+      if (!is_view_.count(m)) core.push_back(m);
+    return core;
   }
 
   std::optional<kiln::fusion::DwPwShape> dwpw_shape(kiln_node_id_t dw, kiln_node_id_t pw) const {
@@ -301,7 +388,8 @@ class Partitioner {
       int64_t complex = 0;
       for (int m : members) complex += dag_.nodes[static_cast<size_t>(m)].role == Role::kAnchor;
       complex_max = std::max(complex_max, complex);
-      ++kinds[static_cast<int>(kiln::fusion::classify(dag_, members))];
+      const std::vector<int> core = without_views(members);
+      ++kinds[static_cast<int>(core.size() < 2 ? GroupKind::kIllegal : kiln::fusion::classify(dag_, core))];
     }
     // Balance over the partition of the device nodes (AGO Fig. 14).
     std::map<int, double> weights;
@@ -314,6 +402,7 @@ class Partitioner {
     rw_.add_statistic("groups-elementwise", kinds[static_cast<int>(GroupKind::kElementwise)]);
     rw_.add_statistic("groups-anchor", kinds[static_cast<int>(GroupKind::kAnchor)]);
     rw_.add_statistic("groups-dwpw", dwpw_groups_);
+    if (view_nodes_) rw_.add_statistic("view-prologue-nodes", view_nodes_);
     if (dwpw_refused_) rw_.add_statistic("dwpw-refused", dwpw_refused_);
     rw_.add_statistic("complex-ops-per-group-max", complex_max);
     rw_.add_statistic("weight-balance-jain-x1000", static_cast<int64_t>(1000.0 * kiln::fusion::jain_index(w) + 0.5));
@@ -327,7 +416,8 @@ class Partitioner {
   std::map<kiln_node_id_t, int> index_;
   std::set<kiln_value_id_t> host_;
   Dag dag_;
-  int64_t dwpw_groups_ = 0, dwpw_refused_ = 0, cleared_ = 0;
+  std::set<int> is_view_;  // DAG nodes that joined a group as index views
+  int64_t dwpw_groups_ = 0, dwpw_refused_ = 0, cleared_ = 0, view_nodes_ = 0;
 };
 
 class FusionPass : public kiln::plugin::Pass {
