@@ -86,6 +86,10 @@ struct KernelTensor {
   // Shares memory with another tensor this kernel binds (an in-place write):
   // the generated GLSL drops `restrict` from this binding.
   bool shares_memory = false;
+  // Buffers only: other workgroups of the same dispatch read what this one
+  // writes (the split-K fix-up): the binding is `coherent`, so its loads and
+  // stores bypass caches that are not device-wide.
+  bool coherent = false;
 };
 
 // An integer the kernel uses beyond the tensors' dims (strides, pads, axis
