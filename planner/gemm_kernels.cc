@@ -193,20 +193,42 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
                                std::to_string(max_groups));
     return ok_status();
   };
-  // fp16 on a device with cooperative matrices: the tensor-core kernel,
-  // unless its grid is so small for the depth of K that the GPU would idle
-  // while a few workgroups walk all of K (it does not split K): then the
-  // scalar kernel, which splits K. On an H200 resnet50's 3x3 convs of
+  // fp16 on a device with cooperative matrices: the tensor-core kernel.
+  // When its grid is so small for the depth of K that the GPU would idle
+  // while a few workgroups walk all of K, it splits K too, its slices added
+  // by the last workgroup per tile (as the scalar kernel's fix-up below);
+  // where that cannot be (a symbolic grid, splitk_reduce=separate), the
+  // scalar kernel splits K instead. On an H200 resnet50's 3x3 convs of
   // layer3/layer4 (4-8 tensor-core workgroups, K = 2304-4608) took 0.25-0.55
-  // ms each that way, the whole model 3.7x its fp32 time.
+  // ms each unsplit, the whole model 3.7x its fp32 time.
   if (!use_gemv(p) && p.hint.coopmat.value_or(true) && !p.hint.tile_m && !p.hint.split_k)
     if (const std::optional<CoopMatConfig> c =
             choose_coopmat(p, ctx.target(), reads_f32(p) ? ElemType::kF32 : ctx.float_type())) {
       KernelDesc d = make_coopmat_gemm_kernel(p, *c);
       const ir::Dim cm_tiles = d.groups[0] * d.groups[1] * d.groups[2];
-      if (choose_split(cm_tiles.is_const() ? cm_tiles.value() : 0, p.k) <= 1) {
+      const int64_t split = choose_split(cm_tiles.is_const() ? cm_tiles.value() : 0, p.k);
+      if (split <= 1) {
         KILN_RETURN_IF_ERROR(check_grid(d));
         ctx.emit(std::move(d));
+        return ok_status();
+      }
+      // (choose_split splits only constant grids over a constant K.)
+      const int64_t chunk = ((p.k.value() + split - 1) / split + kCoopMatBK - 1) / kCoopMatBK * kCoopMatBK;
+      const int64_t slices = (p.k.value() + chunk - 1) / chunk;
+      if (p.hint.splitk_fused.value_or(true) && slices > 1 && cm_tiles.value() <= kMaxFixupTiles) {
+        KernelDesc f = make_coopmat_gemm_kernel(p, *c, true);
+        f.name += "_splitk_fixup";
+        const TensorId scratch = ctx.add_temporary(DType::kFloat32, {ir::Dim(slices) * p.batch * p.m * p.n},
+                                                   {Storage::kBuffer, ElemType::kF32});
+        const TensorId counters = ctx.add_state(DType::kInt32, {cm_tiles.value()}, ElemType::kI32);
+        f.params.push_back({"GEMM_KCHUNK", ir::Dim(chunk)});
+        f.params.push_back({"GEMM_SPLIT", ir::Dim(slices)});
+        f.tensors.push_back(ctx.bind("GP", scratch, true));
+        f.tensors.back().coherent = true;
+        f.tensors.push_back(ctx.bind("GC", counters, true));
+        f.groups[2] = p.batch * ir::Dim(slices);
+        KILN_RETURN_IF_ERROR(check_grid(f));
+        ctx.emit(std::move(f));
         return ok_status();
       }
     }
