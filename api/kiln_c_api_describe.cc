@@ -55,6 +55,7 @@ std::string session_json(const kiln_session_t& s) {
     w.key("plan_ms").number(c.plan_ms).key("kernels_ms").number(c.kernels_ms).key("upload_ms").number(c.upload_ms);
     w.key("pipelines").number(c.kernels).key("shader_compiles").number(c.shader_compiles);
     w.key("shader_cache_hits").number(c.shader_cache_hits).key("weight_bytes").number(c.weight_bytes);
+    w.key("state_bytes").number(c.state_bytes);
     w.key("dispatches").number(static_cast<uint64_t>(plan.dispatch_count()));
     uint64_t fused = 0;  // as dispatch_count: both branches of every If
     for (const kiln::planner::PlanStep& step : plan.steps)

@@ -468,7 +468,9 @@ std::string describe_plan(const ExecutionPlan& plan, const ir::Graph& graph) {
     const PlanTensor& t = plan.tensors[i];
     o << "  %" << i << " ";
     if (t.origin == PlanTensor::Origin::kValue) o << "'" << graph.value(t.value).name << "'";
-    else o << (t.origin == PlanTensor::Origin::kConstant ? "constant" : "temporary");
+    else o << (t.origin == PlanTensor::Origin::kConstant ? "constant"
+               : t.origin == PlanTensor::Origin::kState  ? "state"
+                                                          : "temporary");
     o << " " << dtype_name(t.dtype) << shape_text(t.shape) << " " << storage_name(t.layout.storage) << "/"
       << elem_type_name(t.layout.type);
     if (t.layout.storage == Storage::kImage) o << " packed=" << t.layout.packed_axis;

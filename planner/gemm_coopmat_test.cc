@@ -24,6 +24,7 @@
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "planner/execution_plan.h"
 #include "planner/glsl_codegen.h"
+#include "planner/plan_hints.h"
 #include "planner/testing/op_check.h"
 #include "platform/vulkan/shader_compiler.h"
 #include "platform/vulkan/vk_test_env.h"
@@ -208,9 +209,6 @@ TEST(GemmCoopMatKernels, MatMulGemmConvAreValidSpirv) {
                t, Storage::kBuffer, "conv_tile64x64");
 }
 
-// A few tensor-core workgroups over a deep K would leave the GPU idle (the
-// cooperative kernel does not split K): such a GEMM takes the scalar split-K
-// pair instead (resnet50's 7x7 stage: M = 49, N = 512, K = 4608).
 // A fusion group (planner/fusion.h) of `op` on x plus constant inputs,
 // then the tail ops (each reading the previous value and, for a binary op,
 // `tail_input`); built by hand, shapes inferred.
@@ -251,18 +249,35 @@ TEST(GemmCoopMatKernels, FusedEpiloguesAndDepthwisePointwiseAreValidSpirv) {
   expect_valid(dwpw, t, Storage::kImage, "dwpw_coopmat64x64+relu");
 }
 
-TEST(GemmCoopMatKernels, SmallGridsOverDeepKSplitKOnTheScalarKernel) {
+// A few tensor-core workgroups over a deep K would leave the GPU idle:
+// such a GEMM splits K on the tensor cores, its slices added by the last
+// workgroup per tile (one dispatch; resnet50's 7x7 stage: M = 49,
+// N = 512, K = 4608), or with splitk_reduce=separate takes the scalar
+// split-K pair.
+TEST(GemmCoopMatKernels, SmallGridsOverDeepKSplitK) {
   PlanOptions options;
   options.precision = ElemType::kF16;
   const std::map<std::string, ir::Attribute> same = {{"pads", ir::Attribute::of_ints({1, 1, 1, 1})}};
-  auto plan = build_plan(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 512, 7, 7}), {random_tensor({512, 512, 3, 3}, 11)},
-                                  same),
-                         nv_target(), options);
+  ir::Graph g = testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 512, 7, 7}),
+                                        {random_tensor({512, 512, 3, 3}, 11)}, same);
+  auto plan = build_plan(g, nv_target(), options);
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  ASSERT_EQ(plan->dispatch_count(), 1u);
+  const KernelDesc& k = plan->steps[0].kernel;
+  EXPECT_NE(k.name.find("coopmat"), std::string::npos) << k.name;
+  EXPECT_NE(k.name.find("splitk_fixup"), std::string::npos) << k.name;
+  EXPECT_GT(k.groups[2].value(), 1);  // K slices
+  expect_valid(g, nv_target(), Storage::kBuffer, k.name);
+  expect_valid(g, nv_target(), Storage::kImage, k.name);
+
+  for (size_t n = 0; n < g.num_nodes(); ++n)
+    g.node(static_cast<ir::NodeId>(n)).annotations[kKernelKey] = "splitk_reduce=separate";
+  auto separate = build_plan(g, nv_target(), options);
+  ASSERT_TRUE(separate.ok()) << separate.status().to_string();
   std::string names;
-  for (const PlanStep& step : plan->steps) names += step.kernel.name + " ";
+  for (const PlanStep& step : separate->steps) names += step.kernel.name + " ";
   EXPECT_EQ(names.find("coopmat"), std::string::npos) << names;
-  EXPECT_NE(names.find("splitk"), std::string::npos) << names;
+  EXPECT_NE(names.find("splitk_reduce"), std::string::npos) << names;
 }
 
 TEST(GemmCoopMatKernels, Fp32PlansKeepTheScalarKernel) {

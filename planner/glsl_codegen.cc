@@ -292,7 +292,8 @@ class Emitter {
       // `restrict` promises no other binding reaches this memory: false for
       // the two bindings of an in-place write (planner/inplace.h).
       s << "layout(std430, set = 0, binding = " << binding << ") " << (t.written ? "" : "readonly ")
-        << (t.shares_memory ? "" : "restrict ") << "buffer KilnBuffer" << binding << " { "
+        << (t.shares_memory ? "" : "restrict ") << (t.coherent ? "coherent " : "") << "buffer KilnBuffer" << binding
+        << " { "
         << storage_elem(t.layout.type) << " " << n << "_data[]; };\n";
       s << "int " << n << "_index(" << coord_params(rank) << ") { return " << linear_expr(n, rank) << "; }\n";
       s << S << " " << n << "_ld(int i) { return " << S << "(" << n << "_data[i]); }\n";

@@ -95,6 +95,10 @@ struct KernelTensor {
   // kernel sees through X_at/X_ld/X_at4 (glsl_codegen.h). Read-only; never
   // `elementwise`. Null: the tensor is read as it is.
   std::shared_ptr<const IndexView> view;
+  // Buffers only: other workgroups of the same dispatch read what this one
+  // writes (the split-K fix-up): the binding is `coherent`, so its loads and
+  // stores bypass caches that are not device-wide.
+  bool coherent = false;
 };
 
 // An integer the kernel uses beyond the tensors' dims (strides, pads, axis

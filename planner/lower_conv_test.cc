@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "planner/plan_hints.h"
 #include "planner/testing/op_check.h"
 #include "platform/vulkan/vk_test_env.h"
 
@@ -115,6 +116,28 @@ TEST_F(LowerConvTest, LargerTiles) {
 TEST_F(LowerConvTest, SplitK) {
   // A late-network shape: 5x5 pixels, K = 64 * 9 in four slices.
   EXPECT_TRUE(check_op(conv({1, 64, 5, 5}, {40, 64, 3, 3}, true, {{"pads", ints({1, 1, 1, 1})}}, 75)));
+}
+
+// The split-K slices added by the tile kernel's last workgroup (one
+// dispatch; kiln.kernel splitk_reduce=fused), with the bias epilogue, at
+// batch 2, on every run of the model.
+TEST_F(LowerConvTest, SplitKFixup) {
+  for (int slices : {2, 3, 16}) {
+    SCOPED_TRACE(slices);
+    OpCheck c = conv({2, 64, 5, 5}, {40, 64, 3, 3}, true, {{"pads", ints({1, 1, 1, 1})}}, 91);
+    c.annotations[planner::kKernelKey] = "split_k=" + std::to_string(slices) + ",splitk_reduce=fused";
+    c.runs = 2;
+    c.min_dispatches = c.max_dispatches = 1;
+    c.expect_kernel = "conv_splitk_fixup_tile";
+    EXPECT_TRUE(check_op(c));
+  }
+  // The planner's own choice for a late-network shape (K = 64 * 9 = 576,
+  // few tiles) is the fused split too; strided, no bias.
+  OpCheck c = conv({1, 64, 9, 9}, {24, 64, 3, 3}, false, {{"strides", ints({2, 2})}}, 93);
+  c.runs = 2;
+  c.max_dispatches = 1;
+  c.expect_kernel = "conv_splitk_fixup";
+  EXPECT_TRUE(check_op(c));
 }
 
 TEST_F(LowerConvTest, ConvTranspose) {

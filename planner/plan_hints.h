@@ -4,7 +4,7 @@
 //
 //   value  "kiln.storage"      "buffer" | "image"   where the tensor lives
 //   value  "kiln.packed_axis"  "<axis>"             an image's axis in the 4 texel channels
-//   node   "kiln.kernel"       "tile=64x32,split_k=2,coopmat=off"
+//   node   "kiln.kernel"       "tile=64x32,split_k=2,splitk_reduce=fused,coopmat=off"
 //                              the kernel configuration of a GEMM-family
 //                              node (MatMul, Gemm, Conv lowered as GEMM; the
 //                              pointwise Conv of a depthwise-pointwise
@@ -45,9 +45,15 @@ struct KernelHint {
   std::optional<int> tile_m, tile_n;
   // K slices of the scalar tiled GEMM: 1 (none) to 16.
   std::optional<int> split_k;
+  // How the K slices of a split GEMM are added up (gemm_kernels.h,
+  // emit_gemm): true ("fused") by the tile kernel's last workgroup per tile,
+  // false ("separate") by a second dispatch. Unset: fused where it can be.
+  // "fused" for a grid of symbolic size still runs separate (a request,
+  // like storage).
+  std::optional<bool> splitk_fused;
   // false: never the cooperative-matrix kernel for this node.
   std::optional<bool> coopmat;
-  bool empty() const { return !tile_m && !split_k && !coopmat; }
+  bool empty() const { return !tile_m && !split_k && !splitk_fused && !coopmat; }
 };
 
 // The value's storage hint. Errors: kInvalidArgument naming the value for an

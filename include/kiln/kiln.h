@@ -462,7 +462,7 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_model_input_shape(const kiln_model_t
  * "ms", "committed", "skipped", "statistics": {...}}], and for Vulkan
  * "device", "driver", "storage", "precision", "compile": {"plan_ms",
  * "kernels_ms", "upload_ms", "pipelines", "shader_compiles",
- * "shader_cache_hits", "weight_bytes", "dispatches", "fallbacks",
+ * "shader_cache_hits", "weight_bytes", "state_bytes", "dispatches", "fallbacks",
  * "fallback_reasons": [...], "kernel_cache": {"compiles", "disk_hits",
  * "memory_hits", "pipeline_hits", "pipelines_created",
  * "pipeline_cache_bytes_loaded"} (what the device's kernel cache did during

@@ -115,9 +115,14 @@ typedef enum kiln_fact_t {
  *                                      beyond the device's limit stay buffers)
  *   value KILN_ANNOTATION_PACKED_AXIS  "<axis>": the axis an image packs into
  *                                      its 4 texel channels
- *   node  KILN_ANNOTATION_KERNEL       "tile=MxN,split_k=S,coopmat=on|off": a
+ *   node  KILN_ANNOTATION_KERNEL       "tile=MxN,split_k=S,splitk_reduce=
+ *                                      separate|fused,coopmat=on|off": a
  *                                      GEMM-family node's kernel (M in 16, 32,
- *                                      64 or 128x64; N in 16, 32, 64; S 1-16)
+ *                                      64 or 128x64; N in 16, 32, 64; S 1-16;
+ *                                      splitk_reduce: K slices added by a
+ *                                      second dispatch, or by the tile
+ *                                      kernel's last workgroup per tile where
+ *                                      the grid has a constant size)
  *   node  KILN_ANNOTATION_FUSION_GROUP "<id>" (letters, digits, "_.:-", at most
  *                                      64): nodes of the main graph sharing an
  *                                      id are one fusion group, which the
