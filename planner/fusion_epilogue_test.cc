@@ -180,6 +180,16 @@ TEST_F(FusionEpilogue, SplitKConvRelu) {
   const ir::ValueId c = conv(net, x, 8, 16, 3, 1, 1);
   net.g.node(net.last).annotations[kKernelKey] = "split_k=4";
   const ir::ValueId y = net.op("Relu", {c});
+  // The last workgroup of each tile adds the slices and stores through the tail.
+  expect_fused(net.finish({y}), {{random_tensor({1, 8, 6, 6}, 4)}}, {.dispatches = 1, .name = "splitk_fixup"});
+}
+
+TEST_F(FusionEpilogue, SplitKSeparateReduceConvRelu) {
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 8, 6, 6});
+  const ir::ValueId c = conv(net, x, 8, 16, 3, 1, 1);
+  net.g.node(net.last).annotations[kKernelKey] = "split_k=4,splitk_reduce=separate";
+  const ir::ValueId y = net.op("Relu", {c});
   // The tile pass binds the output too (never storing it), the reduction stores.
   expect_fused(net.finish({y}), {{random_tensor({1, 8, 6, 6}, 4)}}, {.dispatches = 2, .name = "splitk_reduce+relu"});
 }

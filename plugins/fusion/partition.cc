@@ -106,6 +106,15 @@ bool compatible(const Dag& dag, const std::vector<int>& members) {
     if (n.role == Role::kAnchor) anchors.push_back(m);
     shapes.insert(n.shape_class);
   }
+  // An anchor's kernels take the elementwise nodes after it (its epilogue,
+  // or the chain between a depthwise and a pointwise Conv): an elementwise
+  // node before the first anchor could never be fused with it, and letting
+  // the cluster take it would steal it from the anchor it follows (ResNet's
+  // conv -> relu -> conv: the relu belongs to the first conv).
+  if (!anchors.empty())
+    for (int m : members)
+      if (dag.nodes[static_cast<size_t>(m)].role == Role::kElementwise && m < *std::min_element(anchors.begin(), anchors.end()))
+        return false;
   if (anchors.size() <= 1) return shapes.size() <= 1;
   // DW before PW (a pointwise Conv before a depthwise one is FCM's PWDW,
   // which the planner does not fuse: let the depthwise one find its PW).

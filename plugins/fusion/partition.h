@@ -76,8 +76,9 @@ std::vector<int> affix_set(const Dag& dag, const std::vector<int>& cluster_of, c
                            int cluster);
 
 // Whether `members` (any order) may still grow into a legal group: no opaque
-// node; at most one anchor, or a depthwise Conv and a later pointwise one; at
-// most one output shape class (two with the DW/PW pair).
+// node; at most one anchor, or a depthwise Conv and a later pointwise one; no
+// elementwise node before the first anchor (in DAG order); at most one
+// output shape class (two with the DW/PW pair).
 bool compatible(const Dag& dag, const std::vector<int>& members);
 
 // Which legal group `members` (ascending, the last is the sink) is, if any.

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "planner/index_view.h"
+
 namespace kiln::runtime {
 
 using planner::PlanStep;
@@ -21,15 +23,18 @@ namespace {
 Segment::Traffic kernel_traffic(const planner::KernelDesc& k, const Signature& sig) {
   Segment::Traffic traffic;
   for (const planner::KernelTensor& t : k.tensors) {
+    // A tensor read through an index view binds its source: the source's
+    // shape is what the binding holds and what its layout describes.
+    const std::vector<ir::Dim>& shape = t.view ? t.view->source_shape : t.shape;
     uint64_t elements = 1;
     bool known = true;
     if (t.layout.storage == Storage::kImage) {
-      const planner::ImageExtent e = planner::image_extent(t.shape, t.layout.packed_axis);
+      const planner::ImageExtent e = planner::image_extent(shape, t.layout.packed_axis);
       auto w = e.width.evaluate(sig.bindings), h = e.height.evaluate(sig.bindings);
       known = w && h;
       if (known) elements = static_cast<uint64_t>(std::max<int64_t>(*w, 0) * std::max<int64_t>(*h, 0)) * 4;
     } else {
-      for (const ir::Dim& d : t.shape) {
+      for (const ir::Dim& d : shape) {
         auto v = d.evaluate(sig.bindings);
         if (!v) {
           known = false;
