@@ -366,6 +366,11 @@ kiln_status_t* kiln_session_last_run_stats(const kiln_session_t* session, kiln_r
     out_stats->device_bytes = s.device_bytes;
     out_stats->activation_bytes = s.activation_bytes;
   }
+  if (out_stats->struct_size >= offsetof(kiln_run_stats_t, fused_dispatches) + sizeof(out_stats->fused_dispatches)) {
+    out_stats->bytes_read = s.bytes_read;
+    out_stats->bytes_written = s.bytes_written;
+    out_stats->fused_dispatches = s.fused_dispatches;
+  }
   return nullptr;
 }
 
@@ -384,6 +389,10 @@ kiln_status_t* kiln_session_kernel_timing(const kiln_session_t* session, size_t 
   std::snprintf(out_timing->kernel, sizeof(out_timing->kernel), "%s", k.kernel.c_str());
   std::snprintf(out_timing->node, sizeof(out_timing->node), "%s", k.node.c_str());
   out_timing->gpu_ms = k.gpu_ms;
+  if (out_timing->struct_size >= offsetof(kiln_kernel_timing_t, bytes_written) + sizeof(out_timing->bytes_written)) {
+    out_timing->bytes_read = k.bytes_read;
+    out_timing->bytes_written = k.bytes_written;
+  }
   return nullptr;
 }
 

@@ -55,7 +55,13 @@ std::string session_json(const kiln_session_t& s) {
     w.key("plan_ms").number(c.plan_ms).key("kernels_ms").number(c.kernels_ms).key("upload_ms").number(c.upload_ms);
     w.key("pipelines").number(c.kernels).key("shader_compiles").number(c.shader_compiles);
     w.key("shader_cache_hits").number(c.shader_cache_hits).key("weight_bytes").number(c.weight_bytes);
+    w.key("state_bytes").number(c.state_bytes);
     w.key("dispatches").number(static_cast<uint64_t>(plan.dispatch_count()));
+    uint64_t fused = 0;  // as dispatch_count: both branches of every If
+    for (const kiln::planner::PlanStep& step : plan.steps)
+      if (step.kind == kiln::planner::PlanStep::Kind::kDispatch && kiln::runtime::is_fused_kernel(step.kernel.name))
+        ++fused;
+    w.key("fused_dispatches").number(fused);
     w.key("fallbacks").number(static_cast<uint64_t>(plan.fallback_count()));
     w.key("fallback_reasons").begin_array();
     for (const std::string& reason : plan.fallback_reasons) w.string(reason);
@@ -82,6 +88,8 @@ std::string run_json(const kiln::runtime::RunStats& s) {
   JsonWriter w;
   w.begin_object();
   w.key("gpu_ms").number(s.gpu_ms).key("dispatches").number(s.dispatches).key("fallbacks").number(s.fallbacks);
+  w.key("fused_dispatches").number(s.fused_dispatches);
+  w.key("bytes_read").number(s.bytes_read).key("bytes_written").number(s.bytes_written);
   w.key("recorded").boolean(s.recorded).key("shader_compiles").number(s.shader_compiles);
   w.key("device_bytes").number(s.device_bytes).key("activation_bytes").number(s.activation_bytes);
   w.key("signatures").number(s.signatures);
@@ -108,7 +116,8 @@ std::string run_json(const kiln::runtime::RunStats& s) {
     for (const auto& k : s.kernels)
       w.begin_object()
           .key("kernel").string(k.kernel).key("node").string(k.node).key("gpu_ms").number(k.gpu_ms)
-          .key("bytes").number(k.bytes).key("flops").number(k.flops)
+          .key("bytes").number(k.bytes).key("bytes_read").number(k.bytes_read)
+          .key("bytes_written").number(k.bytes_written).key("flops").number(k.flops)
           .end_object();
     w.end_array();
   }

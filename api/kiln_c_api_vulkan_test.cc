@@ -278,14 +278,23 @@ TEST_F(CApiVulkanTest, KilnDeviceSessionsMatchReference) {
     EXPECT_EQ(stats.fallbacks, 0u);
     EXPECT_GT(stats.activation_bytes, 0u);
     EXPECT_GT(stats.device_bytes, stats.activation_bytes);  // the weights too
+    EXPECT_GT(stats.bytes_read, 0u);
+    EXPECT_GT(stats.bytes_written, 0u);
+    EXPECT_LE(stats.fused_dispatches, stats.dispatches);
     if (stats.gpu_ms < 0) continue;  // no timestamps on this queue
     ASSERT_EQ(stats.kernel_timings, stats.dispatches);
+    uint64_t read = 0, written = 0;
     for (uint32_t k = 0; k < stats.kernel_timings; ++k) {
       kiln_kernel_timing_t t;
       ASSERT_FALSE(profiled.kernel_timing(k, t));
       EXPECT_GT(std::strlen(t.kernel), 0u);
       EXPECT_GE(t.gpu_ms, 0.0);
+      read += t.bytes_read;
+      written += t.bytes_written;
     }
+    // The run's totals are its kernels' sums.
+    EXPECT_EQ(read, stats.bytes_read);
+    EXPECT_EQ(written, stats.bytes_written);
     kiln_kernel_timing_t past;
     EXPECT_EQ(profiled.kernel_timing(stats.kernel_timings, past).code(), KILN_OUT_OF_RANGE);
   }

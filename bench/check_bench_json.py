@@ -45,9 +45,10 @@ KERNEL = {"kernel": str, "node": str, "gpu_ms": NUM}
 # Optional fields added to v1 (absent in older documents; checked when present).
 NUM_OR_NULL = (float, int, type(None))
 KERNEL_OPTIONAL = {"bytes": int, "flops": (int, type(None)), "gbps": NUM_OR_NULL, "gflops": NUM_OR_NULL,
-                   "roofline": NUM_OR_NULL}
-# A Kiln Vulkan model's device memory after its first run (null elsewhere).
-MODEL_OPTIONAL = {"memory": (dict, type(None))}
+                   "roofline": NUM_OR_NULL, "bytes_read": int, "bytes_written": int}
+# A Kiln Vulkan model's device memory after its first run (null elsewhere);
+# the plan's fused kernels and the global memory one run's dispatches moved.
+MODEL_OPTIONAL = {"memory": (dict, type(None)), "fused_dispatches": int, "bytes_read": int, "bytes_written": int}
 MEMORY = {"device_bytes": int, "activation_bytes": int, "arena_bytes": int, "live_lower_bound": int,
           "no_reuse_bytes": int}
 # inplace: in-place elementwise writes ("on"/"off"; absent in documents from before the option).

@@ -10,6 +10,7 @@
 #include "kiln/kiln_plugin.h"
 #include "planner/control_flow.h"
 #include "planner/fusion.h"
+#include "planner/fusion_views.h"
 #include "planner/inplace.h"
 #include "planner/plan_builder.h"
 #include "planner/precision_policy.h"
@@ -355,7 +356,7 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
                                 " nodes) runs unfused: " + why);
   };
   for (const FusionGroup& g : groups) {
-    const std::string why = fusion_blocker(graph, builder, g);
+    const std::string why = fusion_blocker_with_views(graph, builder, g);  // fusion_views.h: view nodes first
     if (!why.empty()) {
       note(g, why);
       continue;
@@ -373,7 +374,7 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
     }
     if (why.empty()) {
       const Checkpoint before = checkpoint(builder, graph, g.nodes);
-      Status fused = lower_fused(builder, graph, g, lowerings);
+      Status fused = lower_fused_with_views(builder, graph, g, lowerings);
       if (fused.ok()) fused = check_buffer_ranges(builder, graph.node(last));
       if (fused.ok()) {
         emit_pending(builder, last);
@@ -467,7 +468,9 @@ std::string describe_plan(const ExecutionPlan& plan, const ir::Graph& graph) {
     const PlanTensor& t = plan.tensors[i];
     o << "  %" << i << " ";
     if (t.origin == PlanTensor::Origin::kValue) o << "'" << graph.value(t.value).name << "'";
-    else o << (t.origin == PlanTensor::Origin::kConstant ? "constant" : "temporary");
+    else o << (t.origin == PlanTensor::Origin::kConstant ? "constant"
+               : t.origin == PlanTensor::Origin::kState  ? "state"
+                                                          : "temporary");
     o << " " << dtype_name(t.dtype) << shape_text(t.shape) << " " << storage_name(t.layout.storage) << "/"
       << elem_type_name(t.layout.type);
     if (t.layout.storage == Storage::kImage) o << " packed=" << t.layout.packed_axis;

@@ -35,7 +35,12 @@
 namespace kiln::planner {
 
 struct PlanTensor {
-  enum class Origin : uint8_t { kValue, kConstant, kTemporary };
+  // kState: device memory the compiled model owns for as long as it lives,
+  // zero-filled once when it is created and kept from run to run (never in
+  // the activation arena, never re-used by other tensors): the split-K
+  // fix-up's arrival counters, which the kernel returns to zero itself.
+  // Its shape is constant; it is never a graph value.
+  enum class Origin : uint8_t { kValue, kConstant, kTemporary, kState };
   Origin origin = Origin::kValue;
   ir::ValueId value = ir::kNoValue;  // kValue: the graph value
   DType dtype = DType::kFloat32;     // graph dtype (host side of up/downloads)

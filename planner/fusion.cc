@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "planner/fusion_dwpw.h"
 #include "planner/glsl_codegen.h"
 #include "planner/lower_util.h"
 #include "planner/shader_template.h"
@@ -108,14 +109,20 @@ std::string fusion_blocker(const ir::Graph& graph, const PlanBuilder& builder, c
   if (group.nodes.size() < 2) return "it has one node";
   const std::set<ir::NodeId> members(group.nodes.begin(), group.nodes.end());
   std::set<ir::ValueId> produced;
+  std::set<ir::ValueId> unused;  // the head's optional outputs, which nothing may read
   for (ir::NodeId nid : group.nodes) {
     const ir::Node& node = graph.node(nid);
     if (has_subgraph(node)) return node.describe() + " has a sub-graph";
-    if (node.outputs.size() != 1 || node.outputs[0] == ir::kNoValue)
+    const bool head = nid == group.nodes.front();
+    if (node.outputs.empty() || node.outputs[0] == ir::kNoValue || (node.outputs.size() > 1 && !head))
       return node.describe() + " does not have exactly one output";
     if (!builder.value_ranked(node.outputs[0])) return node.describe() + " has an output of unknown rank";
     produced.insert(node.outputs[0]);
+    for (size_t j = 1; j < node.outputs.size(); ++j)
+      if (node.outputs[j] != ir::kNoValue) unused.insert(node.outputs[j]);
   }
+  for (ir::ValueId v : graph.main().outputs)
+    if (unused.count(v)) return "the output '" + graph.value(v).name + "' of the head is used (it has several)";
   // Who reads the group's values: its own nodes, or anything else (nodes of
   // any region, sub-graphs capturing them, the graph's outputs).
   std::map<ir::ValueId, int> inside;
@@ -124,70 +131,112 @@ std::string fusion_blocker(const ir::Graph& graph, const PlanBuilder& builder, c
     const ir::Node& node = graph.node(static_cast<ir::NodeId>(i));
     if (node.erased) continue;
     for (ir::ValueId v : node.inputs) {
+      if (unused.count(v)) return "the output '" + graph.value(v).name + "' of the head is used (it has several)";
       if (!produced.count(v)) continue;
       if (members.count(node.id)) ++inside[v];
       else outside.insert(v);
     }
-    for (ir::ValueId v : subgraph_reads(graph, node))
+    for (ir::ValueId v : subgraph_reads(graph, node)) {
+      if (unused.count(v)) return "the output '" + graph.value(v).name + "' of the head is used (it has several)";
       if (produced.count(v)) outside.insert(v);
+    }
   }
   for (ir::ValueId v : graph.main().outputs)
     if (produced.count(v)) outside.insert(v);
   const ir::ValueId out = graph.node(group.nodes.back()).outputs[0];
-  for (ir::NodeId nid : group.nodes) {
-    if (nid == group.nodes.back()) break;
-    const ir::Node& node = graph.node(nid);
+  // A DWPW group (fusion_dwpw.h): the nodes before the pointwise conv have
+  // the depthwise conv's output shape and are read only up to that conv.
+  const size_t pw = dwpw_pointwise_index(graph, group).value_or(0);
+  std::set<ir::NodeId> after_pw(group.nodes.begin() + static_cast<std::ptrdiff_t>(pw) + 1, group.nodes.end());
+  for (size_t k = 0; k + 1 < group.nodes.size(); ++k) {
+    const ir::Node& node = graph.node(group.nodes[k]);
     const ir::ValueId v = node.outputs[0];
     const std::string what = "the output '" + graph.value(v).name + "' of " + node.describe();
     if (outside.count(v)) return what + " is read outside the group (a fused group has one output)";
     if (!inside.count(v)) return what + " is not read by the group (it is not connected)";
-    if (!same_shape(builder.value_shape(v), builder.value_shape(out)))
+    if (k < pw) {
+      for (ir::NodeId reader : after_pw)
+        for (ir::ValueId in : graph.node(reader).inputs)
+          if (in == v) return what + " is read after the pointwise conv of a depthwise-pointwise group";
+      if (!same_shape(builder.value_shape(v), builder.value_shape(graph.node(group.nodes[0]).outputs[0])))
+        return what + " does not have the shape of the depthwise conv's output";
+    } else if (!same_shape(builder.value_shape(v), builder.value_shape(out))) {
       return what + " does not have the shape of the group's output";
+    }
     if (builder.value_elem_type(v) != builder.value_elem_type(out))
       return what + " does not have the element type of the group's output";
   }
   return {};
 }
 
-Status lower_fused(PlanBuilder& builder, const ir::Graph& graph, const FusionGroup& group,
-                   const LoweringRegistry& lowerings) {
-  std::map<TensorId, std::string> locals;  // an intermediate's tensor -> its local variable
-  std::vector<KernelTensor> bound;         // the fused kernel's inputs
-  std::set<std::string> sections;
-  std::string helpers, body, name = "fused";
-  KernelTensor y;
-  for (size_t k = 0; k < group.nodes.size(); ++k) {
-    const ir::Node& node = graph.node(group.nodes[k]);
-    const auto refuse = [&](const std::string& why) { return unimplemented(node.describe() + " " + why); };
-    const LowerFn fn = lowerings.find(node.domain, node.op);
-    if (!fn) return refuse("has no device lowering");
-    for (ir::ValueId v : node.inputs)
-      if (v != ir::kNoValue && !builder.value_ranked(v)) return refuse("has an input of unknown rank");
-    LoweringContext ctx(builder, graph, node.id);
-    KILN_RETURN_IF_ERROR(fn(ctx));
-    std::vector<KernelDesc> kernels = std::move(builder.pending_kernels());
-    builder.pending_kernels().clear();
-    if (kernels.size() != 1 || kernels[0].family != KernelDesc::Family::kMap || !kernels[0].params.empty() ||
-        !kernels[0].extensions.empty())
-      return refuse("does not lower to one map kernel");
-    KernelDesc& kd = kernels[0];
-    if (!merge_helpers(kd.helpers, sections, helpers)) return refuse("has helpers a fused kernel cannot merge");
-    name += "_" + kd.name;
+namespace {
 
+// Lowers `node` with its own lowering and takes the kernels it emitted.
+StatusOr<std::vector<KernelDesc>> lower_alone(PlanBuilder& builder, const ir::Graph& graph, const ir::Node& node,
+                                              const LoweringRegistry& lowerings) {
+  const LowerFn fn = lowerings.find(node.domain, node.op);
+  if (!fn) return unimplemented(node.describe() + " has no device lowering");
+  for (ir::ValueId v : node.inputs)
+    if (v != ir::kNoValue && !builder.value_ranked(v)) return unimplemented(node.describe() + " has an input of unknown rank");
+  LoweringContext ctx(builder, graph, node.id);
+  KILN_RETURN_IF_ERROR(fn(ctx));
+  std::vector<KernelDesc> kernels = std::move(builder.pending_kernels());
+  builder.pending_kernels().clear();
+  return kernels;
+}
+
+// The one map kernel a composable node lowers to (no parameters, no
+// extensions, helpers only of elementwise_math.glsl, writing its output
+// without a view); null otherwise.
+const KernelDesc* composable_map(PlanBuilder& builder, const ir::Node& node, const std::vector<KernelDesc>& kernels) {
+  if (kernels.size() != 1 || kernels[0].family != KernelDesc::Family::kMap || !kernels[0].params.empty() ||
+      !kernels[0].extensions.empty() || !kernels[0].store_epilogue.empty())
+    return nullptr;
+  std::set<std::string> have;
+  std::string merged;
+  if (!merge_helpers(kernels[0].helpers, have, merged)) return nullptr;
+  const KernelTensor* written = nullptr;
+  size_t writes = 0;
+  for (const KernelTensor& t : kernels[0].tensors)
+    if (t.written) written = &t, ++writes;
+  const auto out = builder.plan().value_tensor.find(node.outputs[0]);
+  if (writes != 1 || out == builder.plan().value_tensor.end() || written->tensor != out->second ||
+      !same_shape(written->shape, builder.value_shape(node.outputs[0])))
+    return nullptr;
+  return &kernels[0];
+}
+
+// Composes the map kernels of a group's nodes, one node at a time, into one
+// body computing the last node's value `v` at the element oc0.., oi: an
+// intermediate lives in a local variable, each external input is bound
+// once. Tensors in `locals` at the start (the anchor's output of an
+// epilogue) are read through the expression given.
+struct Composer {
+  std::map<TensorId, std::string> locals;
+  std::vector<KernelTensor> bound;  // the external inputs, renamed
+  std::string input_prefix = "in";  // they are named <prefix>0, <prefix>1, ...
+  std::set<std::string> taken;      // names they must not take
+  bool brace_last = false;          // the last body in braces (for a function)
+  std::set<std::string> sections;
+  std::string helpers, body;
+  std::vector<std::string> names;   // the nodes' kernel names
+  KernelTensor y;                   // the last node's written tensor
+
+  Status add(PlanBuilder& builder, const ir::Node& node, const std::vector<KernelDesc>& kernels, size_t k,
+             bool last) {
+    const auto refuse = [&](const std::string& why) { return unimplemented(node.describe() + " " + why); };
+    const KernelDesc* map = composable_map(builder, node, kernels);
+    if (!map) return refuse("does not lower to one map kernel");
+    const KernelDesc& kd = *map;
+    merge_helpers(kd.helpers, sections, helpers);
+    names.push_back(kd.name);
     const KernelTensor* written = nullptr;
-    size_t writes = 0;
     for (const KernelTensor& t : kd.tensors)
-      if (t.written) written = &t, ++writes;
-    // Every body must compute the element at the harness's coordinates of
-    // one shape: the output's, written without a view.
-    const auto out = builder.plan().value_tensor.find(node.outputs[0]);
-    if (writes != 1 || out == builder.plan().value_tensor.end() || written->tensor != out->second ||
-        !same_shape(written->shape, builder.value_shape(node.outputs[0])))
-      return refuse("does not write its output as one map kernel of its shape");
+      if (t.written) written = &t;
     std::string kbody = kd.body;
-    std::map<std::string, std::string> names;
+    std::map<std::string, std::string> rename;
     std::set<std::string> forbidden;
-    for (KernelTensor& t : kd.tensors) {
+    for (const KernelTensor& t : kd.tensors) {
       if (t.written) continue;
       if (auto it = locals.find(t.tensor); it != locals.end()) {
         // An intermediate, read at the element this node computes: its local.
@@ -200,35 +249,212 @@ Status lower_fused(PlanBuilder& builder, const ir::Graph& graph, const FusionGro
       });
       if (same != bound.end()) {
         same->elementwise = same->elementwise && t.elementwise;
-        names[t.name] = same->name;
+        rename[t.name] = same->name;
       } else {
-        names[t.name] = "in" + std::to_string(bound.size());
+        const auto used = [&](const std::string& n) {
+          return taken.count(n) ||
+                 std::any_of(bound.begin(), bound.end(), [&](const KernelTensor& b) { return b.name == n; });
+        };
+        std::string name;
+        for (size_t n = bound.size(); name.empty() || used(name); ++n) name = input_prefix + std::to_string(n);
+        rename[t.name] = name;
         bound.push_back(t);
-        bound.back().name = names[t.name];
+        bound.back().name = name;
       }
     }
-    const bool last = k + 1 == group.nodes.size();
     if (last) {
-      names[written->name] = "y";
+      rename[written->name] = "y";
       y = *written;
       y.name = "y";
     } else {
       forbidden.insert(written->name);
     }
-    if (!rename_tensors(kbody, names, forbidden))
+    if (!rename_tensors(kbody, rename, forbidden))
       return refuse("reads a tensor of the group other than at the element it computes");
     if (last) {
-      body += kbody;
+      body += brace_last ? "{\n" + kbody + "\n}\n" : kbody;
     } else {
       const std::string local = "kiln_fused" + std::to_string(k);
       const std::string s = glsl_scalar(written->layout.type);
       body += s + " " + local + ";\n{\n" + s + " v;\n" + kbody + "\n" + local + " = v;\n}\n";
       locals[written->tensor] = local;
     }
+    return ok_status();
   }
-  bound.push_back(std::move(y));
-  builder.pending_kernels().push_back(map_kernel(name, std::move(bound), body, helpers));
+};
+
+// The identifiers of `text` that start with "<name>_" and are not one of
+// the accessors a store epilogue keeps meaning (stores, dims, index math):
+// a kernel using one (name_data, name_img, name_at, ...) touches the memory
+// of `name` other than through its stores. The first such, or "".
+std::string foreign_access(const std::string& text, const std::string& name) {
+  static const std::set<std::string> kAllowed = {"st", "st4", "VEC", "NUMEL", "IS_BUFFER", "IS_IMAGE", "index", "texel"};
+  const std::string prefix = name + "_";
+  for (size_t i = 0; i < text.size();) {
+    if (!ident_char(text[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && ident_char(text[j])) ++j;
+    const std::string token = text.substr(i, j - i);
+    i = j;
+    if (token.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string rest = token.substr(prefix.size());
+    const bool dim = rest.size() > 1 && rest[0] == 'D' &&
+                     std::all_of(rest.begin() + 1, rest.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    if (!dim && !kAllowed.count(rest)) return token;
+  }
+  return {};
+}
+
+void erase_all(std::string& s, const std::string& what) {
+  if (what.empty()) return;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at)) s.erase(at, what.size());
+}
+
+}  // namespace
+
+StatusOr<ElementwiseFunction> compose_elementwise(PlanBuilder& builder, const ir::Graph& graph,
+                                                  const std::vector<ir::NodeId>& nodes, TensorId anchor,
+                                                  const std::string& name, const std::string& input_prefix,
+                                                  const std::set<std::string>& taken,
+                                                  const LoweringRegistry& lowerings) {
+  Composer c;
+  c.input_prefix = input_prefix;
+  c.taken = taken;
+  c.brace_last = true;
+  c.locals[anchor] = "kiln_anchor";
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const ir::Node& node = graph.node(nodes[k]);
+    KILN_ASSIGN_OR_RETURN(std::vector<KernelDesc> kernels, lower_alone(builder, graph, node, lowerings));
+    KILN_RETURN_IF_ERROR(c.add(builder, node, kernels, k, k + 1 == nodes.size()));
+  }
+  const PlanTensor& at = builder.tensor(anchor);
+  const std::string s = glsl_scalar(at.layout.type);
+  std::string params;
+  for (size_t k = 0; k < std::max<size_t>(1, at.shape.size()); ++k) params += "int oc" + std::to_string(k) + ", ";
+  ElementwiseFunction f;
+  f.code = c.helpers + s + " " + name + "(" + params + "int oi, " + s + " kiln_anchor) {\n  " + s + " v = " + s +
+           "(0);\n" + c.body + "  return v;\n}\n";
+  for (const std::string& section : c.sections) f.sections.push_back(fill_shader("elementwise_math.glsl#" + section));
+  for (KernelTensor& t : c.bound) {
+    t.elementwise = false;  // read at other elements than those written, in general
+    f.inputs.push_back(std::move(t));
+  }
+  for (const std::string& n : c.names) f.suffix += "+" + n;
+  return f;
+}
+
+namespace {
+
+// Epilogue fusion (fusion.h, shape 2): the anchor's kernels (group.nodes[
+// anchor_index] lowered, its output laid out as the group's output) store
+// the group's output through the composed tail (the nodes after it).
+Status lower_epilogue(PlanBuilder& builder, const ir::Graph& graph, const FusionGroup& group, size_t anchor_index,
+                      std::vector<KernelDesc> kernels, const LoweringRegistry& lowerings) {
+  const ir::Node& head = graph.node(group.nodes[anchor_index]);
+  const auto refuse = [&](const std::string& why) {
+    return unimplemented(head.describe() + " " + why + " (an anchor's output must be written only through its stores)");
+  };
+  const TensorId anchor = builder.tensor_of(head.outputs[0]);
+  const TensorId out = builder.tensor_of(graph.node(group.nodes.back()).outputs[0]);
+  const std::vector<ir::NodeId> tail(group.nodes.begin() + static_cast<std::ptrdiff_t>(anchor_index) + 1,
+                                     group.nodes.end());
+  if (tail.empty()) {
+    for (KernelDesc& kd : kernels) builder.pending_kernels().push_back(std::move(kd));
+    return ok_status();
+  }
+  const PlanTensor& at = builder.tensor(anchor);
+  if (at.alias_of != kNoTensor) return refuse("makes its output an alias of another tensor");
+  if (at.host_resident) return refuse("computes its output on the host");
+  std::set<std::string> taken;
+  size_t writers = 0;
+  for (const KernelDesc& kd : kernels) {
+    size_t bindings = 0;
+    for (const KernelTensor& t : kd.tensors) {
+      taken.insert(t.name);
+      if (t.tensor != anchor) continue;
+      const std::string where = " in kernel '" + kd.name + "'";
+      if (!t.written) return refuse("reads its output" + where);
+      if (!same_shape(t.shape, builder.value_shape(head.outputs[0])))
+        return refuse("writes its output through a view of another shape" + where);
+      if (!(t.layout == builder.tensor(out).layout)) return refuse("writes its output in another layout" + where);
+      if (++bindings > 1) return refuse("binds its output twice" + where);
+      const std::string bad = foreign_access(kd.helpers + "\n" + kd.body, t.name);
+      if (!bad.empty()) return refuse("uses '" + bad + "'" + where);
+    }
+    if (bindings) ++writers;
+  }
+  if (!writers) return refuse("has no kernel writing its output");
+
+  KILN_ASSIGN_OR_RETURN(const ElementwiseFunction f,
+                        compose_elementwise(builder, graph, tail, anchor, "kiln_epilogue", "Ep", taken, lowerings));
+  for (KernelDesc& kd : kernels) {
+    auto y = std::find_if(kd.tensors.begin(), kd.tensors.end(), [&](const KernelTensor& t) { return t.tensor == anchor; });
+    if (y == kd.tensors.end()) continue;
+    y->tensor = out;
+    kd.store_epilogue.tensor = y->name;
+    // A math helper both define is defined once, before the epilogue.
+    for (const std::string& text : f.sections) {
+      erase_all(kd.helpers, text);
+      erase_all(kd.body, text);
+    }
+    kd.store_epilogue.code = f.code;
+    kd.tensors.insert(kd.tensors.end(), f.inputs.begin(), f.inputs.end());
+    kd.name += f.suffix;
+  }
+  for (KernelDesc& kd : kernels) builder.pending_kernels().push_back(std::move(kd));
   return ok_status();
+}
+
+Status lower_fused_impl(PlanBuilder& builder, const ir::Graph& graph, const FusionGroup& group, size_t anchor_index,
+                        const LoweringRegistry& lowerings) {
+  if (anchor_index > 0) {
+    // A depthwise conv, its chain and a pointwise conv as one GEMM, then the tail.
+    KILN_ASSIGN_OR_RETURN(std::vector<KernelDesc> kernels, lower_dwpw(builder, graph, group, anchor_index, lowerings));
+    return lower_epilogue(builder, graph, group, anchor_index, std::move(kernels), lowerings);
+  }
+  const ir::Node& head = graph.node(group.nodes.front());
+  KILN_ASSIGN_OR_RETURN(std::vector<KernelDesc> first, lower_alone(builder, graph, head, lowerings));
+  if (!composable_map(builder, head, first)) return lower_epilogue(builder, graph, group, 0, std::move(first), lowerings);
+  // Every node a map kernel: one map kernel.
+  Composer c;
+  for (size_t k = 0; k < group.nodes.size(); ++k) {
+    const ir::Node& node = graph.node(group.nodes[k]);
+    std::vector<KernelDesc> kernels;
+    if (k == 0) {
+      kernels = std::move(first);
+    } else {
+      KILN_ASSIGN_OR_RETURN(kernels, lower_alone(builder, graph, node, lowerings));
+    }
+    KILN_RETURN_IF_ERROR(c.add(builder, node, kernels, k, k + 1 == group.nodes.size()));
+  }
+  std::string name = "fused";
+  for (const std::string& n : c.names) name += "_" + n;
+  c.bound.push_back(std::move(c.y));
+  builder.pending_kernels().push_back(map_kernel(name, std::move(c.bound), c.body, c.helpers));
+  return ok_status();
+}
+
+}  // namespace
+
+Status lower_fused(PlanBuilder& builder, const ir::Graph& graph, const FusionGroup& group,
+                   const LoweringRegistry& lowerings) {
+  // The anchor's output (the head's, or a DWPW group's pointwise conv's)
+  // never reaches memory: while the group is lowered it is laid out as the
+  // group's output, so that the anchor's kernels store the group's output as
+  // they would have stored the anchor's (image or buffer, packed axis).
+  // Afterwards no kernel binds it; its own layout comes back (also for a
+  // group that does not fuse, whose nodes are lowered again).
+  const size_t anchor_index = dwpw_pointwise_index(graph, group).value_or(0);
+  const TensorId anchor = builder.tensor_of(graph.node(group.nodes[anchor_index]).outputs[0]);
+  const TensorId out = builder.tensor_of(graph.node(group.nodes.back()).outputs[0]);
+  const DeviceLayout saved = builder.tensor(anchor).layout;
+  builder.tensor(anchor).layout = builder.tensor(out).layout;
+  Status st = lower_fused_impl(builder, graph, group, anchor_index, lowerings);
+  builder.tensor(anchor).layout = saved;
+  return st;
 }
 
 }  // namespace kiln::planner

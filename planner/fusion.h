@@ -1,21 +1,58 @@
 // Fusion groups: nodes a plugin put into one group with the
-// "kiln.fusion_group" annotation (plan_hints.h) run as one kernel.
+// "kiln.fusion_group" annotation (plan_hints.h) run as one kernel (or, for
+// an anchor lowered to several kernels, as that anchor's kernels).
 //
-// The planner fuses a group of elementwise map kernels: every node lowers to
-// one kMap kernel, the group has one output (the last node's; a graph output
-// or read outside the group), every other node's output has the output's
-// shape and element type and is read only by nodes of the group. The fused
-// kernel computes each node's body for the output element in turn, an
-// intermediate living in a local variable instead of memory, and writes only
-// the output. Because the intermediates have the output's shape, a node
-// reads its intermediate inputs exactly at the element it computes; its
-// external inputs keep whatever indexing (broadcasting) its lowering chose.
+// What every group must satisfy (fusion_blocker, judged from the graph):
+// two or more nodes of the main graph, each with exactly one output of known
+// rank (the head may have more, read by nothing: its lowering still computes
+// them, e.g. LayerNormalization's Mean and InvStdDev); one group output (the last node's in plan order: a graph output or
+// read outside the group); every other node's output has the group output's
+// shape (a DWPW group, 3 below: see there) and element type, is read by a
+// node of the group and by nothing outside it (no other node, sub-graph or
+// graph output).
+//
+// Three group shapes fuse (lower_fused):
+//  1. Elementwise chain: every node lowers to one composable map kernel
+//     (Family::kMap, no KernelDesc::params, no extensions, helpers only from
+//     elementwise_math.glsl: Relu, Add, Mul, Sigmoid, Clip, Erf, Div, ...).
+//     One map kernel "fused_<k1>_<k2>..." computes each node's body for the
+//     output element in turn, an intermediate in a local variable, and
+//     writes only the output.
+//  2. Anchor + elementwise tail (epilogue fusion): the first node in plan
+//     order (the anchor) lowers to anything that writes its output only through the
+//     store accessors Y_st / Y_st4 (conv and matmul GEMMs of every variant:
+//     tiled, split-K, GEMV, cooperative matrix, the image scratch copy;
+//     depthwise conv, pooling, reductions, softmax, layer normalization,
+//     ...), every other node lowers to one composable map kernel as in 1.
+//     The tail nodes may read the anchor's output and each other's (a DAG:
+//     SiLU's Mul reads the anchor and the Sigmoid) plus external inputs of
+//     any broadcastable shape. The anchor is lowered with its own lowering,
+//     its output laid out as the group's output; every kernel of it that
+//     writes the anchor's output writes the group's output instead, through
+//     a store epilogue (KernelDesc::store_epilogue, glsl_codegen.h) applying
+//     the composed tail to each stored element; the tail's external inputs
+//     are bound on those kernels. Kernel names become
+//     "<anchor kernel>+<tail kernel>+..." ("conv_tile64x64+relu").
+//     Refused when an anchor kernel reads its output (binds it as an input,
+//     or uses Y_data, Y_img, Y_at...), writes it through a view of another
+//     shape, as an alias, or on the host, or when no kernel writes it.
+//  3. Depthwise-pointwise (FCM's DWPW, fusion_dwpw.h): a depthwise Conv,
+//     elementwise nodes on its output, a 1x1 stride-1 unpadded group-1 Conv
+//     reading them, then an elementwise tail as in 2: one GEMM (the
+//     pointwise conv's; "dwpw_<variant>+<tail>...") whose A operand
+//     computes the depthwise output and its chain on the fly. Here the
+//     nodes before the pointwise conv have the depthwise output's shape
+//     (not the group output's) and are read by nothing after it.
+//  Intermediates have the output's shape, so a node reads them exactly at
+//  the element it computes; external inputs keep whatever indexing
+//  (broadcasting) the node's lowering chose.
 //
 // A group that breaks a condition runs unfused, node by node as without the
 // annotation, and the reason is recorded in ExecutionPlan::fusion_notes. Only
 // groups of the main region fuse; a malformed id is an error (plan_hints.h).
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,11 +79,35 @@ std::vector<FusionGroup> collect_fusion_groups(const ir::Graph& graph, const std
 std::string fusion_blocker(const ir::Graph& graph, const PlanBuilder& builder, const FusionGroup& group);
 
 // Lowers the group's nodes with their own lowerings and composes their
-// kernels into one kMap kernel ("fused_<op>_<op>..."), appended to the
-// builder's pending kernels. Errors: kUnimplemented saying why when a node
-// does not lower to one composable map kernel (the caller undoes what the
-// lowerings added and plans the nodes unfused); a lowering's other errors.
+// kernels (an elementwise chain, an anchor with an elementwise tail or a
+// depthwise-pointwise group, see above), appended to the builder's pending
+// kernels. Errors: kUnimplemented saying why when the group has none of
+// these shapes (the caller undoes what the lowerings added and plans the
+// nodes unfused); a lowering's other errors.
 Status lower_fused(PlanBuilder& builder, const ir::Graph& graph, const FusionGroup& group,
                    const LoweringRegistry& lowerings);
+
+// A function composed of elementwise nodes (each lowering to one composable
+// map kernel), reading the tensor `anchor` as its argument:
+//   S <name>(int oc0, ..., int ocR-1, int oi, S kiln_anchor)
+// computes the last node's value at the element oc.. (row-major index oi) of
+// `anchor`'s shape, where the anchor holds kiln_anchor; the nodes read the
+// anchor, each other (at that element) and external inputs, which the
+// kernel using the function must bind (their accessors named
+// <input_prefix>0, <input_prefix>1, ... skipping names in `taken`).
+// Shared by the store epilogue and fusion_dwpw.h's prologue.
+struct ElementwiseFunction {
+  std::string code;                   // the math helpers it needs, then the function
+  std::vector<std::string> sections;  // the helpers' texts (elementwise_math.glsl sections)
+  std::vector<KernelTensor> inputs;   // to bind (elementwise = false)
+  std::string suffix;                 // "+<kernel>" per node, for kernel names
+};
+// Errors: kUnimplemented when a node does not lower to one composable map
+// kernel or reads a group value other than at the element it computes.
+StatusOr<ElementwiseFunction> compose_elementwise(PlanBuilder& builder, const ir::Graph& graph,
+                                                  const std::vector<ir::NodeId>& nodes, TensorId anchor,
+                                                  const std::string& name, const std::string& input_prefix,
+                                                  const std::set<std::string>& taken,
+                                                  const LoweringRegistry& lowerings);
 
 }  // namespace kiln::planner

@@ -1,19 +1,22 @@
 // Fusion groups (planner/fusion.h): an elementwise chain in one group plans
-// as one map kernel whose SPIR-V is valid in every storage and precision and
-// whose intermediates no kernel binds; a group that cannot fuse plans as
-// without the annotation, its reason recorded; a malformed id fails the
-// compile naming the node. Results are compared on the device in
-// tests/plugin_hooks/hooks_test.cc.
+// as one map kernel, an anchor (MatMul) with an elementwise tail as the
+// anchor's kernel storing through the tail, each with SPIR-V valid in every
+// storage and precision and intermediates no kernel binds; a group that
+// cannot fuse plans as without the annotation, its reason recorded; a
+// malformed id fails the compile naming the node. Results are compared on
+// the device in fusion_epilogue_test.cc and tests/plugin_hooks/hooks_test.cc.
 #include "planner/fusion.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "engine/ir/text.h"
 #include "engine/ops/shape_inference.h"
 #include "planner/execution_plan.h"
 #include "planner/glsl_codegen.h"
+#include "planner/lowering.h"
 #include "planner/testing/op_check.h"
 
 namespace kiln::planner {
@@ -145,22 +148,184 @@ TEST(Fusion, ADisconnectedGroupIsUnfused) {
   EXPECT_NE(b.fusion_notes[0].find("read outside the group"), std::string::npos) << b.fusion_notes[0];
 }
 
-TEST(Fusion, ANodeWithoutAMapKernelKeepsTheGroupUnfused) {
-  const std::string text =
-      "graph @g opset 17 {\n  input %x : f32[4,8]\n  const %w : f32[8,8] = dense<[" + [] {
-        std::string w;
-        for (int i = 0; i < 64; ++i) w += (i ? "," : "") + std::to_string((i % 5) - 2);
-        return w;
-      }() + "]>\n"
-            "  %y = MatMul(%x, %w) #{kiln.fusion_group = \"mm\"} : f32[4,8]\n"
-            "  %z = Relu(%y) #{kiln.fusion_group = \"mm\"} : f32[4,8]\n  return %z\n}\n";
-  auto g = parse(text);
+// y = MatMul(x, w) with an [8, 8] constant w, then `tail` (lines of nodes
+// reading %y, the last writing %z; "%y" may be a graph output too).
+std::string matmul_model(const std::string& tail, const std::string& outputs = "%z") {
+  std::string w;
+  for (int i = 0; i < 64; ++i) w += (i ? "," : "") + std::to_string((i % 5) - 2);
+  return "graph @g opset 17 {\n  input %x : f32[6,8]\n  const %w : f32[8,8] = dense<[" + w +
+         "]>\n  const %b : f32[8] = dense<[0.5,-1,2,0.25,1.5,-0.5,3,1]>\n"
+         "  %y = MatMul(%x, %w) #{kiln.fusion_group = \"mm\"} : f32[6,8]\n" +
+         tail + "  return " + outputs + "\n}\n";
+}
+
+const char* kGroupedTail =
+    "  %s = Sigmoid(%y) #{kiln.fusion_group = \"mm\"} : f32[6,8]\n"
+    "  %m = Mul(%y, %s) #{kiln.fusion_group = \"mm\"} : f32[6,8]\n"
+    "  %z = Add(%m, %b) #{kiln.fusion_group = \"mm\"} : f32[6,8]\n";
+
+TEST(Fusion, AnAnchorAndItsElementwiseTailAreOneKernel) {
+  auto g = parse(matmul_model(kGroupedTail));
   ASSERT_TRUE(g);
-  const ExecutionPlan b = plan_of(*g);
-  ASSERT_EQ(b.fusion_notes.size(), 1u);
-  EXPECT_NE(b.fusion_notes[0].find("does not lower to one map kernel"), std::string::npos) << b.fusion_notes[0];
-  EXPECT_EQ(b.steps.back().kernel.name, "relu");
-  for (const PlanStep& s : b.steps) EXPECT_EQ(s.kernel.name.find("fused"), std::string::npos);
+  const ExecutionPlan plan = plan_of(*g);
+  EXPECT_TRUE(plan.fusion_notes.empty()) << plan.fusion_notes.front();
+  ASSERT_EQ(plan.dispatch_count(), 1u);
+  const KernelDesc& k = plan.steps[0].kernel;
+  EXPECT_EQ(k.name.find("matmul"), 0u) << k.name;
+  EXPECT_EQ(k.name.substr(k.name.size() - 16), "+sigmoid+mul+add") << k.name;
+  // The anchor's output and the intermediates get no memory; the kernel
+  // stores z through the epilogue and binds the tail's input b.
+  for (const char* v : {"y", "s", "m"}) EXPECT_FALSE(bound_by_a_kernel(plan, *g, v)) << v;
+  EXPECT_TRUE(bound_by_a_kernel(plan, *g, "z"));
+  EXPECT_TRUE(bound_by_a_kernel(plan, *g, "b"));
+  ASSERT_FALSE(k.store_epilogue.empty());
+  EXPECT_NE(k.store_epilogue.code.find("float kiln_epilogue(int oc0, int oc1, int oi, float kiln_anchor)"),
+            std::string::npos)
+      << k.store_epilogue.code;
+  auto glsl = generate_glsl(k, TargetInfo{});
+  ASSERT_TRUE(glsl.ok()) << glsl.status().to_string();
+  const std::string& text = glsl->glsl;
+  const std::string y = k.store_epilogue.tensor;
+  // Raw stores, then the epilogue, then the wrapping stores, then the GEMM.
+  const size_t raw = text.find("void " + y + "_st_raw("), fn = text.find("float kiln_epilogue("),
+               wrap = text.find("void " + y + "_st("), gemm = text.find("void gemm_store4(");
+  EXPECT_TRUE(raw < fn && fn < wrap && wrap < gemm && gemm != std::string::npos) << text;
+  for (size_t n : testing::expect_plan_kernels_valid(*g, "epilogue_matmul")) EXPECT_EQ(n, 1u);
+}
+
+TEST(Fusion, AnAnchorWhoseOutputIsReadOutsideKeepsTheGroupUnfused) {
+  auto g = parse(matmul_model(kGroupedTail, "%z, %y"));
+  ASSERT_TRUE(g);
+  const ExecutionPlan plan = plan_of(*g);
+  EXPECT_EQ(plan.dispatch_count(), 4u);
+  ASSERT_EQ(plan.fusion_notes.size(), 1u);
+  EXPECT_NE(plan.fusion_notes[0].find("fusion group 'mm'"), std::string::npos) << plan.fusion_notes[0];
+  EXPECT_NE(plan.fusion_notes[0].find("'y'"), std::string::npos) << plan.fusion_notes[0];
+  EXPECT_NE(plan.fusion_notes[0].find("read outside the group"), std::string::npos) << plan.fusion_notes[0];
+  for (const PlanStep& s : plan.steps) EXPECT_EQ(s.kernel.name.find('+'), std::string::npos) << s.kernel.name;
+}
+
+TEST(Fusion, ATailNodeWithoutAMapKernelKeepsTheGroupUnfused) {
+  auto g = parse(matmul_model("  %z = MatMul(%y, %w) #{kiln.fusion_group = \"mm\"} : f32[6,8]\n"));
+  ASSERT_TRUE(g);
+  const ExecutionPlan plan = plan_of(*g);
+  EXPECT_EQ(plan.dispatch_count(), 2u);
+  ASSERT_EQ(plan.fusion_notes.size(), 1u);
+  EXPECT_NE(plan.fusion_notes[0].find("does not lower to one map kernel"), std::string::npos) << plan.fusion_notes[0];
+}
+
+// MatMul lowerings whose kernel touches its output other than by storing it.
+Status reads_y_data(LoweringContext& ctx) {
+  KernelDesc d;
+  d.name = "peeks";
+  d.family = KernelDesc::Family::kCustom;
+  d.tensors = {ctx.bind("A", ctx.input(0)), ctx.bind("Y", ctx.output(0), true)};
+  d.body = "void main() { Y_st(0, A_ld(0)); Y_data[1] = Y_data[0]; }\n";
+  ctx.emit(std::move(d));
+  return ok_status();
+}
+Status binds_y_as_input(LoweringContext& ctx) {
+  KernelDesc d;
+  d.name = "rereads";
+  d.family = KernelDesc::Family::kCustom;
+  d.tensors = {ctx.bind("A", ctx.input(0)), ctx.bind("Y", ctx.output(0), true)};
+  d.body = "void main() { Y_st(0, A_ld(0)); }\n";
+  ctx.emit(d);
+  d.tensors = {ctx.bind("P", ctx.output(0)), ctx.bind("Y", ctx.output(0), true)};
+  d.body = "void main() { Y_st(1, P_ld(0)); }\n";
+  ctx.emit(std::move(d));
+  return ok_status();
+}
+
+TEST(Fusion, AnAnchorReadingItsOutputKeepsTheGroupUnfused) {
+  auto g = parse(matmul_model(kGroupedTail));
+  ASSERT_TRUE(g);
+  for (const auto& [fn, why] : {std::pair<LowerFn, const char*>{reads_y_data, "uses 'Y_data'"},
+                                std::pair<LowerFn, const char*>{binds_y_as_input, "reads its output"}}) {
+    LoweringRegistry r;
+    register_elementwise_lowerings(r);
+    r.add("", "MatMul", fn);
+    auto plan = build_plan(*g, TargetInfo{}, PlanOptions{}, r);
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    ASSERT_EQ(plan->fusion_notes.size(), 1u) << why;
+    EXPECT_NE(plan->fusion_notes[0].find(why), std::string::npos) << plan->fusion_notes[0];
+    for (const PlanStep& s : plan->steps) EXPECT_TRUE(s.kernel.store_epilogue.empty()) << s.kernel.name;
+  }
+}
+
+// A depthwise-pointwise group (fusion_dwpw.h): dw 3x3 -> Relu -> pw 1x1 ->
+// Add(pw, `addend`), all four in group "m".
+std::string dwpw_model(const std::string& addend) {
+  const auto dense = [](int n) {
+    std::string w;
+    for (int i = 0; i < n; ++i) w += (i ? "," : "") + std::to_string(((i * 7) % 9 - 4) / 4.0);
+    return "dense<[" + w + "]>";
+  };
+  const std::string t = " #{kiln.fusion_group = \"m\"} : f32[1,8,6,6]\n";
+  return "graph @g opset 17 {\n  input %x : f32[1,8,6,6]\n  const %dw : f32[8,1,3,3] = " + dense(72) +
+         "\n  const %pw : f32[8,8,1,1] = " + dense(64) +
+         "\n  %d = Conv(%x, %dw) {group = 8, kernel_shape = [3,3], pads = [1,1,1,1]}" + t +
+         "  %c = Relu(%d)" + t + "  %p = Conv(%c, %pw)" + t + "  %z = Add(%p, " + addend + ")" + t +
+         "  return %z\n}\n";
+}
+
+// A MatMul lowering whose output accessor is named as the tail's first
+// input would be ("Ep0").
+Status output_named_ep0(LoweringContext& ctx) {
+  KernelDesc d;
+  d.name = "ep0";
+  d.family = KernelDesc::Family::kCustom;
+  d.tensors = {ctx.bind("A", ctx.input(0)), ctx.bind("Ep0", ctx.output(0), true)};
+  d.body = "void main() { Ep0_st(0, A_ld(0)); }\n";
+  ctx.emit(std::move(d));
+  return ok_status();
+}
+
+TEST(Fusion, TailInputsTakeNamesTheAnchorKernelDoesNotUse) {
+  auto g = parse(matmul_model("  %a = Add(%y, %b) #{kiln.fusion_group = \"mm\"} : f32[6,8]\n"
+                              "  %z = Mul(%a, %x) #{kiln.fusion_group = \"mm\"} : f32[6,8]\n"));
+  ASSERT_TRUE(g);
+  LoweringRegistry r;
+  register_elementwise_lowerings(r);
+  r.add("", "MatMul", output_named_ep0);
+  auto plan = build_plan(*g, TargetInfo{}, PlanOptions{}, r);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  EXPECT_TRUE(plan->fusion_notes.empty()) << plan->fusion_notes.front();
+  ASSERT_EQ(plan->dispatch_count(), 1u);
+  const KernelDesc& k = plan->steps[0].kernel;
+  EXPECT_EQ(k.name, "ep0+add+mul");
+  ASSERT_EQ(k.tensors.size(), 4u);  // A, Ep0 (the output), b, x
+  EXPECT_EQ(k.tensors[2].name, "Ep1");
+  EXPECT_EQ(k.tensors[3].name, "Ep2");
+  auto glsl = generate_glsl(k, TargetInfo{});
+  EXPECT_TRUE(glsl.ok()) << glsl.status().to_string();
+}
+
+TEST(Fusion, ADepthwisePointwiseGroupIsOneGemm) {
+  auto g = parse(dwpw_model("%x"));
+  ASSERT_TRUE(g);
+  const ExecutionPlan plan = plan_of(*g);
+  EXPECT_TRUE(plan.fusion_notes.empty()) << plan.fusion_notes.front();
+  ASSERT_EQ(plan.dispatch_count(), 1u);
+  const KernelDesc& k = plan.steps[0].kernel;
+  EXPECT_EQ(k.name.find("dwpw_"), 0u) << k.name;
+  EXPECT_EQ(k.name.substr(k.name.size() - 4), "+add") << k.name;
+  EXPECT_NE(k.helpers.find("kiln_prologue("), std::string::npos);
+  // Neither conv's output nor the Relu's reaches memory.
+  for (const char* v : {"d", "c", "p"}) EXPECT_FALSE(bound_by_a_kernel(plan, *g, v)) << v;
+  EXPECT_TRUE(bound_by_a_kernel(plan, *g, "x"));
+  EXPECT_TRUE(bound_by_a_kernel(plan, *g, "z"));
+  for (size_t n : testing::expect_plan_kernels_valid(*g, "dwpw")) EXPECT_EQ(n, 1u);
+}
+
+TEST(Fusion, ADepthwiseValueReadAfterThePointwiseConvKeepsTheGroupUnfused) {
+  auto g = parse(dwpw_model("%c"));
+  ASSERT_TRUE(g);
+  const ExecutionPlan plan = plan_of(*g);
+  EXPECT_EQ(plan.dispatch_count(), 4u);
+  ASSERT_EQ(plan.fusion_notes.size(), 1u);
+  EXPECT_NE(plan.fusion_notes[0].find("'c'"), std::string::npos) << plan.fusion_notes[0];
+  EXPECT_NE(plan.fusion_notes[0].find("read after the pointwise conv"), std::string::npos) << plan.fusion_notes[0];
 }
 
 TEST(Fusion, AMalformedGroupIdFailsNamingTheNode) {

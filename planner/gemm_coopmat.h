@@ -59,7 +59,13 @@ std::optional<CoopMatConfig> choose_coopmat(const GemmProblem& p, const TargetIn
 
 // The kernel (kCustom) for `p` with configuration `c`. Its name is
 // p.name + "_coopmat<bm>x<bn>".
-KernelDesc make_coopmat_gemm_kernel(const GemmProblem& p, const CoopMatConfig& c);
+// With `splitk_fixup` the body is the split-K variant (FIXUP in
+// shaders/gemm_coopmat.comp): the caller adds the GP scratch, the GC
+// counters, GEMM_KCHUNK (a multiple of kCoopMatBK) and GEMM_SPLIT, and
+// multiplies groups[2] by the slice count (emit_gemm).
+KernelDesc make_coopmat_gemm_kernel(const GemmProblem& p, const CoopMatConfig& c, bool splitk_fixup = false);
+// K per shared-memory step of the cooperative-matrix kernel.
+inline constexpr int kCoopMatBK = 32;
 
 // "16x8x16 f32acc, tile 128x128" — for logs and tests.
 std::string describe(const CoopMatConfig& c);

@@ -32,8 +32,8 @@ namespace kiln::planner {
 //       stores C[b, m, n + j] = v[j]; n is a multiple of 4 and m < GEMM_M,
 //       n < GEMM_N; lanes with n + j >= GEMM_N must be dropped.
 // The kernel declares the int parameters GEMM_BATCH, GEMM_M, GEMM_N, GEMM_K
-// which the helpers may use; the tensor name "GP" is reserved (split-K
-// scratch, see emit_gemm).
+// which the helpers may use; the tensor names "GP" and "GC" are reserved
+// (split-K scratch and arrival counters, see emit_gemm).
 struct GemmProblem {
   std::string name;
   ir::Dim batch = ir::Dim(1);
@@ -65,11 +65,22 @@ KernelDesc make_gemm_kernel(const GemmProblem& p);
 KernelDesc gemm_kernel_base(const GemmProblem& p, std::string name);
 
 // Emits the kernels for `p`: make_gemm_kernel's, or — when a tiled GEMM
-// with constant sizes would have few workgroups for a deep K — a split-K
-// pair (the tiles of K slices write partial sums to a float scratch buffer
-// named "GP", which a second kernel adds up and stores through
-// gemm_store4). ctx.unsupported when a constant grid dimension exceeds the
-// device's workgroup-count limit (the node then runs on the host).
+// with constant sizes would have few workgroups for a deep K, or a split_k
+// hint asks — a split-K kernel whose grid also enumerates K slices, each
+// writing its partial tile to a float scratch buffer named "GP". The
+// slices are then added up in slice order and stored through gemm_store4
+// (so the op's epilogue applies once), either
+//  - fused (`<name>_splitk_fixup_tileMxN`, one dispatch) where the grid has
+//    a constant size (at most 65536 tiles): each workgroup counts its
+//    arrival in a per-tile int counter "GC" (a PlanTensor::Origin::kState
+//    buffer, zero between dispatches); the last to arrive at its tile sums
+//    the slices and resets the counter; or
+//  - separate (`<name>_splitk_tileMxN` then `<name>_splitk_reduce`), for
+//    symbolic grids.
+// The kiln.kernel hint `splitk_reduce=separate|fused` picks one (fused
+// stays a request). Both give the same bits. ctx.unsupported when a
+// constant grid dimension exceeds the device's workgroup-count limit (the
+// node then runs on the host).
 Status emit_gemm(LoweringContext& ctx, const GemmProblem& p);
 
 // What a GEMM kernel of a lowering writes for the node's output 0: the

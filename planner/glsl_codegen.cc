@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "planner/index_view.h"
 #include "planner/shader_template.h"
 
 namespace kiln::planner {
@@ -65,6 +66,8 @@ class Emitter {
     KILN_RETURN_IF_ERROR(validate());
     out_.name = desc_.name;
     out_.bindings = desc_.tensors.size();
+    for (const KernelTensor& t : desc_.tensors)
+      programs_.push_back(t.view ? compile_view(*t.view) : CoordProgram{});
     collect_params();
     const uint32_t push_limit = target_.max_push_constants_size / 4;
     if (out_.push.size() > push_limit)
@@ -91,6 +94,7 @@ class Emitter {
     // integer arithmetic first; f16 image results then match f16 buffers.
     if (f16_image_store_) s << fill_shader("round_f16.glsl") << "\n";
     for (size_t b = 0; b < desc_.tensors.size(); ++b) s << accessors(desc_.tensors[b], static_cast<int>(b));
+    if (epilogue_) s << desc_.store_epilogue.code << "\n" << epilogue_stores(*epilogue_);
     s << desc_.helpers << "\n";
     if (desc_.family == KernelDesc::Family::kMap) s << map_main();
     else s << desc_.body << "\n";
@@ -107,18 +111,32 @@ class Emitter {
       if (!names.insert(t.name).second)
         return invalid_argument("kernel '" + desc_.name + "': duplicate tensor name '" + t.name + "'");
       if (t.written) ++written;
+      if (t.view && t.written)
+        return invalid_argument("kernel '" + desc_.name + "': tensor '" + t.name + "' is written through a view");
       if (t.layout.storage == Storage::kImage) {
         if (t.layout.type == ElemType::kI32)
           return invalid_argument("kernel '" + desc_.name + "': integer tensor '" + t.name + "' cannot be an image");
-        const int rank = std::max<int>(1, static_cast<int>(t.shape.size()));
+        const int rank = std::max<int>(1, static_cast<int>((t.view ? t.view->source_shape : t.shape).size()));
         if (t.layout.packed_axis < 0 || t.layout.packed_axis >= rank)
           return invalid_argument("kernel '" + desc_.name + "': image tensor '" + t.name + "' has no valid packed axis");
       }
     }
+    // A view's source accessors are "<name>_src_...": no tensor may be named so.
+    for (const KernelTensor& t : desc_.tensors)
+      if (t.view && names.count(t.name + "_src"))
+        return invalid_argument("kernel '" + desc_.name + "': tensor name '" + t.name +
+                                "_src' collides with the source accessors of view '" + t.name + "'");
     for (const KernelParam& p : desc_.params) {
       if (!is_identifier(p.name)) return invalid_argument("kernel '" + desc_.name + "': bad parameter name '" + p.name + "'");
       if (!p.value.is_known())
         return invalid_argument("kernel '" + desc_.name + "': parameter '" + p.name + "' has an unknown value");
+    }
+    if (!desc_.store_epilogue.empty()) {
+      for (const KernelTensor& t : desc_.tensors)
+        if (t.written && t.name == desc_.store_epilogue.tensor) epilogue_ = &t;
+      if (!epilogue_)
+        return invalid_argument("kernel '" + desc_.name + "': the store epilogue's tensor '" +
+                                desc_.store_epilogue.tensor + "' is not a written tensor");
     }
     if (desc_.family == KernelDesc::Family::kMap) {
       if (written != 1) return invalid_argument("kernel '" + desc_.name + "': a map kernel writes exactly one tensor");
@@ -156,6 +174,20 @@ class Emitter {
         numel = numel * shape[k];
       }
       add_param(t.name + "_NUMEL", numel);
+      if (t.view) {
+        // The source's dims (its accessors' addressing) and the view map's.
+        KernelTensor src = source_of(t);
+        const std::vector<ir::Dim> sshape = shape_of(src);
+        ir::Dim snumel(1);
+        for (size_t k = 0; k < sshape.size(); ++k) {
+          add_param(dim_name(src.name, static_cast<int>(k)), sshape[k]);
+          snumel = snumel * sshape[k];
+        }
+        add_param(src.name + "_NUMEL", snumel);
+        const CoordProgram& program = programs_[static_cast<size_t>(&t - desc_.tensors.data())];
+        for (size_t j = 0; j < program.params.size(); ++j)
+          add_param(t.name + "_V" + std::to_string(j), program.params[j]);
+      }
     }
     for (const KernelParam& p : desc_.params) add_param(p.name, p.value);
     if (desc_.family == KernelDesc::Family::kMap) {
@@ -186,17 +218,72 @@ class Emitter {
   }
 
   static int vec_axis(const KernelTensor& t) {
+    const int last = std::max<int>(1, static_cast<int>(t.shape.size())) - 1;
+    if (t.view) return t.view->vec_axis >= 0 && t.view->vec_axis <= last ? t.view->vec_axis : last;
     if (t.layout.storage == Storage::kImage) return t.layout.packed_axis;
-    return std::max<int>(1, static_cast<int>(t.shape.size())) - 1;
+    return last;
+  }
+
+  // The binding of a view's source: "<name>_src", addressed by its own shape.
+  static KernelTensor source_of(const KernelTensor& t) {
+    KernelTensor src = t;
+    src.name = t.name + "_src";
+    src.shape = t.view->source_shape;
+    src.view = nullptr;
+    return src;
+  }
+
+  // A view X: the source's accessors under X_src_, then X_at mapping the
+  // view's coordinates to the source's (index_view.h), X_ld and X_at4 over
+  // the view's shape. No X_IS_BUFFER/X_IS_IMAGE/X_data: kernels that use
+  // them cannot read through a view (fusion refuses them).
+  std::string view_accessors(const KernelTensor& t, int binding) {
+    const int rank = std::max<int>(1, static_cast<int>(t.shape.size()));
+    const std::string& n = t.name;
+    const std::string S = glsl_scalar(t.layout.type);
+    const std::string V = glsl_vec4(t.layout.type);
+    const int a = vec_axis(t);
+    const KernelTensor src = source_of(t);
+    const CoordProgram& program = programs_[static_cast<size_t>(binding)];
+    std::vector<std::string> params, source;
+    for (size_t j = 0; j < program.params.size(); ++j) params.push_back(n + "_V" + std::to_string(j));
+    const std::string map = coord_program_glsl(program, params, &source);
+    std::string source_args;
+    for (size_t k = 0; k < source.size(); ++k) source_args += (k ? ", " : "") + source[k];
+    std::ostringstream s;
+    s << accessors(src, binding);
+    s << "// tensor " << n << ": a view of " << src.name << " (" << t.view->describe() << ")\n";
+    s << "#define " << n << "_VEC " << a << "\n";
+    s << "#define " << n << "_IS_VIEW 1\n";
+    s << S << " " << n << "_at(" << coord_params(rank) << ") {\n" << map << "  return " << src.name << "_at("
+      << source_args << ");\n}\n";
+    s << S << " " << n << "_ld(int i) {\n  int " << coord_args(rank) << ";\n" << decompose(n, rank, "i")
+      << "  return " << n << "_at(" << coord_args(rank) << ");\n}\n";
+    std::vector<std::string> lanes;
+    for (int l = 1; l < 4; ++l) {
+      std::string args;
+      for (int k = 0; k < rank; ++k)
+        args += (k ? ", c" : "c") + std::to_string(k) + (k == a ? " + " + std::to_string(l) : "");
+      lanes.push_back("m > " + std::to_string(l) + " ? " + n + "_at(" + args + ") : " + S + "(0)");
+    }
+    s << V << " " << n << "_at4(" << coord_params(rank) << ") {\n  int m = " << dim_name(n, a) << " - c" << a
+      << ";\n  return " << V << "(" << n << "_at(" << coord_args(rank) << "), " << lanes[0] << ", " << lanes[1] << ", "
+      << lanes[2] << ");\n}\n\n";
+    return s.str();
   }
 
   std::string accessors(const KernelTensor& t, int binding) {
+    if (t.view) return view_accessors(t, binding);
     const int rank = std::max<int>(1, static_cast<int>(t.shape.size()));
     const std::string& n = t.name;
     const std::string S = glsl_scalar(t.layout.type);
     const std::string V = glsl_vec4(t.layout.type);
     const int a = vec_axis(t);
     const std::string da = dim_name(n, a);
+    // A tensor with a store epilogue gets raw stores; epilogue_stores()
+    // defines the public ones around them.
+    const bool wrapped = epilogue_ == &t;
+    const std::string st = n + (wrapped ? "_st_raw" : "_st"), st4 = n + (wrapped ? "_st4_raw" : "_st4");
     std::ostringstream s;
     s << "// tensor " << n << ": " << storage_name(t.layout.storage) << " " << elem_type_name(t.layout.type) << "\n";
     s << "#define " << n << "_VEC " << a << "\n";
@@ -205,7 +292,8 @@ class Emitter {
       // `restrict` promises no other binding reaches this memory: false for
       // the two bindings of an in-place write (planner/inplace.h).
       s << "layout(std430, set = 0, binding = " << binding << ") " << (t.written ? "" : "readonly ")
-        << (t.shares_memory ? "" : "restrict ") << "buffer KilnBuffer" << binding << " { "
+        << (t.shares_memory ? "" : "restrict ") << (t.coherent ? "coherent " : "") << "buffer KilnBuffer" << binding
+        << " { "
         << storage_elem(t.layout.type) << " " << n << "_data[]; };\n";
       s << "int " << n << "_index(" << coord_params(rank) << ") { return " << linear_expr(n, rank) << "; }\n";
       s << S << " " << n << "_ld(int i) { return " << S << "(" << n << "_data[i]); }\n";
@@ -217,12 +305,12 @@ class Emitter {
         << "  return " << V << "(" << n << "_ld(i), m > 1 ? " << n << "_ld(i + 1) : " << S << "(0), m > 2 ? " << n
         << "_ld(i + 2) : " << S << "(0), m > 3 ? " << n << "_ld(i + 3) : " << S << "(0));\n}\n";
       if (t.written) {
-        s << "void " << n << "_st(int i, " << S << " v) { " << n << "_data[i] = " << storage_elem(t.layout.type)
+        s << "void " << st << "(int i, " << S << " v) { " << n << "_data[i] = " << storage_elem(t.layout.type)
           << "(v); }\n";
-        s << "void " << n << "_st4(" << coord_params(rank) << ", " << V << " v) {\n"
+        s << "void " << st4 << "(" << coord_params(rank) << ", " << V << " v) {\n"
           << "  int i = " << n << "_index(" << coord_args(rank) << "); int m = " << da << " - c" << a << ";\n"
-          << "  " << n << "_st(i, v.x); if (m > 1) " << n << "_st(i + 1, v.y); if (m > 2) " << n
-          << "_st(i + 2, v.z); if (m > 3) " << n << "_st(i + 3, v.w);\n}\n";
+          << "  " << st << "(i, v.x); if (m > 1) " << st << "(i + 1, v.y); if (m > 2) " << st
+          << "(i + 2, v.z); if (m > 3) " << st << "(i + 3, v.w);\n}\n";
       }
     } else {
       const int last = rank - 1;
@@ -253,7 +341,7 @@ class Emitter {
         s << "float " << n << "_ld(int i) {\n  int " << coord_args(rank) << ";\n"
           << decompose(n, rank, "i") << "  return " << n << "_at(" << coord_args(rank) << ");\n}\n";
       } else {
-        s << "void " << n << "_st4(" << coord_params(rank) << ", vec4 v) {\n"
+        s << "void " << st4 << "(" << coord_params(rank) << ", vec4 v) {\n"
           << "  int m = " << da << " - c" << a << ";\n"
           << "  vec4 t = vec4(v.x, m > 1 ? v.y : 0.0, m > 2 ? v.z : 0.0, m > 3 ? v.w : 0.0);\n"
           << "  imageStore(" << n << "_img, " << n << "_texel(" << coord_args(rank) << "), "
@@ -261,6 +349,34 @@ class Emitter {
       }
     }
     s << "\n";
+    return s.str();
+  }
+
+  // The public stores of the tensor with the store epilogue: each element
+  // (each lane along t_VEC inside the tensor) passes through kiln_epilogue
+  // with its coordinates and row-major linear index, then the raw store.
+  std::string epilogue_stores(const KernelTensor& t) {
+    const int rank = std::max<int>(1, static_cast<int>(t.shape.size()));
+    const int a = vec_axis(t);
+    const std::string& n = t.name;
+    const std::string S = glsl_scalar(t.layout.type);
+    const std::string V = glsl_vec4(t.layout.type);
+    std::string stride = "1";  // of the linear index along the vector axis
+    for (int k = a + 1; k < rank; ++k) stride = (stride == "1" ? "" : stride + " * ") + dim_name(n, k);
+    std::string lane_args;
+    for (int k = 0; k < rank; ++k) lane_args += "c" + std::to_string(k) + (k == a ? " + l, " : ", ");
+    std::ostringstream s;
+    s << "// stores of " << n << " through kiln_epilogue\n";
+    if (t.layout.storage == Storage::kBuffer) {
+      s << "void " << n << "_st(int i, " << S << " v) {\n  int t = i;\n  int " << coord_args(rank) << ";\n"
+        << decompose(n, rank, "t") << "  " << n << "_st_raw(i, kiln_epilogue(" << coord_args(rank) << ", i, v));\n}\n";
+    }
+    s << "void " << n << "_st4(" << coord_params(rank) << ", " << V << " v) {\n"
+      << "  int i = " << linear_expr(n, rank) << "; int m = " << dim_name(n, a) << " - c" << a << ";\n"
+      << "  " << V << " r = v;\n"
+      << "  for (int l = 0; l < 4 && l < m; ++l) r[l] = kiln_epilogue(" << lane_args << "i + l * " << stride
+      << ", v[l]);\n"
+      << "  " << n << "_st4_raw(" << coord_args(rank) << ", r);\n}\n\n";
     return s.str();
   }
 
@@ -306,8 +422,10 @@ class Emitter {
   const KernelDesc& desc_;
   const TargetInfo& target_;
   GeneratedKernel out_;
+  std::vector<CoordProgram> programs_;  // per tensor: its view's program (empty without a view)
   std::string params_;
   bool f16_image_store_ = false;
+  const KernelTensor* epilogue_ = nullptr;  // the tensor with desc_.store_epilogue
 };
 
 }  // namespace

@@ -32,6 +32,33 @@
 // Buffers also define X_IS_BUFFER 1 and expose the array `X_data[]` (element
 // type float, float16_t or int); images define X_IS_IMAGE 1.
 //
+// Store epilogue (KernelDesc::store_epilogue, set by operator fusion,
+// planner/fusion.h). For the written tensor Y it names, the stores above are
+// generated as Y_st_raw / Y_st4_raw, then come the epilogue's code (which
+// defines `S kiln_epilogue(int oc0, ..., int ocR-1, int oi, S v)` and may
+// use every accessor), then public stores of the same signatures:
+//   void Y_st(int i, S v)           (buffers) Y_st_raw(i, kiln_epilogue(c.., i, v))
+//                                   with c.. the coordinates of i
+//   void Y_st4(int c0, ..., V v)    kiln_epilogue per lane inside the tensor
+//                                   (coordinates c with c[Y_VEC] + lane, their
+//                                   linear index), then one Y_st4_raw
+// and only then the kernel's helpers and body, so every store a kernel
+// makes through Y_st / Y_st4 (its own or the map harness's) goes through
+// the epilogue. A kernel must not touch Y's memory otherwise (Y_data, Y_img):
+// fusion checks that before attaching an epilogue.
+//
+// Views (KernelTensor::view, index_view.h). A tensor read through an index
+// view binds its SOURCE (the binding's storage and layout, addressed by the
+// view's source_shape through accessors named X_src_at, X_src_ld, X_src_D0,
+// ...), while the kernel sees the view's logical shape: X_D<k>, X_NUMEL,
+//   S X_at(c..)   the view's coordinate map, then one X_src_at
+//   S X_ld(i)     i decomposed over the view's dims, then X_at
+//   V X_at4(c..)  four X_at along X_VEC (the view's vec_axis, else its last
+//                 axis), lanes past the end read 0; any c[X_VEC] works
+// and X_IS_VIEW 1. The map's own extents are parameters X_V<j>. A view
+// defines neither X_IS_BUFFER nor X_IS_IMAGE nor X_data: a kernel that
+// needs them cannot read through a view. A written tensor cannot be one.
+//
 // The map harness (Family::kMap). The single written tensor Y is covered by
 // invocations that each own four consecutive elements along Y_VEC. For each
 // of its lanes whose coordinate is inside the tensor the body runs with
@@ -68,7 +95,7 @@ struct GeneratedKernel {
 
 // Errors: kInvalidArgument for a malformed description (a kMap kernel
 // without exactly one written tensor, duplicate names, an image with no
-// valid packed axis), kUnimplemented when the dynamic parameters exceed the
+// valid packed axis, a store epilogue naming no written tensor), kUnimplemented when the dynamic parameters exceed the
 // device's push-constant space.
 StatusOr<GeneratedKernel> generate_glsl(const KernelDesc& desc, const TargetInfo& target);
 

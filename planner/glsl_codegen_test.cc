@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "planner/index_view.h"
 #include "planner/testing/op_check.h"
 #include "platform/vulkan/shader_compiler.h"
 
@@ -99,6 +100,50 @@ TEST(GlslCodegen, MalformedDescriptionsAreRejected) {
   auto g = generate_glsl(k, tiny);
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().code(), StatusCode::kUnimplemented);
+}
+
+// A tensor read through an index view: the source's storage is bound, the
+// kernel sees the view's shape, every accessor compiles for both source
+// storages and precisions, and nothing says buffer or image.
+TEST(GlslCodegen, ViewsBindTheSourceAndShowTheViewShape) {
+  const ir::Dim n = ir::Dim::symbol("n");
+  auto view = std::make_shared<IndexView>(IndexView::identity({n, 6, 5}));
+  view->transpose({0, 2, 1});         // [n, 5, 6]
+  view->reshape({n, 5, 2, 3});        // a split of 6
+  view->vec_axis = 1;
+  for (Storage storage : {Storage::kBuffer, Storage::kImage})
+    for (ElemType type : {ElemType::kF32, ElemType::kF16}) {
+      KernelDesc k;
+      k.name = std::string("view_") + storage_name(storage) + "_" + elem_type_name(type);
+      KernelTensor x = tensor("x", {n, 5, 2, 3}, storage, type, false);
+      x.layout.packed_axis = storage == Storage::kImage ? 1 : -1;  // of the source [n, 6, 5]
+      x.view = view;
+      k.tensors = {x, tensor("y", {n, 5, 2, 3}, Storage::kBuffer, type, true)};
+      k.body = "v = x_at(oc0, oc1, oc2, oc3) + x_ld(oi) + x_at4(oc0, oc1, oc2, oc3).y + float(x_D3 + x_NUMEL + x_VEC);";
+      auto g = generate_glsl(k, TargetInfo{});
+      ASSERT_TRUE(g.ok()) << g.status().to_string();
+      EXPECT_NE(g->glsl.find("#define x_IS_VIEW 1"), std::string::npos);
+      EXPECT_NE(g->glsl.find("#define x_VEC 1"), std::string::npos);
+      EXPECT_EQ(g->glsl.find("x_IS_BUFFER"), std::string::npos);
+      EXPECT_EQ(g->glsl.find("x_IS_IMAGE"), std::string::npos);
+      EXPECT_EQ(g->glsl.find("x_data"), std::string::npos);
+      EXPECT_NE(g->glsl.find("x_src_at("), std::string::npos);
+      expect_valid_spirv(g->glsl, k.name);
+    }
+  KernelDesc k;
+  k.name = "bad_view";
+  KernelTensor x = tensor("x", {4, 3}, Storage::kBuffer, ElemType::kF32, true);
+  auto t = std::make_shared<IndexView>(IndexView::identity({3, 4}));
+  t->transpose({1, 0});
+  x.view = t;
+  k.tensors = {x};
+  k.body = "v = 0.0;";
+  EXPECT_FALSE(generate_glsl(k, TargetInfo{}).ok());  // a written view
+  k.tensors[0].written = false;
+  k.tensors.push_back(tensor("x_src", {4, 3}, Storage::kBuffer, ElemType::kF32, true));
+  auto g = generate_glsl(k, TargetInfo{});
+  ASSERT_FALSE(g.ok());  // the source accessors' names are taken
+  EXPECT_NE(g.status().message().find("x_src"), std::string::npos);
 }
 
 }  // namespace

@@ -94,7 +94,8 @@ Accesses collect_accesses(const ExecutionPlan& plan, const ir::Graph& graph) {
     for (TensorId t : *io) a.blocked[static_cast<size_t>(data_root(plan, t))] = true;
   for (size_t t = 0; t < n; ++t) {
     const PlanTensor& pt = plan.tensors[t];
-    if (pt.constant.defined() || pt.host_resident || pt.layout.storage != Storage::kBuffer)
+    if (pt.constant.defined() || pt.host_resident || pt.origin == PlanTensor::Origin::kState ||
+        pt.layout.storage != Storage::kBuffer)
       a.blocked[static_cast<size_t>(data_root(plan, static_cast<TensorId>(t)))] = true;
   }
   return a;

@@ -18,6 +18,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -69,6 +70,8 @@ int default_packed_axis(size_t rank);
 using TensorId = int32_t;
 constexpr TensorId kNoTensor = -1;
 
+struct IndexView;  // planner/index_view.h
+
 // One tensor a kernel binds. `name` is the GLSL identifier prefix the
 // generated accessors use ("x" -> x_at(...), x_D0, ...).
 struct KernelTensor {
@@ -86,6 +89,16 @@ struct KernelTensor {
   // Shares memory with another tensor this kernel binds (an in-place write):
   // the generated GLSL drops `restrict` from this binding.
   bool shares_memory = false;
+  // Read through an index view (index_view.h; set by fusion, fusion_views.h):
+  // `tensor` and `layout` are the view's SOURCE, addressed with the view's
+  // source_shape, while `shape` is the view's logical shape, the one the
+  // kernel sees through X_at/X_ld/X_at4 (glsl_codegen.h). Read-only; never
+  // `elementwise`. Null: the tensor is read as it is.
+  std::shared_ptr<const IndexView> view;
+  // Buffers only: other workgroups of the same dispatch read what this one
+  // writes (the split-K fix-up): the binding is `coherent`, so its loads and
+  // stores bypass caches that are not device-wide.
+  bool coherent = false;
 };
 
 // An integer the kernel uses beyond the tensors' dims (strides, pads, axis
@@ -93,6 +106,18 @@ struct KernelTensor {
 struct KernelParam {
   std::string name;
   ir::Dim value;
+};
+
+// A function every store to one written tensor passes through (operator
+// fusion's epilogue, planner/fusion.h): the kernel computes a value for an
+// element of `tensor` and stores kiln_epilogue(element, value) instead. See
+// glsl_codegen.h for the generated functions.
+struct StoreEpilogue {
+  std::string tensor;  // the written tensor's name; empty = no epilogue
+  // GLSL defining `S kiln_epilogue(int oc0, ..., int ocR-1, int oi, S v)`
+  // for `tensor`'s rank R and scalar type S (any helpers it needs first).
+  std::string code;
+  bool empty() const { return tensor.empty(); }
 };
 
 struct KernelDesc {
@@ -120,6 +145,8 @@ struct KernelDesc {
   std::array<ir::Dim, 3> groups{ir::Dim(1), ir::Dim(1), ir::Dim(1)};
   // Rough cost for profiles and benchmarks (0 = unknown).
   ir::Dim flops = ir::Dim(0);
+  // Stores of one written tensor through a fused epilogue (none by default).
+  StoreEpilogue store_epilogue;
 };
 
 }  // namespace kiln::planner

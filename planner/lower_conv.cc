@@ -42,7 +42,7 @@ struct ConvGeometry {
   int64_t group = 1;
   std::vector<int64_t> kernel, strides, dilations;
   std::vector<ir::Dim> pad_begin;
-  bool zero_pads = true;  // every pad is the constant 0
+  bool zero_pads = true;  // every pad, at the beginning and the end, is the constant 0
 };
 
 // Kernel sizes from W's shape (must be constants: a weight's shape always is).
@@ -358,8 +358,12 @@ Status lower_conv(LoweringContext& ctx) {
           ir::Dim::max(ir::Dim(0), (sy[2 + i] - ir::Dim(1)) * ir::Dim(g.strides[i]) + ir::Dim(dk) - sx[2 + i]);
       const ir::Dim half = ir::Dim::floor_div(total, ir::Dim(2));
       set_pad(g, wa.auto_pad == AutoPad::kSameUpper ? half : total - half);
+      // The end pad alone (SAME_UPPER's odd one) lets the last window reach
+      // past the input too.
+      if (!(total.is_const() && total.value() == 0)) g.zero_pads = false;
     } else {
       set_pad(g, ir::Dim(wa.pads[i]));
+      if (wa.pads[g.spatial + i] != 0) g.zero_pads = false;
     }
   }
   const int64_t cg = ctx.input_shape(1)[1].value();

@@ -4,9 +4,11 @@
 // and weights that are graph inputs instead of constants.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
+#include "planner/plan_hints.h"
 #include "planner/testing/op_check.h"
 #include "platform/vulkan/vk_test_env.h"
 
@@ -75,6 +77,23 @@ TEST_F(LowerConvTest, DilationAndPads) {
                             {{"auto_pad", ir::Attribute::of_string("SAME_LOWER")}}, 47)));
 }
 
+// Pads only at the end (begin pads 0): the last windows still reach past
+// the input, in the GEMM, depthwise and depthwise-texel paths. SAME_UPPER
+// at stride 2 over an even size pads 0 before and 1 after.
+TEST_F(LowerConvTest, EndPadsOnly) {
+  const std::map<std::string, ir::Attribute> end = {{"pads", ints({0, 0, 1, 1})}, {"strides", ints({2, 2})}};
+  const std::map<std::string, ir::Attribute> same = {{"auto_pad", ir::Attribute::of_string("SAME_UPPER")},
+                                                     {"strides", ints({2, 2})}};
+  for (const auto& attrs : {end, same}) {
+    EXPECT_TRUE(check_op(conv({1, 8, 8, 8}, {6, 8, 3, 3}, true, attrs, 61)));
+    auto dw = attrs;
+    dw["group"] = ir::Attribute::of_int(8);
+    EXPECT_TRUE(check_op(conv({1, 8, 8, 8}, {8, 1, 3, 3}, true, dw, 63)));
+  }
+  // A 1x1 conv padded at the end is no plain pointwise GEMM.
+  EXPECT_TRUE(check_op(conv({1, 8, 5, 5}, {6, 8, 1, 1}, false, {{"pads", ints({0, 0, 1, 1})}}, 65)));
+}
+
 TEST_F(LowerConvTest, OneAndThreeSpatialAxes) {
   EXPECT_TRUE(check_op(conv({2, 5, 17}, {7, 5, 3}, true, {{"pads", ints({1, 1})}, {"strides", ints({2})}}, 51)));
   EXPECT_TRUE(check_op(conv({1, 3, 5, 6, 4}, {4, 3, 3, 3, 3}, true, {{"pads", ints({1, 1, 1, 1, 1, 1})}}, 53)));
@@ -97,6 +116,28 @@ TEST_F(LowerConvTest, LargerTiles) {
 TEST_F(LowerConvTest, SplitK) {
   // A late-network shape: 5x5 pixels, K = 64 * 9 in four slices.
   EXPECT_TRUE(check_op(conv({1, 64, 5, 5}, {40, 64, 3, 3}, true, {{"pads", ints({1, 1, 1, 1})}}, 75)));
+}
+
+// The split-K slices added by the tile kernel's last workgroup (one
+// dispatch; kiln.kernel splitk_reduce=fused), with the bias epilogue, at
+// batch 2, on every run of the model.
+TEST_F(LowerConvTest, SplitKFixup) {
+  for (int slices : {2, 3, 16}) {
+    SCOPED_TRACE(slices);
+    OpCheck c = conv({2, 64, 5, 5}, {40, 64, 3, 3}, true, {{"pads", ints({1, 1, 1, 1})}}, 91);
+    c.annotations[planner::kKernelKey] = "split_k=" + std::to_string(slices) + ",splitk_reduce=fused";
+    c.runs = 2;
+    c.min_dispatches = c.max_dispatches = 1;
+    c.expect_kernel = "conv_splitk_fixup_tile";
+    EXPECT_TRUE(check_op(c));
+  }
+  // The planner's own choice for a late-network shape (K = 64 * 9 = 576,
+  // few tiles) is the fused split too; strided, no bias.
+  OpCheck c = conv({1, 64, 9, 9}, {24, 64, 3, 3}, false, {{"strides", ints({2, 2})}}, 93);
+  c.runs = 2;
+  c.max_dispatches = 1;
+  c.expect_kernel = "conv_splitk_fixup";
+  EXPECT_TRUE(check_op(c));
 }
 
 TEST_F(LowerConvTest, ConvTranspose) {

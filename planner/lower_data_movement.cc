@@ -149,20 +149,6 @@ Status lower_split(LoweringContext& ctx) {
 
 // --------------------------------------------------------------------- Slice
 
-// The first element a slice of `dim` with `start` and `step` reads, when the
-// slice is not empty (ONNX's clamping; an empty slice reads nothing).
-Dim slice_start(const Dim& start, int64_t step, const Dim& dim) {
-  if (!start.is_const()) return step > 0 ? start : Dim::min(start, dim - Dim(1));
-  const int64_t v = start.value();
-  if (v < 0) {
-    if (dim.is_const()) return Dim(std::max<int64_t>(dim.value() + v, 0));
-    return Dim::max(dim + Dim(v), Dim(0));
-  }
-  if (step > 0) return Dim(std::min<int64_t>(v, std::numeric_limits<int32_t>::max()));
-  if (dim.is_const()) return Dim(std::min<int64_t>(v, dim.value() - 1));
-  return Dim::min(Dim(std::min<int64_t>(v, std::numeric_limits<int32_t>::max())), dim - Dim(1));
-}
-
 // Axis k's clamped range of a Slice from its host inputs (starts, ends,
 // axes, steps), or the whole axis when no entry names it.
 StatusOr<ops::SliceRange> host_slice_range(const HostParamInputs& in, bool has_axes, bool has_steps, size_t k) {

@@ -16,6 +16,7 @@
 #include "planner/execution_plan.h"
 #include "planner/gemm_kernels.h"
 #include "planner/glsl_codegen.h"
+#include "planner/plan_hints.h"
 #include "planner/testing/op_check.h"
 #include "platform/vulkan/shader_compiler.h"
 #include "platform/vulkan/vk_test_env.h"
@@ -60,6 +61,79 @@ TEST_F(LowerLinalgTest, MatMulBatchBroadcast) {
 TEST_F(LowerLinalgTest, MatMulSplitK) {
   // One 32x32 tile with K = 600: four K slices and a reduction pass.
   EXPECT_TRUE(check_op(matmul({20, 600}, {600, 30}, true, 27)));
+}
+
+// Split-K whose slices the tile kernel's last workgroup per tile adds up
+// (serial split-K fix-up, gemm_kernels.h emit_gemm): one dispatch instead
+// of two, right on every run (its arrival counters go back to zero).
+OpCheck gemm(Shape a, Shape b, Shape c, bool trans_a, bool trans_b, float alpha, float beta, uint64_t seed);
+
+OpCheck split_k(OpCheck c, int slices, bool fused, const std::string& kernel) {
+  c.annotations[kKernelKey] = "split_k=" + std::to_string(slices) + ",splitk_reduce=" + (fused ? "fused" : "separate");
+  c.runs = 3;
+  c.min_dispatches = c.max_dispatches = fused ? 1 : 2;
+  c.expect_kernel = kernel;
+  return c;
+}
+
+TEST_F(LowerLinalgTest, MatMulSplitKFixup) {
+  // K = 600 in slices of 304, 208, 160 and 48 (the last one shorter).
+  for (int slices : {2, 3, 4, 16}) {
+    SCOPED_TRACE(slices);
+    EXPECT_TRUE(check_op(split_k(matmul({20, 600}, {600, 30}, true, 27), slices, true, "matmul_splitk_fixup_tile32x32")));
+  }
+  // Several tiles with edges, M and N not multiples of 4, K odd.
+  EXPECT_TRUE(check_op(split_k(matmul({70, 333}, {333, 67}, true, 29), 3, true, "matmul_splitk_fixup_tile64x64")));
+  // The two-pass route, forced.
+  EXPECT_TRUE(check_op(split_k(matmul({20, 600}, {600, 30}, true, 27), 4, false, "matmul_splitk_reduce")));
+}
+
+TEST_F(LowerLinalgTest, MatMulSplitKFixupBatched) {
+  // Batch 3 (B an activation: a batched GEMM, one counter per tile and batch).
+  EXPECT_TRUE(check_op(split_k(matmul({3, 20, 300}, {3, 300, 30}, false, 31), 4, true, "matmul_splitk_fixup")));
+  // A broadcast over B's batch (an image output packed along another axis
+  // than N adds its copy-out dispatch).
+  OpCheck broadcast = split_k(matmul({2, 1, 9, 200}, {3, 200, 17}, false, 33), 2, true, "matmul_splitk_fixup");
+  broadcast.max_dispatches = 2;
+  EXPECT_TRUE(check_op(broadcast));
+}
+
+TEST_F(LowerLinalgTest, GemmSplitKFixupWithBias) {
+  // The epilogue (alpha, beta * C) applies once, after the slices are added.
+  OpCheck bias = gemm({20, 600}, {30, 600}, {30}, false, true, 0.5f, 2.0f, 35);
+  bias.constant_inputs = {1, 2};
+  EXPECT_TRUE(check_op(split_k(bias, 3, true, "gemm_splitk_fixup")));
+  OpCheck full = gemm({300, 20}, {300, 18}, {20, 18}, true, false, 1.5f, -1.0f, 39);  // C [M, N], A transposed
+  full.constant_inputs = {1};
+  EXPECT_TRUE(check_op(split_k(full, 16, true, "gemm_splitk_fixup")));
+}
+
+// The fused and the two-pass routes add the slices in the same order: the
+// same bits.
+TEST_F(LowerLinalgTest, SplitKFixupMatchesTheReducePassBitForBit) {
+  const Tensor x = random_tensor({37, 500}, 41);
+  for (const testing::BackendConfig& config : testing::all_backend_configs()) {
+    SCOPED_TRACE(config.name());
+    std::vector<Tensor> out[2];
+    for (int fused = 0; fused < 2; ++fused) {
+      ir::Graph g = testing::one_node_graph("MatMul", ir::SymShape::from_concrete({37, 500}), {random_tensor({500, 45}, 43)});
+      for (size_t n = 0; n < g.num_nodes(); ++n)
+        g.node(static_cast<ir::NodeId>(n)).annotations[kKernelKey] =
+            std::string("split_k=5,splitk_reduce=") + (fused ? "fused" : "separate");
+      runtime::VulkanModelOptions options;
+      options.plan.storage = config.storage;
+      options.plan.precision = config.precision;
+      auto model = runtime::VulkanModel::compile(*vk::testing::test_device(), *vk::testing::test_kernel_cache(), g, options);
+      ASSERT_TRUE(model.ok()) << model.status().to_string();
+      EXPECT_EQ((*model)->plan().dispatch_count(), fused ? 1u : 2u);
+      auto got = (*model)->run({x});
+      ASSERT_TRUE(got.ok()) << got.status().to_string();
+      out[fused] = std::move(*got);
+    }
+    ASSERT_EQ(out[0][0].numel(), out[1][0].numel());
+    for (int64_t i = 0; i < out[0][0].numel(); ++i)
+      ASSERT_EQ(out[0][0].get_f64(i), out[1][0].get_f64(i)) << "element " << i;
+  }
 }
 
 TEST_F(LowerLinalgTest, MatMulFewRows) {
@@ -270,6 +344,65 @@ TEST(LowerLinalgPlan, SplitsByTargetRange) {
   EXPECT_NE(plan->fallback_reasons[0].find("splitting along K"), std::string::npos) << plan->fallback_reasons[0];
 }
 
+// A split GEMM with a constant grid is one dispatch (its arrival counters a
+// zero-filled state tensor, one int per tile); two when the hint asks for
+// the separate reduction or the grid is symbolic.
+TEST(LowerLinalgPlan, SplitKFixupIsOneDispatch) {
+  TargetInfo t;
+  t.vulkan_version = VK_API_VERSION_1_3;
+  // M = 20 (1 tile of 32 rows), N = 70 (2 tiles of 64 columns), K = 600: 4 slices.
+  const ir::Graph g = testing::one_node_graph("MatMul", ir::SymShape::from_concrete({20, 600}), {random_tensor({600, 70}, 7)});
+  const auto plan_of = [&](const TargetInfo& target, const char* hint) {
+    ir::Graph copy = g;
+    if (hint)
+      for (size_t n = 0; n < copy.num_nodes(); ++n) copy.node(static_cast<ir::NodeId>(n)).annotations[kKernelKey] = hint;
+    return build_plan(copy, target, PlanOptions{});
+  };
+  auto fused = plan_of(t, nullptr);
+  ASSERT_TRUE(fused.ok()) << fused.status().to_string();
+  ASSERT_EQ(fused->dispatch_count(), 1u);
+  const KernelDesc& k = fused->steps[0].kernel;
+  EXPECT_EQ(k.name, "matmul_splitk_fixup_tile32x64");
+  size_t states = 0;
+  for (const KernelTensor& kt : k.tensors) {
+    const PlanTensor& pt = fused->tensors[static_cast<size_t>(kt.tensor)];
+    if (kt.name == "GP") {
+      EXPECT_TRUE(kt.coherent);
+    }
+    if (pt.origin != PlanTensor::Origin::kState) continue;
+    ++states;
+    EXPECT_EQ(kt.name, "GC");
+    EXPECT_EQ(pt.layout.type, ElemType::kI32);
+    ASSERT_EQ(pt.shape.size(), 1u);
+    EXPECT_EQ(pt.shape[0].value(), 2);  // one counter per output tile
+  }
+  EXPECT_EQ(states, 1u);
+
+  auto separate = plan_of(t, "splitk_reduce=separate");
+  ASSERT_TRUE(separate.ok()) << separate.status().to_string();
+  ASSERT_EQ(separate->dispatch_count(), 2u);
+  EXPECT_EQ(separate->steps[0].kernel.name, "matmul_splitk_tile32x64");
+  EXPECT_EQ(separate->steps[1].kernel.name, "matmul_splitk_reduce");
+
+  // A symbolic grid (M unknown) has no constant counter count: two passes.
+  const ir::Graph sym = testing::one_node_graph("MatMul", ir::SymShape({ir::Dim::symbol("m"), ir::Dim(600)}),
+                                                {random_tensor({600, 70}, 7)});
+  ir::Graph hinted = sym;
+  for (size_t n = 0; n < hinted.num_nodes(); ++n) hinted.node(static_cast<ir::NodeId>(n)).annotations[kKernelKey] = "split_k=4";
+  auto symbolic = build_plan(hinted, t, PlanOptions{});
+  ASSERT_TRUE(symbolic.ok()) << symbolic.status().to_string();
+  EXPECT_EQ(symbolic->dispatch_count(), 2u);
+}
+
+TEST(LowerLinalgPlan, SplitKReduceHintIsChecked) {
+  ir::Graph g = testing::one_node_graph("MatMul", ir::SymShape::from_concrete({20, 600}), {random_tensor({600, 70}, 7)});
+  for (size_t n = 0; n < g.num_nodes(); ++n) g.node(static_cast<ir::NodeId>(n)).annotations[kKernelKey] = "splitk_reduce=later";
+  auto plan = build_plan(g, TargetInfo{}, PlanOptions{});
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("splitk_reduce must be separate or fused"), std::string::npos)
+      << plan.status().to_string();
+}
+
 // ---------------------------------------------------------------------------
 // Every kernel variant compiles to valid SPIR-V (Vulkan 1.3 rules).
 
@@ -322,7 +455,13 @@ TEST(LowerLinalgKernels, VariantsAreValidSpirv) {
   expect_kernels_valid(matmul_graph(1, 40, 64), t, ElemType::kF32, Storage::kBuffer, "matmul_gemv");
   expect_kernels_valid(matmul_graph(20, 40, 64), t, ElemType::kF32, Storage::kBuffer, "matmul_tile32x64");
   expect_kernels_valid(matmul_graph(100, 8, 64), t, ElemType::kF32, Storage::kImage, "matmul_tile64x16");
-  expect_kernels_valid(matmul_graph(20, 30, 600), t, ElemType::kF16, Storage::kBuffer, "matmul_splitk_reduce");
+  ir::Graph separate = matmul_graph(20, 30, 600);
+  for (size_t n = 0; n < separate.num_nodes(); ++n)
+    separate.node(static_cast<ir::NodeId>(n)).annotations[kKernelKey] = "splitk_reduce=separate";
+  expect_kernels_valid(separate, t, ElemType::kF16, Storage::kBuffer, "matmul_splitk_reduce");
+  expect_kernels_valid(matmul_graph(20, 30, 600), t, ElemType::kF16, Storage::kBuffer, "matmul_splitk_fixup_tile32x32");
+  expect_kernels_valid(matmul_graph(20, 30, 600), t, ElemType::kF32, Storage::kImage, "matmul_splitk_fixup_tile32x32");
+  expect_kernels_valid(matmul_graph(100, 30, 2000), t, ElemType::kF32, Storage::kBuffer, "matmul_splitk_fixup_tile64x32");
   TargetInfo small = t;
   small.max_storage_buffer_range = 4096;  // column chunks of 16, 16 and 8
   expect_kernels_valid(matmul_graph(20, 40, 64), small, ElemType::kF32, Storage::kImage, "matmul_cols_tile32x16");

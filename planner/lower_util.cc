@@ -77,6 +77,19 @@ std::string broadcast_load(const KernelTensor& t, const std::vector<ir::Dim>& ou
   return t.name + "_at(" + join_args(broadcast_coords(t.name, t.shape, out)) + ")";
 }
 
+ir::Dim slice_start(const ir::Dim& start, int64_t step, const ir::Dim& dim) {
+  using ir::Dim;
+  if (!start.is_const()) return step > 0 ? start : Dim::min(start, dim - Dim(1));
+  const int64_t v = start.value();
+  if (v < 0) {
+    if (dim.is_const()) return Dim(std::max<int64_t>(dim.value() + v, 0));
+    return Dim::max(dim + Dim(v), Dim(0));
+  }
+  if (step > 0) return Dim(std::min<int64_t>(v, std::numeric_limits<int32_t>::max()));
+  if (dim.is_const()) return Dim(std::min<int64_t>(v, dim.value() - 1));
+  return Dim::min(Dim(std::min<int64_t>(v, std::numeric_limits<int32_t>::max())), dim - Dim(1));
+}
+
 std::optional<std::vector<int64_t>> constant_ints(const LoweringContext& ctx, size_t i) {
   if (!ctx.has_input(i)) return std::nullopt;
   if (const Tensor* t = ctx.input_constant(i)) {

@@ -62,6 +62,11 @@ StatusOr<std::vector<int64_t>> host_ints(const HostParamInputs& in, size_t i, st
 // (LoweringContext::input_on_host).
 bool inputs_on_host(const LoweringContext& ctx, size_t first, size_t last);
 
+// The first element a Slice of `dim` with `start` and `step` reads, when
+// the slice is not empty (ONNX's clamping; an empty slice reads nothing).
+// Shared by the Slice lowering and index views (index_view.h).
+ir::Dim slice_start(const ir::Dim& start, int64_t step, const ir::Dim& dim);
+
 // `axis` in [-rank, rank) mapped to [0, rank); nullopt when out of range.
 std::optional<int64_t> normalize_axis(int64_t axis, int64_t rank);
 

@@ -111,6 +111,15 @@ TensorId LoweringContext::add_temporary(DType dtype, std::vector<ir::Dim> shape,
   return builder_.add_tensor(std::move(t));
 }
 
+TensorId LoweringContext::add_state(DType dtype, std::vector<int64_t> shape, ElemType type) {
+  PlanTensor t;
+  t.origin = PlanTensor::Origin::kState;
+  t.dtype = dtype;
+  for (int64_t d : shape) t.shape.emplace_back(d);
+  t.layout = {Storage::kBuffer, type};
+  return builder_.add_tensor(std::move(t));
+}
+
 Status LoweringContext::alias_output(size_t out, TensorId source) {
   const TensorId o = output(out);
   PlanTensor& ot = builder_.tensor(o);

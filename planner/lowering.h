@@ -105,6 +105,11 @@ class LoweringContext {
   TensorId add_constant(Tensor host, DeviceLayout layout);
   // A scratch tensor living only during this node's kernels.
   TensorId add_temporary(DType dtype, std::vector<ir::Dim> shape, DeviceLayout layout);
+  // Device memory the compiled model keeps from run to run, zero-filled once
+  // at creation (PlanTensor::Origin::kState): a buffer of `shape` (constant
+  // dims) in `type`. Whatever a kernel leaves there, the next run sees, so
+  // its kernels must leave it as they need to find it.
+  TensorId add_state(DType dtype, std::vector<int64_t> shape, ElemType type);
   // Output `out` is the same device memory as `source` (same element count,
   // both buffers of the same element type); no kernel runs for it.
   Status alias_output(size_t out, TensorId source);

@@ -77,11 +77,14 @@ StatusOr<KernelHint> kernel_hint(const ir::Node& node) {
       const std::optional<int> k = parse_int(val);
       if (!k || *k < 1 || *k > 16) return bad("split_k must be 1 to 16");
       hint.split_k = *k;
+    } else if (key == "splitk_reduce") {
+      if (val != "separate" && val != "fused") return bad("splitk_reduce must be separate or fused");
+      hint.splitk_fused = val == "fused";
     } else if (key == "coopmat") {
       if (val != "on" && val != "off") return bad("coopmat must be on or off");
       hint.coopmat = val == "on";
     } else {
-      return bad("unknown key '" + std::string(key) + "' (tile, split_k, coopmat)");
+      return bad("unknown key '" + std::string(key) + "' (tile, split_k, splitk_reduce, coopmat)");
     }
   }
   return hint;

@@ -4,9 +4,11 @@
 //
 //   value  "kiln.storage"      "buffer" | "image"   where the tensor lives
 //   value  "kiln.packed_axis"  "<axis>"             an image's axis in the 4 texel channels
-//   node   "kiln.kernel"       "tile=64x32,split_k=2,coopmat=off"
+//   node   "kiln.kernel"       "tile=64x32,split_k=2,splitk_reduce=fused,coopmat=off"
 //                              the kernel configuration of a GEMM-family
-//                              node (MatMul, Gemm, Conv lowered as GEMM)
+//                              node (MatMul, Gemm, Conv lowered as GEMM; the
+//                              pointwise Conv of a depthwise-pointwise
+//                              fusion group, planner/fusion_dwpw.h)
 //   node   "kiln.fusion_group" "<id>"               the node's fusion group
 //                              (planner/fusion.h)
 //
@@ -43,9 +45,16 @@ struct KernelHint {
   std::optional<int> tile_m, tile_n;
   // K slices of the scalar tiled GEMM: 1 (none) to 16.
   std::optional<int> split_k;
+  // How the K slices of a split GEMM are added up (gemm_kernels.h,
+  // emit_gemm): true ("fused") by the tile kernel's last workgroup per tile,
+  // false ("separate") by a second dispatch. Unset: fused where it can be,
+  // on the scalar kernel; the tensor-core kernel splits K only with "fused"
+  // (its fix-up is wrong on the H100 so far, gemm_kernels.cc). "fused" for a
+  // grid of symbolic size still runs separate (a request, like storage).
+  std::optional<bool> splitk_fused;
   // false: never the cooperative-matrix kernel for this node.
   std::optional<bool> coopmat;
-  bool empty() const { return !tile_m && !split_k && !coopmat; }
+  bool empty() const { return !tile_m && !split_k && !splitk_fused && !coopmat; }
 };
 
 // The value's storage hint. Errors: kInvalidArgument naming the value for an

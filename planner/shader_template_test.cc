@@ -19,6 +19,7 @@
 #include "planner/execution_plan.h"
 #include "planner/glsl_codegen.h"
 #include "planner/kernel.h"
+#include "planner/plan_hints.h"
 #include "planner/testing/op_check.h"
 
 namespace kiln::planner {
@@ -242,6 +243,12 @@ ir::Graph graph(const std::string& op, DType dtype, const std::vector<ir::SymSha
 
 ir::SymShape dims(std::vector<int64_t> d) { return ir::SymShape::from_concrete(d); }
 
+// `g` with the kiln.kernel hint `hint` on every node.
+ir::Graph hinted(ir::Graph g, const std::string& hint) {
+  for (size_t n = 0; n < g.num_nodes(); ++n) g.node(static_cast<ir::NodeId>(n)).annotations[kKernelKey] = hint;
+  return g;
+}
+
 std::vector<Case> cases() {
   // Integer inputs above kHostInputMaxElements: smaller ones are shape data
   // the plan computes on the host.
@@ -254,8 +261,11 @@ std::vector<Case> cases() {
                {"gemm_tile.comp", "gemm_store.glsl"}, t});
   c.push_back({"matmul_gemv", graph("MatMul", f32, {dims({1, 72})}, {random_tensor({72, 90}, 3)}),
                {"gemm_gemv.comp", "gemm_store.glsl"}, t});
-  c.push_back({"matmul_splitk", graph("MatMul", f32, {dims({32, 4096})}, {random_tensor({4096, 32}, 4)}),
+  c.push_back({"matmul_splitk", hinted(graph("MatMul", f32, {dims({32, 4096})}, {random_tensor({4096, 32}, 4)}),
+                                       "splitk_reduce=separate"),
                {"gemm_tile.comp", "gemm_splitk_reduce.comp"}, t});
+  c.push_back({"matmul_splitk_fixup", graph("MatMul", f32, {dims({32, 4096})}, {random_tensor({4096, 32}, 4)}),
+               {"gemm_tile.comp", "gemm_store.glsl"}, t});
   c.push_back({"conv", graph("Conv", f32, {dims({1, 8, 10, 10})}, {random_tensor({16, 8, 3, 3}, 5)}),
                {"gemm_tile.comp"}, t});
   c.push_back({"conv_depthwise",

@@ -31,6 +31,9 @@ struct TargetInfo {
   uint32_t max_shared_memory = 32768;
   uint32_t max_workgroup_invocations = 1024;
   uint32_t max_workgroup_count_x = 65535;
+  // SMs / CUs / shader cores, where the driver says (vk::Capabilities::
+  // compute_units); 0 = unknown.
+  uint32_t compute_units = 0;
   uint32_t subgroup_size = 0;          // 0: no subgroup operations in compute
   bool subgroup_arithmetic = false;    // subgroupAdd/Max/... in compute shaders
   bool subgroup_shuffle = false;

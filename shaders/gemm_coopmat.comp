@@ -15,6 +15,12 @@
 //!   @ACC_BITS@ @ACC_TYPE@ @ACC_ZERO@  accumulator: 32/float/0.0 or
 //!                     16/float16_t/float16_t(0.0)
 //!   A_M_FASTEST       consecutive invocations load consecutive m of A
+//!   FIXUP             split-K: the grid's z also enumerates GEMM_SPLIT
+//!                     slices of K (GEMM_KCHUNK each, a multiple of BK);
+//!                     each workgroup writes its partial tile to GP
+//!                     (coherent, fp32) and the last to arrive at its tile
+//!                     (counter GC, model state) adds the slices in order and
+//!                     stores them, as gemm_tile.comp's FIXUP does
 
 const int FM = @FM@, FN = @FN@, FK = @FK@;
 const int BM = @BM@, BN = @BN@, BK = @BK@;
@@ -26,6 +32,9 @@ const int A_LD = BM * BK / NT, B_LD = BN * BK / NT;  // tile elements each invoc
 shared float16_t ca_tile[BM * LDA];
 shared float16_t cb_tile[BK * LDB];
 shared @ACC_TYPE@ cc_tile[WM * WN * FM * SCS];
+//@if FIXUP
+shared int cm_last;  // this workgroup arrived last at its tile
+//@end
 
 void main() {
   int tid = int(gl_LocalInvocationID.x);
@@ -33,8 +42,14 @@ void main() {
   int sm0 = (sg / WN) * SM, sn0 = (sg % WN) * SN;
   int n0 = int(gl_WorkGroupID.x) * BN;
   int m0 = int(gl_WorkGroupID.y) * BM;
+//@if FIXUP
+  int b = int(gl_WorkGroupID.z) % GEMM_BATCH;
+  int slice = int(gl_WorkGroupID.z) / GEMM_BATCH;
+  int k_begin = slice * GEMM_KCHUNK, k_end = min(GEMM_K, k_begin + GEMM_KCHUNK);
+//@else
   int b = int(gl_WorkGroupID.z);
-  int k_end = GEMM_K;
+  int k_begin = 0, k_end = GEMM_K;
+//@end
   fcoopmatNV<@ACC_BITS@, gl_ScopeSubgroup, FM, FN> acc[TM * TN];
   [[unroll]] for (int i = 0; i < TM * TN; ++i) acc[i] = fcoopmatNV<@ACC_BITS@, gl_ScopeSubgroup, FM, FN>(@ACC_ZERO@);
   float16_t pa[A_LD], pb[B_LD];  // the next K step's tile elements
@@ -45,18 +60,18 @@ void main() {
 //@else
       int kk = tid % BK, mm = tid / BK + j * (NT / BK);
 //@end
-      int m = m0 + mm, k = 0 + kk;
+      int m = m0 + mm, k = k_begin + kk;
       pa[j] = float16_t(0.0);
       if (m < GEMM_M && k < k_end) pa[j] = float16_t(gemm_a(b, m, k));
     }
     [[unroll]] for (int j = 0; j < B_LD; ++j) {
       int nn = tid % BN, kk = tid / BN + j * (NT / BN);
-      int n = n0 + nn, k = 0 + kk;
+      int n = n0 + nn, k = k_begin + kk;
       pb[j] = float16_t(0.0);
       if (n < GEMM_N && k < k_end) pb[j] = float16_t(gemm_b(b, k, n));
     }
   }
-  for (int k0 = 0; k0 < k_end; k0 += BK) {
+  for (int k0 = k_begin; k0 < k_end; k0 += BK) {
     [[unroll]] for (int j = 0; j < A_LD; ++j) {
 //@if A_M_FASTEST
       int mm = tid % BM, kk = tid / BM + j * (NT / BM);
@@ -109,10 +124,44 @@ void main() {
       int r = q / (SN / 4), cq = (q % (SN / 4)) * 4;
       int m = m0 + sm0 + i * FM + r, n = n0 + sn0 + cq;
       int o = sc0 + r * SCS + cq;
-      if (m < GEMM_M && n < GEMM_N)
-        gemm_store4(b, m, n, vec4(float(cc_tile[o]), float(cc_tile[o + 1]), float(cc_tile[o + 2]),
-                                  float(cc_tile[o + 3])));
+      if (m < GEMM_M && n < GEMM_N) {
+        vec4 v = vec4(float(cc_tile[o]), float(cc_tile[o + 1]), float(cc_tile[o + 2]), float(cc_tile[o + 3]));
+//@if FIXUP
+        int p = ((slice * GEMM_BATCH + b) * GEMM_M + m) * GEMM_N + n;
+        for (int j = 0; j < 4; ++j)
+          if (n + j < GEMM_N) GP_data[p + j] = v[j];
+//@else
+        gemm_store4(b, m, n, v);
+//@end
+      }
     }
     barrier();
   }
+//@if FIXUP
+  // As gemm_tile.comp's FIXUP: fence the slice, count the arrival, and the
+  // last workgroup at this tile fences and adds slices 0..S-1 in order.
+  memoryBarrierBuffer();
+  barrier();
+  if (tid == 0) {
+    int tile = (b * int(gl_NumWorkGroups.y) + int(gl_WorkGroupID.y)) * int(gl_NumWorkGroups.x) +
+               int(gl_WorkGroupID.x);
+    int before = atomicAdd(GC_data[tile], 1);
+    cm_last = before == GEMM_SPLIT - 1 ? 1 : 0;
+    if (cm_last != 0) atomicExchange(GC_data[tile], 0);
+  }
+  barrier();
+  if (cm_last == 0) return;
+  memoryBarrierBuffer();
+  for (int q = tid; q < BM * (BN / 4); q += NT) {
+    int m = m0 + q / (BN / 4), n = n0 + (q % (BN / 4)) * 4;
+    if (m >= GEMM_M || n >= GEMM_N) continue;
+    vec4 v = vec4(0.0);
+    for (int s = 0; s < GEMM_SPLIT; ++s) {
+      int p = ((s * GEMM_BATCH + b) * GEMM_M + m) * GEMM_N + n;
+      for (int j = 0; j < 4; ++j)
+        if (n + j < GEMM_N) v[j] += GP_data[p + j];
+    }
+    gemm_store4(b, m, n, v);
+  }
+//@end
 }

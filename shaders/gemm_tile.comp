@@ -9,6 +9,13 @@
 //!                   consecutive rows, read from the A tile as vec4s
 //!   SPLIT_K         the grid's z also enumerates K slices (GEMM_KCHUNK
 //!                   each) whose partial tiles go to GP (gemm_splitk_reduce)
+//!   FIXUP           with SPLIT_K: no second pass. Each workgroup, its
+//!                   partial tile in GP (coherent), counts its arrival in
+//!                   GC[tile] (int, model state, zero between dispatches);
+//!                   the GEMM_SPLIT-th to arrive adds the slices 0..S-1 in
+//!                   order (as gemm_splitk_reduce does, so the same bits),
+//!                   stores them through gemm_store4 and puts GC[tile] back
+//!                   to zero for the next run.
 
 const int BM = @BM@, BN = @BN@, BK = 16, TM = @TM@;
 const int TX = BN / 4, TY = BM / TM, NT = TX * TY;
@@ -19,6 +26,9 @@ shared vec4 gt_a[BK][BM / 4 + 1];  // +1: k-major stores spread over banks
 shared float gt_a[BK][BM + 1];  // +1: k-major stores hit distinct banks
 //@end
 shared vec4 gt_b[BK][BN / 4];
+//@if FIXUP
+shared int gt_last;  // this workgroup arrived last at its tile
+//@end
 
 void main() {
   int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);
@@ -124,4 +134,45 @@ void main() {
       if (m < GEMM_M) gemm_store4(b, m, n, acc[i]);
 //@end
     }
+//@if FIXUP
+  // The last workgroup to arrive at this tile must see every workgroup's
+  // slice: each invocation's stores (GP is coherent) are made visible
+  // device-wide before invocation 0 counts the arrival, and the last
+  // arriver fences again before it reads (CUDA's threadFenceReduction
+  // pattern). The Vulkan memory model's scoped acquire-release barriers
+  // would say the same, but lavapipe (Mesa 22.3) then let the last of a
+  // few 128-invocation workgroups read stale slices now and then
+  // (platform/vulkan/shader_test.cc LastWorkgroupToArriveSeesEveryWorkgroupsWrites).
+  memoryBarrierBuffer();
+  barrier();
+  if (tid == 0) {
+    int tile = (b * int(gl_NumWorkGroups.y) + int(gl_WorkGroupID.y)) * int(gl_NumWorkGroups.x) +
+               int(gl_WorkGroupID.x);
+    int before = atomicAdd(GC_data[tile], 1);
+    gt_last = before == GEMM_SPLIT - 1 ? 1 : 0;
+    // Every slice of this tile has arrived: no one else touches the counter
+    // in this dispatch, and the next dispatch (a later run or Loop
+    // iteration) finds it zero. An atomic, so it stays in the counter's one
+    // order of modifications with the next run's increments.
+    if (gt_last != 0) atomicExchange(GC_data[tile], 0);
+  }
+  barrier();
+  if (gt_last == 0 || n >= GEMM_N) return;
+  memoryBarrierBuffer();
+  for (int i = 0; i < TM; ++i) {
+//@if QUADS
+    int m = m0 + (ty + (i >> 2) * TY) * 4 + (i & 3);
+//@else
+    int m = m0 + ty + i * TY;
+//@end
+    if (m >= GEMM_M) continue;
+    vec4 v = vec4(0.0);
+    for (int s = 0; s < GEMM_SPLIT; ++s) {
+      int p = ((s * GEMM_BATCH + b) * GEMM_M + m) * GEMM_N + n;
+      for (int j = 0; j < 4; ++j)
+        if (n + j < GEMM_N) v[j] += GP_data[p + j];
+    }
+    gemm_store4(b, m, n, v);
+  }
+//@end
 }

@@ -21,7 +21,8 @@ namespace {
 using ir::Dim;
 using ir::SymShape;
 
-void add_op(OpRegistry& r, OpSchema schema) {
+void add_op(OpRegistry& r, OpSchema schema, MappingType mapping) {
+  schema.mapping = mapping;
   Status s = r.add(std::move(schema));
   assert(s.ok() && "control-flow op registered twice");
   (void)s;
@@ -206,9 +207,9 @@ Status constant_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_control_flow_ops(OpRegistry& r) {
-  add_op(r, {"If", "", 1, 1, 0, -1, infer_if, if_kernel});
-  add_op(r, {"Loop", "", 0, -1, 0, -1, infer_loop, loop_kernel});
-  add_op(r, {"Constant", "", 0, 0, 1, 1, infer_constant, constant_kernel});
+  add_op(r, {"If", "", 1, 1, 0, -1, infer_if, if_kernel}, MappingType::kOther);
+  add_op(r, {"Loop", "", 0, -1, 0, -1, infer_loop, loop_kernel}, MappingType::kOther);
+  add_op(r, {"Constant", "", 0, 0, 1, 1, infer_constant, constant_kernel}, MappingType::kOther);
 }
 
 }  // namespace kiln::ops

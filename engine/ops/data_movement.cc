@@ -25,7 +25,8 @@ namespace movement {
 using ir::Dim;
 using ir::SymShape;
 
-void add_op(OpRegistry& r, OpSchema schema) {
+void add_op(OpRegistry& r, OpSchema schema, MappingType mapping) {
+  schema.mapping = mapping;
   Status s = r.add(std::move(schema));
   assert(s.ok() && "data-movement op registered twice");
   (void)s;
@@ -657,19 +658,19 @@ Status space_to_depth_kernel(KernelContext& ctx) {
 
 void register_data_movement_ops(OpRegistry& r) {
   using namespace movement;
-  add_op(r, {"Reshape", "", 2, 2, 1, 1, infer_reshape, view_kernel, {1}});
-  add_op(r, {"Flatten", "", 1, 1, 1, 1, infer_flatten, view_kernel});
-  add_op(r, {"Squeeze", "", 1, 2, 1, 1, infer_squeeze, view_kernel, {1}});
-  add_op(r, {"Unsqueeze", "", 2, 2, 1, 1, infer_unsqueeze, view_kernel, {1}});
-  add_op(r, {"Identity", "", 1, 1, 1, 1, infer_identity, identity_kernel});
-  add_op(r, {"Dropout", "", 1, 3, 1, 2, infer_dropout, dropout_kernel});
-  add_op(r, {"Shape", "", 1, 1, 1, 1, infer_shape, shape_kernel});
-  add_op(r, {"Size", "", 1, 1, 1, 1, infer_size, size_kernel});
-  add_op(r, {"Transpose", "", 1, 1, 1, 1, infer_transpose, transpose_kernel});
-  add_op(r, {"Expand", "", 2, 2, 1, 1, infer_expand, expand_kernel, {1}});
-  add_op(r, {"Tile", "", 2, 2, 1, 1, infer_tile, tile_kernel, {1}});
-  add_op(r, {"DepthToSpace", "", 1, 1, 1, 1, infer_depth_to_space, depth_to_space_kernel});
-  add_op(r, {"SpaceToDepth", "", 1, 1, 1, 1, infer_space_to_depth, space_to_depth_kernel});
+  add_op(r, {"Reshape", "", 2, 2, 1, 1, infer_reshape, view_kernel, {1}}, MappingType::kReorganize);
+  add_op(r, {"Flatten", "", 1, 1, 1, 1, infer_flatten, view_kernel}, MappingType::kReorganize);
+  add_op(r, {"Squeeze", "", 1, 2, 1, 1, infer_squeeze, view_kernel, {1}}, MappingType::kReorganize);
+  add_op(r, {"Unsqueeze", "", 2, 2, 1, 1, infer_unsqueeze, view_kernel, {1}}, MappingType::kReorganize);
+  add_op(r, {"Identity", "", 1, 1, 1, 1, infer_identity, identity_kernel}, MappingType::kOneToOne);
+  add_op(r, {"Dropout", "", 1, 3, 1, 2, infer_dropout, dropout_kernel}, MappingType::kOneToOne);
+  add_op(r, {"Shape", "", 1, 1, 1, 1, infer_shape, shape_kernel}, MappingType::kOther);
+  add_op(r, {"Size", "", 1, 1, 1, 1, infer_size, size_kernel}, MappingType::kOther);
+  add_op(r, {"Transpose", "", 1, 1, 1, 1, infer_transpose, transpose_kernel}, MappingType::kShuffle);
+  add_op(r, {"Expand", "", 2, 2, 1, 1, infer_expand, expand_kernel, {1}}, MappingType::kOneToMany);
+  add_op(r, {"Tile", "", 2, 2, 1, 1, infer_tile, tile_kernel, {1}}, MappingType::kOneToMany);
+  add_op(r, {"DepthToSpace", "", 1, 1, 1, 1, infer_depth_to_space, depth_to_space_kernel}, MappingType::kShuffle);
+  add_op(r, {"SpaceToDepth", "", 1, 1, 1, 1, infer_space_to_depth, space_to_depth_kernel}, MappingType::kShuffle);
   register_slice_concat_ops(r);
   register_gather_scatter_ops(r);
   register_tensor_gen_ops(r);

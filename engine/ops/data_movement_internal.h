@@ -34,7 +34,7 @@ void register_resize_op(OpRegistry& r);
 
 // Adds a schema; a duplicate name is a programmer error caught in debug builds
 // (OpRegistry::builtin() tests that every family registers).
-void add_op(OpRegistry& r, OpSchema schema);
+void add_op(OpRegistry& r, OpSchema schema, MappingType mapping);
 
 // `axis` in [-rank, rank) mapped to [0, rank); nullopt when out of range.
 std::optional<int64_t> normalize_axis(int64_t axis, int64_t rank);

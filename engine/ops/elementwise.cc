@@ -369,7 +369,7 @@ Status unary_kernel(KernelContext& ctx) {
 
 template <typename Op>
 void add_unary(OpRegistry& r, const char* domain = "") {
-  detail::add_op(r, OpSchema{Op::kName, domain, 1, 1, 1, 1, &unary_infer<Op>, &unary_kernel<Op>});
+  detail::add_op(r, OpSchema{Op::kName, domain, 1, 1, 1, 1, &unary_infer<Op>, &unary_kernel<Op>}, MappingType::kOneToOne);
 }
 
 // --- Clip -------------------------------------------------------------------
@@ -469,7 +469,7 @@ void register_elementwise_ops(OpRegistry& r) {
   add_unary<IsNaN>(r);
   add_unary<IsInf>(r);
   add_unary<Silu>(r, kKilnDomain);
-  detail::add_op(r, OpSchema{"Clip", "", 1, 3, 1, 1, &clip_infer, &clip_kernel});
+  detail::add_op(r, OpSchema{"Clip", "", 1, 3, 1, 1, &clip_infer, &clip_kernel}, MappingType::kOneToOne);
   detail::register_binary_ops(r);
   detail::register_cast_ops(r);
 }

@@ -239,7 +239,7 @@ Status binary_kernel(KernelContext& ctx) {
 
 template <typename Op>
 void add_binary(OpRegistry& r) {
-  add_op(r, OpSchema{Op::kName, "", 2, 2, 1, 1, &binary_infer<Op>, &binary_kernel<Op>});
+  add_op(r, OpSchema{Op::kName, "", 2, 2, 1, 1, &binary_infer<Op>, &binary_kernel<Op>}, MappingType::kOneToOne);
 }
 
 // --- Pow ----------------------------------------------------------------------
@@ -468,13 +468,13 @@ void register_binary_ops(OpRegistry& r) {
   add_binary<Or>(r);
   add_binary<Xor>(r);
   add_binary<BitShift>(r);
-  add_op(r, OpSchema{"Pow", "", 2, 2, 1, 1, &pow_infer, &pow_kernel});
-  add_op(r, OpSchema{"Sum", "", 1, -1, 1, 1, &variadic_infer<Fold::kSum>, &variadic_kernel<Fold::kSum>});
-  add_op(r, OpSchema{"Mean", "", 1, -1, 1, 1, &variadic_infer<Fold::kMean>, &variadic_kernel<Fold::kMean>});
-  add_op(r, OpSchema{"Max", "", 1, -1, 1, 1, &variadic_infer<Fold::kMax>, &variadic_kernel<Fold::kMax>});
-  add_op(r, OpSchema{"Min", "", 1, -1, 1, 1, &variadic_infer<Fold::kMin>, &variadic_kernel<Fold::kMin>});
-  add_op(r, OpSchema{"Where", "", 3, 3, 1, 1, &where_infer, &where_kernel});
-  add_op(r, OpSchema{"PRelu", "", 2, 2, 1, 1, &prelu_infer, &prelu_kernel});
+  add_op(r, OpSchema{"Pow", "", 2, 2, 1, 1, &pow_infer, &pow_kernel}, MappingType::kOneToOne);
+  add_op(r, OpSchema{"Sum", "", 1, -1, 1, 1, &variadic_infer<Fold::kSum>, &variadic_kernel<Fold::kSum>}, MappingType::kOneToOne);
+  add_op(r, OpSchema{"Mean", "", 1, -1, 1, 1, &variadic_infer<Fold::kMean>, &variadic_kernel<Fold::kMean>}, MappingType::kOneToOne);
+  add_op(r, OpSchema{"Max", "", 1, -1, 1, 1, &variadic_infer<Fold::kMax>, &variadic_kernel<Fold::kMax>}, MappingType::kOneToOne);
+  add_op(r, OpSchema{"Min", "", 1, -1, 1, 1, &variadic_infer<Fold::kMin>, &variadic_kernel<Fold::kMin>}, MappingType::kOneToOne);
+  add_op(r, OpSchema{"Where", "", 3, 3, 1, 1, &where_infer, &where_kernel}, MappingType::kOneToOne);
+  add_op(r, OpSchema{"PRelu", "", 2, 2, 1, 1, &prelu_infer, &prelu_kernel}, MappingType::kOneToOne);
 }
 
 }  // namespace kiln::ops::detail

@@ -50,8 +50,8 @@ Status cast_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_cast_ops(OpRegistry& r) {
-  add_op(r, OpSchema{"Cast", "", 1, 1, 1, 1, &cast_infer, &cast_kernel});
-  add_op(r, OpSchema{"CastLike", "", 2, 2, 1, 1, &castlike_infer, &cast_kernel});
+  add_op(r, OpSchema{"Cast", "", 1, 1, 1, 1, &cast_infer, &cast_kernel}, MappingType::kOneToOne);
+  add_op(r, OpSchema{"CastLike", "", 2, 2, 1, 1, &castlike_infer, &cast_kernel}, MappingType::kOneToOne);
 }
 
 }  // namespace kiln::ops::detail

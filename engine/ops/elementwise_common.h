@@ -299,7 +299,8 @@ inline AxisSplit split_at_axis(const Shape& shape, int64_t axis) {
 // bug: two families claiming one op) cannot be reported from here; the
 // first registration wins, and elementwise_test checks that no other family
 // registers an elementwise or reduction op.
-inline void add_op(OpRegistry& r, OpSchema schema) {
+inline void add_op(OpRegistry& r, OpSchema schema, MappingType mapping) {
+  schema.mapping = mapping;
   Status s = r.add(std::move(schema));
   (void)s;
 }

@@ -397,11 +397,11 @@ Status scatter_elements_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_gather_scatter_ops(OpRegistry& r) {
-  add_op(r, {"Gather", "", 2, 2, 1, 1, infer_gather, gather_kernel});
-  add_op(r, {"GatherElements", "", 2, 2, 1, 1, infer_gather_elements, gather_elements_kernel});
-  add_op(r, {"GatherND", "", 2, 2, 1, 1, infer_gather_nd, gather_nd_kernel});
-  add_op(r, {"ScatterND", "", 3, 3, 1, 1, infer_scatter_nd, scatter_nd_kernel});
-  add_op(r, {"ScatterElements", "", 3, 3, 1, 1, infer_scatter_elements, scatter_elements_kernel});
+  add_op(r, {"Gather", "", 2, 2, 1, 1, infer_gather, gather_kernel}, MappingType::kOther);
+  add_op(r, {"GatherElements", "", 2, 2, 1, 1, infer_gather_elements, gather_elements_kernel}, MappingType::kOther);
+  add_op(r, {"GatherND", "", 2, 2, 1, 1, infer_gather_nd, gather_nd_kernel}, MappingType::kOther);
+  add_op(r, {"ScatterND", "", 3, 3, 1, 1, infer_scatter_nd, scatter_nd_kernel}, MappingType::kOther);
+  add_op(r, {"ScatterElements", "", 3, 3, 1, 1, infer_scatter_elements, scatter_elements_kernel}, MappingType::kOther);
 }
 
 }  // namespace kiln::ops::movement

@@ -299,15 +299,16 @@ Status gemm_kernel(KernelContext& ctx) {
 
 void register_linalg_ops(OpRegistry& r) {
   // A duplicate name is a programmer error in the registration code.
-  auto add = [&r](OpSchema schema) {
+  auto add = [&r](OpSchema schema, MappingType mapping) {
+    schema.mapping = mapping;
     [[maybe_unused]] Status s = r.add(std::move(schema));
     assert(s.ok());
   };
-  add({"MatMul", "", 2, 2, 1, 1, infer_matmul, matmul_kernel});
-  add({"Gemm", "", 2, 3, 1, 1, infer_gemm, gemm_kernel});
-  add({"Conv", "", 2, 3, 1, 1, infer_conv, conv_kernel});
-  add({"ConvTranspose", "", 2, 3, 1, 1, infer_conv_transpose, conv_transpose_kernel});
-  add({"Einsum", "", 1, -1, 1, 1, infer_einsum, einsum_kernel});
+  add({"MatMul", "", 2, 2, 1, 1, infer_matmul, matmul_kernel}, MappingType::kManyToMany);
+  add({"Gemm", "", 2, 3, 1, 1, infer_gemm, gemm_kernel}, MappingType::kManyToMany);
+  add({"Conv", "", 2, 3, 1, 1, infer_conv, conv_kernel}, MappingType::kManyToMany);
+  add({"ConvTranspose", "", 2, 3, 1, 1, infer_conv_transpose, conv_transpose_kernel}, MappingType::kManyToMany);
+  add({"Einsum", "", 1, -1, 1, 1, infer_einsum, einsum_kernel}, MappingType::kManyToMany);
 }
 
 }  // namespace kiln::ops

@@ -401,14 +401,14 @@ Status lpnorm_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_normalization_ops(OpRegistry& r) {
-  add_op(r, OpSchema{"Softmax", "", 1, 1, 1, 1, &softmax_infer, &softmax_kernel<Soft::kSoftmax>});
-  add_op(r, OpSchema{"LogSoftmax", "", 1, 1, 1, 1, &softmax_infer, &softmax_kernel<Soft::kLogSoftmax>});
-  add_op(r, OpSchema{"Hardmax", "", 1, 1, 1, 1, &softmax_infer, &softmax_kernel<Soft::kHardmax>});
-  add_op(r, OpSchema{"LayerNormalization", "", 2, 3, 1, 3, &layernorm_infer, &layernorm_kernel});
-  add_op(r, OpSchema{"BatchNormalization", "", 5, 5, 1, 3, &batchnorm_infer, &batchnorm_kernel});
-  add_op(r, OpSchema{"InstanceNormalization", "", 3, 3, 1, 1, &instancenorm_infer, &instancenorm_kernel});
-  add_op(r, OpSchema{"GroupNormalization", "", 3, 3, 1, 1, &groupnorm_infer, &groupnorm_kernel});
-  add_op(r, OpSchema{"LpNormalization", "", 1, 1, 1, 1, &lpnorm_infer, &lpnorm_kernel});
+  add_op(r, OpSchema{"Softmax", "", 1, 1, 1, 1, &softmax_infer, &softmax_kernel<Soft::kSoftmax>}, MappingType::kManyToMany);
+  add_op(r, OpSchema{"LogSoftmax", "", 1, 1, 1, 1, &softmax_infer, &softmax_kernel<Soft::kLogSoftmax>}, MappingType::kManyToMany);
+  add_op(r, OpSchema{"Hardmax", "", 1, 1, 1, 1, &softmax_infer, &softmax_kernel<Soft::kHardmax>}, MappingType::kManyToMany);
+  add_op(r, OpSchema{"LayerNormalization", "", 2, 3, 1, 3, &layernorm_infer, &layernorm_kernel}, MappingType::kManyToMany);
+  add_op(r, OpSchema{"BatchNormalization", "", 5, 5, 1, 3, &batchnorm_infer, &batchnorm_kernel}, MappingType::kManyToMany);
+  add_op(r, OpSchema{"InstanceNormalization", "", 3, 3, 1, 1, &instancenorm_infer, &instancenorm_kernel}, MappingType::kManyToMany);
+  add_op(r, OpSchema{"GroupNormalization", "", 3, 3, 1, 1, &groupnorm_infer, &groupnorm_kernel}, MappingType::kManyToMany);
+  add_op(r, OpSchema{"LpNormalization", "", 1, 1, 1, 1, &lpnorm_infer, &lpnorm_kernel}, MappingType::kManyToMany);
 }
 
 }  // namespace kiln::ops::detail

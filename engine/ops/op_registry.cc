@@ -42,6 +42,19 @@ Status KernelContext::error(const std::string& message) const {
   return invalid_argument(node_.describe() + ": " + message);
 }
 
+const char* mapping_type_name(MappingType type) {
+  switch (type) {
+    case MappingType::kUnset: return "unset";
+    case MappingType::kOneToOne: return "one-to-one";
+    case MappingType::kOneToMany: return "one-to-many";
+    case MappingType::kManyToMany: return "many-to-many";
+    case MappingType::kReorganize: return "reorganize";
+    case MappingType::kShuffle: return "shuffle";
+    case MappingType::kOther: return "other";
+  }
+  return "unset";
+}
+
 Status OpRegistry::add(OpSchema schema) {
   auto key = std::make_pair(schema.domain, schema.name);
   if (ops_.count(key)) {

@@ -118,6 +118,32 @@ using KernelFn = Status (*)(KernelContext&);
 // produce and that have no ONNX equivalent). Printed as "kiln"::Silu.
 inline constexpr const char* kKilnDomain = "kiln";
 
+// DNNFusion's classification of an op by how its output elements map to its
+// input elements (the basis of fusion legality, plugins/fusion): one-to-one
+// (elementwise: Add, Relu, Cast, Clip, Where), one-to-many (an input element
+// feeds several outputs: Expand, Tile, Resize), many-to-many (complex ops
+// that read a window or a whole axis per output element: Conv, MatMul, Gemm,
+// pooling, reductions, Softmax, the normalizations), reorganize (same
+// elements, another shape: Reshape, Flatten, Squeeze, Unsqueeze, Concat,
+// Split), shuffle (same elements, permuted: Transpose, DepthToSpace,
+// SpaceToDepth), and other (opaque to fusion: control flow, shape
+// computation, data-dependent indexing such as Gather, Slice, Pad,
+// generators). kUnset marks a registration that forgot to choose; a test
+// checks that no built-in op has it. The numbering is kiln_mapping_t's in
+// kiln/kiln_plugin.h, where plugins read it (host op_mapping).
+enum class MappingType : uint8_t {
+  kUnset = 0,
+  kOneToOne = 1,
+  kOneToMany = 2,
+  kManyToMany = 3,
+  kReorganize = 4,
+  kShuffle = 5,
+  kOther = 6,
+};
+
+// "one-to-one", "many-to-many", ... ("unset" for kUnset).
+const char* mapping_type_name(MappingType type);
+
 struct OpSchema {
   std::string name;
   std::string domain;       // "" = default ONNX domain
@@ -132,6 +158,9 @@ struct OpSchema {
   // scales, a reduction's axes (SoD²'s "input shape & value determined" ops).
   // A runtime keeps such values on the host when they are small graph inputs.
   std::vector<int> value_inputs = {};
+  // DNNFusion mapping type; every registration sets it (the family's add
+  // helpers take it as an argument).
+  MappingType mapping = MappingType::kUnset;
 };
 
 class OpRegistry {

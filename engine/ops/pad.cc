@@ -168,6 +168,6 @@ Status pad_kernel(KernelContext& ctx) {
 
 }  // namespace
 
-void register_pad_op(OpRegistry& r) { add_op(r, {"Pad", "", 2, 4, 1, 1, infer_pad, pad_kernel, {1, 3}}); }
+void register_pad_op(OpRegistry& r) { add_op(r, {"Pad", "", 2, 4, 1, 1, infer_pad, pad_kernel, {1, 3}}, MappingType::kOther); }
 
 }  // namespace kiln::ops::movement

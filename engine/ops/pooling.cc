@@ -284,17 +284,18 @@ Status global_pool_kernel(KernelContext& ctx) {
 
 void register_pooling_ops(OpRegistry& r) {
   // A duplicate name is a programmer error in the registration code.
-  auto add = [&r](OpSchema schema) {
+  auto add = [&r](OpSchema schema, MappingType mapping) {
+    schema.mapping = mapping;
     [[maybe_unused]] Status s = r.add(std::move(schema));
     assert(s.ok());
   };
-  add({"MaxPool", "", 1, 1, 1, 2, infer_pool<PoolKind::kMax>, pool_kernel<PoolKind::kMax>});
-  add({"AveragePool", "", 1, 1, 1, 1, infer_pool<PoolKind::kAverage>, pool_kernel<PoolKind::kAverage>});
-  add({"LpPool", "", 1, 1, 1, 1, infer_pool<PoolKind::kLp>, pool_kernel<PoolKind::kLp>});
-  add({"GlobalMaxPool", "", 1, 1, 1, 1, infer_global_pool<PoolKind::kMax>, global_pool_kernel<PoolKind::kMax>});
+  add({"MaxPool", "", 1, 1, 1, 2, infer_pool<PoolKind::kMax>, pool_kernel<PoolKind::kMax>}, MappingType::kManyToMany);
+  add({"AveragePool", "", 1, 1, 1, 1, infer_pool<PoolKind::kAverage>, pool_kernel<PoolKind::kAverage>}, MappingType::kManyToMany);
+  add({"LpPool", "", 1, 1, 1, 1, infer_pool<PoolKind::kLp>, pool_kernel<PoolKind::kLp>}, MappingType::kManyToMany);
+  add({"GlobalMaxPool", "", 1, 1, 1, 1, infer_global_pool<PoolKind::kMax>, global_pool_kernel<PoolKind::kMax>}, MappingType::kManyToMany);
   add({"GlobalAveragePool", "", 1, 1, 1, 1, infer_global_pool<PoolKind::kAverage>,
-       global_pool_kernel<PoolKind::kAverage>});
-  add({"GlobalLpPool", "", 1, 1, 1, 1, infer_global_pool<PoolKind::kLp>, global_pool_kernel<PoolKind::kLp>});
+       global_pool_kernel<PoolKind::kAverage>}, MappingType::kManyToMany);
+  add({"GlobalLpPool", "", 1, 1, 1, 1, infer_global_pool<PoolKind::kLp>, global_pool_kernel<PoolKind::kLp>}, MappingType::kManyToMany);
 }
 
 }  // namespace kiln::ops

@@ -470,7 +470,7 @@ Status topk_kernel(KernelContext& ctx) {
 
 template <Red R>
 void add_reduce(OpRegistry& r, const char* name) {
-  detail::add_op(r, OpSchema{name, "", 1, 2, 1, 1, &reduce_infer, &reduce_kernel<R>, {1}});
+  detail::add_op(r, OpSchema{name, "", 1, 2, 1, 1, &reduce_infer, &reduce_kernel<R>, {1}}, MappingType::kManyToMany);
 }
 
 }  // namespace
@@ -485,10 +485,10 @@ void register_reduction_ops(OpRegistry& r) {
   add_reduce<Red::kL2>(r, "ReduceL2");
   add_reduce<Red::kLogSumExp>(r, "ReduceLogSumExp");
   add_reduce<Red::kSumSquare>(r, "ReduceSumSquare");
-  detail::add_op(r, OpSchema{"ArgMax", "", 1, 1, 1, 1, &arg_infer, &arg_kernel<true>});
-  detail::add_op(r, OpSchema{"ArgMin", "", 1, 1, 1, 1, &arg_infer, &arg_kernel<false>});
-  detail::add_op(r, OpSchema{"CumSum", "", 2, 2, 1, 1, &cumsum_infer, &cumsum_kernel, {1}});
-  detail::add_op(r, OpSchema{"TopK", "", 2, 2, 2, 2, &topk_infer, &topk_kernel, {1}});
+  detail::add_op(r, OpSchema{"ArgMax", "", 1, 1, 1, 1, &arg_infer, &arg_kernel<true>}, MappingType::kManyToMany);
+  detail::add_op(r, OpSchema{"ArgMin", "", 1, 1, 1, 1, &arg_infer, &arg_kernel<false>}, MappingType::kManyToMany);
+  detail::add_op(r, OpSchema{"CumSum", "", 2, 2, 1, 1, &cumsum_infer, &cumsum_kernel, {1}}, MappingType::kManyToMany);
+  detail::add_op(r, OpSchema{"TopK", "", 2, 2, 2, 2, &topk_infer, &topk_kernel, {1}}, MappingType::kManyToMany);
   detail::register_normalization_ops(r);
 }
 

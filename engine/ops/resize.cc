@@ -518,6 +518,6 @@ Status resize_kernel(KernelContext& ctx) {
 
 }  // namespace
 
-void register_resize_op(OpRegistry& r) { add_op(r, {"Resize", "", 1, 4, 1, 1, infer_resize, resize_kernel, {1, 2, 3}}); }
+void register_resize_op(OpRegistry& r) { add_op(r, {"Resize", "", 1, 4, 1, 1, infer_resize, resize_kernel, {1, 2, 3}}, MappingType::kOneToMany); }
 
 }  // namespace kiln::ops::movement

@@ -366,9 +366,9 @@ Status slice_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_slice_concat_ops(OpRegistry& r) {
-  add_op(r, {"Concat", "", 1, -1, 1, 1, infer_concat, concat_kernel});
-  add_op(r, {"Split", "", 1, 2, 1, -1, infer_split, split_kernel, {1}});
-  add_op(r, {"Slice", "", 3, 5, 1, 1, infer_slice, slice_kernel, {1, 2, 3, 4}});
+  add_op(r, {"Concat", "", 1, -1, 1, 1, infer_concat, concat_kernel}, MappingType::kReorganize);
+  add_op(r, {"Split", "", 1, 2, 1, -1, infer_split, split_kernel, {1}}, MappingType::kReorganize);
+  add_op(r, {"Slice", "", 3, 5, 1, 1, infer_slice, slice_kernel, {1, 2, 3, 4}}, MappingType::kOther);
 }
 
 }  // namespace kiln::ops::movement

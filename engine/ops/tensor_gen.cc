@@ -339,12 +339,12 @@ Status non_zero_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_tensor_gen_ops(OpRegistry& r) {
-  add_op(r, {"ConstantOfShape", "", 1, 1, 1, 1, infer_constant_of_shape, constant_of_shape_kernel, {0}});
-  add_op(r, {"Range", "", 3, 3, 1, 1, infer_range, range_kernel, {0, 1, 2}});
-  add_op(r, {"EyeLike", "", 1, 1, 1, 1, infer_eye_like, eye_like_kernel});
-  add_op(r, {"Trilu", "", 1, 2, 1, 1, infer_trilu, trilu_kernel});
-  add_op(r, {"OneHot", "", 3, 3, 1, 1, infer_one_hot, one_hot_kernel, {1}});
-  add_op(r, {"NonZero", "", 1, 1, 1, 1, infer_non_zero, non_zero_kernel});
+  add_op(r, {"ConstantOfShape", "", 1, 1, 1, 1, infer_constant_of_shape, constant_of_shape_kernel, {0}}, MappingType::kOther);
+  add_op(r, {"Range", "", 3, 3, 1, 1, infer_range, range_kernel, {0, 1, 2}}, MappingType::kOther);
+  add_op(r, {"EyeLike", "", 1, 1, 1, 1, infer_eye_like, eye_like_kernel}, MappingType::kOther);
+  add_op(r, {"Trilu", "", 1, 2, 1, 1, infer_trilu, trilu_kernel}, MappingType::kOneToOne);
+  add_op(r, {"OneHot", "", 3, 3, 1, 1, infer_one_hot, one_hot_kernel, {1}}, MappingType::kOther);
+  add_op(r, {"NonZero", "", 1, 1, 1, 1, infer_non_zero, non_zero_kernel}, MappingType::kOther);
 }
 
 }  // namespace kiln::ops::movement

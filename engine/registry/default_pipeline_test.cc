@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "engine/ir/text.h"
 #include "engine/registry/testdata/two_level_folding.h"
 #include "engine/runtime/reference_executor.h"
@@ -54,6 +56,39 @@ TEST(DefaultPipeline, ExplicitPassListRunsOnce) {
   EXPECT_EQ(records->size(), 2u);
   EXPECT_EQ(count_op(**g, "Where"), 0u);
   EXPECT_EQ(count_op(**g, "Shape"), 1u);  // needed a second round
+}
+
+// fusion runs after rdp and before memplan-order and annotates groups;
+// --disable-pass fusion (or a list without it) leaves the graph as before.
+TEST(DefaultPipeline, FusionPlacedAndDisablable) {
+  const std::vector<std::string>& passes = default_pipeline();
+  const auto at = [&](const char* name) { return std::find(passes.begin(), passes.end(), name) - passes.begin(); };
+  EXPECT_LT(at("rdp"), at("fusion"));
+  EXPECT_LT(at("fusion"), at("memplan-order"));
+  EXPECT_LT(at("memplan-order"), static_cast<std::ptrdiff_t>(passes.size()));
+  constexpr const char* kChain = R"(graph @g opset 17 {
+  input %x : f32[4]
+  %a = Exp(%x) : f32[4]
+  %b = Relu(%a) : f32[4]
+  %c = Neg(%b) : f32[4]
+  return %c
+}
+)";
+  auto fused = ir::parse_graph(kChain);
+  ASSERT_TRUE(fused.ok());
+  auto records = run_default_pipeline(**fused, PipelineOptions{});
+  ASSERT_TRUE(records.ok()) << records.status().to_string();
+  EXPECT_EQ(count_op(**fused, "Neg"), 1u);
+  for (ir::NodeId n : (**fused).main().nodes)
+    EXPECT_EQ((**fused).node(n).annotations.at(KILN_ANNOTATION_FUSION_GROUP), "fg0");
+  PipelineOptions options;
+  options.disabled = {"fusion"};
+  auto plain = ir::parse_graph(kChain);
+  ASSERT_TRUE(plain.ok());
+  records = run_default_pipeline(**plain, options);
+  ASSERT_TRUE(records.ok()) << records.status().to_string();
+  for (const PassRecord& r : *records) EXPECT_NE(r.name, "fusion");
+  EXPECT_EQ(ir::print_graph(**plain).find("kiln.fusion_group"), std::string::npos);
 }
 
 }  // namespace

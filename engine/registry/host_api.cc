@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/ir/verifier.h"
+#include "engine/ops/op_registry.h"
 #include "engine/ops/shape_inference.h"
 #include "engine/runtime/reference_executor.h"
 
@@ -41,6 +42,7 @@ struct PassRun {
   kiln_rewriter_t rw{};
   std::string pass_name;
   const LogFn* log = nullptr;
+  const kiln_target_info_t* target = nullptr;  // the device compiled for; null: none
   std::deque<std::string> strings;  // strings returned to the plugin; stable addresses
   std::deque<std::vector<const char*>> dim_lists;  // infer_node_dims' out_dims arrays
   std::string first_error;          // first failed rewriter call
@@ -450,6 +452,24 @@ int32_t h_rw_annotate_value(kiln_rewriter_t* rw, kiln_value_id_t id, const char*
   run.work.value(id).annotations[key] = value ? value : "";
   return 1;
 }
+int32_t h_rw_remove_node_annotation(kiln_rewriter_t* rw, kiln_node_id_t id, const char* key) {
+  ir::Node* n = attr_target(run_of(rw), id, key, "remove_node_annotation");
+  if (!n) return 0;
+  n->annotations.erase(key);
+  return 1;
+}
+int32_t h_rw_remove_value_annotation(kiln_rewriter_t* rw, kiln_value_id_t id, const char* key) {
+  PassRun& run = run_of(rw);
+  if (!run.value_ok(id) || !key || !*key) return run.fail("remove_value_annotation: bad value id or empty key");
+  run.work.value(id).annotations.erase(key);
+  return 1;
+}
+// The registry's numbering is kiln_mapping_t's (op_registry.h).
+int32_t h_op_mapping(const char* domain, const char* op) {
+  if (!op) return KILN_MAPPING_UNKNOWN;
+  const ops::OpSchema* schema = ops::OpRegistry::builtin().find(domain ? domain : "", op);
+  return schema ? static_cast<int32_t>(schema->mapping) : KILN_MAPPING_UNKNOWN;
+}
 void h_rw_add_statistic(kiln_rewriter_t* rw, const char* key, int64_t delta) {
   if (key && *key) run_of(rw).statistics[key] += delta;
 }
@@ -610,6 +630,17 @@ int32_t h_infer_node_dims(const kiln_graph_t* g, kiln_node_id_t id, const int32_
   return 1;
 }
 
+int32_t h_target_info(const kiln_graph_t* g, kiln_target_info_t* out) {
+  const PassRun& run = run_of(g);
+  if (!run.target || !out || out->struct_size < sizeof(uint32_t)) return 0;
+  // Copy what both sides know; the caller's struct_size stays its own.
+  const uint32_t size = out->struct_size;
+  const size_t n = std::min<size_t>(size, run.target->struct_size);
+  std::memcpy(out, run.target, n);
+  out->struct_size = size;
+  return 1;
+}
+
 // Constants the pass's edits left without a use are released (their tensor
 // dropped), so folded-away weights do not linger in the graph. Constants
 // that were already unused before the pass are the model's business.
@@ -710,7 +741,19 @@ const kiln_host_api_t kHostApi = {
     h_attr_name_at,
     h_rw_set_value_dims,
     h_infer_node_dims,
+    h_op_mapping,
+    h_rw_remove_node_annotation,
+    h_rw_remove_value_annotation,
+    h_target_info,
 };
+static_assert(static_cast<int>(ops::MappingType::kUnset) == KILN_MAPPING_UNKNOWN &&
+                  static_cast<int>(ops::MappingType::kOneToOne) == KILN_MAPPING_ONE_TO_ONE &&
+                  static_cast<int>(ops::MappingType::kOneToMany) == KILN_MAPPING_ONE_TO_MANY &&
+                  static_cast<int>(ops::MappingType::kManyToMany) == KILN_MAPPING_MANY_TO_MANY &&
+                  static_cast<int>(ops::MappingType::kReorganize) == KILN_MAPPING_REORGANIZE &&
+                  static_cast<int>(ops::MappingType::kShuffle) == KILN_MAPPING_SHUFFLE &&
+                  static_cast<int>(ops::MappingType::kOther) == KILN_MAPPING_OTHER,
+              "ops::MappingType and kiln_mapping_t share their numbering");
 
 // Restores the thread's current run when a pass returns (passes may nest:
 // a pass manager inside a plugin is not forbidden).
@@ -729,12 +772,14 @@ class CurrentRunScope {
 
 const kiln_host_api_t* host_api() { return &kHostApi; }
 
-StatusOr<PassRunResult> run_pass(const kiln_pass_t& pass, ir::Graph& graph, const LogFn& log) {
+StatusOr<PassRunResult> run_pass(const kiln_pass_t& pass, ir::Graph& graph, const LogFn& log,
+                                 const kiln_target_info_t* target) {
   const std::string name = pass.name ? pass.name : "<unnamed>";
   if (!pass.run) return invalid_argument("pass '" + name + "' has no run function");
   PassRun run(graph);
   run.pass_name = name;
   run.log = &log;
+  run.target = target;
   kiln_plugin_status_t* status = nullptr;
   {
     CurrentRunScope scope(&run);

@@ -30,8 +30,11 @@ struct PassRunResult {
 // Runs `pass` on `graph` and commits its edits if everything checks out.
 // Errors name the pass: its own status, a failed rewriter call, a verifier
 // or shape-inference failure of the edited graph. `log` receives the
-// plugin's log messages (may be empty).
-StatusOr<PassRunResult> run_pass(const kiln_pass_t& pass, ir::Graph& graph, const LogFn& log);
+// plugin's log messages (may be empty). `target`: the device the pipeline
+// compiles for, which the pass reads through kiln_host_api_t::target_info
+// (null: none; borrowed for the call).
+StatusOr<PassRunResult> run_pass(const kiln_pass_t& pass, ir::Graph& graph, const LogFn& log,
+                                 const kiln_target_info_t* target = nullptr);
 
 // Calls `fn` with the host table and a read-only view of a copy of `graph`
 // (a backend plugin's compile reads the graph through it), valid during the

@@ -1,4 +1,4 @@
-// Kiln's own optimization plugins (canonicalize, rdp, memplan, ...): where the
+// Kiln's own optimization plugins (canonicalize, rdp, fusion, memplan, ...): where the
 // host finds them. They are ordinary plugins, loaded by default from their
 // shared libraries through the same loader and ABI a third party's plugin
 // uses; an embedder who wants one self-contained binary configures the build

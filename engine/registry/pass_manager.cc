@@ -87,7 +87,7 @@ Status PassManager::run(ir::Graph& graph, const PipelineOptions& options) {
     if (status.ok() && missing)
       status = failed_precondition("requires " + fact_names(missing) + ", which no earlier pass provides");
     if (status.ok()) {
-      auto result = run_pass(pass, graph, options.log);
+      auto result = run_pass(pass, graph, options.log, options.target ? &*options.target : nullptr);
       if (result.ok()) {
         record.committed = true;
         record.statistics = std::move(result->statistics);

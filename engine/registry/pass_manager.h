@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct PipelineOptions {
   std::vector<std::string> passes;     // --passes a,b,c
   std::vector<std::string> disabled;   // --disable-pass NAME (repeatable)
   LogFn log;                           // warnings and plugin messages; may be empty
+  // The device the pipeline compiles for, which passes read through
+  // kiln_host_api_t::target_info; nullopt when it runs for none (`kiln
+  // graph` without a device, the reference backend).
+  std::optional<kiln_target_info_t> target;
 };
 
 struct PassRecord {

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -385,6 +386,129 @@ TEST(HostApi, InferNodeDims) {
   EXPECT_EQ(infer.got["bad-text"], std::nullopt);
   EXPECT_EQ(infer.got["bad-rank"], std::nullopt);
   EXPECT_EQ(infer.got["wrong-input-count"], std::nullopt);
+}
+
+// op_mapping and annotation removal (ABI 1.3): the registry's mapping types
+// through the table, and an annotation that a pass removes is gone after the
+// commit while an empty one stays a value.
+class Annotations : public kiln::plugin::Pass {
+ public:
+  std::map<std::string, int32_t> mapping;
+  void run(kiln::plugin::GraphView& g, kiln::plugin::Rewriter& rw) override {
+    for (const char* op : {"Relu", "Conv", "Reshape", "Transpose", "Expand", "If", "NoSuchOp"})
+      mapping[op] = g.op_mapping("", op);
+    mapping["kiln.Silu"] = g.op_mapping("kiln", "Silu");
+    ASSERT_TRUE(rw.can_remove_annotations());
+    for (kiln_node_id_t n : g.nodes()) {
+      if (g.node(n)->op == "Mul") rw.remove_node_annotation(n, "a");
+      if (g.node(n)->op == "Relu") rw.annotate_node(n, "a", "");
+      rw.remove_node_annotation(n, "never-set");
+      rw.remove_value_annotation(g.outputs(n)[0], "v");
+    }
+  }
+};
+
+TEST(HostApi, OpMappingAndRemoveAnnotation) {
+  auto g = parse(R"(graph @g opset 17 {
+  input %x : f32[2,3]
+  %y = Mul(%x, %x) #{a = "1"} : f32[2,3] #{v = "2"}
+  %z = Relu(%y) #{a = "1"} : f32[2,3]
+  return %z
+}
+)");
+  ASSERT_TRUE(g);
+  Annotations pass;
+  const kiln_pass_t p = kiln::plugin::make_pass(pass, "test.annotations", "");
+  auto r = run_pass(p, *g, LogFn());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(pass.mapping["Relu"], KILN_MAPPING_ONE_TO_ONE);
+  EXPECT_EQ(pass.mapping["Conv"], KILN_MAPPING_MANY_TO_MANY);
+  EXPECT_EQ(pass.mapping["Reshape"], KILN_MAPPING_REORGANIZE);
+  EXPECT_EQ(pass.mapping["Transpose"], KILN_MAPPING_SHUFFLE);
+  EXPECT_EQ(pass.mapping["Expand"], KILN_MAPPING_ONE_TO_MANY);
+  EXPECT_EQ(pass.mapping["If"], KILN_MAPPING_OTHER);
+  EXPECT_EQ(pass.mapping["NoSuchOp"], KILN_MAPPING_UNKNOWN);
+  EXPECT_EQ(pass.mapping["kiln.Silu"], KILN_MAPPING_ONE_TO_ONE);
+  const std::string out = ir::print_graph(*g);
+  EXPECT_NE(out.find("%y = Mul(%x, %x) : f32[2,3]\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("%z = Relu(%y) #{a = \"\"}"), std::string::npos) << out;
+}
+
+// target_info (ABI 1.3): the device the pipeline compiles for, copied up
+// to the reader's struct_size; 0 without a device.
+struct TargetProbe {
+  int32_t full = -1, shorter = -1, tiny = -1, null_out = -1;
+  kiln_target_info_t info{};
+  kiln_target_info_t prefix{};
+};
+
+kiln_plugin_status_t* target_probe_run(void* state, const kiln_host_api_t* host, const kiln_graph_t* g,
+                                       kiln_rewriter_t*) {
+  auto& probe = *static_cast<TargetProbe*>(state);
+  if (!KILN_PLUGIN_HAS_FIELD(host, kiln_host_api_t, target_info) || !host->target_info) return nullptr;
+  std::memset(&probe.info, 0x5a, sizeof(probe.info));
+  probe.info.struct_size = sizeof(probe.info);
+  probe.full = host->target_info(g, &probe.info);
+  // A reader built against a struct that ends at compute_units: nothing
+  // past it is written.
+  std::memset(&probe.prefix, 0x5a, sizeof(probe.prefix));
+  probe.prefix.struct_size = static_cast<uint32_t>(offsetof(kiln_target_info_t, subgroup_size));
+  probe.shorter = host->target_info(g, &probe.prefix);
+  kiln_target_info_t tiny{};
+  tiny.struct_size = 2;
+  probe.tiny = host->target_info(g, &tiny);
+  probe.null_out = host->target_info(g, nullptr);
+  return nullptr;
+}
+
+TEST(HostApi, TargetInfo) {
+  auto g = parse(R"(graph @g opset 17 {
+  input %x : f32[4]
+  %y = Relu(%x) : f32[4]
+  return %y
+}
+)");
+  ASSERT_NE(g, nullptr);
+  ASSERT_TRUE(KILN_PLUGIN_HAS_FIELD(host_api(), kiln_host_api_t, target_info));
+  TargetProbe probe;
+  kiln_pass_t pass{};
+  pass.struct_size = sizeof(pass);
+  pass.name = "test.target-probe";
+  pass.run = &target_probe_run;
+  pass.pass_state = &probe;
+
+  // No device: 0, and the caller's struct is left as it was.
+  ASSERT_TRUE(run_pass(pass, *g, LogFn()).ok());
+  EXPECT_EQ(probe.full, 0);
+  EXPECT_EQ(probe.info.compute_units, 0x5a5a5a5au);
+  EXPECT_EQ(probe.null_out, 0);
+
+  kiln_target_info_t target{};
+  target.struct_size = sizeof(target);
+  target.shared_memory_bytes = 49152;
+  target.compute_units = 132;
+  target.subgroup_size = 32;
+  target.max_workgroup_invocations = 1024;
+  target.max_image_dimension_2d = 32768;
+  target.cooperative_matrix = 1;
+  target.fp16_arithmetic = 1;
+  target.vendor_id = 0x10de;
+  std::snprintf(target.device_name, sizeof(target.device_name), "%s", "Test GPU");
+  ASSERT_TRUE(run_pass(pass, *g, LogFn(), &target).ok());
+  EXPECT_EQ(probe.full, 1);
+  EXPECT_EQ(probe.info.struct_size, sizeof(kiln_target_info_t));
+  EXPECT_EQ(probe.info.shared_memory_bytes, 49152u);
+  EXPECT_EQ(probe.info.compute_units, 132u);
+  EXPECT_EQ(probe.info.subgroup_size, 32u);
+  EXPECT_EQ(probe.info.cooperative_matrix, 1);
+  EXPECT_EQ(probe.info.vendor_id, 0x10deu);
+  EXPECT_STREQ(probe.info.device_name, "Test GPU");
+  EXPECT_EQ(probe.shorter, 1);
+  EXPECT_EQ(probe.prefix.struct_size, offsetof(kiln_target_info_t, subgroup_size));
+  EXPECT_EQ(probe.prefix.compute_units, 132u);
+  EXPECT_EQ(probe.prefix.subgroup_size, 0x5a5a5a5au);  // past the reader's struct: untouched
+  EXPECT_EQ(probe.tiny, 0);
+  EXPECT_EQ(probe.null_out, 0);
 }
 
 }  // namespace

@@ -18,12 +18,29 @@ struct KernelTiming {
   uint64_t bytes = 0;
   // KernelDesc::flops for this run's shapes; 0 when the kernel has no count.
   uint64_t flops = 0;
+  // `bytes` split: the tensors the kernel only reads, and those it writes
+  // (bytes_read + bytes_written == bytes).
+  uint64_t bytes_read = 0;
+  uint64_t bytes_written = 0;
 };
+
+// A fused kernel: the planner's fusion groups ("fused_sigmoid_mul") and a
+// plugin's fused kernels, which name their parts with '+' ("dw3x3+pw").
+inline bool is_fused_kernel(const std::string& name) {
+  return name.rfind("fused", 0) == 0 || name.find('+') != std::string::npos;
+}
 
 struct RunStats {
   double wall_ms = 0;          // run() from call to return
   double gpu_ms = -1;          // whole command buffers on the GPU; -1 without timestamps
   uint32_t dispatches = 0;     // dispatches submitted (an If's untaken branch: none; a Loop's body: per iteration)
+  uint32_t fused_dispatches = 0;  // of them, dispatches of fused kernels (is_fused_kernel)
+  // Global memory the dispatches moved, profile or not: per dispatch, every
+  // tensor it only reads and every tensor it writes, whole, at its device
+  // layout (KernelTiming::bytes_read / bytes_written), summed. A roofline
+  // count, not what the caches fetched.
+  uint64_t bytes_read = 0;
+  uint64_t bytes_written = 0;
   uint32_t host_steps = 0;     // shape arithmetic on the host
   uint32_t fallbacks = 0;      // nodes run by the reference kernels (with transfers)
   // This run recorded new command buffers: a new shape signature, or a new

@@ -2,6 +2,7 @@
 #include "engine/session/session.h"
 
 #include <chrono>
+#include <cstdio>
 #include <new>
 
 #include "engine/registry/plugin_backend.h"
@@ -12,6 +13,25 @@ namespace {
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The device as the plugin ABI shows it to passes: the planner's view of it
+// (runtime::target_info) and its identity.
+kiln_target_info_t plugin_target_info(const vk::Device& device, const runtime::VulkanModelOptions& options) {
+  const planner::TargetInfo t = runtime::target_info(device);
+  const vk::Capabilities& c = device.capabilities();
+  kiln_target_info_t out{};
+  out.struct_size = sizeof(out);
+  out.shared_memory_bytes = t.max_shared_memory;
+  out.compute_units = t.compute_units;
+  out.subgroup_size = t.subgroup_size;
+  out.max_workgroup_invocations = t.max_workgroup_invocations;
+  out.max_image_dimension_2d = t.max_image_dimension_2d;
+  out.cooperative_matrix = t.coopmat != planner::CoopMatFlavour::kNone && options.plan.cooperative_matrix ? 1 : 0;
+  out.fp16_arithmetic = t.fp16_arithmetic ? 1 : 0;
+  out.vendor_id = c.vendor_id;
+  std::snprintf(out.device_name, sizeof(out.device_name), "%s", c.device_name.c_str());
+  return out;
 }
 
 }  // namespace
@@ -28,9 +48,26 @@ StatusOr<std::unique_ptr<Session>> Session::create(const ir::Graph& model, const
   if (!s) return out_of_memory("out of memory");
   s->graph_ = std::unique_ptr<ir::Graph>(new (std::nothrow) ir::Graph(model));
   if (!s->graph_) return out_of_memory("out of memory");
+  s->open_device(options);
   KILN_RETURN_IF_ERROR(s->optimize(options));
   KILN_RETURN_IF_ERROR(s->compile(options));
   return s;
+}
+
+// Before the pipeline, so that its passes see the device they compile for.
+// Not finding one is the compile's business (kAuto falls back, kVulkan
+// fails), after the pipeline.
+void Session::open_device(const SessionOptions& options) {
+  if (options.backend != BackendChoice::kAuto && options.backend != BackendChoice::kVulkan) return;
+  context_ = options.context;
+  if (context_) return;
+  auto created = runtime::VulkanContext::create(options.context_options);
+  if (!created.ok()) {
+    device_error_ = std::move(created).status();
+    return;
+  }
+  owned_context_ = std::move(*created);
+  context_ = owned_context_.get();
 }
 
 Status Session::optimize(const SessionOptions& options) {
@@ -39,7 +76,9 @@ Status Session::optimize(const SessionOptions& options) {
   plugins_ = std::make_unique<registry::PluginRegistry>();
   KILN_RETURN_IF_ERROR(registry::load_standard_plugins(*plugins_, options.plugins, options.pipeline.log));
   if (options.run_passes) {
-    KILN_ASSIGN_OR_RETURN(pass_records_, registry::run_pipeline(*plugins_, *graph_, options.pipeline));
+    registry::PipelineOptions pipeline = options.pipeline;
+    if (context_) pipeline.target = plugin_target_info(context_->device(), options.vulkan);
+    KILN_ASSIGN_OR_RETURN(pass_records_, registry::run_pipeline(*plugins_, *graph_, pipeline));
   }
   pipeline_ms_ = ms_since(t0);
   return ok_status();
@@ -62,11 +101,7 @@ Status Session::compile(const SessionOptions& options) {
   if (options.backend != BackendChoice::kReference) {
     bool have_device = false;
     Status vulkan = [&]() -> Status {
-      context_ = options.context;
-      if (!context_) {
-        KILN_ASSIGN_OR_RETURN(owned_context_, runtime::VulkanContext::create(options.context_options));
-        context_ = owned_context_.get();
-      }
+      if (!context_) return device_error_.ok() ? unavailable("no Vulkan device") : device_error_;  // open_device found none
       have_device = true;
       const vk::KernelCacheStats before = context_->cache().stats();
       runtime::VulkanBackend backend(*context_, options.vulkan);

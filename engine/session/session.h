@@ -55,8 +55,9 @@ struct SessionOptions {
 
 class Session {
  public:
-  // Copies `model`, runs the pipeline on the copy, picks the backend and
-  // compiles. Errors: a pipeline error naming the pass, kNotFound for a
+  // Copies `model`, opens the device (kVulkan, kAuto), runs the pipeline on
+  // the copy (its passes see the device through
+  // kiln_host_api_t::target_info), picks the backend and compiles. Errors: a pipeline error naming the pass, kNotFound for a
   // plugin file or Kiln's own plugins, kUnavailable (kVulkan without a
   // device), compile errors naming the node.
   static StatusOr<std::unique_ptr<Session>> create(const ir::Graph& model, const SessionOptions& options);
@@ -85,6 +86,7 @@ class Session {
 
  private:
   Session() = default;
+  void open_device(const SessionOptions& options);
   Status optimize(const SessionOptions& options);
   Status compile(const SessionOptions& options);
 
@@ -96,6 +98,9 @@ class Session {
   double pipeline_ms_ = 0;
   std::unique_ptr<runtime::VulkanContext> owned_context_;
   runtime::VulkanContext* context_ = nullptr;
+  // Why no device could be opened for a Vulkan or automatic session (the
+  // compile reports it, after the pipeline ran for no device).
+  Status device_error_;
   // Destroyed before the context and the graph it borrows.
   std::unique_ptr<runtime::CompiledModel> compiled_;
   runtime::VulkanCompiledModel* vulkan_ = nullptr;  // compiled_, when it is Vulkan

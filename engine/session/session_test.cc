@@ -128,5 +128,65 @@ TEST_F(SessionVulkan, VulkanAndReferenceSessionsAgree) {
   EXPECT_EQ((*s)->vulkan_context()->validation_errors(), 0u);
 }
 
+// Global-memory bytes per dispatch and per run, exactly: z = Add(x, y) of
+// two [1,4,8,8] fp32 tensors reads 2 x 1024 B and writes 1024 B, in either
+// storage (an image packing 4 channels per texel holds exactly 256 floats),
+// profiled or not.
+TEST_F(SessionVulkan, RunStatsCountTheBytesEachDispatchMoves) {
+  auto model = parse(R"(graph @g opset 17 {
+  input %x : f32[1,4,8,8]
+  input %y : f32[1,4,8,8]
+  %z = Add(%x, %y) : f32[1,4,8,8]
+  return %z
+}
+)");
+  ASSERT_TRUE(model);
+  Tensor x = Tensor::allocate(DType::kFloat32, {1, 4, 8, 8}).value();
+  Tensor y = Tensor::allocate(DType::kFloat32, {1, 4, 8, 8}).value();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    x.set_f64(i, 0.5 * static_cast<double>(i));
+    y.set_f64(i, -0.25 * static_cast<double>(i));
+  }
+  for (planner::Storage storage : {planner::Storage::kBuffer, planner::Storage::kImage})
+    for (bool profile : {false, true}) {
+      SCOPED_TRACE(std::string(planner::storage_name(storage)) + (profile ? ", profiled" : ""));
+      SessionOptions o;
+      o.backend = BackendChoice::kVulkan;
+      o.plugins.load_environment = false;
+      o.context_options.validation = vk::Validation::kRequired;
+      o.context_options.kernel_cache_dir = "";
+      o.vulkan.plan.storage = storage;
+      o.vulkan.profile = profile;
+      auto s = Session::create(*model, o);
+      ASSERT_TRUE(s.ok()) << s.status().to_string();
+      for (int run = 0; run < 2; ++run) {  // recording, then replaying
+        runtime::RunStats stats;
+        auto out = (*s)->run({x, y}, &stats);
+        ASSERT_TRUE(out.ok()) << out.status().to_string();
+        EXPECT_EQ((*out)[0].get_f64(10), 2.5);
+        EXPECT_EQ(stats.dispatches, 1u);
+        EXPECT_EQ(stats.fused_dispatches, 0u);
+        EXPECT_EQ(stats.bytes_read, 2u * 1024u);
+        EXPECT_EQ(stats.bytes_written, 1024u);
+        if (profile && stats.gpu_ms >= 0) {
+          ASSERT_EQ(stats.kernels.size(), 1u);
+          EXPECT_EQ(stats.kernels[0].bytes_read, 2u * 1024u);
+          EXPECT_EQ(stats.kernels[0].bytes_written, 1024u);
+          EXPECT_EQ(stats.kernels[0].bytes, 3u * 1024u);
+        } else {
+          EXPECT_TRUE(stats.kernels.empty());
+        }
+      }
+      EXPECT_EQ((*s)->vulkan_context()->validation_errors(), 0u);
+    }
+}
+
+TEST(RunStats, FusedKernelsAreNamedSo) {
+  EXPECT_TRUE(runtime::is_fused_kernel("fused_sigmoid_mul"));
+  EXPECT_TRUE(runtime::is_fused_kernel("dw3x3+pw"));
+  EXPECT_FALSE(runtime::is_fused_kernel("conv2d_1x1"));
+  EXPECT_FALSE(runtime::is_fused_kernel("unfused"));
+}
+
 }  // namespace
 }  // namespace kiln::session

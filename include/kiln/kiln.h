@@ -228,7 +228,7 @@ typedef struct kiln_session_options_t {
   /* \since 0.2. The pass pipeline the session runs on its own copy of the
    * model before compiling it (the model itself is not changed). NULL, ""
    * or "default": the default pipeline (canonicalization to a fixed point,
-   * rdp, memplan), followed by every pass of the loaded third-party
+   * rdp, fusion, memplan), followed by every pass of the loaded third-party
    * plugins; "none": no pass; else a comma-separated list of pass names
    * run once, in that order. */
   const char* passes;
@@ -241,7 +241,7 @@ typedef struct kiln_session_options_t {
   const char* const* plugin_files;
   size_t plugin_file_count;
   uint32_t ignore_plugin_path;
-  /* Where Kiln's own plugins (kiln.canonicalize, kiln.rdp, kiln.memplan)
+  /* Where Kiln's own plugins (kiln.canonicalize, kiln.rdp, kiln.fusion, kiln.memplan)
    * are. NULL: beside libkiln (<libdir>/kiln/plugins), or linked in when
    * Kiln was built with KILN_STATIC_PLUGINS. */
   const char* plugin_dir;
@@ -314,6 +314,15 @@ typedef struct kiln_run_stats_t {
   uint64_t device_bytes;
   /* The activation memory: the largest arena plan seen, not one per shape. */
   uint64_t activation_bytes;
+  /* \since 0.2. Global memory the dispatches moved (every dispatch, profile
+   * or not): each tensor a kernel only reads, and each it writes, whole, at
+   * its device layout, for the run's shapes. A roofline count, not what the
+   * caches fetched. */
+  uint64_t bytes_read;
+  uint64_t bytes_written;
+  /* \since 0.2. Of `dispatches`, those of fused kernels (a name that starts
+   * with "fused" or contains '+'). */
+  uint32_t fused_dispatches;
 } kiln_run_stats_t;
 
 /* One kernel's GPU time in the last run (profile on). Names are truncated
@@ -323,6 +332,10 @@ typedef struct kiln_kernel_timing_t {
   char kernel[64];  /* the kernel ("conv2d_1x1", "add") */
   char node[128];   /* the graph node it implements (name, else op) */
   double gpu_ms;
+  /* \since 0.2. The dispatch's global memory: the tensors it only reads and
+   * those it writes (as kiln_run_stats_t.bytes_read / bytes_written). */
+  uint64_t bytes_read;
+  uint64_t bytes_written;
 } kiln_kernel_timing_t;
 
 /* Errors: FAILED_PRECONDITION before the first successful run. */
@@ -449,7 +462,7 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_model_input_shape(const kiln_model_t
  * "ms", "committed", "skipped", "statistics": {...}}], and for Vulkan
  * "device", "driver", "storage", "precision", "compile": {"plan_ms",
  * "kernels_ms", "upload_ms", "pipelines", "shader_compiles",
- * "shader_cache_hits", "weight_bytes", "dispatches", "fallbacks",
+ * "shader_cache_hits", "weight_bytes", "state_bytes", "dispatches", "fallbacks",
  * "fallback_reasons": [...], "kernel_cache": {"compiles", "disk_hits",
  * "memory_hits", "pipeline_hits", "pipelines_created",
  * "pipeline_cache_bytes_loaded"} (what the device's kernel cache did during

@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define KILN_PLUGIN_ABI_MAJOR 1u
-#define KILN_PLUGIN_ABI_MINOR 2u
+#define KILN_PLUGIN_ABI_MINOR 3u
 #define KILN_PLUGIN_ABI_VERSION ((KILN_PLUGIN_ABI_MAJOR << 16) | KILN_PLUGIN_ABI_MINOR)
 #define KILN_PLUGIN_ABI_VERSION_MAJOR(v) ((uint32_t)(v) >> 16)
 #define KILN_PLUGIN_ABI_VERSION_MINOR(v) ((uint32_t)(v)&0xffffu)
@@ -115,18 +115,26 @@ typedef enum kiln_fact_t {
  *                                      beyond the device's limit stay buffers)
  *   value KILN_ANNOTATION_PACKED_AXIS  "<axis>": the axis an image packs into
  *                                      its 4 texel channels
- *   node  KILN_ANNOTATION_KERNEL       "tile=MxN,split_k=S,coopmat=on|off": a
+ *   node  KILN_ANNOTATION_KERNEL       "tile=MxN,split_k=S,splitk_reduce=
+ *                                      separate|fused,coopmat=on|off": a
  *                                      GEMM-family node's kernel (M in 16, 32,
- *                                      64 or 128x64; N in 16, 32, 64; S 1-16)
+ *                                      64 or 128x64; N in 16, 32, 64; S 1-16;
+ *                                      splitk_reduce: K slices added by a
+ *                                      second dispatch, or by the tile
+ *                                      kernel's last workgroup per tile where
+ *                                      the grid has a constant size)
  *   node  KILN_ANNOTATION_FUSION_GROUP "<id>" (letters, digits, "_.:-", at most
  *                                      64): nodes of the main graph sharing an
  *                                      id are one fusion group, which the
  *                                      planner runs as one kernel where it can
- *                                      (elementwise map ops with one output
- *                                      whose other values only the group
- *                                      reads); a group it cannot fuse runs
- *                                      unfused, the reason recorded in the
- *                                      plan. KILN_FACT_FUSION_GROUPS. */
+ *                                      (one output, other values read only by
+ *                                      the group; an elementwise chain, any
+ *                                      op followed by elementwise ops, or
+ *                                      depthwise conv + elementwise + 1x1
+ *                                      conv + elementwise: planner/README.md
+ *                                      says exactly which); a group it cannot
+ *                                      fuse runs unfused, the reason recorded
+ *                                      in the plan. KILN_FACT_FUSION_GROUPS. */
 #define KILN_ANNOTATION_STORAGE "kiln.storage"
 #define KILN_ANNOTATION_PACKED_AXIS "kiln.packed_axis"
 #define KILN_ANNOTATION_KERNEL "kiln.kernel"
@@ -196,6 +204,20 @@ static inline int kiln_plugin_dtype_is_int(int32_t dtype) {
          (dtype >= KILN_PLUGIN_DTYPE_UINT16 && dtype <= KILN_PLUGIN_DTYPE_UINT64);
 }
 
+/* \since 1.3. DNNFusion's mapping type of an op (what op_mapping returns):
+ * how its output elements depend on its input elements. Fusion legality is
+ * decided from it (plugins/fusion). The numbering never changes; a newer
+ * host's type is just another number, which a reader treats as OTHER. */
+typedef enum kiln_mapping_t {
+  KILN_MAPPING_UNKNOWN = 0,      /* no such op (or the host cannot say) */
+  KILN_MAPPING_ONE_TO_ONE = 1,   /* elementwise: Add, Relu, Cast, Clip, Where */
+  KILN_MAPPING_ONE_TO_MANY = 2,  /* an input element feeds several: Expand, Tile, Resize */
+  KILN_MAPPING_MANY_TO_MANY = 3, /* complex: Conv, MatMul, Gemm, pooling, Reduce*, Softmax, norms */
+  KILN_MAPPING_REORGANIZE = 4,   /* same elements, new shape: Reshape, Flatten, Squeeze, Concat */
+  KILN_MAPPING_SHUFFLE = 5,      /* same elements, permuted: Transpose, DepthToSpace */
+  KILN_MAPPING_OTHER = 6         /* opaque to fusion: If, Loop, Shape, Gather, Slice, ... */
+} kiln_mapping_t;
+
 /* dtype is a kiln_plugin_dtype_t number. */
 typedef struct kiln_value_info_t {
   uint32_t struct_size;
@@ -217,6 +239,24 @@ typedef struct kiln_node_info_t {
   size_t output_count;
   kiln_region_id_t region;
 } kiln_node_info_t;
+
+/* \since 1.3. What the device a pipeline compiles for can do, as the host's
+ * target_info reports it (kiln_host_api_t::target_info): the facts a cost
+ * model (tile sizes, fusion decisions) needs. Grows only at the end; the
+ * caller sets struct_size and reads later fields through
+ * KILN_PLUGIN_HAS_FIELD. */
+typedef struct kiln_target_info_t {
+  uint32_t struct_size;
+  uint64_t shared_memory_bytes;       /* per workgroup (maxComputeSharedMemorySize) */
+  uint32_t compute_units;             /* SMs / CUs / shader cores; 0 = unknown */
+  uint32_t subgroup_size;             /* 0: no subgroup operations in compute */
+  uint32_t max_workgroup_invocations;
+  uint32_t max_image_dimension_2d;
+  int32_t cooperative_matrix;         /* 1: the planner may use tensor cores for fp16 GEMMs */
+  int32_t fp16_arithmetic;            /* 1: shaderFloat16 */
+  uint32_t vendor_id;                 /* PCI vendor (0x10de NVIDIA, 0x1002 AMD, 0x13b5 ARM, 0x10005 Mesa) */
+  char device_name[256];              /* NUL-terminated */
+} kiln_target_info_t;
 
 /* The host's function table. Pointers stay valid while the plugin is loaded. */
 typedef struct kiln_host_api_t {
@@ -336,6 +376,26 @@ typedef struct kiln_host_api_t {
   int32_t (*infer_node_dims)(const kiln_graph_t* g, kiln_node_id_t node, const int32_t* input_ranks,
                              const char* const* const* input_dims, const char* const* const* input_values,
                              int32_t* out_ranks, const char* const** out_dims, size_t output_capacity);
+  /* \since 1.3, optional (check with KILN_PLUGIN_HAS_FIELD). The DNNFusion
+   * mapping type (a kiln_mapping_t number) of `op` in `domain` ("" or NULL
+   * for ONNX) in the host's op registry; KILN_MAPPING_UNKNOWN when the host
+   * has no such op. Needs no graph: callable at any time. */
+  int32_t (*op_mapping)(const char* domain, const char* op);
+  /* \since 1.3, optional (check with KILN_PLUGIN_HAS_FIELD). Removes the
+   * annotation `key` from a node or value (an empty value is a value, not a
+   * removal: the planner refuses an empty fusion group id). Returns 1, also
+   * when there was no such annotation; 0 (a rewriter failure) for a bad id
+   * or an empty key. */
+  int32_t (*rw_remove_node_annotation)(kiln_rewriter_t* rw, kiln_node_id_t node, const char* key);
+  int32_t (*rw_remove_value_annotation)(kiln_rewriter_t* rw, kiln_value_id_t value, const char* key);
+  /* \since 1.3, optional (check with KILN_PLUGIN_HAS_FIELD). The device the
+   * pipeline compiles for: fills *out (up to out->struct_size bytes, which
+   * the caller sets; fields past it are left alone) and returns 1. Returns 0
+   * and leaves *out untouched when the pipeline runs for no device (`kiln
+   * graph` without one, a reference-backend session, a backend plugin's
+   * compile) or out is NULL or its struct_size is too small to hold
+   * struct_size itself. */
+  int32_t (*target_info)(const kiln_graph_t* g, kiln_target_info_t* out);
 } kiln_host_api_t;
 
 /* ---- what a plugin provides --------------------------------------------- */

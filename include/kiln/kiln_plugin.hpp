@@ -7,7 +7,9 @@
 // turns it into an error status, so an exception never unwinds into the host.
 // It also reads dims for a plugin: DimExpr parses and evaluates the dim text
 // the host prints, and GraphView::infer_dims asks the host's own shape
-// inference (ABI 1.2), so no plugin writes its own parser or per-op shapes.
+// inference (ABI 1.2), so no plugin writes its own parser or per-op shapes;
+// GraphView::op_mapping gives an op's DNNFusion mapping type (ABI 1.3).
+// GraphView::target_info says what the device compiled for can do (ABI 1.3).
 //
 //   class FoldThings : public kiln::plugin::Pass { void run(GraphView&, Rewriter&) override; };
 //   static FoldThings fold;
@@ -422,6 +424,24 @@ class GraphView {
     return s ? std::optional<std::string>(s) : std::nullopt;
   }
 
+  // ABI 1.3: the op's DNNFusion mapping type (a kiln_mapping_t number);
+  // KILN_MAPPING_UNKNOWN for an op the host does not know or a host before 1.3.
+  int32_t op_mapping(const std::string& domain, const std::string& op) const {
+    if (!KILN_PLUGIN_HAS_FIELD(host_, kiln_host_api_t, op_mapping) || !host_->op_mapping) return KILN_MAPPING_UNKNOWN;
+    return host_->op_mapping(domain.c_str(), op.c_str());
+  }
+
+  // ABI 1.3: the device the pipeline compiles for (shared memory, compute
+  // units, subgroup size, ...); nullopt when it runs for none or the host
+  // predates 1.3. Fields the host does not know stay zero.
+  std::optional<kiln_target_info_t> target_info() const {
+    if (!KILN_PLUGIN_HAS_FIELD(host_, kiln_host_api_t, target_info) || !host_->target_info) return std::nullopt;
+    kiln_target_info_t info{};
+    info.struct_size = sizeof(info);
+    if (!host_->target_info(g_, &info)) return std::nullopt;
+    return info;
+  }
+
   // ABI 1.2: whether the host can run its shape inference on given dims.
   bool can_infer_dims() const {
     return KILN_PLUGIN_HAS_FIELD(host_, kiln_host_api_t, infer_node_dims) && host_->infer_node_dims;
@@ -519,6 +539,21 @@ class Rewriter {
   }
   void annotate_value(kiln_value_id_t id, const char* key, const std::string& v) {
     check(host_->rw_annotate_value(rw_, id, key, v.c_str()), "annotate_value");
+  }
+  // ABI 1.3: whether the host can remove annotations (remove_*_annotation).
+  bool can_remove_annotations() const {
+    return KILN_PLUGIN_HAS_FIELD(host_, kiln_host_api_t, rw_remove_value_annotation) &&
+           host_->rw_remove_node_annotation && host_->rw_remove_value_annotation;
+  }
+  // Removes a node's or value's annotation (absent is fine); throws when the
+  // host refuses or predates ABI 1.3 (check can_remove_annotations).
+  void remove_node_annotation(kiln_node_id_t id, const char* key) {
+    if (!can_remove_annotations()) throw Error("the host cannot remove annotations (ABI < 1.3)", KILN_PLUGIN_UNIMPLEMENTED);
+    check(host_->rw_remove_node_annotation(rw_, id, key), "remove_node_annotation");
+  }
+  void remove_value_annotation(kiln_value_id_t id, const char* key) {
+    if (!can_remove_annotations()) throw Error("the host cannot remove annotations (ABI < 1.3)", KILN_PLUGIN_UNIMPLEMENTED);
+    check(host_->rw_remove_value_annotation(rw_, id, key), "remove_value_annotation");
   }
   void add_statistic(const char* key, int64_t delta) { host_->rw_add_statistic(rw_, key, delta); }
 

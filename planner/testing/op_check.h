@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -48,8 +49,19 @@ struct OpCheck {
   // registry can force a variant the test device's limits would not pick.
   const LoweringRegistry* lowerings = nullptr;
   // Fail when the plan has fewer kernel dispatches (e.g. a split that
-  // did not happen).
+  // did not happen), or more.
   size_t min_dispatches = 0;
+  size_t max_dispatches = SIZE_MAX;
+  // Fail unless some dispatch's kernel name contains this (when not empty).
+  std::string expect_kernel;
+  // The node's annotations (kiln.kernel hints and the like).
+  std::map<std::string, std::string> annotations;
+  // Runs of one compiled model per config, each compared with the
+  // reference: odd runs with the float inputs times -0.5 (so an output a
+  // run failed to write shows), even runs with the inputs, giving the first
+  // run's bits (state a kernel keeps between runs must be left as it found
+  // it).
+  int runs = 1;
 };
 
 // Runs `check` on the reference executor and the Vulkan test device in every

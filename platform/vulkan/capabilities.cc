@@ -127,7 +127,31 @@ StatusOr<Capabilities> query_capabilities(const InstanceTable& fn, VkPhysicalDev
   const bool has_cm_khr = offers_cm_khr && query_khr_cooperative_matrix;
   caps.cooperative_matrix_khr_hidden = offers_cm_khr && !has_cm_khr;
   if (has_cm_khr) tail = link(tail, &cm_props);
+  // Compute units, from whichever vendor extension the device has.
+  VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm_nv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+  VkPhysicalDeviceShaderCorePropertiesAMD core_amd{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+  VkPhysicalDeviceShaderCoreProperties2AMD core2_amd{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_2_AMD};
+  VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM core_arm{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_PROPERTIES_ARM};
+  const bool has_sm_nv = contains(ext, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+  const bool has_core_amd = contains(ext, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME);
+  const bool has_core2_amd = contains(ext, VK_AMD_SHADER_CORE_PROPERTIES_2_EXTENSION_NAME);
+  const bool has_core_arm = contains(ext, VK_ARM_SHADER_CORE_BUILTINS_EXTENSION_NAME);
+  if (has_sm_nv) tail = link(tail, &sm_nv);
+  if (has_core_amd) tail = link(tail, &core_amd);
+  if (has_core2_amd) tail = link(tail, &core2_amd);
+  if (has_core_arm) tail = link(tail, &core_arm);
   fn.vkGetPhysicalDeviceProperties2(pd, &props);
+  if (has_sm_nv && sm_nv.shaderSMCount > 0) {
+    caps.compute_units = sm_nv.shaderSMCount;
+  } else if (has_core2_amd && core2_amd.activeComputeUnitCount > 0) {
+    caps.compute_units = core2_amd.activeComputeUnitCount;
+  } else if (has_core_amd) {
+    caps.compute_units =
+        core_amd.shaderEngineCount * core_amd.shaderArraysPerEngineCount * core_amd.computeUnitsPerShaderArray;
+  } else if (has_core_arm) {
+    caps.compute_units = core_arm.shaderCoreCount;
+  }
 
   // Features chain.
   VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
@@ -359,6 +383,7 @@ std::string Capabilities::to_json() const {
   num("max_compute_work_group_invocations", max_compute_work_group_invocations);
   num("max_compute_shared_memory_size", max_compute_shared_memory_size);
   num("max_push_constants_size", max_push_constants_size);
+  num("compute_units", compute_units);
   num("max_bound_descriptor_sets", max_bound_descriptor_sets);
   num("min_storage_buffer_offset_alignment", min_storage_buffer_offset_alignment);
   num("buffer_image_granularity", buffer_image_granularity);
@@ -436,6 +461,7 @@ std::string Capabilities::to_text() const {
                                       std::to_string(max_compute_work_group_invocations) + " invocations");
   line("maxComputeSharedMemorySize", std::to_string(max_compute_shared_memory_size));
   line("maxPushConstantsSize", std::to_string(max_push_constants_size));
+  line("compute units", compute_units ? std::to_string(compute_units) : std::string("unknown"));
   line("fp16", std::string("arithmetic ") + b(shader_float16) + ", 16-bit storage " + b(storage_buffer_16bit));
   line("int8", std::string("arithmetic ") + b(shader_int8) + ", 8-bit storage " + b(storage_buffer_8bit));
   line("subgroup", std::to_string(subgroup_size) + " (" + std::to_string(min_subgroup_size) + ".." +

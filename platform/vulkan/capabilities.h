@@ -76,6 +76,13 @@ struct Capabilities {
   bool storage_buffer_8bit = false;
   bool storage_push_constant_16bit = false;
 
+  // Compute units (SMs, CUs, shader cores) where the driver says, through
+  // VK_NV_shader_sm_builtins (shaderSMCount), VK_AMD_shader_core_properties2
+  // (activeComputeUnitCount) or VK_AMD_shader_core_properties (engines x
+  // arrays per engine x CUs per array), or VK_ARM_shader_core_builtins
+  // (shaderCoreCount); 0 = unknown.
+  uint32_t compute_units = 0;
+
   // Subgroups.
   uint32_t subgroup_size = 0;
   uint32_t min_subgroup_size = 0;

@@ -194,6 +194,61 @@ TEST_F(ShaderTest, RunsAComputeShader) {
   EXPECT_EQ(y[5], 2.0f * x[5] + 9.0f);
 }
 
+// The split-K fix-up's synchronization (shaders/gemm_tile.comp FIXUP): every
+// workgroup stores its slice to a coherent buffer, fences, and after a
+// workgroup barrier one invocation counts the arrival with an atomic; the
+// last workgroup to arrive fences again and reads every slice. It must see
+// them all, on every dispatch (the counter goes back to zero), with
+// workgroups of 128 invocations as the GEMM tiles have: the Vulkan memory
+// model's scoped barriers, written the same way, let lavapipe (Mesa 22.3)
+// read stale slices about one test run in ten under CPU contention.
+TEST_F(ShaderTest, LastWorkgroupToArriveSeesEveryWorkgroupsWrites) {
+  const char* src = R"(#version 450
+layout(local_size_x = 8, local_size_y = 16) in;
+layout(set = 0, binding = 0) coherent restrict buffer Slices { float slice[]; };
+layout(set = 0, binding = 1) restrict buffer Counter { int counter[]; };
+layout(set = 0, binding = 2) restrict buffer Out { float result[]; };
+layout(push_constant) uniform P { float base; } p;
+shared int last;
+void main() {
+  int wg = int(gl_WorkGroupID.x), n = int(gl_NumWorkGroups.x);
+  int t = int(gl_LocalInvocationID.y) * 8 + int(gl_LocalInvocationID.x);
+  slice[wg * 128 + t] = p.base + float(wg * 128 + t);
+  memoryBarrierBuffer();
+  barrier();
+  if (t == 0) {
+    int before = atomicAdd(counter[0], 1);
+    last = before == n - 1 ? 1 : 0;
+    if (last != 0) atomicExchange(counter[0], 0);
+  }
+  barrier();
+  if (last == 0) return;
+  memoryBarrierBuffer();
+  float wrong = 0.0;
+  for (int i = t; i < n * 128; i += 128) wrong += slice[i] == p.base + float(i) ? 0.0 : 1.0;
+  result[t] = wrong;
+}
+)";
+  auto pipeline = build(src);
+  ASSERT_NE(pipeline, nullptr);
+  const uint32_t groups = 3;
+  Buffer slices = upload_floats(std::vector<float>(groups * 128, -1.0f));
+  Buffer counter = upload_floats(std::vector<float>(1, 0.0f));  // int 0
+  Buffer out = upload_floats(std::vector<float>(128, -1.0f));
+  DescriptorResource res[] = {DescriptorResource::of(0, slices), DescriptorResource::of(1, counter),
+                              DescriptorResource::of(2, out)};
+  for (int round = 0; round < 400; ++round) {
+    const float base = static_cast<float>(round) * 1000.0f;
+    ASSERT_TRUE(
+        dispatch_sync(transfer_->submitter(), *descriptors_, *pipeline, res, push_bytes(base), {groups, 1, 1}).ok());
+    const std::vector<float> wrong = download_floats(out);
+    float total = 0;
+    for (float w : wrong) total += w;
+    ASSERT_EQ(total, 0.0f) << "round " << round << ": the last workgroup saw stale slices";
+    ASSERT_TRUE(transfer_->upload(out, std::vector<float>(128, -1.0f).data(), 128 * sizeof(float)).ok());
+  }
+}
+
 TEST_F(ShaderTest, SpecializationConstantsSetWorkgroupSizeAndValues) {
   const char* src = R"(#version 450
 layout(local_size_x_id = 0) in;

@@ -120,6 +120,8 @@ if "$kiln" info 2>/dev/null | grep -q "^device 0"; then
   check "vulkan bench" 0 "^add_relu +ok" -- "$kiln" bench "$m" --backend vulkan --validate "${fast[@]}" \
     --json "$tmp/vk.json" --csv "$tmp/vk.csv" --peak-gbps 50 --peak-gflops 400
   check "vulkan JSON+CSV valid" 0 "^ok$" -- "$py" "$checker" "$tmp/vk.json" --csv "$tmp/vk.csv" --models 1 --ok 1
+  check "vulkan bytes moved" 0 "dispatches 1 \(fused 1\), bytes moved [0-9.]+ [KMG]?i?B per run" -- "$kiln" bench "$m" \
+    --backend vulkan "${fast[@]}"
   check "vulkan record" 0 "^ok$" -- "$py" -c "
 import json
 d = json.load(open('$tmp/vk.json'))
@@ -133,9 +135,15 @@ assert cold['shader_compiles'] > 0 and cold['shader_disk_hits'] == 0, cold
 assert warm['shader_compiles'] == 0 and warm['shader_disk_hits'] > 0, warm
 assert m['gpu'] is not None and m['gpu']['count'] == 3, m['gpu']
 assert m['kernels'] and all(k['gpu_ms'] >= 0 for k in m['kernels']), m['kernels']
-# Every kernel moves bytes; relu on x=2x3 reads and writes 6 fp32 elements.
+# Every kernel moves bytes; kiln.fusion makes add+relu one kernel, which
+# reads x=2x3 and the 3-element bias and writes 6 fp32 elements.
 assert all(k['bytes'] > 0 for k in m['kernels']), m['kernels']
-assert [k['bytes'] for k in m['kernels'] if k['kernel'] == 'relu'] == [48], m['kernels']
+assert [k['bytes'] for k in m['kernels'] if k['kernel'] == 'fused_add_relu'] == [60], m['kernels']
+assert [(k['bytes_read'], k['bytes_written']) for k in m['kernels'] if k['kernel'] == 'fused_add_relu'] == [(36, 24)], m['kernels']
+# The run's totals are its kernels' sums; its one kernel is the fused one.
+assert m['bytes_read'] == sum(k['bytes_read'] for k in m['kernels']), m
+assert m['bytes_written'] == sum(k['bytes_written'] for k in m['kernels']), m
+assert m['fused_dispatches'] == 1 and m['dispatches'] == len(m['kernels']), m
 assert env['peak_gbps'] == 50 and env['peak_gflops'] == 400, env
 for k in m['kernels']:
     if k['gpu_ms'] > 0:

@@ -30,6 +30,15 @@ if "$kiln" info 2>/dev/null | grep -q "^device 0"; then
   done
   check "vulkan stats" 0 "" -- "$kiln" run "$m" --backend vulkan --stats "$tmp/vk.json" --shape x=2x3 --then --shape x=9x3
   check "no compile after the first run" 0 '"shader_compiles": 0.*"shader_compiles": 0' -- tr -d '\n' < "$tmp/vk.json"
+  # What the dispatches moved. With kiln.fusion add+relu is one kernel: it
+  # reads x (24 B) and the bias (12 B) and writes 24 B. Without it, add
+  # reads 36 B and writes 24 B, relu reads and writes 24 B.
+  check "vulkan run traffic" 0 "run 1: .*vulkan backend\); dispatches 1 \(fused 1\), bytes moved 60 B \(read 36 B, written 24 B\)" \
+    -- "$kiln" run "$m" --backend vulkan --shape x=2x3
+  check "vulkan stats traffic" 0 '"fused_dispatches": 1, *"bytes_read": 36, *"bytes_written": 24' -- tr -d '\n' < "$tmp/vk.json"
+  check "compile summary counts fused kernels" 0 "dispatches 1 \(fused 1\)" -- "$kiln" run "$m" --backend vulkan --shape x=2x3
+  check "unfused traffic" 0 "run 1: .*vulkan backend\); dispatches 2 \(fused 0\), bytes moved 108 B \(read 60 B, written 48 B\)" \
+    -- "$kiln" run "$m" --backend vulkan --shape x=2x3 --disable-pass fusion
 fi
 check "unknown backend" 1 "unknown backend 'cuda'" -- "$kiln" run "$m" --backend cuda --shape x=1x3
 check "missing model file" 1 "NOT_FOUND.*/no/such/model.onnx" -- "$kiln" run /no/such/model.onnx

@@ -98,6 +98,7 @@ struct KernelRow {
   std::string kernel, node;
   double gpu_ms = 0;
   uint64_t bytes = 0, flops = 0;
+  uint64_t bytes_read = 0, bytes_written = 0;  // `bytes` split
 };
 
 // The first run's device memory (weights + activation memory + staging),
@@ -133,6 +134,10 @@ struct ModelResult {
   int64_t nodes = -1;
   std::optional<CompileRecord> cold, warm;
   size_t dispatches = 0, fallbacks = 0;
+  size_t fused_dispatches = 0;  // of the plan's dispatches, fused kernels
+  // Global memory one run's dispatches moved (the first timed session's
+  // first run; kiln_run_stats_t.bytes_read / bytes_written).
+  uint64_t bytes_read = 0, bytes_written = 0;
   std::vector<double> wall_ms, gpu_ms;
   std::vector<KernelRow> kernels;
   std::optional<Summary> wall, gpu;
@@ -429,6 +434,7 @@ Status bench_vulkan(Bench& bench, const api::Model& model, const std::vector<api
   r.warm = compile_record(warm);
   r.dispatches = count(warm.description.get("compile"), "dispatches");
   r.fallbacks = count(warm.description.get("compile"), "fallbacks");
+  r.fused_dispatches = count(warm.description.get("compile"), "fused_dispatches");
 
   const Inputs in = pointers(inputs);
   const auto t1 = Clock::now();
@@ -441,6 +447,8 @@ Status bench_vulkan(Bench& bench, const api::Model& model, const std::vector<api
   const JsonValue* mem = run.get("memory");
   r.memory = MemoryRecord{count(&run, "device_bytes"), count(&run, "activation_bytes"), count(mem, "arena_bytes"),
                           count(mem, "live_lower_bound"), count(mem, "no_reuse_bytes")};
+  r.bytes_read = count(&run, "bytes_read");
+  r.bytes_written = count(&run, "bytes_written");
   if (r.reference_output && first.size() == 1) r.reference_max_abs_diff = max_abs_diff(first[0], *r.reference_output);
   KILN_RETURN_IF_ERROR(time_runs(settings, warm.session, in, model.output_count(), r));
   warm.session = api::Session();
@@ -459,7 +467,8 @@ Status bench_vulkan(Bench& bench, const api::Model& model, const std::vector<api
       const std::string* kernel = k.get_string("kernel");
       const std::string* node = k.get_string("node");
       r.kernels.push_back(KernelRow{kernel ? *kernel : "", node ? *node : "", number(&k, "gpu_ms"),
-                                    count(&k, "bytes"), count(&k, "flops")});
+                                    count(&k, "bytes"), count(&k, "flops"), count(&k, "bytes_read"),
+                                    count(&k, "bytes_written")});
     }
   profiled.session = api::Session();
   bench.close_device(device);
@@ -678,6 +687,8 @@ void model_json(JsonWriter& w, const ModelResult& r, const Settings& settings) {
   else w.number(r.nodes);
   w.newline().key("dispatches").number(static_cast<uint64_t>(r.dispatches));
   w.newline().key("fallbacks").number(static_cast<uint64_t>(r.fallbacks));
+  w.newline().key("fused_dispatches").number(static_cast<uint64_t>(r.fused_dispatches));
+  w.newline().key("bytes_read").number(r.bytes_read).key("bytes_written").number(r.bytes_written);
   w.newline().key("passes").begin_array();
   for (const std::string& record : r.pass_records) w.newline().raw(record);
   if (!r.pass_records.empty()) w.newline();
@@ -701,7 +712,8 @@ void model_json(JsonWriter& w, const ModelResult& r, const Settings& settings) {
     const KernelRates rates = kernel_rates(k, settings);
     w.newline().begin_object().key("kernel").string(k.kernel).key("node").string(k.node);
     w.key("gpu_ms"), number(w, k.gpu_ms);
-    w.key("bytes").number(k.bytes).key("flops");
+    w.key("bytes").number(k.bytes).key("bytes_read").number(k.bytes_read);
+    w.key("bytes_written").number(k.bytes_written).key("flops");
     if (k.flops) w.number(k.flops);
     else w.null();
     w.key("gbps"), number(w, rates.gbps);
@@ -816,6 +828,19 @@ std::string csv_row(const ModelResult& r, const Settings& settings, const std::s
          (noisy ? "1" : "0") + "," + r.sha256 + "," + csv_field(r.path) + "," + csv_field(r.error);
 }
 
+std::string human_bytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
 void print_table_header() {
   std::printf("%-24s %-6s %9s %11s %11s %9s %11s %11s %11s %7s  %s\n", "model", "status", "import", "cold cmp", "warm cmp",
               "1st run", "wall med", "wall p10", "wall p90", "gpu med", "runs");
@@ -832,6 +857,10 @@ void print_table_row(const ModelResult& r) {
                 r.warm ? num(r.warm->wall_ms).c_str() : "-", ms(r.first_run_ms).c_str(),
                 num(r.wall->median).c_str(), num(r.wall->p10).c_str(), num(r.wall->p90).c_str(),
                 r.gpu ? num(r.gpu->median).c_str() : "-", r.wall->count, noisy ? "  (noisy)" : "");
+    if (r.dispatches > 0)
+      std::printf("%-24s dispatches %zu (fused %zu), bytes moved %s per run (read %s, written %s)\n", "",
+                  r.dispatches, r.fused_dispatches, human_bytes(r.bytes_read + r.bytes_written).c_str(),
+                  human_bytes(r.bytes_read).c_str(), human_bytes(r.bytes_written).c_str());
     if (r.reference_max_abs_diff)
       std::printf("%-24s max|d| vs output.npy %s\n", "", num(*r.reference_max_abs_diff).c_str());
   }

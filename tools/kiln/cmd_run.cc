@@ -66,11 +66,40 @@ std::string summary(const JsonValue& session) {
   const std::string* precision = session.get_string("precision");
   char buf[512];
   std::snprintf(buf, sizeof(buf),
-                "vulkan on %s (%s, %s): %.0f dispatches, %.0f host fallbacks; compiled in %.1f ms (%.0f shaders "
-                "compiled, %.0f from cache)",
+                "vulkan on %s (%s, %s): dispatches %.0f (fused %.0f), %.0f host fallbacks; compiled in %.1f ms (%.0f "
+                "shaders compiled, %.0f from cache)",
                 device->c_str(), storage ? storage->c_str() : "", precision ? precision->c_str() : "",
-                num("dispatches"), num("fallbacks"), num("plan_ms") + num("kernels_ms") + num("upload_ms"),
-                num("shader_compiles"), num("shader_cache_hits"));
+                num("dispatches"), num("fused_dispatches"), num("fallbacks"),
+                num("plan_ms") + num("kernels_ms") + num("upload_ms"), num("shader_compiles"),
+                num("shader_cache_hits"));
+  return buf;
+}
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  size_t u = 0;
+  while (bytes >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+// What a run's dispatches did, from kiln_session_last_run_json: "dispatches
+// 41 (fused 3), bytes moved 12.3 MiB (read 8.1 MiB, written 4.2 MiB)"; empty
+// for the reference backend, which dispatches nothing.
+std::string run_traffic(const JsonValue& run) {
+  const double* dispatches = run.get_number("dispatches");
+  const double* fused = run.get_number("fused_dispatches");
+  const double* read = run.get_number("bytes_read");
+  const double* written = run.get_number("bytes_written");
+  if (!dispatches || !fused || !read || !written || *dispatches == 0) return "";
+  char buf[256];
+  std::snprintf(buf, sizeof(buf), "dispatches %.0f (fused %.0f), bytes moved %s (read %s, written %s)", *dispatches,
+                *fused, human_bytes(*read + *written).c_str(), human_bytes(*read).c_str(),
+                human_bytes(*written).c_str());
   return buf;
 }
 
@@ -147,7 +176,10 @@ int cmd_run(const std::vector<std::string>& argv) {
       if (!split_assignment("output", spec, kv, error)) return fail_text(error);
       out_files[kv.first] = kv.second;
     }
-    std::printf("run %zu: %.3f ms (%s backend)\n", run + 1, run_ms, backend.c_str());
+    std::string traffic;
+    if (auto parsed = parse_json(run_json); parsed.ok()) traffic = run_traffic(*parsed);
+    std::printf("run %zu: %.3f ms (%s backend)%s\n", run + 1, run_ms, backend.c_str(),
+                traffic.empty() ? "" : ("; " + traffic).c_str());
     stats.newline().begin_object().key("run_ms").number(run_ms).members(run_json);
     stats.key("inputs").begin_object();
     for (size_t i = 0; i < inputs.size(); ++i) stats.key(model.input_name(i)).string(shape_text(inputs[i].shape()));

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "planner/index_view.h"
+
 namespace kiln::runtime {
 
 using planner::PlanStep;
@@ -15,20 +17,24 @@ using planner::Storage;
 namespace {
 
 // The bytes a dispatch moves (each bound tensor once, whole, at its device
-// layout) and its FLOPs, with the signature's symbol values: a roofline
-// estimate, not a count of what the kernel's caches actually fetch.
-std::pair<uint64_t, uint64_t> kernel_traffic(const planner::KernelDesc& k, const Signature& sig) {
-  uint64_t bytes = 0;
+// layout: the ones it only reads, the ones it writes) and its FLOPs, with the
+// signature's symbol values: a roofline estimate, not a count of what the
+// kernel's caches actually fetch.
+Segment::Traffic kernel_traffic(const planner::KernelDesc& k, const Signature& sig) {
+  Segment::Traffic traffic;
   for (const planner::KernelTensor& t : k.tensors) {
+    // A tensor read through an index view binds its source: the source's
+    // shape is what the binding holds and what its layout describes.
+    const std::vector<ir::Dim>& shape = t.view ? t.view->source_shape : t.shape;
     uint64_t elements = 1;
     bool known = true;
     if (t.layout.storage == Storage::kImage) {
-      const planner::ImageExtent e = planner::image_extent(t.shape, t.layout.packed_axis);
+      const planner::ImageExtent e = planner::image_extent(shape, t.layout.packed_axis);
       auto w = e.width.evaluate(sig.bindings), h = e.height.evaluate(sig.bindings);
       known = w && h;
       if (known) elements = static_cast<uint64_t>(std::max<int64_t>(*w, 0) * std::max<int64_t>(*h, 0)) * 4;
     } else {
-      for (const ir::Dim& d : t.shape) {
+      for (const ir::Dim& d : shape) {
         auto v = d.evaluate(sig.bindings);
         if (!v) {
           known = false;
@@ -44,10 +50,12 @@ std::pair<uint64_t, uint64_t> kernel_traffic(const planner::KernelDesc& k, const
         elements *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
       known = true;
     }
-    if (known) bytes += elements * planner::elem_bytes(t.layout.type);
+    if (!known) continue;
+    (t.written ? traffic.written : traffic.read) += elements * planner::elem_bytes(t.layout.type);
   }
   const auto flops = k.flops.evaluate(sig.bindings);
-  return {bytes, flops && *flops > 0 ? static_cast<uint64_t>(*flops) : 0};
+  traffic.flops = flops && *flops > 0 ? static_cast<uint64_t>(*flops) : 0;
+  return traffic;
 }
 
 }  // namespace
@@ -70,7 +78,10 @@ Status ControlFlowExecutor::run(Signature& sig, VulkanRunStats& out) {
     if (!skipped) {
       for (const auto& [if_step, then_taken] : seg.decided_ifs) out.branches.push_back({node_name(if_step), then_taken});
       out.dispatches += static_cast<uint32_t>(seg.dispatches.size());
-      if (!seg.dispatches.empty()) KILN_RETURN_IF_ERROR(submit(sig, seg, out));
+      if (!seg.dispatches.empty()) {
+        count_traffic(sig, seg, out);
+        KILN_RETURN_IF_ERROR(submit(sig, seg, out));
+      }
       if (seg.fallback_step != SIZE_MAX) {
         KILN_RETURN_IF_ERROR(hooks_.run_fallback(sig, seg.fallback_step));
         ++out.fallbacks;
@@ -91,6 +102,23 @@ Status ControlFlowExecutor::run(Signature& sig, VulkanRunStats& out) {
   return ok_status();
 }
 
+void ControlFlowExecutor::count_traffic(const Signature& sig, Segment& seg, VulkanRunStats& out) const {
+  if (seg.traffic.size() != seg.dispatches.size()) {
+    seg.traffic.clear();
+    seg.fused_dispatches = 0;
+    for (const RecordedDispatch& d : seg.dispatches) {
+      const planner::KernelDesc& kernel = plan_.steps[d.step].kernel;
+      seg.traffic.push_back(kernel_traffic(kernel, sig));
+      seg.fused_dispatches += is_fused_kernel(kernel.name) ? 1 : 0;
+    }
+  }
+  for (const Segment::Traffic& t : seg.traffic) {
+    out.bytes_read += t.read;
+    out.bytes_written += t.written;
+  }
+  out.fused_dispatches += seg.fused_dispatches;
+}
+
 Status ControlFlowExecutor::submit(Signature& sig, Segment& seg, VulkanRunStats& out) {
   KILN_RETURN_IF_ERROR(submitter_.submit(seg.cmd));
   if (!seg.timestamps) {
@@ -108,9 +136,10 @@ Status ControlFlowExecutor::submit(Signature& sig, Segment& seg, VulkanRunStats&
   if (profile_)
     for (size_t d = 0; d < n; ++d) {
       const PlanStep& step = plan_.steps[seg.dispatches[d].step];
-      const auto [bytes, flops] = kernel_traffic(step.kernel, sig);
+      const Segment::Traffic& t = seg.traffic[d];
       out.kernels.push_back({step.kernel.name, node_name(seg.dispatches[d].step),
-                             seg.timestamps->elapsed_ns(ticks[d], ticks[d + 1]) / 1e6, bytes, flops});
+                             seg.timestamps->elapsed_ns(ticks[d], ticks[d + 1]) / 1e6, t.read + t.written, t.flops,
+                             t.read, t.written});
     }
   return ok_status();
 }

@@ -56,6 +56,9 @@ class ControlFlowExecutor {
   // Submits seg's command buffer and waits; adds its GPU time (and per
   // kernel times when profiling).
   Status submit(Signature& sig, Segment& seg, VulkanRunStats& out);
+  // Adds the segment's bytes and fused dispatches to `out` (computed once
+  // per segment, its shapes being the signature's).
+  void count_traffic(const Signature& sig, Segment& seg, VulkanRunStats& out) const;
   // The If after seg: reads its condition, marks the untaken range.
   Status decide_if(Signature& sig, const Segment& seg, VulkanRunStats& out);
   // The Loop after seg: its trip count and initial condition; pushes a

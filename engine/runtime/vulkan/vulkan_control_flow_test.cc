@@ -15,6 +15,7 @@
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "engine/runtime/vulkan/vulkan_model_test_fixture.h"
 #include "planner/lowering.h"
+#include "planner/plan_hints.h"
 
 namespace kiln::runtime {
 namespace {
@@ -385,6 +386,49 @@ TEST_F(VulkanControlFlowTest, LoopWithTripCountRunsItsBodyMTimes) {
           << iterations << " iterations";
       ASSERT_EQ(stats.loops.size(), 1u);
       EXPECT_EQ(stats.loops[0].node, "loop");
+      EXPECT_EQ(stats.loops[0].iterations, iterations);
+    }
+  });
+}
+
+// for i < M: y = MatMul(y, W), with the MatMul split along K and its slices
+// added by the tile kernel's last workgroup (kiln.kernel splitk_reduce=
+// fused): the body is recorded once and submitted per iteration, so the
+// arrival counters (model state) must be back at zero after every
+// iteration and every run.
+TEST_F(VulkanControlFlowTest, LoopBodyWithSplitKFixupGemm) {
+  ir::Graph g;
+  const ir::SymShape ys = ir::SymShape::from_concrete({20, 600});
+  const ir::SymShape scalar_shape = ir::SymShape::from_concrete({});
+  ir::ValueId y0 = g.add_input("y0", DType::kFloat32, ys);
+  ir::ValueId m = g.add_input("m", DType::kInt64, scalar_shape);
+  Tensor w = Tensor::allocate(DType::kFloat32, {600, 600}).value();
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = static_cast<float>((i * 7 + i / 600 * 3) % 11 - 5) / 600.0f;
+  ir::ValueId wv = g.add_constant("w", w);
+  const ir::RegionId body = g.add_region(ir::kMainRegion, "body");
+  (void)g.add_input("iter", DType::kInt64, scalar_shape, body);
+  ir::ValueId cond_in = g.add_input("cond_in", DType::kBool, scalar_shape, body);
+  ir::ValueId y_in = g.add_input("y_in", DType::kFloat32, ys, body);
+  ir::ValueId y_out = g.add_value("y_out", DType::kFloat32, ys, body);
+  const ir::NodeId mm = g.add_node("MatMul", {y_in, wv}, {y_out}, {}, "body_matmul", body);
+  g.node(mm).annotations[planner::kKernelKey] = "split_k=4,splitk_reduce=fused";
+  g.add_output(cond_in, body);
+  g.add_output(y_out, body);
+  ir::ValueId y = g.add_value("y", DType::kFloat32, ys);
+  g.add_node("Loop", {m, ir::kNoValue, y0}, {y}, {{"body", ir::Attribute::of_graph(body)}}, "loop");
+  g.add_output(y);
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
+  ReferenceExecutor reference(g);
+  for_each_storage(g, [&](VulkanModel& model) {
+    const planner::ExecutionPlan& plan = model.plan();
+    ASSERT_EQ(plan.fallback_count(), 0u) << plan.fallback_reasons[0];
+    EXPECT_EQ(kernels_named(plan, "matmul_splitk_fixup_tile32x64"), 1u);
+    EXPECT_EQ(kernels_named(plan, "matmul_splitk_reduce"), 0u);
+    for (int64_t iterations : {3, 1, 4, 3}) {
+      const std::vector<Tensor> in = {filled({20, 600}, -0.5f), Tensor::scalar_i64(iterations)};
+      VulkanRunStats stats;
+      ASSERT_NO_FATAL_FAILURE(run_matching_reference(model, reference, in, stats));
+      ASSERT_EQ(stats.loops.size(), 1u);
       EXPECT_EQ(stats.loops[0].iterations, iterations);
     }
   });

@@ -32,6 +32,7 @@ planner::TargetInfo target_info(const vk::Device& device) {
   t.max_shared_memory = c.max_compute_shared_memory_size;
   t.max_workgroup_invocations = c.max_compute_work_group_invocations;
   t.max_workgroup_count_x = c.max_compute_work_group_count[0];
+  t.compute_units = c.compute_units;
   const bool subgroups = c.subgroup_in_compute && c.subgroup_size > 0;
   t.subgroup_size = subgroups ? c.subgroup_size : 0;
   t.subgroup_arithmetic = subgroups && (c.subgroup_operations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
@@ -132,12 +133,14 @@ Status VulkanModel::Impl::compile_kernels() {
 }
 
 Status VulkanModel::Impl::upload_constants() {
-  // Constants some kernel binds: graph initializers and lowering-made ones.
-  std::set<TensorId> bound;
+  // Constants some kernel binds: graph initializers and lowering-made ones;
+  // and model state, which starts as zeros.
+  std::set<TensorId> bound, stateful;
   for (const PlanStep& step : plan.steps)
     for (const planner::KernelTensor& kt : step.kernel.tensors) {
       const PlanTensor& t = plan.tensors[static_cast<size_t>(kt.tensor)];
       if (t.constant.defined()) bound.insert(kt.tensor);
+      if (t.origin == PlanTensor::Origin::kState) stateful.insert(kt.tensor);
     }
   const VkDeviceSize align = std::max<VkDeviceSize>(device.capabilities().min_storage_buffer_offset_alignment, 256);
   VkDeviceSize total = 0;
@@ -145,7 +148,18 @@ Status VulkanModel::Impl::upload_constants() {
     const PlanTensor& t = plan.tensors[static_cast<size_t>(id)];
     total += (std::max<size_t>(device_bytes(t.layout, t.constant.shape()), 16) + align - 1) / align * align + align;
   }
-  if (bound.empty()) return ok_status();
+  std::map<TensorId, Shape> state_shapes;
+  for (TensorId id : stateful) {
+    const PlanTensor& t = plan.tensors[static_cast<size_t>(id)];
+    Shape shape;
+    for (const ir::Dim& d : t.shape) {
+      if (!d.is_const()) return internal_error("state tensor %" + std::to_string(id) + " has a symbolic shape");
+      shape.push_back(d.value());
+    }
+    total += (std::max<size_t>(device_bytes(t.layout, shape), 16) + align - 1) / align * align + align;
+    state_shapes.emplace(id, std::move(shape));
+  }
+  if (bound.empty() && stateful.empty()) return ok_status();
   KILN_ASSIGN_OR_RETURN(weights_arena, vk::MemoryArena::create(device, total + (1 << 20)));
   for (TensorId id : bound) {
     const PlanTensor& t = plan.tensors[static_cast<size_t>(id)];
@@ -160,6 +174,13 @@ Status VulkanModel::Impl::upload_constants() {
     if (!bytes.empty()) KILN_RETURN_IF_ERROR(transfer->upload(buffer, bytes.data(), bytes.size()));
     compile_stats.weight_bytes += bytes.size();
     weights.emplace(id, std::move(buffer));
+  }
+  for (const auto& [id, shape] : state_shapes) {
+    const std::vector<std::byte> zeros(device_bytes(plan.tensors[static_cast<size_t>(id)].layout, shape));
+    KILN_ASSIGN_OR_RETURN(vk::Buffer buffer, weights_arena->create_buffer(std::max<size_t>(zeros.size(), 16)));
+    if (!zeros.empty()) KILN_RETURN_IF_ERROR(transfer->upload(buffer, zeros.data(), zeros.size()));
+    compile_stats.state_bytes += zeros.size();
+    state.emplace(id, std::move(buffer));
   }
   return ok_status();
 }

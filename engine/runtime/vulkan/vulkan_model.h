@@ -60,6 +60,9 @@ struct VulkanCompileStats {
   uint64_t shader_compiles = 0;
   uint64_t shader_cache_hits = 0;  // memory + disk
   uint64_t weight_bytes = 0;
+  // Model state (planner PlanTensor::Origin::kState, e.g. split-K arrival
+  // counters): device memory zero-filled at compile, kept across runs.
+  uint64_t state_bytes = 0;
 };
 
 // A range of a host's VkBuffer that one graph input or output lives in

@@ -217,8 +217,8 @@ Status VulkanModel::Impl::place_phase(Signature& sig) {
   for (size_t t = 0; t < n; ++t) {
     const PlanTensor& pt = plan.tensors[t];
     if (root_of(plan, static_cast<TensorId>(t)) != static_cast<TensorId>(t) || pt.constant.defined() ||
-        pt.host_resident)
-      continue;
+        pt.origin == PlanTensor::Origin::kState || pt.host_resident)
+      continue;  // (constants and state: the model's memory, the same for all)
     if (sig.external.count(static_cast<TensorId>(t))) continue;  // the host's buffer, the same for all
     const bool input = std::count(plan.inputs.begin(), plan.inputs.end(), static_cast<TensorId>(t)) > 0;
     inherited[t] = sig.parent && (before[t] || input);

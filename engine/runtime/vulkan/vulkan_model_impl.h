@@ -49,7 +49,8 @@ struct Placement {
   vk::Image* image = nullptr;
   // Hazard-tracking id: 0 = the activation arena (buffers, and images placed
   // in it, by memory offset), 1+ images in a separate image arena, then the
-  // host's buffers; -1 constants.
+  // host's buffers; -1 constants and model state (a state tensor is bound
+  // by one dispatch, which alone reads and writes it).
   int resource = -1;
 };
 
@@ -85,6 +86,13 @@ struct Segment {
   // Start + end (or start + one per dispatch when profiling); null when the
   // queue has no timestamps.
   std::unique_ptr<vk::TimestampQueries> timestamps;
+  // What the dispatches move, per dispatch (the signature's shapes are the
+  // segment's): computed by the first run that submits the segment.
+  struct Traffic {
+    uint64_t read = 0, written = 0, flops = 0;
+  };
+  std::vector<Traffic> traffic;
+  uint32_t fused_dispatches = 0;
 };
 
 // A sub-graph boundary (SoD²'s Execution Determined Output): the plan step
@@ -329,8 +337,12 @@ struct VulkanModel::Impl {
   VulkanCompileStats compile_stats;
   std::vector<planner::GeneratedKernel> kernels;        // per step
   std::vector<const vk::ComputePipeline*> pipelines;    // per step (null unless dispatch)
+  // Constants (`weights`) and model state (`state`: PlanTensor::Origin::kState,
+  // zero-filled once here and kept across runs; no signature's arena ever
+  // holds it) in one memory allocated at compile.
   std::unique_ptr<vk::MemoryArena> weights_arena;
   std::map<TensorId, vk::Buffer> weights;
+  std::map<TensorId, vk::Buffer> state;
   std::unique_ptr<vk::Transfer> transfer;
   std::unique_ptr<vk::Submitter> submitter;
   std::unique_ptr<vk::DescriptorAllocator> descriptors;

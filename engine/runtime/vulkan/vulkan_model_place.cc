@@ -66,8 +66,9 @@ Status VulkanModel::Impl::place_tensors(Signature& sig) {
   return restore_arena(sig);
 }
 
-// Constants point at their weights; every other root the run needs becomes
-// a buffer block (its lifetime, its bytes) or an image slot.
+// Constants point at their weights, state at the model's state buffers;
+// every other root the run needs becomes a buffer block (its lifetime, its
+// bytes) or an image slot.
 Status VulkanModel::Impl::collect_blocks(Signature& sig, const planner::Liveness& liveness, ArenaLayout& layout) {
   layout.align = std::max<VkDeviceSize>(device.capabilities().min_storage_buffer_offset_alignment, 64);
   const uint64_t max_range = device.capabilities().max_storage_buffer_range;
@@ -76,9 +77,11 @@ Status VulkanModel::Impl::collect_blocks(Signature& sig, const planner::Liveness
     const PlanTensor& pt = plan.tensors[t];
     if (!liveness.needed[t] || planner::memory_root(plan, static_cast<TensorId>(t)) != static_cast<TensorId>(t))
       continue;
-    if (pt.constant.defined()) {
-      auto w = weights.find(static_cast<TensorId>(t));
-      if (w != weights.end()) {
+    if (pt.constant.defined() || pt.origin == PlanTensor::Origin::kState) {
+      // Constants and model state: their memory is the model's, not the arena's.
+      const auto& held = pt.constant.defined() ? weights : state;
+      auto w = held.find(static_cast<TensorId>(t));
+      if (w != held.end()) {
         Placement& p = sig.place[t];
         p.present = true;
         p.buffer = &w->second;

@@ -88,6 +88,9 @@ StatusOr<std::vector<Tensor>> VulkanModel::Impl::run(const std::vector<Tensor>& 
     KILN_RETURN_IF_ERROR(run_segments(*sig, more));
     ran.gpu_ms = ran.gpu_ms < 0 || more.gpu_ms < 0 ? -1 : ran.gpu_ms + more.gpu_ms;
     ran.dispatches += more.dispatches;
+    ran.fused_dispatches += more.fused_dispatches;
+    ran.bytes_read += more.bytes_read;
+    ran.bytes_written += more.bytes_written;
     ran.fallbacks += more.fallbacks;
     for (auto& k : more.kernels) ran.kernels.push_back(std::move(k));
     for (auto& b : more.branches) ran.branches.push_back(std::move(b));
@@ -193,6 +196,9 @@ void VulkanModel::Impl::fill_run_stats(const Signature& sig, VulkanRunStats& ran
   stats.wall_ms = ran.wall_ms;
   stats.gpu_ms = ran.gpu_ms;
   stats.dispatches = ran.dispatches;
+  stats.fused_dispatches = ran.fused_dispatches;
+  stats.bytes_read = ran.bytes_read;
+  stats.bytes_written = ran.bytes_written;
   stats.branches = std::move(ran.branches);
   stats.loops = std::move(ran.loops);
   stats.host_steps = 0;

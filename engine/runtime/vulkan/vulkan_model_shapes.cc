@@ -277,7 +277,7 @@ Status VulkanModel::Impl::evaluate_plan_dims(Signature& sig) const {
       sig.shapes[t].assign(pt.shape.size(), 1);
       continue;
     }
-    if (pt.origin == PlanTensor::Origin::kTemporary) sig.shapes[t] = eval;
+    if (pt.origin == PlanTensor::Origin::kTemporary || pt.origin == PlanTensor::Origin::kState) sig.shapes[t] = eval;
     else if (eval != sig.shapes[t])
       return internal_error("value '" + graph.value(pt.value).name + "': plan shape " + shape_to_string(eval) +
                             " disagrees with the inferred " + shape_to_string(sig.shapes[t]));

@@ -1,0 +1,181 @@
+// A depthwise conv, its elementwise chain and a pointwise conv as one GEMM
+// (see fusion_dwpw.h).
+#include "planner/fusion_dwpw.h"
+
+#include <string>
+
+#include "engine/ops/window_util.h"
+#include "planner/fusion.h"
+#include "planner/gemm_kernels.h"
+#include "planner/lower_util.h"
+
+namespace kiln::planner {
+namespace {
+
+bool is_conv(const ir::Node& node) { return node.domain.empty() && node.op == "Conv"; }
+
+// The constant input `i` of `node`, or null.
+const Tensor* constant_input(const ir::Graph& graph, const ir::Node& node, size_t i) {
+  if (i >= node.inputs.size() || node.inputs[i] == ir::kNoValue) return nullptr;
+  const ir::Value& v = graph.value(node.inputs[i]);
+  return v.is_constant() ? &v.constant : nullptr;
+}
+
+bool all_equal(const std::vector<int64_t>& v, int64_t x) {
+  for (int64_t e : v)
+    if (e != x) return false;
+  return true;
+}
+
+// dw of fusion_dwpw.h: a 2D depthwise Conv with a constant weight.
+bool is_depthwise(const ir::Graph& graph, const ir::Node& node) {
+  if (!is_conv(node) || node.inputs.empty() || node.outputs.size() != 1) return false;
+  const Tensor* w = constant_input(graph, node, 1);
+  const ir::SymShape& xs = graph.value(node.inputs[0]).shape;
+  if (!w || w->rank() != 4 || !xs.has_rank || xs.dims.size() != 4) return false;
+  const int64_t c = w->dim(0);
+  return w->dim(1) == 1 && node.attr_int("group", 1) == c && c > 1 && xs.dims[1].is_const() && xs.dims[1].value() == c;
+}
+
+// pw of fusion_dwpw.h for `c` input channels.
+bool is_pointwise(const ir::Graph& graph, const ir::Node& node, int64_t c) {
+  if (!is_conv(node) || node.inputs.size() < 2 || node.outputs.size() != 1) return false;
+  const Tensor* w = constant_input(graph, node, 1);
+  if (!w || w->rank() != 4 || w->dim(1) != c || w->dim(2) != 1 || w->dim(3) != 1) return false;
+  if (node.attr_int("group", 1) != 1) return false;
+  auto wa = ops::read_window_attrs(node, 2, false);
+  return wa.ok() && (wa->auto_pad == ops::AutoPad::kNotSet || wa->auto_pad == ops::AutoPad::kValid) &&
+         all_equal(wa->strides, 1) && all_equal(wa->dilations, 1) && all_equal(wa->pads, 0);
+}
+
+}  // namespace
+
+std::optional<size_t> dwpw_pointwise_index(const ir::Graph& graph, const FusionGroup& group) {
+  if (group.in_subgraph || group.nodes.size() < 2) return std::nullopt;
+  const ir::Node& dw = graph.node(group.nodes[0]);
+  if (!is_depthwise(graph, dw)) return std::nullopt;
+  const int64_t c = constant_input(graph, dw, 1)->dim(0);
+  for (size_t p = 1; p < group.nodes.size(); ++p) {
+    const ir::Node& node = graph.node(group.nodes[p]);
+    if (!is_conv(node)) continue;
+    const ir::Node& prev = graph.node(group.nodes[p - 1]);
+    if (!is_pointwise(graph, node, c) || prev.outputs.size() != 1 || node.inputs[0] != prev.outputs[0])
+      return std::nullopt;
+    return p;
+  }
+  return std::nullopt;
+}
+
+StatusOr<std::vector<KernelDesc>> lower_dwpw(PlanBuilder& builder, const ir::Graph& graph, const FusionGroup& group,
+                                             size_t pw_index, const LoweringRegistry& lowerings) {
+  const ir::Node& dw = graph.node(group.nodes[0]);
+  const ir::Node& pw = graph.node(group.nodes[pw_index]);
+  const auto refuse = [&](const std::string& why) {
+    return unimplemented(dw.describe() + " and " + pw.describe() + " (depthwise-pointwise) " + why);
+  };
+  KILN_ASSIGN_OR_RETURN(const ops::WindowAttrs wa, ops::read_window_attrs(dw, 2, false));
+  for (ir::ValueId v : {dw.inputs[0], dw.outputs[0], pw.outputs[0]})
+    if (!builder.value_ranked(v)) return refuse("has a tensor of unknown rank");
+  const Tensor& dw_w = *constant_input(graph, dw, 1);
+  const int64_t c = dw_w.dim(0), kh = dw_w.dim(2), kw = dw_w.dim(3);
+  // Begin pads: explicit, or SAME_* ones derived as lower_conv.cc does
+  // (expressions of a symbolic input size, evaluated per run).
+  // Windows reach outside the input (and need bounds checks) with any pad,
+  // at the beginning or the end.
+  std::vector<ir::Dim> pad_begin;
+  bool pads = !all_equal(wa.pads, 0);
+  for (size_t i = 0; i < 2; ++i) {
+    ir::Dim pb(wa.pads[i]);
+    if (wa.auto_pad == ops::AutoPad::kSameUpper || wa.auto_pad == ops::AutoPad::kSameLower) {
+      const int64_t dk = ((i == 0 ? kh : kw) - 1) * wa.dilations[i] + 1;
+      const ir::Dim total = ir::Dim::max(ir::Dim(0), (builder.value_shape(dw.outputs[0])[2 + i] - ir::Dim(1)) *
+                                                         ir::Dim(wa.strides[i]) + ir::Dim(dk) -
+                                                         builder.value_shape(dw.inputs[0])[2 + i]);
+      const ir::Dim half = ir::Dim::floor_div(total, ir::Dim(2));
+      pb = wa.auto_pad == ops::AutoPad::kSameUpper ? half : total - half;
+      pads = pads || !(total.is_const() && total.value() == 0);
+    }
+    pad_begin.push_back(pb);
+  }
+  const bool dw_bias = dw.inputs.size() > 2 && dw.inputs[2] != ir::kNoValue;
+  for (ir::NodeId nid : group.nodes)
+    if (nid != dw.id && nid != pw.id && dw_bias && graph.node(nid).outputs[0] == dw.inputs[2])
+      return refuse("reads a bias made by the group");
+
+  // The chain between the convs as kiln_prologue over dw's output.
+  const TensorId dw_out = builder.tensor_of(dw.outputs[0]);
+  const std::vector<ir::NodeId> chain(group.nodes.begin() + 1, group.nodes.begin() + static_cast<std::ptrdiff_t>(pw_index));
+  ElementwiseFunction prologue;
+  if (!chain.empty()) {
+    KILN_ASSIGN_OR_RETURN(prologue, compose_elementwise(builder, graph, chain, dw_out, "kiln_prologue", "Pr",
+                                                        {"X", "DW", "DB", "W", "Bias", "Y", "GP", "S"}, lowerings));
+  }
+
+  LoweringContext ctx(builder, graph, pw.id);
+  const std::vector<ir::Dim>& sy = ctx.output_shape(0);
+  GemmProblem p;
+  p.name = "dwpw";
+  p.batch = sy[0];
+  p.m = sy[2] * sy[3];
+  p.n = sy[1];
+  p.k = ir::Dim(c);
+  p.a_m_fastest = true;  // neighbouring output pixels read neighbouring input pixels
+  p.params = {{"DW_KS0", ir::Dim(kh)},       {"DW_KS1", ir::Dim(kw)},       {"DW_ST0", ir::Dim(wa.strides[0])},
+              {"DW_ST1", ir::Dim(wa.strides[1])}, {"DW_DL0", ir::Dim(wa.dilations[0])}, {"DW_DL1", ir::Dim(wa.dilations[1])},
+              {"DW_PB0", pad_begin[0]},           {"DW_PB1", pad_begin[1]}};
+  p.tensors.push_back(ctx.bind("X", builder.tensor_of(dw.inputs[0])));
+  // [C, 1, kh, kw] is already [C][kh * kw] row-major.
+  p.tensors.push_back(
+      ctx.bind("DW", ctx.add_constant(dw_w, {Storage::kBuffer, builder.value_elem_type(dw.inputs[1])})));
+  if (dw_bias) p.tensors.push_back(ctx.bind("DB", builder.tensor_of(dw.inputs[2])));
+  for (const KernelTensor& t : prologue.inputs) p.tensors.push_back(t);
+
+  // A(img, pixel, k): dw's output at channel k, through the chain.
+  std::string h = prologue.code;
+  h += "float gemm_a(int b, int m, int k) {\n"
+       "  int t = m;\n  int o1 = t % Y_D3; t /= Y_D3; int o0 = t;\n";
+  h += dw_bias ? "  float acc = DB_at(k);\n" : "  float acc = 0.0;\n";
+  h += "  for (int k0 = 0; k0 < DW_KS0; ++k0) {\n"
+       "    int i0 = o0 * DW_ST0 - DW_PB0 + k0 * DW_DL0;\n";
+  if (pads) h += "    if (i0 < 0 || i0 >= X_D2) continue;\n";
+  h += "    for (int k1 = 0; k1 < DW_KS1; ++k1) {\n"
+       "      int i1 = o1 * DW_ST1 - DW_PB1 + k1 * DW_DL1;\n";
+  if (pads) h += "      if (i1 < 0 || i1 >= X_D3) continue;\n";
+  h += "      acc += X_at(b, k, i0, i1) * DW_ld((k * DW_KS0 + k0) * DW_KS1 + k1);\n    }\n  }\n";
+  h += chain.empty() ? "  return acc;\n}\n" : "  return kiln_prologue(b, k, o0, o1, (b * GEMM_K + k) * GEMM_M + m, acc);\n}\n";
+
+  // B: pw's weight [Co, C, 1, 1] as [C][Co].
+  const Tensor* pw_w = ctx.input_constant(1);
+  const int64_t co = pw_w->dim(0);
+  KILN_ASSIGN_OR_RETURN(Tensor packed, Tensor::allocate(pw_w->dtype(), {c, co}));
+  for (int64_t n = 0; n < co; ++n)
+    for (int64_t k = 0; k < c; ++k) packed.set_f64(k * co + n, pw_w->get_f64(n * c + k));
+  p.tensors.push_back(ctx.bind("W", ctx.add_constant(std::move(packed), {Storage::kBuffer, ctx.input_elem_type(1)})));
+  h += "float gemm_b(int b, int k, int n) { return W_ld(k * GEMM_N + n); }\n";
+  if (ctx.has_input(2)) {
+    p.tensors.push_back(ctx.bind("Bias", ctx.input(2)));
+    h += "float gemm_epilogue(int b, int m, int n, float acc) { return acc + Bias_at(n); }\n";
+  } else {
+    h += "float gemm_epilogue(int b, int m, int n, float acc) { return acc; }\n";
+  }
+  // An image packed on channels takes four channels of one pixel per store.
+  const GemmOutput out = bind_gemm_output(ctx, ctx.layout(ctx.output(0)).packed_axis == 1);
+  p.tensors.push_back(out.y);
+  if (out.is_buffer()) {
+    h += gemm_store4_buffer("(b * Y_D1 + nj) * GEMM_M + m");
+  } else {
+    h += gemm_store4_image("  int t = m;\n  int o1 = t % Y_D3; t /= Y_D3; int o0 = t;\n", "b, n, o0, o1");
+  }
+  p.helpers = std::move(h);
+  KILN_RETURN_IF_ERROR(emit_gemm(ctx, p));
+  finish_gemm_output(ctx, out);
+  std::vector<KernelDesc> kernels = std::move(builder.pending_kernels());
+  builder.pending_kernels().clear();
+  // The depthwise window's multiply-adds, once per GEMM A element.
+  for (KernelDesc& kd : kernels)
+    if (!(kd.flops.is_const() && kd.flops.value() == 0))
+      kd.flops = kd.flops + ir::Dim(2 * kh * kw) * p.batch * p.m * p.k;
+  return kernels;
+}
+
+}  // namespace kiln::planner

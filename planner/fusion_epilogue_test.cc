@@ -1,0 +1,407 @@
+// Epilogue fusion (planner/fusion.h, group shape 2): an anchor node of any
+// lowering plus its elementwise tail in one fusion group runs as the
+// anchor's kernels, which store through the composed tail; and shape 3
+// (planner/fusion_dwpw.h): depthwise conv + chain + pointwise conv (+ tail)
+// as one GEMM. Each case builds
+// a small graph, plans it in every storage x precision, checks the plan
+// fused (dispatch count, kernel names, no fusion note) and compares the
+// Vulkan results with the reference executor's.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/ir/graph.h"
+#include "engine/ops/shape_inference.h"
+#include "engine/runtime/reference_executor.h"
+#include "engine/runtime/vulkan/vulkan_model.h"
+#include "planner/execution_plan.h"
+#include "planner/plan_hints.h"
+#include "planner/testing/op_check.h"
+#include "platform/vulkan/vk_test_env.h"
+
+namespace kiln::planner {
+namespace {
+
+using testing::random_tensor;
+
+// A test graph under construction; nodes made by op() join fusion group "g"
+// unless told otherwise.
+class Net {
+ public:
+  ir::ValueId input(const std::string& name, std::vector<ir::Dim> shape) {
+    return g.add_input(name, DType::kFloat32, ir::SymShape(std::move(shape)));
+  }
+  ir::ValueId constant(const Tensor& t) { return g.add_constant("c" + std::to_string(n_++), t); }
+  ir::ValueId scalar(float v) {
+    Tensor t = Tensor::allocate(DType::kFloat32, {}).value();
+    t.set_f64(0, v);
+    return constant(t);
+  }
+  ir::ValueId op(const std::string& op, std::vector<ir::ValueId> in, std::map<std::string, ir::Attribute> attrs = {},
+                 bool grouped = true, size_t outputs = 1) {
+    std::vector<ir::ValueId> outs;
+    for (size_t j = 0; j < outputs; ++j)
+      outs.push_back(g.add_value("v" + std::to_string(n_++), DType::kUndefined, ir::SymShape::unranked()));
+    const ir::NodeId id = g.add_node(op, std::move(in), outs, std::move(attrs), op + std::to_string(n_));
+    if (grouped) g.node(id).annotations[kFusionGroupKey] = "g";
+    last = id;
+    return outs[0];
+  }
+  // Infers the shapes and makes `outs` the graph's outputs.
+  ir::Graph& finish(const std::vector<ir::ValueId>& outs) {
+    for (ir::ValueId v : outs) g.add_output(v);
+    const Status st = ops::infer_graph_shapes(g);
+    EXPECT_TRUE(st.ok()) << st.to_string();
+    return g;
+  }
+  ir::Graph g;
+  ir::NodeId last = ir::kNoNode;
+
+ private:
+  int n_ = 0;
+};
+
+ir::Attribute ints(std::vector<int64_t> v) { return ir::Attribute::of_ints(std::move(v)); }
+ir::Attribute one(int64_t v) { return ir::Attribute::of_int(v); }
+
+struct Expect {
+  size_t dispatches = 1;        // of the fused plan
+  std::string name;             // a substring of a dispatch's kernel name
+  size_t image_dispatches = 0;  // for the image configs, when different
+  std::string image_name;      // same for the image configs, when different
+  double tol_f32 = 1e-4;
+  double tol_f16 = 2e-2;
+  bool images = true;          // also the image configs
+};
+
+std::string kernel_names(const ExecutionPlan& plan) {
+  std::string s;
+  for (const PlanStep& step : plan.steps)
+    if (step.kind == PlanStep::Kind::kDispatch) s += step.kernel.name + " ";
+  return s;
+}
+
+// Plans `g` in every storage x precision, expects the group fused as `e`
+// says and the results of every input set in `runs` (the first compiles,
+// the others must compile no shader) to match the reference.
+void expect_fused(const ir::Graph& g, const std::vector<std::vector<Tensor>>& runs, const Expect& e) {
+  runtime::ReferenceExecutor reference(g);
+  std::vector<std::vector<Tensor>> want;
+  for (const std::vector<Tensor>& in : runs) {
+    auto r = reference.run(in);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    want.push_back(std::move(r).value());
+  }
+  int configs = 0;
+  for (const testing::BackendConfig& config : testing::all_backend_configs()) {
+    if (!e.images && config.storage == Storage::kImage) continue;
+    runtime::VulkanModelOptions options;
+    options.plan.storage = config.storage;
+    options.plan.precision = config.precision;
+    auto model = runtime::VulkanModel::compile(*vk::testing::test_device(), *vk::testing::test_kernel_cache(), g,
+                                               options);
+    ASSERT_TRUE(model.ok()) << config.name() << ": " << model.status().to_string();
+    const ExecutionPlan& plan = (*model)->plan();
+    const std::string names = kernel_names(plan);
+    EXPECT_EQ(plan.fallback_count(), 0u) << config.name();
+    EXPECT_TRUE(plan.fusion_notes.empty()) << config.name() << ": " << plan.fusion_notes.front();
+    const bool image = config.storage == Storage::kImage;
+    EXPECT_EQ(plan.dispatch_count(), image && e.image_dispatches ? e.image_dispatches : e.dispatches)
+        << config.name() << ": " << names;
+    const std::string& name = image && !e.image_name.empty() ? e.image_name : e.name;
+    EXPECT_NE(names.find(name), std::string::npos) << config.name() << ": " << names;
+    const double tol = config.precision == ElemType::kF16 ? e.tol_f16 : e.tol_f32;
+    for (size_t r = 0; r < runs.size(); ++r) {
+      runtime::VulkanRunStats stats;
+      auto got = (*model)->run(runs[r], &stats);
+      ASSERT_TRUE(got.ok()) << config.name() << ": " << got.status().to_string();
+      if (r > 0) {
+        EXPECT_EQ(stats.shader_compiles, 0u) << config.name() << " run " << r;
+      }
+      for (size_t j = 0; j < want[r].size(); ++j) {
+        const Tensor& a = want[r][j];
+        const Tensor& b = (*got)[j];
+        ASSERT_EQ(a.shape(), b.shape()) << config.name();
+        double max_ref = 1.0;
+        for (int64_t i = 0; i < a.numel(); ++i) max_ref = std::max(max_ref, std::fabs(a.get_f64(i)));
+        for (int64_t i = 0; i < a.numel(); ++i)
+          ASSERT_NEAR(a.get_f64(i), b.get_f64(i), tol * max_ref)
+              << config.name() << " run " << r << " output " << j << " element " << i << " (" << names << ")";
+      }
+    }
+    ++configs;
+  }
+  EXPECT_GE(configs, e.images ? 2 : 1);
+}
+
+class FusionEpilogue : public vk::testing::VulkanTest {};
+
+// x [n, c, h, w] -> Conv(W [co, c/group, k, k]) (+ bias).
+ir::ValueId conv(Net& net, ir::ValueId x, int64_t c, int64_t co, int64_t k, int64_t stride, int64_t pad,
+                 int64_t group = 1, bool bias = false, uint64_t seed = 7) {
+  std::vector<ir::ValueId> in = {x, net.constant(random_tensor({co, c / group, k, k}, seed, -0.5f, 0.5f))};
+  if (bias) in.push_back(net.constant(random_tensor({co}, seed + 1)));
+  return net.op("Conv", in,
+                {{"kernel_shape", ints({k, k})},
+                 {"strides", ints({stride, stride})},
+                 {"pads", ints({pad, pad, pad, pad})},
+                 {"group", one(group)}});
+}
+
+TEST_F(FusionEpilogue, ConvRelu) {
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 8, 10, 10});
+  const ir::ValueId y = net.op("Relu", {conv(net, x, 8, 16, 3, 1, 1)});
+  expect_fused(net.finish({y}), {{random_tensor({1, 8, 10, 10}, 1)}}, {.name = "+relu"});
+}
+
+TEST_F(FusionEpilogue, ConvAddResidualRelu) {
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 8, 10, 10});
+  const ir::ValueId r = net.input("r", {1, 16, 10, 10});
+  const ir::ValueId y = net.op("Relu", {net.op("Add", {conv(net, x, 8, 16, 3, 1, 1), r})});
+  expect_fused(net.finish({y}), {{random_tensor({1, 8, 10, 10}, 1), random_tensor({1, 16, 10, 10}, 2)}},
+               {.name = "+add+relu"});
+}
+
+TEST_F(FusionEpilogue, ConvBiasClip) {
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 8, 9, 9});
+  const ir::ValueId c = conv(net, x, 8, 12, 3, 2, 1, 1, /*bias=*/true);
+  const ir::ValueId y = net.op("Clip", {c, net.scalar(0.0f), net.scalar(0.5f)});
+  expect_fused(net.finish({y}), {{random_tensor({1, 8, 9, 9}, 3)}}, {.name = "+clip"});
+}
+
+TEST_F(FusionEpilogue, SplitKConvRelu) {
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 8, 6, 6});
+  const ir::ValueId c = conv(net, x, 8, 16, 3, 1, 1);
+  net.g.node(net.last).annotations[kKernelKey] = "split_k=4";
+  const ir::ValueId y = net.op("Relu", {c});
+  // The last workgroup of each tile adds the slices and stores through the tail.
+  expect_fused(net.finish({y}), {{random_tensor({1, 8, 6, 6}, 4)}}, {.dispatches = 1, .name = "splitk_fixup"});
+}
+
+TEST_F(FusionEpilogue, SplitKSeparateReduceConvRelu) {
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 8, 6, 6});
+  const ir::ValueId c = conv(net, x, 8, 16, 3, 1, 1);
+  net.g.node(net.last).annotations[kKernelKey] = "split_k=4,splitk_reduce=separate";
+  const ir::ValueId y = net.op("Relu", {c});
+  // The tile pass binds the output too (never storing it), the reduction stores.
+  expect_fused(net.finish({y}), {{random_tensor({1, 8, 6, 6}, 4)}}, {.dispatches = 2, .name = "splitk_reduce+relu"});
+}
+
+TEST_F(FusionEpilogue, PointwiseConvRelu) {
+  Net net;
+  const ir::ValueId x = net.input("x", {2, 8, 6, 6});
+  const ir::ValueId y = net.op("Relu", {conv(net, x, 8, 12, 1, 1, 0, 1, true)});
+  expect_fused(net.finish({y}), {{random_tensor({2, 8, 6, 6}, 5)}}, {.name = "+relu"});
+}
+
+TEST_F(FusionEpilogue, DepthwiseConvClip) {
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 8, 9, 9});
+  const ir::ValueId c = conv(net, x, 8, 8, 3, 2, 1, /*group=*/8, true);
+  const ir::ValueId y = net.op("Clip", {c, net.scalar(0.0f), net.scalar(0.6f)});
+  expect_fused(net.finish({y}), {{random_tensor({1, 8, 9, 9}, 6)}}, {.name = "+clip"});
+}
+
+TEST_F(FusionEpilogue, MatMulBiasErfGelu) {
+  Net net;
+  const ir::ValueId x = net.input("x", {2, 5, 16});
+  const ir::ValueId mm = net.op("MatMul", {x, net.constant(random_tensor({16, 32}, 8, -0.5f, 0.5f))});
+  const ir::ValueId a = net.op("Add", {mm, net.constant(random_tensor({32}, 9))});
+  const ir::ValueId e = net.op("Erf", {net.op("Div", {a, net.scalar(1.4142135f)})});
+  const ir::ValueId f = net.op("Add", {e, net.scalar(1.0f)});
+  const ir::ValueId y = net.op("Mul", {net.op("Mul", {a, f}), net.scalar(0.5f)});
+  expect_fused(net.finish({y}), {{random_tensor({2, 5, 16}, 10)}}, {.name = "+add+div+erf+add+mul+mul"});
+}
+
+TEST_F(FusionEpilogue, GemmRelu) {
+  Net net;
+  const ir::ValueId x = net.input("x", {3, 16});
+  const ir::ValueId c = net.op("Gemm", {x, net.constant(random_tensor({16, 8}, 11)), net.constant(random_tensor({8}, 12))});
+  const ir::ValueId y = net.op("Relu", {c});
+  expect_fused(net.finish({y}), {{random_tensor({3, 16}, 13)}}, {.name = "gemv+relu"});
+}
+
+TEST_F(FusionEpilogue, SiluTailReadsTheAnchorTwice) {
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 8, 7, 7});
+  const ir::ValueId c = conv(net, x, 8, 8, 3, 1, 1);
+  const ir::ValueId y = net.op("Mul", {c, net.op("Sigmoid", {c})});
+  expect_fused(net.finish({y}), {{random_tensor({1, 8, 7, 7}, 14)}}, {.name = "+sigmoid+mul"});
+}
+
+TEST_F(FusionEpilogue, SoftmaxMul) {
+  Net net;
+  const ir::ValueId x = net.input("x", {4, 20});
+  const ir::ValueId s = net.op("Softmax", {x}, {{"axis", one(-1)}});
+  const ir::ValueId y = net.op("Mul", {s, net.constant(random_tensor({20}, 15))});
+  expect_fused(net.finish({y}), {{random_tensor({4, 20}, 16, -3.0f, 3.0f)}}, {.name = "+mul"});
+}
+
+TEST_F(FusionEpilogue, LayerNormAdd) {
+  Net net;
+  const ir::ValueId x = net.input("x", {3, 7, 24});
+  const ir::ValueId r = net.input("r", {3, 7, 24});
+  const ir::ValueId n = net.op("LayerNormalization",
+                               {x, net.constant(random_tensor({24}, 17)), net.constant(random_tensor({24}, 18))},
+                               {{"axis", one(-1)}});
+  const ir::ValueId y = net.op("Add", {n, r});
+  expect_fused(net.finish({y}), {{random_tensor({3, 7, 24}, 19), random_tensor({3, 7, 24}, 20)}}, {.name = "+add"});
+}
+
+TEST_F(FusionEpilogue, AnAnchorsUnusedExtraOutputsAreStillWritten) {
+  // LayerNormalization's Mean and InvStdDev outputs, read by nothing.
+  Net net;
+  const ir::ValueId x = net.input("x", {4, 24});
+  const ir::ValueId n = net.op("LayerNormalization",
+                               {x, net.constant(random_tensor({24}, 17)), net.constant(random_tensor({24}, 18))},
+                               {{"axis", one(-1)}}, true, 3);
+  const ir::ValueId y = net.op("Relu", {n});
+  // Their kernels (layer_norm_mean, layer_norm_inv_std) run as without the group.
+  expect_fused(net.finish({y}), {{random_tensor({4, 24}, 19)}}, {.dispatches = 3, .name = "layer_norm+relu"});
+}
+
+TEST_F(FusionEpilogue, PoolsRelu) {
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 6, 9, 9});
+  const ir::ValueId m = net.op("MaxPool", {x}, {{"kernel_shape", ints({3, 3})}, {"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}});
+  const ir::ValueId y = net.op("Relu", {net.op("Add", {m, net.scalar(-0.25f)})});
+  expect_fused(net.finish({y}), {{random_tensor({1, 6, 9, 9}, 21)}}, {.name = "+add+relu"});
+
+  Net gap;
+  const ir::ValueId x2 = gap.input("x", {2, 6, 5, 5});
+  const ir::ValueId y2 = gap.op("Relu", {gap.op("GlobalAveragePool", {x2})});
+  expect_fused(gap.finish({y2}), {{random_tensor({2, 6, 5, 5}, 22)}}, {.name = "+relu"});
+}
+
+TEST_F(FusionEpilogue, SymbolicBatchCompilesOnce) {
+  Net net;
+  const ir::ValueId x = net.input("x", {ir::Dim::symbol("n"), 8, 10, 10});
+  const ir::ValueId r = net.input("r", {ir::Dim::symbol("n"), 16, 1, 1});
+  const ir::ValueId y = net.op("Relu", {net.op("Add", {conv(net, x, 8, 16, 3, 1, 1), r})});
+  expect_fused(net.finish({y}),
+               {{random_tensor({1, 8, 10, 10}, 23), random_tensor({1, 16, 1, 1}, 24)},
+                {random_tensor({3, 8, 10, 10}, 25), random_tensor({3, 16, 1, 1}, 26)}},
+               {.name = "+add+relu"});
+}
+
+TEST_F(FusionEpilogue, ImageOutputThroughTheGemmScratchCopy) {
+  // An output image packed along W: the GEMM cannot store four texel lanes,
+  // writes a scratch buffer, and the copy kernel (which writes the output)
+  // takes the epilogue.
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 8, 6, 6});
+  const ir::ValueId r = net.input("r", {1, 16, 6, 6});
+  const ir::ValueId y = net.op("Relu", {net.op("Add", {conv(net, x, 8, 16, 3, 1, 1), r})});
+  net.g.value(y).annotations[kPackedAxisKey] = "3";
+  expect_fused(net.finish({y}), {{random_tensor({1, 8, 6, 6}, 27), random_tensor({1, 16, 6, 6}, 28)}},
+               {.name = "+add+relu", .image_dispatches = 2, .image_name = "gemm_copy_out+add+relu"});
+}
+
+// ---------------------------------------------------------------------------
+// Depthwise conv + chain + pointwise conv (+ tail) as one GEMM (fusion_dwpw.h).
+
+// x [n, c, h, w] -> dw (k x k, `stride`, `pad`, bias) -> chain (Clip,
+// Relu) -> pw c -> 12 (bias) -> Add(residual); returns the last value.
+// The pw hint defaults to 16x16 tiles: lavapipe compiles a GEMM whose A
+// loads each run a depthwise window for long (~45 s for 64-row tiles in
+// four configs), so only DwClipPwIsOneGemm takes the planner's own tile.
+struct Dwpw {
+  int64_t c = 8, k = 3, stride = 1, pad = 1;
+  bool clip = true, relu = false;
+  std::string pw_hint = "tile=16x16";
+};
+
+ir::ValueId dwpw(Net& net, ir::ValueId x, const Dwpw& d, ir::ValueId residual = ir::kNoValue) {
+  ir::ValueId v = conv(net, x, d.c, d.c, d.k, d.stride, d.pad, /*group=*/d.c, /*bias=*/true, 31);
+  if (d.clip) v = net.op("Clip", {v, net.scalar(0.0f), net.scalar(0.4f)});
+  if (d.relu) v = net.op("Relu", {v});
+  v = conv(net, v, d.c, 12, 1, 1, 0, 1, /*bias=*/true, 33);
+  if (!d.pw_hint.empty()) net.g.node(net.last).annotations[kKernelKey] = d.pw_hint;
+  if (residual != ir::kNoValue) v = net.op("Add", {v, residual});
+  return v;
+}
+
+TEST_F(FusionEpilogue, DwClipPwIsOneGemm) {
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 8, 9, 9});
+  const ir::ValueId y = dwpw(net, x, {.pw_hint = ""});
+  expect_fused(net.finish({y}), {{random_tensor({1, 8, 9, 9}, 40)}}, {.name = "dwpw_tile64x16"});
+}
+
+TEST_F(FusionEpilogue, DwStride2ReluPwResidualAdd) {
+  Net net;
+  const ir::ValueId x = net.input("x", {2, 8, 9, 9});
+  const ir::ValueId r = net.input("r", {2, 12, 5, 5});
+  const ir::ValueId y = dwpw(net, x, {.stride = 2, .clip = false, .relu = true}, r);
+  expect_fused(net.finish({y}), {{random_tensor({2, 8, 9, 9}, 41), random_tensor({2, 12, 5, 5}, 42)}},
+               {.name = "dwpw_", .tol_f16 = 3e-2});
+}
+
+TEST_F(FusionEpilogue, DwWithoutPadsOrChainPwRelu) {
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 8, 9, 9});
+  const ir::ValueId v = dwpw(net, x, {.pad = 0, .clip = false});
+  const ir::ValueId y = net.op("Relu", {v});
+  expect_fused(net.finish({y}), {{random_tensor({1, 8, 9, 9}, 43)}}, {.name = "+relu"});
+}
+
+TEST_F(FusionEpilogue, DwPwTakesThePointwiseTileHint) {
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 8, 11, 11});
+  const ir::ValueId r = net.input("r", {1, 12, 6, 6});
+  const ir::ValueId y = dwpw(net, x, {.k = 5, .stride = 2, .pad = 2, .pw_hint = "tile=16x32"}, r);
+  expect_fused(net.finish({y}), {{random_tensor({1, 8, 11, 11}, 44), random_tensor({1, 12, 6, 6}, 45)}},
+               {.name = "dwpw_tile16x32+add"});
+}
+
+TEST_F(FusionEpilogue, DwPwSplitKAndSymbolicBatch) {
+  Net net;
+  const ir::ValueId x = net.input("x", {ir::Dim::symbol("n"), 40, 7, 7});
+  const ir::ValueId r = net.input("r", {ir::Dim::symbol("n"), 12, 7, 7});
+  // K = 40 in two slices of 32 and 8; the reduction stores through the Add.
+  const ir::ValueId y = dwpw(net, x, {.c = 40, .pw_hint = "tile=16x16,split_k=2"}, r);
+  expect_fused(net.finish({y}),
+               {{random_tensor({1, 40, 7, 7}, 46), random_tensor({1, 12, 7, 7}, 47)},
+                {random_tensor({3, 40, 7, 7}, 48), random_tensor({3, 12, 7, 7}, 49)}},
+               {.dispatches = 2, .name = "dwpw_splitk_reduce+add"});
+}
+
+// dw with pads only at the end (explicit, or SAME_UPPER over an even size
+// with stride 2) and symbolic spatial dims: the last window reaches past
+// the input.
+TEST_F(FusionEpilogue, DwPwWithEndPadsAndSamePads) {
+  for (const bool same : {false, true}) {
+    Net net;
+    const ir::Dim h = ir::Dim::symbol("h"), w = ir::Dim::symbol("w");
+    const ir::ValueId x = net.input("x", {1, 8, h, w});
+    std::map<std::string, ir::Attribute> attrs = {{"group", one(8)}, {"strides", ints({2, 2})}};
+    if (same) attrs["auto_pad"] = ir::Attribute::of_string("SAME_UPPER");
+    else attrs["pads"] = ints({0, 0, 1, 1});
+    const ir::ValueId d = net.op("Conv", {x, net.constant(random_tensor({8, 1, 3, 3}, 50, -0.5f, 0.5f))}, attrs);
+    const ir::ValueId c = net.op("Clip", {d, net.scalar(-0.3f), net.scalar(0.3f)});
+    const ir::ValueId p = net.op("Conv", {c, net.constant(random_tensor({12, 8, 1, 1}, 51))});
+    net.g.node(net.last).annotations[kKernelKey] = "tile=16x16";
+    expect_fused(net.finish({p}), {{random_tensor({1, 8, 8, 10}, 52)}, {random_tensor({1, 8, 6, 6}, 53)}},
+                 {.name = "dwpw_tile16x16"});
+  }
+}
+
+TEST_F(FusionEpilogue, DwPwImageOutputThroughTheGemmScratchCopy) {
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 8, 9, 9});
+  const ir::ValueId r = net.input("r", {1, 12, 9, 9});
+  const ir::ValueId y = dwpw(net, x, {}, r);
+  net.g.value(y).annotations[kPackedAxisKey] = "3";
+  expect_fused(net.finish({y}), {{random_tensor({1, 8, 9, 9}, 48), random_tensor({1, 12, 9, 9}, 49)}},
+               {.name = "dwpw_", .image_dispatches = 2, .image_name = "gemm_copy_out+add"});
+}
+
+}  // namespace
+}  // namespace kiln::planner

@@ -1,0 +1,386 @@
+// Fusion groups that start with data-movement nodes (planner/fusion_views.h):
+// the transformer chains (convnext's Transpose before and after its MLP,
+// vit's Slice -> Reshape -> Transpose of attention heads, a Reshape that is
+// a copy in image storage) plan as ONE kernel that reads the chain's source
+// through an index view, no kernel binds the view values, every storage x
+// precision gives valid SPIR-V and the same results as the reference
+// executor; a symbolic batch compiles no shader for a new batch size; a
+// view read outside the group, or a Slice whose starts are only known per
+// run, keeps the group unfused with the reason in fusion_notes.
+#include "planner/fusion_views.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "engine/ir/text.h"
+#include "engine/ops/shape_inference.h"
+#include "engine/runtime/reference_executor.h"
+#include "engine/runtime/vulkan/vulkan_model.h"
+#include "planner/execution_plan.h"
+#include "planner/index_view.h"
+#include "planner/lower_util.h"
+#include "planner/memory/liveness.h"
+#include "planner/testing/op_check.h"
+#include "platform/vulkan/vk_test_env.h"
+
+namespace kiln::planner {
+namespace {
+
+const std::string kG = " #{kiln.fusion_group = \"v\"}";
+
+// convnext's block entry: NCHW -> NHWC, then a bias (a LayerNorm's shift).
+std::string nhwc_model(const std::string& n = "2", bool grouped = true) {
+  const std::string g = grouped ? kG : "";
+  return "graph @g opset 17 {\n  input %x : f32[" + n + ",8,4,4]\n"
+         "  const %b : f32[8] = dense<[0.5,-1,2,0.25,1.5,-0.5,3,1]>\n"
+         "  %t = Transpose(%x) {perm = [0,2,3,1]}" + g + " : f32[" + n + ",4,4,8]\n"
+         "  %y = Add(%t, %b)" + g + " : f32[" + n + ",4,4,8]\n  return %y\n}\n";
+}
+
+// convnext's block exit: NHWC -> NCHW, layer scale, residual.
+std::string nchw_model(bool grouped = true, bool t_is_output = false) {
+  const std::string g = grouped ? kG : "";
+  return std::string("graph @g opset 17 {\n  input %x : f32[2,4,4,8]\n  input %r : f32[2,8,4,4]\n") +
+         "  const %s : f32[8,1,1] = dense<[0.1,0.2,-0.3,0.4,0.5,-0.6,0.7,0.8]>\n"
+         "  %t = Transpose(%x) {perm = [0,3,1,2]}" + g + " : f32[2,8,4,4]\n"
+         "  %m = Mul(%t, %s)" + g + " : f32[2,8,4,4]\n"
+         "  %y = Add(%m, %r)" + g + " : f32[2,8,4,4]\n  return %y" + (t_is_output ? ", %t" : "") + "\n}\n";
+}
+
+// vit's attention: the keys of a QKV projection split into heads, scaled.
+std::string vit_model(bool grouped = true) {
+  const std::string g = grouped ? kG : "";
+  return "graph @g opset 17 {\n  input %qkv : f32[6,24]\n"
+         "  const %st : i64[1] = dense<[8]>\n  const %en : i64[1] = dense<[16]>\n  const %ax : i64[1] = dense<[1]>\n"
+         "  const %shape : i64[3] = dense<[6,2,4]>\n  const %d : f32[] = dense<[2.0]>\n"
+         "  %k = Slice(%qkv, %st, %en, %ax)" + g + " : f32[6,8]\n"
+         "  %r = Reshape(%k, %shape)" + g + " : f32[6,2,4]\n"
+         "  %h = Transpose(%r) {perm = [1,0,2]}" + g + " : f32[2,6,4]\n"
+         "  %y = Div(%h, %d)" + g + " : f32[2,6,4]\n  return %y\n}\n";
+}
+
+// A Reshape (a copy in image storage) feeding a Relu.
+std::string reshape_model(bool grouped = true) {
+  const std::string g = grouped ? kG : "";
+  return "graph @g opset 17 {\n  input %x : f32[2,3,4,8]\n  const %shape : i64[2] = dense<[6,32]>\n"
+         "  %r = Reshape(%x, %shape)" + g + " : f32[6,32]\n"
+         "  %y = Relu(%r)" + g + " : f32[6,32]\n  return %y\n}\n";
+}
+
+std::unique_ptr<ir::Graph> parse(const std::string& text) {
+  auto g = ir::parse_graph(text);
+  EXPECT_TRUE(g.ok()) << g.status().to_string();
+  if (!g.ok()) return nullptr;
+  EXPECT_TRUE(ops::infer_graph_shapes(**g).ok());
+  return std::move(g).value();
+}
+
+ExecutionPlan plan_of(const ir::Graph& g, Storage storage = Storage::kBuffer) {
+  PlanOptions options;
+  options.storage = storage;
+  auto plan = build_plan(g, TargetInfo{}, options);
+  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+  return plan.ok() ? std::move(plan).value() : ExecutionPlan{};
+}
+
+bool bound_by_a_kernel(const ExecutionPlan& plan, const ir::Graph& g, const char* value) {
+  auto it = plan.value_tensor.find(g.find_value(value));
+  if (it == plan.value_tensor.end()) return false;
+  for (const PlanStep& s : plan.steps)
+    for (const KernelTensor& t : s.kernel.tensors)
+      if (t.tensor == it->second) return true;
+  return false;
+}
+
+// The one kernel of a fused plan reads `source` through a view, and the
+// view values get neither a binding nor memory.
+void expect_fused_view(const ExecutionPlan& plan, const ir::Graph& g, const char* source,
+                       const std::vector<const char*>& views, const std::string& name) {
+  ASSERT_EQ(plan.dispatch_count(), 1u) << describe_plan(plan, g);
+  EXPECT_TRUE(plan.fusion_notes.empty()) << plan.fusion_notes.front();
+  const KernelDesc& k = plan.steps.back().kernel;
+  EXPECT_EQ(k.name, name);
+  const TensorId src = plan.value_tensor.at(g.find_value(source));
+  bool through_view = false;
+  for (const KernelTensor& t : k.tensors)
+    if (t.view) {
+      EXPECT_EQ(t.tensor, src);
+      EXPECT_FALSE(t.elementwise);
+      // Read at the harness's coordinates, not by re-decomposing oi.
+      EXPECT_EQ(k.body.find(t.name + "_ld(oi)"), std::string::npos) << k.body;
+      through_view = true;
+    }
+  EXPECT_TRUE(through_view) << describe_plan(plan, g);
+  const Liveness live = compute_liveness(plan, g);
+  for (const char* v : views) {
+    EXPECT_FALSE(bound_by_a_kernel(plan, g, v)) << v;
+    auto it = plan.value_tensor.find(g.find_value(v));
+    if (it != plan.value_tensor.end()) {
+      EXPECT_FALSE(live.needed[static_cast<size_t>(it->second)]) << v;
+    }
+  }
+}
+
+TEST(FusionViews, ConvnextTransposeIntoABiasIsOneKernel) {
+  auto g = parse(nhwc_model());
+  ASSERT_TRUE(g);
+  for (Storage storage : {Storage::kBuffer, Storage::kImage})
+    expect_fused_view(plan_of(*g, storage), *g, "x", {"t"}, "fused_transpose_add");
+  EXPECT_EQ(plan_of(*parse(nhwc_model("2", false))).dispatch_count(), 2u);
+  for (size_t n : testing::expect_plan_kernels_valid(*g, "views_nhwc")) EXPECT_EQ(n, 1u);
+}
+
+TEST(FusionViews, ConvnextTransposeScaleResidualIsOneKernel) {
+  auto g = parse(nchw_model());
+  ASSERT_TRUE(g);
+  for (Storage storage : {Storage::kBuffer, Storage::kImage})
+    expect_fused_view(plan_of(*g, storage), *g, "x", {"t"}, "fused_transpose_mul_add");
+  EXPECT_EQ(plan_of(*parse(nchw_model(false))).dispatch_count(), 3u);
+  for (size_t n : testing::expect_plan_kernels_valid(*g, "views_nchw")) EXPECT_EQ(n, 1u);
+}
+
+TEST(FusionViews, VitSliceReshapeTransposeIsOneKernel) {
+  auto g = parse(vit_model());
+  ASSERT_TRUE(g);
+  for (Storage storage : {Storage::kBuffer, Storage::kImage})
+    expect_fused_view(plan_of(*g, storage), *g, "qkv", {"k", "r", "h"}, "fused_slice_reshape_transpose_div");
+  // Unfused: the slice, the transpose and the division (the Reshape of a
+  // buffer is an alias).
+  EXPECT_EQ(plan_of(*parse(vit_model(false))).dispatch_count(), 3u);
+  for (size_t n : testing::expect_plan_kernels_valid(*g, "views_vit")) EXPECT_EQ(n, 1u);
+}
+
+TEST(FusionViews, AnImageReshapeIsReadInPlaceOfItsCopy) {
+  auto plain = parse(reshape_model(false));
+  auto g = parse(reshape_model());
+  ASSERT_TRUE(plain && g);
+  EXPECT_EQ(plan_of(*plain, Storage::kImage).dispatch_count(), 2u);  // a copy, then the Relu
+  expect_fused_view(plan_of(*g, Storage::kImage), *g, "x", {"r"}, "fused_reshape_relu");
+  for (size_t n : testing::expect_plan_kernels_valid(*g, "views_reshape")) EXPECT_EQ(n, 1u);
+}
+
+TEST(FusionViews, AViewReadOutsideTheGroupKeepsItUnfused) {
+  auto plain = parse(nchw_model(false, /*t_is_output=*/true));
+  auto g = parse(nchw_model(true, /*t_is_output=*/true));
+  ASSERT_TRUE(plain && g);
+  const ExecutionPlan a = plan_of(*plain), b = plan_of(*g);
+  EXPECT_EQ(describe_plan(a, *plain), describe_plan(b, *g));
+  ASSERT_EQ(b.fusion_notes.size(), 1u);
+  EXPECT_NE(b.fusion_notes[0].find("'t'"), std::string::npos) << b.fusion_notes[0];
+  EXPECT_NE(b.fusion_notes[0].find("read outside the group"), std::string::npos) << b.fusion_notes[0];
+}
+
+TEST(FusionViews, ASliceWithStartsKnownPerRunKeepsTheGroupUnfused) {
+  auto g = parse(
+      "graph @g opset 17 {\n  input %x : f32[6,24]\n  input %st : i64[1]\n"
+      "  const %en : i64[1] = dense<[16]>\n  const %ax : i64[1] = dense<[1]>\n"
+      "  %k = Slice(%x, %st, %en, %ax)" + kG + " : f32[6,?]\n"
+      "  %y = Relu(%k)" + kG + " : f32[6,?]\n  return %y\n}\n");
+  ASSERT_TRUE(g);
+  const ExecutionPlan b = plan_of(*g);
+  EXPECT_EQ(b.dispatch_count(), 2u);
+  ASSERT_EQ(b.fusion_notes.size(), 1u);
+  EXPECT_NE(b.fusion_notes[0].find("not known at plan time"), std::string::npos) << b.fusion_notes[0];
+}
+
+TEST(FusionViews, AGroupOfViewsOnlyIsUnfused) {
+  auto g = parse("graph @g opset 17 {\n  input %x : f32[2,3]\n  %t = Transpose(%x) {perm = [1,0]}" + kG +
+                 " : f32[3,2]\n  %y = Relu(%t) : f32[3,2]\n  return %y\n}\n");
+  ASSERT_TRUE(g);
+  const ExecutionPlan b = plan_of(*g);
+  ASSERT_EQ(b.fusion_notes.size(), 1u);
+  EXPECT_EQ(b.dispatch_count(), 2u);
+}
+
+// A kernel that touches a view value's storage directly cannot read it
+// through a view: the group is refused naming the identifier.
+Status lower_raw_relu(LoweringContext& ctx) {
+  ctx.emit(map_kernel("raw_relu", {ctx.bind("x0", ctx.input(0)), ctx.bind("y", ctx.output(0), true)},
+                      "v = max(float(x0_data[oi]), 0.0);"));
+  return ok_status();
+}
+
+TEST(FusionViews, AKernelUsingRawStorageIsRefused) {
+  LoweringRegistry lowerings;
+  register_data_movement_lowerings(lowerings);
+  lowerings.add("", "Relu", lower_raw_relu);
+  auto g = parse("graph @g opset 17 {\n  input %x : f32[2,3]\n  %t = Transpose(%x) {perm = [1,0]}" + kG +
+                 " : f32[3,2]\n  %y = Relu(%t)" + kG + " : f32[3,2]\n  return %y\n}\n");
+  ASSERT_TRUE(g);
+  auto plan = build_plan(*g, TargetInfo{}, PlanOptions{}, lowerings);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  EXPECT_EQ(plan->dispatch_count(), 2u);
+  ASSERT_EQ(plan->fusion_notes.size(), 1u);
+  EXPECT_NE(plan->fusion_notes[0].find("x0_data"), std::string::npos) << plan->fusion_notes[0];
+}
+
+// A Transpose before a MatMul: the core is one node of any kernel family,
+// its GEMM reads A through the view.
+std::string matmul_model(bool grouped = true) {
+  const std::string g = grouped ? kG : "";
+  std::string w;
+  for (int i = 0; i < 8 * 6; ++i) w += (i ? "," : "") + std::to_string(((i * 7) % 11 - 5) / 4.0);
+  return "graph @g opset 17 {\n  input %x : f32[2,8,5]\n  const %w : f32[8,6] = dense<[" + w + "]>\n"
+         "  %t = Transpose(%x) {perm = [0,2,1]}" + g + " : f32[2,5,8]\n"
+         "  %y = MatMul(%t, %w)" + g + " : f32[2,5,6]\n  return %y\n}\n";
+}
+
+TEST(FusionViews, ATransposeIntoAMatMulIsReadByTheGemm) {
+  auto g = parse(matmul_model());
+  auto plain = parse(matmul_model(false));
+  ASSERT_TRUE(g && plain);
+  const ExecutionPlan a = plan_of(*plain), b = plan_of(*g);
+  EXPECT_TRUE(b.fusion_notes.empty()) << b.fusion_notes.front();
+  EXPECT_EQ(b.dispatch_count() + 1, a.dispatch_count()) << describe_plan(b, *g);
+  EXPECT_FALSE(bound_by_a_kernel(b, *g, "t"));
+  for (size_t n : testing::expect_plan_kernels_valid(*g, "views_matmul")) EXPECT_EQ(n, b.dispatch_count());
+}
+
+// convnext's block entry as it really is: NCHW -> NHWC into a LayerNorm
+// over channels. The core is one row kernel reading through the view.
+std::string layernorm_model(bool grouped = true) {
+  const std::string g = grouped ? kG : "";
+  return "graph @g opset 17 {\n  input %x : f32[2,8,3,5]\n"
+         "  const %s : f32[8] = dense<[1,0.5,2,-1,1.5,0.25,-0.5,3]>\n"
+         "  const %b : f32[8] = dense<[0.5,-1,2,0.25,1.5,-0.5,3,1]>\n"
+         "  %t = Transpose(%x) {perm = [0,2,3,1]}" + g + " : f32[2,3,5,8]\n"
+         "  %y = LayerNormalization(%t, %s, %b) {axis = -1}" + g + " : f32[2,3,5,8]\n  return %y\n}\n";
+}
+
+TEST(FusionViews, ATransposeIntoALayerNormIsReadByTheRowKernel) {
+  auto g = parse(layernorm_model());
+  auto plain = parse(layernorm_model(false));
+  ASSERT_TRUE(g && plain);
+  const ExecutionPlan a = plan_of(*plain), b = plan_of(*g);
+  EXPECT_TRUE(b.fusion_notes.empty()) << b.fusion_notes.front();
+  EXPECT_EQ(b.dispatch_count() + 1, a.dispatch_count()) << describe_plan(b, *g);
+  EXPECT_FALSE(bound_by_a_kernel(b, *g, "t"));
+  for (size_t n : testing::expect_plan_kernels_valid(*g, "views_layernorm")) EXPECT_EQ(n, b.dispatch_count());
+}
+
+// ------------------------------------------------ results on the device
+
+class FusionViewsDevice : public vk::testing::VulkanTest {};
+
+// Compiles `text` in every storage x precision, expects `dispatches`
+// kernels and no fusion note, and compares the outputs for `inputs` with
+// the reference executor's.
+void expect_matches_reference(const std::string& text, const std::vector<Tensor>& inputs, size_t dispatches) {
+  auto g = parse(text);
+  ASSERT_TRUE(g);
+  runtime::ReferenceExecutor reference(*g);
+  auto want = reference.run(inputs);
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+  for (const testing::BackendConfig& config : testing::all_backend_configs()) {
+    runtime::VulkanModelOptions options;
+    options.plan.storage = config.storage;
+    options.plan.precision = config.precision;
+    auto model = runtime::VulkanModel::compile(*vk::testing::test_device(), *vk::testing::test_kernel_cache(), *g, options);
+    ASSERT_TRUE(model.ok()) << config.name() << ": " << model.status().to_string();
+    const ExecutionPlan& plan = (*model)->plan();
+    EXPECT_EQ(plan.dispatch_count(), dispatches) << config.name() << "\n" << describe_plan(plan, *g);
+    EXPECT_TRUE(plan.fusion_notes.empty()) << config.name() << ": " << plan.fusion_notes.front();
+    auto got = (*model)->run(inputs);
+    ASSERT_TRUE(got.ok()) << config.name() << ": " << got.status().to_string();
+    const double tol = config.precision == ElemType::kF16 ? 1e-2 : 1e-5;
+    for (size_t j = 0; j < want->size(); ++j) {
+      const Tensor& a = (*want)[j];
+      const Tensor& b = (*got)[j];
+      ASSERT_EQ(a.shape(), b.shape()) << config.name();
+      for (int64_t i = 0; i < a.numel(); ++i)
+        ASSERT_NEAR(a.get_f64(i), b.get_f64(i), tol * std::max(1.0, std::fabs(a.get_f64(i))))
+            << config.name() << " output " << j << " element " << i;
+    }
+  }
+}
+
+TEST_F(FusionViewsDevice, ConvnextTransposeIntoABias) {
+  expect_matches_reference(nhwc_model(), {testing::random_tensor({2, 8, 4, 4}, 1)}, 1);
+}
+
+TEST_F(FusionViewsDevice, ConvnextTransposeScaleResidual) {
+  expect_matches_reference(nchw_model(), {testing::random_tensor({2, 4, 4, 8}, 2), testing::random_tensor({2, 8, 4, 4}, 3)},
+                           1);
+}
+
+TEST_F(FusionViewsDevice, VitSliceReshapeTransposeDiv) {
+  expect_matches_reference(vit_model(), {testing::random_tensor({6, 24}, 4)}, 1);
+}
+
+TEST_F(FusionViewsDevice, ReshapeRelu) {
+  expect_matches_reference(reshape_model(), {testing::random_tensor({2, 3, 4, 8}, 5)}, 1);
+}
+
+// Odd extents (no power of two, a vector axis that is not a multiple of 4)
+// through a reshape that is neither a split nor a merge.
+TEST_F(FusionViewsDevice, OddShapesThroughAGeneralReshape) {
+  expect_matches_reference(
+      "graph @g opset 17 {\n  input %x : f32[3,5,7]\n  const %shape : i64[2] = dense<[15,7]>\n"
+      "  const %shape2 : i64[3] = dense<[7,3,5]>\n"
+      "  %t = Transpose(%x) {perm = [2,0,1]}" + kG + " : f32[7,3,5]\n"
+      "  %f = Reshape(%t, %shape)" + kG + " : f32[15,7]\n"
+      "  %y = Sigmoid(%f)" + kG + " : f32[15,7]\n  return %y\n}\n",
+      {testing::random_tensor({3, 5, 7}, 6)}, 1);
+}
+
+TEST_F(FusionViewsDevice, TransposeMatMul) {
+  auto g = parse(matmul_model());
+  ASSERT_TRUE(g);
+  expect_matches_reference(matmul_model(), {testing::random_tensor({2, 8, 5}, 7)}, plan_of(*g).dispatch_count());
+}
+
+TEST_F(FusionViewsDevice, TransposeLayerNorm) {
+  auto g = parse(layernorm_model());
+  ASSERT_TRUE(g);
+  expect_matches_reference(layernorm_model(), {testing::random_tensor({2, 8, 3, 5}, 8)}, plan_of(*g).dispatch_count());
+}
+
+// x + x^T: the kernel binds x twice, once through the view. x dies at the
+// Add, which reads it elementwise too, but the output must not be written
+// over it: the view reads other elements than the lane writes. (Two guards
+// keep it out: the view binding is never `elementwise`, and inplace.cc
+// blocks the input of a node without steps, the Transpose here.)
+TEST_F(FusionViewsDevice, ASourceAlsoReadDirectlyIsNeverOverwrittenInPlace) {
+  const std::string text =
+      "graph @g opset 17 {\n  input %i : f32[2,5,5]\n  %x = Relu(%i) : f32[2,5,5]\n"
+      "  %t = Transpose(%x) {perm = [0,2,1]}" + kG + " : f32[2,5,5]\n"
+      "  %y = Add(%t, %x)" + kG + " : f32[2,5,5]\n  return %y\n}\n";
+  auto g = parse(text);
+  ASSERT_TRUE(g);
+  const ExecutionPlan plan = plan_of(*g);
+  ASSERT_EQ(plan.dispatch_count(), 2u);
+  EXPECT_EQ(plan.tensors[static_cast<size_t>(plan.value_tensor.at(g->find_value("y")))].inplace_of, kNoTensor);
+  expect_matches_reference(text, {testing::random_tensor({2, 5, 5}, 9)}, 2);
+}
+
+// A dynamic batch through the view: one plan, and a second batch size
+// compiles no shader.
+TEST_F(FusionViewsDevice, ASymbolicBatchCompilesNothingNew) {
+  auto g = parse(nhwc_model("n"));
+  ASSERT_TRUE(g);
+  runtime::ReferenceExecutor reference(*g);
+  for (Storage storage : {Storage::kBuffer, Storage::kImage}) {
+    runtime::VulkanModelOptions options;
+    options.plan.storage = storage;
+    auto model = runtime::VulkanModel::compile(*vk::testing::test_device(), *vk::testing::test_kernel_cache(), *g, options);
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    ASSERT_EQ((*model)->plan().dispatch_count(), 1u);
+    for (int64_t n : {2, 3, 5}) {
+      const Tensor x = testing::random_tensor({n, 8, 4, 4}, 10 + static_cast<uint64_t>(n));
+      runtime::VulkanRunStats stats;
+      auto got = (*model)->run({x}, &stats);
+      ASSERT_TRUE(got.ok()) << got.status().to_string();
+      EXPECT_EQ(stats.shader_compiles, 0u) << "n=" << n;
+      auto want = reference.run({x});
+      ASSERT_TRUE(want.ok());
+      ASSERT_EQ((*want)[0].shape(), (*got)[0].shape());
+      for (int64_t i = 0; i < (*want)[0].numel(); ++i)
+        ASSERT_NEAR((*want)[0].get_f64(i), (*got)[0].get_f64(i), 1e-5) << "n=" << n << " element " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::planner

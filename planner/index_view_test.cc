@@ -1,0 +1,221 @@
+// Index views (planner/index_view.h): the coordinate program of a chain of
+// data-movement nodes, run on the host, reads for every element of the
+// chain's result exactly the source element the reference executor moved
+// there (the source holds its own linear index, so a wrong coordinate shows
+// as a wrong value); and the program is as cheap as the chain allows.
+#include "planner/index_view.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "engine/ir/text.h"
+#include "engine/ops/shape_inference.h"
+#include "engine/runtime/reference_executor.h"
+#include "planner/lowering.h"
+#include "planner/plan_builder.h"
+
+namespace kiln::planner {
+namespace {
+
+int count_ops(const CoordProgram& p, CoordOp::Kind kind) {
+  int n = 0;
+  for (const CoordOp& op : p.ops) n += op.kind == kind;
+  return n;
+}
+
+int arithmetic_ops(const CoordProgram& p) {
+  int n = 0;
+  for (const CoordOp& op : p.ops)
+    n += op.kind != CoordOp::Kind::kCoord && op.kind != CoordOp::Kind::kConst && op.kind != CoordOp::Kind::kParam;
+  return n;
+}
+
+// `text`: a chain of view nodes from input %x to the single graph output.
+// Composes the chain's view, runs the reference on x = [0, 1, 2, ...] of
+// `x_shape` and checks every result element against the program's source
+// coordinates (`bindings` bind the graph's symbols). Returns the program.
+CoordProgram expect_view_matches(const std::string& text, const Shape& x_shape,
+                                 const std::map<std::string, int64_t>& bindings = {}) {
+  auto parsed = ir::parse_graph(text);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().to_string();
+  if (!parsed.ok()) return {};
+  ir::Graph& g = **parsed;
+  EXPECT_TRUE(ops::infer_graph_shapes(g).ok());
+  PlanBuilder builder(g, TargetInfo{}, PlanOptions{});
+  const ir::ValueId x = g.main().inputs[0];
+  IndexView view = IndexView::identity(builder.value_shape(x));
+  for (ir::NodeId nid : g.main().nodes) {
+    if (g.node(nid).erased) continue;
+    LoweringContext ctx(builder, g, nid);
+    const Status s = append_view_node(view, ctx);
+    EXPECT_TRUE(s.ok()) << s.to_string();
+    if (!s.ok()) return {};
+  }
+  const CoordProgram program = compile_view(view);
+  Tensor xt = Tensor::allocate(DType::kFloat32, x_shape).value();
+  for (int64_t i = 0; i < xt.numel(); ++i) xt.set_f64(i, static_cast<double>(i));
+  runtime::ReferenceExecutor reference(g);
+  auto out = reference.run({xt});
+  EXPECT_TRUE(out.ok()) << out.status().to_string();
+  if (!out.ok()) return program;
+  const Tensor& y = (*out)[0];
+  EXPECT_EQ(program.view_rank, std::max<size_t>(1, y.shape().size()));
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    std::vector<int64_t> c(std::max<size_t>(1, y.shape().size()), 0);
+    int64_t r = i;
+    for (size_t k = y.shape().size(); k-- > 0;) c[k] = r % y.shape()[k], r /= y.shape()[k];
+    auto s = evaluate_coord_program(program, c, bindings);
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    if (!s.ok()) return program;
+    EXPECT_EQ(s->size(), std::max<size_t>(1, x_shape.size()));
+    int64_t lin = 0;
+    for (size_t k = 0; k < x_shape.size(); ++k) {
+      EXPECT_GE((*s)[k], 0);
+      EXPECT_LT((*s)[k], x_shape[k]);
+      lin = lin * x_shape[k] + (*s)[k];
+    }
+    if (y.get_f64(i) != static_cast<double>(lin)) {
+      ADD_FAILURE() << "element " << i << ": the reference moved x[" << y.get_f64(i) << "] there, the view reads x["
+                    << lin << "]";
+      return program;
+    }
+  }
+  return program;
+}
+
+TEST(IndexView, ATransposeIsARenamingOfCoordinates) {
+  const CoordProgram p = expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[2,3,4,5]\n"
+      "  %y = Transpose(%x) {perm = [0,2,3,1]} : f32[2,4,5,3]\n  return %y\n}\n",
+      {2, 3, 4, 5});
+  EXPECT_EQ(arithmetic_ops(p), 0);
+  EXPECT_TRUE(p.params.empty());
+}
+
+TEST(IndexView, TwoTransposesComposeIntoOne) {
+  const CoordProgram p = expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[2,3,4,5]\n"
+      "  %t = Transpose(%x) {perm = [0,2,3,1]} : f32[2,4,5,3]\n"
+      "  %y = Transpose(%t) {perm = [0,3,1,2]} : f32[2,3,4,5]\n  return %y\n}\n",
+      {2, 3, 4, 5});
+  EXPECT_EQ(arithmetic_ops(p), 0);
+  for (size_t k = 0; k < 4; ++k) {  // the identity: source coordinate k is view coordinate k
+    ASSERT_EQ(p.ops[static_cast<size_t>(p.outputs[k])].kind, CoordOp::Kind::kCoord);
+    EXPECT_EQ(p.ops[static_cast<size_t>(p.outputs[k])].index, static_cast<int>(k));
+  }
+}
+
+// vit's attention: the query part of a QKV projection, split into heads.
+TEST(IndexView, SliceReshapeTransposeOfVitAttention) {
+  const CoordProgram p = expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[6,24]\n"
+      "  const %st : i64[1] = dense<[8]>\n  const %en : i64[1] = dense<[16]>\n  const %ax : i64[1] = dense<[1]>\n"
+      "  const %shape : i64[3] = dense<[6,2,4]>\n"
+      "  %q = Slice(%x, %st, %en, %ax) : f32[6,8]\n"
+      "  %r = Reshape(%q, %shape) : f32[6,2,4]\n"
+      "  %y = Transpose(%r) {perm = [1,0,2]} : f32[2,6,4]\n  return %y\n}\n",
+      {6, 24});
+  // A merge of (head, lane) into the sliced axis: one multiply-add (by a
+  // power of two: still a multiply, as cheap) and the slice's offset.
+  EXPECT_EQ(count_ops(p, CoordOp::Kind::kDiv) + count_ops(p, CoordOp::Kind::kMod), 0);
+  EXPECT_LE(arithmetic_ops(p), 3);
+}
+
+TEST(IndexView, ASplitByPowersOfTwoShiftsAndMasks) {
+  const CoordProgram p = expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[3,32]\n  const %shape : i64[3] = dense<[3,4,8]>\n"
+      "  %r = Reshape(%x, %shape) : f32[3,4,8]\n"
+      "  %y = Transpose(%r) {perm = [2,0,1]} : f32[8,3,4]\n  return %y\n}\n",
+      {3, 32});
+  // x[a, 8b + c] = y[c, a, b]: a merge; no division at all.
+  EXPECT_EQ(count_ops(p, CoordOp::Kind::kDiv) + count_ops(p, CoordOp::Kind::kMod), 0);
+  const CoordProgram split = expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[3,4,8]\n  const %shape : i64[2] = dense<[3,32]>\n"
+      "  %t = Transpose(%x) {perm = [0,1,2]} : f32[3,4,8]\n"
+      "  %y = Reshape(%t, %shape) : f32[3,32]\n  return %y\n}\n",
+      {3, 4, 8});
+  EXPECT_EQ(count_ops(split, CoordOp::Kind::kShr), 1);
+  EXPECT_EQ(count_ops(split, CoordOp::Kind::kAnd), 1);
+  EXPECT_EQ(count_ops(split, CoordOp::Kind::kDiv) + count_ops(split, CoordOp::Kind::kMod), 0);
+}
+
+TEST(IndexView, AReshapeNeitherSplitNorMergeRelinearizes) {
+  const CoordProgram p = expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[4,3,5]\n  const %shape : i64[3] = dense<[2,6,5]>\n"
+      "  %t = Transpose(%x) {perm = [1,0,2]} : f32[3,4,5]\n"
+      "  %y = Reshape(%t, %shape) : f32[2,6,5]\n  return %y\n}\n",
+      {4, 3, 5});
+  // [3,4] <-> [2,6]: one group over both axes (a divide and a remainder by
+  // 4, strength-reduced); the 5 passes through.
+  EXPECT_EQ(count_ops(p, CoordOp::Kind::kShr), 1);
+  EXPECT_EQ(count_ops(p, CoordOp::Kind::kAnd), 1);
+}
+
+TEST(IndexView, SqueezeUnsqueezeFlattenAreReshapes) {
+  const CoordProgram p = expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[2,1,3,5]\n  const %ax : i64[1] = dense<[1]>\n"
+      "  %s = Squeeze(%x, %ax) : f32[2,3,5]\n"
+      "  %u = Unsqueeze(%s, %ax) : f32[2,1,3,5]\n"
+      "  %t = Transpose(%u) {perm = [0,2,1,3]} : f32[2,3,1,5]\n"
+      "  %f = Flatten(%t) {axis = 2} : f32[6,5]\n"
+      "  %y = Identity(%f) : f32[6,5]\n  return %y\n}\n",
+      {2, 1, 3, 5});
+  EXPECT_EQ(count_ops(p, CoordOp::Kind::kDiv), 1);  // 6 -> (2,3): a split by 3
+  EXPECT_EQ(count_ops(p, CoordOp::Kind::kMod), 1);
+}
+
+TEST(IndexView, NegativeStepsAndStridedSlices) {
+  expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[5,7]\n"
+      "  const %st : i64[2] = dense<[-1,1]>\n  const %en : i64[2] = dense<[-9223372036854775807,7]>\n"
+      "  const %ax : i64[2] = dense<[1,0]>\n  const %sp : i64[2] = dense<[-2,2]>\n"
+      "  %y = Slice(%x, %st, %en, %ax, %sp) : f32[2,4]\n  return %y\n}\n",
+      {5, 7});
+}
+
+TEST(IndexView, ExpandReadsCoordinateZeroOfBroadcastAxes) {
+  expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[3,1]\n  const %shape : i64[3] = dense<[2,3,4]>\n"
+      "  %e = Expand(%x, %shape) : f32[2,3,4]\n"
+      "  %y = Transpose(%e) {perm = [2,0,1]} : f32[4,2,3]\n  return %y\n}\n",
+      {3, 1});
+}
+
+TEST(IndexView, SymbolicDimsBecomeParameters) {
+  const CoordProgram p = expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[n,6,4]\n  const %shape : i64[4] = dense<[0,2,3,4]>\n"
+      "  %r = Reshape(%x, %shape) : f32[n,2,3,4]\n"
+      "  %y = Transpose(%r) {perm = [0,3,1,2]} : f32[n,4,2,3]\n  return %y\n}\n",
+      {5, 6, 4}, {{"n", 5}});
+  EXPECT_EQ(count_ops(p, CoordOp::Kind::kMul), 1);  // 6 <- (2,3): a merge
+  for (const ir::Dim& d : p.params) EXPECT_TRUE(d.is_const()) << d.to_string();  // n never enters the map
+  // A symbolic split needs its extent at run time.
+  const CoordProgram s = expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[2,n,3]\n  const %shape : i64[2] = dense<[2,-1]>\n"
+      "  %t = Transpose(%x) {perm = [0,2,1]} : f32[2,3,n]\n"
+      "  %y = Reshape(%t, %shape) : f32[2,?]\n  return %y\n}\n",
+      {2, 4, 3}, {{"n", 4}});
+  bool symbolic = false;
+  for (const ir::Dim& d : s.params) symbolic = symbolic || !d.is_const();
+  EXPECT_TRUE(symbolic);
+}
+
+TEST(IndexView, GlslNamesEveryRegisterAndParameter) {
+  IndexView v = IndexView::identity({ir::Dim(6), ir::Dim::symbol("n")});
+  v.transpose({1, 0});
+  v.reshape({ir::Dim::symbol("n"), ir::Dim(2), ir::Dim(3)});
+  const CoordProgram p = compile_view(v);
+  std::vector<std::string> names, coords;
+  for (size_t j = 0; j < p.params.size(); ++j) names.push_back("X_V" + std::to_string(j));
+  const std::string glsl = coord_program_glsl(p, names, &coords);
+  ASSERT_EQ(coords.size(), 2u);
+  EXPECT_NE(glsl.find("X_V"), std::string::npos) << glsl;
+  EXPECT_EQ(v.describe(), "transpose_reshape");
+  auto at = evaluate_coord_program(p, {1, 1, 2}, {{"n", 4}});
+  ASSERT_TRUE(at.ok());
+  EXPECT_EQ(*at, (std::vector<int64_t>{5, 1}));  // y[1,1,2] = t[1, 5] = x[5, 1]
+}
+
+}  // namespace
+}  // namespace kiln::planner

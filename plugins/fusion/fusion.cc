@@ -1,0 +1,446 @@
+// The in-tree 'kiln.fusion' plugin: one pass, `fusion`, that partitions the
+// main graph into fusion groups with AGO's weighted, cycle-free clustering
+// (ago.txt Eq. 1, Definitions 2-3, Theorem 1, Algorithm 1) and keeps the
+// groups the planner can run as one kernel, judged by DNNFusion's mapping
+// types (the host's op registry, read through op_mapping, ABI 1.3):
+//   (a) elementwise DAGs (one-to-one and broadcast ops) with one output;
+//   (b) one many-to-many anchor (Conv, MatMul, Gemm, pooling, Reduce*,
+//       Softmax, the normalizations) followed by elementwise nodes it feeds;
+//   (c) FCM's DWPW: depthwise Conv -> elementwise -> 1x1 Conv -> elementwise,
+//       when FusePlanner (fuse_planner.h) says fusing pays, with the
+//       device's shared memory and compute units (target_info, ABI 1.3);
+//   and, at the start of (a) and (b) groups or with a lone consumer,
+//   data-movement nodes (Transpose, Reshape, Slice, ...) the consumer reads
+//   through an index view instead of a copy (add_view_prologues).
+// Every member is annotated kiln.fusion_group = "fg<N>"; the planner does the
+// rest (planner/fusion.h). The pass owns fusion groups: it drops the ones an
+// earlier run left before it partitions again. Nodes inside If/Loop bodies,
+// nodes the planner runs on the host (shape arithmetic, all-constant inputs)
+// and nodes with several outputs are never grouped.
+//
+// Written against the plugin ABI only; built as a static library
+// (kiln_fusion_plugin_query) and as a loadable shared library.
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln_plugin.hpp"
+#include "plugins/fusion/fuse_planner.h"
+#include "plugins/fusion/fusion.h"
+#include "plugins/fusion/partition.h"
+
+namespace kiln_fusion {
+namespace {
+
+using kiln::fusion::Dag;
+using kiln::fusion::GroupKind;
+using kiln::fusion::Role;
+using kiln::plugin::GraphView;
+using kiln::plugin::Rewriter;
+
+// A symbolic dim's loop extent in Eq. 1.
+constexpr int64_t kNominalExtent = 64;
+// Td: a group weighs less than this many times the heaviest node.
+constexpr double kThresholdFactor = 8.0;
+// What the planner keeps on the host among graph inputs (execution_plan.h).
+constexpr int64_t kHostInputMaxElements = 64;
+
+bool is_float(int32_t dtype) {
+  return dtype == KILN_PLUGIN_DTYPE_FLOAT32 || dtype == KILN_PLUGIN_DTYPE_FLOAT16 ||
+         dtype == KILN_PLUGIN_DTYPE_FLOAT64;
+}
+
+class Partitioner {
+ public:
+  Partitioner(GraphView& g, Rewriter& rw) : g_(g), rw_(rw) {}
+
+  void run() {
+    clear_old_groups();
+    nodes_ = g_.nodes(0);
+    for (size_t i = 0; i < nodes_.size(); ++i) index_[nodes_[i]] = static_cast<int>(i);
+    find_host_values();
+    build_dag();
+    double heaviest = 0;
+    for (const auto& n : dag_.nodes)
+      if (n.role != Role::kOpaque) heaviest = std::max(heaviest, n.weight);
+    const double td = kThresholdFactor * heaviest;
+    const std::vector<int> clusters = kiln::fusion::cluster(dag_, td);
+    std::vector<std::vector<int>> groups = kiln::fusion::legalize(dag_, clusters);
+    groups = decide_dwpw(groups);
+    groups = add_view_prologues(groups);
+    std::vector<int> group_of(dag_.nodes.size());
+    for (size_t i = 0; i < group_of.size(); ++i) group_of[i] = static_cast<int>(groups.size() + i);
+    for (size_t k = 0; k < groups.size(); ++k)
+      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+    if (!kiln::fusion::is_acyclic_partition(dag_, group_of)) {
+      // Cannot happen (partition.h); if it does, fuse nothing rather than deadlock.
+      rw_.log(KILN_LOG_WARNING, "the partition has a cycle; no fusion groups");
+      rw_.add_statistic("partition-cycles", 1);
+      return;
+    }
+    annotate(groups);
+    statistics(groups, group_of, td);
+  }
+
+ private:
+  void clear_old_groups() {
+    for (size_t r = 0; r < g_.region_count(); ++r)
+      for (kiln_node_id_t n : g_.nodes(static_cast<kiln_region_id_t>(r)))
+        if (g_.node_annotation(n, KILN_ANNOTATION_FUSION_GROUP)) {
+          rw_.remove_node_annotation(n, KILN_ANNOTATION_FUSION_GROUP);
+          ++cleared_;
+        }
+  }
+
+  // Values the planner knows on the host: constants, small non-float graph
+  // inputs, Shape/Size outputs and what is computed from those alone.
+  void find_host_values() {
+    for (kiln_value_id_t v : g_.region_inputs(0)) {
+      auto info = g_.value(v);
+      auto shape = g_.static_shape(v);
+      if (!info || is_float(info->dtype) || !shape) continue;
+      int64_t numel = 1;
+      for (int64_t d : *shape) numel *= d;
+      if (numel <= kHostInputMaxElements) host_.insert(v);
+    }
+    for (kiln_node_id_t n : nodes_) {
+      auto info = g_.node(n);
+      bool all = true;
+      for (kiln_value_id_t v : g_.inputs(n))
+        if (v != KILN_NO_ID && !host_.count(v) && !g_.is_constant(v)) all = false;
+      const bool shape_op = info->domain.empty() && (info->op == "Shape" || info->op == "Size");
+      if ((all || shape_op) && !has_subgraph(n))
+        for (kiln_value_id_t v : g_.outputs(n)) host_.insert(v);
+    }
+  }
+
+  std::vector<kiln_region_id_t> subgraphs(kiln_node_id_t n) const {
+    std::vector<kiln_region_id_t> out;
+    if (auto names = g_.attr_names(n))
+      for (const std::string& key : *names)
+        if (g_.attr_kind(n, key.c_str()) == KILN_ATTR_GRAPH) out.push_back(g_.host()->attr_graph(g_.raw(), n, key.c_str()));
+    return out;
+  }
+  bool has_subgraph(kiln_node_id_t n) const { return !subgraphs(n).empty(); }
+
+  // Main-graph values read anywhere inside the node's sub-graphs.
+  void captures(kiln_node_id_t n, std::set<kiln_value_id_t>& out) const {
+    for (kiln_region_id_t r : subgraphs(n))
+      for (kiln_node_id_t inner : g_.nodes(r)) {
+        for (kiln_value_id_t v : g_.inputs(inner))
+          if (auto info = g_.value(v); info && info->region == 0) out.insert(v);
+        captures(inner, out);
+      }
+  }
+
+  std::string shape_key(kiln_value_id_t v) const {
+    auto info = g_.value(v);
+    auto dims = g_.shape(v);
+    if (!info || !dims || info->dtype == KILN_PLUGIN_DTYPE_UNDEFINED) return {};
+    std::string key = std::to_string(info->dtype) + ":";
+    for (const auto& d : *dims) {
+      if (d.is_unknown) return {};
+      key += (d.is_const ? std::to_string(d.value) : d.expr) + ",";
+    }
+    return key;
+  }
+
+  std::vector<int64_t> extents(kiln_value_id_t v) const {
+    std::vector<int64_t> out;
+    if (auto dims = g_.shape(v))
+      for (const auto& d : *dims) out.push_back(d.is_const ? d.value : kNominalExtent);
+    return out;
+  }
+
+  // The op's loop nest (Eq. 1): its output's loops, plus the reduction
+  // loops of a complex op.
+  std::vector<int64_t> loops(kiln_node_id_t n, const kiln::plugin::NodeInfo& info, int32_t mapping) const {
+    const auto in = g_.inputs(n);
+    const auto out = g_.outputs(n);
+    std::vector<int64_t> l = out.empty() || out[0] == KILN_NO_ID ? std::vector<int64_t>() : extents(out[0]);
+    if (mapping != KILN_MAPPING_MANY_TO_MANY || in.empty() || in[0] == KILN_NO_ID) return l;
+    if (info.op == "Conv" || info.op == "ConvTranspose") {
+      if (in.size() > 1) {
+        auto w = extents(in[1]);
+        l.insert(l.end(), w.begin() + std::min<size_t>(1, w.size()), w.end());
+      }
+    } else if (info.op == "MatMul" || info.op == "Gemm") {
+      auto a = extents(in[0]);
+      const bool trans = info.op == "Gemm" && g_.attr_int(n, "transA", 0) != 0;
+      if (!a.empty()) l.push_back(trans ? a.front() : a.back());
+    } else if (g_.has_attr(n, "kernel_shape")) {
+      for (int64_t k : g_.attr_ints(n, "kernel_shape")) l.push_back(k);
+    } else {
+      l = extents(in[0]);  // reductions, Softmax, norms: every input element
+    }
+    return l;
+  }
+
+  // Conv kinds of FCM: depthwise (group == in == out channels) and pointwise
+  // (1x1, stride 1, unpadded, group 1), 2-D only.
+  void conv_kind(kiln_node_id_t n, kiln::fusion::DagNode& d) const {
+    const auto in = g_.inputs(n);
+    if (in.size() < 2) return;
+    auto w = g_.static_shape(in[1]);
+    auto x = g_.shape(in[0]);
+    if (!w || w->size() != 4 || !x || x->size() != 4) return;
+    const int64_t group = g_.attr_int(n, "group", 1);
+    const std::string pad = g_.attr_string(n, "auto_pad", "NOTSET");
+    bool unit = true, unpadded = pad == "NOTSET" || pad == "VALID";
+    for (int64_t s : g_.attr_ints(n, "strides")) unit = unit && s == 1;
+    for (int64_t p : g_.attr_ints(n, "pads")) unpadded = unpadded && p == 0;
+    d.depthwise = group > 1 && (*w)[0] == group && (*w)[1] == 1 && (*x)[1].is_const && (*x)[1].value == group;
+    d.pointwise = group == 1 && (*w)[2] == 1 && (*w)[3] == 1 && unit && unpadded;
+  }
+
+  void build_dag() {
+    dag_.nodes.resize(nodes_.size());
+    std::map<std::string, int> shape_ids;
+    const std::vector<kiln_value_id_t> graph_outputs = g_.region_outputs(0);
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const kiln_node_id_t n = nodes_[i];
+      auto info = g_.node(n);
+      auto& d = dag_.nodes[i];
+      std::set<kiln_value_id_t> reads;
+      for (kiln_value_id_t v : g_.inputs(n))
+        if (v != KILN_NO_ID) reads.insert(v);
+      captures(n, reads);
+      for (kiln_value_id_t v : reads) {
+        auto vi = g_.value(v);
+        if (!vi || vi->producer == KILN_NO_ID) continue;
+        auto it = index_.find(vi->producer);
+        if (it != index_.end() && it->second != static_cast<int>(i)) dag_.add_edge(it->second, static_cast<int>(i));
+      }
+      const auto in = g_.inputs(n);
+      if (!in.empty() && in[0] != KILN_NO_ID)
+        if (auto vi = g_.value(in[0]); vi && vi->producer != KILN_NO_ID && index_.count(vi->producer))
+          d.data_pred = index_.at(vi->producer);
+      const auto out = g_.outputs(n);
+      const int32_t mapping = g_.op_mapping(info->domain, info->op);
+      d.weight = kiln::fusion::op_weight(loops(n, *info, mapping));
+      for (kiln_value_id_t v : out)
+        for (const auto& use : g_.uses(v)) {
+          if (use.node == KILN_NO_ID || !index_.count(use.node)) d.escapes = true;
+        }
+      for (kiln_value_id_t v : out)
+        if (std::find(graph_outputs.begin(), graph_outputs.end(), v) != graph_outputs.end()) d.escapes = true;
+      // Who may be grouped at all.
+      if (out.size() != 1 || out[0] == KILN_NO_ID || host_.count(out[0]) || has_subgraph(n)) continue;
+      const std::string key = shape_key(out[0]);
+      if (key.empty()) continue;
+      if (mapping == KILN_MAPPING_ONE_TO_ONE || mapping == KILN_MAPPING_ONE_TO_MANY) d.role = Role::kElementwise;
+      else if (mapping == KILN_MAPPING_MANY_TO_MANY) d.role = Role::kAnchor;
+      else continue;
+      d.shape_class = shape_ids.emplace(key, static_cast<int>(shape_ids.size())).first->second;
+      if (info->domain.empty() && info->op == "Conv") conv_kind(n, d);
+    }
+  }
+
+  // Asks FusePlanner about every DW/PW group; a refusal splits it into the
+  // depthwise part and the pointwise part (each kept when still legal).
+  std::vector<std::vector<int>> decide_dwpw(const std::vector<std::vector<int>>& groups) {
+    std::vector<std::vector<int>> out;
+    for (const auto& members : groups) {
+      if (kiln::fusion::classify(dag_, members) != GroupKind::kDwPw) {
+        out.push_back(members);
+        continue;
+      }
+      int dw = -1, pw = -1;
+      for (int m : members)
+        if (dag_.nodes[static_cast<size_t>(m)].role == Role::kAnchor) (dw < 0 ? dw : pw) = m;
+      kiln::fusion::DwPwDecision decision;
+      if (auto shape = dwpw_shape(nodes_[static_cast<size_t>(dw)], nodes_[static_cast<size_t>(pw)]))
+        decision = kiln::fusion::plan_dwpw(*shape, device_limits());
+      else
+        decision.why = "symbolic dims";
+      if (decision.fuse) {
+        ++dwpw_groups_;
+        const kiln_node_id_t pw_node = nodes_[static_cast<size_t>(pw)];
+        if (decision.tile_m > 0 && decision.tile_n > 0 && !g_.node_annotation(pw_node, KILN_ANNOTATION_KERNEL))
+          rw_.annotate_node(pw_node, KILN_ANNOTATION_KERNEL,
+                            "tile=" + std::to_string(decision.tile_m) + "x" + std::to_string(decision.tile_n));
+        out.push_back(members);
+        continue;
+      }
+      ++dwpw_refused_;
+      rw_.log(KILN_LOG_DEBUG, "DW/PW pair " + g_.node(nodes_[static_cast<size_t>(dw)])->name + " -> " +
+                                  g_.node(nodes_[static_cast<size_t>(pw)])->name + " not fused: " + decision.why);
+      std::vector<int> head, tail;
+      // The depthwise part feeds the pw Conv, so it precedes it in index
+      // order; the pointwise part follows it.
+      for (int m : members) (m < pw ? head : tail).push_back(m);
+      for (auto* part : {&head, &tail})
+        if (part->size() >= 2 && kiln::fusion::classify(dag_, *part) != GroupKind::kIllegal) out.push_back(*part);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // FusePlanner's limits: the device's when the pipeline compiles for one
+  // (ABI 1.3 target_info), else the defaults (32 KiB, compute units unknown).
+  kiln::fusion::DeviceLimits device_limits() const {
+    kiln::fusion::DeviceLimits limits;
+    if (auto t = g_.target_info()) {
+      if (t->shared_memory_bytes > 0) limits.shared_memory_bytes = t->shared_memory_bytes;
+      limits.compute_units = t->compute_units;
+    }
+    return limits;
+  }
+
+  // A data-movement node the planner can read through an index view
+  // (planner/fusion_views.h): its parameters are constants, its output has
+  // known dims and is read by exactly one node of the main graph, and its
+  // input is a device tensor.
+  std::optional<int> view_consumer(int i) const {
+    const kiln_node_id_t n = nodes_[static_cast<size_t>(i)];
+    auto info = g_.node(n);
+    if (!info || !info->domain.empty() || dag_.nodes[static_cast<size_t>(i)].escapes) return std::nullopt;
+    static const std::set<std::string> kViews = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                                                 "Identity",  "Slice",   "Expand"};
+    if (!kViews.count(info->op)) return std::nullopt;
+    const auto in = g_.inputs(n);
+    const auto out = g_.outputs(n);
+    if (in.empty() || in[0] == KILN_NO_ID || out.size() != 1 || out[0] == KILN_NO_ID) return std::nullopt;
+    if (host_.count(in[0]) || g_.is_constant(in[0]) || host_.count(out[0]) || shape_key(out[0]).empty())
+      return std::nullopt;
+    if (info->op == "Slice" || info->op == "Expand")  // bounds / shape fixed at plan time
+      for (size_t k = 1; k < in.size(); ++k)
+        if (in[k] != KILN_NO_ID && !g_.is_constant(in[k])) return std::nullopt;
+    std::optional<int> consumer;
+    for (const auto& use : g_.uses(out[0])) {
+      auto it = index_.find(use.node);
+      if (it == index_.end() || (consumer && *consumer != it->second)) return std::nullopt;
+      consumer = it->second;
+    }
+    return consumer;
+  }
+
+  // DNNFusion fuses reorganize and shuffle ops into their consumers; Kiln's
+  // planner does it by reading the chain's source through an index view
+  // (SmartMem's index comprehension), so a Transpose, Slice or image-stored
+  // Reshape stops being a copy kernel. Every view node whose only consumer
+  // is in a group (or is another view node that joined one) joins that
+  // group at its start; one whose consumer is in no group forms a group
+  // with it when the consumer is a device node. Joining never makes a
+  // cycle: the view node's only edge out goes into the group. DW/PW groups
+  // take none (their GEMM reads the depthwise input by its own indexing).
+  std::vector<std::vector<int>> add_view_prologues(std::vector<std::vector<int>> groups) {
+    std::vector<int> group_of(dag_.nodes.size(), -1);
+    for (size_t k = 0; k < groups.size(); ++k)
+      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+    for (int i = static_cast<int>(dag_.nodes.size()) - 1; i >= 0; --i) {
+      if (group_of[static_cast<size_t>(i)] >= 0) continue;
+      const std::optional<int> c = view_consumer(i);
+      if (!c) continue;
+      int k = group_of[static_cast<size_t>(*c)];
+      if (k >= 0 && kiln::fusion::classify(dag_, without_views(groups[static_cast<size_t>(k)])) == GroupKind::kDwPw)
+        continue;
+      if (k < 0) {
+        if (dag_.nodes[static_cast<size_t>(*c)].role == Role::kOpaque || view_consumer(*c)) continue;
+        k = static_cast<int>(groups.size());
+        groups.push_back({*c});
+        group_of[static_cast<size_t>(*c)] = k;
+      }
+      groups[static_cast<size_t>(k)].push_back(i);
+      group_of[static_cast<size_t>(i)] = k;
+      is_view_.insert(i);
+      ++view_nodes_;
+    }
+    for (auto& members : groups) std::sort(members.begin(), members.end());
+    std::sort(groups.begin(), groups.end());
+    return groups;
+  }
+
+  std::vector<int> without_views(const std::vector<int>& members) const {
+    std::vector<int> core;
+    for (int m : members)
+      if (!is_view_.count(m)) core.push_back(m);
+    return core;
+  }
+
+  std::optional<kiln::fusion::DwPwShape> dwpw_shape(kiln_node_id_t dw, kiln_node_id_t pw) const {
+    const auto x = g_.static_shape(g_.inputs(dw)[0]);
+    const auto w = g_.static_shape(g_.inputs(dw)[1]);
+    const auto y = g_.static_shape(g_.outputs(dw)[0]);
+    const auto z = g_.static_shape(g_.outputs(pw)[0]);
+    auto info = g_.value(g_.outputs(pw)[0]);
+    if (!x || !w || !y || !z || !info) return std::nullopt;
+    std::vector<int64_t> strides = g_.attr_ints(dw, "strides");
+    if (strides.size() != 2) strides = {1, 1};
+    return kiln::fusion::DwPwShape{(*x)[0], (*x)[1], (*x)[2], (*x)[3], (*y)[2], (*y)[3], (*w)[2], (*w)[3],
+                                   strides[0], strides[1], (*z)[1],
+                                   static_cast<int64_t>(kiln_plugin_dtype_size(info->dtype))};
+  }
+
+  void annotate(const std::vector<std::vector<int>>& groups) {
+    for (size_t k = 0; k < groups.size(); ++k)
+      for (int m : groups[k])
+        rw_.annotate_node(nodes_[static_cast<size_t>(m)], KILN_ANNOTATION_FUSION_GROUP, "fg" + std::to_string(k));
+  }
+
+  void statistics(const std::vector<std::vector<int>>& groups, const std::vector<int>& group_of, double td) {
+    int64_t grouped = 0, complex_max = 0, kinds[4] = {};
+    for (const auto& members : groups) {
+      grouped += static_cast<int64_t>(members.size());
+      int64_t complex = 0;
+      for (int m : members) complex += dag_.nodes[static_cast<size_t>(m)].role == Role::kAnchor;
+      complex_max = std::max(complex_max, complex);
+      const std::vector<int> core = without_views(members);
+      ++kinds[static_cast<int>(core.size() < 2 ? GroupKind::kIllegal : kiln::fusion::classify(dag_, core))];
+    }
+    // Balance over the partition of the device nodes (AGO Fig. 14).
+    std::map<int, double> weights;
+    for (size_t i = 0; i < dag_.nodes.size(); ++i)
+      if (dag_.nodes[i].role != Role::kOpaque) weights[group_of[i]] += dag_.nodes[i].weight;
+    std::vector<double> w;
+    for (const auto& [id, weight] : weights) w.push_back(weight);
+    rw_.add_statistic("groups", static_cast<int64_t>(groups.size()));
+    rw_.add_statistic("grouped-nodes", grouped);
+    rw_.add_statistic("groups-elementwise", kinds[static_cast<int>(GroupKind::kElementwise)]);
+    rw_.add_statistic("groups-anchor", kinds[static_cast<int>(GroupKind::kAnchor)]);
+    rw_.add_statistic("groups-dwpw", dwpw_groups_);
+    if (view_nodes_) rw_.add_statistic("view-prologue-nodes", view_nodes_);
+    if (dwpw_refused_) rw_.add_statistic("dwpw-refused", dwpw_refused_);
+    rw_.add_statistic("complex-ops-per-group-max", complex_max);
+    rw_.add_statistic("weight-balance-jain-x1000", static_cast<int64_t>(1000.0 * kiln::fusion::jain_index(w) + 0.5));
+    rw_.add_statistic("weight-threshold", static_cast<int64_t>(td));
+    if (cleared_) rw_.add_statistic("old-groups-cleared", cleared_);
+  }
+
+  GraphView& g_;
+  Rewriter& rw_;
+  std::vector<kiln_node_id_t> nodes_;
+  std::map<kiln_node_id_t, int> index_;
+  std::set<kiln_value_id_t> host_;
+  Dag dag_;
+  std::set<int> is_view_;  // DAG nodes that joined a group as index views
+  int64_t dwpw_groups_ = 0, dwpw_refused_ = 0, cleared_ = 0, view_nodes_ = 0;
+};
+
+class FusionPass : public kiln::plugin::Pass {
+ public:
+  void run(GraphView& g, Rewriter& rw) override {
+    if (!g.can_infer_dims() || !KILN_PLUGIN_HAS_FIELD(g.host(), kiln_host_api_t, op_mapping) || !rw.can_remove_annotations())
+      throw kiln::plugin::Error("kiln.fusion needs a host of plugin ABI 1.3 or newer", KILN_PLUGIN_UNIMPLEMENTED);
+    Partitioner(g, rw).run();
+  }
+};
+
+FusionPass fusion_pass;
+const kiln_pass_t kFusion = kiln::plugin::make_pass(
+    fusion_pass, "fusion",
+    "fusion groups (AGO weighted acyclic clustering, DNNFusion legality, FCM DW/PW): annotates kiln.fusion_group",
+    KILN_FACT_SHAPES, KILN_FACT_FUSION_GROUPS | KILN_FACT_KERNEL_CONFIGS, false, KILN_FACT_FUSION_GROUPS);
+const kiln_pass_t* const kPasses[] = {&kFusion};
+const kiln_plugin_t kPlugin = kiln::plugin::make_plugin("kiln.fusion", "1.0", kPasses, 1);
+
+}  // namespace
+}  // namespace kiln_fusion
+
+KILN_PLUGIN_DEFINE_QUERY(kiln_fusion_plugin_query, kiln_fusion::kPlugin)
+#ifdef KILN_FUSION_SHARED
+KILN_PLUGIN_DEFINE_QUERY(kiln_plugin_query, kiln_fusion::kPlugin)
+#endif

@@ -1,0 +1,84 @@
+// Golden tests for kiln.fusion (testdata/*.kir through the shared harness in
+// plugins/testing/golden_harness.h: // RUN:, // CHECK:, // CHECK-NOT:, and a
+// reference-executor comparison before and after the pass), plus the
+// shared-library build and the pass statistics.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "engine/ir/text.h"
+#include "engine/registry/pass_manager.h"
+#include "plugins/fusion/fusion.h"
+#include "plugins/rdp/rdp.h"
+#include "plugins/testing/golden_harness.h"
+#include "plugins/testing/plugin_file.h"
+
+namespace kiln::registry {
+namespace {
+
+using plugin_testing::GoldenCase;
+
+std::vector<GoldenCase> load_cases() { return plugin_testing::load_golden_cases(KILN_FUSION_TESTDATA); }
+
+class FusionGolden : public ::testing::TestWithParam<GoldenCase> {};
+
+TEST_P(FusionGolden, Matches) {
+  plugin_testing::run_golden_case(GetParam(), [](PluginRegistry& reg) {
+    KILN_RETURN_IF_ERROR(reg.load_static(kiln_rdp_plugin_query, "static:kiln.rdp"));
+    return reg.load_static(kiln_fusion_plugin_query, "static:kiln.fusion");
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Testdata, FusionGolden, ::testing::ValuesIn(load_cases()), plugin_testing::golden_case_name);
+
+TEST(FusionGoldenFiles, CoverTheCases) {
+  std::set<std::string> files;
+  for (const GoldenCase& c : load_cases()) files.insert(c.file);
+  for (const char* f : {"chains.kir", "residual.kir", "multi_consumer.kir", "cycles.kir", "control_flow.kir",
+                        "dynamic.kir", "dwpw.kir", "shape_chain.kir"})
+    EXPECT_TRUE(files.count(f)) << f;
+}
+
+constexpr const char* kResidual = R"(graph @g opset 17 {
+  input %x : f32[1,4,6,6]
+  const %w : f32[4,4,1,1] = dense<[1,0,0,0, 0,1,0,0, 0,0,1,0, 0,0,0,1]>
+  %c = Conv(%x, %w) : f32[1,4,6,6]
+  %r = Relu(%c) : f32[1,4,6,6]
+  %a = Add(%r, %x) : f32[1,4,6,6]
+  %s = Sigmoid(%a) : f32[1,4,6,6]
+  %t = Tanh(%s) : f32[1,4,6,6]
+  return %t
+}
+)";
+
+// The loadable build runs and reports its statistics; a second run replaces
+// the first run's groups instead of adding to them.
+TEST(FusionShared, LoadsRunsAndCounts) {
+  PluginRegistry reg;
+  ASSERT_TRUE(plugin_testing::load_plugin_file(reg, KILN_FUSION_SO, "fusion"));
+  auto g = ir::parse_graph(kResidual);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  PassManager pm(reg);
+  PipelineOptions options;
+  options.passes = {"fusion", "fusion"};
+  ASSERT_TRUE(pm.run(**g, options).ok());
+  for (const PassRecord& r : pm.records()) {
+    EXPECT_EQ(r.statistics.at("groups"), 1);
+    EXPECT_EQ(r.statistics.at("grouped-nodes"), 5);
+    EXPECT_EQ(r.statistics.at("groups-anchor"), 1);
+    EXPECT_EQ(r.statistics.at("complex-ops-per-group-max"), 1);
+    EXPECT_EQ(r.statistics.at("groups-dwpw"), 0);
+    EXPECT_GT(r.statistics.at("weight-balance-jain-x1000"), 0);
+  }
+  EXPECT_EQ(pm.records()[1].statistics.at("old-groups-cleared"), 5);
+  const std::string out = ir::print_graph(**g);
+  size_t n = 0;
+  for (size_t at = out.find("kiln.fusion_group = \"fg0\""); at != std::string::npos;
+       at = out.find("kiln.fusion_group = \"fg0\"", at + 1))
+    ++n;
+  EXPECT_EQ(n, 5u) << out;
+}
+
+}  // namespace
+}  // namespace kiln::registry
