@@ -178,7 +178,7 @@ TEST_F(FusionEpilogue, SplitKConvRelu) {
   Net net;
   const ir::ValueId x = net.input("x", {1, 8, 6, 6});
   const ir::ValueId c = conv(net, x, 8, 16, 3, 1, 1);
-  net.g.node(net.last).annotations[kKernelKey] = "split_k=4";
+  net.g.node(net.last).annotations[kKernelKey] = "split_k=4,splitk_reduce=fused";
   const ir::ValueId y = net.op("Relu", {c});
   // The last workgroup of each tile adds the slices and stores through the tail.
   expect_fused(net.finish({y}), {{random_tensor({1, 8, 6, 6}, 4)}}, {.dispatches = 1, .name = "splitk_fixup"});

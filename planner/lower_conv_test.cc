@@ -132,11 +132,11 @@ TEST_F(LowerConvTest, SplitKFixup) {
     EXPECT_TRUE(check_op(c));
   }
   // The planner's own choice for a late-network shape (K = 64 * 9 = 576,
-  // few tiles) is the fused split too; strided, no bias.
+  // few tiles) splits K with a reduce pass (the default); strided, no bias.
   OpCheck c = conv({1, 64, 9, 9}, {24, 64, 3, 3}, false, {{"strides", ints({2, 2})}}, 93);
   c.runs = 2;
-  c.max_dispatches = 1;
-  c.expect_kernel = "conv_splitk_fixup";
+  c.min_dispatches = c.max_dispatches = 2;
+  c.expect_kernel = "conv_splitk_reduce";
   EXPECT_TRUE(check_op(c));
 }
 

@@ -358,7 +358,7 @@ TEST(LowerLinalgPlan, SplitKFixupIsOneDispatch) {
       for (size_t n = 0; n < copy.num_nodes(); ++n) copy.node(static_cast<ir::NodeId>(n)).annotations[kKernelKey] = hint;
     return build_plan(copy, target, PlanOptions{});
   };
-  auto fused = plan_of(t, nullptr);
+  auto fused = plan_of(t, "splitk_reduce=fused");
   ASSERT_TRUE(fused.ok()) << fused.status().to_string();
   ASSERT_EQ(fused->dispatch_count(), 1u);
   const KernelDesc& k = fused->steps[0].kernel;
@@ -378,7 +378,7 @@ TEST(LowerLinalgPlan, SplitKFixupIsOneDispatch) {
   }
   EXPECT_EQ(states, 1u);
 
-  auto separate = plan_of(t, "splitk_reduce=separate");
+  auto separate = plan_of(t, nullptr);  // the default: a reduce pass
   ASSERT_TRUE(separate.ok()) << separate.status().to_string();
   ASSERT_EQ(separate->dispatch_count(), 2u);
   EXPECT_EQ(separate->steps[0].kernel.name, "matmul_splitk_tile32x64");
@@ -459,9 +459,13 @@ TEST(LowerLinalgKernels, VariantsAreValidSpirv) {
   for (size_t n = 0; n < separate.num_nodes(); ++n)
     separate.node(static_cast<ir::NodeId>(n)).annotations[kKernelKey] = "splitk_reduce=separate";
   expect_kernels_valid(separate, t, ElemType::kF16, Storage::kBuffer, "matmul_splitk_reduce");
-  expect_kernels_valid(matmul_graph(20, 30, 600), t, ElemType::kF16, Storage::kBuffer, "matmul_splitk_fixup_tile32x32");
-  expect_kernels_valid(matmul_graph(20, 30, 600), t, ElemType::kF32, Storage::kImage, "matmul_splitk_fixup_tile32x32");
-  expect_kernels_valid(matmul_graph(100, 30, 2000), t, ElemType::kF32, Storage::kBuffer, "matmul_splitk_fixup_tile64x32");
+  const auto fixup = [](ir::Graph g) {
+    for (size_t n = 0; n < g.num_nodes(); ++n) g.node(static_cast<ir::NodeId>(n)).annotations[kKernelKey] = "splitk_reduce=fused";
+    return g;
+  };
+  expect_kernels_valid(fixup(matmul_graph(20, 30, 600)), t, ElemType::kF16, Storage::kBuffer, "matmul_splitk_fixup_tile32x32");
+  expect_kernels_valid(fixup(matmul_graph(20, 30, 600)), t, ElemType::kF32, Storage::kImage, "matmul_splitk_fixup_tile32x32");
+  expect_kernels_valid(fixup(matmul_graph(100, 30, 2000)), t, ElemType::kF32, Storage::kBuffer, "matmul_splitk_fixup_tile64x32");
   TargetInfo small = t;
   small.max_storage_buffer_range = 4096;  // column chunks of 16, 16 and 8
   expect_kernels_valid(matmul_graph(20, 40, 64), small, ElemType::kF32, Storage::kImage, "matmul_cols_tile32x16");

@@ -47,10 +47,11 @@ struct KernelHint {
   std::optional<int> split_k;
   // How the K slices of a split GEMM are added up (gemm_kernels.h,
   // emit_gemm): true ("fused") by the tile kernel's last workgroup per tile,
-  // false ("separate") by a second dispatch. Unset: fused where it can be,
-  // on the scalar kernel; the tensor-core kernel splits K only with "fused"
-  // (its fix-up is wrong on the H100 so far, gemm_kernels.cc). "fused" for a
-  // grid of symbolic size still runs separate (a request, like storage).
+  // false ("separate") by a second dispatch. Unset: separate (the fix-up is
+  // slower on the H100 so far, and the tensor-core one wrong there:
+  // gemm_kernels.cc); the tensor-core kernel splits K only with "fused".
+  // "fused" for a grid of symbolic size still runs separate (a request,
+  // like storage).
   std::optional<bool> splitk_fused;
   // false: never the cooperative-matrix kernel for this node.
   std::optional<bool> coopmat;

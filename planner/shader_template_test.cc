@@ -264,7 +264,8 @@ std::vector<Case> cases() {
   c.push_back({"matmul_splitk", hinted(graph("MatMul", f32, {dims({32, 4096})}, {random_tensor({4096, 32}, 4)}),
                                        "splitk_reduce=separate"),
                {"gemm_tile.comp", "gemm_splitk_reduce.comp"}, t});
-  c.push_back({"matmul_splitk_fixup", graph("MatMul", f32, {dims({32, 4096})}, {random_tensor({4096, 32}, 4)}),
+  c.push_back({"matmul_splitk_fixup", hinted(graph("MatMul", f32, {dims({32, 4096})}, {random_tensor({4096, 32}, 4)}),
+                                             "splitk_reduce=fused"),
                {"gemm_tile.comp", "gemm_store.glsl"}, t});
   c.push_back({"conv", graph("Conv", f32, {dims({1, 8, 10, 10})}, {random_tensor({16, 8, 3, 3}, 5)}),
                {"gemm_tile.comp"}, t});
