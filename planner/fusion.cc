@@ -35,7 +35,6 @@ bool merge_helpers(std::string text, std::set<std::string>& have, std::string& o
   return true;
 }
 
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 // Renames the accessors of `body`: an identifier "<name>_..." becomes
 // "<renamed>_..." per `names`. Returns false when an identifier starts with
@@ -44,17 +43,17 @@ bool rename_tensors(std::string& body, const std::map<std::string, std::string>&
                     const std::set<std::string>& forbidden) {
   std::string out;
   for (size_t i = 0; i < body.size();) {
-    if (!ident_char(body[i]) || std::isdigit(static_cast<unsigned char>(body[i]))) {
+    if (!glsl_ident_char(body[i]) || std::isdigit(static_cast<unsigned char>(body[i]))) {
       // A number's letters ("1e+20", "0x7fc00000u") are no identifier.
       size_t j = i + 1;
       if (std::isdigit(static_cast<unsigned char>(body[i])))
-        while (j < body.size() && ident_char(body[j])) ++j;
+        while (j < body.size() && glsl_ident_char(body[j])) ++j;
       out.append(body, i, j - i);
       i = j;
       continue;
     }
     size_t j = i;
-    while (j < body.size() && ident_char(body[j])) ++j;
+    while (j < body.size() && glsl_ident_char(body[j])) ++j;
     const std::string token = body.substr(i, j - i);
     const size_t us = token.find('_');
     const std::string prefix = us == std::string::npos ? std::string() : token.substr(0, us);
@@ -289,23 +288,11 @@ struct Composer {
 // of `name` other than through its stores. The first such, or "".
 std::string foreign_access(const std::string& text, const std::string& name) {
   static const std::set<std::string> kAllowed = {"st", "st4", "VEC", "NUMEL", "IS_BUFFER", "IS_IMAGE", "index", "texel"};
-  const std::string prefix = name + "_";
-  for (size_t i = 0; i < text.size();) {
-    if (!ident_char(text[i])) {
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < text.size() && ident_char(text[j])) ++j;
-    const std::string token = text.substr(i, j - i);
-    i = j;
-    if (token.compare(0, prefix.size(), prefix) != 0) continue;
-    const std::string rest = token.substr(prefix.size());
+  return find_tensor_identifier(text, name, [](const std::string& rest) {
     const bool dim = rest.size() > 1 && rest[0] == 'D' &&
                      std::all_of(rest.begin() + 1, rest.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-    if (!dim && !kAllowed.count(rest)) return token;
-  }
-  return {};
+    return !dim && !kAllowed.count(rest);
+  });
 }
 
 void erase_all(std::string& s, const std::string& what) {

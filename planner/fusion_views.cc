@@ -19,7 +19,6 @@ bool has_subgraph(const ir::Node& node) {
   return false;
 }
 
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 // The first identifier of `text` that names an accessor of tensor `name`
 // that a view does not define (glsl_codegen.h): raw storage (name_data,
@@ -28,23 +27,8 @@ bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || 
 // (A list of what a view lacks, not of what it has: a template's own
 // identifiers may share the tensor's prefix, as A_LD in gemm_tile.comp.)
 std::string storage_access(const std::string& text, const std::string& name) {
-  static const char* const kMissing[] = {"data", "index", "texel", "tex", "img", "IS_BUFFER", "IS_IMAGE", "st", "st4"};
-  const std::string prefix = name + "_";
-  for (size_t i = 0; i < text.size();) {
-    if (!ident_char(text[i])) {
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < text.size() && ident_char(text[j])) ++j;
-    const std::string token = text.substr(i, j - i);
-    i = j;
-    if (token.compare(0, prefix.size(), prefix) != 0) continue;
-    const std::string suffix = token.substr(prefix.size());
-    for (const char* missing : kMissing)
-      if (suffix == missing) return token;
-  }
-  return {};
+  static const std::set<std::string> kMissing = {"data", "index", "texel", "tex", "img", "IS_BUFFER", "IS_IMAGE", "st", "st4"};
+  return find_tensor_identifier(text, name, [](const std::string& suffix) { return kMissing.count(suffix) > 0; });
 }
 
 // In a map kernel's text, `name_ld(oi)` becomes `name_at(oc0, ...)`: the
@@ -53,7 +37,7 @@ std::string storage_access(const std::string& text, const std::string& name) {
 void load_by_coords(std::string& text, const std::string& name, size_t rank) {
   const std::string from = name + "_ld(oi)", to = name + "_at(" + coord_list(rank) + ")";
   for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) {
-    if (at > 0 && ident_char(text[at - 1])) {
+    if (at > 0 && glsl_ident_char(text[at - 1])) {
       at += from.size();
       continue;
     }

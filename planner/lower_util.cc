@@ -1,6 +1,8 @@
 // GLSL-text helpers shared by the lowerings (see lower_util.h).
 #include "planner/lower_util.h"
 
+#include <cctype>
+
 #include <cmath>
 #include <algorithm>
 #include <cstdio>
@@ -133,6 +135,25 @@ KernelDesc map_kernel(std::string name, std::vector<KernelTensor> tensors, std::
   d.body = "{\n" + body + "\n}";
   d.helpers = std::move(helpers);
   return d;
+}
+
+bool glsl_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+std::string find_tensor_identifier(const std::string& text, const std::string& name,
+                                   const std::function<bool(const std::string& suffix)>& match) {
+  const std::string prefix = name + "_";
+  for (size_t i = 0; i < text.size();) {
+    if (!glsl_ident_char(text[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && glsl_ident_char(text[j])) ++j;
+    const std::string token = text.substr(i, j - i);
+    i = j;
+    if (token.compare(0, prefix.size(), prefix) == 0 && match(token.substr(prefix.size()))) return token;
+  }
+  return {};
 }
 
 }  // namespace kiln::planner

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -75,5 +76,12 @@ std::optional<int64_t> normalize_axis(int64_t axis, int64_t rank);
 // stay local to one harness lane.
 KernelDesc map_kernel(std::string name, std::vector<KernelTensor> tensors, std::string body,
                       std::string helpers = {});
+
+// GLSL text scanning for fusion: whether `c` can be part of an identifier,
+// and the first identifier of `text` of the form "<name>_<suffix>" whose
+// suffix `match` accepts ("" when none).
+bool glsl_ident_char(char c);
+std::string find_tensor_identifier(const std::string& text, const std::string& name,
+                                   const std::function<bool(const std::string& suffix)>& match);
 
 }  // namespace kiln::planner
