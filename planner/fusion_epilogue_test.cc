@@ -184,6 +184,18 @@ TEST_F(FusionEpilogue, SplitKConvRelu) {
   expect_fused(net.finish({y}), {{random_tensor({1, 8, 6, 6}, 4)}}, {.dispatches = 1, .name = "splitk_fixup"});
 }
 
+TEST_F(FusionEpilogue, SplitKAtomicConvRelu) {
+  if (!vk::testing::test_device()->enabled().buffer_float32_atomic_add) GTEST_SKIP() << "no float atomics";
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 8, 6, 6});
+  const ir::ValueId c = conv(net, x, 8, 16, 3, 1, 1);
+  net.g.node(net.last).annotations[kKernelKey] = "split_k=4,splitk_reduce=atomic";
+  const ir::ValueId y = net.op("Relu", {c});
+  // The last workgroup of each tile reads the atomic sums back and stores
+  // them through the tail.
+  expect_fused(net.finish({y}), {{random_tensor({1, 8, 6, 6}, 4)}}, {.dispatches = 1, .name = "splitk_atomic"});
+}
+
 TEST_F(FusionEpilogue, SplitKSeparateReduceConvRelu) {
   Net net;
   const ir::ValueId x = net.input("x", {1, 8, 6, 6});

@@ -43,8 +43,9 @@ struct TileConfig {
 // (GEMM_KCHUNK each) and the tile's partial sums go to the scratch buffer
 // GP [split][batch][M][N]; reduce_body() then adds the slices and stores,
 // or with `fixup` the last workgroup of each tile does (serial split-K: see
-// emit_gemm).
-std::string tiled_body(const TileConfig& c, bool a_m_fastest, bool split_k, bool fixup = false) {
+// emit_gemm); with `atomic` too, the workgroups atomicAdd their partial
+// tiles into one sum instead (GA [batch][M][N]).
+std::string tiled_body(const TileConfig& c, bool a_m_fastest, bool split_k, bool fixup = false, bool atomic = false) {
   // NT is a multiple of BM and of BK, so every invocation loads the same
   // tile row (m-fastest: neighbouring invocations read neighbouring m) or
   // the same tile column (k-fastest) at every K step; after inlining, the
@@ -57,7 +58,8 @@ std::string tiled_body(const TileConfig& c, bool a_m_fastest, bool split_k, bool
                                            .flag("A_M_FASTEST", a_m_fastest)
                                            .flag("QUADS", c.tm >= 4)
                                            .flag("SPLIT_K", split_k)
-                                           .flag("FIXUP", fixup));
+                                           .flag("FIXUP", fixup)
+                                           .flag("ATOMIC", atomic));
 }
 
 // Split-K second pass: one invocation per four columns of one output row
@@ -219,7 +221,7 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
       // tensor-core fix-up gave NaNs and wrong logits (resnet18 and
       // mobilenet_v2 in fp16) where the scalar split below is right, so
       // until that is understood the default is the scalar kernel's split.
-      if (p.hint.splitk_fused.value_or(false) && slices > 1 && cm_tiles.value() <= kMaxFixupTiles) {
+      if (p.hint.splitk_reduce == SplitKReduce::kFused && slices > 1 && cm_tiles.value() <= kMaxFixupTiles) {
         KernelDesc f = make_coopmat_gemm_kernel(p, *c, true);
         f.name += "_splitk_fixup";
         const TensorId scratch = ctx.add_temporary(DType::kFloat32, {ir::Dim(slices) * p.batch * p.m * p.n},
@@ -250,28 +252,47 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
   // K slices of a multiple of BK, recounted so that none is empty.
   const int64_t chunk = ((p.k.value() + split - 1) / split + 15) / 16 * 16;
   const int64_t slices = (p.k.value() + chunk - 1) / chunk;
+  const TileConfig c = choose_tile(p);
+  d.params.push_back({"GEMM_KCHUNK", ir::Dim(chunk)});
+  d.groups[2] = p.batch * ir::Dim(slices);
+  // Split-K without a second dispatch (stream-K's fix-up): the last
+  // workgroup to finish a tile stores it, saving the reduce pass and its
+  // barrier (~2.4 us each on an H100; 43 of resnet50's 164 dispatches at
+  // batch 1). It needs memory that outlives the run (an arrival counter per
+  // tile and, with float atomics, the running sums), so constant sizes.
+  const ir::Dim tiles_2d = d.groups[0] * d.groups[1] * p.batch;
+  const bool constant_tiles = tiles_2d.is_const() && tiles_2d.value() <= kMaxFixupTiles;
+  const bool constant_output = p.batch.is_const() && p.m.is_const() && p.n.is_const();
+  // Where the device adds floats atomically in buffers, every workgroup adds
+  // its partial tile into one sum and the last only reads it back: the
+  // default. On the H100 the alternative below, the last workgroup adding
+  // all slices itself, made resnet50's convolutions 1.98 GPU ms against 1.3
+  // with the reduce pass: at batch 1 the few tiles (8 for a 7x7x512 output)
+  // each summed up to 16 slices on one core. So that one (deterministic)
+  // runs only on request (kiln.kernel splitk_reduce=fused), and without float
+  // atomics the reduce pass is the default.
+  const SplitKReduce reduce = p.hint.splitk_reduce.value_or(SplitKReduce::kAtomic);
+  if (reduce == SplitKReduce::kAtomic && constant_tiles && constant_output && ctx.target().float32_atomic_add) {
+    const TensorId sums = ctx.add_state(DType::kFloat32, {p.batch.value() * p.m.value() * p.n.value()},
+                                        ElemType::kF32);
+    const TensorId counters = ctx.add_state(DType::kInt32, {tiles_2d.value()}, ElemType::kI32);
+    d.name = p.name + "_splitk_atomic_" + tile_name(c);
+    d.body = tiled_body(c, p.a_m_fastest, true, true, true);
+    d.params.push_back({"GEMM_SPLIT", ir::Dim(slices)});
+    d.extensions.push_back("GL_EXT_shader_atomic_float");
+    d.tensors.push_back(ctx.bind("GA", sums, true));
+    d.tensors.push_back(ctx.bind("GC", counters, true));
+    ctx.emit(std::move(d));
+    return ok_status();
+  }
   const TensorId scratch = ctx.add_temporary(DType::kFloat32, {ir::Dim(slices) * p.batch * p.m * p.n},
                                              {Storage::kBuffer, ElemType::kF32});
-  const TileConfig c = choose_tile(p);
   d.name = p.name + "_splitk_" + tile_name(c);
   d.body = tiled_body(c, p.a_m_fastest, true);
-  d.params.push_back({"GEMM_KCHUNK", ir::Dim(chunk)});
   // Y stays bound as written in the tile pass although only the reduction
   // stores it: the shared helpers (gemm_store4) need its store accessors.
   d.tensors.push_back(ctx.bind("GP", scratch, true));
-  d.groups[2] = p.batch * ir::Dim(slices);
-  // Serial split-K (CUTLASS's "serial" reduction, stream-K's fix-up): the
-  // last workgroup to finish a tile adds the slices, saving the second
-  // dispatch and its barrier (~2.4 us each on an H100; 43 of resnet50's
-  // 164 dispatches at batch 1). It needs one arrival counter per tile in
-  // memory that outlives the run, so a constant tile count.
-  const ir::Dim tiles_2d = d.groups[0] * d.groups[1] * p.batch;
-  // The fix-up only on request (kiln.kernel splitk_reduce=fused): on the
-  // H100 it saves resnet50's 43 reduce dispatches but its convolutions take
-  // 1.98 GPU ms against about 1.3 with the reduce pass (the coherent partial
-  // tiles and the serial sum of the last workgroup cost more than the
-  // dispatches they save), so the two-pass split stays the default.
-  if (p.hint.splitk_fused.value_or(false) && tiles_2d.is_const() && tiles_2d.value() <= kMaxFixupTiles) {
+  if (reduce == SplitKReduce::kFused && constant_tiles) {
     const TensorId counters = ctx.add_state(DType::kInt32, {tiles_2d.value()}, ElemType::kI32);
     d.name = p.name + "_splitk_fixup_" + tile_name(c);
     d.body = tiled_body(c, p.a_m_fastest, true, true);

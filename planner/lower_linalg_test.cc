@@ -68,12 +68,26 @@ TEST_F(LowerLinalgTest, MatMulSplitK) {
 // of two, right on every run (its arrival counters go back to zero).
 OpCheck gemm(Shape a, Shape b, Shape c, bool trans_a, bool trans_b, float alpha, float beta, uint64_t seed);
 
-OpCheck split_k(OpCheck c, int slices, bool fused, const std::string& kernel) {
-  c.annotations[kKernelKey] = "split_k=" + std::to_string(slices) + ",splitk_reduce=" + (fused ? "fused" : "separate");
+OpCheck split_k_with(OpCheck c, int slices, const std::string& reduce, const std::string& kernel) {
+  c.annotations[kKernelKey] = "split_k=" + std::to_string(slices) + ",splitk_reduce=" + reduce;
   c.runs = 3;
-  c.min_dispatches = c.max_dispatches = fused ? 1 : 2;
+  c.min_dispatches = c.max_dispatches = reduce == "separate" ? 2 : 1;
   c.expect_kernel = kernel;
   return c;
+}
+OpCheck split_k(OpCheck c, int slices, bool fused, const std::string& kernel) {
+  return split_k_with(std::move(c), slices, fused ? "fused" : "separate", kernel);
+}
+
+// The atomic fix-up where the test device adds floats atomically (lavapipe
+// and the H100 do), else the reduce pass it falls back to.
+bool device_has_float_atomics() { return vk::testing::test_device()->enabled().buffer_float32_atomic_add; }
+OpCheck split_k_atomic(OpCheck c, int slices, const std::string& name) {
+  c.same_bits_every_run = false;  // the additions' order varies
+  if (device_has_float_atomics()) return split_k_with(std::move(c), slices, "atomic", name + "_splitk_atomic");
+  OpCheck two_pass = split_k_with(std::move(c), slices, "atomic", name + "_splitk_reduce");
+  two_pass.min_dispatches = two_pass.max_dispatches = 2;
+  return two_pass;
 }
 
 TEST_F(LowerLinalgTest, MatMulSplitKFixup) {
@@ -86,6 +100,22 @@ TEST_F(LowerLinalgTest, MatMulSplitKFixup) {
   EXPECT_TRUE(check_op(split_k(matmul({70, 333}, {333, 67}, true, 29), 3, true, "matmul_splitk_fixup_tile64x64")));
   // The two-pass route, forced.
   EXPECT_TRUE(check_op(split_k(matmul({20, 600}, {600, 30}, true, 27), 4, false, "matmul_splitk_reduce")));
+}
+
+// Split-K whose workgroups add their slices into one sum with float
+// atomics, the last to arrive storing it: one dispatch, right on every run
+// (the sums and counters go back to zero), edges, batches and epilogues as
+// above.
+TEST_F(LowerLinalgTest, MatMulSplitKAtomic) {
+  for (int slices : {2, 3, 16}) {
+    SCOPED_TRACE(slices);
+    EXPECT_TRUE(check_op(split_k_atomic(matmul({20, 600}, {600, 30}, true, 27), slices, "matmul")));
+  }
+  EXPECT_TRUE(check_op(split_k_atomic(matmul({70, 333}, {333, 67}, true, 29), 3, "matmul")));
+  EXPECT_TRUE(check_op(split_k_atomic(matmul({3, 20, 300}, {3, 300, 30}, false, 31), 4, "matmul")));
+  OpCheck bias = gemm({20, 600}, {30, 600}, {30}, false, true, 0.5f, 2.0f, 35);
+  bias.constant_inputs = {1, 2};
+  EXPECT_TRUE(check_op(split_k_atomic(bias, 3, "gemm")));
 }
 
 TEST_F(LowerLinalgTest, MatMulSplitKFixupBatched) {
@@ -378,7 +408,28 @@ TEST(LowerLinalgPlan, SplitKFixupIsOneDispatch) {
   }
   EXPECT_EQ(states, 1u);
 
-  auto separate = plan_of(t, nullptr);  // the default: a reduce pass
+  // With float atomics the default is the atomic fix-up: its running sums
+  // (float, M x N) and counters are model state.
+  TargetInfo atomics = t;
+  atomics.float32_atomic_add = true;
+  auto atomic = plan_of(atomics, nullptr);
+  ASSERT_TRUE(atomic.ok()) << atomic.status().to_string();
+  ASSERT_EQ(atomic->dispatch_count(), 1u);
+  EXPECT_EQ(atomic->steps[0].kernel.name, "matmul_splitk_atomic_tile32x64");
+  std::map<std::string, std::pair<ElemType, int64_t>> state;
+  for (const KernelTensor& kt : atomic->steps[0].kernel.tensors) {
+    const PlanTensor& pt = atomic->tensors[static_cast<size_t>(kt.tensor)];
+    if (pt.origin == PlanTensor::Origin::kState) state[kt.name] = {pt.layout.type, pt.shape[0].value()};
+  }
+  EXPECT_EQ(state.size(), 2u);
+  EXPECT_EQ(state["GA"], std::make_pair(ElemType::kF32, int64_t{20 * 70}));
+  EXPECT_EQ(state["GC"], std::make_pair(ElemType::kI32, int64_t{2}));
+  // Asked for the two-pass route, it keeps it.
+  auto asked = plan_of(atomics, "splitk_reduce=separate");
+  ASSERT_TRUE(asked.ok()) << asked.status().to_string();
+  EXPECT_EQ(asked->dispatch_count(), 2u);
+
+  auto separate = plan_of(t, nullptr);  // without float atomics: a reduce pass
   ASSERT_TRUE(separate.ok()) << separate.status().to_string();
   ASSERT_EQ(separate->dispatch_count(), 2u);
   EXPECT_EQ(separate->steps[0].kernel.name, "matmul_splitk_tile32x64");
@@ -399,7 +450,7 @@ TEST(LowerLinalgPlan, SplitKReduceHintIsChecked) {
   for (size_t n = 0; n < g.num_nodes(); ++n) g.node(static_cast<ir::NodeId>(n)).annotations[kKernelKey] = "splitk_reduce=later";
   auto plan = build_plan(g, TargetInfo{}, PlanOptions{});
   ASSERT_FALSE(plan.ok());
-  EXPECT_NE(plan.status().message().find("splitk_reduce must be separate or fused"), std::string::npos)
+  EXPECT_NE(plan.status().message().find("splitk_reduce must be separate, fused or atomic"), std::string::npos)
       << plan.status().to_string();
 }
 
@@ -466,6 +517,10 @@ TEST(LowerLinalgKernels, VariantsAreValidSpirv) {
   expect_kernels_valid(fixup(matmul_graph(20, 30, 600)), t, ElemType::kF16, Storage::kBuffer, "matmul_splitk_fixup_tile32x32");
   expect_kernels_valid(fixup(matmul_graph(20, 30, 600)), t, ElemType::kF32, Storage::kImage, "matmul_splitk_fixup_tile32x32");
   expect_kernels_valid(fixup(matmul_graph(100, 30, 2000)), t, ElemType::kF32, Storage::kBuffer, "matmul_splitk_fixup_tile64x32");
+  TargetInfo atomics = t;
+  atomics.float32_atomic_add = true;
+  expect_kernels_valid(matmul_graph(20, 30, 600), atomics, ElemType::kF16, Storage::kBuffer, "matmul_splitk_atomic_tile32x32");
+  expect_kernels_valid(matmul_graph(100, 30, 2000), atomics, ElemType::kF32, Storage::kImage, "matmul_splitk_atomic_tile64x32");
   TargetInfo small = t;
   small.max_storage_buffer_range = 4096;  // column chunks of 16, 16 and 8
   expect_kernels_valid(matmul_graph(20, 40, 64), small, ElemType::kF32, Storage::kImage, "matmul_cols_tile32x16");

@@ -78,8 +78,15 @@ StatusOr<KernelHint> kernel_hint(const ir::Node& node) {
       if (!k || *k < 1 || *k > 16) return bad("split_k must be 1 to 16");
       hint.split_k = *k;
     } else if (key == "splitk_reduce") {
-      if (val != "separate" && val != "fused") return bad("splitk_reduce must be separate or fused");
-      hint.splitk_fused = val == "fused";
+      if (val == "separate") {
+        hint.splitk_reduce = SplitKReduce::kSeparate;
+      } else if (val == "fused") {
+        hint.splitk_reduce = SplitKReduce::kFused;
+      } else if (val == "atomic") {
+        hint.splitk_reduce = SplitKReduce::kAtomic;
+      } else {
+        return bad("splitk_reduce must be separate, fused or atomic");
+      }
     } else if (key == "coopmat") {
       if (val != "on" && val != "off") return bad("coopmat must be on or off");
       hint.coopmat = val == "on";

@@ -4,7 +4,7 @@
 //
 //   value  "kiln.storage"      "buffer" | "image"   where the tensor lives
 //   value  "kiln.packed_axis"  "<axis>"             an image's axis in the 4 texel channels
-//   node   "kiln.kernel"       "tile=64x32,split_k=2,splitk_reduce=fused,coopmat=off"
+//   node   "kiln.kernel"       "tile=64x32,split_k=2,splitk_reduce=atomic,coopmat=off"
 //                              the kernel configuration of a GEMM-family
 //                              node (MatMul, Gemm, Conv lowered as GEMM; the
 //                              pointwise Conv of a depthwise-pointwise
@@ -39,6 +39,8 @@ struct StorageHint {
   std::optional<int> packed_axis;
 };
 
+enum class SplitKReduce : uint8_t { kSeparate, kFused, kAtomic };
+
 struct KernelHint {
   // GEMM tile rows x columns: 16, 32, 64 or 128 rows (128 only with 64
   // columns), 16, 32 or 64 columns.
@@ -46,16 +48,18 @@ struct KernelHint {
   // K slices of the scalar tiled GEMM: 1 (none) to 16.
   std::optional<int> split_k;
   // How the K slices of a split GEMM are added up (gemm_kernels.h,
-  // emit_gemm): true ("fused") by the tile kernel's last workgroup per tile,
-  // false ("separate") by a second dispatch. Unset: separate (the fix-up is
-  // slower on the H100 so far, and the tensor-core one wrong there:
-  // gemm_kernels.cc); the tensor-core kernel splits K only with "fused".
-  // "fused" for a grid of symbolic size still runs separate (a request,
-  // like storage).
-  std::optional<bool> splitk_fused;
+  // emit_gemm): "separate" by a second dispatch; "fused" by the tile
+  // kernel's last workgroup per tile, which sums the slices in order (the
+  // same bits as separate; the tensor-core kernel splits K only then);
+  // "atomic" by every workgroup adding its slice into one sum with float
+  // atomics, the last storing it. Unset: atomic where the device adds
+  // floats atomically and the sizes are constant, else separate. fused and
+  // atomic are requests (like storage): a grid of symbolic size, or atomic
+  // on a device without float atomics, runs separate.
+  std::optional<SplitKReduce> splitk_reduce;
   // false: never the cooperative-matrix kernel for this node.
   std::optional<bool> coopmat;
-  bool empty() const { return !tile_m && !split_k && !splitk_fused && !coopmat; }
+  bool empty() const { return !tile_m && !split_k && !splitk_reduce && !coopmat; }
 };
 
 // The value's storage hint. Errors: kInvalidArgument naming the value for an

@@ -40,6 +40,7 @@ struct TargetInfo {
   bool fp16_storage = false;           // 16-bit storage buffers (float16_t members)
   bool fp16_arithmetic = false;        // shaderFloat16
   bool int64 = false;
+  bool float32_atomic_add = false;     // atomicAdd on float storage-buffer members
   bool cooperative_matrix = false;     // VK_KHR_cooperative_matrix, fp16 x fp16 -> fp32 16x16x16
   // Cooperative matrices the planner may use for fp16 GEMMs: the dialect and
   // the device's fp16-operand shapes in it (empty with kNone).

@@ -16,6 +16,14 @@
 //!                   order (as gemm_splitk_reduce does, so the same bits),
 //!                   stores them through gemm_store4 and puts GC[tile] back
 //!                   to zero for the next run.
+//!   ATOMIC          with FIXUP: the slices are not kept apart. Each
+//!                   workgroup atomicAdds its partial tile into GA [batch]
+//!                   [M][N] (float, model state, zero between dispatches), so
+//!                   the sum is spread over every workgroup of the tile
+//!                   instead of left to the last one; the last reads the sums
+//!                   back with atomicExchange(.., 0.0), which also leaves GA
+//!                   zero for the next run, and stores them. The order of the
+//!                   additions varies from run to run (the last bits may).
 
 const int BM = @BM@, BN = @BN@, BK = 16, TM = @TM@;
 const int TX = BN / 4, TY = BM / TM, NT = TX * TY;
@@ -125,11 +133,19 @@ void main() {
       int m = m0 + ty + i * TY;
 //@end
 //@if SPLIT_K
+//@if ATOMIC
+      if (m < GEMM_M) {
+        int p = (b * GEMM_M + m) * GEMM_N + n;
+        for (int j = 0; j < 4; ++j)
+          if (n + j < GEMM_N) atomicAdd(GA_data[p + j], acc[i][j]);
+      }
+//@else
       if (m < GEMM_M) {
         int p = ((slice * GEMM_BATCH + b) * GEMM_M + m) * GEMM_N + n;
         for (int j = 0; j < 4; ++j)
           if (n + j < GEMM_N) GP_data[p + j] = acc[i][j];
       }
+//@end
 //@else
       if (m < GEMM_M) gemm_store4(b, m, n, acc[i]);
 //@end
@@ -167,11 +183,17 @@ void main() {
 //@end
     if (m >= GEMM_M) continue;
     vec4 v = vec4(0.0);
+//@if ATOMIC
+    int p = (b * GEMM_M + m) * GEMM_N + n;
+    for (int j = 0; j < 4; ++j)
+      if (n + j < GEMM_N) v[j] = atomicExchange(GA_data[p + j], 0.0);
+//@else
     for (int s = 0; s < GEMM_SPLIT; ++s) {
       int p = ((s * GEMM_BATCH + b) * GEMM_M + m) * GEMM_N + n;
       for (int j = 0; j < 4; ++j)
         if (n + j < GEMM_N) v[j] += GP_data[p + j];
     }
+//@end
     gemm_store4(b, m, n, v);
   }
 //@end

@@ -176,6 +176,10 @@ StatusOr<Capabilities> query_capabilities(const InstanceTable& fn, VkPhysicalDev
   const bool has_cm_nv = contains(ext, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME) &&
                          fn.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV != nullptr;
   if (has_cm_nv) tail = link(tail, &cm_nv);
+  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+  const bool has_atomic_float = contains(ext, VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+  if (has_atomic_float) tail = link(tail, &atomic_float);
   fn.vkGetPhysicalDeviceFeatures2(pd, &feats);
 
   const VkPhysicalDeviceLimits& lim = props.properties.limits;
@@ -218,6 +222,9 @@ StatusOr<Capabilities> query_capabilities(const InstanceTable& fn, VkPhysicalDev
   caps.shader_float64 = feats.features.shaderFloat64 == VK_TRUE;
   caps.storage_buffer_16bit = f16storage.storageBuffer16BitAccess == VK_TRUE;
   caps.storage_push_constant_16bit = f16storage.storagePushConstant16 == VK_TRUE;
+  // Both: the split-K fix-up adds (atomicAdd) and reads back (atomicExchange).
+  caps.buffer_float32_atomic_add = has_atomic_float && atomic_float.shaderBufferFloat32AtomicAdd == VK_TRUE &&
+                                   atomic_float.shaderBufferFloat32Atomics == VK_TRUE;
   if (v12) {
     caps.shader_float16 = f12.shaderFloat16 == VK_TRUE;
     caps.shader_int8 = f12.shaderInt8 == VK_TRUE;
@@ -388,6 +395,7 @@ std::string Capabilities::to_json() const {
   num("min_storage_buffer_offset_alignment", min_storage_buffer_offset_alignment);
   num("buffer_image_granularity", buffer_image_granularity);
   boolean("shader_float16", shader_float16);
+  boolean("buffer_float32_atomic_add", buffer_float32_atomic_add);
   boolean("shader_int8", shader_int8);
   boolean("shader_int16", shader_int16);
   boolean("shader_int64", shader_int64);
@@ -463,6 +471,7 @@ std::string Capabilities::to_text() const {
   line("maxPushConstantsSize", std::to_string(max_push_constants_size));
   line("compute units", compute_units ? std::to_string(compute_units) : std::string("unknown"));
   line("fp16", std::string("arithmetic ") + b(shader_float16) + ", 16-bit storage " + b(storage_buffer_16bit));
+  line("float atomics", std::string("buffer add ") + b(buffer_float32_atomic_add));
   line("int8", std::string("arithmetic ") + b(shader_int8) + ", 8-bit storage " + b(storage_buffer_8bit));
   line("subgroup", std::to_string(subgroup_size) + " (" + std::to_string(min_subgroup_size) + ".." +
                        std::to_string(max_subgroup_size) + "), ops " + subgroup_ops_string(subgroup_operations) +

@@ -75,6 +75,10 @@ struct Capabilities {
   bool storage_buffer_16bit = false;
   bool storage_buffer_8bit = false;
   bool storage_push_constant_16bit = false;
+  // VK_EXT_shader_atomic_float's shaderBufferFloat32AtomicAdd and
+  // shaderBufferFloat32Atomics: atomicAdd and atomicExchange on float
+  // storage-buffer members (the split-K GEMM's one-dispatch fix-up).
+  bool buffer_float32_atomic_add = false;
 
   // Compute units (SMs, CUs, shader cores) where the driver says, through
   // VK_NV_shader_sm_builtins (shaderSMCount), VK_AMD_shader_core_properties2

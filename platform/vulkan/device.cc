@@ -22,9 +22,12 @@ struct FeatureChain {
   VkPhysicalDeviceVulkan13Features v13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
   VkPhysicalDeviceCooperativeMatrixFeaturesKHR cm{KILN_STYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
   VkPhysicalDeviceCooperativeMatrixFeaturesNV cm_nv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
 
   struct Shape {
     bool v12 = false, v13 = false, ext_f16i8 = false, ext_8bit = false, cm = false, cm_nv = false;
+    bool atomic_float = false;
   };
 
   // Links the structs `shape` selects. The object must not move afterwards.
@@ -44,6 +47,7 @@ struct FeatureChain {
     if (shape.v13) add(&v13);
     if (shape.cm) add(&cm);
     if (shape.cm_nv) add(&cm_nv);
+    if (shape.atomic_float) add(&atomic_float);
     *tail = nullptr;
   }
 };
@@ -155,6 +159,12 @@ EnabledFeatures features_from_host_chain(const VkPhysicalDeviceFeatures2* chain)
         e.cooperative_matrix_nv |=
             reinterpret_cast<const VkPhysicalDeviceCooperativeMatrixFeaturesNV*>(s)->cooperativeMatrix == VK_TRUE;
         break;
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT: {
+        auto* f = reinterpret_cast<const VkPhysicalDeviceShaderAtomicFloatFeaturesEXT*>(s);
+        e.buffer_float32_atomic_add |=
+            f->shaderBufferFloat32AtomicAdd == VK_TRUE && f->shaderBufferFloat32Atomics == VK_TRUE;
+        break;
+      }
       default:
         break;
     }
@@ -179,6 +189,7 @@ void clamp_to_capabilities(const Capabilities& c, EnabledFeatures* e) {
   e->compute_full_subgroups &= c.compute_full_subgroups;
   e->cooperative_matrix_khr &= c.cooperative_matrix_khr;
   e->cooperative_matrix_nv &= c.cooperative_matrix_nv;
+  e->buffer_float32_atomic_add &= c.buffer_float32_atomic_add;
   e->memory_budget &= c.memory_budget;
 }
 
@@ -259,6 +270,7 @@ StatusOr<std::unique_ptr<Device>> Device::create(const Instance& instance, const
   shape.ext_8bit = !shape.v12 && contains(ext, VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   shape.cm = caps.cooperative_matrix_khr;
   shape.cm_nv = caps.cooperative_matrix_nv;
+  shape.atomic_float = caps.buffer_float32_atomic_add;
   FeatureChain sup;
   sup.link(shape);
   ifn.vkGetPhysicalDeviceFeatures2(pd, &sup.f2);
@@ -293,12 +305,15 @@ StatusOr<std::unique_ptr<Device>> Device::create(const Instance& instance, const
   }
   en.cm.cooperativeMatrix = sup.cm.cooperativeMatrix;
   en.cm_nv.cooperativeMatrix = sup.cm_nv.cooperativeMatrix;
+  en.atomic_float.shaderBufferFloat32AtomicAdd = sup.atomic_float.shaderBufferFloat32AtomicAdd;
+  en.atomic_float.shaderBufferFloat32Atomics = sup.atomic_float.shaderBufferFloat32Atomics;
 
   std::vector<const char*> extensions;
   if (shape.ext_f16i8) extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
   if (shape.ext_8bit) extensions.push_back(VK_KHR_8BIT_STORAGE_EXTENSION_NAME);
   if (shape.cm) extensions.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
   if (shape.cm_nv) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  if (shape.atomic_float) extensions.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
   if (caps.memory_budget) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   // Required by the spec whenever the device advertises it (MoltenVK).
   if (caps.has_extension_portability_subset) extensions.push_back("VK_KHR_portability_subset");
@@ -332,6 +347,8 @@ StatusOr<std::unique_ptr<Device>> Device::create(const Instance& instance, const
   e.compute_full_subgroups = shape.v13 && en.v13.computeFullSubgroups == VK_TRUE;
   e.cooperative_matrix_khr = shape.cm && en.cm.cooperativeMatrix == VK_TRUE;
   e.cooperative_matrix_nv = shape.cm_nv && en.cm_nv.cooperativeMatrix == VK_TRUE;
+  e.buffer_float32_atomic_add = shape.atomic_float && en.atomic_float.shaderBufferFloat32AtomicAdd == VK_TRUE &&
+                                en.atomic_float.shaderBufferFloat32Atomics == VK_TRUE;
   e.memory_budget = caps.memory_budget;
   clamp_to_capabilities(caps, &e);
 

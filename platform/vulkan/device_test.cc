@@ -55,6 +55,7 @@ TEST_F(VulkanTest, CapabilitiesAreSane) {
   // Kiln enables what the device offers.
   EXPECT_EQ(e.shader_float16, caps.shader_float16);
   EXPECT_EQ(e.cooperative_matrix_nv, caps.cooperative_matrix_nv);
+  EXPECT_EQ(e.buffer_float32_atomic_add, caps.buffer_float32_atomic_add);
   // NV shapes are listed exactly when the NV extension is usable.
   EXPECT_EQ(caps.cooperative_matrix_nv_shapes.empty(), !caps.cooperative_matrix_nv);
   EXPECT_EQ(e.storage_buffer_16bit, caps.storage_buffer_16bit);

@@ -40,6 +40,7 @@ planner::TargetInfo target_info(const vk::Device& device) {
   t.fp16_storage = e.storage_buffer_16bit && e.shader_float16;
   t.fp16_arithmetic = e.shader_float16;
   t.int64 = e.shader_int64;
+  t.float32_atomic_add = e.buffer_float32_atomic_add;
   t.cooperative_matrix = e.cooperative_matrix_khr && c.api_version >= VK_API_VERSION_1_3;
   // fp16 GEMMs on tensor cores: the NV dialect (what the shader compiler
   // speaks), its fp16 x fp16 shapes at subgroup scope accumulating in fp32
