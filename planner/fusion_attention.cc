@@ -103,8 +103,10 @@ std::optional<AttentionPattern> match_attention(const ir::Graph& graph, const Fu
     if (is_op(*p, "Add") && p->inputs.size() == 2) {
       const bool first = made_by_group(p->inputs[0]) != nullptr, second = made_by_group(p->inputs[1]) != nullptr;
       if (first == second) return std::nullopt;  // which one is the scores, and the other must come from outside
-      steps.push_back({p->inputs[first ? 1 : 0], 1.0});
       s = p->inputs[first ? 0 : 1];
+      steps.push_back({p->inputs[first ? 1 : 0], 1.0, s, p->outputs[0]});
+    } else if (is_op(*p, "Reshape") && p->inputs.size() == 2 && !made_by_group(p->inputs[1])) {
+      s = p->inputs[0];  // renames the batch coordinates (checked when lowering)
     } else if (auto sc = scalar_scaling(graph, *p)) {
       steps.push_back({ir::kNoValue, sc->factor});
       s = p->inputs[sc->data];
@@ -154,8 +156,23 @@ Status lower_attention(PlanBuilder& builder, const ir::Graph& graph, const Fusio
   const std::vector<ir::Dim>& ys = builder.value_shape(out.outputs[0]);
   const size_t r = ys.size();
   if (r < 2 || ss.size() != r) return refuse("has scores of another rank than its output");
-  if (!same_shape(builder.value_shape(softmax.inputs[0]), ss))
-    return refuse("adds a tensor that broadcasts the scores to another shape");
+  // Every value of the chain holds the scores in the same order: the last
+  // two dims kept, the batch dims only regrouped by Reshapes; an Add does
+  // not broadcast them to more elements.
+  ir::Dim count(1);
+  for (size_t k = 0; k + 2 < r; ++k) count = count * ss[k];
+  const auto same_rows = [&](ir::ValueId v) {
+    const std::vector<ir::Dim>& x = builder.value_shape(v);
+    if (x.size() < 2 || !x[x.size() - 2].same_as(ss[r - 2]) || !x.back().same_as(ss[r - 1])) return false;
+    ir::Dim n(1);
+    for (size_t k = 0; k + 2 < x.size(); ++k) n = n * x[k];
+    return n.same_as(count);
+  };
+  for (const AttentionPattern::Step& st : pat.steps)
+    if (st.add != ir::kNoValue && (!same_rows(st.frame) || !same_shape(builder.value_shape(st.result),
+                                                                         builder.value_shape(st.frame))))
+      return refuse("adds a tensor that broadcasts the scores to another shape");
+  if (!same_rows(softmax.inputs[0])) return refuse("reshapes the scores to other rows");
   for (size_t k = 0; k + 2 < r; ++k)
     if (!ss[k].same_as(ys[k])) return refuse("broadcasts the scores' batch dims against the values'");
   const ir::Dim& d = as.back();
@@ -173,7 +190,7 @@ Status lower_attention(PlanBuilder& builder, const ir::Graph& graph, const Fusio
   // The largest key block whose tiles fit the device's shared memory.
   int64_t bk = 0;
   for (int64_t cand : {32, 16, 8}) {
-    const int64_t bytes = 4 * (kRows * dp + cand * dp + cand * dv4 * 4 + kRows * (cand + 1));
+    const int64_t bytes = 4 * (kRows * dp + cand * dp + cand * dv4 * 4 + 2 * kRows * (cand + 1));
     if (bytes <= static_cast<int64_t>(ctx.target().max_shared_memory)) {
       bk = cand;
       break;
@@ -206,7 +223,8 @@ Status lower_attention(PlanBuilder& builder, const ir::Graph& graph, const Fusio
   h += "float attn_q(" + last2 + ") { return Q_at(" + join_args(broadcast_coords("Q", as, with_last2(as))) + "); }\n";
   h += "float attn_k(" + last2 + ") { return K_at(" + join_args(broadcast_coords("K", bs, with_last2(bs))) + "); }\n";
   h += "float attn_v(" + last2 + ") { return V_at(" + join_args(broadcast_coords("V", vs, with_last2(vs))) + "); }\n";
-  h += "float attn_score(" + last2 + ", float s) {\n  s *= " + glsl_float(pat.scale) + ";\n";
+  h += "int att_b;  // the workgroup's batch element, row-major over Y's batch dims\n";
+  h += "float attn_score(int att_m, int att_n, float s) {\n  s *= " + glsl_float(pat.scale) + ";\n";
   size_t biases = 0;
   for (const AttentionPattern::Step& st : pat.steps) {
     if (st.add == ir::kNoValue) {
@@ -215,7 +233,21 @@ Status lower_attention(PlanBuilder& builder, const ir::Graph& graph, const Fusio
     }
     const std::string name = "B" + std::to_string(biases++);
     kd.tensors.push_back(ctx.bind(name, builder.tensor_of(st.add)));
-    h += "  s += " + name + "_at(" + join_args(broadcast_coords(name, builder.value_shape(st.add), ss)) + ");\n";
+    // The bias broadcast against the value it adds to, whose coordinates
+    // are oc0.. (a block's locals hide the globals for a reshaped frame).
+    const std::vector<ir::Dim>& frame = builder.value_shape(st.frame);
+    const size_t rf = frame.size();
+    h += "  {\n";
+    if (!same_shape(frame, ss)) {
+      h += "    int bi = att_b;\n";
+      for (size_t k = rf - 2; k-- > 0;) {
+        const std::string dim = "ATT_" + name + "_F" + std::to_string(k);
+        kd.params.push_back({dim, frame[k]});
+        h += "    int oc" + std::to_string(k) + " = bi % " + dim + ";\n    bi /= " + dim + ";\n";
+      }
+    }
+    h += "    int oc" + std::to_string(rf - 2) + " = att_m, oc" + std::to_string(rf - 1) + " = att_n;\n";
+    h += "    s += " + name + "_at(" + join_args(broadcast_coords(name, builder.value_shape(st.add), frame)) + ");\n  }\n";
   }
   h += "  return s;\n}\n";
 
@@ -230,7 +262,7 @@ Status lower_attention(PlanBuilder& builder, const ir::Graph& graph, const Fusio
   } else {
     store = "Y_st4(" + (r > 2 ? dim_list(0, r - 2, "oc") + ", " : std::string()) + "row, c, o);\n";
   }
-  std::string coords;
+  std::string coords = "att_b = bi;\n";
   for (size_t k = r - 2; k-- > 0;)
     coords += "oc" + std::to_string(k) + " = bi % Y_D" + std::to_string(k) + ";\nbi /= Y_D" + std::to_string(k) + ";\n";
   kd.helpers = std::move(h);

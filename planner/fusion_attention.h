@@ -3,7 +3,8 @@
 //   [Mul/Div by a scalar constant]* on A, on B   (the q and k scalings of
 //                                                 newer torch exports)
 //   S  = MatMul(A, B)                            A [.., M, D], B [.., D, N]
-//   [Mul/Div of S by a scalar constant | Add of a tensor broadcast to S]*
+//   [Mul/Div of S by a scalar constant | Add of a tensor broadcast to S |
+//    Reshape keeping the last two dims and the number of batch elements]*
 //   P  = Softmax(S', axis = last)
 //   Y  = MatMul(P, V)                            V [.., N, Dv], Y [.., M, Dv]
 //
@@ -15,8 +16,10 @@
 // running sum and the output accumulator. Every scalar scaling before the
 // first Add (on A, on B or on S; a Div is its reciprocal) folds into one
 // constant multiplying the dot product; the chain after it runs per score
-// in order (bias and mask Adds read with their broadcasting). fp32 math for
-// every storage and precision.
+// in order (bias and mask Adds read with their broadcasting, in the dims of
+// the value they add to: after a Reshape, swin's [1, windows, heads, m, n]
+// for its shifted-window mask, the batch coordinates are those of the
+// reshaped dims). fp32 math for every storage and precision.
 //
 // The kernel reads A (before its scalings), B, V and the biases only through
 // their X_at accessors, so fusion_views.h can read each through an index
@@ -56,6 +59,10 @@ struct AttentionPattern {
   struct Step {
     ir::ValueId add = ir::kNoValue;  // kNoValue: multiply by `factor`
     double factor = 1.0;
+    // An Add's other operand (`add`) is read in the dims of the scores
+    // value it adds to (`frame`: S, or a Reshape of it) and makes `result`.
+    ir::ValueId frame = ir::kNoValue;
+    ir::ValueId result = ir::kNoValue;
   };
   std::vector<Step> steps;
   ir::NodeId scores = ir::kNoNode;  // MatMul(A, B)

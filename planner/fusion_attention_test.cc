@@ -233,6 +233,35 @@ TEST_F(FusionAttentionDevice, MaskAndLargeHeadDim) {
   expect_matches_reference(attention_model(c), {inputs_of(c, 9, 33, 10)});
 }
 
+// swin's shifted windows: a relative-position bias on [windows, heads, m,
+// n], then the window mask added in a [1, windows, 1, m, n] broadcast over
+// a Reshape to [1, windows, heads, m, n], reshaped back for the softmax.
+std::string swin_shifted_model() {
+  std::string w;
+  for (int i = 0; i < 3 * 5 * 5; ++i) w += (i ? "," : "") + std::to_string(((i * 5) % 11 - 5) / 4.0);
+  return "graph @g opset 17 {\n  input %q : f32[2,3,5,8]\n  input %kt : f32[2,3,8,5]\n  input %v : f32[2,3,5,8]\n"
+         "  input %mask : f32[1,2,1,5,5]\n  const %c : f32[] = dense<[0.35]>\n"
+         "  const %bias : f32[3,5,5] = dense<[" + w + "]>\n"
+         "  const %s5 : i64[5] = dense<[1,2,3,5,5]>\n  const %s4 : i64[4] = dense<[2,3,5,5]>\n"
+         "  %qs = Mul(%q, %c)" + kG + " : f32[2,3,5,8]\n"
+         "  %s = MatMul(%qs, %kt)" + kG + " : f32[2,3,5,5]\n"
+         "  %b = Add(%s, %bias)" + kG + " : f32[2,3,5,5]\n"
+         "  %r5 = Reshape(%b, %s5)" + kG + " : f32[1,2,3,5,5]\n"
+         "  %m = Add(%r5, %mask)" + kG + " : f32[1,2,3,5,5]\n"
+         "  %r4 = Reshape(%m, %s4)" + kG + " : f32[2,3,5,5]\n"
+         "  %p = Softmax(%r4) {axis = -1}" + kG + " : f32[2,3,5,5]\n"
+         "  %y = MatMul(%p, %v)" + kG + " : f32[2,3,5,8]\n  return %y\n}\n";
+}
+
+TEST_F(FusionAttentionDevice, SwinShiftedWindowMaskThroughReshapes) {
+  Tensor mask = testing::random_tensor({1, 2, 1, 5, 5}, 40);
+  for (int64_t i = 0; i < mask.numel(); ++i) mask.set_f64(i, (i * 7) % 5 == 2 ? -100.0 : 0.0);
+  expect_matches_reference(swin_shifted_model(),
+                           {{testing::random_tensor({2, 3, 5, 8}, 41), testing::random_tensor({2, 3, 8, 5}, 42),
+                             testing::random_tensor({2, 3, 5, 8}, 43), mask}},
+                           /*image_extra=*/1);
+}
+
 // One plan and one shader for every sequence length.
 TEST_F(FusionAttentionDevice, SymbolicSequenceLength) {
   AttentionCase c;

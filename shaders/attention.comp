@@ -3,9 +3,10 @@
 //! flash attention's online softmax, so the scores never reach memory.
 //! A workgroup owns BQ query rows of the batch element gl_WorkGroupID.y;
 //! TPR invocations share a row. Per block of BK keys it stages K and V in
-//! shared memory, each invocation scores BK / TPR keys of its row, then
-//! every invocation of the row folds the block's scores into the row's
-//! running maximum and sum and updates its NCH vec4 columns of the output.
+//! shared memory, each invocation scores BK / TPR keys of its row; every
+//! invocation of the row takes the block's maximum, exponentiates its own
+//! keys' scores (each exp once), then folds the block into the row's
+//! running sum and its NCH vec4 columns of the output.
 //! The helpers it calls come from C++ (they read through the accessors, so
 //! any input may be an index view):
 //!   float attn_q(int m, int d), float attn_k(int d, int n),
@@ -32,7 +33,8 @@ const int NCH = @NCH@;
 shared float att_q[BQ * DP];
 shared float att_k[BK * DP];
 shared vec4 att_v[BK * DV4];
-shared float att_s[BQ * (BK + 1)];
+shared float att_s[BQ * (BK + 1)];  // the block's scores, then
+shared float att_p[BQ * (BK + 1)];  // exp(score - running maximum)
 
 void main() {
   const int tid = int(gl_LocalInvocationID.x);
@@ -75,12 +77,14 @@ void main() {
     barrier();
     float mx = m;
     for (int j = 0; j < BK; ++j) mx = max(mx, att_s[r * (BK + 1) + j]);
+    for (int j = t; j < BK; j += TPR) att_p[r * (BK + 1) + j] = exp(att_s[r * (BK + 1) + j] - mx);
     const float corr = exp(m - mx);
     l *= corr;
     for (int k = 0; k < NCH; ++k) acc[k] *= corr;
     m = mx;
+    barrier();
     for (int j = 0; j < BK; ++j) {
-      const float p = exp(att_s[r * (BK + 1) + j] - m);
+      const float p = att_p[r * (BK + 1) + j];
       l += p;
       for (int k = 0; k < NCH; ++k) acc[k] += p * att_v[j * DV4 + k * TPR + t];
     }

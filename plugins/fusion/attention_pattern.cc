@@ -42,10 +42,9 @@ class Matcher {
     nodes_ = {sm, *pv};
     // Back to the scores' MatMul through scalings and Adds.
     kiln_value_id_t s = in[0];
-    const std::string scores_shape = shape_text(s);
     for (kiln_node_id_t reader = sm;;) {
       const std::optional<kiln_node_id_t> p = chain_producer(s, reader);
-      if (!p || shape_text(s) != scores_shape) return {};
+      if (!p) return {};
       nodes_.push_back(*p);
       const auto p_in = g_.inputs(*p);
       if (is_op(*p, "MatMul")) {
@@ -59,8 +58,10 @@ class Matcher {
         // or an Add); the other one, from outside, must not be the same.
         if (p_in[0] == p_in[1]) return {};
         const int k = chain_operand(p_in, *p);
-        if (k < 0) return {};
+        if (k < 0 || shape_text(p_in[static_cast<size_t>(k)]) != shape_text(s)) return {};  // no broadcast of S
         s = p_in[static_cast<size_t>(k)];
+      } else if (is_op(*p, "Reshape") && p_in.size() == 2 && keeps_rows(p_in[0], s)) {
+        s = p_in[0];  // swin's shifted windows add their mask in a [1, windows, heads, m, n] view
       } else {
         return {};
       }
@@ -115,6 +116,29 @@ class Matcher {
     return numel == 1;
   }
 
+  // Whether the Reshape `from` -> `to` keeps the last two dims (queries,
+  // keys) and the number of batch elements (static or the same dims), so
+  // that it only renames the batch coordinates.
+  bool keeps_rows(kiln_value_id_t from, kiln_value_id_t to) const {
+    auto a = g_.shape(from), b = g_.shape(to);
+    if (!a || !b || a->size() < 2 || b->size() < 2) return false;
+    const auto text = [](const kiln::plugin::Dim& d) {
+      return d.is_unknown ? std::string("?") : d.is_const ? std::to_string(d.value) : d.expr;
+    };
+    for (size_t k = 1; k <= 2; ++k)
+      if (text((*a)[a->size() - k]) != text((*b)[b->size() - k]) || (*a)[a->size() - k].is_unknown) return false;
+    const auto batch = [&](const std::vector<kiln::plugin::Dim>& dims) -> std::optional<int64_t> {
+      int64_t n = 1;
+      for (size_t k = 0; k + 2 < dims.size(); ++k) {
+        if (!dims[k].is_const) return std::nullopt;
+        n *= dims[k].value;
+      }
+      return n;
+    };
+    const auto na = batch(*a), nb = batch(*b);
+    return na && nb && *na == *nb;
+  }
+
   // For a Mul or Div by a scalar constant that keeps the data's dims: the
   // data operand.
   std::optional<size_t> scaling_data(kiln_node_id_t n) const {
@@ -129,12 +153,13 @@ class Matcher {
   }
 
   // Which input of the Add `add` continues the chain: the one a MatMul, a
-  // scaling or an Add makes and only `add` reads; -1 when not exactly one.
+  // scaling, an Add or a Reshape makes and only `add` reads; -1 when not
+  // exactly one.
   int chain_operand(const std::vector<kiln_value_id_t>& in, kiln_node_id_t add) const {
     int found = -1;
     for (int k = 0; k < 2; ++k) {
       const std::optional<kiln_node_id_t> p = chain_producer(in[static_cast<size_t>(k)], add);
-      if (!p || !(is_op(*p, "MatMul") || is_op(*p, "Add") || scaling_data(*p))) continue;
+      if (!p || !(is_op(*p, "MatMul") || is_op(*p, "Add") || is_op(*p, "Reshape") || scaling_data(*p))) continue;
       if (found >= 0) return -1;
       found = k;
     }

@@ -2,7 +2,9 @@
 //
 //   [Mul/Div by a scalar constant]* on A, on B
 //   S = MatMul(A, B)
-//   [Mul/Div by a scalar constant | Add of another tensor]*   (scale, bias, mask)
+//   [Mul/Div by a scalar constant | Add of another tensor | Reshape]*
+//                                       (scale, bias, mask; swin's shifted
+//                                        windows add a mask in a reshaped view)
 //   P = Softmax(S', axis = last)
 //   Y = MatMul(P, V)
 //
@@ -16,7 +18,9 @@
 // group node by node): every intermediate (the scaled A and B, S and the
 // chain, P) is read exactly once, by the next node of the pattern, and is
 // no graph output; an Add's other operand and V come from outside; the
-// chain keeps S's dims (an Add does not broadcast S to a larger shape);
+// chain keeps S's dims up to Reshapes (an Add does not broadcast S to a
+// larger shape; a Reshape keeps the last two dims and the static number of
+// batch elements, renaming only the batch coordinates);
 // the Softmax has an explicit axis that is the last (without one the
 // default depends on the opset: only rank 2 is certain); A, B and V have
 // rank >= 2, float dtypes; the head dims (A's and V's last) are constants
