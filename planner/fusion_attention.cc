@@ -8,15 +8,55 @@
 #include "planner/fusion.h"
 #include "planner/gemm_kernels.h"
 #include "planner/lower_util.h"
+#include "planner/plan_hints.h"
 #include "planner/shader_template.h"
 
 namespace kiln::planner {
 namespace {
 
-// Query rows per workgroup and invocations per row: 128 invocations, and
-// enough workgroups for a big GPU at vit's 12 heads x 197 queries.
-constexpr int kRows = 16;
-constexpr int kThreadsPerRow = 8;
+// How a workgroup of kThreadsPerWorkgroup invocations covers the queries:
+// `rows` query rows of `tpr` invocations each, key blocks of `bk`.
+constexpr int64_t kThreadsPerWorkgroup = 128;
+struct Tiling {
+  int64_t tpr = 0, rows = 0, bk = 0;
+};
+
+// Every K and V block staged in shared memory serves the workgroup's rows,
+// so more rows per workgroup mean fewer loads (and index-view arithmetic)
+// per score, fewer rows more workgroups. The most rows (64, 32, 16, 8)
+// whose grid still gives every compute unit a workgroup (unknown count: 1,
+// so a CPU takes the fewest loads); 16 rows when the grid is symbolic. At
+// most 8 vec4 accumulators per invocation; the largest key block (32, 16,
+// 8, at least tpr) whose tiles fit the shared memory. A kiln.kernel hint
+// attention_rows=R on the last MatMul picks R rows when they fit.
+std::optional<Tiling> choose_tiling(const ir::Dim& batch, const ir::Dim& m, int64_t d, int64_t dv,
+                                    const TargetInfo& target, std::optional<int> hinted_rows) {
+  std::vector<Tiling> fitting;
+  for (int64_t tpr : {2, 4, 8, 16}) {
+    const int64_t rows = kThreadsPerWorkgroup / tpr, nch = (dv + 4 * tpr - 1) / (4 * tpr);
+    if (nch > 8) continue;
+    const int64_t d4p = (d + 3) / 4 + 1;
+    for (int64_t bk : {32, 16, 8}) {
+      const int64_t bytes = 16 * (rows * d4p + bk * d4p + bk * nch * tpr) + 4 * 2 * rows * (bk + 1);
+      if (bk >= tpr && bytes <= static_cast<int64_t>(target.max_shared_memory)) {
+        fitting.push_back({tpr, rows, bk});
+        break;
+      }
+    }
+  }
+  if (fitting.empty()) return std::nullopt;
+  for (const Tiling& t : fitting)
+    if (hinted_rows && t.rows == *hinted_rows) return t;
+  if (!batch.is_const() || !m.is_const()) {
+    for (const Tiling& t : fitting)
+      if (t.rows <= 16) return t;
+    return fitting.back();
+  }
+  const int64_t units = std::max<int64_t>(1, target.compute_units);
+  for (const Tiling& t : fitting)
+    if (batch.value() * ((m.value() + t.rows - 1) / t.rows) >= units) return t;
+  return fitting.back();
+}
 
 bool is_op(const ir::Node& node, const char* op) { return node.domain.empty() && node.op == op; }
 
@@ -184,21 +224,15 @@ Status lower_attention(PlanBuilder& builder, const ir::Graph& graph, const Fusio
 
   LoweringContext ctx(builder, graph, out.id);
   const int64_t hd = d.value(), hdv = dv.value();
-  const int64_t dp = hd + 1;
-  const int64_t nch = (hdv + 4 * kThreadsPerRow - 1) / (4 * kThreadsPerRow);
-  const int64_t dv4 = nch * kThreadsPerRow;
-  // The largest key block whose tiles fit the device's shared memory.
-  int64_t bk = 0;
-  for (int64_t cand : {32, 16, 8}) {
-    const int64_t bytes = 4 * (kRows * dp + cand * dp + cand * dv4 * 4 + 2 * kRows * (cand + 1));
-    if (bytes <= static_cast<int64_t>(ctx.target().max_shared_memory)) {
-      bk = cand;
-      break;
-    }
-  }
-  if (!bk) return refuse("needs more shared memory than the device has");
+  const int64_t d4 = (hd + 3) / 4, d4p = d4 + 1;
   ir::Dim batch(1);
   for (size_t k = 0; k + 2 < r; ++k) batch = batch * ys[k];
+  KILN_ASSIGN_OR_RETURN(const KernelHint hint, kernel_hint(out));
+  const std::optional<Tiling> tiling = choose_tiling(batch, ys[r - 2], hd, hdv, ctx.target(), hint.attention_rows);
+  if (!tiling) return refuse("needs more shared memory than the device has");
+  const int64_t tpr = tiling->tpr, rows = tiling->rows, bk = tiling->bk;
+  const int64_t nch = (hdv + 4 * tpr - 1) / (4 * tpr);
+  const int64_t dv4 = nch * tpr;
   if (batch.is_const() && batch.value() > static_cast<int64_t>(ctx.target().max_workgroup_count_x))
     return refuse("has more batch elements than a dispatch has workgroups");
 
@@ -267,11 +301,12 @@ Status lower_attention(PlanBuilder& builder, const ir::Graph& graph, const Fusio
     coords += "oc" + std::to_string(k) + " = bi % Y_D" + std::to_string(k) + ";\nbi /= Y_D" + std::to_string(k) + ";\n";
   kd.helpers = std::move(h);
   kd.body = fill_shader("attention.comp", ShaderArgs()
-                                              .set("BQ", kRows)
+                                              .set("BQ", rows)
                                               .set("BK", bk)
-                                              .set("TPR", kThreadsPerRow)
+                                              .set("TPR", tpr)
                                               .set("D", hd)
-                                              .set("DP", dp)
+                                              .set("D4", d4)
+                                              .set("D4P", d4p)
                                               .set("DV", hdv)
                                               .set("DV4", dv4)
                                               .set("NCH", nch)
@@ -279,8 +314,8 @@ Status lower_attention(PlanBuilder& builder, const ir::Graph& graph, const Fusio
                                               .set("ATT_N", "V_D" + std::to_string(vs.size() - 2))
                                               .set("BATCH_COORDS", coords)
                                               .set("STORE", store));
-  kd.local_size = {static_cast<uint32_t>(kRows * kThreadsPerRow), 1, 1};
-  kd.groups = {ir::Dim::ceil_div(ys[r - 2], ir::Dim(kRows)), batch, ir::Dim(1)};
+  kd.local_size = {static_cast<uint32_t>(kThreadsPerWorkgroup), 1, 1};
+  kd.groups = {ir::Dim::ceil_div(ys[r - 2], ir::Dim(rows)), batch, ir::Dim(1)};
   kd.flops = ir::Dim(2 * (hd + hdv)) * batch * ys[r - 2] * vs[vs.size() - 2];
   ctx.emit(std::move(kd));
   finish_gemm_output(ctx, y);

@@ -10,7 +10,7 @@
 //
 // runs as `attention_d<D>x<Dv>`: flash attention's online softmax, so the
 // [M, N] scores never reach memory. One workgroup per block of query rows
-// of one batch element (Y's leading dims, which must be S's), several
+// of one batch element (Y's leading dims, which must be S's), 8 or 16
 // invocations per query row; it walks the keys in blocks held in shared
 // memory (K and V tiles in fp32), keeping per row the running maximum, the
 // running sum and the output accumulator. Every scalar scaling before the

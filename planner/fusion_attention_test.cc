@@ -41,6 +41,7 @@ struct AttentionCase {
   bool mask = false;   // + an input mask [1, 1, n] broadcast over heads and queries
   std::string axis = "-1";
   bool grouped = true;
+  std::string rows;  // a kiln.kernel attention_rows hint on the last MatMul
 };
 
 // q [h, m, d], kt [h, d, n], v [h, n, dv] as graph inputs.
@@ -73,7 +74,8 @@ std::string attention_model(const AttentionCase& c) {
   if (c.bias) t += "  %s2 = Add(%bias, " + s + ")" + g + " : " + sd + "\n", s = "%s2";
   if (c.mask) t += "  %s3 = Add(" + s + ", %mask)" + g + " : " + sd + "\n", s = "%s3";
   t += "  %p = Softmax(" + s + ") {axis = " + c.axis + "}" + g + " : " + sd + "\n";
-  t += "  %y = MatMul(%p, %v)" + g + " : " + dims({c.heads, c.m, dv}) + "\n  return %y\n}\n";
+  const std::string hint = c.rows.empty() ? g : " #{kiln.fusion_group = \"a\", kiln.kernel = \"attention_rows=" + c.rows + "\"}";
+  t += "  %y = MatMul(%p, %v)" + hint + " : " + dims({c.heads, c.m, dv}) + "\n  return %y\n}\n";
   return t;
 }
 
@@ -260,6 +262,25 @@ TEST_F(FusionAttentionDevice, SwinShiftedWindowMaskThroughReshapes) {
                            {{testing::random_tensor({2, 3, 5, 8}, 41), testing::random_tensor({2, 3, 8, 5}, 42),
                              testing::random_tensor({2, 3, 5, 8}, 43), mask}},
                            /*image_extra=*/1);
+}
+
+// Every tiling (rows per workgroup 8, 16, 32, 64: 16, 8, 4, 2 invocations
+// per row), forced by the kiln.kernel hint; the planner's own choice
+// depends on the device's compute units.
+TEST_F(FusionAttentionDevice, EveryTiling) {
+  for (const char* rows : {"8", "16", "32", "64"}) {
+    SCOPED_TRACE(rows);
+    AttentionCase c;
+    c.mask = true;
+    c.m = "37", c.n = "45", c.d = 64, c.dv = 64;
+    c.rows = rows;
+    auto g = parse(attention_model(c));
+    ASSERT_TRUE(g);
+    const ExecutionPlan plan = plan_of(*g);
+    ASSERT_EQ(plan.dispatch_count(), 1u);
+    EXPECT_EQ(plan.steps.back().kernel.groups[0].to_string(), std::to_string((37 + std::stoi(rows) - 1) / std::stoi(rows)));
+    expect_matches_reference(attention_model(c), {inputs_of(c, 37, 45, 50)});
+  }
 }
 
 // One plan and one shader for every sequence length.

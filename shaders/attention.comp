@@ -12,8 +12,9 @@
 //!   float attn_q(int m, int d), float attn_k(int d, int n),
 //!   float attn_v(int n, int c), float attn_score(int m, int n, float dot)
 //!   @BQ@ @BK@ @TPR@      query rows, keys per block, invocations per row
-//!   @D@ @DP@             the head dim and the shared row stride (D + 1:
-//!                        the TPR keys a row scores at once hit other banks)
+//!   @D@ @D4@ @D4P@       the head dim, its vec4 count and the shared row
+//!                        stride in vec4s (D4 + 1: the TPR keys a row
+//!                        scores at once hit other banks)
 //!   @DV@ @DV4@ @NCH@     the value dim, vec4 columns staged per key (a
 //!                        multiple of TPR), vec4 columns per invocation
 //!   @ATT_M@ @ATT_N@      expressions: query rows and keys (symbolic dims
@@ -25,13 +26,14 @@ const int BQ = @BQ@;
 const int BK = @BK@;
 const int TPR = @TPR@;
 const int D = @D@;
-const int DP = @DP@;
+const int D4 = @D4@;
+const int D4P = @D4P@;
 const int DV = @DV@;
 const int DV4 = @DV4@;
 const int NCH = @NCH@;
 
-shared float att_q[BQ * DP];
-shared float att_k[BK * DP];
+shared vec4 att_q[BQ * D4P];  // lanes from D on hold 0
+shared vec4 att_k[BK * D4P];
 shared vec4 att_v[BK * DV4];
 shared float att_s[BQ * (BK + 1)];  // the block's scores, then
 shared float att_p[BQ * (BK + 1)];  // exp(score - running maximum)
@@ -44,9 +46,14 @@ void main() {
   const int nq = @ATT_M@, nk = @ATT_N@;
   int bi = int(gl_WorkGroupID.y);
 @BATCH_COORDS@
-  for (int i = tid; i < BQ * D; i += BQ * TPR) {
-    int qr = i / D, d = i % D;
-    att_q[qr * DP + d] = q0 + qr < nq ? attn_q(q0 + qr, d) : 0.0;
+  for (int i = tid; i < BQ * D4; i += BQ * TPR) {
+    int qr = i / D4, d = (i % D4) * 4;
+    vec4 x = vec4(0.0);
+    if (q0 + qr < nq) {
+      for (int e = 0; e < 4; ++e)
+        if (d + e < D) x[e] = attn_q(q0 + qr, d + e);
+    }
+    att_q[qr * D4P + i % D4] = x;
   }
   const float neg_inf = uintBitsToFloat(0xff800000u);
   // A finite start: a block whose scores are all -inf (masked) adds 0.
@@ -55,9 +62,14 @@ void main() {
   for (int k = 0; k < NCH; ++k) acc[k] = vec4(0.0);
   for (int k0 = 0; k0 < nk; k0 += BK) {
     barrier();  // the previous block is consumed (the first time: att_q is written)
-    for (int i = tid; i < BK * D; i += BQ * TPR) {
-      int j = i / D, d = i % D;
-      att_k[j * DP + d] = k0 + j < nk ? attn_k(d, k0 + j) : 0.0;
+    for (int i = tid; i < BK * D4; i += BQ * TPR) {
+      int j = i / D4, d = (i % D4) * 4;
+      vec4 x = vec4(0.0);
+      if (k0 + j < nk) {
+        for (int e = 0; e < 4; ++e)
+          if (d + e < D) x[e] = attn_k(d + e, k0 + j);
+      }
+      att_k[j * D4P + i % D4] = x;
     }
     for (int i = tid; i < BK * DV4; i += BQ * TPR) {
       int j = i / DV4, c = (i % DV4) * 4;
@@ -70,9 +82,9 @@ void main() {
     }
     barrier();
     for (int j = t; j < BK; j += TPR) {
-      float dot = 0.0;
-      for (int d = 0; d < D; ++d) dot += att_q[r * DP + d] * att_k[j * DP + d];
-      att_s[r * (BK + 1) + j] = k0 + j < nk && row < nq ? attn_score(row, k0 + j, dot) : neg_inf;
+      float qk = 0.0;
+      for (int d = 0; d < D4; ++d) qk += dot(att_q[r * D4P + d], att_k[j * D4P + d]);
+      att_s[r * (BK + 1) + j] = k0 + j < nk && row < nq ? attn_score(row, k0 + j, qk) : neg_inf;
     }
     barrier();
     float mx = m;
