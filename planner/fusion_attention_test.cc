@@ -151,6 +151,17 @@ TEST(FusionAttention, ASoftmaxOverAnotherAxisOrAHugeHeadStaysUnfused) {
   expect_unfused(big, "head dims 160 and 16");
 }
 
+TEST(FusionAttention, ARowsHintIsChecked) {
+  AttentionCase c;
+  c.rows = "12";
+  auto g = parse(attention_model(c));
+  ASSERT_TRUE(g);
+  auto plan = build_plan(*g, TargetInfo{}, PlanOptions{});
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("attention_rows must be 8, 16, 32 or 64"), std::string::npos)
+      << plan.status().to_string();
+}
+
 // ------------------------------------------------ results on the device
 
 class FusionAttentionDevice : public vk::testing::VulkanTest {};
