@@ -10,8 +10,8 @@
 //
 // runs as `attention_d<D>x<Dv>`: flash attention's online softmax, so the
 // [M, N] scores never reach memory. One workgroup per block of query rows
-// of one batch element (Y's leading dims, which must be S's), 8 or 16
-// invocations per query row; it walks the keys in blocks held in shared
+// of one batch element (Y's leading dims, which must be S's), 2 to 16
+// invocations per query row (choose_tiling in the .cc); it walks the keys in blocks held in shared
 // memory (K and V tiles in fp32), keeping per row the running maximum, the
 // running sum and the output accumulator. Every scalar scaling before the
 // first Add (on A, on B or on S; a Div is its reciprocal) folds into one
