@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "planner/fusion_attention.h"
 #include "planner/fusion_dwpw.h"
 #include "planner/glsl_codegen.h"
 #include "planner/lower_util.h"
@@ -146,6 +147,9 @@ std::string fusion_blocker(const ir::Graph& graph, const PlanBuilder& builder, c
   // A DWPW group (fusion_dwpw.h): the nodes before the pointwise conv have
   // the depthwise conv's output shape and are read only up to that conv.
   const size_t pw = dwpw_pointwise_index(graph, group).value_or(0);
+  // An attention group's intermediates (scores, probabilities, scaled
+  // operands) have their own shapes (fusion_attention.h).
+  const bool attention = match_attention(graph, group).has_value();
   std::set<ir::NodeId> after_pw(group.nodes.begin() + static_cast<std::ptrdiff_t>(pw) + 1, group.nodes.end());
   for (size_t k = 0; k + 1 < group.nodes.size(); ++k) {
     const ir::Node& node = graph.node(group.nodes[k]);
@@ -159,7 +163,7 @@ std::string fusion_blocker(const ir::Graph& graph, const PlanBuilder& builder, c
           if (in == v) return what + " is read after the pointwise conv of a depthwise-pointwise group";
       if (!same_shape(builder.value_shape(v), builder.value_shape(graph.node(group.nodes[0]).outputs[0])))
         return what + " does not have the shape of the depthwise conv's output";
-    } else if (!same_shape(builder.value_shape(v), builder.value_shape(out))) {
+    } else if (!attention && !same_shape(builder.value_shape(v), builder.value_shape(out))) {
       return what + " does not have the shape of the group's output";
     }
     if (builder.value_elem_type(v) != builder.value_elem_type(out))
@@ -428,6 +432,7 @@ Status lower_fused_impl(PlanBuilder& builder, const ir::Graph& graph, const Fusi
 
 Status lower_fused(PlanBuilder& builder, const ir::Graph& graph, const FusionGroup& group,
                    const LoweringRegistry& lowerings) {
+  if (auto attention = match_attention(graph, group)) return lower_attention(builder, graph, group, *attention);
   // The anchor's output (the head's, or a DWPW group's pointwise conv's)
   // never reaches memory: while the group is lowered it is laid out as the
   // group's output, so that the anchor's kernels store the group's output as

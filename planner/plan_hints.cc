@@ -90,8 +90,13 @@ StatusOr<KernelHint> kernel_hint(const ir::Node& node) {
     } else if (key == "coopmat") {
       if (val != "on" && val != "off") return bad("coopmat must be on or off");
       hint.coopmat = val == "on";
+    } else if (key == "attention_rows") {
+      const std::optional<int> rows = parse_int(val);
+      if (!rows || !one_of(*rows, {8, 16, 32, 64})) return bad("attention_rows must be 8, 16, 32 or 64");
+      hint.attention_rows = *rows;
     } else {
-      return bad("unknown key '" + std::string(key) + "' (tile, split_k, splitk_reduce, coopmat)");
+      return bad("unknown key '" + std::string(key) +
+                 "' (tile, split_k, splitk_reduce, coopmat, attention_rows)");
     }
   }
   return hint;

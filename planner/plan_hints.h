@@ -59,7 +59,11 @@ struct KernelHint {
   std::optional<SplitKReduce> splitk_reduce;
   // false: never the cooperative-matrix kernel for this node.
   std::optional<bool> coopmat;
-  bool empty() const { return !tile_m && !split_k && !splitk_reduce && !coopmat; }
+  // On an attention group's last MatMul (fusion_attention.h): query rows per
+  // workgroup of the attention kernel, 8, 16, 32 or 64 (when its tiles fit
+  // the shared memory; else the planner's choice).
+  std::optional<int> attention_rows;
+  bool empty() const { return !tile_m && !split_k && !splitk_reduce && !coopmat && !attention_rows; }
 };
 
 // The value's storage hint. Errors: kInvalidArgument naming the value for an

@@ -9,6 +9,8 @@
 //   (c) FCM's DWPW: depthwise Conv -> elementwise -> 1x1 Conv -> elementwise,
 //       when FusePlanner (fuse_planner.h) says fusing pays, with the
 //       device's shared memory and compute units (target_info, ABI 1.3);
+//   (d) attention, MatMul -> scale/mask -> Softmax -> MatMul, found before
+//       the clustering, which then leaves its nodes alone (attention_pattern.h);
 //   and, at the start of (a) and (b) groups or with a lone consumer,
 //   data-movement nodes (Transpose, Reshape, Slice, ...) the consumer reads
 //   through an index view instead of a copy (add_view_prologues).
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "kiln/kiln_plugin.hpp"
+#include "plugins/fusion/attention_pattern.h"
 #include "plugins/fusion/fuse_planner.h"
 #include "plugins/fusion/fusion.h"
 #include "plugins/fusion/partition.h"
@@ -67,9 +70,16 @@ class Partitioner {
     for (const auto& n : dag_.nodes)
       if (n.role != Role::kOpaque) heaviest = std::max(heaviest, n.weight);
     const double td = kThresholdFactor * heaviest;
-    const std::vector<int> clusters = kiln::fusion::cluster(dag_, td);
-    std::vector<std::vector<int>> groups = kiln::fusion::legalize(dag_, clusters);
+    // Attention groups first; the clustering sees their nodes as opaque.
+    const std::vector<std::vector<int>> attention = attention_groups();
+    Dag rest = dag_;
+    for (const auto& members : attention)
+      for (int m : members) rest.nodes[static_cast<size_t>(m)].role = Role::kOpaque;
+    const std::vector<int> clusters = kiln::fusion::cluster(rest, td);
+    std::vector<std::vector<int>> groups = kiln::fusion::legalize(rest, clusters);
     groups = decide_dwpw(groups);
+    groups.insert(groups.end(), attention.begin(), attention.end());
+    std::sort(groups.begin(), groups.end());
     groups = add_view_prologues(groups);
     std::vector<int> group_of(dag_.nodes.size());
     for (size_t i = 0; i < group_of.size(); ++i) group_of[i] = static_cast<int>(groups.size() + i);
@@ -239,6 +249,20 @@ class Partitioner {
     }
   }
 
+  // The attention patterns (attention_pattern.h) as DAG indices, ascending;
+  // remembered for the statistics.
+  std::vector<std::vector<int>> attention_groups() {
+    std::vector<std::vector<int>> out;
+    for (const auto& nodes : kiln::fusion::find_attention_groups(g_, host_)) {
+      std::vector<int> members;
+      for (kiln_node_id_t n : nodes) members.push_back(index_.at(n));
+      std::sort(members.begin(), members.end());
+      attention_.insert(members.front());
+      out.push_back(std::move(members));
+    }
+    return out;
+  }
+
   // Asks FusePlanner about every DW/PW group; a refusal splits it into the
   // depthwise part and the pointwise part (each kept when still legal).
   std::vector<std::vector<int>> decide_dwpw(const std::vector<std::vector<int>>& groups) {
@@ -382,14 +406,17 @@ class Partitioner {
   }
 
   void statistics(const std::vector<std::vector<int>>& groups, const std::vector<int>& group_of, double td) {
-    int64_t grouped = 0, complex_max = 0, kinds[4] = {};
+    int64_t grouped = 0, complex_max = 0, kinds[5] = {};
     for (const auto& members : groups) {
       grouped += static_cast<int64_t>(members.size());
       int64_t complex = 0;
       for (int m : members) complex += dag_.nodes[static_cast<size_t>(m)].role == Role::kAnchor;
       complex_max = std::max(complex_max, complex);
       const std::vector<int> core = without_views(members);
-      ++kinds[static_cast<int>(core.size() < 2 ? GroupKind::kIllegal : kiln::fusion::classify(dag_, core))];
+      const GroupKind kind = attention_.count(core.front())  ? GroupKind::kAttention
+                             : core.size() < 2               ? GroupKind::kIllegal
+                                                             : kiln::fusion::classify(dag_, core);
+      ++kinds[static_cast<int>(kind)];
     }
     // Balance over the partition of the device nodes (AGO Fig. 14).
     std::map<int, double> weights;
@@ -402,6 +429,7 @@ class Partitioner {
     rw_.add_statistic("groups-elementwise", kinds[static_cast<int>(GroupKind::kElementwise)]);
     rw_.add_statistic("groups-anchor", kinds[static_cast<int>(GroupKind::kAnchor)]);
     rw_.add_statistic("groups-dwpw", dwpw_groups_);
+    rw_.add_statistic("attention-groups", kinds[static_cast<int>(GroupKind::kAttention)]);
     if (view_nodes_) rw_.add_statistic("view-prologue-nodes", view_nodes_);
     if (dwpw_refused_) rw_.add_statistic("dwpw-refused", dwpw_refused_);
     rw_.add_statistic("complex-ops-per-group-max", complex_max);
@@ -417,6 +445,7 @@ class Partitioner {
   std::set<kiln_value_id_t> host_;
   Dag dag_;
   std::set<int> is_view_;  // DAG nodes that joined a group as index views
+  std::set<int> attention_;  // the first DAG node of each attention group
   int64_t dwpw_groups_ = 0, dwpw_refused_ = 0, cleared_ = 0, view_nodes_ = 0;
 };
 

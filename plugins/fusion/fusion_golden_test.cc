@@ -36,7 +36,7 @@ TEST(FusionGoldenFiles, CoverTheCases) {
   std::set<std::string> files;
   for (const GoldenCase& c : load_cases()) files.insert(c.file);
   for (const char* f : {"chains.kir", "residual.kir", "multi_consumer.kir", "cycles.kir", "control_flow.kir",
-                        "dynamic.kir", "dwpw.kir", "shape_chain.kir"})
+                        "dynamic.kir", "dwpw.kir", "shape_chain.kir", "attention.kir"})
     EXPECT_TRUE(files.count(f)) << f;
 }
 
@@ -78,6 +78,38 @@ TEST(FusionShared, LoadsRunsAndCounts) {
        at = out.find("kiln.fusion_group = \"fg0\"", at + 1))
     ++n;
   EXPECT_EQ(n, 5u) << out;
+}
+
+constexpr const char* kAttention = R"(graph @g opset 17 {
+  input %q : f32[2,5,4]
+  input %kt : f32[2,4,5]
+  input %v : f32[2,5,4]
+  const %d : f32[] = dense<[2.0]>
+  %qd = Div(%q, %d) : f32[2,5,4]
+  %s = MatMul(%qd, %kt) : f32[2,5,5]
+  %p = Softmax(%s) {axis = -1} : f32[2,5,5]
+  %y = MatMul(%p, %v) : f32[2,5,4]
+  %r = Relu(%y) : f32[2,5,4]
+  return %r
+}
+)";
+
+// An attention group is counted as such, with its three anchors; the Relu
+// after it is a group of its own (clustering never sees attention nodes).
+TEST(FusionStatistics, CountsAttentionGroups) {
+  PluginRegistry reg;
+  ASSERT_TRUE(reg.load_static(kiln_fusion_plugin_query, "static:kiln.fusion").ok());
+  auto g = ir::parse_graph(kAttention);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  PassManager pm(reg);
+  PipelineOptions options;
+  options.passes = {"fusion"};
+  ASSERT_TRUE(pm.run(**g, options).ok());
+  const auto& stats = pm.records()[0].statistics;
+  EXPECT_EQ(stats.at("attention-groups"), 1);
+  EXPECT_EQ(stats.at("groups"), 1);
+  EXPECT_EQ(stats.at("grouped-nodes"), 4);
+  EXPECT_EQ(stats.at("complex-ops-per-group-max"), 3);
 }
 
 }  // namespace

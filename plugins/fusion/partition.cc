@@ -19,6 +19,7 @@ const char* group_kind_name(GroupKind kind) {
     case GroupKind::kElementwise: return "elementwise";
     case GroupKind::kAnchor: return "anchor";
     case GroupKind::kDwPw: return "dwpw";
+    case GroupKind::kAttention: return "attention";
     case GroupKind::kIllegal: break;
   }
   return "illegal";

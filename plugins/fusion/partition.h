@@ -39,6 +39,9 @@ enum class GroupKind : uint8_t {
   kElementwise,  // (a) elementwise DAG, one output
   kAnchor,       // (b) one anchor, then elementwise nodes fed by it
   kDwPw,         // (c) depthwise Conv -> elementwise -> 1x1 Conv -> elementwise
+  // (d) MatMul -> scale/mask -> Softmax -> MatMul (attention_pattern.h):
+  // found before clustering, never by classify.
+  kAttention,
 };
 const char* group_kind_name(GroupKind kind);
 

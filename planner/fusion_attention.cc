@@ -1,0 +1,325 @@
+// Attention as one kernel (see fusion_attention.h).
+#include "planner/fusion_attention.h"
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "planner/fusion.h"
+#include "planner/gemm_kernels.h"
+#include "planner/lower_util.h"
+#include "planner/plan_hints.h"
+#include "planner/shader_template.h"
+
+namespace kiln::planner {
+namespace {
+
+// How a workgroup of kThreadsPerWorkgroup invocations covers the queries:
+// `rows` query rows of `tpr` invocations each, key blocks of `bk`.
+constexpr int64_t kThreadsPerWorkgroup = 128;
+struct Tiling {
+  int64_t tpr = 0, rows = 0, bk = 0;
+};
+
+// Every K and V block staged in shared memory serves the workgroup's rows,
+// so more rows per workgroup mean fewer loads (and index-view arithmetic)
+// per score, fewer rows more workgroups. The most rows (64, 32, 16, 8)
+// whose grid still gives every compute unit a workgroup (unknown count: 1,
+// so a CPU takes the fewest loads); 16 rows when the grid is symbolic. At
+// most 8 vec4 accumulators per invocation; the largest key block (32, 16,
+// 8, at least tpr) whose tiles fit the shared memory. A kiln.kernel hint
+// attention_rows=R on the last MatMul picks R rows when they fit.
+std::optional<Tiling> choose_tiling(const ir::Dim& batch, const ir::Dim& m, int64_t d, int64_t dv,
+                                    const TargetInfo& target, std::optional<int> hinted_rows) {
+  std::vector<Tiling> fitting;
+  for (int64_t tpr : {2, 4, 8, 16}) {
+    const int64_t rows = kThreadsPerWorkgroup / tpr, nch = (dv + 4 * tpr - 1) / (4 * tpr);
+    if (nch > 8) continue;
+    const int64_t d4p = (d + 3) / 4 + 1;
+    for (int64_t bk : {32, 16, 8}) {
+      const int64_t bytes = 16 * (rows * d4p + bk * d4p + bk * nch * tpr) + 4 * 2 * rows * (bk + 1);
+      if (bk >= tpr && bytes <= static_cast<int64_t>(target.max_shared_memory)) {
+        fitting.push_back({tpr, rows, bk});
+        break;
+      }
+    }
+  }
+  if (fitting.empty()) return std::nullopt;
+  for (const Tiling& t : fitting)
+    if (hinted_rows && t.rows == *hinted_rows) return t;
+  if (!batch.is_const() || !m.is_const()) {
+    for (const Tiling& t : fitting)
+      if (t.rows <= 16) return t;
+    return fitting.back();
+  }
+  const int64_t units = std::max<int64_t>(1, target.compute_units);
+  for (const Tiling& t : fitting)
+    if (batch.value() * ((m.value() + t.rows - 1) / t.rows) >= units) return t;
+  return fitting.back();
+}
+
+bool is_op(const ir::Node& node, const char* op) { return node.domain.empty() && node.op == op; }
+
+// The value of a float constant with one element.
+std::optional<double> scalar_constant(const ir::Graph& graph, ir::ValueId v) {
+  if (v == ir::kNoValue) return std::nullopt;
+  const ir::Value& value = graph.value(v);
+  if (!value.is_constant() || value.constant.numel() != 1 || !dtype_is_float(value.constant.dtype()))
+    return std::nullopt;
+  return value.constant.get_f64(0);
+}
+
+size_t rank_of(const ir::Graph& graph, ir::ValueId v) {
+  const ir::SymShape& s = graph.value(v).shape;
+  return s.has_rank ? s.dims.size() : 0;
+}
+
+// A Mul or Div by a scalar constant that keeps its data operand's shape
+// (the constant's rank is not larger): which input is the data and the
+// factor it is multiplied by (a Div's reciprocal).
+struct Scaling {
+  size_t data = 0;
+  double factor = 1.0;
+};
+std::optional<Scaling> scalar_scaling(const ir::Graph& graph, const ir::Node& node) {
+  if (node.inputs.size() != 2 || node.outputs.size() != 1) return std::nullopt;
+  const auto keeps_shape = [&](size_t data) {
+    return graph.value(node.inputs[data]).shape.has_rank &&
+           rank_of(graph, node.inputs[1 - data]) <= rank_of(graph, node.inputs[data]);
+  };
+  if (is_op(node, "Mul")) {
+    for (size_t c = 0; c < 2; ++c)
+      if (auto f = scalar_constant(graph, node.inputs[c]); f && keeps_shape(1 - c)) return Scaling{1 - c, *f};
+  } else if (is_op(node, "Div")) {
+    if (auto f = scalar_constant(graph, node.inputs[1]); f && keeps_shape(0)) return Scaling{0, 1.0 / *f};
+  }
+  return std::nullopt;
+}
+
+std::string dim_list(size_t first, size_t count, const std::string& prefix) {
+  std::string s;
+  for (size_t k = first; k < first + count; ++k) s += (s.empty() ? "" : ", ") + prefix + std::to_string(k);
+  return s;
+}
+
+}  // namespace
+
+std::optional<AttentionPattern> match_attention(const ir::Graph& graph, const FusionGroup& group) {
+  if (group.in_subgraph || group.nodes.size() < 3) return std::nullopt;
+  const std::set<ir::NodeId> members(group.nodes.begin(), group.nodes.end());
+  // The group's node that makes `v`, or null.
+  const auto made_by_group = [&](ir::ValueId v) -> const ir::Node* {
+    if (v == ir::kNoValue) return nullptr;
+    const ir::NodeId p = graph.value(v).producer;
+    return p != ir::kNoNode && members.count(p) ? &graph.node(p) : nullptr;
+  };
+  std::set<ir::NodeId> matched;
+  AttentionPattern pat;
+  const ir::Node& out = graph.node(group.nodes.back());
+  if (!is_op(out, "MatMul") || out.inputs.size() != 2) return std::nullopt;
+  const ir::Node* softmax = made_by_group(out.inputs[0]);
+  if (!softmax || !is_op(*softmax, "Softmax") || softmax->inputs.size() != 1 || made_by_group(out.inputs[1]))
+    return std::nullopt;
+  pat.v = out.inputs[1];
+  pat.softmax = softmax->id;
+  matched.insert(out.id);
+  matched.insert(softmax->id);
+  // Softmax over the last axis only (before opset 13 an axis flattens the
+  // axes after it: the same only for the last one).
+  const int64_t rank = static_cast<int64_t>(rank_of(graph, softmax->inputs[0]));
+  const std::optional<int64_t> axis = normalize_axis(softmax->attr_int("axis", graph.opset < 13 ? 1 : -1), rank);
+  if (rank < 2 || !axis || *axis != rank - 1) return std::nullopt;
+  // Back from the softmax to the scores' MatMul: scalings and Adds.
+  std::vector<AttentionPattern::Step> steps;
+  ir::ValueId s = softmax->inputs[0];
+  for (;;) {
+    const ir::Node* p = made_by_group(s);
+    if (!p || matched.count(p->id)) return std::nullopt;
+    matched.insert(p->id);
+    if (is_op(*p, "MatMul") && p->inputs.size() == 2) {
+      pat.scores = p->id;
+      break;
+    }
+    if (is_op(*p, "Add") && p->inputs.size() == 2) {
+      const bool first = made_by_group(p->inputs[0]) != nullptr, second = made_by_group(p->inputs[1]) != nullptr;
+      if (first == second) return std::nullopt;  // which one is the scores, and the other must come from outside
+      s = p->inputs[first ? 0 : 1];
+      steps.push_back({p->inputs[first ? 1 : 0], 1.0, s, p->outputs[0]});
+    } else if (is_op(*p, "Reshape") && p->inputs.size() == 2 && !made_by_group(p->inputs[1])) {
+      s = p->inputs[0];  // renames the batch coordinates (checked when lowering)
+    } else if (auto sc = scalar_scaling(graph, *p)) {
+      steps.push_back({ir::kNoValue, sc->factor});
+      s = p->inputs[sc->data];
+    } else {
+      return std::nullopt;
+    }
+  }
+  std::reverse(steps.begin(), steps.end());
+  size_t first_add = 0;
+  while (first_add < steps.size() && steps[first_add].add == ir::kNoValue) pat.scale *= steps[first_add++].factor;
+  pat.steps.assign(steps.begin() + static_cast<std::ptrdiff_t>(first_add), steps.end());
+  // The operands of the scores, before their scalings.
+  const ir::Node& scores = graph.node(pat.scores);
+  for (size_t i = 0; i < 2; ++i) {
+    ir::ValueId x = scores.inputs[i];
+    while (const ir::Node* p = made_by_group(x)) {
+      const std::optional<Scaling> sc = scalar_scaling(graph, *p);
+      if (!sc || !matched.insert(p->id).second) return std::nullopt;
+      pat.scale *= sc->factor;
+      x = p->inputs[sc->data];
+    }
+    (i == 0 ? pat.a : pat.b) = x;
+  }
+  if (matched != members) return std::nullopt;
+  for (ir::ValueId x : {pat.a, pat.b, pat.v})
+    if (x == ir::kNoValue || rank_of(graph, x) < 2) return std::nullopt;
+  return pat;
+}
+
+Status lower_attention(PlanBuilder& builder, const ir::Graph& graph, const FusionGroup& group,
+                       const AttentionPattern& pat) {
+  const ir::Node& out = graph.node(group.nodes.back());
+  const auto refuse = [&](const std::string& why) {
+    return unimplemented("attention ending in " + out.describe() + " " + why);
+  };
+  const ir::Node& scores = graph.node(pat.scores);
+  const ir::Node& softmax = graph.node(pat.softmax);
+  std::vector<ir::ValueId> ranked = {pat.a, pat.b, pat.v, scores.outputs[0], softmax.inputs[0], out.outputs[0]};
+  for (const AttentionPattern::Step& st : pat.steps)
+    if (st.add != ir::kNoValue) ranked.push_back(st.add);
+  for (ir::ValueId v : ranked)
+    if (!builder.value_ranked(v)) return refuse("has a value of unknown rank");
+  const std::vector<ir::Dim>& as = builder.value_shape(pat.a);
+  const std::vector<ir::Dim>& bs = builder.value_shape(pat.b);
+  const std::vector<ir::Dim>& vs = builder.value_shape(pat.v);
+  const std::vector<ir::Dim>& ss = builder.value_shape(scores.outputs[0]);
+  const std::vector<ir::Dim>& ys = builder.value_shape(out.outputs[0]);
+  const size_t r = ys.size();
+  if (r < 2 || ss.size() != r) return refuse("has scores of another rank than its output");
+  // Every value of the chain holds the scores in the same order: the last
+  // two dims kept, the batch dims only regrouped by Reshapes; an Add does
+  // not broadcast them to more elements.
+  ir::Dim count(1);
+  for (size_t k = 0; k + 2 < r; ++k) count = count * ss[k];
+  const auto same_rows = [&](ir::ValueId v) {
+    const std::vector<ir::Dim>& x = builder.value_shape(v);
+    if (x.size() < 2 || !x[x.size() - 2].same_as(ss[r - 2]) || !x.back().same_as(ss[r - 1])) return false;
+    ir::Dim n(1);
+    for (size_t k = 0; k + 2 < x.size(); ++k) n = n * x[k];
+    return n.same_as(count);
+  };
+  for (const AttentionPattern::Step& st : pat.steps)
+    if (st.add != ir::kNoValue && (!same_rows(st.frame) || !same_shape(builder.value_shape(st.result),
+                                                                         builder.value_shape(st.frame))))
+      return refuse("adds a tensor that broadcasts the scores to another shape");
+  if (!same_rows(softmax.inputs[0])) return refuse("reshapes the scores to other rows");
+  for (size_t k = 0; k + 2 < r; ++k)
+    if (!ss[k].same_as(ys[k])) return refuse("broadcasts the scores' batch dims against the values'");
+  const ir::Dim& d = as.back();
+  const ir::Dim& dv = vs.back();
+  if (!d.is_const() || !dv.is_const() || d.value() < 1 || dv.value() < 1 || d.value() > kMaxAttentionHeadDim ||
+      dv.value() > kMaxAttentionHeadDim)
+    return refuse("has head dims " + d.to_string() + " and " + dv.to_string() + " (constants of at most " +
+                  std::to_string(kMaxAttentionHeadDim) + " fuse)");
+
+  LoweringContext ctx(builder, graph, out.id);
+  const int64_t hd = d.value(), hdv = dv.value();
+  const int64_t d4 = (hd + 3) / 4, d4p = d4 + 1;
+  ir::Dim batch(1);
+  for (size_t k = 0; k + 2 < r; ++k) batch = batch * ys[k];
+  KILN_ASSIGN_OR_RETURN(const KernelHint hint, kernel_hint(out));
+  const std::optional<Tiling> tiling = choose_tiling(batch, ys[r - 2], hd, hdv, ctx.target(), hint.attention_rows);
+  if (!tiling) return refuse("needs more shared memory than the device has");
+  const int64_t tpr = tiling->tpr, rows = tiling->rows, bk = tiling->bk;
+  const int64_t nch = (hdv + 4 * tpr - 1) / (4 * tpr);
+  const int64_t dv4 = nch * tpr;
+  if (batch.is_const() && batch.value() > static_cast<int64_t>(ctx.target().max_workgroup_count_x))
+    return refuse("has more batch elements than a dispatch has workgroups");
+
+  KernelDesc kd;
+  kd.family = KernelDesc::Family::kCustom;
+  kd.name = "attention_d" + std::to_string(hd) + "x" + std::to_string(hdv);
+  kd.tensors.push_back(ctx.bind("Q", builder.tensor_of(pat.a)));
+  kd.tensors.push_back(ctx.bind("K", builder.tensor_of(pat.b)));
+  kd.tensors.push_back(ctx.bind("V", builder.tensor_of(pat.v)));
+  // Batch coordinates are globals oc0..; a helper's own two coordinates are
+  // its parameters oc<r-2>, oc<r-1>, so broadcast_coords' text applies.
+  const std::string last2 = "int oc" + std::to_string(r - 2) + ", int oc" + std::to_string(r - 1);
+  std::vector<ir::Dim> batch_dims(ys.begin(), ys.end() - 2);
+  const auto with_last2 = [&](const std::vector<ir::Dim>& x) {
+    std::vector<ir::Dim> s = batch_dims;
+    s.push_back(x[x.size() - 2]);
+    s.push_back(x.back());
+    return s;
+  };
+  std::string h;
+  if (r > 2) h += "int " + dim_list(0, r - 2, "oc") + ";  // the workgroup's batch coordinates\n";
+  h += "float attn_q(" + last2 + ") { return Q_at(" + join_args(broadcast_coords("Q", as, with_last2(as))) + "); }\n";
+  h += "float attn_k(" + last2 + ") { return K_at(" + join_args(broadcast_coords("K", bs, with_last2(bs))) + "); }\n";
+  h += "float attn_v(" + last2 + ") { return V_at(" + join_args(broadcast_coords("V", vs, with_last2(vs))) + "); }\n";
+  h += "int att_b;  // the workgroup's batch element, row-major over Y's batch dims\n";
+  h += "float attn_score(int att_m, int att_n, float s) {\n  s *= " + glsl_float(pat.scale) + ";\n";
+  size_t biases = 0;
+  for (const AttentionPattern::Step& st : pat.steps) {
+    if (st.add == ir::kNoValue) {
+      h += "  s *= " + glsl_float(st.factor) + ";\n";
+      continue;
+    }
+    const std::string name = "B" + std::to_string(biases++);
+    kd.tensors.push_back(ctx.bind(name, builder.tensor_of(st.add)));
+    // The bias broadcast against the value it adds to, whose coordinates
+    // are oc0.. (a block's locals hide the globals for a reshaped frame).
+    const std::vector<ir::Dim>& frame = builder.value_shape(st.frame);
+    const size_t rf = frame.size();
+    h += "  {\n";
+    if (!same_shape(frame, ss)) {
+      h += "    int bi = att_b;\n";
+      for (size_t k = rf - 2; k-- > 0;) {
+        const std::string dim = "ATT_" + name + "_F" + std::to_string(k);
+        kd.params.push_back({dim, frame[k]});
+        h += "    int oc" + std::to_string(k) + " = bi % " + dim + ";\n    bi /= " + dim + ";\n";
+      }
+    }
+    h += "    int oc" + std::to_string(rf - 2) + " = att_m, oc" + std::to_string(rf - 1) + " = att_n;\n";
+    h += "    s += " + name + "_at(" + join_args(broadcast_coords(name, builder.value_shape(st.add), frame)) + ");\n  }\n";
+  }
+  h += "  return s;\n}\n";
+
+  // Y: the output, or a row-major scratch when it is an image packed on
+  // another axis than the last (a vec4 of one row is four of its columns).
+  const GemmOutput y = bind_gemm_output(ctx, ctx.layout(ctx.output(0)).packed_axis == static_cast<int>(r) - 1);
+  kd.tensors.push_back(y.y);
+  std::string store;
+  if (y.is_buffer()) {
+    store = "for (int e = 0; e < 4; ++e)\n"
+            "  if (c + e < DV) Y_st((int(gl_WorkGroupID.y) * nq + row) * DV + c + e, o[e]);\n";
+  } else {
+    store = "Y_st4(" + (r > 2 ? dim_list(0, r - 2, "oc") + ", " : std::string()) + "row, c, o);\n";
+  }
+  std::string coords = "att_b = bi;\n";
+  for (size_t k = r - 2; k-- > 0;)
+    coords += "oc" + std::to_string(k) + " = bi % Y_D" + std::to_string(k) + ";\nbi /= Y_D" + std::to_string(k) + ";\n";
+  kd.helpers = std::move(h);
+  kd.body = fill_shader("attention.comp", ShaderArgs()
+                                              .set("BQ", rows)
+                                              .set("BK", bk)
+                                              .set("TPR", tpr)
+                                              .set("D", hd)
+                                              .set("D4", d4)
+                                              .set("D4P", d4p)
+                                              .set("DV", hdv)
+                                              .set("DV4", dv4)
+                                              .set("NCH", nch)
+                                              .set("ATT_M", "Y_D" + std::to_string(r - 2))
+                                              .set("ATT_N", "V_D" + std::to_string(vs.size() - 2))
+                                              .set("BATCH_COORDS", coords)
+                                              .set("STORE", store));
+  kd.local_size = {static_cast<uint32_t>(kThreadsPerWorkgroup), 1, 1};
+  kd.groups = {ir::Dim::ceil_div(ys[r - 2], ir::Dim(rows)), batch, ir::Dim(1)};
+  kd.flops = ir::Dim(2 * (hd + hdv)) * batch * ys[r - 2] * vs[vs.size() - 2];
+  ctx.emit(std::move(kd));
+  finish_gemm_output(ctx, y);
+  return ok_status();
+}
+
+}  // namespace kiln::planner
