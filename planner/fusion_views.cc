@@ -62,7 +62,7 @@ ViewSplit split_view_nodes(const ir::Graph& graph, const FusionGroup& group) {
     for (ir::ValueId v : graph.node(nid).outputs) produced.insert(v);
   for (ir::NodeId nid : group.nodes) {
     const ir::Node& node = graph.node(nid);
-    const bool view = is_view_op(node.domain, node.op) && !node.inputs.empty() && node.inputs[0] != ir::kNoValue &&
+    const bool view = is_view_node(graph, node) && !node.inputs.empty() && node.inputs[0] != ir::kNoValue &&
                       (!produced.count(node.inputs[0]) || viewed.count(node.inputs[0]));
     if (view) {
       split.views.push_back(nid);

@@ -256,9 +256,18 @@ std::string IndexView::describe() const {
 
 bool is_view_op(const std::string& domain, const std::string& op) {
   if (!domain.empty()) return false;
-  for (const char* v : {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Slice", "Expand"})
+  for (const char* v : {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Slice", "Expand", "Gather"})
     if (op == v) return true;
   return false;
+}
+
+bool is_view_node(const ir::Graph& graph, const ir::Node& node) {
+  if (!is_view_op(node.domain, node.op)) return false;
+  if (node.op != "Gather") return true;
+  if (node.inputs.size() != 2 || node.inputs[1] == ir::kNoValue) return false;
+  const ir::Value& index = graph.value(node.inputs[1]);
+  return index.is_constant() && index.constant.numel() == 1 && dtype_is_integer(index.constant.dtype()) &&
+         index.constant.rank() <= 1;
 }
 
 Status append_view_node(IndexView& view, LoweringContext& ctx) {
@@ -317,6 +326,27 @@ Status append_view_node(IndexView& view, LoweringContext& ctx) {
       first[k] = slice_start((*starts)[i], steps[i], in[k]);
     }
     view.slice(std::move(first), std::move(step), out);
+  } else if (op == "Gather") {
+    // A one-element index is a Slice of one element along the axis, then
+    // (a scalar index) the axis squeezed away.
+    const Tensor* index = ctx.input_constant(1);
+    if (!index || index->numel() != 1 || !dtype_is_integer(index->dtype()) || index->rank() > 1)
+      return refuse("its indices are not a constant of one element");
+    auto axis = normalize_axis(node.attr_int("axis", 0), static_cast<int64_t>(in.size()));
+    if (!axis) return ctx.error("axis is out of range");
+    const auto a = static_cast<size_t>(*axis);
+    int64_t i = index->get_i64(0);
+    if (i < 0) {
+      if (!in[a].is_const()) return refuse("a negative index into the symbolic axis " + in[a].to_string());
+      i += in[a].value();
+    }
+    if (i < 0 || (in[a].is_const() && i >= in[a].value()))
+      return refuse("index " + std::to_string(index->get_i64(0)) + " is outside the axis");
+    std::vector<Dim> first(in.size(), Dim(0)), one = in;
+    one[a] = Dim(1);
+    first[a] = Dim(i);
+    view.slice(std::move(first), std::vector<int64_t>(in.size(), 1), one);
+    view.reshape(out);
   } else if (op == "Expand") {
     if (out.size() < in.size()) return ctx.error("Expand's output has a lower rank than its input");
     const size_t off = out.size() - in.size();

@@ -40,6 +40,7 @@
 
 #include "engine/base/status.h"
 #include "engine/ir/dim.h"
+#include "engine/ir/graph.h"
 
 namespace kiln::planner {
 
@@ -80,13 +81,22 @@ struct IndexView {
 };
 
 // Whether `op` (default domain) is an op append_view_node understands:
-// Transpose, Reshape, Flatten, Squeeze, Unsqueeze, Identity, Slice, Expand.
+// Transpose, Reshape, Flatten, Squeeze, Unsqueeze, Identity, Slice, Expand,
+// Gather (only with a constant one-element index: see is_view_node).
 bool is_view_op(const std::string& domain, const std::string& op);
+
+// is_view_op() plus what the node's inputs must be for its kind: a Gather
+// is a view only when its indices are a constant of one element (torch's
+// `qkv[0]`: a Slice of one element along the axis, squeezed when the index
+// is a scalar); other gathers read their indices on the device.
+bool is_view_node(const ir::Graph& graph, const ir::Node& node);
 
 // Appends the node of `ctx` (a view op reading the view's current value as
 // its input 0) to `view`. Slice needs starts known at plan time (constants or
 // shape values) and constant axes and steps; Expand needs every input dim to
-// be 1 or the output's. Errors: kUnimplemented saying why otherwise.
+// be 1 or the output's; Gather needs a constant one-element index inside the
+// axis (a negative one needs the axis' extent at plan time). Errors:
+// kUnimplemented saying why otherwise.
 Status append_view_node(IndexView& view, LoweringContext& ctx);
 
 // A straight-line integer program: op i defines register i.

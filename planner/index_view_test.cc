@@ -182,6 +182,54 @@ TEST(IndexView, ExpandReadsCoordinateZeroOfBroadcastAxes) {
       {3, 1});
 }
 
+// torch's MultiheadAttention export: q, k, v = proj[0], proj[1], proj[2]
+// of a [3, ...] transpose. A scalar index drops the axis, a one-element
+// index keeps it (extent 1), a negative one counts from the end.
+TEST(IndexView, GatherOfAConstantIndexIsASliceOfOneElement) {
+  const CoordProgram p = expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[2,4,3,5]\n  const %i : i64[] = dense<[2]>\n"
+      "  %t = Transpose(%x) {perm = [2,0,1,3]} : f32[3,2,4,5]\n"
+      "  %y = Gather(%t, %i) {axis = 0} : f32[2,4,5]\n  return %y\n}\n",
+      {2, 4, 3, 5});
+  EXPECT_EQ(arithmetic_ops(p), 0);  // the index is a constant coordinate
+  expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[3,6]\n  const %i : i64[1] = dense<[-2]>\n"
+      "  %y = Gather(%x, %i) {axis = 1} : f32[3,1]\n  return %y\n}\n",
+      {3, 6});
+  expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[3,6]\n  const %i : i32[] = dense<[1]>\n"
+      "  %g = Gather(%x, %i) {axis = -2} : f32[6]\n"
+      "  const %shape : i64[2] = dense<[2,3]>\n"
+      "  %y = Reshape(%g, %shape) : f32[2,3]\n  return %y\n}\n",
+      {3, 6});
+}
+
+// Gathers the planner cannot read as a view: several indices, indices on
+// the device, an index outside the axis.
+TEST(IndexView, OtherGathersAreRefused) {
+  for (const char* text : {
+           "graph @g opset 17 {\n  input %x : f32[3,6]\n  const %i : i64[2] = dense<[0,2]>\n"
+           "  %y = Gather(%x, %i) {axis = 0} : f32[2,6]\n  return %y\n}\n",
+           "graph @g opset 17 {\n  input %x : f32[3,6]\n  input %i : i64[]\n"
+           "  %y = Gather(%x, %i) {axis = 0} : f32[6]\n  return %y\n}\n",
+           "graph @g opset 17 {\n  input %x : f32[3,6]\n  const %i : i64[] = dense<[3]>\n"
+           "  %y = Gather(%x, %i) {axis = 0} : f32[6]\n  return %y\n}\n",
+       }) {
+    auto parsed = ir::parse_graph(text);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+    ir::Graph& g = **parsed;
+    ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
+    PlanBuilder builder(g, TargetInfo{}, PlanOptions{});
+    IndexView view = IndexView::identity(builder.value_shape(g.main().inputs[0]));
+    const ir::NodeId nid = g.main().nodes[0];
+    LoweringContext ctx(builder, g, nid);
+    const Status s = append_view_node(view, ctx);
+    EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << text << s.to_string();
+    const bool one_constant_index = std::string(text).find("dense<[3]>") != std::string::npos;
+    EXPECT_EQ(is_view_node(g, g.node(nid)), one_constant_index) << text;
+  }
+}
+
 TEST(IndexView, SymbolicDimsBecomeParameters) {
   const CoordProgram p = expect_view_matches(
       "graph @g opset 17 {\n  input %x : f32[n,6,4]\n  const %shape : i64[4] = dense<[0,2,3,4]>\n"

@@ -9,9 +9,11 @@
 //   (c) FCM's DWPW: depthwise Conv -> elementwise -> 1x1 Conv -> elementwise,
 //       when FusePlanner (fuse_planner.h) says fusing pays, with the
 //       device's shared memory and compute units (target_info, ABI 1.3);
-//   and, at the start of (a) and (b) groups or with a lone consumer,
-//   data-movement nodes (Transpose, Reshape, Slice, ...) the consumer reads
-//   through an index view instead of a copy (add_view_prologues).
+//   and, at the start of (a) and (b) groups or with a lone consumer (also a
+//   Concat), data-movement nodes (Transpose, Reshape, Slice, Gather of one
+//   constant index, ...) the consumer reads through an index view instead
+//   of a copy (add_view_prologues); a view read by several groups is cloned
+//   into each (view_clones.h).
 // Every member is annotated kiln.fusion_group = "fg<N>"; the planner does the
 // rest (planner/fusion.h). The pass owns fusion groups: it drops the ones an
 // earlier run left before it partitions again. Nodes inside If/Loop bodies,
@@ -21,6 +23,7 @@
 // Written against the plugin ABI only; built as a static library
 // (kiln_fusion_plugin_query) and as a loadable shared library.
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -31,6 +34,7 @@
 #include "plugins/fusion/fuse_planner.h"
 #include "plugins/fusion/fusion.h"
 #include "plugins/fusion/partition.h"
+#include "plugins/fusion/view_clones.h"
 
 namespace kiln_fusion {
 namespace {
@@ -73,8 +77,12 @@ class Partitioner {
     groups = add_view_prologues(groups);
     std::vector<int> group_of(dag_.nodes.size());
     for (size_t i = 0; i < group_of.size(); ++i) group_of[i] = static_cast<int>(groups.size() + i);
+    // A shared view counts as a group of its own: each clone reads only the
+    // source and feeds only its group, so it closes no cycle that the
+    // shared node alone would not.
     for (size_t k = 0; k < groups.size(); ++k)
-      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+      for (int m : groups[k])
+        if (!shared_views_.count(m)) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
     if (!kiln::fusion::is_acyclic_partition(dag_, group_of)) {
       // Cannot happen (partition.h); if it does, fuse nothing rather than deadlock.
       rw_.log(KILN_LOG_WARNING, "the partition has a cycle; no fusion groups");
@@ -291,15 +299,16 @@ class Partitioner {
   }
 
   // A data-movement node the planner can read through an index view
-  // (planner/fusion_views.h): its parameters are constants, its output has
-  // known dims and is read by exactly one node of the main graph, and its
-  // input is a device tensor.
-  std::optional<int> view_consumer(int i) const {
+  // (planner/fusion_views.h): its parameters are constants (a Gather's: one
+  // index inside the axis), its output has known dims and is read only by
+  // nodes of the main graph (returned, ascending), as a view node's input 0
+  // when that node is a view too, and its input is a device tensor.
+  std::optional<std::vector<int>> view_consumers(int i) const {
     const kiln_node_id_t n = nodes_[static_cast<size_t>(i)];
     auto info = g_.node(n);
     if (!info || !info->domain.empty() || dag_.nodes[static_cast<size_t>(i)].escapes) return std::nullopt;
     static const std::set<std::string> kViews = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-                                                 "Identity",  "Slice",   "Expand"};
+                                                 "Identity",  "Slice",   "Expand",  "Gather"};
     if (!kViews.count(info->op)) return std::nullopt;
     const auto in = g_.inputs(n);
     const auto out = g_.outputs(n);
@@ -309,49 +318,121 @@ class Partitioner {
     if (info->op == "Slice" || info->op == "Expand")  // bounds / shape fixed at plan time
       for (size_t k = 1; k < in.size(); ++k)
         if (in[k] != KILN_NO_ID && !g_.is_constant(in[k])) return std::nullopt;
-    std::optional<int> consumer;
+    if (info->op == "Gather" && !gather_is_view(n)) return std::nullopt;
+    std::set<int> consumers;
     for (const auto& use : g_.uses(out[0])) {
       auto it = index_.find(use.node);
-      if (it == index_.end() || (consumer && *consumer != it->second)) return std::nullopt;
-      consumer = it->second;
+      if (it == index_.end()) return std::nullopt;
+      consumers.insert(it->second);
     }
-    return consumer;
+    if (consumers.empty()) return std::nullopt;
+    return std::vector<int>(consumers.begin(), consumers.end());
+  }
+
+  // A Gather of a constant one-element index inside the axis: a Slice of
+  // one element (index_view.h), torch's `qkv[0]`.
+  bool gather_is_view(kiln_node_id_t n) const {
+    const auto in = g_.inputs(n);
+    if (in.size() != 2 || in[1] == KILN_NO_ID || !g_.is_constant(in[1])) return false;
+    auto index = g_.value(in[1]);
+    auto data_shape = g_.static_shape(in[0]);
+    if (!index || index->rank > 1 || !data_shape) return false;
+    const int64_t rank = static_cast<int64_t>(data_shape->size());
+    int64_t axis = g_.attr_int(n, "axis", 0);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return false;
+    size_t bytes = 0;
+    const void* data = g_.constant_data(in[1], &bytes);
+    int64_t i = 0;
+    if (index->dtype == KILN_PLUGIN_DTYPE_INT64 && bytes == sizeof(int64_t)) {
+      std::memcpy(&i, data, sizeof(i));
+    } else if (index->dtype == KILN_PLUGIN_DTYPE_INT32 && bytes == sizeof(int32_t)) {
+      int32_t i32 = 0;
+      std::memcpy(&i32, data, sizeof(i32));
+      i = i32;
+    } else {
+      return false;
+    }
+    const int64_t extent = (*data_shape)[static_cast<size_t>(axis)];
+    return i >= -extent && i < extent;
+  }
+
+  // A node with no group that a view may join as its core although the
+  // partitioner never groups it: a Concat, whose kernel reads each input
+  // through its accessors (swin's roll and PatchMerging concatenate Slices).
+  bool is_view_core(int c) const {
+    const kiln_node_id_t n = nodes_[static_cast<size_t>(c)];
+    auto info = g_.node(n);
+    if (!info || !info->domain.empty() || info->op != "Concat" || has_subgraph(n)) return false;
+    const auto out = g_.outputs(n);
+    return out.size() == 1 && out[0] != KILN_NO_ID && !host_.count(out[0]) && !shape_key(out[0]).empty();
   }
 
   // DNNFusion fuses reorganize and shuffle ops into their consumers; Kiln's
   // planner does it by reading the chain's source through an index view
   // (SmartMem's index comprehension), so a Transpose, Slice or image-stored
-  // Reshape stops being a copy kernel. Every view node whose only consumer
-  // is in a group (or is another view node that joined one) joins that
-  // group at its start; one whose consumer is in no group forms a group
-  // with it when the consumer is a device node. Joining never makes a
-  // cycle: the view node's only edge out goes into the group. DW/PW groups
-  // take none (their GEMM reads the depthwise input by its own indexing).
+  // Reshape stops being a copy kernel. A view node joins, at its start,
+  // every group that reads it: its consumers' groups (a consumer that is a
+  // view node: the groups that node joined); a consumer in no group forms a
+  // group with it when it is a device node or a Concat. When the consumers
+  // are in several groups the node joins each (cloned per group when the
+  // groups are annotated); when any consumer cannot take it, none does.
+  // Joining never makes a cycle: the view node's only edges out go into its
+  // groups. DW/PW groups take none (their GEMM reads the depthwise input by
+  // its own indexing).
   std::vector<std::vector<int>> add_view_prologues(std::vector<std::vector<int>> groups) {
-    std::vector<int> group_of(dag_.nodes.size(), -1);
+    std::vector<std::vector<int>> groups_of(dag_.nodes.size());
     for (size_t k = 0; k < groups.size(); ++k)
-      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+      for (int m : groups[k]) groups_of[static_cast<size_t>(m)] = {static_cast<int>(k)};
     for (int i = static_cast<int>(dag_.nodes.size()) - 1; i >= 0; --i) {
-      if (group_of[static_cast<size_t>(i)] >= 0) continue;
-      const std::optional<int> c = view_consumer(i);
-      if (!c) continue;
-      int k = group_of[static_cast<size_t>(*c)];
-      if (k >= 0 && kiln::fusion::classify(dag_, without_views(groups[static_cast<size_t>(k)])) == GroupKind::kDwPw)
-        continue;
-      if (k < 0) {
-        if (dag_.nodes[static_cast<size_t>(*c)].role == Role::kOpaque || view_consumer(*c)) continue;
-        k = static_cast<int>(groups.size());
-        groups.push_back({*c});
-        group_of[static_cast<size_t>(*c)] = k;
+      if (!groups_of[static_cast<size_t>(i)].empty()) continue;
+      const std::optional<std::vector<int>> consumers = view_consumers(i);
+      if (!consumers) continue;
+      std::set<int> targets;
+      std::vector<int> new_cores;
+      bool taken = true;
+      for (int c : *consumers) {
+        const std::vector<int>& of = groups_of[static_cast<size_t>(c)];
+        if (is_view_.count(c)) {
+          taken = taken && reads_only_as_data(c, i);
+          targets.insert(of.begin(), of.end());
+        } else if (!of.empty()) {
+          taken = taken && kiln::fusion::classify(dag_, without_views(groups[static_cast<size_t>(of[0])])) !=
+                               GroupKind::kDwPw;
+          targets.insert(of[0]);
+        } else if ((dag_.nodes[static_cast<size_t>(c)].role != Role::kOpaque || is_view_core(c)) &&
+                   !view_consumers(c)) {
+          new_cores.push_back(c);
+        } else {
+          taken = false;
+        }
       }
-      groups[static_cast<size_t>(k)].push_back(i);
-      group_of[static_cast<size_t>(i)] = k;
+      if (!taken || (targets.size() + new_cores.size() > 1 && !can_clone(g_, nodes_[static_cast<size_t>(i)])))
+        continue;
+      for (int c : new_cores) {
+        targets.insert(static_cast<int>(groups.size()));
+        groups_of[static_cast<size_t>(c)] = {static_cast<int>(groups.size())};
+        groups.push_back({c});
+      }
+      for (int k : targets) groups[static_cast<size_t>(k)].push_back(i);
+      groups_of[static_cast<size_t>(i)].assign(targets.begin(), targets.end());
       is_view_.insert(i);
+      if (targets.size() > 1) shared_views_.insert(i);
       ++view_nodes_;
     }
     for (auto& members : groups) std::sort(members.begin(), members.end());
     std::sort(groups.begin(), groups.end());
     return groups;
+  }
+
+  // Whether view node `c` reads the output of node `i` only as its input 0
+  // (the data it views, not a shape or a bound).
+  bool reads_only_as_data(int c, int i) const {
+    const auto in = g_.inputs(nodes_[static_cast<size_t>(c)]);
+    const kiln_value_id_t v = g_.outputs(nodes_[static_cast<size_t>(i)])[0];
+    for (size_t k = 1; k < in.size(); ++k)
+      if (in[k] == v) return false;
+    return true;
   }
 
   std::vector<int> without_views(const std::vector<int>& members) const {
@@ -376,9 +457,12 @@ class Partitioner {
   }
 
   void annotate(const std::vector<std::vector<int>>& groups) {
+    std::vector<std::string> names;
+    for (size_t k = 0; k < groups.size(); ++k) names.push_back("fg" + std::to_string(k));
     for (size_t k = 0; k < groups.size(); ++k)
       for (int m : groups[k])
-        rw_.annotate_node(nodes_[static_cast<size_t>(m)], KILN_ANNOTATION_FUSION_GROUP, "fg" + std::to_string(k));
+        if (!shared_views_.count(m)) rw_.annotate_node(nodes_[static_cast<size_t>(m)], KILN_ANNOTATION_FUSION_GROUP, names[k]);
+    if (!shared_views_.empty()) views_cloned_ = clone_shared_views(g_, rw_, nodes_, groups, names);
   }
 
   void statistics(const std::vector<std::vector<int>>& groups, const std::vector<int>& group_of, double td) {
@@ -403,6 +487,7 @@ class Partitioner {
     rw_.add_statistic("groups-anchor", kinds[static_cast<int>(GroupKind::kAnchor)]);
     rw_.add_statistic("groups-dwpw", dwpw_groups_);
     if (view_nodes_) rw_.add_statistic("view-prologue-nodes", view_nodes_);
+    if (views_cloned_) rw_.add_statistic("views-cloned", views_cloned_);
     if (dwpw_refused_) rw_.add_statistic("dwpw-refused", dwpw_refused_);
     rw_.add_statistic("complex-ops-per-group-max", complex_max);
     rw_.add_statistic("weight-balance-jain-x1000", static_cast<int64_t>(1000.0 * kiln::fusion::jain_index(w) + 0.5));
@@ -416,8 +501,9 @@ class Partitioner {
   std::map<kiln_node_id_t, int> index_;
   std::set<kiln_value_id_t> host_;
   Dag dag_;
-  std::set<int> is_view_;  // DAG nodes that joined a group as index views
-  int64_t dwpw_groups_ = 0, dwpw_refused_ = 0, cleared_ = 0, view_nodes_ = 0;
+  std::set<int> is_view_;       // DAG nodes that joined a group as index views
+  std::set<int> shared_views_;  // ... of them, those that joined several groups
+  int64_t dwpw_groups_ = 0, dwpw_refused_ = 0, cleared_ = 0, view_nodes_ = 0, views_cloned_ = 0;
 };
 
 class FusionPass : public kiln::plugin::Pass {
