@@ -260,6 +260,53 @@ TEST(FusionViews, ATransposeIntoALayerNormIsReadByTheRowKernel) {
   for (size_t n : testing::expect_plan_kernels_valid(*g, "views_layernorm")) EXPECT_EQ(n, b.dispatch_count());
 }
 
+// torch's MultiheadAttention: k = Transpose(qkv projection)[1] (a Gather of
+// a constant scalar index), then k^T into the scores' MatMul. The Gather is
+// a Slice of one element plus a squeeze in the view.
+std::string gather_model(bool grouped = true) {
+  const std::string g = grouped ? kG : "";
+  return "graph @g opset 17 {\n  input %p : f32[5,3,2,4]\n  const %i : i64[] = dense<[1]>\n"
+         "  const %s : f32[] = dense<[0.5]>\n"
+         "  %t = Transpose(%p) {perm = [1,2,0,3]}" + g + " : f32[3,2,5,4]\n"
+         "  %k = Gather(%t, %i) {axis = 0}" + g + " : f32[2,5,4]\n"
+         "  %y = Mul(%k, %s)" + g + " : f32[2,5,4]\n  return %y\n}\n";
+}
+
+TEST(FusionViews, AGatherOfAConstantIndexIsAView) {
+  auto g = parse(gather_model());
+  ASSERT_TRUE(g);
+  for (Storage storage : {Storage::kBuffer, Storage::kImage})
+    expect_fused_view(plan_of(*g, storage), *g, "p", {"t", "k"}, "fused_transpose_gather_mul");
+  EXPECT_EQ(plan_of(*parse(gather_model(false))).dispatch_count(), 3u);
+  for (size_t n : testing::expect_plan_kernels_valid(*g, "views_gather")) EXPECT_EQ(n, 1u);
+}
+
+// swin's PatchMerging: four strided Slices concatenated along channels; the
+// Concat is the core and reads each Slice through its view.
+std::string patch_merging_model(bool grouped = true) {
+  const std::string g = grouped ? kG : "";
+  std::string text = "graph @g opset 17 {\n  input %x : f32[1,6,4,5]\n"
+                     "  const %end : i64[2] = dense<[9223372036854775807,9223372036854775807]>\n"
+                     "  const %ax : i64[2] = dense<[1,2]>\n  const %st : i64[2] = dense<[2,2]>\n";
+  const char* starts[] = {"[0,0]", "[1,0]", "[0,1]", "[1,1]"};
+  for (int i = 0; i < 4; ++i) {
+    const std::string k = std::to_string(i);
+    text += "  const %s" + k + " : i64[2] = dense<" + starts[i] + ">\n";
+    text += "  %a" + k + " = Slice(%x, %s" + k + ", %end, %ax, %st)" + g + " : f32[1,3,2,5]\n";
+  }
+  text += "  %y = Concat(%a0, %a1, %a2, %a3) {axis = -1}" + g + " : f32[1,3,2,20]\n  return %y\n}\n";
+  return text;
+}
+
+TEST(FusionViews, AConcatReadsItsSliceInputsThroughViews) {
+  auto g = parse(patch_merging_model());
+  ASSERT_TRUE(g);
+  for (Storage storage : {Storage::kBuffer, Storage::kImage})
+    expect_fused_view(plan_of(*g, storage), *g, "x", {"a0", "a1", "a2", "a3"}, "fused_slice_slice_slice_slice_concat");
+  EXPECT_EQ(plan_of(*parse(patch_merging_model(false))).dispatch_count(), 5u);
+  for (size_t n : testing::expect_plan_kernels_valid(*g, "views_concat")) EXPECT_EQ(n, 1u);
+}
+
 // ------------------------------------------------ results on the device
 
 class FusionViewsDevice : public vk::testing::VulkanTest {};
@@ -307,6 +354,14 @@ TEST_F(FusionViewsDevice, ConvnextTransposeScaleResidual) {
 
 TEST_F(FusionViewsDevice, VitSliceReshapeTransposeDiv) {
   expect_matches_reference(vit_model(), {testing::random_tensor({6, 24}, 4)}, 1);
+}
+
+TEST_F(FusionViewsDevice, TransposeGatherMul) {
+  expect_matches_reference(gather_model(), {testing::random_tensor({5, 3, 2, 4}, 11)}, 1);
+}
+
+TEST_F(FusionViewsDevice, SlicesConcat) {
+  expect_matches_reference(patch_merging_model(), {testing::random_tensor({1, 6, 4, 5}, 12)}, 1);
 }
 
 TEST_F(FusionViewsDevice, ReshapeRelu) {
