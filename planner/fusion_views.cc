@@ -46,6 +46,12 @@ void load_by_coords(std::string& text, const std::string& name, size_t rank) {
   }
 }
 
+// Shape and Size are host steps that read their input's dims, which a view
+// value keeps (only its data is never made).
+bool reads_only_the_shape(const ir::Node& node) {
+  return node.domain.empty() && (node.op == "Shape" || node.op == "Size");
+}
+
 std::string lower_case(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -97,7 +103,7 @@ std::string fusion_blocker_with_views(const ir::Graph& graph, const PlanBuilder&
   std::set<ir::ValueId> outside;
   for (size_t i = 0; i < graph.num_nodes(); ++i) {
     const ir::Node& node = graph.node(static_cast<ir::NodeId>(i));
-    if (node.erased) continue;
+    if (node.erased || reads_only_the_shape(node)) continue;
     for (size_t k = 0; k < node.inputs.size(); ++k) {
       const ir::ValueId v = node.inputs[k];
       if (!view_values.count(v)) continue;

@@ -16,7 +16,8 @@
 //
 // Refused, each with its reason (kUnimplemented: the group runs unfused and
 // ExecutionPlan::fusion_notes says why):
-//   * a view output read outside the group, or a group of view nodes only;
+//   * a view output read outside the group (but for its dims: by Shape or
+//     Size), or a group of view nodes only;
 //   * a Slice whose starts are not known at plan time or whose axes or steps
 //     are not constants; an Expand of a dim that may or may not be 1;
 //   * a source that is a host value (constants are fine);

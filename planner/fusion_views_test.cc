@@ -364,6 +364,22 @@ TEST_F(FusionViewsDevice, SlicesConcat) {
   expect_matches_reference(patch_merging_model(), {testing::random_tensor({1, 6, 4, 5}, 12)}, 1);
 }
 
+// A dynamic head split: the Reshape target comes from Shape(slice), a host
+// step that reads only the view's dims, so the Slice stays a view.
+TEST_F(FusionViewsDevice, AViewWhoseShapeIsReadOnTheHost) {
+  expect_matches_reference(
+      "graph @g opset 17 {\n  input %x : f32[seq,24]\n"
+      "  const %st : i64[1] = dense<[8]>\n  const %en : i64[1] = dense<[16]>\n  const %ax : i64[1] = dense<[1]>\n"
+      "  const %heads : i64[2] = dense<[2,4]>\n  const %i0 : i64[1] = dense<[0]>\n"
+      "  %k = Slice(%x, %st, %en, %ax)" + kG + " : f32[seq,8]\n"
+      "  %s = Shape(%k) : i64[2]\n"
+      "  %n = Gather(%s, %i0) {axis = 0} : i64[1]\n"
+      "  %target = Concat(%n, %heads) {axis = 0} : i64[3]\n"
+      "  %r = Reshape(%k, %target)" + kG + " : f32[seq,2,4]\n"
+      "  %y = Relu(%r)" + kG + " : f32[seq,2,4]\n  return %y\n}\n",
+      {testing::random_tensor({5, 24}, 13)}, 1);
+}
+
 TEST_F(FusionViewsDevice, ReshapeRelu) {
   expect_matches_reference(reshape_model(), {testing::random_tensor({2, 3, 4, 8}, 5)}, 1);
 }

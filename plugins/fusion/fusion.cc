@@ -116,12 +116,17 @@ class Partitioner {
     }
     for (kiln_node_id_t n : nodes_) {
       auto info = g_.node(n);
-      bool all = true;
-      for (kiln_value_id_t v : g_.inputs(n))
+      bool all = true, from_shapes = true;
+      for (kiln_value_id_t v : g_.inputs(n)) {
         if (v != KILN_NO_ID && !host_.count(v) && !g_.is_constant(v)) all = false;
+        if (v != KILN_NO_ID && !shape_values_.count(v) && !g_.is_constant(v)) from_shapes = false;
+      }
       const bool shape_op = info->domain.empty() && (info->op == "Shape" || info->op == "Size");
       if ((all || shape_op) && !has_subgraph(n))
-        for (kiln_value_id_t v : g_.outputs(n)) host_.insert(v);
+        for (kiln_value_id_t v : g_.outputs(n)) {
+          host_.insert(v);
+          if (shape_op || from_shapes) shape_values_.insert(v);
+        }
     }
   }
 
@@ -220,7 +225,14 @@ class Partitioner {
         auto vi = g_.value(v);
         if (!vi || vi->producer == KILN_NO_ID) continue;
         auto it = index_.find(vi->producer);
-        if (it != index_.end() && it->second != static_cast<int>(i)) dag_.add_edge(it->second, static_cast<int>(i));
+        if (it == index_.end() || it->second == static_cast<int>(i)) continue;
+        // Shape/Size of a data-movement node read its dims on the host, never
+        // its data: no edge, so that the view may join a group whose shape
+        // input depends on those dims (torch's MultiheadAttention reshapes).
+        if (reads_only_dims(n) && dag_.nodes[static_cast<size_t>(it->second)].role == Role::kOpaque &&
+            is_view_op_name(vi->producer))
+          continue;
+        dag_.add_edge(it->second, static_cast<int>(i));
       }
       const auto in = g_.inputs(n);
       if (!in.empty() && in[0] != KILN_NO_ID)
@@ -307,26 +319,40 @@ class Partitioner {
     const kiln_node_id_t n = nodes_[static_cast<size_t>(i)];
     auto info = g_.node(n);
     if (!info || !info->domain.empty() || dag_.nodes[static_cast<size_t>(i)].escapes) return std::nullopt;
-    static const std::set<std::string> kViews = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-                                                 "Identity",  "Slice",   "Expand",  "Gather"};
-    if (!kViews.count(info->op)) return std::nullopt;
+    if (!is_view_op_name(n)) return std::nullopt;
     const auto in = g_.inputs(n);
     const auto out = g_.outputs(n);
     if (in.empty() || in[0] == KILN_NO_ID || out.size() != 1 || out[0] == KILN_NO_ID) return std::nullopt;
     if (host_.count(in[0]) || g_.is_constant(in[0]) || host_.count(out[0]) || shape_key(out[0]).empty())
       return std::nullopt;
-    if (info->op == "Slice" || info->op == "Expand")  // bounds / shape fixed at plan time
+    // Bounds and shapes fixed at plan time: constants, or (a Slice's starts
+    // and ends) shape arithmetic, whose dims the planner knows symbolically.
+    if (info->op == "Slice" || info->op == "Expand")
       for (size_t k = 1; k < in.size(); ++k)
-        if (in[k] != KILN_NO_ID && !g_.is_constant(in[k])) return std::nullopt;
+        if (in[k] != KILN_NO_ID && !g_.is_constant(in[k]) && !(info->op == "Slice" && k <= 2 && shape_values_.count(in[k])))
+          return std::nullopt;
     if (info->op == "Gather" && !gather_is_view(n)) return std::nullopt;
     std::set<int> consumers;
     for (const auto& use : g_.uses(out[0])) {
       auto it = index_.find(use.node);
       if (it == index_.end()) return std::nullopt;
-      consumers.insert(it->second);
+      // Shape and Size read the dims, which a view keeps (the planner runs them on the host).
+      if (!reads_only_dims(use.node)) consumers.insert(it->second);
     }
     if (consumers.empty()) return std::nullopt;
     return std::vector<int>(consumers.begin(), consumers.end());
+  }
+
+  bool is_view_op_name(kiln_node_id_t n) const {
+    static const std::set<std::string> kViews = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                                                 "Identity",  "Slice",   "Expand",  "Gather"};
+    auto info = g_.node(n);
+    return info && info->domain.empty() && kViews.count(info->op);
+  }
+
+  bool reads_only_dims(kiln_node_id_t n) const {
+    auto info = g_.node(n);
+    return info && info->domain.empty() && (info->op == "Shape" || info->op == "Size");
   }
 
   // A Gather of a constant one-element index inside the axis: a Slice of
@@ -500,6 +526,7 @@ class Partitioner {
   std::vector<kiln_node_id_t> nodes_;
   std::map<kiln_node_id_t, int> index_;
   std::set<kiln_value_id_t> host_;
+  std::set<kiln_value_id_t> shape_values_;  // ... of them, those computed from shapes and constants only
   Dag dag_;
   std::set<int> is_view_;       // DAG nodes that joined a group as index views
   std::set<int> shared_views_;  // ... of them, those that joined several groups
