@@ -380,6 +380,35 @@ TEST_F(FusionViewsDevice, AViewWhoseShapeIsReadOnTheHost) {
       {testing::random_tensor({5, 24}, 13)}, 1);
 }
 
+// swin's shifted windows: torch.roll on two axes (7: a wrap, 8: a mask)
+// read by the next node: the rolls cost no kernel of their own.
+std::string roll_model() {
+  return "graph @g opset 17 {\n  input %x : f32[1,7,8,5]\n"
+         "  const %s3 : i64[1] = dense<[3]>\n  const %end : i64[1] = dense<[9223372036854775807]>\n"
+         "  const %zero : i64[1] = dense<[0]>\n  const %m2 : i64[1] = dense<[-2]>\n"
+         "  const %ax1 : i64[1] = dense<[1]>\n  const %ax2 : i64[1] = dense<[2]>\n"
+         "  %a = Slice(%x, %s3, %end, %ax1)" + kG + " : f32[1,4,8,5]\n"
+         "  %b = Slice(%x, %zero, %s3, %ax1)" + kG + " : f32[1,3,8,5]\n"
+         "  %r = Concat(%a, %b) {axis = 1}" + kG + " : f32[1,7,8,5]\n"
+         "  %c = Slice(%r, %m2, %end, %ax2)" + kG + " : f32[1,7,2,5]\n"
+         "  %d = Slice(%r, %zero, %m2, %ax2)" + kG + " : f32[1,7,6,5]\n"
+         "  %q = Concat(%c, %d) {axis = 2}" + kG + " : f32[1,7,8,5]\n"
+         "  %y = Sigmoid(%q)" + kG + " : f32[1,7,8,5]\n  return %y\n}\n";
+}
+
+TEST_F(FusionViewsDevice, RollsAreViews) {
+  auto g = parse(roll_model());
+  ASSERT_TRUE(g);
+  expect_fused_view(plan_of(*g), *g, "x", {"a", "b", "r", "c", "d", "q"},
+                    "fused_slice_slice_roll_slice_slice_roll_sigmoid");
+  expect_matches_reference(roll_model(), {testing::random_tensor({1, 7, 8, 5}, 14)}, 1);
+  // A roll that ends its group is the group's core: one concat kernel.
+  const std::string last = "  %y = Sigmoid(%q)" + kG + " : f32[1,7,8,5]\n  return %y\n";
+  std::string text = roll_model();
+  text.replace(text.find(last), last.size(), "  return %q\n");
+  expect_matches_reference(text, {testing::random_tensor({1, 7, 8, 5}, 15)}, 1);
+}
+
 TEST_F(FusionViewsDevice, ReshapeRelu) {
   expect_matches_reference(reshape_model(), {testing::random_tensor({2, 3, 4, 8}, 5)}, 1);
 }
