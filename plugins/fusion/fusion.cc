@@ -23,7 +23,6 @@
 // Written against the plugin ABI only; built as a static library
 // (kiln_fusion_plugin_query) and as a loadable shared library.
 #include <algorithm>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -35,6 +34,7 @@
 #include "plugins/fusion/fusion.h"
 #include "plugins/fusion/partition.h"
 #include "plugins/fusion/view_clones.h"
+#include "plugins/fusion/view_ops.h"
 
 namespace kiln_fusion {
 namespace {
@@ -229,8 +229,8 @@ class Partitioner {
         // Shape/Size of a data-movement node read its dims on the host, never
         // its data: no edge, so that the view may join a group whose shape
         // input depends on those dims (torch's MultiheadAttention reshapes).
-        if (reads_only_dims(n) && dag_.nodes[static_cast<size_t>(it->second)].role == Role::kOpaque &&
-            is_view_op_name(vi->producer))
+        if (reads_only_dims(g_, n) && dag_.nodes[static_cast<size_t>(it->second)].role == Role::kOpaque &&
+            is_view_op(g_, vi->producer))
           continue;
         dag_.add_edge(it->second, static_cast<int>(i));
       }
@@ -319,7 +319,7 @@ class Partitioner {
     const kiln_node_id_t n = nodes_[static_cast<size_t>(i)];
     auto info = g_.node(n);
     if (!info || !info->domain.empty() || dag_.nodes[static_cast<size_t>(i)].escapes) return std::nullopt;
-    if (!is_view_op_name(n)) return std::nullopt;
+    if (!is_view_op(g_, n)) return std::nullopt;
     const auto in = g_.inputs(n);
     const auto out = g_.outputs(n);
     if (in.empty() || in[0] == KILN_NO_ID || out.size() != 1 || out[0] == KILN_NO_ID) return std::nullopt;
@@ -331,120 +331,17 @@ class Partitioner {
       for (size_t k = 1; k < in.size(); ++k)
         if (in[k] != KILN_NO_ID && !g_.is_constant(in[k]) && !(info->op == "Slice" && k <= 2 && shape_values_.count(in[k])))
           return std::nullopt;
-    if (info->op == "Gather" && !gather_is_view(n)) return std::nullopt;
-    if (info->op == "Concat" && !is_roll(n)) return std::nullopt;
+    if (info->op == "Gather" && !gather_is_view(g_, n)) return std::nullopt;
+    if (info->op == "Concat" && !is_roll(g_, n)) return std::nullopt;
     std::set<int> consumers;
     for (const auto& use : g_.uses(out[0])) {
       auto it = index_.find(use.node);
       if (it == index_.end()) return std::nullopt;
       // Shape and Size read the dims, which a view keeps (the planner runs them on the host).
-      if (!reads_only_dims(use.node)) consumers.insert(it->second);
+      if (!reads_only_dims(g_, use.node)) consumers.insert(it->second);
     }
     if (consumers.empty()) return std::nullopt;
     return std::vector<int>(consumers.begin(), consumers.end());
-  }
-
-  bool is_view_op_name(kiln_node_id_t n) const {
-    static const std::set<std::string> kViews = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-                                                 "Identity",  "Slice",   "Expand",  "Gather", "Concat"};
-    auto info = g_.node(n);
-    return info && info->domain.empty() && kViews.count(info->op);
-  }
-
-  bool reads_only_dims(kiln_node_id_t n) const {
-    auto info = g_.node(n);
-    return info && info->domain.empty() && (info->op == "Shape" || info->op == "Size");
-  }
-
-  // A constant integer tensor's elements (int64 or int32).
-  std::optional<std::vector<int64_t>> constant_ints(kiln_value_id_t v) const {
-    auto info = g_.value(v);
-    if (v == KILN_NO_ID || !info || !info->is_constant) return std::nullopt;
-    size_t bytes = 0;
-    const void* data = g_.constant_data(v, &bytes);
-    std::vector<int64_t> out;
-    if (info->dtype == KILN_PLUGIN_DTYPE_INT64) {
-      out.resize(bytes / sizeof(int64_t));
-      if (!out.empty()) std::memcpy(out.data(), data, out.size() * sizeof(int64_t));
-    } else if (info->dtype == KILN_PLUGIN_DTYPE_INT32) {
-      std::vector<int32_t> v32(bytes / sizeof(int32_t));
-      if (!v32.empty()) std::memcpy(v32.data(), data, v32.size() * sizeof(int32_t));
-      out.assign(v32.begin(), v32.end());
-    } else {
-      return std::nullopt;
-    }
-    return out;
-  }
-
-  // torch.roll along one axis (planner/index_view.h roll_of): Concat of
-  // Slice(x, s..n) and Slice(x, 0..s) of one input along the sliced axis,
-  // steps 1, constant bounds, static extent, 0 < s < n. A view: the
-  // consumer reads x at (c + s) mod n.
-  bool is_roll(kiln_node_id_t n) const {
-    const auto in = g_.inputs(n);
-    if (in.size() != 2 || in[0] == KILN_NO_ID || in[1] == KILN_NO_ID) return false;
-    struct Range {
-      kiln_value_id_t data;
-      int64_t axis, begin, end, extent;
-    };
-    const auto range = [&](kiln_value_id_t v) -> std::optional<Range> {
-      auto vi = g_.value(v);
-      if (!vi || vi->producer == KILN_NO_ID) return std::nullopt;
-      auto info = g_.node(vi->producer);
-      const auto s = g_.inputs(vi->producer);
-      if (!info || !info->domain.empty() || info->op != "Slice" || s.size() < 3) return std::nullopt;
-      const auto one = [&](size_t i, int64_t fallback) -> std::optional<int64_t> {
-        if (i >= s.size() || s[i] == KILN_NO_ID) return fallback;
-        auto c = constant_ints(s[i]);
-        if (!c || c->size() != 1) return std::nullopt;
-        return (*c)[0];
-      };
-      const auto start = one(1, 0), end = one(2, 0), axis = one(3, 0), step = one(4, 1);
-      const auto shape = g_.static_shape(s[0]);
-      if (s[1] == KILN_NO_ID || s[2] == KILN_NO_ID || !start || !end || !axis || !step || *step != 1 || !shape)
-        return std::nullopt;
-      const int64_t rank = static_cast<int64_t>(shape->size());
-      const int64_t a = *axis < 0 ? *axis + rank : *axis;
-      if (a < 0 || a >= rank) return std::nullopt;
-      const int64_t extent = (*shape)[static_cast<size_t>(a)];
-      const auto clamp = [extent](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + extent : i, 0, extent); };
-      return Range{s[0], a, clamp(*start), clamp(*end), extent};
-    };
-    const auto a = range(in[0]), b = range(in[1]);
-    if (!a || !b || a->data != b->data || a->axis != b->axis) return false;
-    const int64_t rank = static_cast<int64_t>(g_.static_shape(a->data)->size());
-    int64_t axis = g_.attr_int(n, "axis", 0);
-    if (axis < 0) axis += rank;
-    return axis == a->axis && a->end == a->extent && b->begin == 0 && a->begin == b->end && a->begin > 0 &&
-           a->begin < a->extent;
-  }
-
-  // A Gather of a constant one-element index inside the axis: a Slice of
-  // one element (index_view.h), torch's `qkv[0]`.
-  bool gather_is_view(kiln_node_id_t n) const {
-    const auto in = g_.inputs(n);
-    if (in.size() != 2 || in[1] == KILN_NO_ID || !g_.is_constant(in[1])) return false;
-    auto index = g_.value(in[1]);
-    auto data_shape = g_.static_shape(in[0]);
-    if (!index || index->rank > 1 || !data_shape) return false;
-    const int64_t rank = static_cast<int64_t>(data_shape->size());
-    int64_t axis = g_.attr_int(n, "axis", 0);
-    if (axis < 0) axis += rank;
-    if (axis < 0 || axis >= rank) return false;
-    size_t bytes = 0;
-    const void* data = g_.constant_data(in[1], &bytes);
-    int64_t i = 0;
-    if (index->dtype == KILN_PLUGIN_DTYPE_INT64 && bytes == sizeof(int64_t)) {
-      std::memcpy(&i, data, sizeof(i));
-    } else if (index->dtype == KILN_PLUGIN_DTYPE_INT32 && bytes == sizeof(int32_t)) {
-      int32_t i32 = 0;
-      std::memcpy(&i32, data, sizeof(i32));
-      i = i32;
-    } else {
-      return false;
-    }
-    const int64_t extent = (*data_shape)[static_cast<size_t>(axis)];
-    return i >= -extent && i < extent;
   }
 
   // A node with no group that a view may join as its core although the
@@ -521,7 +418,7 @@ class Partitioner {
     const kiln_node_id_t n = nodes_[static_cast<size_t>(c)];
     const auto in = g_.inputs(n);
     const kiln_value_id_t v = g_.outputs(nodes_[static_cast<size_t>(i)])[0];
-    for (size_t k = is_roll(n) ? 2 : 1; k < in.size(); ++k)
+    for (size_t k = is_roll(g_, n) ? 2 : 1; k < in.size(); ++k)
       if (in[k] == v) return false;
     return true;
   }
