@@ -69,8 +69,10 @@ int64_t clone_shared_views(const GraphView& g, Rewriter& rw, const std::vector<k
     copy[{m, member_of[0]}] = out;
     for (size_t j = 1; j < member_of.size(); ++j) {
       const int k = member_of[j];
+      // Every input a shared view makes (a roll reads two) from its copy in group k.
       std::vector<kiln_value_id_t> inputs = g.inputs(n);
-      if (const int p = shared_producer(inputs[0]); p >= 0) inputs[0] = copy.at({p, k});
+      for (kiln_value_id_t& in : inputs)
+        if (const int p = in == KILN_NO_ID ? -1 : shared_producer(in); p >= 0) in = copy.at({p, k});
       const std::string suffix = "_" + group_names[static_cast<size_t>(k)];
       const kiln_value_id_t v = rw.add_value(out_info->name + suffix, out_info->dtype);
       // Before the original, hence after its input's copy and before every reader.
