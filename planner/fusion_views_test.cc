@@ -409,6 +409,27 @@ TEST_F(FusionViewsDevice, RollsAreViews) {
   expect_matches_reference(text, {testing::random_tensor({1, 7, 8, 5}, 15)}, 1);
 }
 
+// The packed in-projection as the fusion plugin leaves it (views_shared.kir):
+// the Reshape -> Unsqueeze -> Transpose -> Squeeze chain once per group, each
+// group a Gather of one constant index and its reader. Three kernels, no copy.
+TEST_F(FusionViewsDevice, ClonedViewChainsOfAPackedInProjection) {
+  std::string text = "graph @g opset 17 {\n  input %proj : f32[5,1,24]\n  const %split : i64[4] = dense<[5,1,3,8]>\n"
+                     "  const %ax0 : i64[1] = dense<[0]>\n  const %axm2 : i64[1] = dense<[-2]>\n";
+  const char* ops[] = {"Relu", "Sigmoid", "Tanh"};
+  for (int k = 0; k < 3; ++k) {
+    const std::string n = std::to_string(k), g = " #{kiln.fusion_group = \"g" + n + "\"}";
+    text += "  const %i" + n + " : i64[] = dense<[" + n + "]>\n"
+            "  %u" + n + " = Reshape(%proj, %split)" + g + " : f32[5,1,3,8]\n"
+            "  %e" + n + " = Unsqueeze(%u" + n + ", %ax0)" + g + " : f32[1,5,1,3,8]\n"
+            "  %t" + n + " = Transpose(%e" + n + ") {perm = [3,1,2,0,4]}" + g + " : f32[3,5,1,1,8]\n"
+            "  %s" + n + " = Squeeze(%t" + n + ", %axm2)" + g + " : f32[3,5,1,8]\n"
+            "  %x" + n + " = Gather(%s" + n + ", %i" + n + ") {axis = 0}" + g + " : f32[5,1,8]\n"
+            "  %y" + n + " = " + ops[k] + "(%x" + n + ")" + g + " : f32[5,1,8]\n";
+  }
+  text += "  return %y0, %y1, %y2\n}\n";
+  expect_matches_reference(text, {testing::random_tensor({5, 1, 24}, 16)}, 3);
+}
+
 TEST_F(FusionViewsDevice, ReshapeRelu) {
   expect_matches_reference(reshape_model(), {testing::random_tensor({2, 3, 4, 8}, 5)}, 1);
 }
