@@ -46,6 +46,12 @@ void load_by_coords(std::string& text, const std::string& name, size_t rank) {
   }
 }
 
+// Shape and Size are host steps that read their input's dims, which a view
+// value keeps (only its data is never made).
+bool reads_only_the_shape(const ir::Node& node) {
+  return node.domain.empty() && (node.op == "Shape" || node.op == "Size");
+}
+
 std::string lower_case(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -62,7 +68,7 @@ ViewSplit split_view_nodes(const ir::Graph& graph, const FusionGroup& group) {
     for (ir::ValueId v : graph.node(nid).outputs) produced.insert(v);
   for (ir::NodeId nid : group.nodes) {
     const ir::Node& node = graph.node(nid);
-    const bool view = is_view_op(node.domain, node.op) && !node.inputs.empty() && node.inputs[0] != ir::kNoValue &&
+    const bool view = is_view_node(graph, node) && !node.inputs.empty() && node.inputs[0] != ir::kNoValue &&
                       (!produced.count(node.inputs[0]) || viewed.count(node.inputs[0]));
     if (view) {
       split.views.push_back(nid);
@@ -70,6 +76,12 @@ ViewSplit split_view_nodes(const ir::Graph& graph, const FusionGroup& group) {
     } else {
       split.core.nodes.push_back(nid);
     }
+  }
+  // A roll that ends the group is its core: the concat kernel reads both
+  // Slices through their views.
+  if (split.core.nodes.empty() && !split.views.empty() && roll_of(graph, graph.node(split.views.back()))) {
+    split.core.nodes.push_back(split.views.back());
+    split.views.pop_back();
   }
   return split;
 }
@@ -97,11 +109,13 @@ std::string fusion_blocker_with_views(const ir::Graph& graph, const PlanBuilder&
   std::set<ir::ValueId> outside;
   for (size_t i = 0; i < graph.num_nodes(); ++i) {
     const ir::Node& node = graph.node(static_cast<ir::NodeId>(i));
-    if (node.erased) continue;
+    if (node.erased || reads_only_the_shape(node)) continue;
     for (size_t k = 0; k < node.inputs.size(); ++k) {
       const ir::ValueId v = node.inputs[k];
       if (!view_values.count(v)) continue;
-      if (members.count(node.id) && (!view_nodes.count(node.id) || k == 0)) ++inside[v];
+      // A roll reads both its Slices as data.
+      const bool data = k == 0 || (k == 1 && roll_of(graph, node));
+      if (members.count(node.id) && (!view_nodes.count(node.id) || data)) ++inside[v];
       else outside.insert(v);
     }
     for (ir::ValueId v : subgraph_reads(graph, node))
@@ -136,15 +150,28 @@ Status lower_fused_with_views(PlanBuilder& builder, const ir::Graph& graph, cons
   };
   std::map<ir::ValueId, Chain> chains;
   std::string ops;
+  const auto chain_of = [&](ir::ValueId v) {
+    if (auto it = chains.find(v); it != chains.end()) return it->second;
+    Chain c;
+    c.source = v;
+    c.view = IndexView::identity(builder.value_shape(v));
+    return c;
+  };
   for (ir::NodeId nid : split.views) {
     const ir::Node& node = graph.node(nid);
-    Chain c;
-    if (auto it = chains.find(node.inputs[0]); it != chains.end()) {
-      c = it->second;
-    } else {
-      c.source = node.inputs[0];
-      c.view = IndexView::identity(builder.value_shape(c.source));
+    if (const std::optional<Roll> roll = roll_of(graph, node)) {
+      // The rotation of the Slices' input: its chain, not theirs.
+      if (!chains.count(node.inputs[0]) || !chains.count(node.inputs[1]))
+        return unimplemented(node.describe() + " is a roll whose Slices are not views of the group");
+      Chain c = chain_of(roll->source);
+      if (!same_shape(c.view.shape, builder.value_shape(node.outputs[0])))
+        return unimplemented(node.describe() + ": the roll's shape is not its source's");
+      c.view.rotate(roll->axis, roll->shift);
+      chains[node.outputs[0]] = std::move(c);
+      ops += "_roll";
+      continue;
     }
+    Chain c = chain_of(node.inputs[0]);
     LoweringContext ctx(builder, graph, nid);
     KILN_RETURN_IF_ERROR(append_view_node(c.view, ctx));
     chains[node.outputs[0]] = std::move(c);

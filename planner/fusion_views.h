@@ -2,7 +2,8 @@
 // (the "prologue" of a fused kernel).
 //
 // A group may begin with view nodes — Transpose, Reshape, Flatten, Squeeze,
-// Unsqueeze, Identity, Slice, Expand (index_view.h) — each reading, as its
+// Unsqueeze, Identity, Slice, Expand, Gather of a constant one-element index
+// (index_view.h) — each reading, as its
 // input 0, a value from outside the group or another view node's output,
 // and each output read only by nodes of the group. The rest of the group,
 // its *core*, is lowered as usual: one node by its own lowering (any kernel
@@ -15,7 +16,8 @@
 //
 // Refused, each with its reason (kUnimplemented: the group runs unfused and
 // ExecutionPlan::fusion_notes says why):
-//   * a view output read outside the group, or a group of view nodes only;
+//   * a view output read outside the group (but for its dims: by Shape or
+//     Size), or a group of view nodes only;
 //   * a Slice whose starts are not known at plan time or whose axes or steps
 //     are not constants; an Expand of a dim that may or may not be 1;
 //   * a source that is a host value (constants are fine);

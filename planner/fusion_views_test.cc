@@ -260,6 +260,53 @@ TEST(FusionViews, ATransposeIntoALayerNormIsReadByTheRowKernel) {
   for (size_t n : testing::expect_plan_kernels_valid(*g, "views_layernorm")) EXPECT_EQ(n, b.dispatch_count());
 }
 
+// torch's MultiheadAttention: k = Transpose(qkv projection)[1] (a Gather of
+// a constant scalar index), then k^T into the scores' MatMul. The Gather is
+// a Slice of one element plus a squeeze in the view.
+std::string gather_model(bool grouped = true) {
+  const std::string g = grouped ? kG : "";
+  return "graph @g opset 17 {\n  input %p : f32[5,3,2,4]\n  const %i : i64[] = dense<[1]>\n"
+         "  const %s : f32[] = dense<[0.5]>\n"
+         "  %t = Transpose(%p) {perm = [1,2,0,3]}" + g + " : f32[3,2,5,4]\n"
+         "  %k = Gather(%t, %i) {axis = 0}" + g + " : f32[2,5,4]\n"
+         "  %y = Mul(%k, %s)" + g + " : f32[2,5,4]\n  return %y\n}\n";
+}
+
+TEST(FusionViews, AGatherOfAConstantIndexIsAView) {
+  auto g = parse(gather_model());
+  ASSERT_TRUE(g);
+  for (Storage storage : {Storage::kBuffer, Storage::kImage})
+    expect_fused_view(plan_of(*g, storage), *g, "p", {"t", "k"}, "fused_transpose_gather_mul");
+  EXPECT_EQ(plan_of(*parse(gather_model(false))).dispatch_count(), 3u);
+  for (size_t n : testing::expect_plan_kernels_valid(*g, "views_gather")) EXPECT_EQ(n, 1u);
+}
+
+// swin's PatchMerging: four strided Slices concatenated along channels; the
+// Concat is the core and reads each Slice through its view.
+std::string patch_merging_model(bool grouped = true) {
+  const std::string g = grouped ? kG : "";
+  std::string text = "graph @g opset 17 {\n  input %x : f32[1,6,4,5]\n"
+                     "  const %end : i64[2] = dense<[9223372036854775807,9223372036854775807]>\n"
+                     "  const %ax : i64[2] = dense<[1,2]>\n  const %st : i64[2] = dense<[2,2]>\n";
+  const char* starts[] = {"[0,0]", "[1,0]", "[0,1]", "[1,1]"};
+  for (int i = 0; i < 4; ++i) {
+    const std::string k = std::to_string(i);
+    text += "  const %s" + k + " : i64[2] = dense<" + starts[i] + ">\n";
+    text += "  %a" + k + " = Slice(%x, %s" + k + ", %end, %ax, %st)" + g + " : f32[1,3,2,5]\n";
+  }
+  text += "  %y = Concat(%a0, %a1, %a2, %a3) {axis = -1}" + g + " : f32[1,3,2,20]\n  return %y\n}\n";
+  return text;
+}
+
+TEST(FusionViews, AConcatReadsItsSliceInputsThroughViews) {
+  auto g = parse(patch_merging_model());
+  ASSERT_TRUE(g);
+  for (Storage storage : {Storage::kBuffer, Storage::kImage})
+    expect_fused_view(plan_of(*g, storage), *g, "x", {"a0", "a1", "a2", "a3"}, "fused_slice_slice_slice_slice_concat");
+  EXPECT_EQ(plan_of(*parse(patch_merging_model(false))).dispatch_count(), 5u);
+  for (size_t n : testing::expect_plan_kernels_valid(*g, "views_concat")) EXPECT_EQ(n, 1u);
+}
+
 // ------------------------------------------------ results on the device
 
 class FusionViewsDevice : public vk::testing::VulkanTest {};
@@ -307,6 +354,80 @@ TEST_F(FusionViewsDevice, ConvnextTransposeScaleResidual) {
 
 TEST_F(FusionViewsDevice, VitSliceReshapeTransposeDiv) {
   expect_matches_reference(vit_model(), {testing::random_tensor({6, 24}, 4)}, 1);
+}
+
+TEST_F(FusionViewsDevice, TransposeGatherMul) {
+  expect_matches_reference(gather_model(), {testing::random_tensor({5, 3, 2, 4}, 11)}, 1);
+}
+
+TEST_F(FusionViewsDevice, SlicesConcat) {
+  expect_matches_reference(patch_merging_model(), {testing::random_tensor({1, 6, 4, 5}, 12)}, 1);
+}
+
+// A dynamic head split: the Reshape target comes from Shape(slice), a host
+// step that reads only the view's dims, so the Slice stays a view.
+TEST_F(FusionViewsDevice, AViewWhoseShapeIsReadOnTheHost) {
+  expect_matches_reference(
+      "graph @g opset 17 {\n  input %x : f32[seq,24]\n"
+      "  const %st : i64[1] = dense<[8]>\n  const %en : i64[1] = dense<[16]>\n  const %ax : i64[1] = dense<[1]>\n"
+      "  const %heads : i64[2] = dense<[2,4]>\n  const %i0 : i64[1] = dense<[0]>\n"
+      "  %k = Slice(%x, %st, %en, %ax)" + kG + " : f32[seq,8]\n"
+      "  %s = Shape(%k) : i64[2]\n"
+      "  %n = Gather(%s, %i0) {axis = 0} : i64[1]\n"
+      "  %target = Concat(%n, %heads) {axis = 0} : i64[3]\n"
+      "  %r = Reshape(%k, %target)" + kG + " : f32[seq,2,4]\n"
+      "  %y = Relu(%r)" + kG + " : f32[seq,2,4]\n  return %y\n}\n",
+      {testing::random_tensor({5, 24}, 13)}, 1);
+}
+
+// swin's shifted windows: torch.roll on two axes (7: a wrap, 8: a mask)
+// read by the next node: the rolls cost no kernel of their own.
+std::string roll_model() {
+  return "graph @g opset 17 {\n  input %x : f32[1,7,8,5]\n"
+         "  const %s3 : i64[1] = dense<[3]>\n  const %end : i64[1] = dense<[9223372036854775807]>\n"
+         "  const %zero : i64[1] = dense<[0]>\n  const %m2 : i64[1] = dense<[-2]>\n"
+         "  const %ax1 : i64[1] = dense<[1]>\n  const %ax2 : i64[1] = dense<[2]>\n"
+         "  %a = Slice(%x, %s3, %end, %ax1)" + kG + " : f32[1,4,8,5]\n"
+         "  %b = Slice(%x, %zero, %s3, %ax1)" + kG + " : f32[1,3,8,5]\n"
+         "  %r = Concat(%a, %b) {axis = 1}" + kG + " : f32[1,7,8,5]\n"
+         "  %c = Slice(%r, %m2, %end, %ax2)" + kG + " : f32[1,7,2,5]\n"
+         "  %d = Slice(%r, %zero, %m2, %ax2)" + kG + " : f32[1,7,6,5]\n"
+         "  %q = Concat(%c, %d) {axis = 2}" + kG + " : f32[1,7,8,5]\n"
+         "  %y = Sigmoid(%q)" + kG + " : f32[1,7,8,5]\n  return %y\n}\n";
+}
+
+TEST_F(FusionViewsDevice, RollsAreViews) {
+  auto g = parse(roll_model());
+  ASSERT_TRUE(g);
+  expect_fused_view(plan_of(*g), *g, "x", {"a", "b", "r", "c", "d", "q"},
+                    "fused_slice_slice_roll_slice_slice_roll_sigmoid");
+  expect_matches_reference(roll_model(), {testing::random_tensor({1, 7, 8, 5}, 14)}, 1);
+  // A roll that ends its group is the group's core: one concat kernel.
+  const std::string last = "  %y = Sigmoid(%q)" + kG + " : f32[1,7,8,5]\n  return %y\n";
+  std::string text = roll_model();
+  text.replace(text.find(last), last.size(), "  return %q\n");
+  expect_matches_reference(text, {testing::random_tensor({1, 7, 8, 5}, 15)}, 1);
+}
+
+// The packed in-projection as the fusion plugin leaves it (views_shared.kir):
+// the Reshape -> Unsqueeze -> Transpose -> Squeeze chain once per group, each
+// group a Gather of one constant index and its reader. Three kernels, no copy.
+TEST_F(FusionViewsDevice, ClonedViewChainsOfAPackedInProjection) {
+  std::string text = "graph @g opset 17 {\n  input %proj : f32[5,1,24]\n  const %split : i64[4] = dense<[5,1,3,8]>\n"
+                     "  const %ax0 : i64[1] = dense<[0]>\n  const %axm2 : i64[1] = dense<[-2]>\n";
+  const char* ops[] = {"Relu", "Sigmoid", "Tanh"};
+  for (int k = 0; k < 3; ++k) {
+    const std::string n = std::to_string(k), g = " #{kiln.fusion_group = \"g" + n + "\"}";
+    text += "  const %i" + n + " : i64[] = dense<[" + n + "]>\n"
+            "  %u" + n + " = Reshape(%proj, %split)" + g + " : f32[5,1,3,8]\n"
+            "  %e" + n + " = Unsqueeze(%u" + n + ", %ax0)" + g + " : f32[1,5,1,3,8]\n"
+            "  %t" + n + " = Transpose(%e" + n + ") {perm = [3,1,2,0,4]}" + g + " : f32[3,5,1,1,8]\n"
+            "  %s" + n + " = Squeeze(%t" + n + ", %axm2)" + g + " : f32[3,5,1,8]\n"
+            "  %x" + n + " = Gather(%s" + n + ", %i" + n + ") {axis = 0}" + g + " : f32[5,1,8]\n"
+            "  %y" + n + " = " + ops[k] + "(%x" + n + ")" + g + " : f32[5,1,8]\n";
+  }
+  text += "  return %y0, %y1, %y2\n}\n";
+  expect_matches_reference(text, {testing::random_tensor({5, 1, 24}, 16)}, 3);
 }
 
 TEST_F(FusionViewsDevice, ReshapeRelu) {

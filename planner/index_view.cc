@@ -78,6 +78,11 @@ class Compiler {
     if (power_of_two(d)) return push({CoordOp::Kind::kShr, a, dim(Dim(std::countr_zero(static_cast<uint64_t>(d.value()))))});
     return push({CoordOp::Kind::kDiv, a, dim(d)});
   }
+  // a mod n for 0 <= a < 2n.
+  int wrap(int a, const Dim& d) {
+    if (power_of_two(d)) return push({CoordOp::Kind::kAnd, a, dim(Dim(d.value() - 1))});
+    return push({CoordOp::Kind::kWrap, a, dim(d)});
+  }
   int mod(int a, const Dim& d) {
     if (is_one(d) || is_const(a, 0)) return konst(0);
     if (power_of_two(d)) return push({CoordOp::Kind::kAnd, a, dim(Dim(d.value() - 1))});
@@ -97,6 +102,12 @@ class Compiler {
           const int64_t st = k < s.steps.size() ? s.steps[k] : 1;
           const Dim start = k < s.starts.size() ? s.starts[k] : Dim(0);
           in[k] = add(dim(start), mul(out[k], konst(st)));
+        }
+        return in;
+      case ViewStep::Kind::kRotate:
+        for (size_t k = 0; k < in.size(); ++k) {
+          const bool rotated = k < s.starts.size() && !(s.starts[k].is_const() && s.starts[k].value() == 0);
+          in[k] = rotated ? wrap(add(out[k], dim(s.starts[k])), in_shape[k]) : out[k];
         }
         return in;
       case ViewStep::Kind::kBroadcast: {
@@ -242,12 +253,23 @@ void IndexView::broadcast(std::vector<Dim> new_shape) {
   shape = std::move(new_shape);
 }
 
+void IndexView::rotate(int axis, int64_t shift) {
+  ViewStep s;
+  s.kind = ViewStep::Kind::kRotate;
+  s.in_shape = shape;
+  s.out_shape = shape;
+  s.starts.assign(shape.size(), Dim(0));
+  s.starts[static_cast<size_t>(axis)] = Dim(shift);
+  steps.push_back(std::move(s));
+}
+
 std::string IndexView::describe() const {
   std::string out;
   for (const ViewStep& s : steps) {
     const char* name = s.kind == ViewStep::Kind::kTranspose ? "transpose"
                        : s.kind == ViewStep::Kind::kReshape ? "reshape"
                        : s.kind == ViewStep::Kind::kSlice   ? "slice"
+                       : s.kind == ViewStep::Kind::kRotate  ? "roll"
                                                             : "expand";
     out += (out.empty() ? "" : "_") + std::string(name);
   }
@@ -256,9 +278,70 @@ std::string IndexView::describe() const {
 
 bool is_view_op(const std::string& domain, const std::string& op) {
   if (!domain.empty()) return false;
-  for (const char* v : {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Slice", "Expand"})
+  for (const char* v : {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Slice", "Expand", "Gather"})
     if (op == v) return true;
   return false;
+}
+
+namespace {
+
+// The part [begin, end) of its input that a Slice node producing `v` keeps
+// along its one axis (steps 1, constant bounds normalized into [0, n], a
+// static extent n).
+struct AxisRange {
+  ir::ValueId data = ir::kNoValue;
+  int64_t axis = 0, begin = 0, end = 0, extent = 0;
+};
+
+std::optional<AxisRange> axis_range(const ir::Graph& g, ir::ValueId v) {
+  const ir::NodeId p = g.value(v).producer;
+  if (p == ir::kNoNode) return std::nullopt;
+  const ir::Node& s = g.node(p);
+  if (s.erased || !s.domain.empty() || s.op != "Slice" || s.inputs.size() < 3 || s.inputs[0] == ir::kNoValue)
+    return std::nullopt;
+  const auto one = [&](size_t i) -> std::optional<int64_t> {
+    if (i >= s.inputs.size() || s.inputs[i] == ir::kNoValue) return std::nullopt;
+    const ir::Value& c = g.value(s.inputs[i]);
+    if (!c.is_constant() || !dtype_is_integer(c.constant.dtype()) || c.constant.numel() != 1 || c.constant.rank() != 1)
+      return std::nullopt;
+    return c.constant.to_i64_vector()[0];
+  };
+  const auto start = one(1), end = one(2);
+  const auto axis = s.inputs.size() > 3 && s.inputs[3] != ir::kNoValue ? one(3) : std::optional<int64_t>(0);
+  const auto step = s.inputs.size() > 4 && s.inputs[4] != ir::kNoValue ? one(4) : std::optional<int64_t>(1);
+  const ir::SymShape& x = g.value(s.inputs[0]).shape;
+  if (!start || !end || !axis || !step || *step != 1 || !x.has_rank) return std::nullopt;
+  const auto a = normalize_axis(*axis, x.rank());
+  if (!a || !x.dims[static_cast<size_t>(*a)].is_const()) return std::nullopt;
+  const int64_t n = x.dims[static_cast<size_t>(*a)].value();
+  const auto clamp = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+  return AxisRange{s.inputs[0], *a, clamp(*start), clamp(*end), n};
+}
+
+}  // namespace
+
+std::optional<Roll> roll_of(const ir::Graph& graph, const ir::Node& concat) {
+  if (!concat.domain.empty() || concat.op != "Concat" || concat.inputs.size() != 2 || concat.outputs.size() != 1 ||
+      concat.inputs[0] == ir::kNoValue || concat.inputs[1] == ir::kNoValue)
+    return std::nullopt;
+  const auto a = axis_range(graph, concat.inputs[0]), b = axis_range(graph, concat.inputs[1]);
+  if (!a || !b || a->data != b->data || a->axis != b->axis) return std::nullopt;
+  const auto axis = normalize_axis(concat.attr_int("axis", 0), graph.value(a->data).shape.rank());
+  if (!axis || *axis != a->axis) return std::nullopt;
+  // [s, n) then [0, s).
+  if (a->end != a->extent || b->begin != 0 || a->begin != b->end || a->begin <= 0 || a->begin >= a->extent)
+    return std::nullopt;
+  return Roll{a->data, static_cast<int>(a->axis), a->begin};
+}
+
+bool is_view_node(const ir::Graph& graph, const ir::Node& node) {
+  if (roll_of(graph, node)) return true;
+  if (!is_view_op(node.domain, node.op)) return false;
+  if (node.op != "Gather") return true;
+  if (node.inputs.size() != 2 || node.inputs[1] == ir::kNoValue) return false;
+  const ir::Value& index = graph.value(node.inputs[1]);
+  return index.is_constant() && index.constant.numel() == 1 && dtype_is_integer(index.constant.dtype()) &&
+         index.constant.rank() <= 1;
 }
 
 Status append_view_node(IndexView& view, LoweringContext& ctx) {
@@ -317,6 +400,27 @@ Status append_view_node(IndexView& view, LoweringContext& ctx) {
       first[k] = slice_start((*starts)[i], steps[i], in[k]);
     }
     view.slice(std::move(first), std::move(step), out);
+  } else if (op == "Gather") {
+    // A one-element index is a Slice of one element along the axis, then
+    // (a scalar index) the axis squeezed away.
+    const Tensor* index = ctx.input_constant(1);
+    if (!index || index->numel() != 1 || !dtype_is_integer(index->dtype()) || index->rank() > 1)
+      return refuse("its indices are not a constant of one element");
+    auto axis = normalize_axis(node.attr_int("axis", 0), static_cast<int64_t>(in.size()));
+    if (!axis) return ctx.error("axis is out of range");
+    const auto a = static_cast<size_t>(*axis);
+    int64_t i = index->get_i64(0);
+    if (i < 0) {
+      if (!in[a].is_const()) return refuse("a negative index into the symbolic axis " + in[a].to_string());
+      i += in[a].value();
+    }
+    if (i < 0 || (in[a].is_const() && i >= in[a].value()))
+      return refuse("index " + std::to_string(index->get_i64(0)) + " is outside the axis");
+    std::vector<Dim> first(in.size(), Dim(0)), one = in;
+    one[a] = Dim(1);
+    first[a] = Dim(i);
+    view.slice(std::move(first), std::vector<int64_t>(in.size(), 1), one);
+    view.reshape(out);
   } else if (op == "Expand") {
     if (out.size() < in.size()) return ctx.error("Expand's output has a lower rank than its input");
     const size_t off = out.size() - in.size();
@@ -361,6 +465,7 @@ StatusOr<std::vector<int64_t>> evaluate_coord_program(const CoordProgram& progra
         break;
       case CoordOp::Kind::kShr: r[i] = a >> b; break;
       case CoordOp::Kind::kAnd: r[i] = a & b; break;
+      case CoordOp::Kind::kWrap: r[i] = a < b ? a : a - b; break;
     }
   }
   std::vector<int64_t> out;
@@ -386,6 +491,7 @@ std::string coord_program_glsl(const CoordProgram& program, const std::vector<st
       case CoordOp::Kind::kMod: e = a + " % " + b; break;
       case CoordOp::Kind::kShr: e = a + " >> " + b; break;
       case CoordOp::Kind::kAnd: e = a + " & " + b; break;
+      case CoordOp::Kind::kWrap: e = a + " < " + b + " ? " + a + " : " + a + " - " + b; break;
     }
     name[i] = "r" + std::to_string(i);
     s += "  int " + name[i] + " = " + e + ";\n";

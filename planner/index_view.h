@@ -17,6 +17,9 @@
 //   * Transpose: nothing (coordinates renamed);
 //   * Slice: start + c * step per sliced axis;
 //   * Expand: a broadcast axis reads coordinate 0;
+//   * a roll (torch.roll as exported: Concat(Slice(x, s..n), Slice(x, 0..s))
+//     along one axis): (c + s) mod n as an add and a wrap (a mask when n is
+//     a power of two);
 //   * Reshape (also Flatten, Squeeze, Unsqueeze, Identity): split into the
 //     smallest groups of axes whose extents have equal products (SmartMem's
 //     identity, split and merge maps): an identity group passes the
@@ -35,11 +38,13 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/base/status.h"
 #include "engine/ir/dim.h"
+#include "engine/ir/graph.h"
 
 namespace kiln::planner {
 
@@ -47,13 +52,14 @@ class LoweringContext;
 
 // One op as a map from its output's coordinates to its input's.
 struct ViewStep {
-  enum class Kind : uint8_t { kTranspose, kReshape, kSlice, kBroadcast };
+  enum class Kind : uint8_t { kTranspose, kReshape, kSlice, kBroadcast, kRotate };
   Kind kind = Kind::kReshape;
   std::vector<ir::Dim> in_shape;   // the op's input (toward the source)
   std::vector<ir::Dim> out_shape;  // the op's output (toward the view)
   // kTranspose: output axis k is input axis perm[k].
   std::vector<int> perm;
   // kSlice, per input axis: input coordinate = start + output coordinate * step.
+  // kRotate, per axis: input coordinate = (output coordinate + start) mod extent.
   std::vector<ir::Dim> starts;
   std::vector<int64_t> steps;
 };
@@ -75,18 +81,42 @@ struct IndexView {
   // numpy broadcasting to `new_shape`; every input dim must be the
   // constant 1 or the same as the output's (checked by append_view_node).
   void broadcast(std::vector<ir::Dim> new_shape);
+  // Element c of `axis` reads element (c + shift) mod n, 0 < shift < n.
+  void rotate(int axis, int64_t shift);
   // The ops' names for kernel names and notes ("transpose_reshape").
   std::string describe() const;
 };
 
+// torch.roll along one axis as exported: Concat(Slice(x, s, n), Slice(x, 0,
+// s)) along the sliced axis (steps 1, constant bounds, a static extent n,
+// 0 < s < n; negative and past-the-end bounds normalized as Slice does):
+// element c of the result is x[(c + shift) mod n] along `axis`.
+struct Roll {
+  ir::ValueId source = ir::kNoValue;
+  int axis = 0;
+  int64_t shift = 0;
+};
+std::optional<Roll> roll_of(const ir::Graph& graph, const ir::Node& concat);
+
 // Whether `op` (default domain) is an op append_view_node understands:
-// Transpose, Reshape, Flatten, Squeeze, Unsqueeze, Identity, Slice, Expand.
+// Transpose, Reshape, Flatten, Squeeze, Unsqueeze, Identity, Slice, Expand,
+// Gather (only with a constant one-element index: see is_view_node).
 bool is_view_op(const std::string& domain, const std::string& op);
+
+// is_view_op() plus what the node's inputs must be for its kind: a Gather
+// is a view only when its indices are a constant of one element (torch's
+// `qkv[0]`: a Slice of one element along the axis, squeezed when the index
+// is a scalar); other gathers read their indices on the device. A Concat is
+// a view when it is a roll (roll_of); the view composes from its Slices'
+// source, not through append_view_node.
+bool is_view_node(const ir::Graph& graph, const ir::Node& node);
 
 // Appends the node of `ctx` (a view op reading the view's current value as
 // its input 0) to `view`. Slice needs starts known at plan time (constants or
 // shape values) and constant axes and steps; Expand needs every input dim to
-// be 1 or the output's. Errors: kUnimplemented saying why otherwise.
+// be 1 or the output's; Gather needs a constant one-element index inside the
+// axis (a negative one needs the axis' extent at plan time). Errors:
+// kUnimplemented saying why otherwise.
 Status append_view_node(IndexView& view, LoweringContext& ctx);
 
 // A straight-line integer program: op i defines register i.
@@ -97,6 +127,7 @@ struct CoordOp {
     kParam,  // the dim params[index]
     kAdd, kMul, kDiv, kMod,  // a op b (non-negative operands)
     kShr, kAnd,              // a >> b, a & b (strength-reduced kDiv, kMod)
+    kWrap,                   // a < b ? a : a - b (a mod b for a < 2b)
   };
   Kind kind = Kind::kConst;
   int a = -1, b = -1;

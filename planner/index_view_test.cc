@@ -182,6 +182,126 @@ TEST(IndexView, ExpandReadsCoordinateZeroOfBroadcastAxes) {
       {3, 1});
 }
 
+// torch's MultiheadAttention export: q, k, v = proj[0], proj[1], proj[2]
+// of a [3, ...] transpose. A scalar index drops the axis, a one-element
+// index keeps it (extent 1), a negative one counts from the end.
+TEST(IndexView, GatherOfAConstantIndexIsASliceOfOneElement) {
+  const CoordProgram p = expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[2,4,3,5]\n  const %i : i64[] = dense<[2]>\n"
+      "  %t = Transpose(%x) {perm = [2,0,1,3]} : f32[3,2,4,5]\n"
+      "  %y = Gather(%t, %i) {axis = 0} : f32[2,4,5]\n  return %y\n}\n",
+      {2, 4, 3, 5});
+  EXPECT_EQ(arithmetic_ops(p), 0);  // the index is a constant coordinate
+  expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[3,6]\n  const %i : i64[1] = dense<[-2]>\n"
+      "  %y = Gather(%x, %i) {axis = 1} : f32[3,1]\n  return %y\n}\n",
+      {3, 6});
+  expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[3,6]\n  const %i : i32[] = dense<[1]>\n"
+      "  %g = Gather(%x, %i) {axis = -2} : f32[6]\n"
+      "  const %shape : i64[2] = dense<[2,3]>\n"
+      "  %y = Reshape(%g, %shape) : f32[2,3]\n  return %y\n}\n",
+      {3, 6});
+}
+
+// Gathers the planner cannot read as a view: several indices, indices on
+// the device, an index outside the axis.
+TEST(IndexView, OtherGathersAreRefused) {
+  for (const char* text : {
+           "graph @g opset 17 {\n  input %x : f32[3,6]\n  const %i : i64[2] = dense<[0,2]>\n"
+           "  %y = Gather(%x, %i) {axis = 0} : f32[2,6]\n  return %y\n}\n",
+           "graph @g opset 17 {\n  input %x : f32[3,6]\n  input %i : i64[]\n"
+           "  %y = Gather(%x, %i) {axis = 0} : f32[6]\n  return %y\n}\n",
+           "graph @g opset 17 {\n  input %x : f32[3,6]\n  const %i : i64[] = dense<[3]>\n"
+           "  %y = Gather(%x, %i) {axis = 0} : f32[6]\n  return %y\n}\n",
+       }) {
+    auto parsed = ir::parse_graph(text);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+    ir::Graph& g = **parsed;
+    ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
+    PlanBuilder builder(g, TargetInfo{}, PlanOptions{});
+    IndexView view = IndexView::identity(builder.value_shape(g.main().inputs[0]));
+    const ir::NodeId nid = g.main().nodes[0];
+    LoweringContext ctx(builder, g, nid);
+    const Status s = append_view_node(view, ctx);
+    EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << text << s.to_string();
+    const bool one_constant_index = std::string(text).find("dense<[3]>") != std::string::npos;
+    EXPECT_EQ(is_view_node(g, g.node(nid)), one_constant_index) << text;
+  }
+}
+
+// swin's shifted windows: torch.roll(x, (-3, 2), (1, 2)) as exported, two
+// Concats of two Slices. Composed through roll_of (the planner composes a
+// roll from its Slices' source), the program reads what the reference moved.
+TEST(IndexView, ARollOfSlicesAndConcatsIsARotation) {
+  auto parsed = ir::parse_graph(
+      "graph @g opset 17 {\n  input %x : f32[2,7,8,3]\n"
+      "  const %s3 : i64[1] = dense<[3]>\n  const %end : i64[1] = dense<[9223372036854775807]>\n"
+      "  const %zero : i64[1] = dense<[0]>\n  const %m2 : i64[1] = dense<[-2]>\n"
+      "  const %ax1 : i64[1] = dense<[1]>\n  const %ax2 : i64[1] = dense<[-2]>\n"
+      "  %a = Slice(%x, %s3, %end, %ax1) : f32[2,4,8,3]\n"
+      "  %b = Slice(%x, %zero, %s3, %ax1) : f32[2,3,8,3]\n"
+      "  %r = Concat(%a, %b) {axis = 1} : f32[2,7,8,3]\n"
+      "  %c = Slice(%r, %m2, %end, %ax2) : f32[2,7,2,3]\n"
+      "  %d = Slice(%r, %zero, %m2, %ax2) : f32[2,7,6,3]\n"
+      "  %y = Concat(%c, %d) {axis = 2} : f32[2,7,8,3]\n  return %y\n}\n");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  ir::Graph& g = **parsed;
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
+  const ir::Node& r = g.node(g.value(g.find_value("r")).producer);
+  const ir::Node& y = g.node(g.value(g.find_value("y")).producer);
+  ASSERT_TRUE(roll_of(g, r) && roll_of(g, y));
+  EXPECT_TRUE(is_view_node(g, y));
+  EXPECT_EQ(roll_of(g, r)->shift, 3);
+  EXPECT_EQ(roll_of(g, y)->shift, 6);
+  EXPECT_EQ(roll_of(g, y)->source, g.find_value("r"));
+  IndexView view = IndexView::identity({ir::Dim(2), ir::Dim(7), ir::Dim(8), ir::Dim(3)});
+  view.rotate(roll_of(g, r)->axis, roll_of(g, r)->shift);
+  view.rotate(roll_of(g, y)->axis, roll_of(g, y)->shift);
+  EXPECT_EQ(view.describe(), "roll_roll");
+  const CoordProgram p = compile_view(view);
+  EXPECT_EQ(count_ops(p, CoordOp::Kind::kWrap), 1);  // 7: add and wrap
+  EXPECT_EQ(count_ops(p, CoordOp::Kind::kAnd), 1);   // 8: add and mask
+  EXPECT_EQ(count_ops(p, CoordOp::Kind::kDiv) + count_ops(p, CoordOp::Kind::kMod), 0);
+  Tensor xt = Tensor::allocate(DType::kFloat32, {2, 7, 8, 3}).value();
+  for (int64_t i = 0; i < xt.numel(); ++i) xt.set_f64(i, static_cast<double>(i));
+  auto out = runtime::ReferenceExecutor(g).run({xt});
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  const Tensor& yt = (*out)[0];
+  for (int64_t i = 0; i < yt.numel(); ++i) {
+    const std::vector<int64_t> c = {i / 168, i / 24 % 7, i / 3 % 8, i % 3};
+    auto s = evaluate_coord_program(p, c);
+    ASSERT_TRUE(s.ok());
+    const int64_t lin = (((*s)[0] * 7 + (*s)[1]) * 8 + (*s)[2]) * 3 + (*s)[3];
+    ASSERT_EQ(yt.get_f64(i), static_cast<double>(lin)) << "element " << i;
+  }
+  std::vector<std::string> names, coords;
+  for (size_t j = 0; j < p.params.size(); ++j) names.push_back("X_V" + std::to_string(j));
+  EXPECT_NE(coord_program_glsl(p, names, &coords).find(" ? "), std::string::npos);
+}
+
+// Concats that are not rolls: the Slices overlap, or leave a gap, or come
+// from two tensors.
+TEST(IndexView, OtherConcatsOfSlicesAreNotRolls) {
+  for (const char* second : {"%b = Slice(%x, %zero, %s4, %ax1) : f32[2,4]",
+                             "%b = Slice(%x, %zero, %s2, %ax1) : f32[2,2]",
+                             "%b = Slice(%w, %zero, %s3, %ax1) : f32[2,3]"}) {
+    auto parsed = ir::parse_graph(
+        std::string("graph @g opset 17 {\n  input %x : f32[2,7]\n  input %w : f32[2,7]\n"
+                    "  const %s2 : i64[1] = dense<[2]>\n  const %s3 : i64[1] = dense<[3]>\n"
+                    "  const %s4 : i64[1] = dense<[4]>\n  const %end : i64[1] = dense<[7]>\n"
+                    "  const %zero : i64[1] = dense<[0]>\n  const %ax1 : i64[1] = dense<[1]>\n"
+                    "  %a = Slice(%x, %s3, %end, %ax1) : f32[2,4]\n  ") +
+        second + "\n  %y = Concat(%a, %b) {axis = 1} : f32[2,?]\n  return %y\n}\n");
+    ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+    ir::Graph& g = **parsed;
+    ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
+    const ir::Node& y = g.node(g.value(g.find_value("y")).producer);
+    EXPECT_FALSE(roll_of(g, y)) << second;
+    EXPECT_FALSE(is_view_node(g, y)) << second;
+  }
+}
+
 TEST(IndexView, SymbolicDimsBecomeParameters) {
   const CoordProgram p = expect_view_matches(
       "graph @g opset 17 {\n  input %x : f32[n,6,4]\n  const %shape : i64[4] = dense<[0,2,3,4]>\n"

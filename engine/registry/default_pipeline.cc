@@ -80,7 +80,9 @@ StatusOr<std::vector<PassRecord>> run_pipeline(const PluginRegistry& registry, i
     const size_t nodes_before = graph.num_live_nodes();
     KILN_RETURN_IF_ERROR(manager.run(graph, options));
     records.insert(records.end(), manager.records().begin(), manager.records().end());
-    if (graph.num_live_nodes() == nodes_before) break;
+    // Not shrinking is the fixed point: the fusion pass may add nodes (a
+    // view cloned per group) that the next round's CSE would merge back.
+    if (graph.num_live_nodes() >= nodes_before) break;
   }
   return records;
 }

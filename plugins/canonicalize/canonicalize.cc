@@ -394,6 +394,45 @@ class RemoveNoops : public kiln::plugin::Pass {
         if (perm[i] != static_cast<int64_t>(i)) return false;
       return true;
     }
+    // Copies of the whole tensor: a Concat of one input, an Expand or Tile
+    // to the same shape, a Slice keeping every element in order, a Pad by
+    // nothing (swin pads its windows by zeros when the size divides).
+    if (op == "Concat") return ins.size() == 1;
+    if (op == "Expand" || op == "Tile") return same_static_shape(g, ins[0], outs[0]);
+    if (op == "Slice") return same_static_shape(g, ins[0], outs[0]) && constant_all(g, ins, 4, 1);
+    if (op == "Pad") {  // in any mode
+      if (g.has_attr(n, "pads")) {  // opset < 11
+        for (int64_t p : g.attr_ints(n, "pads"))
+          if (p != 0) return false;
+        return true;
+      }
+      return ins.size() > 1 && ins[1] != KILN_NO_ID && constant_all(g, ins, 1, 0);
+    }
+    return false;
+  }
+
+  // Whether input `i` is absent (the ONNX default, when `value` is that
+  // default) or a constant integer tensor whose every element is `value`.
+  static bool constant_all(const GraphView& g, const std::vector<kiln_value_id_t>& ins, size_t i, int64_t value) {
+    if (i >= ins.size() || ins[i] == KILN_NO_ID) return value == 1;
+    auto info = g.value(ins[i]);
+    size_t bytes = 0;
+    const void* data = g.constant_data(ins[i], &bytes);
+    if (!info || !info->is_constant || (!data && bytes != 0)) return false;
+    if (info->dtype == KILN_PLUGIN_DTYPE_INT64) {
+      std::vector<int64_t> v(bytes / sizeof(int64_t));
+      if (bytes) std::memcpy(v.data(), data, v.size() * sizeof(int64_t));
+      for (int64_t x : v)
+        if (x != value) return false;
+      return true;
+    }
+    if (info->dtype == KILN_PLUGIN_DTYPE_INT32) {
+      std::vector<int32_t> v(bytes / sizeof(int32_t));
+      if (bytes) std::memcpy(v.data(), data, v.size() * sizeof(int32_t));
+      for (int32_t x : v)
+        if (x != value) return false;
+      return true;
+    }
     return false;
   }
 };
@@ -461,7 +500,8 @@ const kiln_pass_t kFoldShapes = kiln::plugin::make_pass(
 const kiln_pass_t kFuseConvBn = kiln::plugin::make_pass(
     fuse_conv_bn, "fuse-conv-batchnorm", "folds an inference BatchNormalization into the Conv before it");
 const kiln_pass_t kRemoveNoops = kiln::plugin::make_pass(
-    remove_noops, "remove-noops", "removes Identity, Dropout and no-op Reshape/Transpose/Cast; a Transpose moving only unit axes becomes a Reshape");
+    remove_noops, "remove-noops", "removes Identity, Dropout and no-op Reshape/Transpose/Cast/Concat/Expand/Tile/Slice/Pad; a Transpose moving "
+    "only unit axes becomes a Reshape");
 const kiln_pass_t kDce = kiln::plugin::make_pass(dce, "dce", "erases nodes whose outputs are unused");
 const kiln_pass_t kCse =
     kiln::plugin::make_pass(cse, "cse", "merges nodes with the same op, inputs and attributes");

@@ -11,9 +11,11 @@
 //       device's shared memory and compute units (target_info, ABI 1.3);
 //   (d) attention, MatMul -> scale/mask -> Softmax -> MatMul, found before
 //       the clustering, which then leaves its nodes alone (attention_pattern.h);
-//   and, at the start of (a) and (b) groups or with a lone consumer,
-//   data-movement nodes (Transpose, Reshape, Slice, ...) the consumer reads
-//   through an index view instead of a copy (add_view_prologues).
+//   and, at the start of (a), (b) and (d) groups or with a lone consumer (also
+//   a Concat), data-movement nodes (Transpose, Reshape, Slice, Gather of one
+//   constant index, ...) the consumer reads through an index view instead
+//   of a copy (add_view_prologues); a view read by several groups is cloned
+//   into each (view_clones.h).
 // Every member is annotated kiln.fusion_group = "fg<N>"; the planner does the
 // rest (planner/fusion.h). The pass owns fusion groups: it drops the ones an
 // earlier run left before it partitions again. Nodes inside If/Loop bodies,
@@ -34,6 +36,8 @@
 #include "plugins/fusion/fuse_planner.h"
 #include "plugins/fusion/fusion.h"
 #include "plugins/fusion/partition.h"
+#include "plugins/fusion/view_clones.h"
+#include "plugins/fusion/view_ops.h"
 
 namespace kiln_fusion {
 namespace {
@@ -83,8 +87,12 @@ class Partitioner {
     groups = add_view_prologues(groups);
     std::vector<int> group_of(dag_.nodes.size());
     for (size_t i = 0; i < group_of.size(); ++i) group_of[i] = static_cast<int>(groups.size() + i);
+    // A shared view counts as a group of its own: each clone reads only the
+    // source and feeds only its group, so it closes no cycle that the
+    // shared node alone would not.
     for (size_t k = 0; k < groups.size(); ++k)
-      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+      for (int m : groups[k])
+        if (!shared_views_.count(m)) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
     if (!kiln::fusion::is_acyclic_partition(dag_, group_of)) {
       // Cannot happen (partition.h); if it does, fuse nothing rather than deadlock.
       rw_.log(KILN_LOG_WARNING, "the partition has a cycle; no fusion groups");
@@ -118,12 +126,17 @@ class Partitioner {
     }
     for (kiln_node_id_t n : nodes_) {
       auto info = g_.node(n);
-      bool all = true;
-      for (kiln_value_id_t v : g_.inputs(n))
+      bool all = true, from_shapes = true;
+      for (kiln_value_id_t v : g_.inputs(n)) {
         if (v != KILN_NO_ID && !host_.count(v) && !g_.is_constant(v)) all = false;
+        if (v != KILN_NO_ID && !shape_values_.count(v) && !g_.is_constant(v)) from_shapes = false;
+      }
       const bool shape_op = info->domain.empty() && (info->op == "Shape" || info->op == "Size");
       if ((all || shape_op) && !has_subgraph(n))
-        for (kiln_value_id_t v : g_.outputs(n)) host_.insert(v);
+        for (kiln_value_id_t v : g_.outputs(n)) {
+          host_.insert(v);
+          if (shape_op || from_shapes) shape_values_.insert(v);
+        }
     }
   }
 
@@ -222,7 +235,14 @@ class Partitioner {
         auto vi = g_.value(v);
         if (!vi || vi->producer == KILN_NO_ID) continue;
         auto it = index_.find(vi->producer);
-        if (it != index_.end() && it->second != static_cast<int>(i)) dag_.add_edge(it->second, static_cast<int>(i));
+        if (it == index_.end() || it->second == static_cast<int>(i)) continue;
+        // Shape/Size of a data-movement node read its dims on the host, never
+        // its data: no edge, so that the view may join a group whose shape
+        // input depends on those dims (torch's MultiheadAttention reshapes).
+        if (reads_only_dims(g_, n) && dag_.nodes[static_cast<size_t>(it->second)].role == Role::kOpaque &&
+            is_view_op(g_, vi->producer))
+          continue;
+        dag_.add_edge(it->second, static_cast<int>(i));
       }
       const auto in = g_.inputs(n);
       if (!in.empty() && in[0] != KILN_NO_ID)
@@ -315,67 +335,116 @@ class Partitioner {
   }
 
   // A data-movement node the planner can read through an index view
-  // (planner/fusion_views.h): its parameters are constants, its output has
-  // known dims and is read by exactly one node of the main graph, and its
-  // input is a device tensor.
-  std::optional<int> view_consumer(int i) const {
+  // (planner/fusion_views.h): its parameters are constants (a Gather's: one
+  // index inside the axis), its output has known dims and is read only by
+  // nodes of the main graph (returned, ascending), as a view node's input 0
+  // when that node is a view too, and its input is a device tensor.
+  std::optional<std::vector<int>> view_consumers(int i) const {
     const kiln_node_id_t n = nodes_[static_cast<size_t>(i)];
     auto info = g_.node(n);
     if (!info || !info->domain.empty() || dag_.nodes[static_cast<size_t>(i)].escapes) return std::nullopt;
-    static const std::set<std::string> kViews = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-                                                 "Identity",  "Slice",   "Expand"};
-    if (!kViews.count(info->op)) return std::nullopt;
+    if (!is_view_op(g_, n)) return std::nullopt;
     const auto in = g_.inputs(n);
     const auto out = g_.outputs(n);
     if (in.empty() || in[0] == KILN_NO_ID || out.size() != 1 || out[0] == KILN_NO_ID) return std::nullopt;
     if (host_.count(in[0]) || g_.is_constant(in[0]) || host_.count(out[0]) || shape_key(out[0]).empty())
       return std::nullopt;
-    if (info->op == "Slice" || info->op == "Expand")  // bounds / shape fixed at plan time
+    // Bounds and shapes fixed at plan time: constants, or (a Slice's starts
+    // and ends) shape arithmetic, whose dims the planner knows symbolically.
+    if (info->op == "Slice" || info->op == "Expand")
       for (size_t k = 1; k < in.size(); ++k)
-        if (in[k] != KILN_NO_ID && !g_.is_constant(in[k])) return std::nullopt;
-    std::optional<int> consumer;
+        if (in[k] != KILN_NO_ID && !g_.is_constant(in[k]) && !(info->op == "Slice" && k <= 2 && shape_values_.count(in[k])))
+          return std::nullopt;
+    if (info->op == "Gather" && !gather_is_view(g_, n)) return std::nullopt;
+    if (info->op == "Concat" && !is_roll(g_, n)) return std::nullopt;
+    std::set<int> consumers;
     for (const auto& use : g_.uses(out[0])) {
       auto it = index_.find(use.node);
-      if (it == index_.end() || (consumer && *consumer != it->second)) return std::nullopt;
-      consumer = it->second;
+      if (it == index_.end()) return std::nullopt;
+      // Shape and Size read the dims, which a view keeps (the planner runs them on the host).
+      if (!reads_only_dims(g_, use.node)) consumers.insert(it->second);
     }
-    return consumer;
+    if (consumers.empty()) return std::nullopt;
+    return std::vector<int>(consumers.begin(), consumers.end());
+  }
+
+  // A node with no group that a view may join as its core although the
+  // partitioner never groups it: a Concat, whose kernel reads each input
+  // through its accessors (swin's roll and PatchMerging concatenate Slices).
+  bool is_view_core(int c) const {
+    const kiln_node_id_t n = nodes_[static_cast<size_t>(c)];
+    auto info = g_.node(n);
+    if (!info || !info->domain.empty() || info->op != "Concat" || has_subgraph(n)) return false;
+    const auto out = g_.outputs(n);
+    return out.size() == 1 && out[0] != KILN_NO_ID && !host_.count(out[0]) && !shape_key(out[0]).empty();
   }
 
   // DNNFusion fuses reorganize and shuffle ops into their consumers; Kiln's
   // planner does it by reading the chain's source through an index view
   // (SmartMem's index comprehension), so a Transpose, Slice or image-stored
-  // Reshape stops being a copy kernel. Every view node whose only consumer
-  // is in a group (or is another view node that joined one) joins that
-  // group at its start; one whose consumer is in no group forms a group
-  // with it when the consumer is a device node. Joining never makes a
-  // cycle: the view node's only edge out goes into the group. DW/PW groups
-  // take none (their GEMM reads the depthwise input by its own indexing).
+  // Reshape stops being a copy kernel. A view node joins, at its start,
+  // every group that reads it: its consumers' groups (a consumer that is a
+  // view node: the groups that node joined); a consumer in no group forms a
+  // group with it when it is a device node or a Concat. When the consumers
+  // are in several groups the node joins each (cloned per group when the
+  // groups are annotated); when any consumer cannot take it, none does.
+  // Joining never makes a cycle: the view node's only edges out go into its
+  // groups. DW/PW groups take none (their GEMM reads the depthwise input by
+  // its own indexing).
   std::vector<std::vector<int>> add_view_prologues(std::vector<std::vector<int>> groups) {
-    std::vector<int> group_of(dag_.nodes.size(), -1);
+    std::vector<std::vector<int>> groups_of(dag_.nodes.size());
     for (size_t k = 0; k < groups.size(); ++k)
-      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+      for (int m : groups[k]) groups_of[static_cast<size_t>(m)] = {static_cast<int>(k)};
     for (int i = static_cast<int>(dag_.nodes.size()) - 1; i >= 0; --i) {
-      if (group_of[static_cast<size_t>(i)] >= 0) continue;
-      const std::optional<int> c = view_consumer(i);
-      if (!c) continue;
-      int k = group_of[static_cast<size_t>(*c)];
-      if (k >= 0 && kiln::fusion::classify(dag_, without_views(groups[static_cast<size_t>(k)])) == GroupKind::kDwPw)
-        continue;
-      if (k < 0) {
-        if (dag_.nodes[static_cast<size_t>(*c)].role == Role::kOpaque || view_consumer(*c)) continue;
-        k = static_cast<int>(groups.size());
-        groups.push_back({*c});
-        group_of[static_cast<size_t>(*c)] = k;
+      if (!groups_of[static_cast<size_t>(i)].empty()) continue;
+      const std::optional<std::vector<int>> consumers = view_consumers(i);
+      if (!consumers) continue;
+      std::set<int> targets;
+      std::vector<int> new_cores;
+      bool taken = true;
+      for (int c : *consumers) {
+        const std::vector<int>& of = groups_of[static_cast<size_t>(c)];
+        if (is_view_.count(c)) {
+          taken = taken && reads_only_as_data(c, i);
+          targets.insert(of.begin(), of.end());
+        } else if (!of.empty()) {
+          taken = taken && kiln::fusion::classify(dag_, without_views(groups[static_cast<size_t>(of[0])])) !=
+                               GroupKind::kDwPw;
+          targets.insert(of[0]);
+        } else if ((dag_.nodes[static_cast<size_t>(c)].role != Role::kOpaque && !view_consumers(c)) ||
+                   is_view_core(c)) {
+          new_cores.push_back(c);
+        } else {
+          taken = false;
+        }
       }
-      groups[static_cast<size_t>(k)].push_back(i);
-      group_of[static_cast<size_t>(i)] = k;
+      if (!taken || (targets.size() + new_cores.size() > 1 && !can_clone(g_, nodes_[static_cast<size_t>(i)])))
+        continue;
+      for (int c : new_cores) {
+        targets.insert(static_cast<int>(groups.size()));
+        groups_of[static_cast<size_t>(c)] = {static_cast<int>(groups.size())};
+        groups.push_back({c});
+      }
+      for (int k : targets) groups[static_cast<size_t>(k)].push_back(i);
+      groups_of[static_cast<size_t>(i)].assign(targets.begin(), targets.end());
       is_view_.insert(i);
+      if (targets.size() > 1) shared_views_.insert(i);
       ++view_nodes_;
     }
     for (auto& members : groups) std::sort(members.begin(), members.end());
     std::sort(groups.begin(), groups.end());
     return groups;
+  }
+
+  // Whether view node `c` reads the output of node `i` only as data: its
+  // input 0 (not a shape or a bound), or either input of a roll.
+  bool reads_only_as_data(int c, int i) const {
+    const kiln_node_id_t n = nodes_[static_cast<size_t>(c)];
+    const auto in = g_.inputs(n);
+    const kiln_value_id_t v = g_.outputs(nodes_[static_cast<size_t>(i)])[0];
+    for (size_t k = is_roll(g_, n) ? 2 : 1; k < in.size(); ++k)
+      if (in[k] == v) return false;
+    return true;
   }
 
   std::vector<int> without_views(const std::vector<int>& members) const {
@@ -400,9 +469,12 @@ class Partitioner {
   }
 
   void annotate(const std::vector<std::vector<int>>& groups) {
+    std::vector<std::string> names;
+    for (size_t k = 0; k < groups.size(); ++k) names.push_back("fg" + std::to_string(k));
     for (size_t k = 0; k < groups.size(); ++k)
       for (int m : groups[k])
-        rw_.annotate_node(nodes_[static_cast<size_t>(m)], KILN_ANNOTATION_FUSION_GROUP, "fg" + std::to_string(k));
+        if (!shared_views_.count(m)) rw_.annotate_node(nodes_[static_cast<size_t>(m)], KILN_ANNOTATION_FUSION_GROUP, names[k]);
+    if (!shared_views_.empty()) views_cloned_ = clone_shared_views(g_, rw_, nodes_, groups, names);
   }
 
   void statistics(const std::vector<std::vector<int>>& groups, const std::vector<int>& group_of, double td) {
@@ -431,6 +503,7 @@ class Partitioner {
     rw_.add_statistic("groups-dwpw", dwpw_groups_);
     rw_.add_statistic("attention-groups", kinds[static_cast<int>(GroupKind::kAttention)]);
     if (view_nodes_) rw_.add_statistic("view-prologue-nodes", view_nodes_);
+    if (views_cloned_) rw_.add_statistic("views-cloned", views_cloned_);
     if (dwpw_refused_) rw_.add_statistic("dwpw-refused", dwpw_refused_);
     rw_.add_statistic("complex-ops-per-group-max", complex_max);
     rw_.add_statistic("weight-balance-jain-x1000", static_cast<int64_t>(1000.0 * kiln::fusion::jain_index(w) + 0.5));
@@ -443,10 +516,12 @@ class Partitioner {
   std::vector<kiln_node_id_t> nodes_;
   std::map<kiln_node_id_t, int> index_;
   std::set<kiln_value_id_t> host_;
+  std::set<kiln_value_id_t> shape_values_;  // ... of them, those computed from shapes and constants only
   Dag dag_;
-  std::set<int> is_view_;  // DAG nodes that joined a group as index views
-  std::set<int> attention_;  // the first DAG node of each attention group
-  int64_t dwpw_groups_ = 0, dwpw_refused_ = 0, cleared_ = 0, view_nodes_ = 0;
+  std::set<int> is_view_;       // DAG nodes that joined a group as index views
+  std::set<int> shared_views_;  // ... of them, those that joined several groups
+  std::set<int> attention_;     // the first DAG node of each attention group
+  int64_t dwpw_groups_ = 0, dwpw_refused_ = 0, cleared_ = 0, view_nodes_ = 0, views_cloned_ = 0;
 };
 
 class FusionPass : public kiln::plugin::Pass {

@@ -36,7 +36,8 @@ TEST(FusionGoldenFiles, CoverTheCases) {
   std::set<std::string> files;
   for (const GoldenCase& c : load_cases()) files.insert(c.file);
   for (const char* f : {"chains.kir", "residual.kir", "multi_consumer.kir", "cycles.kir", "control_flow.kir",
-                        "dynamic.kir", "dwpw.kir", "shape_chain.kir", "attention.kir"})
+                        "dynamic.kir", "dwpw.kir", "shape_chain.kir", "attention.kir", "views.kir",
+                        "views_shared.kir"})
     EXPECT_TRUE(files.count(f)) << f;
 }
 
@@ -110,6 +111,35 @@ TEST(FusionStatistics, CountsAttentionGroups) {
   EXPECT_EQ(stats.at("groups"), 1);
   EXPECT_EQ(stats.at("grouped-nodes"), 4);
   EXPECT_EQ(stats.at("complex-ops-per-group-max"), 3);
+}
+
+// A view read by three groups gets two clones (statistic views-cloned); a
+// second run finds each copy read by one group and clones nothing more.
+TEST(FusionShared, ClonesASharedViewPerExtraGroupOnce) {
+  PluginRegistry reg;
+  ASSERT_TRUE(plugin_testing::load_plugin_file(reg, KILN_FUSION_SO, "fusion"));
+  auto g = ir::parse_graph(R"(graph @g opset 17 {
+  input %x : f32[3,4]
+  %t = Transpose(%x) {perm = [1,0]} : f32[4,3]
+  %a = Relu(%t) : f32[4,3]
+  %b = Neg(%t) : f32[4,3]
+  %c = Exp(%t) : f32[4,3]
+  return %a, %b, %c
+}
+)");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  PassManager pm(reg);
+  PipelineOptions options;
+  options.passes = {"fusion", "fusion"};
+  ASSERT_TRUE(pm.run(**g, options).ok());
+  EXPECT_EQ(pm.records()[0].statistics.at("views-cloned"), 2);
+  EXPECT_EQ(pm.records()[0].statistics.at("view-prologue-nodes"), 1);
+  EXPECT_EQ(pm.records()[1].statistics.count("views-cloned"), 0u);
+  EXPECT_EQ(pm.records()[1].statistics.at("view-prologue-nodes"), 3);
+  const std::string out = ir::print_graph(**g);
+  size_t transposes = 0;
+  for (size_t at = out.find("Transpose(%x)"); at != std::string::npos; at = out.find("Transpose(%x)", at + 1)) ++transposes;
+  EXPECT_EQ(transposes, 3u) << out;
 }
 
 }  // namespace
