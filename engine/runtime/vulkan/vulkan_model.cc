@@ -123,7 +123,8 @@ Status VulkanModel::Impl::compile_kernels() {
   };
 
   std::vector<vk::ShaderRequest> shader_requests;
-  for (size_t j = 0; j < dispatch_steps.size(); ++j) shader_requests.push_back({kernels[dispatch_steps[j]].glsl, &compile_options[j]});
+  for (size_t j = 0; j < dispatch_steps.size(); ++j)
+    shader_requests.push_back({kernels[dispatch_steps[j]].glsl, &compile_options[j]});
   const vk::KernelCacheStats before = cache.stats();
   vk::CompileBatchReport report;
   auto t0 = Clock::now();
