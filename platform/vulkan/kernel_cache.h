@@ -114,7 +114,9 @@ class KernelCache {
   // Errors: the error of the first failing request in request order (its
   // compile error names the shader's source_name, a pipeline error the
   // request's name); report->failed says which. Work not yet started when a
-  // request fails is skipped. Thread-safe.
+  // request fails is skipped. Thread-safe; concurrent batches (or shader()
+  // calls) may each build an entry neither found yet, and the first insert
+  // wins, as with two concurrent shader() calls.
   StatusOr<std::vector<const CompiledShader*>> shaders(std::span<const ShaderRequest> requests, unsigned threads,
                                                        CompileBatchReport* report = nullptr);
   StatusOr<std::vector<const ComputePipeline*>> pipelines(std::span<const PipelineRequest> requests,
