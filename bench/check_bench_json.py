@@ -46,6 +46,8 @@ KERNEL = {"kernel": str, "node": str, "gpu_ms": NUM}
 NUM_OR_NULL = (float, int, type(None))
 KERNEL_OPTIONAL = {"bytes": int, "flops": (int, type(None)), "gbps": NUM_OR_NULL, "gflops": NUM_OR_NULL,
                    "roofline": NUM_OR_NULL, "bytes_read": int, "bytes_written": int}
+# The compile's shader and pipeline batches and the threads they ran on.
+COMPILE_VULKAN_OPTIONAL = {"shaders_ms": NUM, "pipelines_ms": NUM, "compile_threads": int}
 # A Kiln Vulkan model's device memory after its first run (null elsewhere);
 # the plan's fused kernels and the global memory one run's dispatches moved.
 MODEL_OPTIONAL = {"memory": (dict, type(None)), "fused_dispatches": int, "bytes_read": int, "bytes_written": int}
@@ -190,6 +192,7 @@ def check_model(m, where, backend, problems, env=None, peer=False):
         if backend == "vulkan":
             for key in ("compile_cold", "compile_warm"):
                 check_fields(cs.get(key), COMPILE_VULKAN, f"{where}.cold_start.{key}", problems)
+                check_optional(cs.get(key), COMPILE_VULKAN_OPTIONAL, f"{where}.cold_start.{key}", problems)
         elif not peer and (not isinstance(cs.get("compile_cold"), dict) or "wall_ms" not in cs["compile_cold"]):
             problems.append(f"{where}.cold_start.compile_cold.wall_ms: missing")
     if m["wall"] is None:

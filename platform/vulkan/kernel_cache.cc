@@ -229,8 +229,7 @@ void KernelCache::write_spirv_file(const std::string& key, const std::string& ma
   }
 }
 
-StatusOr<const CompiledShader*> KernelCache::shader(std::string_view glsl, const CompileOptions& options) {
-  KILN_RETURN_IF_ERROR(device_.status());
+KernelCache::ShaderKey KernelCache::shader_key(std::string_view glsl, const CompileOptions& options) const {
   // Everything that determines the SPIR-V, and nothing else (the source name
   // only matters when it is embedded as debug info).
   std::string material = "kiln-spirv-v1\n";
@@ -248,17 +247,34 @@ StatusOr<const CompiledShader*> KernelCache::shader(std::string_view glsl, const
   }
   append_field(&material, "source", glsl);
   std::string key = hex64(fnv1a64(material)) + hex64(fnv1a64(material, kSecondSeed));
+  return {std::move(key), std::move(material)};
+}
+
+std::string KernelCache::pipeline_key(const CompiledShader& shader,
+                                      std::span<const SpecializationValue> specialization) {
+  std::string key = shader.key;
+  for (const SpecializationValue& s : specialization) key += ":" + std::to_string(s.constant_id) + "=" + std::to_string(s.bits);
+  return key;
+}
+
+StatusOr<const CompiledShader*> KernelCache::shader(std::string_view glsl, const CompileOptions& options) {
+  KILN_RETURN_IF_ERROR(device_.status());
+  return shader_for(shader_key(glsl, options), glsl, options);
+}
+
+StatusOr<const CompiledShader*> KernelCache::shader_for(const ShaderKey& k, std::string_view glsl,
+                                                        const CompileOptions& options) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = shaders_.find(key);
+    auto it = shaders_.find(k.key);
     if (it != shaders_.end()) {
       ++stats_.memory_hits;
       return static_cast<const CompiledShader*>(it->second.get());
     }
   }
   auto compiled = std::make_unique<CompiledShader>();
-  compiled->key = key;
-  bool from_disk = disk_enabled() && read_spirv_file(key, material, &compiled->spirv);
+  compiled->key = k.key;
+  bool from_disk = disk_enabled() && read_spirv_file(k.key, k.material, &compiled->spirv);
   if (from_disk) {
     StatusOr<ShaderReflection> r = reflect(compiled->spirv);
     if (r.ok()) {
@@ -272,11 +288,11 @@ StatusOr<const CompiledShader*> KernelCache::shader(std::string_view glsl, const
   if (!from_disk) {
     KILN_ASSIGN_OR_RETURN(compiled->spirv, compiler_.compile(glsl, options));
     KILN_ASSIGN_OR_RETURN(compiled->reflection, reflect(compiled->spirv));
-    if (disk_enabled()) write_spirv_file(key, material, compiled->spirv);
+    if (disk_enabled()) write_spirv_file(k.key, k.material, compiled->spirv);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   ++(from_disk ? stats_.disk_hits : stats_.compiles);
-  auto [it, inserted] = shaders_.emplace(key, std::move(compiled));  // a racing thread may have won; keep its copy
+  auto [it, inserted] = shaders_.emplace(k.key, std::move(compiled));  // a racing thread may have won; keep its copy
   return static_cast<const CompiledShader*>(it->second.get());
 }
 
@@ -284,8 +300,13 @@ StatusOr<const ComputePipeline*> KernelCache::pipeline(std::string_view glsl, co
                                                        std::span<const SpecializationValue> specialization,
                                                        std::string name) {
   KILN_ASSIGN_OR_RETURN(const CompiledShader* shader, this->shader(glsl, options));
-  std::string key = shader->key;
-  for (const SpecializationValue& s : specialization) key += ":" + std::to_string(s.constant_id) + "=" + std::to_string(s.bits);
+  if (name.empty()) name = options.source_name;
+  return pipeline_for(pipeline_key(*shader, specialization), *shader, specialization, std::move(name));
+}
+
+StatusOr<const ComputePipeline*> KernelCache::pipeline_for(const std::string& key, const CompiledShader& shader,
+                                                           std::span<const SpecializationValue> specialization,
+                                                           std::string name) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = pipelines_.find(key);
@@ -294,13 +315,12 @@ StatusOr<const ComputePipeline*> KernelCache::pipeline(std::string_view glsl, co
       return static_cast<const ComputePipeline*>(it->second.get());
     }
   }
-  if (name.empty()) name = options.source_name;
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<ComputePipeline> created,
-                        ComputePipeline::create(device_, shader->spirv, shader->reflection, specialization,
+                        ComputePipeline::create(device_, shader.spirv, shader.reflection, specialization,
                                                 pipeline_cache_, std::move(name)));
   std::lock_guard<std::mutex> lock(mutex_);
   ++stats_.pipelines_created;
-  auto [it, inserted] = pipelines_.emplace(key, std::move(created));
+  auto [it, inserted] = pipelines_.emplace(key, std::move(created));  // a racing thread may have won; keep its copy
   return static_cast<const ComputePipeline*>(it->second.get());
 }
 

@@ -10,6 +10,7 @@
 // bytes are also exposed so an embedding host can persist them itself.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -57,6 +58,26 @@ struct CompiledShader {
   ShaderReflection reflection;
 };
 
+// One shader of a batch (KernelCache::shaders); both are borrowed for the call.
+struct ShaderRequest {
+  std::string_view glsl;
+  const CompileOptions* options = nullptr;
+};
+
+// One pipeline of a batch (KernelCache::pipelines); borrowed for the call.
+struct PipelineRequest {
+  const CompiledShader* shader = nullptr;  // from this cache
+  std::span<const SpecializationValue> specialization;
+  std::string_view name;  // labels errors
+};
+
+// What a batch did besides its results.
+struct CompileBatchReport {
+  unsigned threads = 0;      // threads that ran jobs (0: nothing was left to build)
+  size_t distinct = 0;       // requests left after merging equal cache keys
+  size_t failed = SIZE_MAX;  // the request whose error was returned
+};
+
 class KernelCache {
  public:
   // Opens (creating if needed) the cache for `device`, loading pipeline-cache
@@ -84,6 +105,23 @@ class KernelCache {
                                             std::span<const SpecializationValue> specialization = {},
                                             std::string name = "");
 
+  // Batches: the shaders (pipelines) for every request, in request order.
+  // Requests with equal cache keys are merged before any work starts, so
+  // nothing is built twice; what memory does not hold is built on up to
+  // `threads` threads (1: on the calling thread, one after another). The
+  // results and the counters in stats() do not depend on `threads` or on
+  // timing: a merged request counts as a memory hit, as it would serially.
+  // Errors: the error of the first failing request in request order (its
+  // compile error names the shader's source_name, a pipeline error the
+  // request's name); report->failed says which. Work not yet started when a
+  // request fails is skipped. Thread-safe; concurrent batches (or shader()
+  // calls) may each build an entry neither found yet, and the first insert
+  // wins, as with two concurrent shader() calls.
+  StatusOr<std::vector<const CompiledShader*>> shaders(std::span<const ShaderRequest> requests, unsigned threads,
+                                                       CompileBatchReport* report = nullptr);
+  StatusOr<std::vector<const ComputePipeline*>> pipelines(std::span<const PipelineRequest> requests,
+                                                          unsigned threads, CompileBatchReport* report = nullptr);
+
   // Writes the VkPipelineCache data to disk now (atomically). Errors:
   // kUnavailable when the disk cache is off, write errors as kInternal.
   Status save_pipeline_cache();
@@ -102,6 +140,19 @@ class KernelCache {
 
  private:
   KernelCache(Device& device, const ShaderCompiler& compiler) : device_(device), compiler_(compiler) {}
+  // The cache key of a shader and the text it hashes (what a SPIR-V file
+  // records to rule out hash collisions).
+  struct ShaderKey {
+    std::string key;
+    std::string material;
+  };
+  ShaderKey shader_key(std::string_view glsl, const CompileOptions& options) const;
+  static std::string pipeline_key(const CompiledShader& shader, std::span<const SpecializationValue> specialization);
+  // The shader / pipeline under a key computed above: memory, else disk or
+  // a build.
+  StatusOr<const CompiledShader*> shader_for(const ShaderKey& key, std::string_view glsl, const CompileOptions& options);
+  StatusOr<const ComputePipeline*> pipeline_for(const std::string& key, const CompiledShader& shader,
+                                                std::span<const SpecializationValue> specialization, std::string name);
   std::string spirv_path(const std::string& key) const;
   bool read_spirv_file(const std::string& key, const std::string& key_material, std::vector<uint32_t>* spirv);
   void write_spirv_file(const std::string& key, const std::string& key_material, const std::vector<uint32_t>& spirv);

@@ -133,6 +133,9 @@ assert 0 < mem['live_lower_bound'] <= mem['arena_bytes'] <= mem['activation_byte
 cold, warm = m['cold_start']['compile_cold'], m['cold_start']['compile_warm']
 assert cold['shader_compiles'] > 0 and cold['shader_disk_hits'] == 0, cold
 assert warm['shader_compiles'] == 0 and warm['shader_disk_hits'] > 0, warm
+# The batches ran on at least one thread and are parts of kernels_ms.
+for c in (cold, warm):
+    assert c['compile_threads'] >= 1 and c['shaders_ms'] + c['pipelines_ms'] <= c['kernels_ms'], c
 assert m['gpu'] is not None and m['gpu']['count'] == 3, m['gpu']
 assert m['kernels'] and all(k['gpu_ms'] >= 0 for k in m['kernels']), m['kernels']
 # Every kernel moves bytes; kiln.fusion makes add+relu one kernel, which

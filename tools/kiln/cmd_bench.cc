@@ -89,6 +89,8 @@ struct CompileRecord {
   double wall_ms = 0;  // the session's compile, as the host sees it (its pass pipeline left out)
   bool has_details = false;  // Vulkan: the fields below are set
   double plan_ms = 0, kernels_ms = 0, upload_ms = 0;
+  double shaders_ms = 0, pipelines_ms = 0;  // of kernels_ms: the shader and pipeline batches
+  uint64_t compile_threads = 0;             // threads those batches ran on
   uint64_t pipelines = 0, weight_bytes = 0;
   uint64_t compiles = 0, disk_hits = 0, memory_hits = 0, pipelines_created = 0, pipeline_cache_bytes_loaded = 0;
 };
@@ -269,6 +271,9 @@ CompileRecord compile_record(const Compiled& c) {
   rec.plan_ms = number(s, "plan_ms");
   rec.kernels_ms = number(s, "kernels_ms");
   rec.upload_ms = number(s, "upload_ms");
+  rec.shaders_ms = number(s, "shaders_ms");
+  rec.pipelines_ms = number(s, "pipelines_ms");
+  rec.compile_threads = count(s, "compile_threads");
   rec.pipelines = count(s, "pipelines");
   rec.weight_bytes = count(s, "weight_bytes");
   const JsonValue* k = s->get("kernel_cache");
@@ -598,6 +603,9 @@ void compile_json(JsonWriter& w, const std::optional<CompileRecord>& c) {
     w.key("plan_ms"), number(w, c->plan_ms);
     w.key("kernels_ms"), number(w, c->kernels_ms);
     w.key("upload_ms"), number(w, c->upload_ms);
+    w.key("shaders_ms"), number(w, c->shaders_ms);
+    w.key("pipelines_ms"), number(w, c->pipelines_ms);
+    w.key("compile_threads").number(c->compile_threads);
     w.key("pipelines").number(c->pipelines).key("shader_compiles").number(c->compiles);
     w.key("shader_disk_hits").number(c->disk_hits).key("shader_memory_hits").number(c->memory_hits);
     w.key("pipelines_created").number(c->pipelines_created);

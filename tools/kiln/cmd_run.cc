@@ -67,11 +67,11 @@ std::string summary(const JsonValue& session) {
   char buf[512];
   std::snprintf(buf, sizeof(buf),
                 "vulkan on %s (%s, %s): dispatches %.0f (fused %.0f), %.0f host fallbacks; compiled in %.1f ms (%.0f "
-                "shaders compiled, %.0f from cache)",
+                "shaders compiled, %.0f from cache, %.0f compile threads)",
                 device->c_str(), storage ? storage->c_str() : "", precision ? precision->c_str() : "",
                 num("dispatches"), num("fused_dispatches"), num("fallbacks"),
                 num("plan_ms") + num("kernels_ms") + num("upload_ms"), num("shader_compiles"),
-                num("shader_cache_hits"));
+                num("shader_cache_hits"), num("compile_threads"));
   return buf;
 }
 

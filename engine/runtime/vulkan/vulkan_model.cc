@@ -12,6 +12,7 @@
 #include "engine/runtime/vulkan/device_data.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
 #include "planner/glsl_codegen.h"
+#include "platform/vulkan/parallel_jobs.h"
 #include "platform/vulkan/transfer.h"
 
 namespace kiln::runtime {
@@ -98,7 +99,10 @@ StatusOr<std::unique_ptr<VulkanModel>> VulkanModel::compile(vk::Device& device, 
 Status VulkanModel::Impl::compile_kernels() {
   kernels.resize(plan.steps.size());
   pipelines.assign(plan.steps.size(), nullptr);
-  std::set<const vk::ComputePipeline*> distinct;
+  // GLSL for every dispatch step; then the shaders, then the pipelines, each
+  // as one batch the cache builds on several threads (vk::KernelCache::shaders).
+  std::vector<size_t> dispatch_steps;
+  std::vector<vk::CompileOptions> compile_options;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep& step = plan.steps[i];
     if (step.kind != PlanStep::Kind::kDispatch) continue;
@@ -106,28 +110,58 @@ Status VulkanModel::Impl::compile_kernels() {
     if (!generated.ok())
       return std::move(generated).status().add_context(graph.node(step.node).describe());
     kernels[i] = std::move(generated).value();
-    const planner::GeneratedKernel& k = kernels[i];
     vk::CompileOptions co;
-    co.source_name = k.name + ".comp";
+    co.source_name = kernels[i].name + ".comp";
     co.vulkan_version = target.vulkan_version;
-    const vk::KernelCacheStats before = cache.stats();
-    KILN_ASSIGN_OR_RETURN(const vk::CompiledShader* shader, cache.shader(k.glsl, co));
-    const vk::KernelCacheStats after = cache.stats();
-    compile_stats.shader_compiles += after.compiles - before.compiles;
-    compile_stats.shader_cache_hits += (after.memory_hits - before.memory_hits) + (after.disk_hits - before.disk_hits);
-    // The optimizer drops specialization constants a kernel never reads.
-    std::vector<vk::SpecializationValue> spec;
+    dispatch_steps.push_back(i);
+    compile_options.push_back(std::move(co));
+  }
+  const unsigned threads = vk::resolve_compile_threads(options.compile_threads);
+  auto step_error = [&](Status status, const vk::CompileBatchReport& report) {
+    if (report.failed < dispatch_steps.size())
+      return std::move(status).add_context(graph.node(plan.steps[dispatch_steps[report.failed]].node).describe());
+    return status;
+  };
+
+  std::vector<vk::ShaderRequest> shader_requests;
+  for (size_t j = 0; j < dispatch_steps.size(); ++j)
+    shader_requests.push_back({kernels[dispatch_steps[j]].glsl, &compile_options[j]});
+  const vk::KernelCacheStats before = cache.stats();
+  vk::CompileBatchReport report;
+  auto t0 = Clock::now();
+  auto shaders = cache.shaders(shader_requests, threads, &report);
+  compile_stats.shaders_ms = ms_since(t0);
+  compile_stats.compile_threads = report.threads;
+  if (!shaders.ok()) return step_error(std::move(shaders).status(), report);
+  const vk::KernelCacheStats after = cache.stats();
+  compile_stats.shader_compiles += after.compiles - before.compiles;
+  compile_stats.shader_cache_hits += (after.memory_hits - before.memory_hits) + (after.disk_hits - before.disk_hits);
+
+  // The optimizer drops specialization constants a kernel never reads.
+  std::vector<std::vector<vk::SpecializationValue>> specs(dispatch_steps.size());
+  std::vector<vk::PipelineRequest> pipeline_requests(dispatch_steps.size());
+  for (size_t j = 0; j < dispatch_steps.size(); ++j) {
+    const planner::GeneratedKernel& k = kernels[dispatch_steps[j]];
+    const vk::CompiledShader* shader = (*shaders)[j];
     for (size_t id = 0; id < k.spec.size(); ++id) {
       const bool declared =
           std::any_of(shader->reflection.spec_constants.begin(), shader->reflection.spec_constants.end(),
                       [&](const vk::ReflectedSpecConstant& s) { return s.constant_id == id; });
       if (declared)
-        spec.push_back(vk::SpecializationValue::i32(static_cast<uint32_t>(id), static_cast<int32_t>(k.spec[id])));
+        specs[j].push_back(vk::SpecializationValue::i32(static_cast<uint32_t>(id), static_cast<int32_t>(k.spec[id])));
     }
-    auto pipeline = cache.pipeline(k.glsl, co, spec, k.name);
-    if (!pipeline.ok()) return std::move(pipeline).status().add_context(graph.node(step.node).describe());
-    pipelines[i] = pipeline.value();
-    distinct.insert(pipeline.value());
+    pipeline_requests[j] = {shader, specs[j], k.name};
+  }
+  t0 = Clock::now();
+  auto created = cache.pipelines(pipeline_requests, threads, &report);
+  compile_stats.pipelines_ms = ms_since(t0);
+  compile_stats.compile_threads = std::max(compile_stats.compile_threads, report.threads);
+  if (!created.ok()) return step_error(std::move(created).status(), report);
+
+  std::set<const vk::ComputePipeline*> distinct;
+  for (size_t j = 0; j < dispatch_steps.size(); ++j) {
+    pipelines[dispatch_steps[j]] = (*created)[j];
+    distinct.insert((*created)[j]);
   }
   compile_stats.kernels = static_cast<uint32_t>(distinct.size());
   return ok_status();

@@ -43,6 +43,11 @@ struct VulkanModelOptions {
   // staging); the least recently run beyond it is dropped and re-recorded
   // if its shape comes back (no shader compilation). At least 1.
   size_t max_signatures = 32;
+  // Threads compiling the plan's distinct shaders and creating its
+  // pipelines; 0 = vk::default_compile_threads() ($KILN_COMPILE_THREADS,
+  // else the hardware's threads, at most 16); 1 = one after another on the
+  // calling thread. The result does not depend on it.
+  unsigned compile_threads = 0;
 };
 
 // What the planner may assume about `device` (limits, fp16, subgroups).
@@ -55,6 +60,9 @@ using VulkanRunStats = RunStats;
 struct VulkanCompileStats {
   double plan_ms = 0;
   double kernels_ms = 0;       // GLSL generation, shaderc (or cache), pipelines
+  double shaders_ms = 0;       // of kernels_ms: the shader batch (shaderc or cache)
+  double pipelines_ms = 0;     // of kernels_ms: the pipeline batch
+  uint32_t compile_threads = 0;  // most threads either batch ran on
   double upload_ms = 0;
   uint32_t kernels = 0;        // distinct pipelines
   uint64_t shader_compiles = 0;
