@@ -339,8 +339,11 @@ Status lower_fused_store_views(PlanBuilder& builder, const ir::Graph& graph, con
     y->tensor = out;
     y->layout = out_layout;
     y->view = view;
-    y->elementwise = false;
     y->shares_memory = false;
+    // Elements land elsewhere than the kernel's coordinates: no input may
+    // share the output's memory (an anchor part of map kernels reads its
+    // inputs "elementwise" in its own coordinates only).
+    for (KernelTensor& t : kd.tensors) t.elementwise = false;
     kd.store_epilogue.tensor = y->name;
     kd.store_epilogue.code = store_view_epilogue(pre, tail.code, anchor_shape.size() ? anchor_shape.size() : 1,
                                                  std::max<size_t>(1, forward.source_shape.size()), scalar);

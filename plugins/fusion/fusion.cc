@@ -9,6 +9,9 @@
 //   (c) FCM's DWPW: depthwise Conv -> elementwise -> 1x1 Conv -> elementwise,
 //       when FusePlanner (fuse_planner.h) says fusing pays, with the
 //       device's shared memory and compute units (target_info, ABI 1.3);
+//   (d) an anchor (or a (b) group) whose output reaches elementwise nodes
+//       through a Reshape/Transpose chain read only there: the anchor
+//       stores through the chain (add_store_views);
 //   and, at the start of (a) and (b) groups or with a lone consumer,
 //   data-movement nodes (Transpose, Reshape, Slice, ...) the consumer reads
 //   through an index view instead of a copy (add_view_prologues).
@@ -43,6 +46,8 @@ using kiln::plugin::Rewriter;
 
 // A symbolic dim's loop extent in Eq. 1.
 constexpr int64_t kNominalExtent = 64;
+// The data-movement ops an anchor may store through (planner/fusion_store_views.h).
+const std::set<std::string> kStoreViewOps = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze"};
 // Td: a group weighs less than this many times the heaviest node.
 constexpr double kThresholdFactor = 8.0;
 // What the planner keeps on the host among graph inputs (execution_plan.h).
@@ -70,6 +75,7 @@ class Partitioner {
     const std::vector<int> clusters = kiln::fusion::cluster(dag_, td);
     std::vector<std::vector<int>> groups = kiln::fusion::legalize(dag_, clusters);
     groups = decide_dwpw(groups);
+    groups = add_store_views(groups);
     groups = add_view_prologues(groups);
     std::vector<int> group_of(dag_.nodes.size());
     for (size_t i = 0; i < group_of.size(); ++i) group_of[i] = static_cast<int>(groups.size() + i);
@@ -231,6 +237,11 @@ class Partitioner {
       if (out.size() != 1 || out[0] == KILN_NO_ID || host_.count(out[0]) || has_subgraph(n)) continue;
       const std::string key = shape_key(out[0]);
       if (key.empty()) continue;
+      if (info->domain.empty() && kStoreViewOps.count(info->op)) {
+        d.store_view = true;  // opaque, but an anchor may store through it (add_store_views)
+        d.shape_class = shape_ids.emplace(key, static_cast<int>(shape_ids.size())).first->second;
+        continue;
+      }
       if (mapping == KILN_MAPPING_ONE_TO_ONE || mapping == KILN_MAPPING_ONE_TO_MANY) d.role = Role::kElementwise;
       else if (mapping == KILN_MAPPING_MANY_TO_MANY) d.role = Role::kAnchor;
       else continue;
@@ -318,6 +329,76 @@ class Partitioner {
     return consumer;
   }
 
+  // An anchor whose output reaches elementwise nodes only through a chain of
+  // Reshape/Transpose-like nodes (ViT's out-projection -> Reshape ->
+  // Reshape -> residual Add; ConvNeXt's fc2 -> layer scale -> Transpose ->
+  // residual Add) stores the elementwise result through the chain: the
+  // anchor's group (or the lone anchor), the chain and the elementwise
+  // consumer (with the elementwise group it starts, if any) become one
+  // group when classify says it is a legal (d) group. Before the view
+  // prologues, which would otherwise take the chain into the consumer.
+  // The merge makes no cycle: the anchor part's only edge out is the
+  // chain, whose only edge out goes into the tail.
+  std::vector<std::vector<int>> add_store_views(std::vector<std::vector<int>> groups) {
+    std::vector<int> group_of(dag_.nodes.size(), -1);
+    for (size_t k = 0; k < groups.size(); ++k)
+      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+    std::vector<bool> dropped(groups.size(), false);
+    for (int a = 0; a < static_cast<int>(dag_.nodes.size()); ++a) {
+      // `a` the sink of an anchor part: a lone anchor or an (b) group's sink.
+      const int ga = group_of[static_cast<size_t>(a)];
+      std::vector<int> anchor_part{a};
+      if (ga >= 0) {
+        if (dropped[static_cast<size_t>(ga)] || groups[static_cast<size_t>(ga)].back() != a ||
+            kiln::fusion::classify(dag_, groups[static_cast<size_t>(ga)]) != GroupKind::kAnchor)
+          continue;
+        anchor_part = groups[static_cast<size_t>(ga)];
+      } else if (dag_.nodes[static_cast<size_t>(a)].role != Role::kAnchor) {
+        continue;
+      }
+      // The chain, each link the only reader of the one before.
+      std::vector<int> views;
+      int at = a;
+      while (dag_.nodes[static_cast<size_t>(at)].succs.size() == 1) {
+        const int next = dag_.nodes[static_cast<size_t>(at)].succs[0];
+        if (!dag_.nodes[static_cast<size_t>(next)].store_view || group_of[static_cast<size_t>(next)] >= 0 ||
+            view_consumer(next) == std::nullopt)
+          break;
+        views.push_back(next);
+        at = next;
+      }
+      if (views.empty()) continue;
+      const std::optional<int> c = view_consumer(views.back());
+      if (!c || dag_.nodes[static_cast<size_t>(*c)].role != Role::kElementwise) continue;
+      // The tail: the consumer, or the elementwise group it starts.
+      const int gc = group_of[static_cast<size_t>(*c)];
+      std::vector<int> tail{*c};
+      if (gc >= 0) {
+        if (dropped[static_cast<size_t>(gc)] || groups[static_cast<size_t>(gc)].front() != *c ||
+            kiln::fusion::classify(dag_, groups[static_cast<size_t>(gc)]) != GroupKind::kElementwise)
+          continue;
+        tail = groups[static_cast<size_t>(gc)];
+      }
+      std::vector<int> merged = anchor_part;
+      merged.insert(merged.end(), views.begin(), views.end());
+      merged.insert(merged.end(), tail.begin(), tail.end());
+      std::sort(merged.begin(), merged.end());
+      if (kiln::fusion::classify(dag_, merged) != GroupKind::kStoreView) continue;
+      if (ga >= 0) dropped[static_cast<size_t>(ga)] = true;
+      if (gc >= 0) dropped[static_cast<size_t>(gc)] = true;
+      const int k = static_cast<int>(groups.size());
+      groups.push_back(merged);
+      dropped.push_back(false);
+      for (int m : merged) group_of[static_cast<size_t>(m)] = k;
+      store_view_nodes_ += static_cast<int64_t>(views.size());
+    }
+    std::vector<std::vector<int>> out;
+    for (size_t k = 0; k < groups.size(); ++k)
+      if (!dropped[k]) out.push_back(std::move(groups[k]));
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
   // DNNFusion fuses reorganize and shuffle ops into their consumers; Kiln's
   // planner does it by reading the chain's source through an index view
   // (SmartMem's index comprehension), so a Transpose, Slice or image-stored
@@ -382,7 +463,7 @@ class Partitioner {
   }
 
   void statistics(const std::vector<std::vector<int>>& groups, const std::vector<int>& group_of, double td) {
-    int64_t grouped = 0, complex_max = 0, kinds[4] = {};
+    int64_t grouped = 0, complex_max = 0, kinds[5] = {};
     for (const auto& members : groups) {
       grouped += static_cast<int64_t>(members.size());
       int64_t complex = 0;
@@ -402,7 +483,10 @@ class Partitioner {
     rw_.add_statistic("groups-elementwise", kinds[static_cast<int>(GroupKind::kElementwise)]);
     rw_.add_statistic("groups-anchor", kinds[static_cast<int>(GroupKind::kAnchor)]);
     rw_.add_statistic("groups-dwpw", dwpw_groups_);
+    if (kinds[static_cast<int>(GroupKind::kStoreView)])
+      rw_.add_statistic("groups-store-view", kinds[static_cast<int>(GroupKind::kStoreView)]);
     if (view_nodes_) rw_.add_statistic("view-prologue-nodes", view_nodes_);
+    if (store_view_nodes_) rw_.add_statistic("store-view-nodes", store_view_nodes_);
     if (dwpw_refused_) rw_.add_statistic("dwpw-refused", dwpw_refused_);
     rw_.add_statistic("complex-ops-per-group-max", complex_max);
     rw_.add_statistic("weight-balance-jain-x1000", static_cast<int64_t>(1000.0 * kiln::fusion::jain_index(w) + 0.5));
@@ -417,7 +501,7 @@ class Partitioner {
   std::set<kiln_value_id_t> host_;
   Dag dag_;
   std::set<int> is_view_;  // DAG nodes that joined a group as index views
-  int64_t dwpw_groups_ = 0, dwpw_refused_ = 0, cleared_ = 0, view_nodes_ = 0;
+  int64_t dwpw_groups_ = 0, dwpw_refused_ = 0, cleared_ = 0, view_nodes_ = 0, store_view_nodes_ = 0;
 };
 
 class FusionPass : public kiln::plugin::Pass {

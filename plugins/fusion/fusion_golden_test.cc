@@ -36,7 +36,7 @@ TEST(FusionGoldenFiles, CoverTheCases) {
   std::set<std::string> files;
   for (const GoldenCase& c : load_cases()) files.insert(c.file);
   for (const char* f : {"chains.kir", "residual.kir", "multi_consumer.kir", "cycles.kir", "control_flow.kir",
-                        "dynamic.kir", "dwpw.kir", "shape_chain.kir"})
+                        "dynamic.kir", "dwpw.kir", "shape_chain.kir", "store_views.kir"})
     EXPECT_TRUE(files.count(f)) << f;
 }
 
