@@ -16,9 +16,13 @@
 namespace kiln::planner {
 namespace {
 
-// The view ops whose chain is a bijection (no Slice, no Expand).
-bool is_store_view_op(const ir::Node& node) {
-  return is_view_op(node.domain, node.op) && node.op != "Slice" && node.op != "Expand";
+// A view op that is a bijection: not a Slice or Expand, unless one whose
+// output has its input's shape (forward_map checks a Slice's unit steps).
+bool is_store_view_op(const PlanBuilder& builder, const ir::Node& node) {
+  if (!is_view_op(node.domain, node.op)) return false;
+  if (node.op != "Slice" && node.op != "Expand") return true;
+  return builder.value_ranked(node.inputs[0]) &&
+         same_shape(builder.value_shape(node.inputs[0]), builder.value_shape(node.outputs[0]));
 }
 
 bool has_subgraph(const ir::Node& node) {
@@ -160,7 +164,8 @@ std::string store_view_blocker(const ir::Graph& graph, const PlanBuilder& builde
       if (r.size() != 1 || !r.count(view.id))
         return what + " is read by more than " + view.describe() + " (a store view chain has one reader per link)";
       if (view.outputs.size() != 1 || view.outputs[0] == ir::kNoValue) return view.describe() + " does not have exactly one output";
-      if (!is_store_view_op(view)) return view.describe() + " is not a bijection (a Slice or Expand cannot be a store view)";
+      if (!is_store_view_op(builder, view))
+        return view.describe() + " is not a bijection (a Slice or Expand that changes the shape cannot be a store view)";
       prev = view.outputs[0];
     } else {
       for (ir::NodeId reader : r)
@@ -215,7 +220,14 @@ StatusOr<IndexView> forward_map(PlanBuilder& builder, const ir::Graph& graph, co
         break;
       }
       case ViewStep::Kind::kReshape: forward.reshape(step->in_shape); break;
-      case ViewStep::Kind::kSlice:
+      case ViewStep::Kind::kSlice: {
+        // Only the identity: every element in place (unit steps from 0).
+        bool identity = same_shape(step->in_shape, step->out_shape);
+        for (size_t k = 0; k < step->steps.size(); ++k)
+          identity = identity && step->steps[k] == 1 && step->starts[k].is_const() && step->starts[k].value() == 0;
+        if (identity) break;
+        return unimplemented("the store view '" + chain.describe() + "' is not a bijection");
+      }
       case ViewStep::Kind::kBroadcast:
         return unimplemented("the store view '" + chain.describe() + "' is not a bijection");
     }

@@ -3,16 +3,18 @@
 //
 // A group anchor -> view nodes -> elementwise tail: the anchor (any node
 // epilogue fusion takes, fusion.h shape 2) is followed by a chain of
-// Transpose / Reshape / Flatten / Squeeze / Unsqueeze / Identity nodes, each
+// Transpose / Reshape / Flatten / Squeeze / Unsqueeze / Identity nodes (or
+// a Slice or Expand that keeps the shape), each
 // reading the previous one's output (the first the anchor's) as its input
 // 0, each output read only by the next one (the last by the tail), then
 // an elementwise tail as in shape 2 that reads the last view's value at the
 // element it computes; the group's output has the last view's shape (with
 // no tail: the last view's output itself). ViT's out-projection Gemm ->
 // Reshape -> Reshape -> Add(residual), ConvNeXt's MatMul -> Add(bias) ->
-// Mul(gamma) -> Transpose(0,3,1,2) -> Add(residual) (there the Add and Mul
-// before the Transpose are views' input chain: the anchor part may be a
-// shape-2 group itself, whose tail then runs before the views).
+// Mul(gamma) -> Transpose(0,3,1,2) -> Add(residual) (there the anchor
+// part is a shape-2 group itself, MatMul -> Add -> Mul, whose own epilogue
+// runs at the anchor's coordinates before the views), swin's window
+// reverse (Reshape -> Transpose -> Reshape -> identity Slice).
 //
 // The anchor is lowered with its own lowering. Every kernel of it that
 // writes the anchor's output writes the group's output instead, through a
@@ -36,7 +38,8 @@
 //
 // Refused, each with its reason (kUnimplemented: the group runs unfused and
 // ExecutionPlan::fusion_notes says why): a Slice or Expand among the views
-// (not a bijection); a view value read outside its chain; a tail node
+// that is not the identity (a Slice keeping the shape with unit steps, as
+// swin's crop after an unpadded window reverse, is one); a view value read outside its chain; a tail node
 // reading the anchor or a view before the last; a DWPW anchor part; an
 // anchor kernel that reads its output, touches its storage other than
 // through Y_st / Y_st4 / Y_index (Y_data, Y_img, Y_texel, ...), aliases it

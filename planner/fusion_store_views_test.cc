@@ -103,6 +103,23 @@ std::string conv_model(const std::string& split_k = "") {
          "  %y = Relu(%a)" + kG + " : f32[1,12,42]\n  return %y\n}\n";
 }
 
+// Swin's window reverse: the attention out-projection (MatMul + bias) per
+// window, windows back to the image (Reshape, Transpose, Reshape), a crop
+// that keeps everything (an identity Slice), the residual Add.
+std::string swin_model() {
+  return "graph @g opset 17 {\n  input %x : f32[4,9,8]\n  input %r : f32[1,6,6,8]\n"
+         "  const %w : f32[8,8] = " + values(64, 9) + "\n  const %b : f32[8] = " + values(8, 10) + "\n"
+         "  const %s1 : i64[6] = dense<[1,2,2,3,3,8]>\n  const %s2 : i64[4] = dense<[1,6,6,8]>\n"
+         "  const %st : i64[1] = dense<[0]>\n  const %en : i64[1] = dense<[6]>\n  const %ax : i64[1] = dense<[1]>\n"
+         "  %m = MatMul(%x, %w)" + kG + " : f32[4,9,8]\n"
+         "  %a = Add(%m, %b)" + kG + " : f32[4,9,8]\n"
+         "  %v = Reshape(%a, %s1)" + kG + " : f32[1,2,2,3,3,8]\n"
+         "  %t = Transpose(%v) {perm = [0,1,3,2,4,5]}" + kG + " : f32[1,2,3,2,3,8]\n"
+         "  %i = Reshape(%t, %s2)" + kG + " : f32[1,6,6,8]\n"
+         "  %c = Slice(%i, %st, %en, %ax)" + kG + " : f32[1,6,6,8]\n"
+         "  %y = Add(%r, %c)" + kG + " : f32[1,6,6,8]\n  return %y\n}\n";
+}
+
 // Odd extents through a Transpose, no tail: the group writes the view.
 std::string transpose_only_model() {
   return "graph @g opset 17 {\n  input %x : f32[7,13]\n  const %w : f32[13,11] = " + values(143, 7) + "\n"
@@ -210,6 +227,13 @@ TEST_F(FusionStoreViews, SplitKReduceStoresThroughTheView) {
                     {.dispatches = 2, .name = "splitk_reduce+reshape+add+relu", .image_refused = "packed axis"}, {"f"});
 }
 
+TEST_F(FusionStoreViews, SwinWindowReverseWithAnIdentityCrop) {
+  expect_store_view(swin_model(), {{random_tensor({4, 9, 8}, 30), random_tensor({1, 6, 6, 8}, 31)}},
+                    // Images: [1,6,6,8] is packed along axis 1, a row of windows.
+                    {.name = "+add+reshape_transpose_reshape_slice+add", .image_refused = "moves the packed axis"},
+                    {"v", "t", "i", "c"});
+}
+
 TEST_F(FusionStoreViews, OddSizesTransposeWithoutATail) {
   // Images: the GEMM stores a scratch buffer, whose copy kernel takes the view.
   expect_store_view(transpose_only_model(), {{random_tensor({7, 13}, 19)}},
@@ -252,6 +276,18 @@ TEST(FusionStoreViewsPlan, ASliceIsNoStoreView) {
                  "  %s = Slice(%m, %st, %en, %ax)" + kG + " : f32[4,4]\n"
                  "  %y = Add(%s, %r)" + kG + " : f32[4,4]\n  return %y\n}\n",
                  "not a bijection");
+}
+
+TEST(FusionStoreViewsPlan, ASliceThatCropsIsNoStoreView) {
+  std::string text = swin_model();
+  const std::string crop = "dense<[6]>";
+  text.replace(text.find(crop), crop.size(), "dense<[5]>");
+  for (const char* shape : {"%c = Slice(%i, %st, %en, %ax)" , "%y = Add(%r, %c)"}) {
+    const size_t at = text.find(shape);
+    text.replace(text.find("f32[1,6,6,8]", at), 12, "f32[1,5,6,8]");
+  }
+  text.replace(text.find("input %r : f32[1,6,6,8]"), 23, "input %r : f32[1,5,6,8]");
+  expect_refused(text, "is not a bijection");
 }
 
 TEST(FusionStoreViewsPlan, AViewValueReadOutsideTheGroup) {

@@ -185,6 +185,31 @@ class Partitioner {
     return l;
   }
 
+  // A Slice whose output has its input's shape, with unit steps (so it
+  // starts at 0): a bijection, which an anchor may store through (swin's
+  // crop after a window reverse that needed no padding). (An Expand to its
+  // own shape stays an elementwise node.)
+  bool identity_slice(kiln_node_id_t n, const kiln::plugin::NodeInfo& info) const {
+    if (info.op != "Slice") return false;
+    const auto in = g_.inputs(n);
+    const auto out = g_.outputs(n);
+    if (in.empty() || in[0] == KILN_NO_ID || out.size() != 1 || shape_key(in[0]).empty() ||
+        shape_key(in[0]) != shape_key(out[0]))
+      return false;
+    for (size_t k = 1; k < in.size(); ++k)
+      if (in[k] != KILN_NO_ID && !g_.is_constant(in[k])) return false;
+    if (in.size() < 5 || in[4] == KILN_NO_ID) return true;
+    auto steps = g_.value(in[4]);
+    size_t bytes = 0;
+    const void* data = g_.constant_data(in[4], &bytes);
+    if (!steps || !data) return false;
+    for (size_t i = 0; steps->dtype == KILN_PLUGIN_DTYPE_INT64 && i < bytes / 8; ++i)
+      if (static_cast<const int64_t*>(data)[i] != 1) return false;
+    for (size_t i = 0; steps->dtype == KILN_PLUGIN_DTYPE_INT32 && i < bytes / 4; ++i)
+      if (static_cast<const int32_t*>(data)[i] != 1) return false;
+    return steps->dtype == KILN_PLUGIN_DTYPE_INT64 || steps->dtype == KILN_PLUGIN_DTYPE_INT32;
+  }
+
   // Conv kinds of FCM: depthwise (group == in == out channels) and pointwise
   // (1x1, stride 1, unpadded, group 1), 2-D only.
   void conv_kind(kiln_node_id_t n, kiln::fusion::DagNode& d) const {
@@ -237,7 +262,7 @@ class Partitioner {
       if (out.size() != 1 || out[0] == KILN_NO_ID || host_.count(out[0]) || has_subgraph(n)) continue;
       const std::string key = shape_key(out[0]);
       if (key.empty()) continue;
-      if (info->domain.empty() && kStoreViewOps.count(info->op)) {
+      if (info->domain.empty() && (kStoreViewOps.count(info->op) || identity_slice(n, *info))) {
         d.store_view = true;  // opaque, but an anchor may store through it (add_store_views)
         d.shape_class = shape_ids.emplace(key, static_cast<int>(shape_ids.size())).first->second;
         continue;

@@ -54,8 +54,9 @@ struct DagNode {
   int shape_class = -1;    // equal ids <=> equal output dims (expressions) and dtype
   bool escapes = false;    // its output is a graph output or read inside a sub-graph
   // A data-movement node an anchor may store through (a bijection of
-  // coordinates: Transpose, Reshape, Flatten, Squeeze, Unsqueeze). Opaque
-  // otherwise; its shape_class is set all the same.
+  // coordinates: Transpose, Reshape, Flatten, Squeeze, Unsqueeze, a Slice
+  // keeping the shape with unit steps). Opaque otherwise; its shape_class
+  // is set all the same.
   bool store_view = false;
 };
 
