@@ -9,6 +9,7 @@
 #include <set>
 
 #include "planner/execution_plan.h"
+#include "planner/fusion_views.h"
 #include "planner/glsl_codegen.h"
 #include "planner/index_view.h"
 #include "planner/lower_util.h"
@@ -368,6 +369,29 @@ Status lower_fused_store_views(PlanBuilder& builder, const ir::Graph& graph, con
   }
   for (KernelDesc& kd : kernels) builder.pending_kernels().push_back(std::move(kd));
   return ok_status();
+}
+
+std::optional<std::vector<FusionGroup>> store_view_halves(const ir::Graph& graph, const FusionGroup& group) {
+  if (group.in_subgraph) return std::nullopt;
+  const ViewSplit load = split_view_nodes(graph, group);
+  const std::optional<StoreViewSplit> split = split_store_views(graph, load.core);
+  if (!split) return std::nullopt;
+  // The tail half: the store views, the tail, and (latest first) every
+  // load-side view whose output a member of that half reads.
+  std::set<ir::NodeId> tail(split->views.begin(), split->views.end());
+  tail.insert(split->tail.begin(), split->tail.end());
+  for (auto v = load.views.rbegin(); v != load.views.rend(); ++v) {
+    const ir::ValueId out = graph.node(*v).outputs[0];
+    for (ir::NodeId m : tail)
+      if (std::find(graph.node(m).inputs.begin(), graph.node(m).inputs.end(), out) != graph.node(m).inputs.end()) {
+        tail.insert(*v);
+        break;
+      }
+  }
+  std::vector<FusionGroup> halves{{group.id + ".anchor", {}}, {group.id + ".tail", {}}};
+  for (ir::NodeId nid : group.nodes) halves[tail.count(nid) ? 1 : 0].nodes.push_back(nid);
+  if (halves[0].nodes.empty() || halves[1].nodes.empty()) return std::nullopt;
+  return halves;
 }
 
 }  // namespace kiln::planner

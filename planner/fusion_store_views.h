@@ -89,4 +89,13 @@ std::string store_view_blocker(const ir::Graph& graph, const PlanBuilder& builde
 Status lower_fused_store_views(PlanBuilder& builder, const ir::Graph& graph, const FusionGroup& group,
                                const StoreViewSplit& split, const LoweringRegistry& lowerings);
 
+// A group with store views that cannot fuse, split into the two groups
+// the fusion plugin joined (plugins/fusion: add_store_views): the anchor
+// part with the load-side prologues it reads, then the store views (now a
+// load-side prologue of the tail) with the tail and its own prologues;
+// each in `group`'s order, ids "<id>.anchor" and "<id>.tail". So a group
+// refused for an image whose packed axis the chain moves still runs as two
+// fused groups, as without store views. nullopt for other groups.
+std::optional<std::vector<FusionGroup>> store_view_halves(const ir::Graph& graph, const FusionGroup& group);
+
 }  // namespace kiln::planner
