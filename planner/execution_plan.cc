@@ -10,6 +10,7 @@
 #include "kiln/kiln_plugin.h"
 #include "planner/control_flow.h"
 #include "planner/fusion.h"
+#include "planner/fusion_store_views.h"
 #include "planner/fusion_views.h"
 #include "planner/inplace.h"
 #include "planner/plan_builder.h"
@@ -363,29 +364,45 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
     }
     for (ir::NodeId nid : g.nodes) deferred[nid] = &g;
   }
-  const auto lower_group = [&](const FusionGroup& g) -> Status {
-    const ir::NodeId last = g.nodes.back();
-    std::string why;
-    for (ir::NodeId nid : g.nodes) {
-      bool inputs_host = true;
-      for (ir::ValueId v : graph.node(nid).inputs)
-        if (v != ir::kNoValue && !host_known[static_cast<size_t>(v)]) inputs_host = false;
-      if (inputs_host) why = graph.node(nid).describe() + " runs on the host (its inputs are host values)";
-    }
-    if (why.empty()) {
-      const Checkpoint before = checkpoint(builder, graph, g.nodes);
-      Status fused = lower_fused_with_views(builder, graph, g, lowerings);
-      if (fused.ok()) fused = check_buffer_ranges(builder, graph.node(last));
-      if (fused.ok()) {
-        emit_pending(builder, last);
-        return ok_status();
+  const auto lower_group = [&](const FusionGroup& whole) -> Status {
+    // A store-view group that cannot fuse may still fuse as the two groups
+    // it joined (fusion_store_views.h): its anchor part, its views and tail.
+    std::vector<FusionGroup> work{whole};
+    for (size_t i = 0; i < work.size(); ++i) {
+      const FusionGroup g = work[i];
+      if (g.nodes.size() == 1) {
+        KILN_RETURN_IF_ERROR(lower_node(g.nodes[0]));
+        continue;
       }
-      if (fused.code() != StatusCode::kUnimplemented) return fused;
-      rollback(builder, before);
-      why = fused.message();
+      const ir::NodeId last = g.nodes.back();
+      std::string why = i == 0 ? std::string() : fusion_blocker_with_views(graph, builder, g);
+      for (ir::NodeId nid : g.nodes) {
+        bool inputs_host = true;
+        for (ir::ValueId v : graph.node(nid).inputs)
+          if (v != ir::kNoValue && !host_known[static_cast<size_t>(v)]) inputs_host = false;
+        if (inputs_host) why = graph.node(nid).describe() + " runs on the host (its inputs are host values)";
+      }
+      if (why.empty()) {
+        const Checkpoint before = checkpoint(builder, graph, g.nodes);
+        Status fused = lower_fused_with_views(builder, graph, g, lowerings);
+        if (fused.ok()) fused = check_buffer_ranges(builder, graph.node(last));
+        if (fused.ok()) {
+          emit_pending(builder, last);
+          continue;
+        }
+        if (fused.code() != StatusCode::kUnimplemented) return fused;
+        rollback(builder, before);
+        why = fused.message();
+      }
+      if (auto halves = store_view_halves(graph, g)) {
+        plan.fusion_notes.push_back("fusion group '" + g.id + "' (" + std::to_string(g.nodes.size()) +
+                                    " nodes) runs as two groups, its anchor part and its tail: " + why);
+        work.insert(work.begin() + static_cast<std::ptrdiff_t>(i) + 1, halves->begin(), halves->end());
+        continue;
+      }
+      note(g, why);
+      for (ir::NodeId nid : g.nodes) KILN_RETURN_IF_ERROR(lower_node(nid));
     }
-    note(g, why);
-    for (ir::NodeId nid : g.nodes) KILN_RETURN_IF_ERROR(lower_node(nid));
     return ok_status();
   };
   for (ir::NodeId nid : main_order) {

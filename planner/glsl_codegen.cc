@@ -94,7 +94,9 @@ class Emitter {
     // integer arithmetic first; f16 image results then match f16 buffers.
     if (f16_image_store_) s << fill_shader("round_f16.glsl") << "\n";
     for (size_t b = 0; b < desc_.tensors.size(); ++b) s << accessors(desc_.tensors[b], static_cast<int>(b));
-    if (epilogue_) s << desc_.store_epilogue.code << "\n" << epilogue_stores(*epilogue_);
+    if (epilogue_)
+      s << desc_.store_epilogue.code << "\n"
+        << (epilogue_->view ? store_view_stores(*epilogue_) : epilogue_stores(*epilogue_));
     s << desc_.helpers << "\n";
     if (desc_.family == KernelDesc::Family::kMap) s << map_main();
     else s << desc_.body << "\n";
@@ -111,8 +113,10 @@ class Emitter {
       if (!names.insert(t.name).second)
         return invalid_argument("kernel '" + desc_.name + "': duplicate tensor name '" + t.name + "'");
       if (t.written) ++written;
-      if (t.view && t.written)
-        return invalid_argument("kernel '" + desc_.name + "': tensor '" + t.name + "' is written through a view");
+      // A store view (written through a view) is the store epilogue's tensor.
+      if (t.view && t.written && (desc_.store_epilogue.empty() || desc_.store_epilogue.tensor != t.name))
+        return invalid_argument("kernel '" + desc_.name + "': tensor '" + t.name +
+                                "' is written through a view without a store epilogue");
       if (t.layout.storage == Storage::kImage) {
         if (t.layout.type == ElemType::kI32)
           return invalid_argument("kernel '" + desc_.name + "': integer tensor '" + t.name + "' cannot be an image");
@@ -273,6 +277,7 @@ class Emitter {
   }
 
   std::string accessors(const KernelTensor& t, int binding) {
+    if (t.view && t.written) return store_view_accessors(t, binding);
     if (t.view) return view_accessors(t, binding);
     const int rank = std::max<int>(1, static_cast<int>(t.shape.size()));
     const std::string& n = t.name;
@@ -377,6 +382,83 @@ class Emitter {
       << "  for (int l = 0; l < 4 && l < m; ++l) r[l] = kiln_epilogue(" << lane_args << "i + l * " << stride
       << ", v[l]);\n"
       << "  " << n << "_st4_raw(" << coord_args(rank) << ", r);\n}\n\n";
+    return s.str();
+  }
+
+  // A store view Y (written through a view, planner/fusion_store_views.h):
+  // the kernel addresses Y by its logical shape (Y_D<k>, Y_index, Y_VEC)
+  // while the binding is the view's source, Y_src, of another shape.
+  // Y_map sends a logical coordinate to Y_src's (the view's program).
+  std::string store_view_accessors(const KernelTensor& t, int binding) {
+    const int rank = std::max<int>(1, static_cast<int>(t.shape.size()));
+    const std::string& n = t.name;
+    const KernelTensor src = source_of(t);
+    const int srank = std::max<int>(1, static_cast<int>(src.shape.size()));
+    const CoordProgram& program = programs_[static_cast<size_t>(binding)];
+    std::vector<std::string> params, source;
+    for (size_t j = 0; j < program.params.size(); ++j) params.push_back(n + "_V" + std::to_string(j));
+    const std::string map = coord_program_glsl(program, params, &source);
+    std::ostringstream s;
+    s << accessors(src, binding);
+    s << "// tensor " << n << ": stored into " << src.name << " through a view (" << t.view->describe() << ")\n";
+    s << "#define " << n << "_VEC " << vec_axis(t) << "\n";
+    s << "#define " << n << (t.layout.storage == Storage::kBuffer ? "_IS_BUFFER" : "_IS_IMAGE") << " 1\n";
+    s << "int " << n << "_index(" << coord_params(rank) << ") { return " << linear_expr(n, rank) << "; }\n";
+    s << "void " << n << "_map(" << coord_params(rank);
+    for (int k = 0; k < srank; ++k) s << ", out int o" << k;
+    s << ") {\n" << map;
+    for (int k = 0; k < srank; ++k) s << "  o" << k << " = " << source[static_cast<size_t>(k)] << ";\n";
+    s << "}\n\n";
+    return s.str();
+  }
+
+  // The public stores of a store view Y: each element through
+  // kiln_epilogue(c.., ci, o.., oi, v), with c/ci its coordinates and
+  // linear index in Y's logical shape and o/oi those in Y_src. Buffers store
+  // one element at a time (Y_st and each lane of Y_st4). Images: the
+  // planner guarantees that Y_VEC maps onto Y_src's packed axis lane for
+  // lane from a multiple of 4, so Y_st4 stays one texel store.
+  std::string store_view_stores(const KernelTensor& t) {
+    const int rank = std::max<int>(1, static_cast<int>(t.shape.size()));
+    const std::string& n = t.name;
+    const KernelTensor src = source_of(t);
+    const std::string sn = src.name;
+    const int srank = std::max<int>(1, static_cast<int>(src.shape.size()));
+    const int a = vec_axis(t);
+    const std::string S = glsl_scalar(t.layout.type);
+    const std::string V = glsl_vec4(t.layout.type);
+    const std::string os = coord_args(srank, "o");
+    const std::string map = "  int " + os + ";\n  " + n + "_map(" + coord_args(rank) + ", " + os +
+                            ");\n  int oi = " + linear_expr(sn, srank, "o") + ";\n";
+    const auto stride = [](const std::string& name, int axis, int r) {  // of the linear index along `axis`
+      std::string e = "1";
+      for (int k = axis + 1; k < r; ++k) e = (e == "1" ? "" : e + " * ") + dim_name(name, k);
+      return e;
+    };
+    std::ostringstream s;
+    s << "// stores of " << n << " into " << sn << " through kiln_epilogue\n";
+    if (t.layout.storage == Storage::kBuffer) {
+      s << "void " << n << "_st_at(" << coord_params(rank) << ", int ci, " << S << " v) {\n" << map << "  " << sn
+        << "_st(oi, kiln_epilogue(" << coord_args(rank) << ", ci, " << os << ", oi, v));\n}\n";
+      s << "void " << n << "_st(int i, " << S << " v) {\n  int t = i;\n  int " << coord_args(rank) << ";\n"
+        << decompose(n, rank, "t") << "  " << n << "_st_at(" << coord_args(rank) << ", i, v);\n}\n";
+      std::string lane_args;
+      for (int k = 0; k < rank; ++k) lane_args += (k ? ", c" : "c") + std::to_string(k) + (k == a ? " + l" : "");
+      s << "void " << n << "_st4(" << coord_params(rank) << ", " << V << " v) {\n  int ci = " << n << "_index("
+        << coord_args(rank) << "); int m = " << dim_name(n, a) << " - c" << a
+        << ";\n  for (int l = 0; l < 4 && l < m; ++l) " << n << "_st_at(" << lane_args << ", ci + l * "
+        << stride(n, a, rank) << ", v[l]);\n}\n\n";
+      return s.str();
+    }
+    const int pa = src.layout.packed_axis;
+    std::string lane_args;
+    for (int k = 0; k < rank; ++k) lane_args += "c" + std::to_string(k) + (k == a ? " + l, " : ", ");
+    lane_args += "ci + l * " + stride(n, a, rank) + ", ";
+    for (int k = 0; k < srank; ++k) lane_args += "o" + std::to_string(k) + (k == pa ? " + l, " : ", ");
+    s << "void " << n << "_st4(" << coord_params(rank) << ", " << V << " v) {\n" << map << "  int ci = " << n
+      << "_index(" << coord_args(rank) << "); int m = " << dim_name(n, a) << " - c" << a << ";\n  " << V
+      << " r = v;\n  for (int l = 0; l < 4 && l < m; ++l) r[l] = kiln_epilogue(" << lane_args << "oi + l * "
+      << stride(sn, pa, srank) << ", v[l]);\n  " << sn << "_st4(" << os << ", r);\n}\n\n";
     return s.str();
   }
 

@@ -57,7 +57,21 @@
 //                 axis), lanes past the end read 0; any c[X_VEC] works
 // and X_IS_VIEW 1. The map's own extents are parameters X_V<j>. A view
 // defines neither X_IS_BUFFER nor X_IS_IMAGE nor X_data: a kernel that
-// needs them cannot read through a view. A written tensor cannot be one.
+// needs them cannot read through a view.
+//
+// Store views: a written tensor Y with a view must carry the store epilogue
+// (planner/fusion_store_views.h). The kernel addresses Y by the view's
+// logical shape (Y_D<k>, Y_NUMEL, Y_VEC, Y_index, Y_IS_BUFFER/Y_IS_IMAGE
+// of the source's storage) and the binding is the source, Y_src, of the
+// view's source_shape; Y_map(c.., out o..) is the view's program. The
+// epilogue's code defines
+//   S kiln_epilogue(int c0, ..., int ci, int o0, ..., int oi, S v)
+// taking both places of an element: c/ci in Y's logical shape (row-major
+// index) and o = Y_map(c)/oi in Y_src's. The public Y_st / Y_st4 store each
+// element to Y_src at o through it: buffers element by element; an
+// image's Y_st4 is one texel store, which needs Y_VEC to map onto Y_src's
+// packed axis lane for lane from a multiple of 4 (the planner checks
+// that). Y_data, Y_img and Y_texel do not exist.
 //
 // The map harness (Family::kMap). The single written tensor Y is covered by
 // invocations that each own four consecutive elements along Y_VEC. For each

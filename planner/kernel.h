@@ -92,8 +92,11 @@ struct KernelTensor {
   // Read through an index view (index_view.h; set by fusion, fusion_views.h):
   // `tensor` and `layout` are the view's SOURCE, addressed with the view's
   // source_shape, while `shape` is the view's logical shape, the one the
-  // kernel sees through X_at/X_ld/X_at4 (glsl_codegen.h). Read-only; never
-  // `elementwise`. Null: the tensor is read as it is.
+  // kernel sees through X_at/X_ld/X_at4 (glsl_codegen.h). Never
+  // `elementwise`. A written tensor with a view is a store view (the kernel
+  // addresses `shape`, its stores land in the source through the view's
+  // map; fusion_store_views.h), which needs the kernel's store epilogue.
+  // Null: the tensor is read or written as it is.
   std::shared_ptr<const IndexView> view;
   // Buffers only: other workgroups of the same dispatch read what this one
   // writes (the split-K fix-up): the binding is `coherent`, so its loads and
@@ -115,7 +118,8 @@ struct KernelParam {
 struct StoreEpilogue {
   std::string tensor;  // the written tensor's name; empty = no epilogue
   // GLSL defining `S kiln_epilogue(int oc0, ..., int ocR-1, int oi, S v)`
-  // for `tensor`'s rank R and scalar type S (any helpers it needs first).
+  // for `tensor`'s rank R and scalar type S (any helpers it needs first);
+  // a store view's takes both of its coordinates (glsl_codegen.h).
   std::string code;
   bool empty() const { return tensor.empty(); }
 };

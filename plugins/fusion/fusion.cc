@@ -11,6 +11,9 @@
 //       device's shared memory and compute units (target_info, ABI 1.3);
 //   (d) attention, MatMul -> scale/mask -> Softmax -> MatMul, found before
 //       the clustering, which then leaves its nodes alone (attention_pattern.h);
+//   (e) an anchor (or a (b) group) whose output reaches elementwise nodes
+//       through a Reshape/Transpose chain read only there: the anchor
+//       stores through the chain (add_store_views);
 //   and, at the start of (a), (b) and (d) groups or with a lone consumer (also
 //   a Concat), data-movement nodes (Transpose, Reshape, Slice, Gather of one
 //   constant index, ...) the consumer reads through an index view instead
@@ -50,6 +53,8 @@ using kiln::plugin::Rewriter;
 
 // A symbolic dim's loop extent in Eq. 1.
 constexpr int64_t kNominalExtent = 64;
+// The data-movement ops an anchor may store through (planner/fusion_store_views.h).
+const std::set<std::string> kStoreViewOps = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze"};
 // Td: a group weighs less than this many times the heaviest node.
 constexpr double kThresholdFactor = 8.0;
 // What the planner keeps on the host among graph inputs (execution_plan.h).
@@ -84,6 +89,7 @@ class Partitioner {
     groups = decide_dwpw(groups);
     groups.insert(groups.end(), attention.begin(), attention.end());
     std::sort(groups.begin(), groups.end());
+    groups = add_store_views(groups);
     groups = add_view_prologues(groups);
     std::vector<int> group_of(dag_.nodes.size());
     for (size_t i = 0; i < group_of.size(); ++i) group_of[i] = static_cast<int>(groups.size() + i);
@@ -202,6 +208,31 @@ class Partitioner {
     return l;
   }
 
+  // A Slice whose output has its input's shape, with unit steps (so it
+  // starts at 0): a bijection, which an anchor may store through (swin's
+  // crop after a window reverse that needed no padding). (An Expand to its
+  // own shape stays an elementwise node.)
+  bool identity_slice(kiln_node_id_t n, const kiln::plugin::NodeInfo& info) const {
+    if (info.op != "Slice") return false;
+    const auto in = g_.inputs(n);
+    const auto out = g_.outputs(n);
+    if (in.empty() || in[0] == KILN_NO_ID || out.size() != 1 || shape_key(in[0]).empty() ||
+        shape_key(in[0]) != shape_key(out[0]))
+      return false;
+    for (size_t k = 1; k < in.size(); ++k)
+      if (in[k] != KILN_NO_ID && !g_.is_constant(in[k])) return false;
+    if (in.size() < 5 || in[4] == KILN_NO_ID) return true;
+    auto steps = g_.value(in[4]);
+    size_t bytes = 0;
+    const void* data = g_.constant_data(in[4], &bytes);
+    if (!steps || !data) return false;
+    for (size_t i = 0; steps->dtype == KILN_PLUGIN_DTYPE_INT64 && i < bytes / 8; ++i)
+      if (static_cast<const int64_t*>(data)[i] != 1) return false;
+    for (size_t i = 0; steps->dtype == KILN_PLUGIN_DTYPE_INT32 && i < bytes / 4; ++i)
+      if (static_cast<const int32_t*>(data)[i] != 1) return false;
+    return steps->dtype == KILN_PLUGIN_DTYPE_INT64 || steps->dtype == KILN_PLUGIN_DTYPE_INT32;
+  }
+
   // Conv kinds of FCM: depthwise (group == in == out channels) and pointwise
   // (1x1, stride 1, unpadded, group 1), 2-D only.
   void conv_kind(kiln_node_id_t n, kiln::fusion::DagNode& d) const {
@@ -261,6 +292,11 @@ class Partitioner {
       if (out.size() != 1 || out[0] == KILN_NO_ID || host_.count(out[0]) || has_subgraph(n)) continue;
       const std::string key = shape_key(out[0]);
       if (key.empty()) continue;
+      if (info->domain.empty() && (kStoreViewOps.count(info->op) || identity_slice(n, *info))) {
+        d.store_view = true;  // opaque, but an anchor may store through it (add_store_views)
+        d.shape_class = shape_ids.emplace(key, static_cast<int>(shape_ids.size())).first->second;
+        continue;
+      }
       if (mapping == KILN_MAPPING_ONE_TO_ONE || mapping == KILN_MAPPING_ONE_TO_MANY) d.role = Role::kElementwise;
       else if (mapping == KILN_MAPPING_MANY_TO_MANY) d.role = Role::kAnchor;
       else continue;
@@ -377,6 +413,84 @@ class Partitioner {
     if (!info || !info->domain.empty() || info->op != "Concat" || has_subgraph(n)) return false;
     const auto out = g_.outputs(n);
     return out.size() == 1 && out[0] != KILN_NO_ID && !host_.count(out[0]) && !shape_key(out[0]).empty();
+  }
+
+  // The one DAG node reading view node `i` (Shape/Size aside), if `i` may be
+  // a view and exactly one node reads it.
+  std::optional<int> sole_view_consumer(int i) const {
+    const auto consumers = view_consumers(i);
+    if (!consumers || consumers->size() != 1) return std::nullopt;
+    return consumers->front();
+  }
+
+  // An anchor whose output reaches elementwise nodes only through a chain of
+  // Reshape/Transpose-like nodes (ViT's out-projection -> Reshape ->
+  // Reshape -> residual Add; ConvNeXt's fc2 -> layer scale -> Transpose ->
+  // residual Add) stores the elementwise result through the chain: the
+  // anchor's group (or the lone anchor), the chain and the elementwise
+  // consumer (with the elementwise group it starts, if any) become one
+  // group when classify says it is a legal (d) group. Before the view
+  // prologues, which would otherwise take the chain into the consumer.
+  // The merge makes no cycle: the anchor part's only edge out is the
+  // chain, whose only edge out goes into the tail.
+  std::vector<std::vector<int>> add_store_views(std::vector<std::vector<int>> groups) {
+    std::vector<int> group_of(dag_.nodes.size(), -1);
+    for (size_t k = 0; k < groups.size(); ++k)
+      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+    std::vector<bool> dropped(groups.size(), false);
+    for (int a = 0; a < static_cast<int>(dag_.nodes.size()); ++a) {
+      // `a` the sink of an anchor part: a lone anchor or an (b) group's sink.
+      const int ga = group_of[static_cast<size_t>(a)];
+      std::vector<int> anchor_part{a};
+      if (ga >= 0) {
+        if (dropped[static_cast<size_t>(ga)] || groups[static_cast<size_t>(ga)].back() != a ||
+            kiln::fusion::classify(dag_, groups[static_cast<size_t>(ga)]) != GroupKind::kAnchor)
+          continue;
+        anchor_part = groups[static_cast<size_t>(ga)];
+      } else if (dag_.nodes[static_cast<size_t>(a)].role != Role::kAnchor) {
+        continue;
+      }
+      // The chain, each link the only reader of the one before.
+      std::vector<int> views;
+      int at = a;
+      while (dag_.nodes[static_cast<size_t>(at)].succs.size() == 1) {
+        const int next = dag_.nodes[static_cast<size_t>(at)].succs[0];
+        if (!dag_.nodes[static_cast<size_t>(next)].store_view || group_of[static_cast<size_t>(next)] >= 0 ||
+            !sole_view_consumer(next))
+          break;
+        views.push_back(next);
+        at = next;
+      }
+      if (views.empty()) continue;
+      const std::optional<int> c = sole_view_consumer(views.back());
+      if (!c || dag_.nodes[static_cast<size_t>(*c)].role != Role::kElementwise) continue;
+      // The tail: the consumer, or the elementwise group it starts.
+      const int gc = group_of[static_cast<size_t>(*c)];
+      std::vector<int> tail{*c};
+      if (gc >= 0) {
+        if (dropped[static_cast<size_t>(gc)] || groups[static_cast<size_t>(gc)].front() != *c ||
+            kiln::fusion::classify(dag_, groups[static_cast<size_t>(gc)]) != GroupKind::kElementwise)
+          continue;
+        tail = groups[static_cast<size_t>(gc)];
+      }
+      std::vector<int> merged = anchor_part;
+      merged.insert(merged.end(), views.begin(), views.end());
+      merged.insert(merged.end(), tail.begin(), tail.end());
+      std::sort(merged.begin(), merged.end());
+      if (kiln::fusion::classify(dag_, merged) != GroupKind::kStoreView) continue;
+      if (ga >= 0) dropped[static_cast<size_t>(ga)] = true;
+      if (gc >= 0) dropped[static_cast<size_t>(gc)] = true;
+      const int k = static_cast<int>(groups.size());
+      groups.push_back(merged);
+      dropped.push_back(false);
+      for (int m : merged) group_of[static_cast<size_t>(m)] = k;
+      store_view_nodes_ += static_cast<int64_t>(views.size());
+    }
+    std::vector<std::vector<int>> out;
+    for (size_t k = 0; k < groups.size(); ++k)
+      if (!dropped[k]) out.push_back(std::move(groups[k]));
+    std::sort(out.begin(), out.end());
+    return out;
   }
 
   // DNNFusion fuses reorganize and shuffle ops into their consumers; Kiln's
@@ -502,8 +616,11 @@ class Partitioner {
     rw_.add_statistic("groups-anchor", kinds[static_cast<int>(GroupKind::kAnchor)]);
     rw_.add_statistic("groups-dwpw", dwpw_groups_);
     rw_.add_statistic("attention-groups", kinds[static_cast<int>(GroupKind::kAttention)]);
+    if (kinds[static_cast<int>(GroupKind::kStoreView)])
+      rw_.add_statistic("groups-store-view", kinds[static_cast<int>(GroupKind::kStoreView)]);
     if (view_nodes_) rw_.add_statistic("view-prologue-nodes", view_nodes_);
     if (views_cloned_) rw_.add_statistic("views-cloned", views_cloned_);
+    if (store_view_nodes_) rw_.add_statistic("store-view-nodes", store_view_nodes_);
     if (dwpw_refused_) rw_.add_statistic("dwpw-refused", dwpw_refused_);
     rw_.add_statistic("complex-ops-per-group-max", complex_max);
     rw_.add_statistic("weight-balance-jain-x1000", static_cast<int64_t>(1000.0 * kiln::fusion::jain_index(w) + 0.5));
@@ -522,6 +639,7 @@ class Partitioner {
   std::set<int> shared_views_;  // ... of them, those that joined several groups
   std::set<int> attention_;     // the first DAG node of each attention group
   int64_t dwpw_groups_ = 0, dwpw_refused_ = 0, cleared_ = 0, view_nodes_ = 0, views_cloned_ = 0;
+  int64_t store_view_nodes_ = 0;
 };
 
 class FusionPass : public kiln::plugin::Pass {

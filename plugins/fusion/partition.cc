@@ -20,6 +20,7 @@ const char* group_kind_name(GroupKind kind) {
     case GroupKind::kAnchor: return "anchor";
     case GroupKind::kDwPw: return "dwpw";
     case GroupKind::kAttention: return "attention";
+    case GroupKind::kStoreView: return "store-view";
     case GroupKind::kIllegal: break;
   }
   return "illegal";
@@ -176,8 +177,52 @@ GroupKind classify_dwpw(const Dag& dag, const std::vector<int>& members, int dw,
 
 }  // namespace
 
+GroupKind classify_store_view(const Dag& dag, const std::vector<int>& members) {
+  if (members.size() < 3 || !std::is_sorted(members.begin(), members.end())) return GroupKind::kIllegal;
+  const auto node = [&](int m) -> const DagNode& { return dag.nodes[static_cast<size_t>(m)]; };
+  // Split in order: the anchor part, the views, the tail.
+  std::vector<int> anchor_part, views, tail;
+  for (int m : members) {
+    if (node(m).store_view && tail.empty() && !anchor_part.empty()) views.push_back(m);
+    else (views.empty() ? anchor_part : tail).push_back(m);
+  }
+  if (views.empty() || tail.empty()) return GroupKind::kIllegal;
+  if (anchor_part.size() == 1 ? node(anchor_part[0]).role != Role::kAnchor
+                              : classify(dag, anchor_part) != GroupKind::kAnchor)
+    return GroupKind::kIllegal;
+  // The chain: each link's only reader is the next one.
+  int prev = anchor_part.back();
+  for (int v : views) {
+    const DagNode& p = node(prev);
+    if (p.escapes || p.succs.size() != 1 || p.succs[0] != v || node(v).data_pred != prev ||
+        member_preds(dag, members, v) != 1)
+      return GroupKind::kIllegal;
+    prev = v;
+  }
+  const DagNode& last = node(prev);
+  if (last.escapes || last.shape_class < 0) return GroupKind::kIllegal;
+  for (int s : last.succs)
+    if (!contains(tail, s)) return GroupKind::kIllegal;
+  // The tail: an (a) DAG fed by the last view alone, of its shape.
+  for (size_t k = 0; k < tail.size(); ++k) {
+    const DagNode& n = node(tail[k]);
+    if (n.role != Role::kElementwise || n.shape_class != last.shape_class) return GroupKind::kIllegal;
+    const int from_tail = member_preds(dag, tail, tail[k]);
+    const bool reads_view = std::find(n.preds.begin(), n.preds.end(), prev) != n.preds.end();
+    if (member_preds(dag, members, tail[k]) != from_tail + (reads_view ? 1 : 0)) return GroupKind::kIllegal;
+    if (k == 0 ? (!reads_view || from_tail != 0) : from_tail == 0) return GroupKind::kIllegal;
+    if (tail[k] == members.back()) continue;
+    if (n.escapes || n.succs.empty()) return GroupKind::kIllegal;
+    for (int s : n.succs)
+      if (!contains(tail, s)) return GroupKind::kIllegal;
+  }
+  return GroupKind::kStoreView;
+}
+
 GroupKind classify(const Dag& dag, const std::vector<int>& members) {
   if (members.size() < 2 || !std::is_sorted(members.begin(), members.end())) return GroupKind::kIllegal;
+  for (int m : members)
+    if (dag.nodes[static_cast<size_t>(m)].store_view) return classify_store_view(dag, members);
   const int sink = members.back();
   std::vector<int> anchors;
   for (int m : members) {

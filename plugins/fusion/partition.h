@@ -42,6 +42,7 @@ enum class GroupKind : uint8_t {
   // (d) MatMul -> scale/mask -> Softmax -> MatMul (attention_pattern.h):
   // found before clustering, never by classify.
   kAttention,
+  kStoreView,    // (e) an anchor (or a (b) group) -> view chain -> elementwise (classify_store_view)
 };
 const char* group_kind_name(GroupKind kind);
 
@@ -55,6 +56,11 @@ struct DagNode {
   int data_pred = -1;      // producer of input 0 (-1: none in the DAG)
   int shape_class = -1;    // equal ids <=> equal output dims (expressions) and dtype
   bool escapes = false;    // its output is a graph output or read inside a sub-graph
+  // A data-movement node an anchor may store through (a bijection of
+  // coordinates: Transpose, Reshape, Flatten, Squeeze, Unsqueeze, a Slice
+  // keeping the shape with unit steps). Opaque otherwise; its shape_class
+  // is set all the same.
+  bool store_view = false;
 };
 
 // Nodes in a topological order (every pred has a lower index).
@@ -83,6 +89,14 @@ std::vector<int> affix_set(const Dag& dag, const std::vector<int>& cluster_of, c
 // elementwise node before the first anchor (in DAG order); at most one
 // output shape class (two with the DW/PW pair).
 bool compatible(const Dag& dag, const std::vector<int>& members);
+
+// Group (d), planner/fusion_store_views.h: `members` (ascending) are an
+// anchor part (a lone anchor, or an (b) group), then store-view nodes, each
+// the only reader of the node before (the first of the anchor part's
+// sink), none escaping, then a tail of elementwise nodes of the last view's
+// shape class, the first reading the last view and nothing else of the
+// group, each other reading the tail. kStoreView or kIllegal.
+GroupKind classify_store_view(const Dag& dag, const std::vector<int>& members);
 
 // Which legal group `members` (ascending, the last is the sink) is, if any.
 // Every member but the sink has its output read only by members (and not

@@ -1,6 +1,7 @@
 // The partitioning functions on hand-made DAGs: Eq. 1 weights, topological
 // stages and affix sets (Definitions 2-3), CLUSTER's greedy merging under
-// Td, legality by group shape, and the acyclicity check.
+// Td, legality by group shape (store views included), and the acyclicity
+// check.
 #include "plugins/fusion/partition.h"
 
 #include <gtest/gtest.h>
@@ -127,6 +128,52 @@ TEST(FusionBalance, Jain) {
   EXPECT_DOUBLE_EQ(jain_index({2, 2, 2}), 1.0);
   EXPECT_NEAR(jain_index({1, 0, 0, 0}), 0.25, 1e-12);
   EXPECT_EQ(jain_index({}), 0.0);
+}
+
+
+// Group (d): an anchor (part), a chain of store-view nodes, an elementwise
+// tail of the last view's shape class.
+Dag store_view_dag(const std::vector<Role>& roles, const std::vector<std::pair<int, int>>& edges,
+                   const std::vector<int>& views, int view_shape = 1) {
+  Dag d = make(roles, edges);
+  for (int v : views) d.nodes[static_cast<size_t>(v)].store_view = true;
+  // The last view and what follows it have the output's shape.
+  for (size_t i = static_cast<size_t>(views.back()); i < d.nodes.size(); ++i) d.nodes[i].shape_class = view_shape;
+  return d;
+}
+
+TEST(FusionLegality, StoreViews) {
+  // Gemm -> Reshape -> Reshape -> Add (ViT).
+  Dag vit = store_view_dag({A, O, O, E}, {{0, 1}, {1, 2}, {2, 3}}, {1, 2});
+  EXPECT_EQ(classify(vit, {0, 1, 2, 3}), GroupKind::kStoreView);
+  EXPECT_EQ(classify(vit, {1, 2, 3}), GroupKind::kIllegal);  // no anchor part
+  EXPECT_EQ(classify(vit, {0, 1, 2}), GroupKind::kIllegal);  // no tail
+  // MatMul -> Add -> Mul -> Transpose -> Add -> Relu (ConvNeXt): an anchor
+  // group before the view.
+  Dag convnext = store_view_dag({A, E, E, O, E, E}, {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}}, {3});
+  EXPECT_EQ(classify(convnext, {0, 1, 2, 3, 4, 5}), GroupKind::kStoreView);
+  EXPECT_EQ(group_kind_name(GroupKind::kStoreView), std::string("store-view"));
+  // The anchor read besides the chain.
+  Dag forked = store_view_dag({A, O, E, E}, {{0, 1}, {1, 2}, {0, 3}}, {1});
+  EXPECT_EQ(classify(forked, {0, 1, 2}), GroupKind::kIllegal);
+  // A view read outside (escaping), or by two nodes of which one is outside.
+  Dag escapes = vit;
+  escapes.nodes[1].escapes = true;
+  EXPECT_EQ(classify(escapes, {0, 1, 2, 3}), GroupKind::kIllegal);
+  // A tail node reading the anchor itself.
+  Dag reads_anchor = store_view_dag({A, O, E}, {{0, 1}, {1, 2}, {0, 2}}, {1});
+  EXPECT_EQ(classify(reads_anchor, {0, 1, 2}), GroupKind::kIllegal);
+  // A tail of another shape than the last view's.
+  Dag other_shape = vit;
+  other_shape.nodes[3].shape_class = 2;
+  EXPECT_EQ(classify(other_shape, {0, 1, 2, 3}), GroupKind::kIllegal);
+  // Two anchors, or an anchor in the tail.
+  Dag two = store_view_dag({A, O, A}, {{0, 1}, {1, 2}}, {1});
+  EXPECT_EQ(classify(two, {0, 1, 2}), GroupKind::kIllegal);
+  // A tail whose second node starts from outside (two sources).
+  Dag two_sources = store_view_dag({A, O, E, E, E}, {{0, 1}, {1, 2}, {2, 4}, {3, 4}}, {1});
+  EXPECT_EQ(classify(two_sources, {0, 1, 2, 4}), GroupKind::kStoreView);
+  EXPECT_EQ(classify(two_sources, {0, 1, 2, 3, 4}), GroupKind::kIllegal);
 }
 
 }  // namespace
