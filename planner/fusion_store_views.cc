@@ -231,6 +231,8 @@ StatusOr<IndexView> forward_map(PlanBuilder& builder, const ir::Graph& graph, co
       }
       case ViewStep::Kind::kBroadcast:
         return unimplemented("the store view '" + chain.describe() + "' is not a bijection");
+      case ViewStep::Kind::kRotate:  // a bijection, but the plugin never puts a roll in a store chain
+        return unimplemented("the store view '" + chain.describe() + "' has a roll");
     }
   }
   if (!same_shape(forward.shape, chain.source_shape)) return internal_error("inverted store view has the wrong shape");

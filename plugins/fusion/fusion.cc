@@ -592,7 +592,7 @@ class Partitioner {
   }
 
   void statistics(const std::vector<std::vector<int>>& groups, const std::vector<int>& group_of, double td) {
-    int64_t grouped = 0, complex_max = 0, kinds[5] = {};
+    int64_t grouped = 0, complex_max = 0, kinds[static_cast<int>(GroupKind::kStoreView) + 1] = {};
     for (const auto& members : groups) {
       grouped += static_cast<int64_t>(members.size());
       int64_t complex = 0;
