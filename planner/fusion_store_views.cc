@@ -9,6 +9,7 @@
 #include <set>
 
 #include "planner/execution_plan.h"
+#include "planner/fusion_attention.h"
 #include "planner/fusion_views.h"
 #include "planner/glsl_codegen.h"
 #include "planner/index_view.h"
@@ -90,6 +91,9 @@ int passed_axis(const CoordProgram& program, int out_axis) {
 }  // namespace
 
 std::optional<StoreViewSplit> split_store_views(const ir::Graph& graph, const FusionGroup& group) {
+  // An attention group may hold Reshapes between its anchors (swin's
+  // shifted-window mask); it is no anchor -> views -> tail group.
+  if (match_attention(graph, group)) return std::nullopt;
   std::set<ir::ValueId> produced;
   for (ir::NodeId nid : group.nodes)
     for (ir::ValueId v : graph.node(nid).outputs) produced.insert(v);
