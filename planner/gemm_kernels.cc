@@ -259,19 +259,23 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
   // workgroup to finish a tile stores it, saving the reduce pass and its
   // barrier (~2.4 us each on an H100; 43 of resnet50's 164 dispatches at
   // batch 1). It needs memory that outlives the run (an arrival counter per
-  // tile and, with float atomics, the running sums), so constant sizes.
+  // tile and, for the atomic one, the running sums), so constant sizes.
   const ir::Dim tiles_2d = d.groups[0] * d.groups[1] * p.batch;
   const bool constant_tiles = tiles_2d.is_const() && tiles_2d.value() <= kMaxFixupTiles;
   const bool constant_output = p.batch.is_const() && p.m.is_const() && p.n.is_const();
-  // Where the device adds floats atomically in buffers, every workgroup adds
-  // its partial tile into one sum and the last only reads it back: the
-  // default. On the H100 the alternative below, the last workgroup adding
-  // all slices itself, made resnet50's convolutions 1.98 GPU ms against 1.3
-  // with the reduce pass: at batch 1 the few tiles (8 for a 7x7x512 output)
-  // each summed up to 16 slices on one core. So that one (deterministic)
-  // runs only on request (kiln.kernel splitk_reduce=fused), and without float
-  // atomics the reduce pass is the default.
-  const SplitKReduce reduce = p.hint.splitk_reduce.value_or(SplitKReduce::kAtomic);
+  // Two ways to add the slices in the tile kernel itself, each only on
+  // request (kiln.kernel splitk_reduce): "atomic", where the device adds
+  // floats atomically in buffers, every workgroup adds its partial tile
+  // into one sum and the last only reads it back; "fused", the last
+  // workgroup adds all slices itself (deterministic). Both save the reduce
+  // dispatch and lose more than it costs on an H200 (bench/results/
+  // h200-2026-11-26-splitk): with the atomic fix-up resnet50 took 1.33 GPU
+  // ms against 1.18 with the reduce pass, mobilenet_v2 0.53 against 0.48,
+  // convnext_tiny 1.48 against 1.34 (the atomics of up to 16 slices meet
+  // at the same addresses); the slice-summing one made resnet50's
+  // convolutions 1.98 ms against 1.3 on an H100 (the few tiles of a batch-1
+  // late layer each summed on one core). So the reduce pass is the default.
+  const SplitKReduce reduce = p.hint.splitk_reduce.value_or(SplitKReduce::kSeparate);
   if (reduce == SplitKReduce::kAtomic && constant_tiles && constant_output && ctx.target().float32_atomic_add) {
     const TensorId sums = ctx.add_state(DType::kFloat32, {p.batch.value() * p.m.value() * p.n.value()},
                                         ElemType::kF32);
@@ -281,6 +285,7 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
     d.params.push_back({"GEMM_SPLIT", ir::Dim(slices)});
     d.extensions.push_back("GL_EXT_shader_atomic_float");
     d.tensors.push_back(ctx.bind("GA", sums, true));
+    d.tensors.back().coherent = true;
     d.tensors.push_back(ctx.bind("GC", counters, true));
     ctx.emit(std::move(d));
     return ok_status();

@@ -52,10 +52,11 @@ struct KernelHint {
   // kernel's last workgroup per tile, which sums the slices in order (the
   // same bits as separate; the tensor-core kernel splits K only then);
   // "atomic" by every workgroup adding its slice into one sum with float
-  // atomics, the last storing it. Unset: atomic where the device adds
-  // floats atomically and the sizes are constant, else separate. fused and
-  // atomic are requests (like storage): a grid of symbolic size, or atomic
-  // on a device without float atomics, runs separate.
+  // atomics, the last storing it (the additions' order, and so the last
+  // bits, vary from run to run). Unset: separate, the fastest measured
+  // (gemm_kernels.cc). fused and atomic are requests (like storage): a grid
+  // of symbolic size, or atomic on a device without float atomics, runs
+  // separate.
   std::optional<SplitKReduce> splitk_reduce;
   // false: never the cooperative-matrix kernel for this node.
   std::optional<bool> coopmat;

@@ -286,7 +286,8 @@ std::vector<Case> cases() {
                {"gemm_tile.comp", "gemm_store.glsl"}, t});
   TargetInfo atomics = t;
   atomics.float32_atomic_add = true;
-  c.push_back({"matmul_splitk_atomic", graph("MatMul", f32, {dims({32, 4096})}, {random_tensor({4096, 32}, 4)}),
+  c.push_back({"matmul_splitk_atomic", hinted(graph("MatMul", f32, {dims({32, 4096})}, {random_tensor({4096, 32}, 4)}),
+                                              "splitk_reduce=atomic"),
                {"gemm_tile.comp", "gemm_store.glsl"}, atomics});
   c.push_back({"conv", graph("Conv", f32, {dims({1, 8, 10, 10})}, {random_tensor({16, 8, 3, 3}, 5)}),
                {"gemm_tile.comp"}, t});

@@ -21,9 +21,9 @@
 //!                   [M][N] (float, model state, zero between dispatches), so
 //!                   the sum is spread over every workgroup of the tile
 //!                   instead of left to the last one; the last reads the sums
-//!                   back with atomicExchange(.., 0.0), which also leaves GA
-//!                   zero for the next run, and stores them. The order of the
-//!                   additions varies from run to run (the last bits may).
+//!                   back (GA is coherent), stores them, and puts zeros back
+//!                   for the next run. The order of the additions varies from
+//!                   run to run (the last bits may).
 
 const int BM = @BM@, BN = @BN@, BK = 16, TM = @TM@;
 const int TX = BN / 4, TY = BM / TM, NT = TX * TY;
@@ -184,9 +184,14 @@ void main() {
     if (m >= GEMM_M) continue;
     vec4 v = vec4(0.0);
 //@if ATOMIC
+    // Plain loads and stores (GA is coherent): every other workgroup's
+    // additions reached device memory before it counted its arrival, and
+    // the zeros are stored before the next dispatch's barrier.
     int p = (b * GEMM_M + m) * GEMM_N + n;
     for (int j = 0; j < 4; ++j)
-      if (n + j < GEMM_N) v[j] = atomicExchange(GA_data[p + j], 0.0);
+      if (n + j < GEMM_N) v[j] = GA_data[p + j];
+    for (int j = 0; j < 4; ++j)
+      if (n + j < GEMM_N) GA_data[p + j] = 0.0;
 //@else
     for (int s = 0; s < GEMM_SPLIT; ++s) {
       int p = ((s * GEMM_BATCH + b) * GEMM_M + m) * GEMM_N + n;

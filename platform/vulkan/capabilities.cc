@@ -222,9 +222,7 @@ StatusOr<Capabilities> query_capabilities(const InstanceTable& fn, VkPhysicalDev
   caps.shader_float64 = feats.features.shaderFloat64 == VK_TRUE;
   caps.storage_buffer_16bit = f16storage.storageBuffer16BitAccess == VK_TRUE;
   caps.storage_push_constant_16bit = f16storage.storagePushConstant16 == VK_TRUE;
-  // Both: the split-K fix-up adds (atomicAdd) and reads back (atomicExchange).
-  caps.buffer_float32_atomic_add = has_atomic_float && atomic_float.shaderBufferFloat32AtomicAdd == VK_TRUE &&
-                                   atomic_float.shaderBufferFloat32Atomics == VK_TRUE;
+  caps.buffer_float32_atomic_add = has_atomic_float && atomic_float.shaderBufferFloat32AtomicAdd == VK_TRUE;
   if (v12) {
     caps.shader_float16 = f12.shaderFloat16 == VK_TRUE;
     caps.shader_int8 = f12.shaderInt8 == VK_TRUE;

@@ -75,9 +75,8 @@ struct Capabilities {
   bool storage_buffer_16bit = false;
   bool storage_buffer_8bit = false;
   bool storage_push_constant_16bit = false;
-  // VK_EXT_shader_atomic_float's shaderBufferFloat32AtomicAdd and
-  // shaderBufferFloat32Atomics: atomicAdd and atomicExchange on float
-  // storage-buffer members (the split-K GEMM's one-dispatch fix-up).
+  // VK_EXT_shader_atomic_float's shaderBufferFloat32AtomicAdd: atomicAdd on
+  // float storage-buffer members (the split-K GEMM's atomic fix-up).
   bool buffer_float32_atomic_add = false;
 
   // Compute units (SMs, CUs, shader cores) where the driver says, through

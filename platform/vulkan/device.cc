@@ -161,8 +161,7 @@ EnabledFeatures features_from_host_chain(const VkPhysicalDeviceFeatures2* chain)
         break;
       case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT: {
         auto* f = reinterpret_cast<const VkPhysicalDeviceShaderAtomicFloatFeaturesEXT*>(s);
-        e.buffer_float32_atomic_add |=
-            f->shaderBufferFloat32AtomicAdd == VK_TRUE && f->shaderBufferFloat32Atomics == VK_TRUE;
+        e.buffer_float32_atomic_add |= f->shaderBufferFloat32AtomicAdd == VK_TRUE;
         break;
       }
       default:
@@ -306,7 +305,6 @@ StatusOr<std::unique_ptr<Device>> Device::create(const Instance& instance, const
   en.cm.cooperativeMatrix = sup.cm.cooperativeMatrix;
   en.cm_nv.cooperativeMatrix = sup.cm_nv.cooperativeMatrix;
   en.atomic_float.shaderBufferFloat32AtomicAdd = sup.atomic_float.shaderBufferFloat32AtomicAdd;
-  en.atomic_float.shaderBufferFloat32Atomics = sup.atomic_float.shaderBufferFloat32Atomics;
 
   std::vector<const char*> extensions;
   if (shape.ext_f16i8) extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
@@ -347,8 +345,7 @@ StatusOr<std::unique_ptr<Device>> Device::create(const Instance& instance, const
   e.compute_full_subgroups = shape.v13 && en.v13.computeFullSubgroups == VK_TRUE;
   e.cooperative_matrix_khr = shape.cm && en.cm.cooperativeMatrix == VK_TRUE;
   e.cooperative_matrix_nv = shape.cm_nv && en.cm_nv.cooperativeMatrix == VK_TRUE;
-  e.buffer_float32_atomic_add = shape.atomic_float && en.atomic_float.shaderBufferFloat32AtomicAdd == VK_TRUE &&
-                                en.atomic_float.shaderBufferFloat32Atomics == VK_TRUE;
+  e.buffer_float32_atomic_add = shape.atomic_float && en.atomic_float.shaderBufferFloat32AtomicAdd == VK_TRUE;
   e.memory_budget = caps.memory_budget;
   clamp_to_capabilities(caps, &e);
 
