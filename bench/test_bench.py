@@ -13,6 +13,7 @@ import bench_common  # noqa: E402
 import kiln_runner  # noqa: E402
 import report  # noqa: E402
 import check_bench_json  # noqa: E402
+import dwpw_bytes  # noqa: E402
 
 
 def record(engine, model, precision, median, device="GPU X", status="ok", **extra):
@@ -200,6 +201,45 @@ class PeerDocumentTest(unittest.TestCase):
         self.assertIn("resnet50", known)
         self.assertNotIn("bert_base_s0", known)
         self.assertNotIn("nope_s12", known)
+
+
+class DwPwBytesTest(unittest.TestCase):
+    KIR = """  %a = Conv(%x, %w) #{kiln.fusion_group = "fg0"} : f32[1] loc("dw")
+  %b = Clip(%a) #{kiln.fusion_group = "fg0"} : f32[1] loc("clip")
+  %c = Conv(%b, %v) #{kiln.fusion_group = "fg0"} : f32[1] loc("pw")
+  %d = Conv(%c, %u) #{kiln.fusion_group = "fg1"} : f32[1] loc("other")
+  %e = Relu(%d) #{kiln.fusion_group = "fg1"} : f32[1] loc("relu")
+"""
+
+    def run_script(self, fused, unfused):
+        with tempfile.TemporaryDirectory() as d:
+            paths = [os.path.join(d, n) for n in ("g.kir", "on.json", "off.json")]
+            with open(paths[0], "w") as f:
+                f.write(self.KIR)
+            for path, ks in zip(paths[1:], (fused, unfused)):
+                with open(path, "w") as f:
+                    json.dump({"runs": [{"kernels": ks}]}, f)
+            out_path = os.path.join(d, "out.txt")
+            saved = sys.stdout
+            with open(out_path, "w") as sys.stdout:
+                rc = dwpw_bytes.main(["dwpw_bytes.py"] + paths)
+            sys.stdout = saved
+            with open(out_path) as f:
+                return rc, f.read()
+
+    def test_a_split_group_counts_both_kernels_against_its_members_only(self):
+        fused = [{"kernel": "dwpw_splitk_tile64x64", "node": "pw", "bytes": 30},
+                 {"kernel": "dwpw_splitk_reduce", "node": "pw", "bytes": 10},
+                 {"kernel": "conv_tile64x64+relu", "node": "relu", "bytes": 500}]
+        unfused = [{"kernel": "conv_depthwise", "node": "dw", "bytes": 40},
+                   {"kernel": "clip", "node": "clip", "bytes": 20},
+                   {"kernel": "conv_tile64x64", "node": "pw", "bytes": 40},
+                   {"kernel": "conv_tile64x64", "node": "other", "bytes": 900}]
+        rc, out = self.run_script(fused, unfused)
+        self.assertEqual(rc, 0)
+        self.assertIn("| pw | dwpw_splitk_tile64x64 + dwpw_splitk_reduce | 40 | 100 (3) | 0.40 |", out)
+        self.assertIn("1 DW/PW groups: 40 bytes against 100 unfused (0.40)", out)
+        self.assertNotIn("relu", out)
 
 
 if __name__ == "__main__":
