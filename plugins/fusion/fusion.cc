@@ -28,6 +28,8 @@
 // Written against the plugin ABI only; built as a static library
 // (kiln_fusion_plugin_query) and as a loadable shared library.
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -336,6 +338,12 @@ class Partitioner {
         decision = kiln::fusion::plan_dwpw(*shape, device_limits());
       else
         decision.why = "symbolic dims";
+      if (dwpw_override_ != DwPwOverride::kAuto) {
+        // The ablation knob (README): FusePlanner's tiles stay where it fuses.
+        ++dwpw_forced_;
+        decision.fuse = dwpw_override_ == DwPwOverride::kFuse;
+        decision.why = "KILN_FUSION_DWPW";
+      }
       if (decision.fuse) {
         ++dwpw_groups_;
         const kiln_node_id_t pw_node = nodes_[static_cast<size_t>(pw)];
@@ -622,6 +630,7 @@ class Partitioner {
     if (views_cloned_) rw_.add_statistic("views-cloned", views_cloned_);
     if (store_view_nodes_) rw_.add_statistic("store-view-nodes", store_view_nodes_);
     if (dwpw_refused_) rw_.add_statistic("dwpw-refused", dwpw_refused_);
+    if (dwpw_forced_) rw_.add_statistic("dwpw-forced", dwpw_forced_);
     rw_.add_statistic("complex-ops-per-group-max", complex_max);
     rw_.add_statistic("weight-balance-jain-x1000", static_cast<int64_t>(1000.0 * kiln::fusion::jain_index(w) + 0.5));
     rw_.add_statistic("weight-threshold", static_cast<int64_t>(td));
@@ -639,7 +648,18 @@ class Partitioner {
   std::set<int> shared_views_;  // ... of them, those that joined several groups
   std::set<int> attention_;     // the first DAG node of each attention group
   int64_t dwpw_groups_ = 0, dwpw_refused_ = 0, cleared_ = 0, view_nodes_ = 0, views_cloned_ = 0;
-  int64_t store_view_nodes_ = 0;
+  int64_t store_view_nodes_ = 0, dwpw_forced_ = 0;
+  // KILN_FUSION_DWPW=fuse|split overrides FusePlanner for every DW/PW pair
+  // (for timing both ways: bench/dwpw_timing.py); unset or anything else:
+  // FusePlanner decides.
+  enum class DwPwOverride : uint8_t { kAuto, kFuse, kSplit };
+  DwPwOverride dwpw_override_ = read_dwpw_override();
+  static DwPwOverride read_dwpw_override() {
+    const char* v = std::getenv("KILN_FUSION_DWPW");
+    if (v != nullptr && std::strcmp(v, "fuse") == 0) return DwPwOverride::kFuse;
+    if (v != nullptr && std::strcmp(v, "split") == 0) return DwPwOverride::kSplit;
+    return DwPwOverride::kAuto;
+  }
 };
 
 class FusionPass : public kiln::plugin::Pass {
