@@ -14,6 +14,7 @@ import kiln_runner  # noqa: E402
 import report  # noqa: E402
 import check_bench_json  # noqa: E402
 import dwpw_bytes  # noqa: E402
+import dwpw_timing  # noqa: E402
 
 
 def record(engine, model, precision, median, device="GPU X", status="ok", **extra):
@@ -240,6 +241,41 @@ class DwPwBytesTest(unittest.TestCase):
         self.assertIn("| pw | dwpw_splitk_tile64x64 + dwpw_splitk_reduce | 40 | 100 (3) | 0.40 |", out)
         self.assertIn("1 DW/PW groups: 40 bytes against 100 unfused (0.40)", out)
         self.assertNotIn("relu", out)
+
+
+class DwPwTimingTest(unittest.TestCase):
+    def test_pairs_time_both_ways_and_count_agreement(self):
+        def doc(kernels):
+            return {"models": [{"model": "m", "status": "ok", "kernels": kernels}]}
+        fuse = doc([{"kernel": "dwpw_tile64x64", "node": "pw1", "gpu_ms": 0.01},
+                    {"kernel": "dwpw_splitk_tile64x64+add", "node": "add2", "gpu_ms": 0.02},
+                    {"kernel": "dwpw_splitk_reduce+add", "node": "add2", "gpu_ms": 0.01}])
+        split = doc([{"kernel": "conv_depthwise+clip", "node": "clip1", "gpu_ms": 0.01},
+                     {"kernel": "conv_tile64x64", "node": "pw1", "gpu_ms": 0.01},
+                     {"kernel": "conv_depthwise+clip", "node": "clip2", "gpu_ms": 0.01},
+                     {"kernel": "conv_tile64x64+add", "node": "add2", "gpu_ms": 0.01}])
+        auto = doc([{"kernel": "dwpw_tile64x64", "node": "pw1", "gpu_ms": 0.01},
+                    {"kernel": "conv_depthwise+clip", "node": "clip2", "gpu_ms": 0.01},
+                    {"kernel": "conv_tile64x64+add", "node": "add2", "gpu_ms": 0.01}])
+        with tempfile.TemporaryDirectory() as d:
+            paths = []
+            for name, content in (("auto", auto), ("fuse", fuse), ("split", split)):
+                paths.append(os.path.join(d, name + ".json"))
+                with open(paths[-1], "w") as f:
+                    json.dump(content, f)
+            out_path = os.path.join(d, "out.md")
+            saved = sys.stdout
+            with open(out_path, "w") as sys.stdout:
+                rc = dwpw_timing.main(["dwpw_timing.py"] + paths)
+            sys.stdout = saved
+            with open(out_path) as f:
+                out = f.read()
+        self.assertEqual(rc, 0)
+        # pw1: fused 0.01 < split 0.02 and fused by the planner; add2: fused
+        # 0.03 > split 0.02 and split by the planner.
+        self.assertIn("| pw1 | 0.0100 | 0.0200 | fused | fuse | yes |", out)
+        self.assertIn("| add2 | 0.0300 | 0.0200 | split | split | yes |", out)
+        self.assertIn("agrees with the timed run on 2 of 2 pairs", out)
 
 
 if __name__ == "__main__":

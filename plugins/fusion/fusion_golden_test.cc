@@ -4,6 +4,7 @@
 // shared-library build and the pass statistics.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 #include <string>
 
@@ -140,6 +141,51 @@ TEST(FusionShared, ClonesASharedViewPerExtraGroupOnce) {
   size_t transposes = 0;
   for (size_t at = out.find("Transpose(%x)"); at != std::string::npos; at = out.find("Transpose(%x)", at + 1)) ++transposes;
   EXPECT_EQ(transposes, 3u) << out;
+}
+
+// KILN_FUSION_DWPW=split keeps a pair FusePlanner would fuse apart, and
+// =fuse fuses one it is not asked about (a symbolic batch); unset, the
+// model decides again. Each decision the variable made is counted.
+TEST(FusionShared, DwPwOverrideForcesEitherWay) {
+  const auto run = [](const char* graph_text, const char* override) {
+    if (override) setenv("KILN_FUSION_DWPW", override, 1);
+    PluginRegistry reg;
+    EXPECT_TRUE(reg.load_static(kiln_fusion_plugin_query, "static:kiln.fusion").ok());
+    auto g = ir::parse_graph(graph_text);
+    EXPECT_TRUE(g.ok()) << g.status().message();
+    PassManager pm(reg);
+    PipelineOptions options;
+    options.passes = {"fusion"};
+    EXPECT_TRUE(pm.run(**g, options).ok());
+    unsetenv("KILN_FUSION_DWPW");
+    return pm.records()[0].statistics;
+  };
+  const std::string pair = R"(graph @g opset 17 {
+  input %x : f32[BATCH,4,6,6]
+  const %wd : f32[4,1,3,3] = dense<[1.0,0.0,0.0,0.0,1.0,0.0,0.0,0.0,1.0,1.0,0.0,0.0,0.0,1.0,0.0,0.0,0.0,1.0,1.0,0.0,0.0,0.0,1.0,0.0,0.0,0.0,1.0,1.0,0.0,0.0,0.0,1.0,0.0,0.0,0.0,1.0]>
+  const %wp : f32[8,4,1,1] = dense<[1.0,0.0,0.0,0.0,0.0,1.0,0.0,0.0,0.0,0.0,1.0,0.0,0.0,0.0,0.0,1.0,1.0,0.0,0.0,0.0,0.0,1.0,0.0,0.0,0.0,0.0,1.0,0.0,0.0,0.0,0.0,1.0]>
+  %d = Conv(%x, %wd) {group = 4, pads = [1,1,1,1]} : f32[BATCH,4,6,6]
+  %r = Relu(%d) : f32[BATCH,4,6,6]
+  %p = Conv(%r, %wp) : f32[BATCH,8,6,6]
+  return %p
+}
+)";
+  const auto with_batch = [&](const std::string& batch) {
+    std::string s = pair;
+    for (size_t at = s.find("BATCH"); at != std::string::npos; at = s.find("BATCH", at)) s.replace(at, 5, batch);
+    return s;
+  };
+  auto stats = run(with_batch("1").c_str(), nullptr);
+  EXPECT_EQ(stats.at("groups-dwpw"), 1);
+  EXPECT_EQ(stats.count("dwpw-forced"), 0u);
+  stats = run(with_batch("1").c_str(), "split");
+  EXPECT_EQ(stats.at("groups-dwpw"), 0);
+  EXPECT_EQ(stats.at("dwpw-forced"), 1);
+  stats = run(with_batch("n").c_str(), nullptr);
+  EXPECT_EQ(stats.at("groups-dwpw"), 0);
+  stats = run(with_batch("n").c_str(), "fuse");
+  EXPECT_EQ(stats.at("groups-dwpw"), 1);
+  EXPECT_EQ(stats.at("dwpw-forced"), 1);
 }
 
 }  // namespace
