@@ -177,19 +177,6 @@ std::string fusion_blocker(const ir::Graph& graph, const PlanBuilder& builder, c
 
 namespace {
 
-// Lowers `node` with its own lowering and takes the kernels it emitted.
-StatusOr<std::vector<KernelDesc>> lower_alone(PlanBuilder& builder, const ir::Graph& graph, const ir::Node& node,
-                                              const LoweringRegistry& lowerings) {
-  const LowerFn fn = lowerings.find(node.domain, node.op);
-  if (!fn) return unimplemented(node.describe() + " has no device lowering");
-  for (ir::ValueId v : node.inputs)
-    if (v != ir::kNoValue && !builder.value_ranked(v)) return unimplemented(node.describe() + " has an input of unknown rank");
-  LoweringContext ctx(builder, graph, node.id);
-  KILN_RETURN_IF_ERROR(fn(ctx));
-  std::vector<KernelDesc> kernels = std::move(builder.pending_kernels());
-  builder.pending_kernels().clear();
-  return kernels;
-}
 
 // The one map kernel a composable node lowers to (no parameters, no
 // extensions, helpers only of elementwise_math.glsl, writing its output
@@ -289,25 +276,73 @@ struct Composer {
   }
 };
 
-// The identifiers of `text` that start with "<name>_" and are not one of
-// the accessors a store epilogue keeps meaning (stores, dims, index math):
-// a kernel using one (name_data, name_img, name_at, ...) touches the memory
-// of `name` other than through its stores. The first such, or "".
-std::string foreign_access(const std::string& text, const std::string& name) {
-  static const std::set<std::string> kAllowed = {"st", "st4", "VEC", "NUMEL", "IS_BUFFER", "IS_IMAGE", "index", "texel"};
-  return find_tensor_identifier(text, name, [](const std::string& rest) {
+}  // namespace
+
+namespace {
+
+// The first identifier of `text` naming an accessor of tensor `name` other
+// than those a redirected store keeps meaning (stores, dims, index math,
+// storage tests; a store view has no texel math), "" when none.
+std::string foreign_store_access(const std::string& text, const std::string& name, bool store_view) {
+  static const std::set<std::string> kAllowed = {"st", "st4", "VEC", "NUMEL", "IS_BUFFER", "IS_IMAGE", "index"};
+  return find_tensor_identifier(text, name, [store_view](const std::string& rest) {
     const bool dim = rest.size() > 1 && rest[0] == 'D' &&
                      std::all_of(rest.begin() + 1, rest.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-    return !dim && !kAllowed.count(rest);
+    return !dim && !kAllowed.count(rest) && (store_view || rest != "texel");
   });
 }
 
-void erase_all(std::string& s, const std::string& what) {
-  if (what.empty()) return;
-  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at)) s.erase(at, what.size());
+}  // namespace
+
+StatusOr<std::vector<KernelDesc>> lower_alone(PlanBuilder& builder, const ir::Graph& graph, const ir::Node& node,
+                                              const LoweringRegistry& lowerings) {
+  const LowerFn fn = lowerings.find(node.domain, node.op);
+  if (!fn) return unimplemented(node.describe() + " has no device lowering");
+  for (ir::ValueId v : node.inputs)
+    if (v != ir::kNoValue && !builder.value_ranked(v)) return unimplemented(node.describe() + " has an input of unknown rank");
+  LoweringContext ctx(builder, graph, node.id);
+  KILN_RETURN_IF_ERROR(fn(ctx));
+  std::vector<KernelDesc> kernels = std::move(builder.pending_kernels());
+  builder.pending_kernels().clear();
+  return kernels;
 }
 
-}  // namespace
+StatusOr<std::vector<KernelDesc>> lower_fused_kernels(PlanBuilder& builder, const ir::Graph& graph,
+                                                      const FusionGroup& group, const LoweringRegistry& lowerings) {
+  KILN_RETURN_IF_ERROR(lower_fused(builder, graph, group, lowerings));
+  std::vector<KernelDesc> kernels = std::move(builder.pending_kernels());
+  builder.pending_kernels().clear();
+  return kernels;
+}
+
+std::string anchor_store_blocker(const PlanBuilder& builder, const std::vector<KernelDesc>& kernels, TensorId anchor,
+                                 const std::vector<ir::Dim>& shape, const DeviceLayout& layout, bool store_view,
+                                 std::set<std::string>& taken) {
+  const PlanTensor& at = builder.tensor(anchor);
+  if (at.alias_of != kNoTensor) return "makes its output an alias of another tensor";
+  if (at.host_resident) return "computes its output on the host";
+  size_t writers = 0;
+  for (const KernelDesc& kd : kernels) {
+    size_t bindings = 0;
+    for (const KernelTensor& t : kd.tensors) {
+      taken.insert(t.name);
+      if (t.tensor != anchor) continue;
+      const std::string where = " in kernel '" + kd.name + "'";
+      if (!t.written) return "reads its output" + where;
+      if (store_view && t.view) return "writes its output through a view already" + where;
+      if (!same_shape(t.shape, shape)) return "writes its output through a view of another shape" + where;
+      if (!(t.layout == layout)) return "writes its output in another layout" + where;
+      if (++bindings > 1) return "binds its output twice" + where;
+      const std::string bad = foreign_store_access(kd.helpers + "\n" + kd.body, t.name, store_view);
+      if (!bad.empty()) return "uses '" + bad + "'" + where + (store_view ? ", which a store view does not have" : "");
+      if (store_view && !kd.store_epilogue.empty() && kd.store_epilogue.tensor != t.name)
+        return "has a store epilogue on another tensor" + where;
+    }
+    if (bindings) ++writers;
+  }
+  if (!writers) return "has no kernel writing its output";
+  return {};
+}
 
 StatusOr<ElementwiseFunction> compose_elementwise(PlanBuilder& builder, const ir::Graph& graph,
                                                   const std::vector<ir::NodeId>& nodes, TensorId anchor,
@@ -359,28 +394,10 @@ Status lower_epilogue(PlanBuilder& builder, const ir::Graph& graph, const Fusion
     for (KernelDesc& kd : kernels) builder.pending_kernels().push_back(std::move(kd));
     return ok_status();
   }
-  const PlanTensor& at = builder.tensor(anchor);
-  if (at.alias_of != kNoTensor) return refuse("makes its output an alias of another tensor");
-  if (at.host_resident) return refuse("computes its output on the host");
   std::set<std::string> taken;
-  size_t writers = 0;
-  for (const KernelDesc& kd : kernels) {
-    size_t bindings = 0;
-    for (const KernelTensor& t : kd.tensors) {
-      taken.insert(t.name);
-      if (t.tensor != anchor) continue;
-      const std::string where = " in kernel '" + kd.name + "'";
-      if (!t.written) return refuse("reads its output" + where);
-      if (!same_shape(t.shape, builder.value_shape(head.outputs[0])))
-        return refuse("writes its output through a view of another shape" + where);
-      if (!(t.layout == builder.tensor(out).layout)) return refuse("writes its output in another layout" + where);
-      if (++bindings > 1) return refuse("binds its output twice" + where);
-      const std::string bad = foreign_access(kd.helpers + "\n" + kd.body, t.name);
-      if (!bad.empty()) return refuse("uses '" + bad + "'" + where);
-    }
-    if (bindings) ++writers;
-  }
-  if (!writers) return refuse("has no kernel writing its output");
+  const std::string blocked = anchor_store_blocker(builder, kernels, anchor, builder.value_shape(head.outputs[0]),
+                                                   builder.tensor(out).layout, false, taken);
+  if (!blocked.empty()) return refuse(blocked);
 
   KILN_ASSIGN_OR_RETURN(const ElementwiseFunction f,
                         compose_elementwise(builder, graph, tail, anchor, "kiln_epilogue", "Ep", taken, lowerings));

@@ -110,4 +110,24 @@ StatusOr<ElementwiseFunction> compose_elementwise(PlanBuilder& builder, const ir
                                                   const std::set<std::string>& taken,
                                                   const LoweringRegistry& lowerings);
 
+// `node` lowered with its own lowering, or `group` by lower_fused: the
+// kernels they emitted, taken from the builder's pending ones.
+StatusOr<std::vector<KernelDesc>> lower_alone(PlanBuilder& builder, const ir::Graph& graph, const ir::Node& node,
+                                              const LoweringRegistry& lowerings);
+StatusOr<std::vector<KernelDesc>> lower_fused_kernels(PlanBuilder& builder, const ir::Graph& graph,
+                                                      const FusionGroup& group, const LoweringRegistry& lowerings);
+
+// Why the stores of `anchor` in `kernels` (its lowering's) cannot be sent
+// elsewhere through a store epilogue, "" when they can: the anchor's output
+// is no alias and not computed on the host, and every kernel binding it
+// writes it once, at `shape` in `layout`, using none of its accessors but
+// the stores, dims and index math (no texel math either for a
+// `store_view`, which must also not write through a view already nor have
+// an epilogue on another tensor). Every binding's name goes into `taken`.
+// Shared by the epilogue (shape 2) and the store views
+// (fusion_store_views.h).
+std::string anchor_store_blocker(const PlanBuilder& builder, const std::vector<KernelDesc>& kernels, TensorId anchor,
+                                 const std::vector<ir::Dim>& shape, const DeviceLayout& layout, bool store_view,
+                                 std::set<std::string>& taken);
+
 }  // namespace kiln::planner

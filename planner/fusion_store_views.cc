@@ -33,16 +33,6 @@ bool has_subgraph(const ir::Node& node) {
   return false;
 }
 
-std::string lower_case(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-void erase_all(std::string& s, const std::string& what) {
-  if (what.empty()) return;
-  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at)) s.erase(at, what.size());
-}
-
 // Renames the function `from` (an identifier followed by '(') to `to`.
 void rename_function(std::string& code, const std::string& from, const std::string& to) {
   const std::string call = from + "(";
@@ -53,18 +43,6 @@ void rename_function(std::string& code, const std::string& from, const std::stri
     }
     code.replace(at, from.size(), to);
   }
-}
-
-// The first identifier of `text` naming an accessor of tensor `name` that a
-// store view does not have (glsl_codegen.h: it has the stores, the dims,
-// Y_index, Y_VEC and the storage tests), "" when none.
-std::string foreign_access(const std::string& text, const std::string& name) {
-  static const std::set<std::string> kAllowed = {"st", "st4", "VEC", "NUMEL", "IS_BUFFER", "IS_IMAGE", "index"};
-  return find_tensor_identifier(text, name, [](const std::string& rest) {
-    const bool dim = rest.size() > 1 && rest[0] == 'D' &&
-                     std::all_of(rest.begin() + 1, rest.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-    return !dim && !kAllowed.count(rest);
-  });
 }
 
 // Which anchor axis a forward map `program` (anchor coordinates -> output
@@ -243,17 +221,6 @@ StatusOr<IndexView> forward_map(PlanBuilder& builder, const ir::Graph& graph, co
   return forward;
 }
 
-// Lowers `node` with its own lowering and takes the kernels it emitted.
-Status lower_node_alone(PlanBuilder& builder, const ir::Graph& graph, const ir::Node& node,
-                        const LoweringRegistry& lowerings) {
-  const LowerFn fn = lowerings.find(node.domain, node.op);
-  if (!fn) return unimplemented(node.describe() + " has no device lowering");
-  for (ir::ValueId v : node.inputs)
-    if (v != ir::kNoValue && !builder.value_ranked(v)) return unimplemented(node.describe() + " has an input of unknown rank");
-  LoweringContext ctx(builder, graph, node.id);
-  return fn(ctx);
-}
-
 // The epilogue of a store view (glsl_codegen.h's signature, both places of
 // an element): the anchor part's own epilogue `pre` (renamed; at the
 // anchor's coordinates, may be empty) then the tail `tail` (at the
@@ -304,38 +271,15 @@ Status lower_fused_store_views(PlanBuilder& builder, const ir::Graph& graph, con
   // 1. The anchor part, as it would run alone, its output laid out so.
   const DeviceLayout saved = builder.tensor(anchor).layout;
   builder.tensor(anchor).layout = layout;
-  Status lowered = split.anchor_part.size() > 1
-                       ? lower_fused(builder, graph, FusionGroup{group.id, split.anchor_part}, lowerings)
-                       : lower_node_alone(builder, graph, head, lowerings);
+  StatusOr<std::vector<KernelDesc>> lowered =
+      split.anchor_part.size() > 1 ? lower_fused_kernels(builder, graph, FusionGroup{group.id, split.anchor_part}, lowerings)
+                                   : lower_alone(builder, graph, head, lowerings);
   builder.tensor(anchor).layout = saved;
-  KILN_RETURN_IF_ERROR(lowered);
-  std::vector<KernelDesc> kernels = std::move(builder.pending_kernels());
-  builder.pending_kernels().clear();
+  KILN_ASSIGN_OR_RETURN(std::vector<KernelDesc> kernels, std::move(lowered));
   // 2. Its kernels may write its output only through the stores.
-  const PlanTensor& at = builder.tensor(anchor);
-  if (at.alias_of != kNoTensor) return refuse("makes its output an alias of another tensor");
-  if (at.host_resident) return refuse("computes its output on the host");
   std::set<std::string> taken;
-  size_t writers = 0;
-  for (const KernelDesc& kd : kernels) {
-    size_t bindings = 0;
-    for (const KernelTensor& t : kd.tensors) {
-      taken.insert(t.name);
-      if (t.tensor != anchor) continue;
-      const std::string where = " in kernel '" + kd.name + "'";
-      if (!t.written) return refuse("reads its output" + where);
-      if (t.view) return refuse("writes its output through a view already" + where);
-      if (!same_shape(t.shape, anchor_shape)) return refuse("writes its output through a view of another shape" + where);
-      if (!(t.layout == layout)) return refuse("writes its output in another layout" + where);
-      if (++bindings > 1) return refuse("binds its output twice" + where);
-      const std::string bad = foreign_access(kd.helpers + "\n" + kd.body, t.name);
-      if (!bad.empty()) return refuse("uses '" + bad + "'" + where + ", which a store view does not have");
-      if (!kd.store_epilogue.empty() && kd.store_epilogue.tensor != t.name)
-        return refuse("has a store epilogue on another tensor" + where);
-    }
-    if (bindings) ++writers;
-  }
-  if (!writers) return refuse("has no kernel writing its output");
+  const std::string blocked = anchor_store_blocker(builder, kernels, anchor, anchor_shape, layout, true, taken);
+  if (!blocked.empty()) return refuse(blocked);
   // 3. The tail, composed at the output's coordinates.
   const std::string scalar = glsl_scalar(out_layout.type);
   ElementwiseFunction tail;

@@ -52,11 +52,6 @@ bool reads_only_the_shape(const ir::Node& node) {
   return node.domain.empty() && (node.op == "Shape" || node.op == "Size");
 }
 
-std::string lower_case(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 }  // namespace
 
 ViewSplit split_view_nodes(const ir::Graph& graph, const FusionGroup& group) {

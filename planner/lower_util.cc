@@ -156,4 +156,14 @@ std::string find_tensor_identifier(const std::string& text, const std::string& n
   return {};
 }
 
+void erase_all(std::string& s, const std::string& what) {
+  if (what.empty()) return;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at)) s.erase(at, what.size());
+}
+
+std::string lower_case(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 }  // namespace kiln::planner

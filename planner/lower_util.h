@@ -83,5 +83,10 @@ KernelDesc map_kernel(std::string name, std::vector<KernelTensor> tensors, std::
 bool glsl_ident_char(char c);
 std::string find_tensor_identifier(const std::string& text, const std::string& name,
                                    const std::function<bool(const std::string& suffix)>& match);
+// Removes every occurrence of `what` from `s` (a helper section two fused
+// kernels both define).
+void erase_all(std::string& s, const std::string& what);
+// `s` in ASCII lower case (op names in kernel names).
+std::string lower_case(std::string s);
 
 }  // namespace kiln::planner

@@ -595,6 +595,26 @@ class Rewriter {
   kiln_rewriter_t* rw_;
 };
 
+// Copies every attribute of node `from` to node `to` (a node a pass makes
+// again: a folded Conv, a cloned view); false when one has a kind the
+// rewriter cannot set (a sub-graph), which the caller then decides about.
+inline bool copy_node_attrs(const GraphView& g, Rewriter& rw, kiln_node_id_t from, kiln_node_id_t to) {
+  auto names = g.attr_names(from);
+  if (!names) return false;
+  for (const std::string& name : *names) {
+    const char* key = name.c_str();
+    switch (g.attr_kind(from, key)) {
+      case KILN_ATTR_INT: rw.set_attr_int(to, key, g.attr_int(from, key, 0)); break;
+      case KILN_ATTR_FLOAT: rw.set_attr_float(to, key, g.attr_float(from, key, 0.0f)); break;
+      case KILN_ATTR_STRING: rw.set_attr_string(to, key, g.attr_string(from, key)); break;
+      case KILN_ATTR_INTS: rw.set_attr_ints(to, key, g.attr_ints(from, key)); break;
+      case KILN_ATTR_FLOATS: rw.set_attr_floats(to, key, g.attr_floats(from, key)); break;
+      default: return false;
+    }
+  }
+  return true;
+}
+
 class Pass {
  public:
   virtual ~Pass() = default;

@@ -81,24 +81,6 @@ std::optional<std::string> attr_signature(const GraphView& g, kiln_node_id_t n) 
   return sig;
 }
 
-// Copies every attribute of `from` to `to`; false if one cannot be copied.
-bool copy_attrs(const GraphView& g, Rewriter& rw, kiln_node_id_t from, kiln_node_id_t to) {
-  auto names = g.attr_names(from);
-  if (!names) return false;
-  for (const std::string& name : *names) {
-    const char* key = name.c_str();
-    switch (g.attr_kind(from, key)) {
-      case KILN_ATTR_INT: rw.set_attr_int(to, key, g.attr_int(from, key, 0)); break;
-      case KILN_ATTR_FLOAT: rw.set_attr_float(to, key, g.attr_float(from, key, 0.0f)); break;
-      case KILN_ATTR_STRING: rw.set_attr_string(to, key, g.attr_string(from, key)); break;
-      case KILN_ATTR_INTS: rw.set_attr_ints(to, key, g.attr_ints(from, key)); break;
-      case KILN_ATTR_FLOATS: rw.set_attr_floats(to, key, g.attr_floats(from, key)); break;
-      default: return false;
-    }
-  }
-  return true;
-}
-
 bool has_unreadable_attrs(const GraphView& g, kiln_node_id_t n) { return !attr_signature(g, n).has_value(); }
 
 // True when the node owns a sub-graph (or its attributes cannot be listed).
@@ -279,7 +261,7 @@ class FuseConvBatchNorm : public kiln::plugin::Pass {
     rw.erase_node(bn);
     kiln_node_id_t fused =
         rw.add_node("Conv", {conv_in[0], new_w, new_b}, {bn_out[0]}, info->name, info->region, conv);
-    copy_attrs(g, rw, conv, fused);
+    kiln::plugin::copy_node_attrs(g, rw, conv, fused);
     rw.erase_node(conv);
     rw.add_statistic("batchnorms-fused", 1);
   }

@@ -22,24 +22,6 @@ bool can_clone(const GraphView& g, kiln_node_id_t n) {
   return true;
 }
 
-namespace {
-
-void copy_attrs(const GraphView& g, Rewriter& rw, kiln_node_id_t from, kiln_node_id_t to) {
-  for (const std::string& name : g.attr_names(from).value_or(std::vector<std::string>{})) {
-    const char* key = name.c_str();
-    switch (g.attr_kind(from, key)) {
-      case KILN_ATTR_INT: rw.set_attr_int(to, key, g.attr_int(from, key, 0)); break;
-      case KILN_ATTR_FLOAT: rw.set_attr_float(to, key, g.attr_float(from, key, 0.0f)); break;
-      case KILN_ATTR_STRING: rw.set_attr_string(to, key, g.attr_string(from, key)); break;
-      case KILN_ATTR_INTS: rw.set_attr_ints(to, key, g.attr_ints(from, key)); break;
-      case KILN_ATTR_FLOATS: rw.set_attr_floats(to, key, g.attr_floats(from, key)); break;
-      default: throw kiln::plugin::Error("cannot copy attribute '" + name + "' of a shared view node");
-    }
-  }
-}
-
-}  // namespace
-
 int64_t clone_shared_views(const GraphView& g, Rewriter& rw, const std::vector<kiln_node_id_t>& nodes,
                            const std::vector<std::vector<int>>& groups, const std::vector<std::string>& group_names) {
   std::map<int, std::vector<int>> groups_of;  // member -> its groups, ascending
@@ -77,7 +59,8 @@ int64_t clone_shared_views(const GraphView& g, Rewriter& rw, const std::vector<k
       const kiln_value_id_t v = rw.add_value(out_info->name + suffix, out_info->dtype);
       // Before the original, hence after its input's copy and before every reader.
       const kiln_node_id_t c = rw.add_node(info->op, inputs, {v}, info->name + suffix, info->region, n, info->domain);
-      copy_attrs(g, rw, n, c);
+      if (!kiln::plugin::copy_node_attrs(g, rw, n, c))
+        throw kiln::plugin::Error("cannot copy the attributes of shared view node '" + info->name + "'");
       rw.annotate_node(c, KILN_ANNOTATION_FUSION_GROUP, group_names[static_cast<size_t>(k)]);
       copy[{m, k}] = v;
       ++clones;
