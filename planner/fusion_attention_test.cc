@@ -79,28 +79,15 @@ std::string attention_model(const AttentionCase& c) {
   return t;
 }
 
-std::unique_ptr<ir::Graph> parse(const std::string& text) {
-  auto g = ir::parse_graph(text);
-  EXPECT_TRUE(g.ok()) << g.status().to_string();
-  if (!g.ok()) return nullptr;
-  EXPECT_TRUE(ops::infer_graph_shapes(**g).ok());
-  return std::move(g).value();
-}
-
-ExecutionPlan plan_of(const ir::Graph& g, Storage storage = Storage::kBuffer) {
-  PlanOptions options;
-  options.storage = storage;
-  auto plan = build_plan(g, TargetInfo{}, options);
-  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
-  return plan.ok() ? std::move(plan).value() : ExecutionPlan{};
-}
+using testing::parse_shaped_graph;
+using testing::plan_or_fail;
 
 TEST(FusionAttention, MatchesTheShapesAndNamesTheParts) {
   for (auto scale : {AttentionCase::Scale::kScores, AttentionCase::Scale::kQandK, AttentionCase::Scale::kDivQ}) {
     AttentionCase c;
     c.scale = scale;
     c.mask = true;
-    auto g = parse(attention_model(c));
+    auto g = parse_shaped_graph(attention_model(c));
     ASSERT_TRUE(g);
     const std::vector<FusionGroup> groups = collect_fusion_groups(*g, g->main().nodes);
     ASSERT_EQ(groups.size(), 1u);
@@ -119,24 +106,24 @@ TEST(FusionAttention, MatchesTheShapesAndNamesTheParts) {
 TEST(FusionAttention, PlansOneKernelAndBindsNoIntermediate) {
   AttentionCase c;
   c.bias = true;
-  auto g = parse(attention_model(c));
+  auto g = parse_shaped_graph(attention_model(c));
   ASSERT_TRUE(g);
   for (Storage storage : {Storage::kBuffer, Storage::kImage}) {
-    const ExecutionPlan plan = plan_of(*g, storage);
+    const ExecutionPlan plan = plan_or_fail(*g, storage);
     ASSERT_EQ(plan.dispatch_count(), 1u) << describe_plan(plan, *g);
     EXPECT_TRUE(plan.fusion_notes.empty()) << plan.fusion_notes.front();
     EXPECT_EQ(plan.steps.back().kernel.name, "attention_d16x16");
   }
   c.grouped = false;
-  EXPECT_EQ(plan_of(*parse(attention_model(c))).dispatch_count(), 5u);  // MatMul, Mul, Add, Softmax, MatMul
+  EXPECT_EQ(plan_or_fail(*parse_shaped_graph(attention_model(c))).dispatch_count(), 5u);  // MatMul, Mul, Add, Softmax, MatMul
   for (size_t n : testing::expect_plan_kernels_valid(*g, "attention_bias")) EXPECT_EQ(n, 1u);
 }
 
 // What the kernel cannot take runs unfused, node by node, saying why.
 void expect_unfused(const AttentionCase& c, const std::string& why) {
-  auto g = parse(attention_model(c));
+  auto g = parse_shaped_graph(attention_model(c));
   ASSERT_TRUE(g);
-  const ExecutionPlan plan = plan_of(*g);
+  const ExecutionPlan plan = plan_or_fail(*g);
   ASSERT_EQ(plan.fusion_notes.size(), 1u) << describe_plan(plan, *g);
   EXPECT_NE(plan.fusion_notes[0].find(why), std::string::npos) << plan.fusion_notes[0];
   EXPECT_GT(plan.dispatch_count(), 1u);
@@ -154,7 +141,7 @@ TEST(FusionAttention, ASoftmaxOverAnotherAxisOrAHugeHeadStaysUnfused) {
 TEST(FusionAttention, ARowsHintIsChecked) {
   AttentionCase c;
   c.rows = "12";
-  auto g = parse(attention_model(c));
+  auto g = parse_shaped_graph(attention_model(c));
   ASSERT_TRUE(g);
   auto plan = build_plan(*g, TargetInfo{}, PlanOptions{});
   ASSERT_FALSE(plan.ok());
@@ -171,7 +158,7 @@ class FusionAttentionDevice : public vk::testing::VulkanTest {};
 // fusion note, and compares with the reference executor for each input set.
 void expect_matches_reference(const std::string& text, const std::vector<std::vector<Tensor>>& runs,
                               size_t image_extra = 0) {
-  auto g = parse(text);
+  auto g = parse_shaped_graph(text);
   ASSERT_TRUE(g);
   runtime::ReferenceExecutor reference(*g);
   for (const testing::BackendConfig& config : testing::all_backend_configs()) {
@@ -285,9 +272,9 @@ TEST_F(FusionAttentionDevice, EveryTiling) {
     c.mask = true;
     c.m = "37", c.n = "45", c.d = 64, c.dv = 64;
     c.rows = rows;
-    auto g = parse(attention_model(c));
+    auto g = parse_shaped_graph(attention_model(c));
     ASSERT_TRUE(g);
-    const ExecutionPlan plan = plan_of(*g);
+    const ExecutionPlan plan = plan_or_fail(*g);
     ASSERT_EQ(plan.dispatch_count(), 1u);
     EXPECT_EQ(plan.steps.back().kernel.groups[0].to_string(), std::to_string((37 + std::stoi(rows) - 1) / std::stoi(rows)));
     expect_matches_reference(attention_model(c), {inputs_of(c, 37, 45, 50)});
@@ -340,9 +327,9 @@ std::string vit_model(bool rank4) {
 }
 
 TEST_F(FusionAttentionDevice, VitViewsIntoTheKernel) {
-  auto g = parse(vit_model(false));
+  auto g = parse_shaped_graph(vit_model(false));
   ASSERT_TRUE(g);
-  const ExecutionPlan plan = plan_of(*g);
+  const ExecutionPlan plan = plan_or_fail(*g);
   ASSERT_EQ(plan.dispatch_count(), 1u) << describe_plan(plan, *g);
   const KernelDesc& k = plan.steps.back().kernel;
   EXPECT_EQ(k.name, "fused_slice_slice_slice_reshape_reshape_reshape_transpose_transpose_transpose_attention_d8x8");

@@ -31,22 +31,8 @@ namespace {
 
 const std::string kG = " #{kiln.fusion_group = \"s\"}";
 
-std::unique_ptr<ir::Graph> parse(const std::string& text) {
-  auto g = ir::parse_graph(text);
-  EXPECT_TRUE(g.ok()) << g.status().to_string();
-  if (!g.ok()) return nullptr;
-  const Status st = ops::infer_graph_shapes(**g);
-  EXPECT_TRUE(st.ok()) << st.to_string();
-  return std::move(g).value();
-}
-
-ExecutionPlan plan_of(const ir::Graph& g, Storage storage = Storage::kBuffer) {
-  PlanOptions options;
-  options.storage = storage;
-  auto plan = build_plan(g, TargetInfo{}, options);
-  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
-  return plan.ok() ? std::move(plan).value() : ExecutionPlan{};
-}
+using testing::parse_shaped_graph;
+using testing::plan_or_fail;
 
 // "dense<[...]>" of n deterministic values in [-1, 1).
 std::string values(int n, int seed) {
@@ -150,7 +136,7 @@ struct Expect {
 
 void expect_store_view(const std::string& text, const std::vector<std::vector<Tensor>>& runs, const Expect& e,
                        const std::vector<const char*>& views) {
-  auto g = parse(text);
+  auto g = parse_shaped_graph(text);
   ASSERT_TRUE(g);
   runtime::ReferenceExecutor reference(*g);
   for (const testing::BackendConfig& config : testing::all_backend_configs()) {
@@ -269,9 +255,9 @@ TEST_F(FusionStoreViews, ALoadSidePrologueComposes) {
 // ---------------------------------------------------------------- refusals
 
 void expect_refused(const std::string& text, const std::string& why) {
-  auto g = parse(text);
+  auto g = parse_shaped_graph(text);
   ASSERT_TRUE(g);
-  const ExecutionPlan plan = plan_of(*g);
+  const ExecutionPlan plan = plan_or_fail(*g);
   ASSERT_EQ(plan.fusion_notes.size(), 1u) << kernel_names(plan);
   EXPECT_NE(plan.fusion_notes[0].find(why), std::string::npos) << plan.fusion_notes[0];
 }
@@ -316,9 +302,9 @@ TEST(FusionStoreViewsPlan, ATailReadingTheAnchorItself) {
 TEST(FusionStoreViewsPlan, TheForwardMapOfTheChain) {
   // Gemm [5,24] -> Reshape [5,1,24] -> Reshape [1,5,24]: unit axes only,
   // the stores' map passes both coordinates through (no division).
-  auto g = parse(vit_model());
+  auto g = parse_shaped_graph(vit_model());
   ASSERT_TRUE(g);
-  const ExecutionPlan plan = plan_of(*g);
+  const ExecutionPlan plan = plan_or_fail(*g);
   ASSERT_EQ(plan.dispatch_count(), 1u) << kernel_names(plan);
   const KernelDesc& k = plan.steps.back().kernel;
   auto y = std::find_if(k.tensors.begin(), k.tensors.end(), [](const KernelTensor& t) { return t.written; });
@@ -333,9 +319,9 @@ TEST(FusionStoreViewsPlan, TheForwardMapOfTheChain) {
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(*o, (std::vector<int64_t>{0, 3, 17}));
   // ConvNeXt's NHWC -> NCHW: coordinates renamed.
-  auto c = parse(convnext_model());
+  auto c = parse_shaped_graph(convnext_model());
   ASSERT_TRUE(c);
-  const ExecutionPlan cp = plan_of(*c);
+  const ExecutionPlan cp = plan_or_fail(*c);
   ASSERT_EQ(cp.dispatch_count(), 1u) << kernel_names(cp);
   for (const KernelTensor& t : cp.steps.back().kernel.tensors)
     if (t.written) {

@@ -69,21 +69,8 @@ std::string reshape_model(bool grouped = true) {
          "  %y = Relu(%r)" + g + " : f32[6,32]\n  return %y\n}\n";
 }
 
-std::unique_ptr<ir::Graph> parse(const std::string& text) {
-  auto g = ir::parse_graph(text);
-  EXPECT_TRUE(g.ok()) << g.status().to_string();
-  if (!g.ok()) return nullptr;
-  EXPECT_TRUE(ops::infer_graph_shapes(**g).ok());
-  return std::move(g).value();
-}
-
-ExecutionPlan plan_of(const ir::Graph& g, Storage storage = Storage::kBuffer) {
-  PlanOptions options;
-  options.storage = storage;
-  auto plan = build_plan(g, TargetInfo{}, options);
-  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
-  return plan.ok() ? std::move(plan).value() : ExecutionPlan{};
-}
+using testing::parse_shaped_graph;
+using testing::plan_or_fail;
 
 bool bound_by_a_kernel(const ExecutionPlan& plan, const ir::Graph& g, const char* value) {
   auto it = plan.value_tensor.find(g.find_value(value));
@@ -124,48 +111,48 @@ void expect_fused_view(const ExecutionPlan& plan, const ir::Graph& g, const char
 }
 
 TEST(FusionViews, ConvnextTransposeIntoABiasIsOneKernel) {
-  auto g = parse(nhwc_model());
+  auto g = parse_shaped_graph(nhwc_model());
   ASSERT_TRUE(g);
   for (Storage storage : {Storage::kBuffer, Storage::kImage})
-    expect_fused_view(plan_of(*g, storage), *g, "x", {"t"}, "fused_transpose_add");
-  EXPECT_EQ(plan_of(*parse(nhwc_model("2", false))).dispatch_count(), 2u);
+    expect_fused_view(plan_or_fail(*g, storage), *g, "x", {"t"}, "fused_transpose_add");
+  EXPECT_EQ(plan_or_fail(*parse_shaped_graph(nhwc_model("2", false))).dispatch_count(), 2u);
   for (size_t n : testing::expect_plan_kernels_valid(*g, "views_nhwc")) EXPECT_EQ(n, 1u);
 }
 
 TEST(FusionViews, ConvnextTransposeScaleResidualIsOneKernel) {
-  auto g = parse(nchw_model());
+  auto g = parse_shaped_graph(nchw_model());
   ASSERT_TRUE(g);
   for (Storage storage : {Storage::kBuffer, Storage::kImage})
-    expect_fused_view(plan_of(*g, storage), *g, "x", {"t"}, "fused_transpose_mul_add");
-  EXPECT_EQ(plan_of(*parse(nchw_model(false))).dispatch_count(), 3u);
+    expect_fused_view(plan_or_fail(*g, storage), *g, "x", {"t"}, "fused_transpose_mul_add");
+  EXPECT_EQ(plan_or_fail(*parse_shaped_graph(nchw_model(false))).dispatch_count(), 3u);
   for (size_t n : testing::expect_plan_kernels_valid(*g, "views_nchw")) EXPECT_EQ(n, 1u);
 }
 
 TEST(FusionViews, VitSliceReshapeTransposeIsOneKernel) {
-  auto g = parse(vit_model());
+  auto g = parse_shaped_graph(vit_model());
   ASSERT_TRUE(g);
   for (Storage storage : {Storage::kBuffer, Storage::kImage})
-    expect_fused_view(plan_of(*g, storage), *g, "qkv", {"k", "r", "h"}, "fused_slice_reshape_transpose_div");
+    expect_fused_view(plan_or_fail(*g, storage), *g, "qkv", {"k", "r", "h"}, "fused_slice_reshape_transpose_div");
   // Unfused: the slice, the transpose and the division (the Reshape of a
   // buffer is an alias).
-  EXPECT_EQ(plan_of(*parse(vit_model(false))).dispatch_count(), 3u);
+  EXPECT_EQ(plan_or_fail(*parse_shaped_graph(vit_model(false))).dispatch_count(), 3u);
   for (size_t n : testing::expect_plan_kernels_valid(*g, "views_vit")) EXPECT_EQ(n, 1u);
 }
 
 TEST(FusionViews, AnImageReshapeIsReadInPlaceOfItsCopy) {
-  auto plain = parse(reshape_model(false));
-  auto g = parse(reshape_model());
+  auto plain = parse_shaped_graph(reshape_model(false));
+  auto g = parse_shaped_graph(reshape_model());
   ASSERT_TRUE(plain && g);
-  EXPECT_EQ(plan_of(*plain, Storage::kImage).dispatch_count(), 2u);  // a copy, then the Relu
-  expect_fused_view(plan_of(*g, Storage::kImage), *g, "x", {"r"}, "fused_reshape_relu");
+  EXPECT_EQ(plan_or_fail(*plain, Storage::kImage).dispatch_count(), 2u);  // a copy, then the Relu
+  expect_fused_view(plan_or_fail(*g, Storage::kImage), *g, "x", {"r"}, "fused_reshape_relu");
   for (size_t n : testing::expect_plan_kernels_valid(*g, "views_reshape")) EXPECT_EQ(n, 1u);
 }
 
 TEST(FusionViews, AViewReadOutsideTheGroupKeepsItUnfused) {
-  auto plain = parse(nchw_model(false, /*t_is_output=*/true));
-  auto g = parse(nchw_model(true, /*t_is_output=*/true));
+  auto plain = parse_shaped_graph(nchw_model(false, /*t_is_output=*/true));
+  auto g = parse_shaped_graph(nchw_model(true, /*t_is_output=*/true));
   ASSERT_TRUE(plain && g);
-  const ExecutionPlan a = plan_of(*plain), b = plan_of(*g);
+  const ExecutionPlan a = plan_or_fail(*plain), b = plan_or_fail(*g);
   EXPECT_EQ(describe_plan(a, *plain), describe_plan(b, *g));
   ASSERT_EQ(b.fusion_notes.size(), 1u);
   EXPECT_NE(b.fusion_notes[0].find("'t'"), std::string::npos) << b.fusion_notes[0];
@@ -173,23 +160,23 @@ TEST(FusionViews, AViewReadOutsideTheGroupKeepsItUnfused) {
 }
 
 TEST(FusionViews, ASliceWithStartsKnownPerRunKeepsTheGroupUnfused) {
-  auto g = parse(
+  auto g = parse_shaped_graph(
       "graph @g opset 17 {\n  input %x : f32[6,24]\n  input %st : i64[1]\n"
       "  const %en : i64[1] = dense<[16]>\n  const %ax : i64[1] = dense<[1]>\n"
       "  %k = Slice(%x, %st, %en, %ax)" + kG + " : f32[6,?]\n"
       "  %y = Relu(%k)" + kG + " : f32[6,?]\n  return %y\n}\n");
   ASSERT_TRUE(g);
-  const ExecutionPlan b = plan_of(*g);
+  const ExecutionPlan b = plan_or_fail(*g);
   EXPECT_EQ(b.dispatch_count(), 2u);
   ASSERT_EQ(b.fusion_notes.size(), 1u);
   EXPECT_NE(b.fusion_notes[0].find("not known at plan time"), std::string::npos) << b.fusion_notes[0];
 }
 
 TEST(FusionViews, AGroupOfViewsOnlyIsUnfused) {
-  auto g = parse("graph @g opset 17 {\n  input %x : f32[2,3]\n  %t = Transpose(%x) {perm = [1,0]}" + kG +
+  auto g = parse_shaped_graph("graph @g opset 17 {\n  input %x : f32[2,3]\n  %t = Transpose(%x) {perm = [1,0]}" + kG +
                  " : f32[3,2]\n  %y = Relu(%t) : f32[3,2]\n  return %y\n}\n");
   ASSERT_TRUE(g);
-  const ExecutionPlan b = plan_of(*g);
+  const ExecutionPlan b = plan_or_fail(*g);
   ASSERT_EQ(b.fusion_notes.size(), 1u);
   EXPECT_EQ(b.dispatch_count(), 2u);
 }
@@ -206,7 +193,7 @@ TEST(FusionViews, AKernelUsingRawStorageIsRefused) {
   LoweringRegistry lowerings;
   register_data_movement_lowerings(lowerings);
   lowerings.add("", "Relu", lower_raw_relu);
-  auto g = parse("graph @g opset 17 {\n  input %x : f32[2,3]\n  %t = Transpose(%x) {perm = [1,0]}" + kG +
+  auto g = parse_shaped_graph("graph @g opset 17 {\n  input %x : f32[2,3]\n  %t = Transpose(%x) {perm = [1,0]}" + kG +
                  " : f32[3,2]\n  %y = Relu(%t)" + kG + " : f32[3,2]\n  return %y\n}\n");
   ASSERT_TRUE(g);
   auto plan = build_plan(*g, TargetInfo{}, PlanOptions{}, lowerings);
@@ -228,10 +215,10 @@ std::string matmul_model(bool grouped = true) {
 }
 
 TEST(FusionViews, ATransposeIntoAMatMulIsReadByTheGemm) {
-  auto g = parse(matmul_model());
-  auto plain = parse(matmul_model(false));
+  auto g = parse_shaped_graph(matmul_model());
+  auto plain = parse_shaped_graph(matmul_model(false));
   ASSERT_TRUE(g && plain);
-  const ExecutionPlan a = plan_of(*plain), b = plan_of(*g);
+  const ExecutionPlan a = plan_or_fail(*plain), b = plan_or_fail(*g);
   EXPECT_TRUE(b.fusion_notes.empty()) << b.fusion_notes.front();
   EXPECT_EQ(b.dispatch_count() + 1, a.dispatch_count()) << describe_plan(b, *g);
   EXPECT_FALSE(bound_by_a_kernel(b, *g, "t"));
@@ -250,10 +237,10 @@ std::string layernorm_model(bool grouped = true) {
 }
 
 TEST(FusionViews, ATransposeIntoALayerNormIsReadByTheRowKernel) {
-  auto g = parse(layernorm_model());
-  auto plain = parse(layernorm_model(false));
+  auto g = parse_shaped_graph(layernorm_model());
+  auto plain = parse_shaped_graph(layernorm_model(false));
   ASSERT_TRUE(g && plain);
-  const ExecutionPlan a = plan_of(*plain), b = plan_of(*g);
+  const ExecutionPlan a = plan_or_fail(*plain), b = plan_or_fail(*g);
   EXPECT_TRUE(b.fusion_notes.empty()) << b.fusion_notes.front();
   EXPECT_EQ(b.dispatch_count() + 1, a.dispatch_count()) << describe_plan(b, *g);
   EXPECT_FALSE(bound_by_a_kernel(b, *g, "t"));
@@ -273,11 +260,11 @@ std::string gather_model(bool grouped = true) {
 }
 
 TEST(FusionViews, AGatherOfAConstantIndexIsAView) {
-  auto g = parse(gather_model());
+  auto g = parse_shaped_graph(gather_model());
   ASSERT_TRUE(g);
   for (Storage storage : {Storage::kBuffer, Storage::kImage})
-    expect_fused_view(plan_of(*g, storage), *g, "p", {"t", "k"}, "fused_transpose_gather_mul");
-  EXPECT_EQ(plan_of(*parse(gather_model(false))).dispatch_count(), 3u);
+    expect_fused_view(plan_or_fail(*g, storage), *g, "p", {"t", "k"}, "fused_transpose_gather_mul");
+  EXPECT_EQ(plan_or_fail(*parse_shaped_graph(gather_model(false))).dispatch_count(), 3u);
   for (size_t n : testing::expect_plan_kernels_valid(*g, "views_gather")) EXPECT_EQ(n, 1u);
 }
 
@@ -299,11 +286,11 @@ std::string patch_merging_model(bool grouped = true) {
 }
 
 TEST(FusionViews, AConcatReadsItsSliceInputsThroughViews) {
-  auto g = parse(patch_merging_model());
+  auto g = parse_shaped_graph(patch_merging_model());
   ASSERT_TRUE(g);
   for (Storage storage : {Storage::kBuffer, Storage::kImage})
-    expect_fused_view(plan_of(*g, storage), *g, "x", {"a0", "a1", "a2", "a3"}, "fused_slice_slice_slice_slice_concat");
-  EXPECT_EQ(plan_of(*parse(patch_merging_model(false))).dispatch_count(), 5u);
+    expect_fused_view(plan_or_fail(*g, storage), *g, "x", {"a0", "a1", "a2", "a3"}, "fused_slice_slice_slice_slice_concat");
+  EXPECT_EQ(plan_or_fail(*parse_shaped_graph(patch_merging_model(false))).dispatch_count(), 5u);
   for (size_t n : testing::expect_plan_kernels_valid(*g, "views_concat")) EXPECT_EQ(n, 1u);
 }
 
@@ -315,7 +302,7 @@ class FusionViewsDevice : public vk::testing::VulkanTest {};
 // kernels and no fusion note, and compares the outputs for `inputs` with
 // the reference executor's.
 void expect_matches_reference(const std::string& text, const std::vector<Tensor>& inputs, size_t dispatches) {
-  auto g = parse(text);
+  auto g = parse_shaped_graph(text);
   ASSERT_TRUE(g);
   runtime::ReferenceExecutor reference(*g);
   auto want = reference.run(inputs);
@@ -397,9 +384,9 @@ std::string roll_model() {
 }
 
 TEST_F(FusionViewsDevice, RollsAreViews) {
-  auto g = parse(roll_model());
+  auto g = parse_shaped_graph(roll_model());
   ASSERT_TRUE(g);
-  expect_fused_view(plan_of(*g), *g, "x", {"a", "b", "r", "c", "d", "q"},
+  expect_fused_view(plan_or_fail(*g), *g, "x", {"a", "b", "r", "c", "d", "q"},
                     "fused_slice_slice_roll_slice_slice_roll_sigmoid");
   expect_matches_reference(roll_model(), {testing::random_tensor({1, 7, 8, 5}, 14)}, 1);
   // A roll that ends its group is the group's core: one concat kernel.
@@ -447,15 +434,15 @@ TEST_F(FusionViewsDevice, OddShapesThroughAGeneralReshape) {
 }
 
 TEST_F(FusionViewsDevice, TransposeMatMul) {
-  auto g = parse(matmul_model());
+  auto g = parse_shaped_graph(matmul_model());
   ASSERT_TRUE(g);
-  expect_matches_reference(matmul_model(), {testing::random_tensor({2, 8, 5}, 7)}, plan_of(*g).dispatch_count());
+  expect_matches_reference(matmul_model(), {testing::random_tensor({2, 8, 5}, 7)}, plan_or_fail(*g).dispatch_count());
 }
 
 TEST_F(FusionViewsDevice, TransposeLayerNorm) {
-  auto g = parse(layernorm_model());
+  auto g = parse_shaped_graph(layernorm_model());
   ASSERT_TRUE(g);
-  expect_matches_reference(layernorm_model(), {testing::random_tensor({2, 8, 3, 5}, 8)}, plan_of(*g).dispatch_count());
+  expect_matches_reference(layernorm_model(), {testing::random_tensor({2, 8, 3, 5}, 8)}, plan_or_fail(*g).dispatch_count());
 }
 
 // x + x^T: the kernel binds x twice, once through the view. x dies at the
@@ -468,9 +455,9 @@ TEST_F(FusionViewsDevice, ASourceAlsoReadDirectlyIsNeverOverwrittenInPlace) {
       "graph @g opset 17 {\n  input %i : f32[2,5,5]\n  %x = Relu(%i) : f32[2,5,5]\n"
       "  %t = Transpose(%x) {perm = [0,2,1]}" + kG + " : f32[2,5,5]\n"
       "  %y = Add(%t, %x)" + kG + " : f32[2,5,5]\n  return %y\n}\n";
-  auto g = parse(text);
+  auto g = parse_shaped_graph(text);
   ASSERT_TRUE(g);
-  const ExecutionPlan plan = plan_of(*g);
+  const ExecutionPlan plan = plan_or_fail(*g);
   ASSERT_EQ(plan.dispatch_count(), 2u);
   EXPECT_EQ(plan.tensors[static_cast<size_t>(plan.value_tensor.at(g->find_value("y")))].inplace_of, kNoTensor);
   expect_matches_reference(text, {testing::random_tensor({2, 5, 5}, 9)}, 2);
@@ -479,7 +466,7 @@ TEST_F(FusionViewsDevice, ASourceAlsoReadDirectlyIsNeverOverwrittenInPlace) {
 // A dynamic batch through the view: one plan, and a second batch size
 // compiles no shader.
 TEST_F(FusionViewsDevice, ASymbolicBatchCompilesNothingNew) {
-  auto g = parse(nhwc_model("n"));
+  auto g = parse_shaped_graph(nhwc_model("n"));
   ASSERT_TRUE(g);
   runtime::ReferenceExecutor reference(*g);
   for (Storage storage : {Storage::kBuffer, Storage::kImage}) {

@@ -8,7 +8,9 @@
 #include <random>
 #include <sstream>
 
+#include "engine/ir/text.h"
 #include "engine/ops/op_registry.h"
+#include "engine/ops/shape_inference.h"
 #include "engine/runtime/reference_executor.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "planner/execution_plan.h"
@@ -249,6 +251,23 @@ std::vector<size_t> expect_plan_kernels_valid(const ir::Graph& g, const std::str
       }
     }
   return dispatches;
+}
+
+std::unique_ptr<ir::Graph> parse_shaped_graph(const std::string& text) {
+  auto g = ir::parse_graph(text);
+  EXPECT_TRUE(g.ok()) << g.status().to_string();
+  if (!g.ok()) return nullptr;
+  const Status st = ops::infer_graph_shapes(**g);
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  return std::move(g).value();
+}
+
+ExecutionPlan plan_or_fail(const ir::Graph& g, Storage storage) {
+  PlanOptions options;
+  options.storage = storage;
+  auto plan = build_plan(g, TargetInfo{}, options);
+  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+  return plan.ok() ? std::move(plan).value() : ExecutionPlan{};
 }
 
 }  // namespace kiln::planner::testing

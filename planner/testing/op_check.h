@@ -12,11 +12,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/base/tensor.h"
 #include "engine/ir/graph.h"
+#include "planner/execution_plan.h"
 #include "planner/kernel.h"
 #include "planner/lowering.h"
 
@@ -95,5 +97,13 @@ std::vector<size_t> expect_plan_kernels_valid(const ir::Graph& g, const std::str
 
 // Random float tensor in [lo, hi) with a fixed seed.
 Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+
+// `text` (Kiln's text IR) parsed, its shapes inferred; null (and a test
+// failure) when either fails.
+std::unique_ptr<ir::Graph> parse_shaped_graph(const std::string& text);
+
+// build_plan of `g` for a default TargetInfo with `storage`; an empty plan
+// (and a test failure) when planning fails.
+ExecutionPlan plan_or_fail(const ir::Graph& g, Storage storage = Storage::kBuffer);
 
 }  // namespace kiln::planner::testing
