@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Stages a kiln build for the GPU machine: the kiln binary and the shared
+# Stages a kiln build for the GPU machine: the kiln binary (and
+# kiln_kernel_bench when built) and the shared
 # libraries it needs that a bare machine lacks (libkiln, protobuf, onnx_proto,
 # and whatever else ldd resolves outside glibc, libstdc++ and the Vulkan
 # loader), stripped, into DEST/bin and DEST/lib, and Kiln's own plugins into
@@ -18,15 +19,20 @@ kiln=$build/tools/kiln/kiln
 
 rm -rf "$dest"
 mkdir -p "$dest/bin" "$dest/lib"
-strip -o "$dest/bin/kiln" "$kiln"
+# The tool, and the per-op micro-benchmarks (bench/kernels) when built.
+binaries=("$kiln")
+[ -x "$build/bench/kernels/kiln_kernel_bench" ] && binaries+=("$build/bench/kernels/kiln_kernel_bench")
 # Libraries every Linux machine has (or that must come from the machine
 # itself, like the Vulkan loader and the driver) stay behind.
 system='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz|libvulkan)\.'
-missing=$(ldd "$kiln" | awk '/not found/ {print $1}')
-if [ -n "$missing" ]; then echo "stage_kiln: unresolved here: $missing" >&2; exit 2; fi
-ldd "$kiln" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | while read -r name path; do
-  if [[ "$name" =~ $system ]]; then continue; fi
-  strip -o "$dest/lib/$name" "$path"
+for bin in "${binaries[@]}"; do
+  strip -o "$dest/bin/$(basename "$bin")" "$bin"
+  missing=$(ldd "$bin" | awk '/not found/ {print $1}')
+  if [ -n "$missing" ]; then echo "stage_kiln: unresolved here: $missing" >&2; exit 2; fi
+  ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | while read -r name path; do
+    if [[ "$name" =~ $system ]]; then continue; fi
+    strip -o "$dest/lib/$name" "$path"
+  done
 done
 # Kiln's own plugins load from lib/kiln/plugins beside the library directory
 # (<bindir>/../lib/kiln/plugins for the tool).

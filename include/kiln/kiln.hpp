@@ -134,6 +134,13 @@ class Model {
     if (!e) out.reset(m);
     return e;
   }
+  // Serialized ModelProto bytes (no external data).
+  static Error load_from_memory(const void* data, size_t size, Model& out) {
+    kiln_model_t* m = nullptr;
+    Error e(kiln_model_load_from_memory(data, size, &m));
+    if (!e) out.reset(m);
+    return e;
+  }
   size_t input_count() const { return kiln_model_input_count(m_); }
   size_t output_count() const { return kiln_model_output_count(m_); }
   std::string input_name(size_t i) const { return kiln_model_input_name(m_, i); }
