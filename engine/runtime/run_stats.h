@@ -32,7 +32,9 @@ inline bool is_fused_kernel(const std::string& name) {
 
 struct RunStats {
   double wall_ms = 0;          // run() from call to return
-  double gpu_ms = -1;          // whole command buffers on the GPU; -1 without timestamps
+  // Whole command buffers on the GPU; -1 without timestamps. Profiled, from
+  // the end of the input uploads to the last kernel.
+  double gpu_ms = -1;
   uint32_t dispatches = 0;     // dispatches submitted (an If's untaken branch: none; a Loop's body: per iteration)
   uint32_t fused_dispatches = 0;  // of them, dispatches of fused kernels (is_fused_kernel)
   // Global memory the dispatches moved, profile or not: per dispatch, every

@@ -304,7 +304,8 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_session_run(kiln_session_t* session,
 typedef struct kiln_run_stats_t {
   uint32_t struct_size;
   double wall_ms;       /* kiln_session_run from call to return */
-  double gpu_ms;        /* command buffers on the GPU; -1 without timestamps */
+  double gpu_ms;        /* command buffers on the GPU; -1 without timestamps. With profile
+                         * on, from the end of the input uploads to the last kernel. */
   uint32_t dispatches;  /* compute dispatches */
   uint32_t fallbacks;   /* nodes run on the host (with transfers) */
   uint32_t recorded;    /* 1: the run recorded new command buffers (new shapes or bindings) */

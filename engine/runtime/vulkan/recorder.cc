@@ -209,11 +209,14 @@ Status Recorder::record_segment(Signature& sig, Segment& seg, bool first, bool l
   KILN_ASSIGN_OR_RETURN(seg.cmd, submitter_.allocate());
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   KILN_RETURN_IF_ERROR(device_.check(fn.vkBeginCommandBuffer(seg.cmd, &begin), "vkBeginCommandBuffer"));
-  if (seg.timestamps) {
-    seg.timestamps->reset(seg.cmd);
-    (void)seg.timestamps->write(seg.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT);
-  }
+  if (seg.timestamps) seg.timestamps->reset(seg.cmd);
+  // Unprofiled, two stamps bracket the whole segment, copies included.
+  if (seg.timestamps && !profile_) (void)seg.timestamps->write(seg.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT);
   if (first) record_input_copies(sig, seg.cmd);
+  // Profiled, the first kernel's time starts when the input copies are done
+  // (a bottom-of-pipe stamp waits for every earlier command), so that a
+  // kernel's time is its own and not the upload's.
+  if (seg.timestamps && profile_) (void)seg.timestamps->write(seg.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT);
   if (!sig.external.empty()) {
     // The host's buffers: what earlier commands on the queue wrote (the
     // host's own uploads or render passes) is visible to the kernels.
