@@ -22,6 +22,9 @@
 //      and storage (Y is zero past a row's length).
 // S is an fp32 buffer [T+1, NS, D, B, H] (NS = 2 for LSTM: h and c), so the
 // state never round-trips through fp16 storage and Y can be read from it.
+// Constant W and R are uploaded transposed, [D, K, G*H]: the invocations of
+// neighbouring rows then read neighbouring memory in their dot-product
+// loops (kiln_w / kiln_r hide which form a kernel binds).
 // The step index is a push constant: the T step kernels share one pipeline.
 #include <string>
 #include <vector>
@@ -89,7 +92,7 @@ std::string unit_prologue(bool has_lens) {
          std::to_string(kLocal) +
          ";\n"
          "  if (kiln_gid >= UNITS) return;\n"
-         "  int k = kiln_gid % HID; int kiln_r = kiln_gid / HID; int b = kiln_r % BATCH; int d = kiln_r / BATCH;\n" +
+         "  int k = kiln_gid % HID; int kiln_rest = kiln_gid / HID; int b = kiln_rest % BATCH; int d = kiln_rest / BATCH;\n" +
          (has_lens ? "  int len = clamp(L_at(b), 0, STEPS);\n" : "  int len = STEPS;\n");
 }
 
@@ -151,16 +154,50 @@ class RecurrentLowering {
     return a_.layout == 0 ? "X_at(" + t + ", " + b + ", " + i + ")" : "X_at(" + b + ", " + t + ", " + i + ")";
   }
 
+  // Binds W or R as `name`, transposed to [D, K, G*H] when it is a
+  // constant (one copy per node, made on first use), and returns the GLSL
+  // function `fn(d, row, k)` reading it.
+  std::string bind_weights(std::vector<KernelTensor>& tensors, const char* name, size_t input, const char* fn) {
+    const std::string n = name;
+    Weights& w = input == kW ? w_ : r_;
+    if (w.id == kNoTensor) w = prepare_weights(input);
+    tensors.push_back(ctx_.bind(n, w.id));
+    return std::string("float ") + fn + "(int d, int row, int k) { return " + n +
+           (w.transposed ? "_at(d, k, row)" : "_at(d, row, k)") + "; }\n";
+  }
+
+  struct Weights {
+    TensorId id = kNoTensor;
+    bool transposed = false;
+  };
+
+  Weights prepare_weights(size_t input) {
+    Weights w{ctx_.input(input), false};
+    if (const Tensor* c = ctx_.input_constant(input); c && c->rank() == 3) {
+      auto t = Tensor::allocate(c->dtype(), {c->dim(0), c->dim(2), c->dim(1)});
+      if (t.ok()) {
+        const int64_t rows = c->dim(1), cols = c->dim(2);
+        for (int64_t d = 0; d < c->dim(0); ++d)
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t k = 0; k < cols; ++k)
+              t->set_f64((d * cols + k) * rows + r, c->get_f64((d * rows + r) * cols + k));
+        w = {ctx_.add_constant(std::move(t).value(), {Storage::kBuffer, ctx_.input_elem_type(input)}), true};
+      }
+    }
+    return w;
+  }
+
   void emit_projection() {
-    std::vector<KernelTensor> tensors = {ctx_.bind("X", ctx_.input(kX)), ctx_.bind("W", ctx_.input(kW))};
+    std::vector<KernelTensor> tensors = {ctx_.bind("X", ctx_.input(kX))};
+    const std::string w_fn = bind_weights(tensors, "W", kW, "kiln_w");
     std::string body = "float acc = 0.0;\n";
     if (ctx_.has_input(kB)) {
       tensors.push_back(ctx_.bind("Bias", ctx_.input(kB)));
       body += "acc = Bias_at(oc1, oc3);\n";
     }
-    body += "for (int i = 0; i < W_D2; ++i) acc += " + x_at("oc0", "oc2", "i") + " * W_at(oc1, oc3, i);\nv = acc;\n";
+    body += "for (int i = 0; i < X_D2; ++i) acc += " + x_at("oc0", "oc2", "i") + " * kiln_w(oc1, oc3, i);\nv = acc;\n";
     tensors.push_back(ctx_.bind("XP", xp_, true));
-    KernelDesc k = map_kernel("rnn_project", std::move(tensors), body);
+    KernelDesc k = map_kernel("rnn_project", std::move(tensors), body, w_fn);
     const std::vector<ir::Dim>& x = ctx_.input_shape(kX);
     k.flops = ir::Dim(2 * steps_ * a_.num_directions * a_.num_gates * hidden_) * batch_ * x[2];
     ctx_.emit(std::move(k));
@@ -184,13 +221,14 @@ class RecurrentLowering {
     ctx_.emit(custom_kernel("rnn_init", std::move(tensors), body, 0));
   }
 
-  KernelDesc custom_kernel(std::string name, std::vector<KernelTensor> tensors, std::string body, int64_t step) const {
+  KernelDesc custom_kernel(std::string name, std::vector<KernelTensor> tensors, std::string body, int64_t step,
+                           const std::string& extra_helpers = {}) const {
     KernelDesc k;
     k.name = std::move(name);
     k.family = KernelDesc::Family::kCustom;
     k.tensors = std::move(tensors);
     k.params = unit_params(step);
-    k.helpers = step_helpers(a_);
+    k.helpers = step_helpers(a_) + extra_helpers;
     k.body = std::move(body);
     k.local_size = {kLocal, 1, 1};
     const ir::Dim wg = ir::Dim::ceil_div(units_, ir::Dim(static_cast<int64_t>(kLocal)));
@@ -200,7 +238,8 @@ class RecurrentLowering {
   }
 
   void emit_step(std::string name, const std::string& body, TensorId written, int64_t step) {
-    std::vector<KernelTensor> tensors = {ctx_.bind("XP", xp_), ctx_.bind("R", ctx_.input(kR))};
+    std::vector<KernelTensor> tensors = {ctx_.bind("XP", xp_)};
+    const std::string r_fn = bind_weights(tensors, "R", kR, "kiln_r");
     if (ctx_.has_input(kB)) tensors.push_back(ctx_.bind("Bias", ctx_.input(kB)));
     if (has_lens_) tensors.push_back(ctx_.bind("L", ctx_.input(kSeqLens)));
     if (a_.kind == RecurrentKind::kLstm && ctx_.has_input(kPeepholes))
@@ -212,7 +251,7 @@ class RecurrentLowering {
       tensors.push_back(ctx_.bind("S", state_));
       tensors.push_back(ctx_.bind("RH", reset_, true));
     }
-    KernelDesc k = custom_kernel(std::move(name), std::move(tensors), body, step);
+    KernelDesc k = custom_kernel(std::move(name), std::move(tensors), body, step, r_fn);
     k.flops = units_ * ir::Dim(2 * a_.num_gates * hidden_);
     ctx_.emit(std::move(k));
   }
@@ -223,7 +262,7 @@ class RecurrentLowering {
     const std::string row = std::to_string(g) + " * HID + k";
     std::string e = "XP_at(t, d, b, " + row + ")";
     if (with_recurrent_bias && ctx_.has_input(kB)) e += " + Bias_at(d, " + std::to_string(a_.num_gates) + " * HID + " + row + ")";
-    return "  { float acc = " + e + ";\n    for (int j = 0; j < HID; ++j) acc += R_at(d, " + row + ", j) * " + h_expr_j +
+    return "  { float acc = " + e + ";\n    for (int j = 0; j < HID; ++j) acc += kiln_r(d, " + row + ", j) * " + h_expr_j +
            ";\n    pre" + std::to_string(g) + " = acc; }\n";
   }
 
@@ -283,7 +322,7 @@ class RecurrentLowering {
         if (a_.linear_before_reset) {
           s += "  float pre1;\n" + gate_sum(1, h, true);
           s += "  float r = kiln_act(0, d, kiln_clip(pre1));\n";
-          s += "  { float acc = 0.0;\n    for (int j = 0; j < HID; ++j) acc += R_at(d, 2 * HID + k, j) * " + h +
+          s += "  { float acc = 0.0;\n    for (int j = 0; j < HID; ++j) acc += kiln_r(d, 2 * HID + k, j) * " + h +
                ";\n    pre2 = XP_at(t, d, b, 2 * HID + k) + r * (acc" + rb + "); }\n";
         } else {
           s += gate_sum(2, "RH_at(d, b, j)", true);
@@ -325,6 +364,7 @@ class RecurrentLowering {
   ir::Dim batch_, units_;
   bool has_lens_ = false;
   TensorId xp_ = kNoTensor, state_ = kNoTensor, reset_ = kNoTensor;
+  Weights w_, r_;
 };
 
 Status lower_recurrent(LoweringContext& ctx) {
