@@ -139,10 +139,10 @@ class RecurrentLowering {
   }
 
  private:
-  // Accessor parameters every custom kernel uses.
-  // The step index is a push constant (a host parameter of fixed value), so
-  // the T step dispatches share one pipeline: as a specialization constant
-  // each value would compile its own.
+  // The parameters every custom kernel uses. The step index is a push
+  // constant (a host parameter of fixed value), so the T step dispatches
+  // share one pipeline: as a specialization constant each value would
+  // compile its own.
   std::vector<KernelParam> unit_params(int64_t step) const {
     const ir::Dim step_param = ctx_.host_param([step](const HostParamInputs&) -> StatusOr<int64_t> { return step; });
     return {{"UNITS", units_}, {"HID", ir::Dim(hidden_)}, {"BATCH", batch_}, {"STEPS", ir::Dim(steps_)},
