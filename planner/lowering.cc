@@ -173,6 +173,7 @@ const LoweringRegistry& LoweringRegistry::builtin() {
     register_pooling_lowerings(*r);
     register_linalg_lowerings(*r);
     register_topk_lowerings(*r);
+    register_recurrent_lowerings(*r);
     register_einsum_lowerings(*r);
     return r;
   }();

@@ -155,5 +155,6 @@ void register_pooling_lowerings(LoweringRegistry& r);         // MaxPool, Averag
 void register_linalg_lowerings(LoweringRegistry& r);          // MatMul, Gemm, Conv, ConvTranspose
 void register_topk_lowerings(LoweringRegistry& r);            // TopK
 void register_einsum_lowerings(LoweringRegistry& r);          // Einsum
+void register_recurrent_lowerings(LoweringRegistry& r);       // LSTM, GRU, RNN
 
 }  // namespace kiln::planner

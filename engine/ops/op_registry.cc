@@ -85,6 +85,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_pooling_ops(*r);
     register_data_movement_ops(*r);
     register_control_flow_ops(*r);
+    register_recurrent_ops(*r);
     return r;
   }();
   return *registry;

@@ -193,5 +193,6 @@ void register_linalg_ops(OpRegistry& r);          // Conv, ConvTranspose, Gemm, 
 void register_pooling_ops(OpRegistry& r);         // MaxPool, AveragePool, Global*Pool
 void register_data_movement_ops(OpRegistry& r);   // Reshape, Transpose, Concat, Slice, Gather, Resize, Pad...
 void register_control_flow_ops(OpRegistry& r);    // If, Loop, Identity, Constant
+void register_recurrent_ops(OpRegistry& r);       // LSTM, GRU, RNN
 
 }  // namespace kiln::ops

@@ -2,7 +2,7 @@
 //
 // One pass over each (sub-)graph in topological order. Every node is resolved
 // against a scope chain (so sub-graphs see outer values), rewritten from its
-// opset's form to the opset-18 form the registry implements, appended to the
+// opset's form to the latest form the registry implements, appended to the
 // graph and immediately shape-inferred — so a rewrite can depend on what is
 // known about its inputs (Pad's constant value takes the data's dtype,
 // Softmax-12 needs the input's rank). Internal to kiln_onnx.
@@ -29,7 +29,7 @@ namespace kiln::onnx {
 
 // Opsets of the default domain this importer understands.
 inline constexpr int64_t kMinOpset = 7;
-inline constexpr int64_t kMaxOpset = 18;
+inline constexpr int64_t kMaxOpset = 21;
 
 class GraphBuilder {
  public:
@@ -89,7 +89,7 @@ class GraphBuilder {
   StatusOr<ir::Attribute> convert_attribute(::onnx::AttributeProto& attr, const Draft& draft, Scope& scope);
   Status convert_constant_node(::onnx::NodeProto& node, const std::string& node_name, Scope& scope);
 
-  // Rewrites an older opset's form of `draft` to the opset-18 form; may emit
+  // Rewrites an older opset's form of `draft` to the latest form; may emit
   // helper nodes (constants, Flatten/Shape...) before it.
   Status upgrade_node(Draft& draft, Scope& scope);
   Status upgrade_softmax(Draft& draft, Scope& scope);

@@ -2,7 +2,7 @@
 //
 // Parses a ModelProto with the OS's libonnx/protobuf, converts initializers
 // (including external data confined to the model's directory), normalizes
-// opsets 7–18 to the opset-18 semantics the registry implements (attributes
+// opsets 7–21 to the latest semantics the registry implements (attributes
 // that later opsets turned into inputs — Split's split, Squeeze/Unsqueeze/
 // Reduce* axes, Clip's min/max, Pad's pads, Slice's starts/ends — become
 // constant inputs; Upsample and Resize-10 become Resize; Softmax before 13

@@ -1,4 +1,4 @@
-// Rewrites older opsets' node forms to the opset-18 form the op registry
+// Rewrites older opsets' node forms to the latest form the op registry
 // implements; see onnx_graph_builder.h.
 //
 // Kiln's ops have one semantics each — the latest. Models written for opsets
@@ -7,6 +7,18 @@
 // inputs, renamed ops get their new names, and ops whose meaning changed
 // (Softmax before 13, Resize 10, Upsample) are re-expressed. Forms Kiln cannot
 // express faithfully are rejected with a message naming the node.
+//
+// Opsets 19–21 changed these ops Kiln implements, all already in the
+// registry's form: AveragePool-19 gained `dilations`; Pad-19 the `wrap`
+// mode; Resize-19 the `half_pixel_symmetric` transformation;
+// Cast/CastLike-19 `saturate`, which only affects float8 targets (refused
+// as a type, so the attribute is left unread); GroupNormalization-21 takes
+// scale and bias per channel where 18 took them per group (the kernels
+// accept both: the element count tells); Gelu-20 is in the registry with
+// `approximate`. The other 19–21 versions of supported ops only add element
+// types (float8, int4, uint4), which the importer refuses by name. Ops new
+// in 19–21 (DeformConv, DFT-20's input form, AffineGrid, GridSample, ...)
+// are refused as unsupported ops.
 #include <cmath>
 #include <optional>
 

@@ -30,7 +30,7 @@ std::vector<OpClass> build() {
        "GlobalAveragePool", "GlobalLpPool", "BatchNormalization", "InstanceNormalization", "LayerNormalization",
        "GroupNormalization", "LpNormalization", "Softmax", "LogSoftmax", "Hardmax", "ArgMax", "ArgMin", "Concat",
        "Gather", "GatherElements", "GatherND", "ScatterElements", "ScatterND", "Transpose", "Flatten",
-       "DepthToSpace", "SpaceToDepth", "CumSum", "Trilu"});
+       "DepthToSpace", "SpaceToDepth", "CumSum", "Trilu", "LSTM", "GRU", "RNN"});
   add(DynClass::kISVDOS, {"Reshape", "Expand", "Squeeze", "Unsqueeze", "Tile", "OneHot", "TopK", "Split"}, {1});
   add(DynClass::kISVDOS, {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
                           "ReduceLogSumExp", "ReduceSumSquare"},
