@@ -15,7 +15,9 @@ Writes OUT_DIR/<case>/model.onnx (plus any side files) and OUT_DIR/cases.json:
 a list of {"name", "class", "model", "args", "expect": {tool: outcome},
 "xfail": {tool: reason}}. Tools: "graph" (kiln graph), "reference"
 (kiln run --backend reference), "vulkan" (kiln run --backend vulkan). An
-outcome is "runs" (exit 0) or a substring the error output must contain.
+outcome is "runs" (exit 0), a substring the error output must contain, or
+"clean" (either, as long as it is no signal and no hang: randomly mutated
+bytes, whose right answer depends on where the flips land).
 An xfail names who fixes it ("h1 overflow checks"): the case is known to
 break that expectation today; the runner fails when it starts to pass, so
 the fix flips it.
@@ -159,6 +161,17 @@ def main():
     flipped = bytearray(good)
     flipped[good.index(b"Relu")] ^= 0x20  # "Relu" -> "relu": an op no opset has
     add("bitflip_op_name", "bit-flipped", bytes(flipped), "relu")
+
+    # Random flips (seeded, so the corpus is the same every run) land
+    # anywhere: what they must give is only a clean outcome -- a run or a
+    # named error, never a signal or a hang.
+    rng = np.random.default_rng(21)
+    conv = conv_model(helper.make_attribute("pads", [1, 1, 1, 1]))
+    for i in range(6):
+        flipped = bytearray(conv)
+        for at in rng.integers(0, len(conv), size=3):
+            flipped[at] ^= 1 << int(rng.integers(0, 8))
+        add(f"bitflip_random_{i}", "bit-flipped", bytes(flipped), "clean")
 
     # -- wrong wire types and out-of-range enums ----------------------------
     m = onnx.load_from_string(good)
