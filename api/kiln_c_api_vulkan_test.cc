@@ -178,7 +178,7 @@ class CApiVulkanTest : public kiln::vk::testing::VulkanTest {
  protected:
   void SetUp() override {
     VulkanTest::SetUp();
-    if (IsSkipped()) return;
+    if (IsSkipped() || HasFatalFailure()) return;
     Error e = Model::load(kModel, model_);
     ASSERT_FALSE(e) << e.message();
   }

@@ -307,7 +307,7 @@ class GemmCoopMatDeviceTest : public vk::testing::VulkanTest {
  protected:
   void SetUp() override {
     VulkanTest::SetUp();
-    if (IsSkipped()) return;
+    if (IsSkipped() || HasFatalFailure()) return;
     target_ = runtime::target_info(device());
     if (!pick_coopmat_shape(target_)) GTEST_SKIP() << "the device has no fp16 cooperative-matrix shape (NV)";
     std::cout << "GemmCoopMat: device " << device().capabilities().device_name << ", subgroup "

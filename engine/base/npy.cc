@@ -1,6 +1,9 @@
 // .npy reading and writing; see npy.h.
 #include "engine/base/npy.h"
 
+#include "engine/base/file_checks.h"
+
+#include <algorithm>
 #include <bit>
 #include <cctype>
 #include <cerrno>
@@ -9,6 +12,7 @@
 #include <limits>
 #include <memory>
 #include <string_view>
+#include <utility>
 
 namespace kiln {
 
@@ -122,11 +126,20 @@ uint32_t read_le(const unsigned char* p, size_t n) {
   return v;
 }
 
-}  // namespace
+// What a .npy header says: the tensor's type and shape, and where its
+// `nbytes` data bytes start.
+struct NpyHeader {
+  DType dtype = DType::kUndefined;
+  Shape shape;
+  size_t data_offset = 0;
+  size_t nbytes = 0;
+};
 
-StatusOr<Tensor> parse_npy(const void* data, size_t size, const std::string& what) {
-  const auto* bytes = static_cast<const unsigned char*>(data);
-  if (size < kMagicLen + 4 || std::memcmp(bytes, kMagic, kMagicLen) != 0)
+// The fixed prefix: magic, version, header length. `size` is the whole
+// file's (or buffer's) size, which the header must fit in.
+StatusOr<std::pair<size_t, size_t>> parse_prefix(const unsigned char* bytes, size_t have, size_t size,
+                                                 const std::string& what) {
+  if (have < kMagicLen + 4 || std::memcmp(bytes, kMagic, kMagicLen) != 0)
     return invalid_argument(what + " is not a .npy file (bad magic)");
   const int major = bytes[6];
   size_t header_len = 0;
@@ -135,62 +148,94 @@ StatusOr<Tensor> parse_npy(const void* data, size_t size, const std::string& wha
     header_len = read_le(bytes + 8, 2);
     header_start = 10;
   } else if (major == 2 || major == 3) {
-    if (size < 12) return data_loss(what + ": truncated .npy header");
+    if (have < 12) return data_loss(what + ": truncated .npy header");
     header_len = read_le(bytes + 8, 4);
     header_start = 12;
   } else {
     return unimplemented(what + ": .npy format version " + std::to_string(major) + " is not supported");
   }
   if (header_len > size - header_start) return data_loss(what + ": truncated .npy header");
-  const std::string_view header(reinterpret_cast<const char*>(bytes + header_start), header_len);
-  HeaderParser parser(header, what);
+  return std::pair{header_start, header_len};
+}
 
+// Parses the header dict and checks that the `size` bytes hold the data.
+StatusOr<NpyHeader> parse_header(std::string_view header, size_t header_end, size_t size, const std::string& what) {
+  HeaderParser parser(header, what);
   if (!parser.find_key("descr")) return invalid_argument(what + ": .npy header has no 'descr'");
   KILN_ASSIGN_OR_RETURN(std::string descr, parser.quoted_string());
   if (!parser.find_key("fortran_order")) return invalid_argument(what + ": .npy header has no 'fortran_order'");
   KILN_ASSIGN_OR_RETURN(bool fortran, parser.boolean());
   if (!parser.find_key("shape")) return invalid_argument(what + ": .npy header has no 'shape'");
-  KILN_ASSIGN_OR_RETURN(Shape shape, parser.tuple());
+  NpyHeader out;
+  KILN_ASSIGN_OR_RETURN(out.shape, parser.tuple());
 
-  DType dtype = DType::kUndefined;
   for (const Descr& d : kDescrs)
-    if (descr == d.text) dtype = d.dtype;
-  if (dtype == DType::kUndefined)
+    if (descr == d.text) out.dtype = d.dtype;
+  if (out.dtype == DType::kUndefined)
     return unimplemented(what + ": .npy dtype '" + descr +
                          "' is not supported (use little-endian f2/f4/f8, i1/i2/i4/i8, u1/u2/u4/u8 or b1)");
   if (fortran) return unimplemented(what + ": Fortran-order .npy arrays are not supported (save a C-order array)");
 
   int64_t numel = 1;
-  for (int64_t d : shape) {
+  for (int64_t d : out.shape) {
     if (d != 0 && numel > std::numeric_limits<int64_t>::max() / 16 / d)
-      return invalid_argument(what + ": .npy shape " + shape_to_string(shape) + " is too large");
+      return invalid_argument(what + ": .npy shape " + shape_to_string(out.shape) + " is too large");
     numel *= d;
   }
-  const size_t nbytes = static_cast<size_t>(numel) * dtype_size(dtype);
-  const size_t available = size - header_start - header_len;
-  if (available < nbytes)
-    return data_loss(what + ": .npy data is truncated: shape " + shape_to_string(shape) + " of " +
-                     std::string(dtype_name(dtype)) + " needs " + std::to_string(nbytes) + " bytes, the file has " +
-                     std::to_string(available));
-  KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(dtype, std::move(shape)));
-  if (nbytes > 0) std::memcpy(t.raw_data(), bytes + header_start + header_len, nbytes);
-  if (dtype == DType::kBool) {
-    // numpy bools are bytes 0/1; anything else would not be a valid C++ bool.
-    auto* b = static_cast<unsigned char*>(t.raw_data());
-    for (size_t i = 0; i < nbytes; ++i) b[i] = b[i] != 0;
-  }
+  out.nbytes = static_cast<size_t>(numel) * dtype_size(out.dtype);
+  out.data_offset = header_end;
+  // The declared size is checked against the real one before anything is
+  // allocated: a header claiming gigabytes over a small file is an error.
+  const size_t available = size - header_end;
+  if (available < out.nbytes)
+    return data_loss(what + ": .npy data is truncated: shape " + shape_to_string(out.shape) + " of " +
+                     std::string(dtype_name(out.dtype)) + " needs " + std::to_string(out.nbytes) +
+                     " bytes, the file has " + std::to_string(available));
+  return out;
+}
+
+// numpy bools are bytes 0/1; anything else would not be a valid C++ bool.
+void normalize_bools(Tensor& t) {
+  if (t.dtype() != DType::kBool) return;
+  auto* b = static_cast<unsigned char*>(t.raw_data());
+  for (size_t i = 0; i < t.nbytes(); ++i) b[i] = b[i] != 0;
+}
+
+}  // namespace
+
+StatusOr<Tensor> parse_npy(const void* data, size_t size, const std::string& what) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  KILN_ASSIGN_OR_RETURN(auto prefix, parse_prefix(bytes, size, size, what));
+  const auto [header_start, header_len] = prefix;
+  const std::string_view text(reinterpret_cast<const char*>(bytes + header_start), header_len);
+  KILN_ASSIGN_OR_RETURN(NpyHeader header, parse_header(text, header_start + header_len, size, what));
+  KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(header.dtype, std::move(header.shape)));
+  if (header.nbytes > 0) std::memcpy(t.raw_data(), bytes + header.data_offset, header.nbytes);
+  normalize_bools(t);
   return t;
 }
 
 StatusOr<Tensor> read_npy(const std::string& path) {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) return not_found("cannot open '" + path + "': " + std::strerror(errno));
-  std::string bytes;
-  char buf[1 << 16];
-  size_t got = 0;
-  while ((got = std::fread(buf, 1, sizeof(buf), f.get())) > 0) bytes.append(buf, got);
-  if (std::ferror(f.get())) return data_loss("error reading '" + path + "'");
-  return parse_npy(bytes.data(), bytes.size(), "'" + path + "'");
+  // Only the header and then exactly the data it declares are read, each
+  // bounded by the file's size: no read waits for bytes that are not there
+  // and no buffer is sized by anything but the file.
+  KILN_ASSIGN_OR_RETURN(RegularFile file, open_regular_file(path, "input file"));
+  const std::string what = "'" + path + "'";
+  const size_t size = static_cast<size_t>(file.size);
+  unsigned char prefix_bytes[12] = {};
+  const size_t prefix_have = std::min(size, sizeof(prefix_bytes));
+  KILN_RETURN_IF_ERROR(read_exact(file.fd.get(), prefix_bytes, static_cast<int64_t>(prefix_have), 0, what));
+  KILN_ASSIGN_OR_RETURN(auto prefix, parse_prefix(prefix_bytes, prefix_have, size, what));
+  const auto [header_start, header_len] = prefix;
+  std::string text(header_len, '\0');
+  KILN_RETURN_IF_ERROR(read_exact(file.fd.get(), text.data(), static_cast<int64_t>(header_len),
+                                  static_cast<int64_t>(header_start), what));
+  KILN_ASSIGN_OR_RETURN(NpyHeader header, parse_header(text, header_start + header_len, size, what));
+  KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(header.dtype, std::move(header.shape)));
+  KILN_RETURN_IF_ERROR(read_exact(file.fd.get(), t.raw_data(), static_cast<int64_t>(header.nbytes),
+                                  static_cast<int64_t>(header.data_offset), what));
+  normalize_bools(t);
+  return t;
 }
 
 StatusOr<std::string> encode_npy(const Tensor& tensor) {

@@ -23,7 +23,10 @@ namespace kiln {
 // INVALID_ARGUMENT for a malformed header, UNIMPLEMENTED for an unsupported
 // dtype or Fortran order, DATA_LOSS when the data is shorter than the shape.
 StatusOr<Tensor> parse_npy(const void* data, size_t size, const std::string& what = "npy data");
-// Reads a .npy file; NOT_FOUND if it cannot be opened, else as parse_npy.
+// Reads a .npy file; NOT_FOUND if it cannot be opened, INVALID_ARGUMENT if
+// it is not a regular file (a FIFO, a device, a directory), else as
+// parse_npy. Reads only the header and the data it declares, each checked
+// against the file's size first (file_checks.h).
 StatusOr<Tensor> read_npy(const std::string& path);
 
 // Serializes a tensor as .npy (format 1.0, or 2.0 if the header needs it).

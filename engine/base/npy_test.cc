@@ -3,6 +3,7 @@
 #include "engine/base/npy.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <string>
@@ -92,6 +93,41 @@ TEST(Npy, RejectsMalformedInput) {
   std::string version = good;
   version[6] = 9;
   expect_error(version, StatusCode::kUnimplemented, "version 9");
+}
+
+// Files that are not regular files are refused before a byte is read: a
+// FIFO would block, /dev/zero would be read until memory runs out.
+TEST(Npy, RefusesFilesThatAreNotRegular) {
+  const std::string fifo = ::testing::TempDir() + "/kiln_npy_test_fifo.npy";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {fifo, std::string("/dev/zero"), ::testing::TempDir()}) {
+    auto t = read_npy(path);
+    ASSERT_FALSE(t.ok()) << path;
+    EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument) << t.status().to_string();
+    EXPECT_NE(t.status().message().find("not a regular file"), std::string::npos) << t.status().to_string();
+    EXPECT_NE(t.status().message().find(path), std::string::npos) << t.status().to_string();
+  }
+  EXPECT_NE(read_npy(fifo).status().message().find("is a FIFO"), std::string::npos);
+  EXPECT_NE(read_npy("/dev/zero").status().message().find("is a character device"), std::string::npos);
+  std::remove(fifo.c_str());
+}
+
+// A header that declares more data than the file holds is an error before
+// anything is allocated (4 GiB of float32 here, over a few bytes).
+TEST(Npy, HeaderClaimingMoreThanTheFileIsAnError) {
+  std::string bytes = numpy_f32_bytes();
+  bytes.replace(bytes.find("(1, 3)"), 6, "(1073741824,)");
+  const std::string path = ::testing::TempDir() + "/kiln_npy_test_huge.npy";
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+  std::fclose(f);
+  auto t = read_npy(path);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kDataLoss) << t.status().to_string();
+  EXPECT_NE(t.status().message().find("needs 4294967296 bytes"), std::string::npos) << t.status().to_string();
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Plugin loading and descriptor validation (see plugin_loader.h).
 #include "engine/registry/plugin_loader.h"
 
+#include "engine/base/file_checks.h"
+
 #include <dirent.h>
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -42,6 +44,12 @@ PluginRegistry::~PluginRegistry() {
 Status PluginRegistry::load_file(const std::string& path) { return load_file_impl(path, false); }
 
 Status PluginRegistry::load_file_impl(const std::string& path, bool keep_linked_in) {
+  // dlopen of a FIFO blocks and of a device reads without end: a path is
+  // checked first (a bare name is left to dlopen's library search).
+  if (path.find('/') != std::string::npos) {
+    Status file = check_regular_file(path, "plugin");
+    if (!file.ok()) return file;
+  }
   dlerror();
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {

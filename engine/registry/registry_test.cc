@@ -1,6 +1,7 @@
 // ABI tests: the loader's refusals and the pass runner's guarantees, driven by
 // the fixture plugins in testdata/ (built as shared libraries).
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/ir/text.h"
@@ -93,6 +95,23 @@ TEST(PluginLoader, MissingFileRefused) {
   Status s = reg.load_file("/nonexistent/libnothing.so");
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("/nonexistent/libnothing.so"), std::string::npos);
+}
+
+// dlopen of a FIFO would block and of a device read without end: refused
+// before dlopen, naming what the path is.
+TEST(PluginLoader, FilesThatAreNotRegularRefused) {
+  const std::string fifo = ::testing::TempDir() + "/kiln_registry_test_fifo.so";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  PluginRegistry reg;
+  for (const auto& [path, kind] : {std::pair{fifo, "a FIFO"}, std::pair{std::string("/dev/zero"), "a character device"},
+                                   std::pair{::testing::TempDir(), "a directory"}}) {
+    Status s = reg.load_file(path);
+    ASSERT_FALSE(s.ok()) << path;
+    EXPECT_NE(s.message().find("plugin '" + path + "' is " + kind + ", not a regular file"), std::string::npos)
+        << s.message();
+  }
+  std::remove(fifo.c_str());
 }
 
 TEST(PluginLoader, DuplicateNameRefused) {

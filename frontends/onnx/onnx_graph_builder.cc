@@ -1,6 +1,8 @@
 // ModelProto → ir::Graph conversion; see onnx_graph_builder.h.
 #include "frontends/onnx/onnx_graph_builder.h"
 
+#include "frontends/onnx/onnx_checks.h"
+
 #include <algorithm>
 #include <cctype>
 #include <functional>
@@ -499,6 +501,7 @@ Status GraphBuilder::convert_node(NodeProto& node, const std::string& node_name,
     draft.outputs.push_back(out);
   }
   while (!draft.outputs.empty() && draft.outputs.back().empty()) draft.outputs.pop_back();
+  if (domain.empty()) KILN_RETURN_IF_ERROR(check_node_against_schema(node, opset_, desc));
   for (int i = 0; i < node.attribute_size(); ++i) {
     AttributeProto& attr = *node.mutable_attribute(i);
     if (attr.name().empty()) return invalid_argument(desc + ": attribute #" + std::to_string(i) + " has no name");
@@ -517,18 +520,8 @@ StatusOr<ir::Attribute> GraphBuilder::convert_attribute(AttributeProto& attr, co
   const std::string what = describe(draft.name, draft.domain, draft.op) + ": attribute '" + attr.name() + "'";
   if (attr.has_ref_attr_name())
     return invalid_argument(what + " refers to a function attribute outside of a function");
-  AttributeProto::AttributeType type = attr.type();
-  if (type == AttributeProto::UNDEFINED) {  // IR < 3 models leave the type out
-    if (attr.has_f()) type = AttributeProto::FLOAT;
-    else if (attr.has_i()) type = AttributeProto::INT;
-    else if (attr.has_s()) type = AttributeProto::STRING;
-    else if (attr.has_t()) type = AttributeProto::TENSOR;
-    else if (attr.has_g()) type = AttributeProto::GRAPH;
-    else if (attr.floats_size() > 0) type = AttributeProto::FLOATS;
-    else if (attr.ints_size() > 0) type = AttributeProto::INTS;
-    else if (attr.strings_size() > 0) type = AttributeProto::STRINGS;
-    else return invalid_argument(what + " has no type and no value");
-  }
+  const AttributeProto::AttributeType type = effective_attribute_type(attr);  // IR < 3 models leave the type out
+  if (type == AttributeProto::UNDEFINED) return invalid_argument(what + " has no type and no value");
   switch (type) {
     case AttributeProto::FLOAT: return ir::Attribute::of_float(attr.f());
     case AttributeProto::INT: return ir::Attribute::of_int(attr.i());

@@ -2,13 +2,7 @@
 // where protobuf's exceptions become statuses; see onnx_importer.h.
 #include "frontends/onnx/onnx_importer.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <climits>
-#include <cstring>
 #include <exception>
 #include <new>
 
@@ -16,6 +10,8 @@
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include "engine/base/file_checks.h"
+#include "frontends/onnx/onnx_checks.h"
 #include "frontends/onnx/onnx_graph_builder.h"
 #include "frontends/onnx/onnx_tensor.h"
 
@@ -27,6 +23,12 @@ namespace pbio = google::protobuf::io;
 
 // protobuf refuses messages of 2 GiB and more; larger models use external data.
 constexpr int64_t kMaxProtoBytes = INT_MAX;
+// protobuf's default nesting limit, made explicit: it bounds the parser's
+// stack on If/Loop bodies nested (each level is three messages deep) or on
+// hostile bytes, and the error says so.
+constexpr int kMaxProtoDepth = 100;
+constexpr const char* kCorrupt =
+    " (truncated or corrupt protobuf, or messages nested deeper than 100 levels: about 32 nested If/Loop bodies)";
 
 std::string directory_of(const std::string& path) {
   const size_t slash = path.find_last_of('/');
@@ -40,24 +42,18 @@ template <typename Message>
 bool parse_stream(pbio::ZeroCopyInputStream* stream, Message& message) {
   pbio::CodedInputStream coded(stream);
   coded.SetTotalBytesLimit(static_cast<int>(kMaxProtoBytes));
+  coded.SetRecursionLimit(kMaxProtoDepth);
   return message.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
 }
 
-// Opens a regular file for parsing; the caller closes the descriptor.
+// Opens a regular file for parsing (file_checks.h: FIFOs, devices and
+// directories are refused before they are read); the caller closes it.
 StatusOr<int> open_for_parse(const std::string& path, const char* kind) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return not_found(std::string("cannot open ") + kind + " '" + path + "': " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return invalid_argument(std::string(kind) + " '" + path + "' is not a regular file");
-  }
-  if (st.st_size >= kMaxProtoBytes) {
-    ::close(fd);
-    return invalid_argument(std::string(kind) + " '" + path + "' is " + std::to_string(st.st_size) +
+  KILN_ASSIGN_OR_RETURN(RegularFile file, open_regular_file(path, kind));
+  if (file.size >= kMaxProtoBytes)
+    return invalid_argument(std::string(kind) + " '" + path + "' is " + std::to_string(file.size) +
                             " bytes; protobuf files must be under 2 GiB (store weights as external data)");
-  }
-  return fd;
+  return file.fd.release();
 }
 
 // Parses a whole protobuf file into `message`.
@@ -68,7 +64,9 @@ Status parse_file(const std::string& path, const char* kind, Message& message) {
   stream.SetCloseOnDelete(true);
   if (!parse_stream(&stream, message))
     return data_loss("'" + path + "' is not a valid " + (std::string(kind) == "tensor file" ? "TensorProto" : "ONNX model") +
-                     " (truncated or corrupt protobuf)");
+                     kCorrupt);
+  Status wire = check_wire_types(message, kind == std::string("tensor file") ? "tensor" : "model");
+  if (!wire.ok()) return std::move(wire).add_context("'" + path + "'");
   return ok_status();
 }
 
@@ -106,7 +104,8 @@ StatusOr<std::unique_ptr<ir::Graph>> import_model_bytes(const void* data, size_t
     ::onnx::ModelProto model;
     pbio::ArrayInputStream stream(data, static_cast<int>(size));
     if (!parse_stream(&stream, model))
-      return data_loss("the bytes are not a valid ONNX model (truncated or corrupt protobuf)");
+      return data_loss(std::string("the bytes are not a valid ONNX model") + kCorrupt);
+    KILN_RETURN_IF_ERROR(check_wire_types(model, "model"));
     GraphBuilder builder(ops::OpRegistry::builtin(), ExternalDataPolicy{options.allow_external_data, base_dir});
     return builder.build(model);
   });

@@ -18,7 +18,10 @@
 // message), opsets and types, PERMISSION_DENIED for external data outside
 // the model's directory, NOT_FOUND for missing files, INVALID_ARGUMENT for
 // malformed models (dangling inputs, duplicate outputs, sizes that do not
-// match shapes, cycles...).
+// match shapes, cycles, fields sent with the wrong protobuf wire type,
+// attributes of another type than the ONNX schema declares, input counts
+// outside the schema's range: onnx_checks.h) and for model, .pb and external
+// data paths that are not regular files (FIFOs, devices, directories).
 //
 // Thread-safety: the functions are re-entrant.
 #pragma once
@@ -41,7 +44,9 @@ struct ImportOptions {
 };
 
 // Imports a .onnx file. External data files are resolved relative to the
-// model's directory; "..", absolute paths and symlinks are rejected.
+// model's directory; "..", absolute paths, symlinks, hard links (a file with
+// more than one link may be a file outside the directory) and anything but a
+// regular file are rejected.
 StatusOr<std::unique_ptr<ir::Graph>> import_model_file(const std::string& path, const ImportOptions& options = {});
 // Imports serialized ModelProto bytes. `base_dir` is where external data
 // lives; empty rejects models with external data.

@@ -792,6 +792,19 @@ TEST(OnnxImporter, ExternalDataIsConfinedToTheModelDirectory) {
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("not a regular file"), std::string::npos) << g.status().to_string();
 
+  // A FIFO is refused before it is opened (an open would block), and a hard
+  // link may be a file outside the directory.
+  ASSERT_EQ(::mkfifo((dir.path() + "/weights/fifo.bin").c_str(), 0600), 0);
+  g = write_model(model_with_location("weights/fifo.bin", 0, ""));
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("is a FIFO, not a regular file"), std::string::npos) << g.status().to_string();
+  ASSERT_EQ(::link((dir.path() + "/weights/w.bin").c_str(), (dir.path() + "/hard.bin").c_str()), 0);
+  g = write_model(model_with_location("hard.bin", 8, "12"));
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(g.status().message().find("'hard.bin' is a hard link (2 links)"), std::string::npos)
+      << g.status().to_string();
+
   g = write_model(model_with_location("weights/w.bin", 8, "-1"));
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("not a non-negative integer"), std::string::npos) << g.status().to_string();
@@ -833,6 +846,18 @@ TEST(OnnxImporter, FilesAndTensorProtoFiles) {
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
   EXPECT_EQ(shape_to_string(loaded->shape()), "[2,2]");
   EXPECT_EQ(loaded->to_f32_vector(), (std::vector<float>{1, 2, 3, 4}));
+
+  // Files that are not regular files are refused without reading (a FIFO
+  // would block the open, /dev/zero never ends).
+  ASSERT_EQ(::mkfifo((dir.path() + "/fifo.onnx").c_str(), 0600), 0);
+  for (const std::string& path : {dir.path() + "/fifo.onnx", std::string("/dev/zero"), dir.path()}) {
+    auto special = import_model_file(path);
+    ASSERT_FALSE(special.ok()) << path;
+    EXPECT_NE(special.status().message().find("not a regular file"), std::string::npos) << special.status().to_string();
+    auto tensor = load_tensor_proto_file(path);
+    ASSERT_FALSE(tensor.ok()) << path;
+    EXPECT_NE(tensor.status().message().find("not a regular file"), std::string::npos) << tensor.status().to_string();
+  }
 
   dir.write("garbage.pb", std::string("\xff\xff\xff\xff\x0f garbage", 14));
   auto bad = load_tensor_proto_file(dir.path() + "/garbage.pb");

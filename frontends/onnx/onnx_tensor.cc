@@ -1,6 +1,8 @@
 // TensorProto conversion and confined external-data reading; see onnx_tensor.h.
 #include "frontends/onnx/onnx_tensor.h"
 
+#include "engine/base/file_checks.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,30 +22,6 @@ static_assert(std::endian::native == std::endian::little,
 namespace {
 
 using ::onnx::TensorProto;
-
-// Closes a file descriptor on scope exit.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  void reset(int fd) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-
- private:
-  int fd_;
-};
 
 std::string errno_text(int err) { return std::strerror(err); }
 
@@ -155,7 +133,7 @@ StatusOr<Tensor> read_external(const TensorProto& proto, const std::string& what
                             dims_text(proto) + " of " + std::string(dtype_name(dtype)) + " needs " +
                             std::to_string(nbytes));
   KILN_ASSIGN_OR_RETURN(int raw_fd, open_confined(policy.base_dir, location, what));
-  Fd fd(raw_fd);
+  UniqueFd fd(raw_fd);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return not_found(what + ": cannot stat external data file '" + location + "'");
   const int64_t file_size = st.st_size;
@@ -165,17 +143,8 @@ StatusOr<Tensor> read_external(const TensorProto& proto, const std::string& what
   auto allocated = Tensor::allocate(dtype, std::move(shape));
   if (!allocated.ok()) return std::move(allocated).status().add_context(what);
   Tensor out = std::move(allocated).value();
-  auto* dst = static_cast<unsigned char*>(out.raw_data());
-  int64_t done = 0;
-  while (done < nbytes) {
-    const size_t chunk = static_cast<size_t>(std::min<int64_t>(nbytes - done, int64_t{1} << 30));
-    const ssize_t got = ::pread(fd.get(), dst + done, chunk, static_cast<off_t>(offset + done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0)
-      return data_loss(what + ": reading external data file '" + location + "' failed at byte " +
-                       std::to_string(offset + done) + (got < 0 ? ": " + errno_text(errno) : ": unexpected end of file"));
-    done += got;
-  }
+  KILN_RETURN_IF_ERROR(read_exact(fd.get(), out.raw_data(), nbytes, offset,
+                                  what + ": reading external data file '" + location + "'"));
   return out;
 }
 
@@ -223,6 +192,20 @@ int32_t dtype_to_onnx(DType dtype) {
   return TensorProto::UNDEFINED;
 }
 
+namespace {
+
+// A file with more than one link may be the same inode as a file outside
+// the model's directory (a hard link is indistinguishable from its
+// original), so confinement by path alone would not hold: refused.
+Status refuse_hard_link(const struct stat& st, const std::string& what, const std::string& quoted) {
+  if (st.st_nlink <= 1) return ok_status();
+  return permission_denied(what + ": " + quoted + " is a hard link (" + std::to_string(st.st_nlink) +
+                           " links); a hard link may point outside the model's directory, so it is not read "
+                           "(copy the file instead)");
+}
+
+}  // namespace
+
 StatusOr<int> open_confined(const std::string& base_dir, const std::string& location, const std::string& what) {
   const std::string quoted = "external data path '" + location + "'";
   if (location.empty()) return invalid_argument(what + ": external data has an empty 'location'");
@@ -244,7 +227,7 @@ StatusOr<int> open_confined(const std::string& base_dir, const std::string& loca
 
   // Walk component by component with O_NOFOLLOW so that no symlink is ever
   // followed, not even one swapped in between a check and the open.
-  Fd dir(::open(base_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd dir(::open(base_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir.get() < 0)
     return not_found(what + ": cannot open the model's directory '" + base_dir + "': " + errno_text(errno));
   std::string walked;
@@ -259,9 +242,13 @@ StatusOr<int> open_confined(const std::string& base_dir, const std::string& loca
     if (!last && !S_ISDIR(st.st_mode))
       return not_found(what + ": " + quoted + ": '" + walked + "' is not a directory");
     if (last && !S_ISREG(st.st_mode))
-      return permission_denied(what + ": " + quoted + " is not a regular file");
-    const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? 0 : O_DIRECTORY);
-    Fd next(::openat(dir.get(), parts[i].c_str(), flags));
+      return permission_denied(what + ": " + quoted + " is " + file_type_name(st.st_mode) + ", not a regular file");
+    if (last) KILN_RETURN_IF_ERROR(refuse_hard_link(st, what, quoted));
+    // O_NONBLOCK: a FIFO swapped in after the fstatat cannot block the open
+    // (the descriptor is read with pread, which O_NONBLOCK does not affect
+    // on a regular file).
+    const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (last ? 0 : O_DIRECTORY);
+    UniqueFd next(::openat(dir.get(), parts[i].c_str(), flags));
     if (next.get() < 0) {
       if (errno == ELOOP) return permission_denied(what + ": " + quoted + " passes through the symlink '" + walked + "'");
       return not_found(what + ": cannot open '" + walked + "' in '" + base_dir + "': " + errno_text(errno));
@@ -270,6 +257,7 @@ StatusOr<int> open_confined(const std::string& base_dir, const std::string& loca
       struct stat fst {};
       if (::fstat(next.get(), &fst) != 0 || !S_ISREG(fst.st_mode))
         return permission_denied(what + ": " + quoted + " is not a regular file");
+      KILN_RETURN_IF_ERROR(refuse_hard_link(fst, what, quoted));
       return next.release();
     }
     dir.reset(next.release());

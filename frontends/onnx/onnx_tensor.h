@@ -37,8 +37,10 @@ StatusOr<Tensor> tensor_from_proto(const ::onnx::TensorProto& proto, const std::
                                    const ExternalDataPolicy& policy);
 
 // Opens `location` relative to `base_dir` for reading external data: the path
-// must be relative, without "..", and no component may be a symlink. Returns a
-// file descriptor (the caller closes it) or PERMISSION_DENIED / NOT_FOUND.
+// must be relative, without "..", and no component may be a symlink; the file
+// must be a regular file (no FIFO or device) with one link (a hard link may
+// be a file outside the directory). Returns a file descriptor (the caller
+// closes it) or PERMISSION_DENIED / NOT_FOUND.
 StatusOr<int> open_confined(const std::string& base_dir, const std::string& location, const std::string& what);
 
 }  // namespace kiln::onnx

@@ -146,7 +146,7 @@ TEST_F(VulkanTest, DeviceLossIsStickyAcrossTheDevice) {
 }
 
 TEST(VulkanValidationTest, MessengerRecordsValidationErrors) {
-  if (testing::test_device() == nullptr) GTEST_SKIP() << testing::skip_reason();
+  KILN_VULKAN_TEST_NEEDS(testing::test_device() != nullptr, testing::skip_reason());
   // A private instance, so the deliberate error does not touch the shared one.
   std::vector<std::string> seen;
   InstanceOptions options;
@@ -172,7 +172,7 @@ TEST(VulkanValidationTest, MessengerRecordsValidationErrors) {
 }
 
 TEST(VulkanValidationTest, SynchronizationValidationCatchesMissingBarriers) {
-  if (testing::test_device() == nullptr) GTEST_SKIP() << testing::skip_reason();
+  KILN_VULKAN_TEST_NEEDS(testing::test_device() != nullptr, testing::skip_reason());
   // The tests rely on synchronization validation to catch missing barriers;
   // prove it is live: two copies into one buffer with no barrier between.
   std::vector<std::string> seen;
@@ -207,7 +207,7 @@ TEST(VulkanValidationTest, SynchronizationValidationCatchesMissingBarriers) {
 }
 
 TEST(VulkanInstanceTest, WithoutValidationEveryCapabilityIsQueriedAndEnabled) {
-  if (testing::test_device() == nullptr) GTEST_SKIP() << testing::skip_reason();
+  KILN_VULKAN_TEST_NEEDS(testing::test_device() != nullptr, testing::skip_reason());
   // Without a (possibly older) validation layer nothing is held back, e.g.
   // VK_KHR_cooperative_matrix on GPUs that offer it.
   auto inst = Instance::create({});
@@ -232,7 +232,7 @@ TEST(VulkanInstanceTest, RejectsTooOldApiVersion) {
   InstanceOptions options;
   options.max_api_version = VK_API_VERSION_1_0;
   StatusOr<std::unique_ptr<Instance>> inst = Instance::create(options);
-  if (inst.status().code() == StatusCode::kUnavailable) GTEST_SKIP() << inst.status().to_string();
+  KILN_VULKAN_TEST_NEEDS(inst.status().code() != StatusCode::kUnavailable, inst.status().to_string());
   EXPECT_EQ(inst.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(inst.status().message().find("1.1"), std::string::npos);
 }

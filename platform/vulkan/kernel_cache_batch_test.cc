@@ -45,7 +45,7 @@ class KernelCacheBatchTest : public VulkanTest {
  protected:
   void SetUp() override {
     VulkanTest::SetUp();
-    if (IsSkipped()) return;
+    if (IsSkipped() || HasFatalFailure()) return;
     auto compiler = ShaderCompiler::create();
     ASSERT_TRUE(compiler.ok());
     compiler_ = std::move(compiler).value();

@@ -29,7 +29,7 @@ class KernelCacheTest : public VulkanTest {
  protected:
   void SetUp() override {
     VulkanTest::SetUp();
-    if (IsSkipped()) return;
+    if (IsSkipped() || HasFatalFailure()) return;
     std::string tmpl = (fs::temp_directory_path() / "kiln-cache-test-XXXXXX").string();
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;

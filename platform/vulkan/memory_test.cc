@@ -29,7 +29,7 @@ class MemoryTest : public VulkanTest {
  protected:
   void SetUp() override {
     VulkanTest::SetUp();
-    if (IsSkipped()) return;
+    if (IsSkipped() || HasFatalFailure()) return;
     auto arena = MemoryArena::create(device(), 32 << 20);
     ASSERT_TRUE(arena.ok()) << arena.status().to_string();
     arena_ = std::move(arena).value();

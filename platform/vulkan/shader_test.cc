@@ -52,7 +52,7 @@ class ShaderTest : public VulkanTest {
  protected:
   void SetUp() override {
     VulkanTest::SetUp();
-    if (IsSkipped()) return;
+    if (IsSkipped() || HasFatalFailure()) return;
     auto compiler = ShaderCompiler::create();
     ASSERT_TRUE(compiler.ok()) << compiler.status().to_string();
     compiler_ = std::move(compiler).value();

@@ -113,7 +113,7 @@ std::string format_errors(const Instance& instance) {
 }
 
 void VulkanTest::SetUp() {
-  if (test_device() == nullptr) GTEST_SKIP() << skip_reason();
+  KILN_VULKAN_TEST_NEEDS(test_device() != nullptr, skip_reason());
   instance().clear_messages();
 }
 

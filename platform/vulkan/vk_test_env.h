@@ -6,6 +6,11 @@
 // that uses it derives from VulkanTest, which skips (GTEST_SKIP) when no
 // Vulkan device exists and fails the test when the validation layer reported
 // any error while it ran.
+//
+// A skip is only allowed where Vulkan is optional: with KILN_REQUIRE_VULKAN=1
+// or CI=true in the environment (scripts/test.sh sets the first) a missing
+// device FAILS every Vulkan test instead, so a broken driver setup (no
+// lavapipe, a bad VK_ICD_FILENAMES) cannot turn the Vulkan suite green.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -16,6 +21,7 @@
 #include "platform/vulkan/device.h"
 #include "platform/vulkan/instance.h"
 #include "platform/vulkan/kernel_cache.h"
+#include "platform/vulkan/vk_test_requirement.h"
 
 namespace kiln::vk::testing {
 
@@ -26,6 +32,15 @@ Device* test_device();
 // the device; null when there is no device.
 KernelCache* test_kernel_cache();
 const std::string& skip_reason();
+
+// In SetUp or a test body: continues when `present`, else skips the test
+// with `reason`, or fails it when vulkan_required().
+#define KILN_VULKAN_TEST_NEEDS(present, reason)                               \
+  if (present) {                                                              \
+  } else if (::kiln::vk::testing::vulkan_required())                          \
+    FAIL() << ::kiln::vk::testing::required_failure(reason);                  \
+  else                                                                        \
+    GTEST_SKIP() << (reason)
 
 // The recorded validation errors as one printable string.
 std::string format_errors(const Instance& instance);

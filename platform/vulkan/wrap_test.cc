@@ -200,7 +200,7 @@ void expect_host_device_works(HostApp& host) {
 class WrapTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (testing::test_device() == nullptr) GTEST_SKIP() << testing::skip_reason();
+    KILN_VULKAN_TEST_NEEDS(testing::test_device() != nullptr, testing::skip_reason());
   }
 };
 

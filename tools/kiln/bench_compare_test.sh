@@ -37,7 +37,7 @@ m2=$tmp/models/second.onnx
 fast=(--iters 3 --warmup 1 --shape x=2x3)
 
 check "bench A" 0 "" -- "$kiln" bench "$m1" "$m2" --backend reference "${fast[@]}" --json "$tmp/a.json"
-if "$kiln" info 2>/dev/null | grep -q "^device 0"; then
+if have_vulkan "$kiln"; then
   check "bench B (vulkan)" 0 "" -- "$kiln" bench "$m1" "$m2" --backend vulkan "${fast[@]}" --json "$tmp/b.json"
   blabel="fp32 buffer"
 else

@@ -116,7 +116,7 @@ check "dynamic dims need a shape" 1 "dynamic shape.*--shape x=" -- "$kiln" bench
 
 # Vulkan (lavapipe in CI): device info, cold compile compiles shaders, the
 # warm one reads them from the cache it filled, GPU times and a per-kernel profile.
-if "$kiln" info 2>/dev/null | grep -q "^device 0"; then
+if have_vulkan "$kiln"; then
   check "vulkan bench" 0 "^add_relu +ok" -- "$kiln" bench "$m" --backend vulkan --validate "${fast[@]}" \
     --json "$tmp/vk.json" --csv "$tmp/vk.csv" --peak-gbps 50 --peak-gflops 400
   check "vulkan JSON+CSV valid" 0 "^ok$" -- "$py" "$checker" "$tmp/vk.json" --csv "$tmp/vk.csv" --models 1 --ok 1

@@ -21,6 +21,21 @@ check() {  # check NAME EXPECTED_RC PATTERN -- CMD...
   fi
 }
 
+# have_vulkan KILN: true when `kiln info` finds a device. Without one the
+# caller's Vulkan checks are skipped -- or, when KILN_REQUIRE_VULKAN=1 or
+# CI=true (scripts/test.sh), counted as a failure, so a machine without
+# lavapipe cannot pass them by skipping (platform/vulkan/vk_test_requirement.h).
+have_vulkan() {
+  "$1" info 2>/dev/null | grep -q "^device 0" && return 0
+  if [ "${KILN_REQUIRE_VULKAN:-0}" != 0 ] || [ "${CI:-}" = true ]; then
+    echo "FAIL no Vulkan device, and KILN_REQUIRE_VULKAN=1 or CI=true require one (set KILN_REQUIRE_VULKAN=0 to skip)"
+    failures=$((failures + 1))
+  else
+    echo "note: no Vulkan device; the Vulkan checks are skipped"
+  fi
+  return 1
+}
+
 check_summary() {
   echo "$passed passed, $failures failed"
   [ "$failures" -eq 0 ]

@@ -21,7 +21,7 @@ check "bad --coopmat" 1 "--coopmat must be on or off" -- "$kiln" run "$m" --back
 check "bad --inplace" 1 "--inplace must be on or off" -- "$kiln" run "$m" --backend vulkan --inplace maybe --shape x=1x3
 # The Vulkan backend (lavapipe in CI): same outputs as the reference, new
 # shapes after --then compile no shader.
-if "$kiln" info 2>/dev/null | grep -q "^device 0"; then
+if have_vulkan "$kiln"; then
   check "vulkan run" 0 "run 2: .*vulkan backend" -- "$kiln" run "$m" --backend vulkan --validate --shape x=2x3 --then --shape x=5x3
   for storage in buffer image; do
     "$kiln" run "$m" --backend reference --seed 3 --shape x=4x3 --output "y=$tmp/ref.npy" >/dev/null 2>&1

@@ -15,7 +15,7 @@ class ParallelCompileTest : public vk::testing::VulkanTest {
  protected:
   void SetUp() override {
     VulkanTest::SetUp();
-    if (IsSkipped()) return;
+    if (IsSkipped() || HasFatalFailure()) return;
     auto compiler = vk::ShaderCompiler::create();
     ASSERT_TRUE(compiler.ok());
     compiler_ = std::move(compiler).value();
