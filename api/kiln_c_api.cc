@@ -110,6 +110,10 @@ kiln_status_t* session_options(const kiln_session_options_t* options, kiln::sess
   return nullptr;
 }
 
+}  // namespace
+
+namespace kiln::capi {
+
 kiln_status_t* copy_outputs(std::vector<kiln::Tensor>& out, kiln_tensor_t** out_outputs) {
   std::vector<kiln_tensor_t*> handles;
   auto fail = [&](kiln_status_t* status) {
@@ -133,7 +137,7 @@ kiln_status_t* copy_outputs(std::vector<kiln::Tensor>& out, kiln_tensor_t** out_
   return nullptr;
 }
 
-}  // namespace
+}  // namespace kiln::capi
 
 extern "C" {
 
@@ -298,7 +302,7 @@ kiln_status_t* kiln_session_run(kiln_session_t* session, const kiln_tensor_t* co
     session->last = std::move(stats);
     session->has_last = true;
   }
-  return copy_outputs(*out, out_outputs);
+  return kiln::capi::copy_outputs(*out, out_outputs);
 }
 
 size_t kiln_session_pass_count(const kiln_session_t* session) {

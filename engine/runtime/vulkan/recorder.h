@@ -46,6 +46,15 @@ class Recorder {
   // kInternal for unbound dims, Vulkan errors (device.h).
   Status record(Signature& sig);
 
+  // Records sig's dispatches (already prepared by record(), which must have
+  // succeeded) into the host's command buffer `cmd`, in the recording state:
+  // an entry barrier (all earlier commands' writes -> the kernels), the
+  // dispatches with barriers where HazardTracker finds a hazard, an exit
+  // barrier (the kernels' writes -> all later commands and the host). For
+  // signatures that are one device submission with no staging; the caller
+  // checks. Errors: Vulkan errors.
+  Status record_into(Signature& sig, VkCommandBuffer cmd);
+
  private:
   Status segment_steps(Signature& sig);
   Status prepare_dispatch(Signature& sig, size_t step, RecordedDispatch& d, bool* empty);
@@ -55,7 +64,9 @@ class Recorder {
   void dispatch_ranges(const Signature& sig, size_t step, std::vector<MemoryRange>& reads,
                        std::vector<MemoryRange>& writes) const;
   Status record_segment(Signature& sig, Segment& seg, bool first, bool last);
-  Status record_dispatches(Signature& sig, Segment& seg);
+  Status record_dispatches(Signature& sig, const Segment& seg, VkCommandBuffer cmd, vk::TimestampQueries* timestamps);
+  void record_entry_barrier(VkCommandBuffer cmd);
+  void record_exit_barrier(VkCommandBuffer cmd);
   void record_input_copies(Signature& sig, VkCommandBuffer cmd);
   void record_output_copies(Signature& sig, VkCommandBuffer cmd);
   void record_condition_copy(Signature& sig, Segment& seg, VkCommandBuffer cmd);

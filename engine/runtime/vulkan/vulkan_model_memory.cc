@@ -69,6 +69,7 @@ StatusOr<std::shared_ptr<vk::MemoryArena>> VulkanModel::Impl::activation_memory_
 }
 
 void VulkanModel::Impl::release(Signature& sig) {
+  keep_ticket_outputs(sig);  // a completed submission's outputs outlive its signature
   for (Segment& seg : sig.segments) {
     for (RecordedDispatch& d : seg.dispatches) descriptors->free(d.sets);
     seg.dispatches.clear();

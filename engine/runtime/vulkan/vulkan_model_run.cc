@@ -43,6 +43,9 @@ StatusOr<Signature*> VulkanModel::Impl::signature_for(const std::vector<InputSpe
   KILN_ASSIGN_OR_RETURN(const std::string key, signature_key(inputs, host_resident, names, bindings));
   auto it = signatures.find(key);
   if (it != signatures.end()) return it->second.get();
+  // Recording may evict signatures or grow the memory earlier asynchronous
+  // submissions still use: they finish first.
+  KILN_RETURN_IF_ERROR(submitter->wait_all());
   auto sig = std::make_unique<Signature>();
   Status made = evaluate_shapes(inputs, *sig);
   if (made.ok()) made = find_boundary(*sig);
@@ -71,8 +74,12 @@ StatusOr<std::vector<Tensor>> VulkanModel::Impl::run(const std::vector<Tensor>& 
   bool created = false;
   // One run at a time: root signatures share the activation memory.
   std::lock_guard<std::mutex> lock(mutex);
+  // After the asynchronous submissions (vulkan_model_async.cc): this run's
+  // uploads and downloads go around the model's timeline.
+  KILN_RETURN_IF_ERROR(submitter->wait_all());
   KILN_ASSIGN_OR_RETURN(sig, signature_for(specs, bindings, &created));
   sig->last_run = ++runs;
+  keep_ticket_outputs(*sig);  // its staging memory is about to be reused
   if (!owns_memory(*sig)) KILN_RETURN_IF_ERROR(restore_arena(*sig));
   KILN_RETURN_IF_ERROR(upload_inputs(*sig, inputs));
 
@@ -387,6 +394,9 @@ Status VulkanModel::Impl::resolve_bindings(const DeviceBindings& bindings, Signa
 
 void VulkanModel::Impl::forget_buffer(VkBuffer buffer) {
   std::lock_guard<std::mutex> lock(mutex);
+  // Asynchronous submissions may still use it; a failed wait means a lost
+  // device, which no longer runs anything.
+  (void)submitter->wait_all();
   for (auto it = signatures.begin(); it != signatures.end();) {
     Signature& sig = *it->second;
     const bool uses = std::any_of(sig.external.begin(), sig.external.end(),
@@ -395,7 +405,7 @@ void VulkanModel::Impl::forget_buffer(VkBuffer buffer) {
       ++it;
       continue;
     }
-    // Not in flight: runs hold `mutex`.
+    // Not in flight: runs hold `mutex`, submissions were waited for.
     release(sig);
     it = signatures.erase(it);
   }
