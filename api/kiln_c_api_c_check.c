@@ -59,3 +59,14 @@ size_t capi_c_check_submit_sync_size(void) {
   kiln_session_set_wait_spin(NULL, 0);
   return sync.struct_size + sizeof wait;
 }
+
+size_t capi_c_check_memory_size(void) {
+  kiln_device_memory_t memory;
+  kiln_session_options_t o;
+  memset(&memory, 0, sizeof memory);
+  memset(&o, 0, sizeof o);
+  memory.struct_size = (uint32_t)sizeof memory;
+  o.device_memory_limit = 1u << 30;
+  kiln_status_free(kiln_session_memory(NULL, &memory));
+  return memory.struct_size;
+}

@@ -2,7 +2,8 @@
 // (kiln_session_submit, poll, wait, the session's timeline semaphore and
 // the wait's spin, over VulkanModel::submit/poll/wait in
 // engine/runtime/vulkan/vulkan_model_async.cc) and runs recorded into the
-// host's command buffer (kiln_session_record, over VulkanModel::record_into).
+// host's command buffer (kiln_session_record, over VulkanModel::record_into),
+// and the compiled model's device memory (kiln_session_memory).
 #include "api/kiln_c_api_internal.h"
 #include "kiln/kiln_vulkan.h"
 
@@ -117,6 +118,21 @@ kiln_status_t* kiln_session_record(kiln_session_t* session, VkCommandBuffer comm
     bindings = session->bindings;
   }
   return to_c(session->vulkan_model()->record_into(command_buffer, bindings));
+}
+
+kiln_status_t* kiln_session_memory(const kiln_session_t* session, kiln_device_memory_t* out_memory) {
+  if (!session) return null_arg("session");
+  if (!out_memory) return null_arg("out_memory");
+  if (out_memory->struct_size < offsetof(kiln_device_memory_t, limit_bytes) + sizeof(out_memory->limit_bytes))
+    return make_status(KILN_INVALID_ARGUMENT, "kiln_device_memory_t.struct_size is too small");
+  if (!session->vulkan_model()) return not_vulkan("kiln_session_memory");
+  const kiln::runtime::DeviceMemoryUse use = session->vulkan_model()->memory();
+  out_memory->weights_bytes = use.weights;
+  out_memory->activation_bytes = use.activations;
+  out_memory->staging_bytes = use.staging;
+  out_memory->total_bytes = use.total;
+  out_memory->limit_bytes = use.limit;
+  return nullptr;
 }
 
 void kiln_session_set_wait_spin(kiln_session_t* session, uint32_t microseconds) {

@@ -5,7 +5,13 @@
 // the outputs after the wait are kiln_session_run's bit for bit, in
 // VkBuffers and in host memory. Recording: kiln_session_record into the
 // game's primary and secondary command buffers gives kiln_session_run's
-// outputs bit for bit. Refusals are clear statuses naming the reason.
+// outputs bit for bit. Debugging and memory: every dispatch, in Kiln's
+// command buffers and the game's, is enclosed in a debug label when the
+// instance has VK_EXT_debug_utils (seen through an interposed
+// vkGetInstanceProcAddr); kiln_session_memory reports weights before the
+// first run and activations after; a memory limit fails creation or the
+// first run with OUT_OF_MEMORY naming need and limit. Refusals are clear
+// statuses naming the reason.
 //
 // The "host" is the validated test instance and device (synchronization
 // validation on): the VulkanTest fixture fails on any validation message.
@@ -111,6 +117,40 @@ std::string mlp_model() {
   return m.SerializeAsString();
 }
 
+// The label commands the game's interposed vkGetInstanceProcAddr handed
+// Kiln, which log the labels and forward to the real ones (so the
+// validation layers still check them).
+struct LabelLog {
+  PFN_vkGetInstanceProcAddr real_gipa = nullptr;
+  PFN_vkCmdBeginDebugUtilsLabelEXT begin = nullptr;
+  PFN_vkCmdEndDebugUtilsLabelEXT end = nullptr;
+  bool hide = false;  // act as an instance without VK_EXT_debug_utils
+  std::vector<std::string> names;
+  int closed = 0;
+};
+LabelLog g_labels;
+
+VKAPI_ATTR void VKAPI_CALL logged_begin(VkCommandBuffer cmd, const VkDebugUtilsLabelEXT* label) {
+  g_labels.names.emplace_back(label->pLabelName ? label->pLabelName : "");
+  g_labels.begin(cmd, label);
+}
+VKAPI_ATTR void VKAPI_CALL logged_end(VkCommandBuffer cmd) {
+  ++g_labels.closed;
+  g_labels.end(cmd);
+}
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL logging_gipa(VkInstance instance, const char* name) {
+  const std::string n = name;
+  if (n == "vkCmdBeginDebugUtilsLabelEXT") {
+    g_labels.begin = reinterpret_cast<PFN_vkCmdBeginDebugUtilsLabelEXT>(g_labels.real_gipa(instance, name));
+    return g_labels.hide || !g_labels.begin ? nullptr : reinterpret_cast<PFN_vkVoidFunction>(logged_begin);
+  }
+  if (n == "vkCmdEndDebugUtilsLabelEXT") {
+    g_labels.end = reinterpret_cast<PFN_vkCmdEndDebugUtilsLabelEXT>(g_labels.real_gipa(instance, name));
+    return g_labels.hide || !g_labels.end ? nullptr : reinterpret_cast<PFN_vkVoidFunction>(logged_end);
+  }
+  return g_labels.real_gipa(instance, name);
+}
+
 class CApiFrameTest : public kiln::vk::testing::VulkanTest {
  protected:
   void SetUp() override {
@@ -127,7 +167,8 @@ class CApiFrameTest : public kiln::vk::testing::VulkanTest {
 
   // A fp32 buffer-storage session on the wrapped test device, told that the
   // device has timeline semaphores (as a game passes what it enabled).
-  void wrapped_session(const Model& model, Session& session, bool tell_features = true) {
+  void wrapped_session(const Model& model, Session& session, bool tell_features = true, uint64_t memory_limit = 0,
+                       PFN_vkGetInstanceProcAddr gipa = nullptr) {
     VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
     f12.timelineSemaphore = VK_TRUE;
     VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
@@ -136,7 +177,7 @@ class CApiFrameTest : public kiln::vk::testing::VulkanTest {
     h.struct_size = sizeof(h);
     h.instance = instance().handle();
     h.instance_api_version = instance().api_version();
-    h.get_instance_proc_addr = instance().fn().vkGetInstanceProcAddr;
+    h.get_instance_proc_addr = gipa ? gipa : instance().fn().vkGetInstanceProcAddr;
     h.physical_device = device().physical_device();
     h.device = device().handle();
     h.queue_family_index = device().queue_family();
@@ -148,8 +189,11 @@ class CApiFrameTest : public kiln::vk::testing::VulkanTest {
     o.backend = KILN_BACKEND_VULKAN;
     o.vulkan_device = host.get();
     o.storage = KILN_STORAGE_BUFFER;
-    e = Session::create(model, o, session);
-    ASSERT_FALSE(e) << e.message();
+    o.device_memory_limit = memory_limit;
+    create_error_ = Session::create(model, o, session);
+    if (memory_limit == 0) {
+      ASSERT_FALSE(create_error_) << create_error_.message();
+    }
   }
 
   // The game's timeline semaphore, at 0.
@@ -195,6 +239,7 @@ class CApiFrameTest : public kiln::vk::testing::VulkanTest {
   }
 
   Model model_;
+  Error create_error_;  // the last wrapped_session's
   VkSemaphore host_timeline_ = VK_NULL_HANDLE;
 };
 
@@ -498,6 +543,109 @@ TEST_F(CApiFrameTest, RecordRefusals) {
   dynamic.forget_vulkan_buffer(b4.handle());
   dynamic.forget_vulkan_buffer(bz.handle());
   session.forget_vulkan_buffer(bx.handle());
+}
+
+// Every dispatch is labelled with its kernel's name, in Kiln's command
+// buffers and in the game's; no labels without the extension.
+TEST_F(CApiFrameTest, DebugLabelsPerKernel) {
+  g_labels = LabelLog{};
+  g_labels.real_gipa = instance().fn().vkGetInstanceProcAddr;
+  ASSERT_NE(g_labels.real_gipa(instance().handle(), "vkCmdBeginDebugUtilsLabelEXT"), nullptr)
+      << "the validated test instance has VK_EXT_debug_utils";
+  Model mlp = load("mlp", mlp_model());
+  Session session;
+  ASSERT_NO_FATAL_FAILURE(wrapped_session(mlp, session, true, 0, logging_gipa));
+  const std::vector<int64_t> shape{kRows, 3};
+  HostBuffer bx(device(), kBytes), by(device(), kBytes);
+  ASSERT_TRUE(bx.ok() && by.ok());
+  bx.write(0, inputs_for(0.0f));
+  ASSERT_FALSE(session.bind_vulkan_buffer("x", bx.handle(), 0, kBytes, shape));
+  ASSERT_FALSE(session.bind_vulkan_buffer("y", by.handle(), 0, kBytes));
+  const kiln_tensor_t* none[] = {nullptr};
+  kiln_tensor_t* out[] = {nullptr};
+  Error e(kiln_session_run(session.get(), none, 1, out, 1));
+  ASSERT_FALSE(e) << e.message();
+  kiln_run_stats_t stats{};
+  stats.struct_size = sizeof(stats);
+  ASSERT_FALSE(session.last_run_stats(stats));
+  ASSERT_GE(stats.dispatches, 2u);
+  EXPECT_EQ(g_labels.names.size(), stats.dispatches);  // recorded once, by the first run
+  EXPECT_EQ(g_labels.closed, static_cast<int>(stats.dispatches));
+  for (const std::string& name : g_labels.names) EXPECT_FALSE(name.empty());
+  const std::vector<std::string> kiln_labels = g_labels.names;
+
+  GameCommands game(device());
+  VkCommandBuffer frame = game.allocate(VK_COMMAND_BUFFER_LEVEL_PRIMARY);
+  game.begin(frame);
+  ASSERT_FALSE(Error(kiln_session_record(session.get(), frame)));
+  ASSERT_EQ(device().fn().vkEndCommandBuffer(frame), VK_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(game.submit_and_wait(frame));
+  ASSERT_EQ(g_labels.names.size(), 2 * kiln_labels.size());
+  EXPECT_EQ(std::vector<std::string>(g_labels.names.begin() + static_cast<long>(kiln_labels.size()),
+                                     g_labels.names.end()),
+            kiln_labels);  // the same kernels, in the same order
+  session.forget_vulkan_buffer(bx.handle());
+  session.forget_vulkan_buffer(by.handle());
+
+  g_labels.hide = true;
+  g_labels.names.clear();
+  Session unlabelled;
+  ASSERT_NO_FATAL_FAILURE(wrapped_session(mlp, unlabelled, true, 0, logging_gipa));
+  Tensor t;
+  ASSERT_FALSE(Tensor::create(KILN_DTYPE_FLOAT32, {kRows, 3}, t));
+  std::vector<Tensor> outs;
+  ASSERT_FALSE(unlabelled.run({&t}, 1, outs));
+  EXPECT_TRUE(g_labels.names.empty());
+}
+
+TEST_F(CApiFrameTest, MemoryReportAndLimit) {
+  Model mlp = load("mlp", mlp_model());
+  Session session;
+  ASSERT_NO_FATAL_FAILURE(wrapped_session(mlp, session));
+  kiln_device_memory_t before{};
+  before.struct_size = sizeof(before);
+  ASSERT_FALSE(Error(kiln_session_memory(session.get(), &before)));
+  EXPECT_GE(before.weights_bytes, (3 * 8 + 8 * 3) * sizeof(float));
+  EXPECT_EQ(before.activation_bytes, 0u);  // nothing ran yet
+  EXPECT_EQ(before.limit_bytes, 0u);
+  EXPECT_EQ(before.total_bytes, before.weights_bytes + before.activation_bytes + before.staging_bytes);
+  (void)run_sync(session, inputs_for(1.0f));
+  kiln_device_memory_t after{};
+  after.struct_size = sizeof(after);
+  ASSERT_FALSE(Error(kiln_session_memory(session.get(), &after)));
+  EXPECT_EQ(after.weights_bytes, before.weights_bytes);
+  EXPECT_GT(after.activation_bytes, 0u);
+  EXPECT_GT(after.staging_bytes, 0u);  // host-memory input and output
+  EXPECT_EQ(after.total_bytes, after.weights_bytes + after.activation_bytes + after.staging_bytes);
+  kiln_device_memory_t small{};
+  small.struct_size = 8;
+  EXPECT_EQ(Error(kiln_session_memory(session.get(), &small)).code(), KILN_INVALID_ARGUMENT);
+
+  // A limit below the weights: creating the session fails, naming both.
+  Session tiny;
+  ASSERT_NO_FATAL_FAILURE(wrapped_session(mlp, tiny, true, 1000));
+  EXPECT_EQ(create_error_.code(), KILN_OUT_OF_MEMORY) << create_error_.to_string();
+  EXPECT_NE(create_error_.message().find("weights"), std::string::npos) << create_error_.message();
+  EXPECT_NE(create_error_.message().find("limit of 1000 bytes"), std::string::npos) << create_error_.message();
+
+  // Room for the weights only: the first run fails, naming the activations.
+  const uint64_t limit = before.weights_bytes + 64;
+  Session tight;
+  ASSERT_NO_FATAL_FAILURE(wrapped_session(mlp, tight, true, limit));
+  ASSERT_FALSE(create_error_) << create_error_.message();
+  Tensor t;
+  ASSERT_FALSE(Tensor::create(KILN_DTYPE_FLOAT32, {kRows, 3}, t));
+  std::vector<Tensor> outs;
+  Error e = tight.run({&t}, 1, outs);
+  EXPECT_EQ(e.code(), KILN_OUT_OF_MEMORY) << e.to_string();
+  EXPECT_NE(e.message().find("activations"), std::string::npos) << e.message();
+  EXPECT_NE(e.message().find("limit of " + std::to_string(limit) + " bytes"), std::string::npos) << e.message();
+
+  // Exactly what the unlimited session holds is enough.
+  Session enough;
+  ASSERT_NO_FATAL_FAILURE(wrapped_session(mlp, enough, true, after.total_bytes));
+  ASSERT_FALSE(create_error_) << create_error_.message();
+  EXPECT_EQ(run_sync(enough, inputs_for(1.0f)), run_sync(session, inputs_for(1.0f)));
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ extern "C" size_t capi_c_check_binding_size(void);
 extern "C" size_t capi_c_check_host_device_size(void);
 extern "C" size_t capi_c_check_value_info_size(void);
 extern "C" size_t capi_c_check_submit_sync_size(void);
+extern "C" size_t capi_c_check_memory_size(void);
 
 namespace {
 
@@ -577,6 +578,7 @@ TEST(CApiHeadersTest, SameLayoutsFromC) {
   EXPECT_EQ(capi_c_check_host_device_size(), sizeof(kiln_vulkan_host_device_t));
   EXPECT_EQ(capi_c_check_value_info_size(), sizeof(kiln_input_info_t) + sizeof(kiln_input_dim_t));
   EXPECT_EQ(capi_c_check_submit_sync_size(), sizeof(kiln_vulkan_submit_sync_t) + sizeof(kiln_vulkan_semaphore_value_t));
+  EXPECT_EQ(capi_c_check_memory_size(), sizeof(kiln_device_memory_t));
 }
 
 // \since 0.2: a validated Kiln-created device, a profiled session on it, and

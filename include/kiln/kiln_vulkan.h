@@ -160,7 +160,9 @@ KILN_API void kiln_session_forget_vulkan_buffer(kiln_session_t* session, VkBuffe
  * (kiln_session_timeline), which the host may also wait on in its
  * submissions. Every ticket must be waited for once (kiln_session_wait
  * returns its outputs and forgets it); the outputs of tickets never waited
- * for are kept until the session is destroyed. */
+ * for are kept until the session is destroyed. Destroying a session waits
+ * for its pending submissions (so signal the host semaphores they wait on
+ * first). */
 
 /* One semaphore a submission waits on or signals: a timeline semaphore at
  * `value`, or a binary semaphore (value ignored). `stage` (waits only): the
@@ -230,7 +232,8 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_session_submit(kiln_session_t* sessi
 KILN_API KILN_NODISCARD kiln_status_t* kiln_session_poll(kiln_session_t* session, uint64_t ticket, int* out_done);
 
 /* Waits at most timeout_ns (UINT64_MAX: no limit; 0: a poll) for `ticket`'s
- * run, then hands out its outputs like kiln_session_run (NULL for outputs
+ * run, then hands out its outputs like kiln_session_run (the caller owns
+ * them and frees them with kiln_tensor_destroy; NULL for outputs
  * bound to VkBuffers, whose contents are then visible to the host and to
  * later commands on the queue) and forgets the ticket. The wait polls for
  * a short, bounded time (kiln_session_set_wait_spin) and then blocks.
@@ -245,8 +248,8 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_session_wait(kiln_session_t* session
 /* The timeline semaphore whose value reaches a ticket when its run is
  * complete. Owned by the session (never destroy it; valid until the session
  * is destroyed); the host may wait on it in its own submissions, never
- * signal it. Errors: FAILED_PRECONDITION (not a Vulkan session, or the
- * device has no timeline semaphores). */
+ * signal it. Thread-safe. Errors: FAILED_PRECONDITION (not a Vulkan
+ * session, or the device has no timeline semaphores). */
 KILN_API KILN_NODISCARD kiln_status_t* kiln_session_timeline(const kiln_session_t* session,
                                                              VkSemaphore* out_semaphore);
 
@@ -255,6 +258,32 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_session_timeline(const kiln_session_
  * `microseconds`, default 200; 0 blocks at once. Ignored for NULL or a
  * non-Vulkan session. Thread-safe. */
 KILN_API void kiln_session_set_wait_spin(kiln_session_t* session, uint32_t microseconds);
+
+/* ---- Device memory ------------------------------------------------------ */
+
+/* The device memory a Vulkan session's compiled model holds, in bytes.
+ * Grows only at the end; set struct_size = sizeof(kiln_device_memory_t). */
+typedef struct kiln_device_memory_t {
+  uint32_t struct_size;
+  /* Constants and model state: allocated when the session is created. */
+  uint64_t weights_bytes;
+  /* Intermediate tensors: allocated by the first run (or submit, record)
+   * of given input shapes, shared by all shapes, grown for larger ones. */
+  uint64_t activation_bytes;
+  /* Host-visible staging for host-memory inputs and outputs, and other
+   * memory held per recorded input shapes. */
+  uint64_t staging_bytes;
+  uint64_t total_bytes;
+  /* kiln_session_options_t.device_memory_limit (0: none). */
+  uint64_t limit_bytes;
+} kiln_device_memory_t;
+
+/* Fills *out_memory (whose struct_size the caller set) with what the
+ * session's model holds now. Errors: INVALID_ARGUMENT (NULL arguments,
+ * struct_size too small), FAILED_PRECONDITION (not a Vulkan session).
+ * Thread-safe. */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_session_memory(const kiln_session_t* session,
+                                                           kiln_device_memory_t* out_memory);
 
 /* ---- Recording into the host's command buffer ---------------------------
  *
@@ -271,6 +300,9 @@ KILN_API void kiln_session_set_wait_spin(kiln_session_t* session, uint32_t micro
  *   2. the model's compute dispatches (binding Kiln's pipelines and
  *      descriptor sets, with push constants), with compute->compute
  *      barriers where one reads what another wrote;
+ *      Each dispatch is enclosed in a VK_EXT_debug_utils label named after
+ *      its kernel (fused node group) when the instance has the extension
+ *      enabled (Kiln's own command buffers get the same labels);
  *   3. an exit barrier: COMPUTE_SHADER / SHADER_WRITE -> ALL_COMMANDS|HOST /
  *      MEMORY_READ|MEMORY_WRITE|HOST_READ (later commands, and the host
  *      after waiting for the submission, see the outputs).

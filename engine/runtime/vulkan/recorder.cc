@@ -292,7 +292,10 @@ Status Recorder::record_dispatches(Signature& sig, const Segment& seg, VkCommand
       hazards.barrier();
     }
     hazards.record(reads, writes);
-    KILN_RETURN_IF_ERROR(vk::record_dispatch(cmd, *pipelines_[d.step], d.sets, d.push, d.groups));
+    if (labels_.enabled()) labels_.open(cmd, label_names_.at(d.step).c_str());
+    const Status recorded = vk::record_dispatch(cmd, *pipelines_[d.step], d.sets, d.push, d.groups);
+    labels_.close(cmd);
+    KILN_RETURN_IF_ERROR(recorded);
     if (timestamps) (void)timestamps->write(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
   }
   return ok_status();

@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "engine/runtime/vulkan/hazard_tracker.h"
@@ -28,14 +29,17 @@ class Recorder {
 
   // Everything is borrowed and must outlive the Recorder; `kernels` and
   // `pipelines` are per plan step. `profile` adds a timestamp after every
-  // dispatch. Not thread-safe: the allocators are the model's, used under
-  // its mutex.
+  // dispatch; `labels` (when enabled) encloses each dispatch in a debug
+  // label named `label_names[step]`. Not thread-safe: the allocators are the
+  // model's, used under its mutex.
   Recorder(vk::Device& device, const planner::ExecutionPlan& plan,
            const std::vector<planner::GeneratedKernel>& kernels,
            const std::vector<const vk::ComputePipeline*>& pipelines, vk::DescriptorAllocator& descriptors,
-           vk::Submitter& submitter, bool profile, HostCondition host_condition)
+           vk::Submitter& submitter, bool profile, const vk::DebugLabels& labels,
+           const std::vector<std::string>& label_names, HostCondition host_condition)
       : device_(device), plan_(plan), kernels_(kernels), pipelines_(pipelines), descriptors_(descriptors),
-        submitter_(submitter), profile_(profile), host_condition_(std::move(host_condition)) {}
+        submitter_(submitter), profile_(profile), labels_(labels), label_names_(label_names),
+        host_condition_(std::move(host_condition)) {}
 
   // Fills sig.segments (with their command buffers, descriptor sets and
   // timestamps), sig.loop_bodies, sig.dispatches, the staging and condition
@@ -78,6 +82,8 @@ class Recorder {
   vk::DescriptorAllocator& descriptors_;
   vk::Submitter& submitter_;
   const bool profile_;
+  const vk::DebugLabels labels_;
+  const std::vector<std::string>& label_names_;
   HostCondition host_condition_;
 };
 

@@ -29,6 +29,7 @@
 #include "engine/ir/graph.h"
 #include "engine/runtime/run_stats.h"
 #include "planner/execution_plan.h"
+#include "platform/vulkan/debug_labels.h"
 #include "platform/vulkan/device.h"
 #include "platform/vulkan/kernel_cache.h"
 #include "platform/vulkan/submitter.h"
@@ -50,6 +51,22 @@ struct VulkanModelOptions {
   // else the hardware's threads, at most 16); 1 = one after another on the
   // calling thread. The result does not depend on it.
   unsigned compile_threads = 0;
+  // Labels each kernel's dispatch with its name in the command buffers
+  // (VK_EXT_debug_utils; VulkanContext::debug_labels()); none when null.
+  vk::DebugLabels debug_labels;
+  // Device memory this model may hold (weights, state, activations,
+  // staging), 0: no limit. Compiling or recording beyond it fails with
+  // kOutOfMemory naming the need and the limit.
+  uint64_t device_memory_limit = 0;
+};
+
+// The device memory a compiled model holds now (VulkanModel::memory()).
+struct DeviceMemoryUse {
+  uint64_t weights = 0;      // constants and model state, allocated at compile
+  uint64_t activations = 0;  // intermediate tensors, shared by input shapes, grown by runs
+  uint64_t staging = 0;      // per input shapes: host-visible staging and condition buffers, separate image memory
+  uint64_t total = 0;
+  uint64_t limit = 0;        // VulkanModelOptions::device_memory_limit (0: none)
 };
 
 // What the planner may assume about `device` (limits, fp16, subgroups).
@@ -180,6 +197,8 @@ class VulkanModel {
   // a host-decided If or Loop, a value-dependent shape, image storage),
   // then as run(). Thread-safe.
   Status record_into(VkCommandBuffer cmd, const DeviceBindings& bindings) const;
+  // The device memory the model holds now. Thread-safe.
+  DeviceMemoryUse memory() const;
   // The timeline semaphore tickets are values of (VK_NULL_HANDLE when the
   // device has no timeline semaphores).
   VkSemaphore timeline() const;

@@ -43,7 +43,8 @@ Status VulkanModel::Impl::record_into(VkCommandBuffer cmd, const DeviceBindings&
         blocker = "output '" + graph.value(main.outputs[i]).name + "' is computed on the host or is a constant";
   if (!blocker.empty()) return failed_precondition("this run cannot be " + why + blocker);
   if (!owns_memory(*sig)) KILN_RETURN_IF_ERROR(restore_arena(*sig));
-  Recorder recorder(device, plan, kernels, pipelines, *descriptors, *submitter, false,
+  Recorder recorder(device, plan, kernels, pipelines, *descriptors, *submitter, false, options.debug_labels,
+                    label_names(),
                     [this](const Signature& s, size_t step) { return host_condition(s, step); });
   return recorder.record_into(*sig, cmd);
 }

@@ -278,6 +278,16 @@ struct VulkanModel::Impl {
   // Moves the outputs of sig's ticket out of its staging memory into the
   // ticket (the run must be complete), so the memory can be used again.
   void keep_ticket_outputs(Signature& sig);
+  // Per plan step, the debug label of its dispatch: the node's name and
+  // the kernel's ("h (matmul_gemv+relu)"); made on first use when labels
+  // are enabled, with `mutex` held.
+  const std::vector<std::string>& label_names();
+  std::vector<std::string> label_names_;
+  // The device memory held now (VulkanModel::memory); with `mutex` held.
+  DeviceMemoryUse memory_use() const;
+  // kOutOfMemory naming `what`, the need and the limit when `extra` more
+  // bytes would take the model past options.device_memory_limit.
+  Status check_memory_limit(uint64_t extra, const std::string& what) const;
   // VulkanModel::record_into (vulkan_model_host_record.cc).
   Status record_into(VkCommandBuffer cmd, const DeviceBindings& bindings);
   // A submission's outputs until wait() takes them: read back at wait, or

@@ -25,9 +25,20 @@ VulkanModel::Impl::~Impl() {
   for (auto& [key, sig] : signatures) release(*sig);
 }
 
+const std::vector<std::string>& VulkanModel::Impl::label_names() {
+  if (label_names_.size() == plan.steps.size() || !options.debug_labels.enabled()) return label_names_;
+  label_names_.assign(plan.steps.size(), "");
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    if (plan.steps[s].kind != PlanStep::Kind::kDispatch) continue;
+    const std::string& node = graph.node(plan.steps[s].node).name;
+    label_names_[s] = node.empty() || node == kernels[s].name ? kernels[s].name : node + " (" + kernels[s].name + ")";
+  }
+  return label_names_;
+}
+
 Status VulkanModel::Impl::record(Signature& sig) {
-  Recorder recorder(device, plan, kernels, pipelines, *descriptors, *submitter, options.profile,
-                    [this](const Signature& s, size_t step) { return host_condition(s, step); });
+  Recorder recorder(device, plan, kernels, pipelines, *descriptors, *submitter, options.profile, options.debug_labels,
+                    label_names(), [this](const Signature& s, size_t step) { return host_condition(s, step); });
   return recorder.record(sig);
 }
 
@@ -53,6 +64,7 @@ StatusOr<Signature*> VulkanModel::Impl::signature_for(const std::vector<InputSpe
   // With a sub-graph boundary, this signature places only what it writes.
   if (made.ok()) made = sig->boundary.step == SIZE_MAX ? place_tensors(*sig) : place_phase(*sig);
   if (made.ok()) made = record(*sig);
+  if (made.ok()) made = check_memory_limit(sig->device_bytes, "the staging memory of these input shapes");
   if (!made.ok()) {
     release(*sig);
     return made;
