@@ -99,6 +99,7 @@ kiln_status_t* session_options(const kiln_session_options_t* options, kiln::sess
   if (KILN_HAS(disable_inplace) && options->disable_inplace) out.vulkan.plan.inplace = false;
   if (KILN_HAS(save_pipeline_cache)) out.save_pipeline_cache = options->save_pipeline_cache != 0;
   if (KILN_HAS(validation) && options->validation) out.context_options.validation = kiln::vk::Validation::kRequired;
+  if (KILN_HAS(device_memory_limit)) out.vulkan.device_memory_limit = options->device_memory_limit;
   if (KILN_HAS(log_user_data) && options->log) {
     kiln_log_fn fn = options->log;
     void* user = options->log_user_data;
@@ -109,6 +110,10 @@ kiln_status_t* session_options(const kiln_session_options_t* options, kiln::sess
 #undef KILN_HAS
   return nullptr;
 }
+
+}  // namespace
+
+namespace kiln::capi {
 
 kiln_status_t* copy_outputs(std::vector<kiln::Tensor>& out, kiln_tensor_t** out_outputs) {
   std::vector<kiln_tensor_t*> handles;
@@ -133,7 +138,7 @@ kiln_status_t* copy_outputs(std::vector<kiln::Tensor>& out, kiln_tensor_t** out_
   return nullptr;
 }
 
-}  // namespace
+}  // namespace kiln::capi
 
 extern "C" {
 
@@ -298,7 +303,7 @@ kiln_status_t* kiln_session_run(kiln_session_t* session, const kiln_tensor_t* co
     session->last = std::move(stats);
     session->has_last = true;
   }
-  return copy_outputs(*out, out_outputs);
+  return kiln::capi::copy_outputs(*out, out_outputs);
 }
 
 size_t kiln_session_pass_count(const kiln_session_t* session) {

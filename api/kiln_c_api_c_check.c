@@ -39,3 +39,34 @@ size_t capi_c_check_value_info_size(void) {
   kiln_string_free(text);
   return info.struct_size + dim.struct_size;
 }
+
+/* Asynchronous runs and recording into the host's command buffer from C
+ * (the calls fail cleanly on a NULL session). */
+size_t capi_c_check_submit_sync_size(void) {
+  kiln_vulkan_semaphore_value_t wait;
+  kiln_vulkan_submit_sync_t sync;
+  uint64_t ticket = 0;
+  int done = 0;
+  memset(&wait, 0, sizeof wait);
+  memset(&sync, 0, sizeof sync);
+  sync.struct_size = (uint32_t)sizeof sync;
+  sync.waits = &wait;
+  sync.wait_count = 1;
+  kiln_status_free(kiln_session_submit(NULL, NULL, 0, &sync, &ticket));
+  kiln_status_free(kiln_session_poll(NULL, ticket, &done));
+  kiln_status_free(kiln_session_wait(NULL, ticket, 0, NULL, 0));
+  kiln_status_free(kiln_session_record(NULL, VK_NULL_HANDLE));
+  kiln_session_set_wait_spin(NULL, 0);
+  return sync.struct_size + sizeof wait;
+}
+
+size_t capi_c_check_memory_size(void) {
+  kiln_device_memory_t memory;
+  kiln_session_options_t o;
+  memset(&memory, 0, sizeof memory);
+  memset(&o, 0, sizeof o);
+  memory.struct_size = (uint32_t)sizeof memory;
+  o.device_memory_limit = 1u << 30;
+  kiln_status_free(kiln_session_memory(NULL, &memory));
+  return memory.struct_size;
+}

@@ -75,6 +75,10 @@ inline kiln_status_t* null_arg(const char* what) {
   return make_status(KILN_INVALID_ARGUMENT, std::string(what) + " must not be NULL");
 }
 
+// Hands `out` to the caller as kiln_tensor_t handles in out_outputs (a
+// private copy of each; NULL for an output bound to a device buffer).
+kiln_status_t* copy_outputs(std::vector<Tensor>& out, kiln_tensor_t** out_outputs);
+
 // A heap copy of `text` for the caller to free with kiln_string_free.
 kiln_status_t* return_string(const std::string& text, char** out_text);
 

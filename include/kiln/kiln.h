@@ -264,6 +264,12 @@ typedef struct kiln_session_options_t {
    * plugin offers (plugin_files, $KILN_PLUGIN_PATH or the plugin directory).
    * Errors: NOT_FOUND naming the backends that are loaded. */
   const char* backend_plugin;
+  /* \since 0.2. Vulkan sessions: the most device memory the compiled model
+   * may hold (weights and state, activations, staging; see
+   * kiln_session_memory in kiln_vulkan.h), 0 for no limit. Creating the
+   * session, or a first run of new input shapes, fails with
+   * KILN_OUT_OF_MEMORY naming what needed how much and the limit. */
+  uint64_t device_memory_limit;
 } kiln_session_options_t;
 
 /* A model prepared for one backend. Single owner: create/destroy. */

@@ -34,8 +34,9 @@
  *   kiln_session_run(session, inputs, 1, outputs, 1);  // outputs[0] == NULL
  *   // output_buffer now holds the logits (check every returned status).
  *
- * Queue sharing: Kiln submits to the wrapped queue and waits for its own
- * submissions to finish before kiln_session_run returns. Vulkan requires
+ * Queue sharing: Kiln submits to the wrapped queue; kiln_session_run waits
+ * for its own submissions to finish before it returns (kiln_session_submit
+ * below does not). Vulkan requires
  * submissions to one queue to be externally synchronized, so the host must
  * not submit to that queue from another thread while a run is in progress.
  */
@@ -141,6 +142,199 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_session_bind_vulkan_buffer(kiln_sess
  * never meet commands recorded for the old one). Not concurrently with a run
  * that uses the buffer. A buffer never bound is ignored. */
 KILN_API void kiln_session_forget_vulkan_buffer(kiln_session_t* session, VkBuffer buffer);
+
+/* ---- Asynchronous runs ------------------------------------------------
+ *
+ * A frame submits the model's work and goes on; the GPU runs it after the
+ * frame's producer and before its consumer, ordered by semaphores:
+ *
+ *   kiln_vulkan_semaphore_value_t rendered = {game_timeline, frame_value, 0};
+ *   kiln_vulkan_semaphore_value_t inferred = {game_timeline, frame_value + 1, 0};
+ *   kiln_vulkan_submit_sync_t sync = {sizeof(sync), &rendered, 1, &inferred, 1};
+ *   uint64_t ticket;
+ *   kiln_session_submit(session, inputs, 1, &sync, &ticket);  // returns at once
+ *   ... the game's next submission waits on game_timeline = frame_value + 1 ...
+ *   kiln_session_wait(session, ticket, UINT64_MAX, outputs, 1);  // later, once
+ *
+ * Tickets are values of the session's own timeline semaphore
+ * (kiln_session_timeline), which the host may also wait on in its
+ * submissions. Every ticket must be waited for once (kiln_session_wait
+ * returns its outputs and forgets it); the outputs of tickets never waited
+ * for are kept until the session is destroyed. Destroying a session waits
+ * for its pending submissions (so signal the host semaphores they wait on
+ * first). */
+
+/* One semaphore a submission waits on or signals: a timeline semaphore at
+ * `value`, or a binary semaphore (value ignored). `stage` (waits only): the
+ * pipeline stages that wait, 0 meaning VK_PIPELINE_STAGE_ALL_COMMANDS_BIT.
+ * This struct never grows (it is an array element). */
+typedef struct kiln_vulkan_semaphore_value_t {
+  VkSemaphore semaphore;
+  uint64_t value;
+  VkPipelineStageFlags stage;
+} kiln_vulkan_semaphore_value_t;
+
+/* The host's semaphores around one submission; borrowed for the call only
+ * (Kiln keeps no reference). Grows only at the end; set struct_size =
+ * sizeof(kiln_vulkan_submit_sync_t). Semaphores must belong to the
+ * session's VkDevice; binary semaphores follow Vulkan's rules (a wait needs
+ * a signal submitted before it, and consumes it). */
+typedef struct kiln_vulkan_submit_sync_t {
+  uint32_t struct_size;
+  const kiln_vulkan_semaphore_value_t* waits;
+  uint32_t wait_count;
+  const kiln_vulkan_semaphore_value_t* signals;
+  uint32_t signal_count;
+} kiln_vulkan_submit_sync_t;
+
+/* Starts a run and returns without waiting for the GPU: *out_ticket
+ * identifies it. Inputs are as for kiln_session_run (NULL for inputs bound
+ * to VkBuffers); host-memory inputs are copied during the call, so the
+ * caller may free or reuse them at once. The submission waits on
+ * sync->waits, runs after every earlier submission of this session, and
+ * signals sync->signals and the session's timeline at *out_ticket (sync
+ * may be NULL).
+ *
+ * No CPU wait, except: the first submit of new input shapes or bindings
+ * records commands, and first waits for the session's earlier submissions
+ * (recording may reuse their memory); a submit of a run whose inputs and
+ * outputs share staging memory with a still-running ticket of the same
+ * shapes and bindings is refused instead (below).
+ *
+ * Only a run that is one device submission can be submitted: no node run on
+ * the host, no If or Loop the host decides, no output shape read back
+ * mid-run. Host-memory outputs (not bound to a VkBuffer) are copied to
+ * staging memory by the GPU and read back by kiln_session_wait; until then
+ * that memory is the ticket's, and submitting the same shapes and bindings
+ * again is FAILED_PRECONDITION while the ticket runs. Runs with every input
+ * and output bound to VkBuffers (the natural fit) can be submitted again at
+ * once, frame after frame.
+ *
+ * Errors: as kiln_session_run, plus FAILED_PRECONDITION (not a Vulkan
+ * session; the device has no timeline semaphores; the run needs the host
+ * mid-run, the message names the node; staging memory still in use),
+ * INVALID_ARGUMENT (sync->struct_size too small, NULL arrays with counts,
+ * VK_NULL_HANDLE semaphores).
+ *
+ * Thread-safety: may be called from any thread; submissions of one session
+ * are serialized. The queue is externally synchronized (as for
+ * kiln_session_run). A submission waiting on a host semaphore blocks every
+ * later submission to the queue (Vulkan's submission order), including
+ * kiln_session_run's and the recording wait above: signal it before any
+ * blocking Kiln call on the same session, or that call never returns. */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_session_submit(kiln_session_t* session, const kiln_tensor_t* const* inputs,
+                                                           size_t input_count, const kiln_vulkan_submit_sync_t* sync,
+                                                           uint64_t* out_ticket);
+
+/* *out_done = 1 when `ticket`'s run is complete, else 0; never waits.
+ * Errors: INVALID_ARGUMENT (a ticket never returned, or already waited
+ * for), DEVICE_LOST. Thread-safe. */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_session_poll(kiln_session_t* session, uint64_t ticket, int* out_done);
+
+/* Waits at most timeout_ns (UINT64_MAX: no limit; 0: a poll) for `ticket`'s
+ * run, then hands out its outputs like kiln_session_run (the caller owns
+ * them and frees them with kiln_tensor_destroy; NULL for outputs
+ * bound to VkBuffers, whose contents are then visible to the host and to
+ * later commands on the queue) and forgets the ticket. The wait polls for
+ * a short, bounded time (kiln_session_set_wait_spin) and then blocks.
+ * Errors: UNAVAILABLE when the timeout passed first (the ticket stays
+ * valid; wait again), INVALID_ARGUMENT (unknown ticket, output_count not
+ * the model's), DEVICE_LOST. Thread-safe; it does not block submissions
+ * from other threads while it waits. */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_session_wait(kiln_session_t* session, uint64_t ticket,
+                                                         uint64_t timeout_ns, kiln_tensor_t** out_outputs,
+                                                         size_t output_count);
+
+/* The timeline semaphore whose value reaches a ticket when its run is
+ * complete. Owned by the session (never destroy it; valid until the session
+ * is destroyed); the host may wait on it in its own submissions, never
+ * signal it. Thread-safe. Errors: FAILED_PRECONDITION (not a Vulkan
+ * session, or the device has no timeline semaphores). */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_session_timeline(const kiln_session_t* session,
+                                                             VkSemaphore* out_semaphore);
+
+/* How long kiln_session_run and kiln_session_wait poll the GPU before a
+ * blocking wait (whose wake-up can take a millisecond or more): at most
+ * `microseconds`, default 200; 0 blocks at once. Ignored for NULL or a
+ * non-Vulkan session. Thread-safe. */
+KILN_API void kiln_session_set_wait_spin(kiln_session_t* session, uint32_t microseconds);
+
+/* ---- Device memory ------------------------------------------------------ */
+
+/* The device memory a Vulkan session's compiled model holds, in bytes.
+ * Grows only at the end; set struct_size = sizeof(kiln_device_memory_t). */
+typedef struct kiln_device_memory_t {
+  uint32_t struct_size;
+  /* Constants and model state: allocated when the session is created. */
+  uint64_t weights_bytes;
+  /* Intermediate tensors: allocated by the first run (or submit, record)
+   * of given input shapes, shared by all shapes, grown for larger ones. */
+  uint64_t activation_bytes;
+  /* Host-visible staging for host-memory inputs and outputs, and other
+   * memory held per recorded input shapes. */
+  uint64_t staging_bytes;
+  uint64_t total_bytes;
+  /* kiln_session_options_t.device_memory_limit (0: none). */
+  uint64_t limit_bytes;
+} kiln_device_memory_t;
+
+/* Fills *out_memory (whose struct_size the caller set) with what the
+ * session's model holds now. Errors: INVALID_ARGUMENT (NULL arguments,
+ * struct_size too small), FAILED_PRECONDITION (not a Vulkan session).
+ * Thread-safe. */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_session_memory(const kiln_session_t* session,
+                                                           kiln_device_memory_t* out_memory);
+
+/* ---- Recording into the host's command buffer ---------------------------
+ *
+ * Records one run of the session into `command_buffer`, which the host has
+ * begun (primary, or secondary with a compute-capable pool) and will end
+ * and submit itself, on a queue of the session's device whose family can
+ * run compute; no Kiln call is needed to run it, and it may be submitted
+ * many times. What is recorded, in order:
+ *
+ *   1. an entry barrier: ALL_COMMANDS / MEMORY_WRITE -> COMPUTE_SHADER /
+ *      SHADER_READ|SHADER_WRITE (everything earlier in submission order,
+ *      e.g. the host's render pass or upload into the input buffer, and
+ *      earlier runs of the session, is complete and visible);
+ *   2. the model's compute dispatches (binding Kiln's pipelines and
+ *      descriptor sets, with push constants), with compute->compute
+ *      barriers where one reads what another wrote;
+ *      Each dispatch is enclosed in a VK_EXT_debug_utils label named after
+ *      its kernel (fused node group) when the instance has the extension
+ *      enabled (Kiln's own command buffers get the same labels);
+ *   3. an exit barrier: COMPUTE_SHADER / SHADER_WRITE -> ALL_COMMANDS|HOST /
+ *      MEMORY_READ|MEMORY_WRITE|HOST_READ (later commands, and the host
+ *      after waiting for the submission, see the outputs).
+ *
+ * A secondary command buffer must be executed outside a render pass. The
+ * host's compute pipeline and descriptor-set bindings are disturbed:
+ * bind them again after this call if the host records more compute work.
+ *
+ * Only a run whose every input and output is bound to a VkBuffer
+ * (kiln_session_bind_vulkan_buffer; the shapes come from the bindings), that
+ * is all on the device (no node on the host, no If or Loop decided by the
+ * host, no shape read back mid-run) and uses buffer storage can be
+ * recorded; otherwise FAILED_PRECONDITION names why. The first record (or
+ * run) of given bindings records Kiln's own commands and allocates memory,
+ * and first waits for the session's earlier submissions.
+ *
+ * Lifetime and synchronization: the recorded commands use the session's
+ * pipelines, descriptor sets and activation memory. The host must let every
+ * submission of the command buffer complete before destroying the session,
+ * kiln_session_forget_vulkan_buffer on a buffer it binds, or running the
+ * session with other shapes or bindings (which may evict or move that
+ * memory), and must order it against kiln_session_run/submit of the same
+ * session (submitting both on the same queue suffices: Kiln's kernels
+ * start after an entry barrier like the one above).
+ *
+ * Errors: INVALID_ARGUMENT (NULL session or command buffer),
+ * FAILED_PRECONDITION (not a Vulkan session; the reasons above), the
+ * binding errors of kiln_session_run. Thread-safety: may be called from any
+ * thread, concurrently with other Kiln calls on the session; the command
+ * buffer (and its pool) must be externally synchronized by the host, as
+ * Vulkan requires. */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_session_record(kiln_session_t* session, VkCommandBuffer command_buffer);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,16 +1,11 @@
-// One-shot command submission; see submitter.h.
+// Command submission; see submitter.h.
 #include "platform/vulkan/submitter.h"
 
-#include <chrono>
+#include <algorithm>
+#include <string>
 #include <thread>
 
 namespace kiln::vk {
-
-namespace {
-// How long a submission is polled before blocking (see submit_locked): a
-// blocking wait can wake milliseconds late, more than a model takes to run.
-constexpr int kSpinMicros = 50000;
-}  // namespace
 
 StatusOr<std::unique_ptr<Submitter>> Submitter::create(Device& device) {
   KILN_RETURN_IF_ERROR(device.status());
@@ -45,29 +40,24 @@ StatusOr<std::unique_ptr<Submitter>> Submitter::create(Device& device) {
 Submitter::~Submitter() {
   const VolkDeviceTable& fn = device_.fn();
   VkDevice dev = device_.handle();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    // run() always waits, so nothing is pending unless a wait failed (device
-    // lost); idle the queue so destroying the pool is safe either way.
-    if (completed_ != submitted_) (void)device_.wait_idle();
+  // Submissions may be pending (submit_async, or a failed wait): idle the
+  // queue so destroying the pool and semaphore is safe either way.
+  bool pending = fence_pending_;
+  if (timeline_ != VK_NULL_HANDLE) {
+    auto done = reached(submitted());
+    pending = !done.ok() || !*done;
   }
+  if (pending) (void)device_.wait_idle();
   if (timeline_ != VK_NULL_HANDLE) fn.vkDestroySemaphore(dev, timeline_, nullptr);
   if (fence_ != VK_NULL_HANDLE) fn.vkDestroyFence(dev, fence_, nullptr);
   if (pool_ != VK_NULL_HANDLE) fn.vkDestroyCommandPool(dev, pool_, nullptr);
 }
 
-uint64_t Submitter::completed() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return completed_;
-}
-
 Status Submitter::run(const std::function<Status(VkCommandBuffer)>& record) {
   std::lock_guard<std::mutex> lock(mutex_);
   KILN_RETURN_IF_ERROR(device_.status());
-  if (completed_ != submitted_) {
-    return failed_precondition("an earlier submission on this Submitter never completed");
-  }
   const VolkDeviceTable& fn = device_.fn();
+  // cmd_ is not pending: every run() waited for it under this lock.
   KILN_RETURN_IF_ERROR(device_.check(fn.vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer"));
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
@@ -76,10 +66,9 @@ Status Submitter::run(const std::function<Status(VkCommandBuffer)>& record) {
   VkResult end = fn.vkEndCommandBuffer(cmd_);
   KILN_RETURN_IF_ERROR(recorded);
   KILN_RETURN_IF_ERROR(device_.check(end, "vkEndCommandBuffer"));
-
-  return submit_locked(cmd_);
+  KILN_ASSIGN_OR_RETURN(const uint64_t value, submit_locked({cmd_}, {}));
+  return wait_submitted(value);
 }
-
 
 StatusOr<VkCommandBuffer> Submitter::allocate() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -101,55 +90,118 @@ void Submitter::release(VkCommandBuffer cmd) {
 }
 
 Status Submitter::submit(VkCommandBuffer cmd) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  KILN_RETURN_IF_ERROR(device_.status());
-  if (completed_ != submitted_) {
-    return failed_precondition("an earlier submission on this Submitter never completed");
+  if (timeline_ == VK_NULL_HANDLE) {
+    std::lock_guard<std::mutex> lock(mutex_);  // the fence is waited for under the lock
+    KILN_RETURN_IF_ERROR(device_.status());
+    KILN_ASSIGN_OR_RETURN(const uint64_t value, submit_locked({cmd}, {}));
+    return wait_submitted(value);
   }
-  return submit_locked(cmd);
+  KILN_ASSIGN_OR_RETURN(const uint64_t value, submit_async({cmd}));
+  return wait(value);
 }
 
-Status Submitter::submit_locked(VkCommandBuffer cmd) {
-  const VolkDeviceTable& fn = device_.fn();
-  VkDevice dev = device_.handle();
-  const uint64_t value = submitted_ + 1;
-  VkTimelineSemaphoreSubmitInfo timeline_info{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
-  timeline_info.signalSemaphoreValueCount = 1;
-  timeline_info.pSignalSemaphoreValues = &value;
-  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &cmd;
-  if (timeline_ != VK_NULL_HANDLE) {
-    submit.pNext = &timeline_info;
-    submit.signalSemaphoreCount = 1;
-    submit.pSignalSemaphores = &timeline_;
-  }
-  KILN_RETURN_IF_ERROR(device_.queue_submit(1, &submit, fence_));
-  submitted_ = value;
+StatusOr<uint64_t> Submitter::submit_async(const std::vector<VkCommandBuffer>& cmds, const SubmitSync& sync) {
+  if (timeline_ == VK_NULL_HANDLE)
+    return failed_precondition("asynchronous submission needs timeline semaphores, which the device does not have "
+                               "enabled (Vulkan 1.2 timelineSemaphore)");
+  std::lock_guard<std::mutex> lock(mutex_);
+  KILN_RETURN_IF_ERROR(device_.status());
+  return submit_locked(cmds, sync);
+}
 
-  if (timeline_ != VK_NULL_HANDLE) {
-    // Inference submissions are short: poll the counter for a moment before
-    // a blocking wait, whose wake-up can cost more than a small model runs.
-    const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
-    uint64_t reached = 0;
-    while (std::chrono::steady_clock::now() < spin_until) {
-      KILN_RETURN_IF_ERROR(device_.check(fn.vkGetSemaphoreCounterValue(dev, timeline_, &reached),
-                                         "vkGetSemaphoreCounterValue"));
-      if (reached >= value) break;
-      std::this_thread::yield();
-    }
-    VkSemaphoreWaitInfo wait{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
-    wait.semaphoreCount = 1;
-    wait.pSemaphores = &timeline_;
-    wait.pValues = &value;
-    if (reached < value)
-      KILN_RETURN_IF_ERROR(device_.check(fn.vkWaitSemaphores(dev, &wait, UINT64_MAX), "vkWaitSemaphores"));
-  } else {
-    KILN_RETURN_IF_ERROR(device_.check(fn.vkWaitForFences(dev, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences"));
-    KILN_RETURN_IF_ERROR(device_.check(fn.vkResetFences(dev, 1, &fence_), "vkResetFences"));
+StatusOr<uint64_t> Submitter::submit_locked(const std::vector<VkCommandBuffer>& cmds, const SubmitSync& sync) {
+  if (fence_pending_) return failed_precondition("an earlier submission on this Submitter never completed");
+  const uint64_t previous = submitted_.load(std::memory_order_relaxed);
+  const uint64_t value = previous + 1;
+  std::vector<VkSemaphore> wait_semaphores, signal_semaphores;
+  std::vector<uint64_t> wait_values, signal_values;
+  std::vector<VkPipelineStageFlags> wait_stages;
+  for (const SemaphoreUse& w : sync.waits) {
+    wait_semaphores.push_back(w.semaphore);
+    wait_values.push_back(w.value);
+    wait_stages.push_back(w.stage != 0 ? w.stage : VkPipelineStageFlags{VK_PIPELINE_STAGE_ALL_COMMANDS_BIT});
   }
-  completed_ = value;
+  for (const SemaphoreUse& s : sync.signals) {
+    signal_semaphores.push_back(s.semaphore);
+    signal_values.push_back(s.value);
+  }
+  if (timeline_ != VK_NULL_HANDLE) {
+    // After the previous submission: its signal covers every command before
+    // it on the queue, and the wait makes their memory writes visible.
+    if (previous > 0) {
+      wait_semaphores.push_back(timeline_);
+      wait_values.push_back(previous);
+      wait_stages.push_back(VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
+    }
+    signal_semaphores.push_back(timeline_);
+    signal_values.push_back(value);
+  }
+  VkTimelineSemaphoreSubmitInfo timeline_info{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+  timeline_info.waitSemaphoreValueCount = static_cast<uint32_t>(wait_values.size());
+  timeline_info.pWaitSemaphoreValues = wait_values.data();
+  timeline_info.signalSemaphoreValueCount = static_cast<uint32_t>(signal_values.size());
+  timeline_info.pSignalSemaphoreValues = signal_values.data();
+  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  if (timeline_ != VK_NULL_HANDLE) submit.pNext = &timeline_info;
+  submit.waitSemaphoreCount = static_cast<uint32_t>(wait_semaphores.size());
+  submit.pWaitSemaphores = wait_semaphores.data();
+  submit.pWaitDstStageMask = wait_stages.data();
+  submit.commandBufferCount = static_cast<uint32_t>(cmds.size());
+  submit.pCommandBuffers = cmds.data();
+  submit.signalSemaphoreCount = static_cast<uint32_t>(signal_semaphores.size());
+  submit.pSignalSemaphores = signal_semaphores.data();
+  KILN_RETURN_IF_ERROR(device_.queue_submit(1, &submit, fence_));
+  submitted_.store(value, std::memory_order_release);
+  if (fence_ != VK_NULL_HANDLE) fence_pending_ = true;
+  return value;
+}
+
+Status Submitter::wait_submitted(uint64_t value) {
+  if (timeline_ != VK_NULL_HANDLE) return wait(value);
+  const VolkDeviceTable& fn = device_.fn();
+  KILN_RETURN_IF_ERROR(
+      device_.check(fn.vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences"));
+  KILN_RETURN_IF_ERROR(device_.check(fn.vkResetFences(device_.handle(), 1, &fence_), "vkResetFences"));
+  fence_pending_ = false;
   return ok_status();
+}
+
+StatusOr<bool> Submitter::reached(uint64_t value) {
+  if (value > submitted())
+    return invalid_argument("submission " + std::to_string(value) + " was never made (the last is " +
+                            std::to_string(submitted()) + ")");
+  // With a fence every submission was waited for, unless that wait failed.
+  if (timeline_ == VK_NULL_HANDLE) return !(fence_pending_.load() && value == submitted());
+  uint64_t counter = 0;
+  KILN_RETURN_IF_ERROR(device_.check(device_.fn().vkGetSemaphoreCounterValue(device_.handle(), timeline_, &counter),
+                                     "vkGetSemaphoreCounterValue"));
+  return counter >= value;
+}
+
+Status Submitter::wait(uint64_t value, uint64_t timeout_ns) {
+  KILN_ASSIGN_OR_RETURN(bool done, reached(value));
+  if (done) return ok_status();
+  if (timeline_ == VK_NULL_HANDLE) return failed_precondition("an earlier submission on this Submitter never completed");
+  const auto start = std::chrono::steady_clock::now();
+  const auto spin = std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed));
+  const auto spin_until = start + std::min<std::chrono::nanoseconds>(spin, std::chrono::nanoseconds(timeout_ns));
+  while (!done && std::chrono::steady_clock::now() < spin_until) {
+    std::this_thread::yield();
+    KILN_ASSIGN_OR_RETURN(done, reached(value));
+  }
+  if (done) return ok_status();
+  const uint64_t spent = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  const uint64_t left = timeout_ns == UINT64_MAX ? UINT64_MAX : (timeout_ns > spent ? timeout_ns - spent : 0);
+  VkSemaphoreWaitInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+  info.semaphoreCount = 1;
+  info.pSemaphores = &timeline_;
+  info.pValues = &value;
+  const VkResult r = device_.fn().vkWaitSemaphores(device_.handle(), &info, left);
+  if (r == VK_TIMEOUT)
+    return unavailable("submission " + std::to_string(value) + " did not complete within " +
+                       std::to_string(timeout_ns) + " ns; it is still pending");
+  return device_.check(r, "vkWaitSemaphores");
 }
 
 }  // namespace kiln::vk

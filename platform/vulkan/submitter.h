@@ -1,24 +1,50 @@
-// One-shot command submission: record a command buffer, submit it, wait.
+// Command submission: record a command buffer, submit it, wait for it, or
+// submit without waiting and wait (or poll) later.
 //
 // Uploads, downloads, tests and the CLI need "run these commands and wait"
-// without building an execution plan. Completion is tracked with a timeline
-// semaphore when the device has them (Vulkan 1.2 core; one semaphore, one
-// increasing value per submission) and with a fence otherwise. The streaming
-// runtime records its own command buffers; it only borrows the device.
+// without building an execution plan; asynchronous model runs need "submit
+// these commands after these semaphores, tell me when they are done".
+// Completion is tracked with a timeline semaphore when the device has them
+// (Vulkan 1.2 core; one semaphore, one increasing value per submission) and
+// with a fence otherwise (blocking submissions only). The streaming runtime
+// records its own command buffers; it only borrows the device.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "engine/base/status.h"
 #include "platform/vulkan/device.h"
 
 namespace kiln::vk {
 
+// A semaphore a submission waits on or signals. `value` is the timeline
+// value (ignored for a binary semaphore); `stage` (waits only) is the
+// stages that wait, 0 meaning all commands.
+struct SemaphoreUse {
+  VkSemaphore semaphore = VK_NULL_HANDLE;
+  uint64_t value = 0;
+  VkPipelineStageFlags stage = 0;
+};
+
+// Other semaphores of a submission: the host's, borrowed.
+struct SubmitSync {
+  std::vector<SemaphoreUse> waits;
+  std::vector<SemaphoreUse> signals;
+};
+
 class Submitter {
  public:
+  // The default bound of wait()'s spin: a blocking wait can wake a
+  // millisecond or more late, longer than a small model runs, so a short
+  // poll comes first; bounded so a long run never burns a core.
+  static constexpr std::chrono::microseconds kDefaultSpin{200};
+
   // `device` is borrowed and must outlive the Submitter.
   // Errors: VkResult errors creating the pool, command buffer or semaphore.
   static StatusOr<std::unique_ptr<Submitter>> create(Device& device);
@@ -39,34 +65,64 @@ class Submitter {
   // shared). Errors: VkResult errors.
   StatusOr<VkCommandBuffer> allocate();
   // Returns a command buffer from allocate() to the pool; it must not be
-  // pending (every submit() waits, so it is not once submit returned).
-  // Thread-safe; VK_NULL_HANDLE is ignored.
+  // pending. Thread-safe; VK_NULL_HANDLE is ignored.
   void release(VkCommandBuffer cmd);
   // Submits a recorded command buffer and waits for it, completing like
   // run(). Thread-safe. Errors: as run().
   Status submit(VkCommandBuffer cmd);
 
+  // Submits `cmds` in one batch after `sync.waits` and after every earlier
+  // submission of this Submitter (a wait on its own timeline: the memory
+  // Kiln's submissions share is then ordered), signals the next timeline
+  // value and `sync.signals`, and returns that value at once: no CPU wait.
+  // Thread-safe. Errors: kFailedPrecondition without timeline semaphores,
+  // the device's sticky loss, VkResult errors.
+  StatusOr<uint64_t> submit_async(const std::vector<VkCommandBuffer>& cmds, const SubmitSync& sync = {});
+  // Waits until submission `value` (from submit_async) completed: polls for
+  // at most the spin bound, then blocks for at most `timeout_ns` in all.
+  // Thread-safe; does not hold the Submitter's lock while it waits.
+  // Errors: kUnavailable when the timeout passed first (the submission stays
+  // pending), kInvalidArgument for a value never submitted, the device's
+  // loss (recorded on the device).
+  Status wait(uint64_t value, uint64_t timeout_ns = UINT64_MAX);
+  // Whether submission `value` completed (no waiting; without a timeline,
+  // every submission was waited for). Errors: as wait().
+  StatusOr<bool> reached(uint64_t value);
+  // Waits for every submission made so far.
+  Status wait_all() { return wait(submitted()); }
+
+  // How long wait() (and so run() and submit()) polls before blocking.
+  void set_spin(std::chrono::microseconds spin) { spin_us_.store(spin.count(), std::memory_order_relaxed); }
+
   // Whether completion uses a timeline semaphore (else a fence).
   bool uses_timeline() const { return timeline_ != VK_NULL_HANDLE; }
-  // The number of submissions that have completed.
-  uint64_t completed() const;
+  // The timeline semaphore submission values are signalled on (null
+  // without timeline semaphores): others may wait on it on the GPU.
+  VkSemaphore timeline() const { return timeline_; }
+  // The value of the last submission (0 before the first).
+  uint64_t submitted() const { return submitted_.load(std::memory_order_acquire); }
 
   Device& device() const { return device_; }
 
  private:
   explicit Submitter(Device& device) : device_(device) {}
-  // Submits `cmd`, signals the next timeline value (or the fence), waits.
-  // Caller holds mutex_.
-  Status submit_locked(VkCommandBuffer cmd);
+  // Submits `cmds` with `sync`, signals the next timeline value (or the
+  // fence) and returns it. Caller holds mutex_.
+  StatusOr<uint64_t> submit_locked(const std::vector<VkCommandBuffer>& cmds, const SubmitSync& sync);
+  // Waits for what submit_locked returned (the fence when there is no
+  // timeline: then the caller holds mutex_).
+  Status wait_submitted(uint64_t value);
 
   Device& device_;
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   VkSemaphore timeline_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
+  std::atomic<bool> fence_pending_{false};  // a fence wait failed: the fence's state is unknown
   mutable std::mutex mutex_;
-  uint64_t submitted_ = 0;
-  uint64_t completed_ = 0;
+  // Written under mutex_, read anywhere (wait() runs under run()'s lock).
+  std::atomic<uint64_t> submitted_{0};
+  std::atomic<int64_t> spin_us_{kDefaultSpin.count()};
 };
 
 }  // namespace kiln::vk

@@ -208,6 +208,8 @@ Status Recorder::record_segment(Signature& sig, Segment& seg, bool first, bool l
   }
   KILN_ASSIGN_OR_RETURN(seg.cmd, submitter_.allocate());
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  // Asynchronous runs submit it again while earlier submissions are pending.
+  begin.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
   KILN_RETURN_IF_ERROR(device_.check(fn.vkBeginCommandBuffer(seg.cmd, &begin), "vkBeginCommandBuffer"));
   if (seg.timestamps) seg.timestamps->reset(seg.cmd);
   // Unprofiled, two stamps bracket the whole segment, copies included.
@@ -217,20 +219,13 @@ Status Recorder::record_segment(Signature& sig, Segment& seg, bool first, bool l
   // (a bottom-of-pipe stamp waits for every earlier command), so that a
   // kernel's time is its own and not the upload's.
   if (seg.timestamps && profile_) (void)seg.timestamps->write(seg.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT);
-  if (!sig.external.empty()) {
-    // The host's buffers: what earlier commands on the queue wrote (the
-    // host's own uploads or render passes) is visible to the kernels.
-    vk::cmd_memory_barrier(fn, seg.cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                           VK_ACCESS_MEMORY_WRITE_BIT, kShaderAccess);
-  }
-  Status status = record_dispatches(sig, seg);
-  if (status.ok() && !sig.external.empty()) {
-    // ...and what the kernels wrote is visible to later commands on the
-    // queue and, after the run's wait, to the host.
-    vk::cmd_memory_barrier(fn, seg.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                           VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_SHADER_WRITE_BIT,
-                           VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT | VK_ACCESS_HOST_READ_BIT);
-  }
+  // Every kernel runs after what earlier commands on the queue wrote: the
+  // host's uploads or render passes into bound buffers, and work of this
+  // model the host recorded into its own command buffers (record_into),
+  // which shares this memory.
+  record_entry_barrier(seg.cmd);
+  Status status = record_dispatches(sig, seg, seg.cmd, profile_ ? seg.timestamps.get() : nullptr);
+  if (status.ok() && !sig.external.empty()) record_exit_barrier(seg.cmd);
   if (status.ok() && seg.condition_copied) record_condition_copy(sig, seg, seg.cmd);
   if (status.ok() && last) record_output_copies(sig, seg.cmd);
   if (status.ok() && seg.timestamps && !profile_)
@@ -240,8 +235,38 @@ Status Recorder::record_segment(Signature& sig, Segment& seg, bool first, bool l
   return device_.check(end, "vkEndCommandBuffer");
 }
 
-// The segment's dispatches, each after the barrier its hazards need.
-Status Recorder::record_dispatches(Signature& sig, Segment& seg) {
+void Recorder::record_entry_barrier(VkCommandBuffer cmd) {
+  vk::cmd_memory_barrier(device_.fn(), cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                         VK_ACCESS_MEMORY_WRITE_BIT, kShaderAccess);
+}
+
+// What the kernels wrote is visible to later commands on the queue and,
+// after a wait for the submission, to the host.
+void Recorder::record_exit_barrier(VkCommandBuffer cmd) {
+  vk::cmd_memory_barrier(device_.fn(), cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                         VK_PIPELINE_STAGE_ALL_COMMANDS_BIT | VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                         VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT | VK_ACCESS_HOST_READ_BIT);
+}
+
+Status Recorder::record_into(Signature& sig, VkCommandBuffer cmd) {
+  record_entry_barrier(cmd);
+  bool first = true;
+  for (const Segment& seg : sig.segments) {
+    if (seg.dispatches.empty()) continue;
+    if (!first)
+      vk::cmd_memory_barrier(device_.fn(), cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, kShaderAccess, kShaderAccess);
+    first = false;
+    KILN_RETURN_IF_ERROR(record_dispatches(sig, seg, cmd, nullptr));
+  }
+  record_exit_barrier(cmd);
+  return ok_status();
+}
+
+// The segment's dispatches into `cmd`, each after the barrier its hazards
+// need; a timestamp after each when `timestamps` is given.
+Status Recorder::record_dispatches(Signature& sig, const Segment& seg, VkCommandBuffer cmd,
+                                   vk::TimestampQueries* timestamps) {
   const VolkDeviceTable& fn = device_.fn();
   HazardTracker hazards;
   for (const RecordedDispatch& d : seg.dispatches) {
@@ -259,19 +284,22 @@ Status Recorder::record_dispatches(Signature& sig, Segment& seg) {
         to_general.push_back(vk::image_barrier(image->handle(), VK_IMAGE_LAYOUT_UNDEFINED, VK_IMAGE_LAYOUT_GENERAL,
                                                kAllShaderTransfer, kShaderAccess));
       const VkMemoryBarrier mb = vk::memory_barrier(kAllShaderTransfer, kShaderAccess);
-      vk::cmd_barrier(fn, seg.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+      vk::cmd_barrier(fn, cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, &mb, to_general);
       hazards.barrier();
       hazard = false;  // this barrier orders everything before it
     }
     if (hazard) {
-      vk::cmd_memory_barrier(fn, seg.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+      vk::cmd_memory_barrier(fn, cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                              VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT, kShaderAccess);
       hazards.barrier();
     }
     hazards.record(reads, writes);
-    KILN_RETURN_IF_ERROR(vk::record_dispatch(seg.cmd, *pipelines_[d.step], d.sets, d.push, d.groups));
-    if (seg.timestamps && profile_) (void)seg.timestamps->write(seg.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
+    if (labels_.enabled()) labels_.open(cmd, label_names_.at(d.step).c_str());
+    const Status recorded = vk::record_dispatch(cmd, *pipelines_[d.step], d.sets, d.push, d.groups);
+    labels_.close(cmd);
+    KILN_RETURN_IF_ERROR(recorded);
+    if (timestamps) (void)timestamps->write(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
   }
   return ok_status();
 }

@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "engine/runtime/vulkan/hazard_tracker.h"
@@ -28,14 +29,17 @@ class Recorder {
 
   // Everything is borrowed and must outlive the Recorder; `kernels` and
   // `pipelines` are per plan step. `profile` adds a timestamp after every
-  // dispatch. Not thread-safe: the allocators are the model's, used under
-  // its mutex.
+  // dispatch; `labels` (when enabled) encloses each dispatch in a debug
+  // label named `label_names[step]`. Not thread-safe: the allocators are the
+  // model's, used under its mutex.
   Recorder(vk::Device& device, const planner::ExecutionPlan& plan,
            const std::vector<planner::GeneratedKernel>& kernels,
            const std::vector<const vk::ComputePipeline*>& pipelines, vk::DescriptorAllocator& descriptors,
-           vk::Submitter& submitter, bool profile, HostCondition host_condition)
+           vk::Submitter& submitter, bool profile, const vk::DebugLabels& labels,
+           const std::vector<std::string>& label_names, HostCondition host_condition)
       : device_(device), plan_(plan), kernels_(kernels), pipelines_(pipelines), descriptors_(descriptors),
-        submitter_(submitter), profile_(profile), host_condition_(std::move(host_condition)) {}
+        submitter_(submitter), profile_(profile), labels_(labels), label_names_(label_names),
+        host_condition_(std::move(host_condition)) {}
 
   // Fills sig.segments (with their command buffers, descriptor sets and
   // timestamps), sig.loop_bodies, sig.dispatches, the staging and condition
@@ -46,6 +50,15 @@ class Recorder {
   // kInternal for unbound dims, Vulkan errors (device.h).
   Status record(Signature& sig);
 
+  // Records sig's dispatches (already prepared by record(), which must have
+  // succeeded) into the host's command buffer `cmd`, in the recording state:
+  // an entry barrier (all earlier commands' writes -> the kernels), the
+  // dispatches with barriers where HazardTracker finds a hazard, an exit
+  // barrier (the kernels' writes -> all later commands and the host). For
+  // signatures that are one device submission with no staging; the caller
+  // checks. Errors: Vulkan errors.
+  Status record_into(Signature& sig, VkCommandBuffer cmd);
+
  private:
   Status segment_steps(Signature& sig);
   Status prepare_dispatch(Signature& sig, size_t step, RecordedDispatch& d, bool* empty);
@@ -55,7 +68,9 @@ class Recorder {
   void dispatch_ranges(const Signature& sig, size_t step, std::vector<MemoryRange>& reads,
                        std::vector<MemoryRange>& writes) const;
   Status record_segment(Signature& sig, Segment& seg, bool first, bool last);
-  Status record_dispatches(Signature& sig, Segment& seg);
+  Status record_dispatches(Signature& sig, const Segment& seg, VkCommandBuffer cmd, vk::TimestampQueries* timestamps);
+  void record_entry_barrier(VkCommandBuffer cmd);
+  void record_exit_barrier(VkCommandBuffer cmd);
   void record_input_copies(Signature& sig, VkCommandBuffer cmd);
   void record_output_copies(Signature& sig, VkCommandBuffer cmd);
   void record_condition_copy(Signature& sig, Segment& seg, VkCommandBuffer cmd);
@@ -67,6 +82,8 @@ class Recorder {
   vk::DescriptorAllocator& descriptors_;
   vk::Submitter& submitter_;
   const bool profile_;
+  const vk::DebugLabels labels_;
+  const std::vector<std::string>& label_names_;
   HostCondition host_condition_;
 };
 

@@ -13,6 +13,7 @@ StatusOr<std::unique_ptr<VulkanContext>> VulkanContext::create(const VulkanConte
   io.validation = options.validation;
   KILN_ASSIGN_OR_RETURN(ctx->instance_, vk::Instance::create(io));
   KILN_ASSIGN_OR_RETURN(ctx->device_, vk::Device::create(*ctx->instance_, {.selector = options.selector}));
+  ctx->debug_labels_ = vk::DebugLabels::load(ctx->instance_->fn().vkGetInstanceProcAddr, ctx->instance_->handle());
   KILN_RETURN_IF_ERROR(ctx->finish(options.kernel_cache_dir));
   return ctx;
 }
@@ -21,6 +22,7 @@ StatusOr<std::unique_ptr<VulkanContext>> VulkanContext::wrap(const vk::HostVulka
   auto ctx = std::unique_ptr<VulkanContext>(new (std::nothrow) VulkanContext);
   if (!ctx) return out_of_memory("out of memory");
   KILN_ASSIGN_OR_RETURN(ctx->device_, vk::Device::wrap(host));
+  ctx->debug_labels_ = vk::DebugLabels::load(host.get_instance_proc_addr, host.instance);
   KILN_RETURN_IF_ERROR(ctx->finish(std::string()));
   return ctx;
 }

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "engine/base/status.h"
+#include "platform/vulkan/debug_labels.h"
 #include "platform/vulkan/device.h"
 #include "platform/vulkan/instance.h"
 #include "platform/vulkan/kernel_cache.h"
@@ -53,6 +54,9 @@ class VulkanContext {
   const vk::Instance* instance() const { return instance_.get(); }
   // Validation errors the layers reported on Kiln's own instance (0 without).
   uint64_t validation_errors() const { return instance_ ? instance_->error_count() : 0; }
+  // Per-kernel command-buffer labels, when the instance (Kiln's or the
+  // host's) has VK_EXT_debug_utils enabled.
+  const vk::DebugLabels& debug_labels() const { return debug_labels_; }
 
  private:
   VulkanContext() = default;
@@ -61,6 +65,7 @@ class VulkanContext {
   // Declaration order is destruction order reversed: keep it.
   std::unique_ptr<vk::Instance> instance_;
   std::unique_ptr<vk::Device> device_;
+  vk::DebugLabels debug_labels_;
   std::unique_ptr<vk::ShaderCompiler> compiler_;
   std::unique_ptr<vk::KernelCache> cache_;
 };

@@ -195,6 +195,7 @@ Status VulkanModel::Impl::upload_constants() {
     state_shapes.emplace(id, std::move(shape));
   }
   if (bound.empty() && stateful.empty()) return ok_status();
+  KILN_RETURN_IF_ERROR(check_memory_limit(total + (1 << 20), "the model's weights and state"));
   KILN_ASSIGN_OR_RETURN(weights_arena, vk::MemoryArena::create(device, total + (1 << 20)));
   for (TensorId id : bound) {
     const PlanTensor& t = plan.tensors[static_cast<size_t>(id)];

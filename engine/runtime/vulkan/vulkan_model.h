@@ -17,6 +17,7 @@
 // cache makes the second compile cheap).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -28,8 +29,10 @@
 #include "engine/ir/graph.h"
 #include "engine/runtime/run_stats.h"
 #include "planner/execution_plan.h"
+#include "platform/vulkan/debug_labels.h"
 #include "platform/vulkan/device.h"
 #include "platform/vulkan/kernel_cache.h"
+#include "platform/vulkan/submitter.h"
 
 namespace kiln::runtime {
 
@@ -48,6 +51,22 @@ struct VulkanModelOptions {
   // else the hardware's threads, at most 16); 1 = one after another on the
   // calling thread. The result does not depend on it.
   unsigned compile_threads = 0;
+  // Labels each kernel's dispatch with its name in the command buffers
+  // (VK_EXT_debug_utils; VulkanContext::debug_labels()); none when null.
+  vk::DebugLabels debug_labels;
+  // Device memory this model may hold (weights, state, activations,
+  // staging), 0: no limit. Compiling or recording beyond it fails with
+  // kOutOfMemory naming the need and the limit.
+  uint64_t device_memory_limit = 0;
+};
+
+// The device memory a compiled model holds now (VulkanModel::memory()).
+struct DeviceMemoryUse {
+  uint64_t weights = 0;      // constants and model state, allocated at compile
+  uint64_t activations = 0;  // intermediate tensors, shared by input shapes, grown by runs
+  uint64_t staging = 0;      // per input shapes: host-visible staging and condition buffers, separate image memory
+  uint64_t total = 0;
+  uint64_t limit = 0;        // VulkanModelOptions::device_memory_limit (0: none)
 };
 
 // What the planner may assume about `device` (limits, fp16, subgroups).
@@ -136,6 +155,55 @@ class VulkanModel {
   // commands recorded for the old one. Must not run concurrently with a run
   // that binds `buffer`.
   void forget_buffer(VkBuffer buffer) const;
+
+  // Asynchronous runs (vulkan_model_async.cc). submit() does what run()
+  // does up to the submission (records on first sight of the shapes and
+  // bindings, stages the given inputs) and returns a ticket at once: the
+  // value the model's timeline semaphore (timeline()) reaches when the run
+  // is complete. The submission waits on `sync.waits` (the host's
+  // semaphores), runs after every earlier submission of this model, and
+  // signals `sync.signals`. It waits on the CPU only to record new shapes
+  // or bindings (for earlier submissions, whose memory recording may
+  // reuse). Only runs that are one device submission qualify: no host
+  // fallback, If or Loop decided on the host, or sub-graph boundary, and
+  // every host-memory input and output staged; others are
+  // kFailedPrecondition naming why. Host-memory outputs stay in the staging
+  // memory until wait() reads them back, so these shapes and bindings cannot
+  // be submitted again until then (kFailedPrecondition); runs whose inputs
+  // and outputs are all bound to VkBuffers can be submitted again at once.
+  // Thread-safe.
+  StatusOr<uint64_t> submit(const std::vector<Tensor>& inputs, const DeviceBindings& bindings,
+                            const vk::SubmitSync& sync) const;
+  // Whether `ticket`'s run is complete (no waiting). Errors:
+  // kInvalidArgument for an unknown or already waited-for ticket.
+  StatusOr<bool> poll(uint64_t ticket) const;
+  // Waits at most `timeout_ns` for `ticket`'s run, then returns its outputs
+  // as run() does (bound outputs undefined) and forgets the ticket. Errors:
+  // kUnavailable when the timeout passed first (the ticket stays valid),
+  // kInvalidArgument for an unknown ticket, kDeviceLost.
+  StatusOr<std::vector<Tensor>> wait(uint64_t ticket, uint64_t timeout_ns) const;
+  // Records the run with every input and output in `bindings` into the
+  // host's command buffer `cmd` (begun, of a compute-capable family of this
+  // device), for the host to submit: an entry barrier (writes of all
+  // earlier commands -> the kernels), the dispatches, an exit barrier (the
+  // kernels' writes -> all later commands and the host). Records the
+  // shapes' own commands first when new (which waits for the model's
+  // earlier submissions). The recorded work uses the model's memory until
+  // it completed: the host orders it against the model's other runs (same
+  // queue, or semaphores) and lets it finish before anything that drops
+  // recorded work (forget_buffer, new shapes beyond max_signatures, the
+  // model's destruction). Errors: kFailedPrecondition naming why the run
+  // cannot be recorded (an input or output not bound, a step on the host,
+  // a host-decided If or Loop, a value-dependent shape, image storage),
+  // then as run(). Thread-safe.
+  Status record_into(VkCommandBuffer cmd, const DeviceBindings& bindings) const;
+  // The device memory the model holds now. Thread-safe.
+  DeviceMemoryUse memory() const;
+  // The timeline semaphore tickets are values of (VK_NULL_HANDLE when the
+  // device has no timeline semaphores).
+  VkSemaphore timeline() const;
+  // How long run() and wait() poll before blocking (vk::Submitter::set_spin).
+  void set_wait_spin(std::chrono::microseconds spin) const;
 
   // How the device stores the graph input or output `name` (element type,
   // buffer or image). Errors: kNotFound naming the inputs and outputs.

@@ -120,6 +120,9 @@ struct Signature {
   std::shared_ptr<vk::MemoryArena> arena;
   size_t depth = 0;
   uint64_t last_run = 0;  // Impl::runs when it last ran (least recently used goes first)
+  // The asynchronous submission (Impl::tickets) whose host-memory outputs
+  // are still in `staging`, waiting for Impl::wait; 0: none.
+  uint64_t ticket = 0;
   std::unique_ptr<vk::MemoryArena> image_arena;
   vk::Buffer activations;
   std::deque<vk::Image> images;
@@ -262,6 +265,39 @@ struct VulkanModel::Impl {
   // model's device, plan, kernels, pipelines and allocators.
   Status record(Signature& sig);
   Status create_images(Signature& sig, const std::vector<bool>& needed, VkDeviceSize capacity, int* resource);
+  // Asynchronous runs (vulkan_model_async.cc): VulkanModel::submit, poll
+  // and wait.
+  StatusOr<uint64_t> submit(const std::vector<Tensor>& inputs, const DeviceBindings& bindings,
+                            const vk::SubmitSync& sync);
+  StatusOr<bool> poll(uint64_t ticket);
+  StatusOr<std::vector<Tensor>> wait(uint64_t ticket, uint64_t timeout_ns);
+  // Why `sig` cannot run as one device submission with these inputs
+  // ("" when it can): a host step, a host-decided If or Loop, a sub-graph
+  // boundary, or an input or output moved outside the command buffers.
+  std::string single_submission_blocker(const Signature& sig, const std::vector<Tensor>& inputs) const;
+  // Moves the outputs of sig's ticket out of its staging memory into the
+  // ticket (the run must be complete), so the memory can be used again.
+  void keep_ticket_outputs(Signature& sig);
+  // Per plan step, the debug label of its dispatch: the node's name and
+  // the kernel's ("h (matmul_gemv+relu)"); made on first use when labels
+  // are enabled, with `mutex` held.
+  const std::vector<std::string>& label_names();
+  std::vector<std::string> label_names_;
+  // The device memory held now (VulkanModel::memory); with `mutex` held.
+  DeviceMemoryUse memory_use() const;
+  // kOutOfMemory naming `what`, the need and the limit when `extra` more
+  // bytes would take the model past options.device_memory_limit.
+  Status check_memory_limit(uint64_t extra, const std::string& what) const;
+  // VulkanModel::record_into (vulkan_model_host_record.cc).
+  Status record_into(VkCommandBuffer cmd, const DeviceBindings& bindings);
+  // A submission's outputs until wait() takes them: read back at wait, or
+  // earlier by keep_ticket_outputs.
+  struct Ticket {
+    Signature* sig = nullptr;  // null once the outputs are kept here
+    DeviceBindings bindings;
+    StatusOr<std::vector<Tensor>> outputs = std::vector<Tensor>{};
+  };
+  std::map<uint64_t, Ticket> tickets;  // guarded by `mutex`
   Status run_fallback(Signature& sig, size_t step);
   // The outputs of host fallback step `step`, computed by the reference
   // kernel from inputs read from `sig`.

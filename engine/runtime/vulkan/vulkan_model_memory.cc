@@ -12,7 +12,9 @@
 // (restore_arena).
 
 #include <algorithm>
+#include <functional>
 #include <iterator>
+#include <string>
 
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
 
@@ -62,13 +64,53 @@ StatusOr<std::shared_ptr<vk::MemoryArena>> VulkanModel::Impl::activation_memory_
   memory.reset();
   // The new size is the plan's, plus an eighth for slightly larger shapes
   // later: each growth makes the others record again, so it stays rare.
-  const VkDeviceSize capacity = bytes + bytes / 8 + (64 << 10);
+  // Under a memory limit the slack gives way first.
+  VkDeviceSize capacity = bytes + bytes / 8 + (64 << 10);
+  if (options.device_memory_limit != 0) {
+    const uint64_t held = memory_use().total;
+    if (held + bytes <= options.device_memory_limit)
+      capacity = std::min<VkDeviceSize>(capacity, options.device_memory_limit - held);
+    KILN_RETURN_IF_ERROR(check_memory_limit(capacity, "the activations of these input shapes"));
+  }
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<vk::MemoryArena> made, vk::MemoryArena::create(device, capacity, type_bits));
   memory = std::move(made);
   return memory;
 }
 
+DeviceMemoryUse VulkanModel::Impl::memory_use() const {
+  DeviceMemoryUse use;
+  use.weights = weights_arena ? weights_arena->capacity() : 0;
+  for (const auto& memory : activation_memory) use.activations += memory ? memory->capacity() : 0;
+  std::function<uint64_t(const Signature&)> held = [&](const Signature& s) {
+    uint64_t bytes = s.device_bytes;
+    for (const auto& [key, next] : s.continuations) bytes += held(*next);
+    return bytes;
+  };
+  for (const auto& [key, s] : signatures) use.staging += held(*s);
+  use.total = use.weights + use.activations + use.staging;
+  use.limit = options.device_memory_limit;
+  return use;
+}
+
+Status VulkanModel::Impl::check_memory_limit(uint64_t extra, const std::string& what) const {
+  const uint64_t limit = options.device_memory_limit;
+  if (limit == 0) return ok_status();
+  const DeviceMemoryUse use = memory_use();
+  if (use.total + extra <= limit) return ok_status();
+  return out_of_memory(what + " need " + std::to_string(extra) + " bytes of device memory; with the " +
+                       std::to_string(use.total) + " bytes the model holds (weights " + std::to_string(use.weights) +
+                       ", activations " + std::to_string(use.activations) + ", staging " +
+                       std::to_string(use.staging) + ") that passes its limit of " + std::to_string(limit) +
+                       " bytes (device_memory_limit)");
+}
+
+DeviceMemoryUse VulkanModel::memory() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->memory_use();
+}
+
 void VulkanModel::Impl::release(Signature& sig) {
+  keep_ticket_outputs(sig);  // a completed submission's outputs outlive its signature
   for (Segment& seg : sig.segments) {
     for (RecordedDispatch& d : seg.dispatches) descriptors->free(d.sets);
     seg.dispatches.clear();

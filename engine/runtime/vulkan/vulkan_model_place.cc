@@ -278,7 +278,16 @@ Status VulkanModel::Impl::restore_arena(Signature& sig) {
                                          VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
                                              VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT));
   }
+  // Transfer's submissions are not ordered after the model's asynchronous
+  // ones, which may still use this memory.
+  bool waited = false;
+  auto after_submissions = [&]() -> Status {
+    if (waited) return ok_status();
+    waited = true;
+    return submitter->wait_all();
+  };
   if (!barriers.empty()) {
+    KILN_RETURN_IF_ERROR(after_submissions());
     KILN_RETURN_IF_ERROR(transfer->submitter().run([&](VkCommandBuffer cmd) {
       vk::cmd_barrier(device.fn(), cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, nullptr, barriers);
@@ -297,6 +306,7 @@ Status VulkanModel::Impl::restore_arena(Signature& sig) {
     if (value == sig.host_values.end() || !sig.place[t].present ||
         sig.place[t].size < device_bytes(pt.layout, value->second.shape()))
       continue;
+    KILN_RETURN_IF_ERROR(after_submissions());
     KILN_RETURN_IF_ERROR(write_tensor(sig, static_cast<TensorId>(t), value->second));
   }
   return ok_status();

@@ -25,9 +25,20 @@ VulkanModel::Impl::~Impl() {
   for (auto& [key, sig] : signatures) release(*sig);
 }
 
+const std::vector<std::string>& VulkanModel::Impl::label_names() {
+  if (label_names_.size() == plan.steps.size() || !options.debug_labels.enabled()) return label_names_;
+  label_names_.assign(plan.steps.size(), "");
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    if (plan.steps[s].kind != PlanStep::Kind::kDispatch) continue;
+    const std::string& node = graph.node(plan.steps[s].node).name;
+    label_names_[s] = node.empty() || node == kernels[s].name ? kernels[s].name : node + " (" + kernels[s].name + ")";
+  }
+  return label_names_;
+}
+
 Status VulkanModel::Impl::record(Signature& sig) {
-  Recorder recorder(device, plan, kernels, pipelines, *descriptors, *submitter, options.profile,
-                    [this](const Signature& s, size_t step) { return host_condition(s, step); });
+  Recorder recorder(device, plan, kernels, pipelines, *descriptors, *submitter, options.profile, options.debug_labels,
+                    label_names(), [this](const Signature& s, size_t step) { return host_condition(s, step); });
   return recorder.record(sig);
 }
 
@@ -43,6 +54,9 @@ StatusOr<Signature*> VulkanModel::Impl::signature_for(const std::vector<InputSpe
   KILN_ASSIGN_OR_RETURN(const std::string key, signature_key(inputs, host_resident, names, bindings));
   auto it = signatures.find(key);
   if (it != signatures.end()) return it->second.get();
+  // Recording may evict signatures or grow the memory earlier asynchronous
+  // submissions still use: they finish first.
+  KILN_RETURN_IF_ERROR(submitter->wait_all());
   auto sig = std::make_unique<Signature>();
   Status made = evaluate_shapes(inputs, *sig);
   if (made.ok()) made = find_boundary(*sig);
@@ -50,6 +64,7 @@ StatusOr<Signature*> VulkanModel::Impl::signature_for(const std::vector<InputSpe
   // With a sub-graph boundary, this signature places only what it writes.
   if (made.ok()) made = sig->boundary.step == SIZE_MAX ? place_tensors(*sig) : place_phase(*sig);
   if (made.ok()) made = record(*sig);
+  if (made.ok()) made = check_memory_limit(sig->device_bytes, "the staging memory of these input shapes");
   if (!made.ok()) {
     release(*sig);
     return made;
@@ -71,8 +86,12 @@ StatusOr<std::vector<Tensor>> VulkanModel::Impl::run(const std::vector<Tensor>& 
   bool created = false;
   // One run at a time: root signatures share the activation memory.
   std::lock_guard<std::mutex> lock(mutex);
+  // After the asynchronous submissions (vulkan_model_async.cc): this run's
+  // uploads and downloads go around the model's timeline.
+  KILN_RETURN_IF_ERROR(submitter->wait_all());
   KILN_ASSIGN_OR_RETURN(sig, signature_for(specs, bindings, &created));
   sig->last_run = ++runs;
+  keep_ticket_outputs(*sig);  // its staging memory is about to be reused
   if (!owns_memory(*sig)) KILN_RETURN_IF_ERROR(restore_arena(*sig));
   KILN_RETURN_IF_ERROR(upload_inputs(*sig, inputs));
 
@@ -387,6 +406,9 @@ Status VulkanModel::Impl::resolve_bindings(const DeviceBindings& bindings, Signa
 
 void VulkanModel::Impl::forget_buffer(VkBuffer buffer) {
   std::lock_guard<std::mutex> lock(mutex);
+  // Asynchronous submissions may still use it; a failed wait means a lost
+  // device, which no longer runs anything.
+  (void)submitter->wait_all();
   for (auto it = signatures.begin(); it != signatures.end();) {
     Signature& sig = *it->second;
     const bool uses = std::any_of(sig.external.begin(), sig.external.end(),
@@ -395,7 +417,7 @@ void VulkanModel::Impl::forget_buffer(VkBuffer buffer) {
       ++it;
       continue;
     }
-    // Not in flight: runs hold `mutex`.
+    // Not in flight: runs hold `mutex`, submissions were waited for.
     release(sig);
     it = signatures.erase(it);
   }

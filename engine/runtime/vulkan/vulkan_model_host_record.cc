@@ -1,0 +1,56 @@
+// VulkanModel::record_into: a run recorded into the host's own command
+// buffer (a game's frame) instead of Kiln's. The signature is made and
+// recorded as for run() (descriptor sets, pipelines, memory); then its
+// dispatches are recorded once more, into the host's command buffer,
+// between an entry and an exit barrier (Recorder::record_into). Only a run
+// that needs nothing from the host between its kernels, and whose inputs
+// and outputs all live in the host's VkBuffers, can be handed over like
+// this: staging copies and readbacks need Kiln to know when the GPU is done.
+#include <string>
+
+#include "engine/runtime/vulkan/recorder.h"
+#include "engine/runtime/vulkan/vulkan_model_impl.h"
+
+namespace kiln::runtime {
+
+Status VulkanModel::Impl::record_into(VkCommandBuffer cmd, const DeviceBindings& bindings) {
+  KILN_RETURN_IF_ERROR(device.status());
+  if (cmd == VK_NULL_HANDLE) return invalid_argument("the command buffer to record into is VK_NULL_HANDLE");
+  const ir::Region& main = graph.main();
+  const std::string why = "recorded into the host's command buffer: ";
+  for (ir::ValueId v : main.inputs)
+    if (!bindings.count(graph.value(v).name))
+      return failed_precondition("input '" + graph.value(v).name + "' is not bound to a VkBuffer; a run " + why +
+                                 "reads every input from the host's buffers");
+  for (ir::ValueId v : main.outputs)
+    if (!bindings.count(graph.value(v).name))
+      return failed_precondition("output '" + graph.value(v).name + "' is not bound to a VkBuffer; a run " + why +
+                                 "writes every output into the host's buffers");
+  const std::vector<Tensor> inputs(main.inputs.size());  // all bound
+  KILN_ASSIGN_OR_RETURN(const std::vector<InputSpec> specs, input_specs(inputs, bindings));
+  std::lock_guard<std::mutex> lock(mutex);
+  bool created = false;
+  KILN_ASSIGN_OR_RETURN(Signature* sig, signature_for(specs, bindings, &created));
+  sig->last_run = ++runs;
+  std::string blocker = single_submission_blocker(*sig, inputs);
+  if (blocker.empty() && (!sig->images.empty() || sig->image_arena))
+    blocker = "the plan stores tensors in images (KILN_STORAGE_IMAGE); use buffer storage";
+  if (blocker.empty() && sig->staging) blocker = "an output is a graph input or another output (copied back by Kiln)";
+  if (blocker.empty())
+    for (size_t i = 0; i < plan.outputs.size(); ++i)
+      if (!sig->place[static_cast<size_t>(plan.outputs[i])].present ||
+          sig->external.count(planner::memory_root(plan, plan.outputs[i])) == 0)
+        blocker = "output '" + graph.value(main.outputs[i]).name + "' is computed on the host or is a constant";
+  if (!blocker.empty()) return failed_precondition("this run cannot be " + why + blocker);
+  if (!owns_memory(*sig)) KILN_RETURN_IF_ERROR(restore_arena(*sig));
+  Recorder recorder(device, plan, kernels, pipelines, *descriptors, *submitter, false, options.debug_labels,
+                    label_names(),
+                    [this](const Signature& s, size_t step) { return host_condition(s, step); });
+  return recorder.record_into(*sig, cmd);
+}
+
+Status VulkanModel::record_into(VkCommandBuffer cmd, const DeviceBindings& bindings) const {
+  return impl_->record_into(cmd, bindings);
+}
+
+}  // namespace kiln::runtime
