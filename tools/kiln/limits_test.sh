@@ -20,7 +20,7 @@ for backend in $backends; do
   # 13 TB of float32: refused before anything is allocated (this crashed).
   check "$backend: huge --shape" 1 "input 'x' \[1099511627776,3\]: .*needs 12.0 TiB.*KILN_MAX_TENSOR_BYTES" \
     -- "$kiln" run "$m" --backend "$backend" --shape x=1099511627776x3
-  check "$backend: over the tensor limit" 1 "input 'x' \[100,3\]: .*1200 bytes.*over the limit of 1024 bytes" \
+  check "$backend: over the tensor limit" 1 "input 'x' \[100,3\]: .*\(1200 bytes\), over the limit of 1.0 KiB \(1024 bytes\)" \
     -- env KILN_MAX_TENSOR_BYTES=1024 "$kiln" run "$m" --backend "$backend" --shape x=100x3
   check "$backend: within the tensor limit" 0 "output 'y': f32\[2,3\]" \
     -- env KILN_MAX_TENSOR_BYTES=1024 "$kiln" run "$m" --backend "$backend" --shape x=2x3
@@ -40,8 +40,8 @@ check "--input naming an intermediate" 1 "no input named 's'; its inputs are 'x'
 check "--shape naming no input" 1 "--shape: the model has no input named 'b'; its inputs are 'x'" \
   -- "$kiln" run "$m" --shape b=3 --shape x=2x3
 
-# A Loop with no trip count whose condition stays true (v < 1e9 while v
-# grows by 1 per iteration): stopped at KILN_MAX_LOOP_ITERATIONS, with the
+# A Loop with no trip count whose condition stays true (v < 1e9 while the
+# scalar v grows by 1 per iteration): stopped at KILN_MAX_LOOP_ITERATIONS, with the
 # node named; the same Loop ending sooner runs.
 if "$py" -c "import onnx" 2>/dev/null; then
   "$py" -c "
@@ -52,21 +52,21 @@ body = helper.make_graph(
     'body',
     [helper.make_tensor_value_info('i', TensorProto.INT64, []),
      helper.make_tensor_value_info('cond_in', TensorProto.BOOL, []),
-     helper.make_tensor_value_info('v_in', TensorProto.FLOAT, [1])],
+     helper.make_tensor_value_info('v_in', TensorProto.FLOAT, [])],
     [helper.make_tensor_value_info('cond_out', TensorProto.BOOL, []),
-     helper.make_tensor_value_info('v_out', TensorProto.FLOAT, [1])],
-    [helper.make_tensor('one', TensorProto.FLOAT, [1], [1.0])])
+     helper.make_tensor_value_info('v_out', TensorProto.FLOAT, [])],
+    [helper.make_tensor('one', TensorProto.FLOAT, [], [1.0])])
 graph = helper.make_graph(
     [helper.make_node('Loop', ['', 'go', 'v0'], ['v'], name='spin', body=body)],
-    'spin', [helper.make_tensor_value_info('v0', TensorProto.FLOAT, [1]),
-             helper.make_tensor_value_info('stop', TensorProto.FLOAT, [1])],
-    [helper.make_tensor_value_info('v', TensorProto.FLOAT, [1])],
+    'spin', [helper.make_tensor_value_info('v0', TensorProto.FLOAT, []),
+             helper.make_tensor_value_info('stop', TensorProto.FLOAT, [])],
+    [helper.make_tensor_value_info('v', TensorProto.FLOAT, [])],
     [helper.make_tensor('go', TensorProto.BOOL, [], [True])])
 save(helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)]), '$tmp/spin.onnx')
 import numpy as np
-np.save('$tmp/v0.npy', np.zeros(1, dtype=np.float32))
-np.save('$tmp/far.npy', np.full(1, 1e9, dtype=np.float32))
-np.save('$tmp/near.npy', np.full(1, 20, dtype=np.float32))
+np.save('$tmp/v0.npy', np.zeros((), dtype=np.float32))
+np.save('$tmp/far.npy', np.full((), 1e9, dtype=np.float32))
+np.save('$tmp/near.npy', np.full((), 20, dtype=np.float32))
 "
   for backend in $backends; do
     check "$backend: runaway Loop" 1 "node 'spin' \(Loop\): did not end within 50 iterations.*KILN_MAX_LOOP_ITERATIONS" \
