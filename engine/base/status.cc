@@ -1,6 +1,9 @@
 // Status implementation; see status.h.
 #include "engine/base/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace kiln {
 
 const char* status_code_name(StatusCode code) {
@@ -63,5 +66,13 @@ Status unavailable(std::string m) { return Status(StatusCode::kUnavailable, std:
 Status permission_denied(std::string m) { return Status(StatusCode::kPermissionDenied, std::move(m)); }
 Status out_of_range(std::string m) { return Status(StatusCode::kOutOfRange, std::move(m)); }
 Status data_loss(std::string m) { return Status(StatusCode::kDataLoss, std::move(m)); }
+
+namespace detail {
+void die_on_error_value_access(const Status& status) {
+  std::fprintf(stderr, "kiln: fatal: StatusOr::value() on an error: %s\n", status.to_string().c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+}  // namespace detail
 
 }  // namespace kiln

@@ -74,7 +74,15 @@ Status permission_denied(std::string message);
 Status out_of_range(std::string message);
 Status data_loss(std::string message);
 
-// A value or an error. Accessing value() of an error is a programmer error.
+namespace detail {
+// Prints "StatusOr::value() on an error: <status>" to stderr and aborts.
+// Reading the value of an error is a programmer error; stopping with the
+// error's own message beats reading uninitialized storage.
+[[noreturn]] void die_on_error_value_access(const Status& status);
+}  // namespace detail
+
+// A value or an error. Accessing value() of an error is a programmer error
+// and stops the process with the error's message.
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
@@ -117,8 +125,14 @@ class [[nodiscard]] StatusOr {
   const T* operator->() const { return ptr(); }
 
  private:
-  T* ptr() { return std::launder(reinterpret_cast<T*>(&storage_)); }
-  const T* ptr() const { return std::launder(reinterpret_cast<const T*>(&storage_)); }
+  T* ptr() {
+    if (!has_value_) detail::die_on_error_value_access(status_);
+    return std::launder(reinterpret_cast<T*>(&storage_));
+  }
+  const T* ptr() const {
+    if (!has_value_) detail::die_on_error_value_access(status_);
+    return std::launder(reinterpret_cast<const T*>(&storage_));
+  }
   void reset() {
     if (has_value_) ptr()->~T();
     has_value_ = false;

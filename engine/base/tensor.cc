@@ -4,6 +4,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
+
+#include "engine/base/checked_math.h"
+#include "engine/base/limits.h"
 
 namespace kiln {
 
@@ -30,18 +34,19 @@ std::vector<int64_t> shape_strides(const Shape& shape) {
 
 StatusOr<Tensor> Tensor::allocate(DType dtype, Shape shape) {
   if (dtype == DType::kUndefined) return invalid_argument("cannot allocate a tensor of undefined dtype");
-  int64_t n = 1;
-  for (int64_t d : shape) {
+  for (int64_t d : shape)
     if (d < 0) return invalid_argument("negative dimension in shape " + shape_to_string(shape));
-    if (d != 0 && n > std::numeric_limits<int64_t>::max() / 16 / d)
-      return invalid_argument("tensor shape " + shape_to_string(shape) + " is too large");
-    n *= d;
-  }
-  size_t bytes = static_cast<size_t>(n) * dtype_size(dtype);
+  const std::string what = "a tensor of shape " + shape_to_string(shape) + " (" + std::string(dtype_name(dtype)) + ")";
+  // 64 bytes of headroom: the allocation is rounded up to whole cache lines.
+  const std::optional<int64_t> checked = checked_byte_size(shape, static_cast<int64_t>(dtype_size(dtype)));
+  if (!checked || *checked > std::numeric_limits<int64_t>::max() - 64)
+    return invalid_argument(what + " is too large: its byte size overflows int64");
+  KILN_RETURN_IF_ERROR(check_tensor_bytes(*checked, what));
+  const size_t bytes = static_cast<size_t>(*checked);
   size_t padded = (bytes + 63) / 64 * 64;
   if (padded == 0) padded = 64;
   void* p = std::aligned_alloc(64, padded);
-  if (!p) return out_of_memory("cannot allocate " + std::to_string(bytes) + " bytes for a tensor");
+  if (!p) return out_of_memory("cannot allocate " + format_bytes(*checked) + " for " + what);
   std::memset(p, 0, padded);
   Tensor t;
   t.dtype_ = dtype;

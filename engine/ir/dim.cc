@@ -2,6 +2,9 @@
 #include "engine/ir/dim.h"
 
 #include <cctype>
+#include <charconv>
+
+#include "engine/base/checked_math.h"
 
 namespace kiln::ir {
 
@@ -12,12 +15,35 @@ struct Dim::ExprNode {
 };
 
 namespace {
-int64_t floor_div_i(int64_t a, int64_t b) {
+// Constant folding never wraps: a result that does not fit in int64 (dims,
+// pads or repeats from a model or a plugin may be anything) folds to an
+// unknown dim, and evaluate() to nullopt, instead of a wrapped size. The
+// ops' shape inference and the tensor-size checks turn that into an error
+// naming the node.
+
+// Floor division; nullopt for b == 0 and for INT64_MIN / -1.
+std::optional<int64_t> floor_div_i(int64_t a, int64_t b) {
+  if (b == 0 || (a == INT64_MIN && b == -1)) return std::nullopt;
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
-int64_t floor_mod_i(int64_t a, int64_t b) { return a - floor_div_i(a, b) * b; }
+std::optional<int64_t> ceil_div_i(int64_t a, int64_t b) {
+  std::optional<int64_t> neg_a = checked_sub(0, a);
+  if (!neg_a) return std::nullopt;
+  std::optional<int64_t> q = floor_div_i(*neg_a, b);
+  if (!q) return std::nullopt;
+  return checked_sub(0, *q);
+}
+std::optional<int64_t> floor_mod_i(int64_t a, int64_t b) {
+  if (b == 0) return std::nullopt;
+  if (b == -1) return 0;  // a % -1 is 0, but INT64_MIN / -1 overflows
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+// A folded constant, or unknown when it did not fit.
+Dim const_or_unknown(std::optional<int64_t> v) { return v ? Dim(*v) : Dim(); }
 
 // `d` is an expression `x <op> c` with a positive constant c.
 bool has_positive_const_rhs(const Dim& d, Dim::Op op) {
@@ -66,23 +92,24 @@ Dim Dim::make_expr(Op op, Dim a, Dim b) {
 
 Dim operator+(const Dim& a, const Dim& b) {
   if (a.is_unknown() || b.is_unknown()) return Dim();
-  if (a.is_const() && b.is_const()) return Dim(a.value() + b.value());
+  if (a.is_const() && b.is_const()) return const_or_unknown(checked_add(a.value(), b.value()));
   if (a.is_const() && a.value() == 0) return b;
   if (b.is_const() && b.value() == 0) return a;
   // (x + c1) + c2 -> x + (c1 + c2)
-  if (b.is_const() && a.is_expr() && a.op() == Dim::Op::kAdd && a.rhs().is_const())
-    return a.lhs() + Dim(a.rhs().value() + b.value());
+  if (b.is_const() && a.is_expr() && a.op() == Dim::Op::kAdd && a.rhs().is_const()) {
+    if (std::optional<int64_t> c = checked_add(a.rhs().value(), b.value())) return a.lhs() + Dim(*c);
+  }
   // (x - c1) + c2 -> x + (c2 - c1): a window of size 1 is ((h-1)+1) = h
   if (b.is_const() && a.is_expr() && a.op() == Dim::Op::kSub && a.rhs().is_const()) {
-    const int64_t c = b.value() - a.rhs().value();
-    return c < 0 ? a.lhs() - Dim(-c) : a.lhs() + Dim(c);
+    std::optional<int64_t> c = checked_sub(b.value(), a.rhs().value());
+    if (c && *c != INT64_MIN) return *c < 0 ? a.lhs() - Dim(-*c) : a.lhs() + Dim(*c);
   }
   return Dim::make_expr(Dim::Op::kAdd, a, b);
 }
 
 Dim operator-(const Dim& a, const Dim& b) {
   if (a.is_unknown() || b.is_unknown()) return Dim();
-  if (a.is_const() && b.is_const()) return Dim(a.value() - b.value());
+  if (a.is_const() && b.is_const()) return const_or_unknown(checked_sub(a.value(), b.value()));
   if (b.is_const() && b.value() == 0) return a;
   if (a.same_as(b)) return Dim(0);
   // (x + c) - c -> x
@@ -94,16 +121,18 @@ Dim operator-(const Dim& a, const Dim& b) {
 
 Dim operator*(const Dim& a, const Dim& b) {
   if (a.is_unknown() || b.is_unknown()) return Dim();
-  if (a.is_const() && b.is_const()) return Dim(a.value() * b.value());
+  if (a.is_const() && b.is_const()) return const_or_unknown(checked_mul(a.value(), b.value()));
   if ((a.is_const() && a.value() == 0) || (b.is_const() && b.value() == 0)) return Dim(0);
   if (a.is_const() && a.value() == 1) return b;
   if (b.is_const() && b.value() == 1) return a;
   // (x * c1) * c2 -> x * (c1 * c2), so scaled dims compare equal however
   // the factors were grouped.
-  if (b.is_const() && a.is_expr() && a.op() == Dim::Op::kMul && a.rhs().is_const())
-    return a.lhs() * Dim(a.rhs().value() * b.value());
-  if (a.is_const() && b.is_expr() && b.op() == Dim::Op::kMul && b.rhs().is_const())
-    return b.lhs() * Dim(b.rhs().value() * a.value());
+  if (b.is_const() && a.is_expr() && a.op() == Dim::Op::kMul && a.rhs().is_const()) {
+    if (std::optional<int64_t> c = checked_mul(a.rhs().value(), b.value())) return a.lhs() * Dim(*c);
+  }
+  if (a.is_const() && b.is_expr() && b.op() == Dim::Op::kMul && b.rhs().is_const()) {
+    if (std::optional<int64_t> c = checked_mul(b.rhs().value(), a.value())) return b.lhs() * Dim(*c);
+  }
   // Keep constants on the right so that equal products print the same way.
   if (a.is_const()) return Dim::make_expr(Dim::Op::kMul, b, a);
   return Dim::make_expr(Dim::Op::kMul, a, b);
@@ -112,7 +141,7 @@ Dim operator*(const Dim& a, const Dim& b) {
 Dim Dim::floor_div(const Dim& a, const Dim& b) {
   if (a.is_unknown() || b.is_unknown()) return Dim();
   if (b.is_const() && b.value() == 0) return Dim();
-  if (a.is_const() && b.is_const()) return Dim(floor_div_i(a.value(), b.value()));
+  if (a.is_const() && b.is_const()) return const_or_unknown(floor_div_i(a.value(), b.value()));
   if (b.is_const() && b.value() == 1) return a;
   if (a.same_as(b)) return Dim(1);
   // (x*b)/b -> x and (b*x)/b -> x
@@ -125,7 +154,9 @@ Dim Dim::floor_div(const Dim& a, const Dim& b) {
     // (x * c1) / c -> x * (c1 / c) when c divides c1
     if (has_positive_const_rhs(a, Op::kMul) && a.rhs().value() % c == 0) return a.lhs() * Dim(a.rhs().value() / c);
     // (x / c1) / c -> x / (c1 * c): floor division by positive divisors composes
-    if (has_positive_const_rhs(a, Op::kFloorDiv)) return floor_div(a.lhs(), Dim(a.rhs().value() * c));
+    if (has_positive_const_rhs(a, Op::kFloorDiv)) {
+      if (std::optional<int64_t> c2 = checked_mul(a.rhs().value(), c)) return floor_div(a.lhs(), Dim(*c2));
+    }
   }
   return make_expr(Op::kFloorDiv, a, b);
 }
@@ -133,7 +164,7 @@ Dim Dim::floor_div(const Dim& a, const Dim& b) {
 Dim Dim::ceil_div(const Dim& a, const Dim& b) {
   if (a.is_unknown() || b.is_unknown()) return Dim();
   if (b.is_const() && b.value() == 0) return Dim();
-  if (a.is_const() && b.is_const()) return Dim(-floor_div_i(-a.value(), b.value()));
+  if (a.is_const() && b.is_const()) return const_or_unknown(ceil_div_i(a.value(), b.value()));
   if (b.is_const() && b.value() == 1) return a;
   if (a.same_as(b)) return Dim(1);
   // An exact division rounds neither way: (x*b) cdiv b -> x
@@ -149,7 +180,7 @@ Dim Dim::ceil_div(const Dim& a, const Dim& b) {
 Dim Dim::mod(const Dim& a, const Dim& b) {
   if (a.is_unknown() || b.is_unknown()) return Dim();
   if (b.is_const() && b.value() == 0) return Dim();
-  if (a.is_const() && b.is_const()) return Dim(floor_mod_i(a.value(), b.value()));
+  if (a.is_const() && b.is_const()) return const_or_unknown(floor_mod_i(a.value(), b.value()));
   if (b.is_const() && b.value() == 1) return Dim(0);
   if (a.same_as(b)) return Dim(0);
   // (x * b) % b -> 0 and (b * x) % b -> 0
@@ -206,12 +237,12 @@ std::optional<int64_t> Dim::evaluate(const std::map<std::string, int64_t>& bindi
   auto b = node_->b.evaluate(bindings);
   if (!a || !b) return std::nullopt;
   switch (node_->op) {
-    case Op::kAdd: return *a + *b;
-    case Op::kSub: return *a - *b;
-    case Op::kMul: return *a * *b;
-    case Op::kFloorDiv: if (*b == 0) return std::nullopt; return floor_div_i(*a, *b);
-    case Op::kCeilDiv: if (*b == 0) return std::nullopt; return -floor_div_i(-*a, *b);
-    case Op::kMod: if (*b == 0) return std::nullopt; return floor_mod_i(*a, *b);
+    case Op::kAdd: return checked_add(*a, *b);
+    case Op::kSub: return checked_sub(*a, *b);
+    case Op::kMul: return checked_mul(*a, *b);
+    case Op::kFloorDiv: return floor_div_i(*a, *b);
+    case Op::kCeilDiv: return ceil_div_i(*a, *b);
+    case Op::kMod: return floor_mod_i(*a, *b);
     case Op::kMin: return std::min(*a, *b);
     case Op::kMax: return std::max(*a, *b);
   }
@@ -318,7 +349,14 @@ class DimParser {
       if (c == '-') ++pos_;
       while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
       if (pos_ == start + (c == '-' ? 1u : 0u)) return error("expected digits");
-      return Dim(static_cast<int64_t>(std::stoll(std::string(s_.substr(start, pos_ - start)))));
+      // from_chars, not stoll: a dim from a model or a plugin may have any
+      // number of digits, and the engine does not use exceptions.
+      int64_t v = 0;
+      const char* first = s_.data() + start;
+      const char* last = s_.data() + pos_;
+      auto [end, ec] = std::from_chars(first, last, v);
+      if (ec != std::errc() || end != last) return error("the number does not fit in int64");
+      return Dim(v);
     }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t start = pos_;

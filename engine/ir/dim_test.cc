@@ -105,5 +105,39 @@ TEST(SymShapeTest, StaticAndPrinting) {
   EXPECT_EQ(SymShape::unranked().to_string(), "[*]");
 }
 
+// Constant folding never wraps: a result beyond int64 is an unknown dim (and
+// evaluate() gives nullopt), which shape inference and the size checks turn
+// into an error naming the node.
+TEST(DimOverflowTest, FoldsToUnknownInsteadOfWrapping) {
+  const Dim big(INT64_MAX);
+  EXPECT_TRUE((big + Dim(1)).is_unknown());
+  EXPECT_TRUE((Dim(INT64_MIN) - Dim(1)).is_unknown());
+  EXPECT_TRUE((Dim(int64_t{1} << 32) * Dim(int64_t{1} << 32)).is_unknown());
+  EXPECT_TRUE(Dim::floor_div(Dim(INT64_MIN), Dim(-1)).is_unknown());
+  EXPECT_TRUE(Dim::ceil_div(Dim(INT64_MIN), Dim(3)).is_unknown());
+  EXPECT_EQ(Dim::mod(Dim(INT64_MIN), Dim(-1)).value(), 0);
+  EXPECT_EQ((Dim(int64_t{1} << 31) * Dim(int64_t{1} << 31)).value(), int64_t{1} << 62);
+  // Re-association of constants does not overflow either: (h*2^40)*2^40
+  // stays a product instead of folding the constants.
+  const Dim h = Dim::symbol("h");
+  const Dim scaled = (h * Dim(int64_t{1} << 40)) * Dim(int64_t{1} << 40);
+  EXPECT_TRUE(scaled.is_expr());
+  EXPECT_EQ(scaled.evaluate({{"h", 1}}), std::nullopt);
+  EXPECT_EQ(((h + Dim(INT64_MAX)) + Dim(1)).evaluate({{"h", 0}}), std::nullopt);
+  EXPECT_EQ((h * Dim(3)).evaluate({{"h", INT64_MAX / 2}}), std::nullopt);
+  EXPECT_EQ((h * Dim(3)).evaluate({{"h", 5}}), 15);
+}
+
+TEST(DimOverflowTest, ParseRefusesNumbersBeyondInt64) {
+  // Reachable from plugins (rw_set_value_dims) and text IR: a status, never
+  // an exception in an engine built without them.
+  auto huge = Dim::parse("12345678901234567890123456");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("does not fit in int64"), std::string::npos) << huge.status().message();
+  EXPECT_FALSE(Dim::parse("(h*99999999999999999999)").ok());
+  EXPECT_EQ(Dim::parse("9223372036854775807").value().value(), INT64_MAX);
+  EXPECT_EQ(Dim::parse("-9223372036854775808").value().value(), INT64_MIN);
+}
+
 }  // namespace
 }  // namespace kiln::ir

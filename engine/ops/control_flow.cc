@@ -13,6 +13,7 @@
 #include <limits>
 #include <string>
 
+#include "engine/base/limits.h"
 #include "engine/ops/op_registry.h"
 
 namespace kiln::ops {
@@ -112,7 +113,12 @@ Status loop_kernel(KernelContext& ctx) {
   std::vector<Tensor> carried;
   for (size_t i = 0; i < n; ++i) carried.push_back(ctx.input(2 + i));
   std::vector<std::vector<Tensor>> scans(k);
+  KILN_ASSIGN_OR_RETURN(const int64_t max_iterations, max_loop_iterations());
   for (int64_t it = 0; it < trip_count && cond; ++it) {
+    if (it == max_iterations)
+      return ctx.error("did not end within " + std::to_string(max_iterations) + " iterations (the limit, " +
+                       std::string(kMaxLoopIterationsEnv) + "); trip count " +
+                       (ctx.has_input(0) ? std::to_string(trip_count) : std::string("none")));
     std::vector<Tensor> args;
     args.push_back(Tensor::scalar_i64(it));
     args.push_back(Tensor::from_vector<bool>({}, {cond}));

@@ -4,6 +4,8 @@
 // the trip count or on the body's cond, and sub-graphs read outer values.
 #include <gtest/gtest.h>
 
+#include "engine/base/limits.h"
+#include "engine/base/scoped_env.h"
 #include "engine/ir/graph.h"
 #include "engine/ops/op_registry.h"
 #include "engine/ops/op_test_util.h"
@@ -181,6 +183,26 @@ TEST(Loop, BodyErrorsNameTheIteration) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("iteration 2"), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("index 2 is out of range"), std::string::npos) << r.status().message();
+}
+
+TEST(Loop, RunawayLoopStopsAtTheIterationLimit) {
+  // No trip count and a body condition that stays true: without a limit the
+  // run would never end. Under KILN_MAX_LOOP_ITERATIONS=8 it fails naming
+  // the node and the limit; a loop that ends within the limit still runs.
+  kiln::testing::ScopedEnv limit(std::string(kMaxLoopIterationsEnv), "8");
+  LoopGraph forever(false, true, std::vector<bool>(64, true));
+  runtime::ReferenceExecutor exec(forever.g);
+  auto r = exec.run({boolean(true), i64v({})});
+  ASSERT_FALSE(r.ok());
+  const std::string& m = r.status().message();
+  EXPECT_NE(m.find("node 'loop' (Loop): did not end within 8 iterations"), std::string::npos) << m;
+  EXPECT_NE(m.find("KILN_MAX_LOOP_ITERATIONS"), std::string::npos) << m;
+  LoopGraph counted(true, false, std::vector<bool>(64, true));
+  runtime::ReferenceExecutor exec_m(counted.g);
+  ASSERT_FALSE(exec_m.run({Tensor::scalar_i64(9), i64v({})}).ok());
+  auto eight = exec_m.run({Tensor::scalar_i64(8), i64v({})});
+  ASSERT_TRUE(eight.ok()) << eight.status().to_string();
+  EXPECT_EQ((*eight)[0].numel(), 8);
 }
 
 TEST(Loop, InferenceKeepsCarriedDtypes) {

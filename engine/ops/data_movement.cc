@@ -15,6 +15,7 @@
 #include <cstring>
 #include <string>
 
+#include "engine/base/checked_math.h"
 #include "engine/ops/broadcast.h"
 #include "engine/ops/data_movement_internal.h"
 #include "engine/ops/op_registry.h"
@@ -561,6 +562,9 @@ Status infer_tile(InferContext& ctx) {
   for (size_t i = 0; i < reps->size(); ++i) {
     const Dim& rep = (*reps)[i];
     if (rep.is_const() && rep.value() < 0) return ctx.error("repeats " + dims_string(*reps) + " has a negative entry");
+    if (rep.is_const() && in.dims[i].is_const() && !checked_mul(in.dims[i].value(), rep.value()))
+      return ctx.error("repeats " + dims_string(*reps) + " make axis " + std::to_string(i) + " of " +
+                       in.to_string() + " overflow int64");
     out.push_back(in.dims[i] * rep);
   }
   ctx.set_output(0, dt, SymShape(std::move(out)));

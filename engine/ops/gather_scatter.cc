@@ -35,6 +35,43 @@ StatusOr<int64_t> checked_index(const KernelContext& ctx, int64_t idx, int64_t n
   return idx < 0 ? idx + n : idx;
 }
 
+// Constant indices are checked where the node is inferred (import, passes,
+// planning), so an out-of-range index is an error on every backend, as ONNX
+// says, instead of a clamp on one device and an error on another at run
+// time. Indices along `axis` of `data` (every index, as Gather and
+// GatherElements, ScatterElements use them) must lie in [-n, n).
+Status check_constant_axis_indices(const InferContext& ctx, const SymShape& data, int64_t axis) {
+  const Tensor* indices = ctx.input_value(1);
+  if (!indices || !data.has_rank || axis < 0 || axis >= data.rank()) return ok_status();
+  const Dim& n = data.dims[static_cast<size_t>(axis)];
+  if (!n.is_const()) return ok_status();
+  for (int64_t i = 0; i < indices->numel(); ++i) {
+    const int64_t idx = indices->get_i64(i);
+    if (idx < -n.value() || idx >= n.value())
+      return ctx.error("index " + std::to_string(idx) + " is out of range for axis " + std::to_string(axis) +
+                       " of size " + std::to_string(n.value()) + " (indices element " + std::to_string(i) + ")");
+  }
+  return ok_status();
+}
+
+// ScatterND's and GatherND's index tuples: component k indexes axis
+// `batch_dims + k` of data.
+Status check_constant_tuple_indices(const InferContext& ctx, const SymShape& data, int64_t batch_dims) {
+  const Tensor* indices = ctx.input_value(1);
+  if (!indices || !data.has_rank || indices->rank() < 1) return ok_status();
+  const int64_t m = indices->shape().back();
+  if (m < 1 || batch_dims + m > data.rank()) return ok_status();  // the shape checks report it
+  for (int64_t i = 0; i < indices->numel(); ++i) {
+    const int64_t axis = batch_dims + i % m;
+    const Dim& n = data.dims[static_cast<size_t>(axis)];
+    const int64_t idx = indices->get_i64(i);
+    if (n.is_const() && (idx < -n.value() || idx >= n.value()))
+      return ctx.error("index " + std::to_string(idx) + " is out of range for axis " + std::to_string(axis) +
+                       " of size " + std::to_string(n.value()) + " (indices tuple " + std::to_string(i / m) + ")");
+  }
+  return ok_status();
+}
+
 int64_t product(const Shape& s, size_t begin, size_t end) {
   int64_t p = 1;
   for (size_t i = begin; i < end; ++i) p *= s[i];
@@ -80,6 +117,7 @@ Status infer_gather(InferContext& ctx) {
   out.insert(out.end(), indices.dims.begin(), indices.dims.end());
   out.insert(out.end(), data.dims.begin() + static_cast<ptrdiff_t>(a) + 1, data.dims.end());
   if (data.rank() == 1 && indices.rank() <= 1) KILN_RETURN_IF_ERROR(gather_dims_value(ctx));
+  KILN_RETURN_IF_ERROR(check_constant_axis_indices(ctx, data, *axis));
   ctx.set_output(0, dt, SymShape(std::move(out)));
   return ok_status();
 }
@@ -120,8 +158,10 @@ Status infer_gather_elements(InferContext& ctx) {
       return ctx.error("data has rank " + std::to_string(data.rank()) + " but indices have rank " +
                        std::to_string(indices.rank()));
     const int64_t axis_attr = ctx.node().attr_int("axis", 0);
-    if (!normalize_axis(axis_attr, data.rank()))
+    const auto axis = normalize_axis(axis_attr, data.rank());
+    if (!axis)
       return ctx.error("axis " + std::to_string(axis_attr) + " is out of range for rank " + std::to_string(data.rank()));
+    KILN_RETURN_IF_ERROR(check_constant_axis_indices(ctx, data, *axis));
   }
   ctx.set_output(0, ctx.input_dtype(0), indices);
   return ok_status();
@@ -187,6 +227,7 @@ Status infer_gather_nd(InferContext& ctx) {
   if (m.value() < 1 || m.value() > r - b)
     return ctx.error("the last dim of indices (" + std::to_string(m.value()) + ") must be in [1, " +
                      std::to_string(r - b) + "]");
+  KILN_RETURN_IF_ERROR(check_constant_tuple_indices(ctx, data, b));
   std::vector<Dim> out(indices.dims.begin(), indices.dims.end() - 1);
   out.insert(out.end(), data.dims.begin() + b + m.value(), data.dims.end());
   ctx.set_output(0, dt, SymShape(std::move(out)));
@@ -298,6 +339,7 @@ Status infer_scatter_nd(InferContext& ctx) {
       if (!ok)
         return ctx.error("updates have shape " + updates.to_string() + ", expected " + SymShape(expect).to_string());
     }
+    KILN_RETURN_IF_ERROR(check_constant_tuple_indices(ctx, data, 0));
   }
   ctx.set_output(0, ctx.input_dtype(0), data);
   return ok_status();
@@ -346,8 +388,10 @@ Status infer_scatter_elements(InferContext& ctx) {
       return ctx.error("data has rank " + std::to_string(data.rank()) + " but indices have rank " +
                        std::to_string(indices.rank()));
     const int64_t axis_attr = ctx.node().attr_int("axis", 0);
-    if (!normalize_axis(axis_attr, data.rank()))
+    const auto axis = normalize_axis(axis_attr, data.rank());
+    if (!axis)
       return ctx.error("axis " + std::to_string(axis_attr) + " is out of range for rank " + std::to_string(data.rank()));
+    KILN_RETURN_IF_ERROR(check_constant_axis_indices(ctx, data, *axis));
   }
   if (indices.has_rank && updates.has_rank) {
     bool ok = indices.rank() == updates.rank();

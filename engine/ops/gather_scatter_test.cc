@@ -5,6 +5,7 @@
 
 #include "engine/ops/op_registry.h"
 #include "engine/ops/op_test_util.h"
+#include "engine/ops/shape_inference.h"
 
 namespace kiln::ops {
 namespace {
@@ -181,6 +182,54 @@ TEST(ScatterElements, DocExamplesAndReductions) {
   EXPECT_NE(run_err("ScatterElements", {d, i64({1, 2}, {0, 0}), f32({1, 1}, {0})}, {{"axis", Attribute::of_int(1)}})
                 .find("shape of indices"),
             std::string::npos);
+}
+
+// ------------------------------------------- constant out-of-range indices
+
+// Data [3, 4] as a graph input and constant indices: shape inference (what
+// import, the passes and every backend's planning run) refuses an index
+// out of range, naming the node, before anything runs.
+std::string infer_with_constant_indices(const std::string& op, const Tensor& indices,
+                                        std::map<std::string, Attribute> attrs = {}) {
+  ir::Graph g;
+  const ir::ValueId data = g.add_input("data", DType::kFloat32, SymShape({Dim(3), Dim(4)}));
+  const ir::ValueId idx = g.add_constant("idx", indices);
+  std::vector<ir::ValueId> inputs = {data, idx};
+  if (op.rfind("Scatter", 0) == 0) {
+    SymShape updates_shape = SymShape::from_concrete(indices.shape());
+    if (op == "ScatterND") updates_shape = SymShape::from_concrete({indices.dim(0), 4});
+    inputs.push_back(g.add_input("updates", DType::kFloat32, updates_shape));
+  }
+  const ir::ValueId out = g.add_value("out", DType::kUndefined, SymShape());
+  g.add_node(op, inputs, {out}, std::move(attrs), "pick");
+  g.add_output(out);
+  Status s = infer_graph_shapes(g);
+  return s.ok() ? std::string("accepted") : s.to_string();
+}
+
+TEST(ConstantIndices, OutOfRangeIsAnErrorBeforeRunning) {
+  EXPECT_EQ(infer_with_constant_indices("Gather", i64({3}, {0, -3, 2})), "accepted");
+  std::string e = infer_with_constant_indices("Gather", i64({3}, {0, 3, 1}));
+  EXPECT_NE(e.find("INVALID_ARGUMENT: node 'pick' (Gather): index 3 is out of range for axis 0 of size 3 "
+                   "(indices element 1)"),
+            std::string::npos)
+      << e;
+  e = infer_with_constant_indices("Gather", i64({1}, {-5}), {{"axis", Attribute::of_int(1)}});
+  EXPECT_NE(e.find("index -5 is out of range for axis 1 of size 4 (indices element 0)"), std::string::npos)
+      << e;
+  e = infer_with_constant_indices("GatherElements", i64({1, 2}, {1, 7}), {{"axis", Attribute::of_int(1)}});
+  EXPECT_NE(e.find("node 'pick' (GatherElements): index 7 is out of range for axis 1"), std::string::npos) << e;
+  e = infer_with_constant_indices("ScatterElements", i64({1, 2}, {3, 0}));
+  EXPECT_NE(e.find("node 'pick' (ScatterElements): index 3 is out of range for axis 0"), std::string::npos) << e;
+  EXPECT_EQ(infer_with_constant_indices("ScatterND", i64({2, 1}, {2, -1})), "accepted");
+  e = infer_with_constant_indices("ScatterND", i64({2, 1}, {1, 9}));
+  EXPECT_NE(e.find("node 'pick' (ScatterND): index 9 is out of range for axis 0 of size 3 (indices tuple 1)"),
+            std::string::npos)
+      << e;
+  e = infer_with_constant_indices("GatherND", i64({1, 2}, {2, 4}));
+  EXPECT_NE(e.find("node 'pick' (GatherND): index 4 is out of range for axis 1 of size 4 (indices tuple 0)"),
+            std::string::npos)
+      << e;
 }
 
 }  // namespace

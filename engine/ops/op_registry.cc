@@ -1,6 +1,9 @@
 // Op registry, inference and kernel contexts; see op_registry.h.
 #include "engine/ops/op_registry.h"
 
+#include "engine/base/checked_math.h"
+#include "engine/base/limits.h"
+
 namespace kiln::ops {
 
 std::optional<std::vector<ir::Dim>> InferContext::input_as_dims(size_t i) const {
@@ -91,6 +94,25 @@ const OpRegistry& OpRegistry::builtin() {
   return *registry;
 }
 
+namespace {
+
+// A static output shape whose byte size overflows int64 or exceeds the
+// one-tensor limit is refused where it is inferred, naming the node, rather
+// than accepted and failed (or wrapped) later by whichever backend runs it.
+Status check_output_size(const ir::Node& node, size_t i, const ValueInfo& out) {
+  if (!out.shape.is_static() || out.dtype == DType::kUndefined) return ok_status();
+  const std::vector<int64_t> dims = out.shape.concrete();
+  for (int64_t d : dims)
+    if (d < 0) return ok_status();  // the op's own checks report negative dims
+  const std::string what = node.describe() + ": output " + std::to_string(i) + " " + out.shape.to_string() + " " +
+                           std::string(dtype_name(out.dtype));
+  const std::optional<int64_t> bytes = checked_byte_size(dims, static_cast<int64_t>(dtype_size(out.dtype)));
+  if (!bytes) return invalid_argument(what + " is too large: its byte size overflows int64");
+  return check_tensor_bytes(*bytes, what);
+}
+
+}  // namespace
+
 StatusOr<std::vector<ValueInfo>> infer_node(const OpSchema& schema, const ir::Node& node,
                                             std::vector<ValueInfo> inputs) {
   // Trailing omitted inputs do not count towards arity.
@@ -114,6 +136,8 @@ StatusOr<std::vector<ValueInfo>> infer_node(const OpSchema& schema, const ir::No
   }
   InferContext ctx(node, std::move(inputs), n_out);
   KILN_RETURN_IF_ERROR(schema.infer(ctx));
+  for (size_t i = 0; i < ctx.mutable_outputs().size(); ++i)
+    KILN_RETURN_IF_ERROR(check_output_size(node, i, ctx.mutable_outputs()[i]));
   return std::move(ctx.mutable_outputs());
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "engine/ops/data_movement_internal.h"
@@ -87,9 +88,19 @@ bool range_dtype_ok(DType t) {
 
 // The element count, as onnxruntime computes it: the difference in the
 // input type, the division in double. May be huge or NaN; the caller checks.
+// Integer differences are taken in int64 and then wrapped to T (what
+// onnxruntime's T arithmetic gives) without signed overflow; an int64
+// difference that overflows is NaN, which the caller refuses.
 template <typename T>
 double range_count(T start, T limit, T delta) {
-  return std::ceil(static_cast<double>(static_cast<T>(limit - start)) / static_cast<double>(delta));
+  if constexpr (std::is_integral_v<T>) {
+    int64_t diff = 0;
+    if (__builtin_sub_overflow(static_cast<int64_t>(limit), static_cast<int64_t>(start), &diff))
+      return std::numeric_limits<double>::quiet_NaN();
+    return std::ceil(static_cast<double>(static_cast<T>(diff)) / static_cast<double>(delta));
+  } else {
+    return std::ceil(static_cast<double>(static_cast<T>(limit - start)) / static_cast<double>(delta));
+  }
 }
 
 StatusOr<int64_t> range_count_of(const InferContext* ictx, const KernelContext* kctx, const Tensor& start,
@@ -103,7 +114,11 @@ StatusOr<int64_t> range_count_of(const InferContext* ictx, const KernelContext* 
     if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
       n = range_count<T>(start.data<T>()[0], limit.data<T>()[0], delta.data<T>()[0]);
   });
-  if (!(n > 0)) return int64_t{0};  // also NaN
+  if (std::isnan(n)) {
+    const std::string msg = "limit - start overflows int64";
+    return ictx ? ictx->error(msg) : kctx->error(msg);
+  }
+  if (!(n > 0)) return int64_t{0};
   if (n > static_cast<double>(int64_t{1} << 40)) {
     const std::string msg = "the range has " + std::to_string(n) + " elements, too many";
     return ictx ? ictx->error(msg) : kctx->error(msg);
@@ -127,8 +142,10 @@ Status infer_range(InferContext& ctx) {
     KILN_ASSIGN_OR_RETURN(int64_t n, range_count_of(&ctx, nullptr, *s, *l, *d));
     if (dtype_is_integer(dt) && n <= kMaxDimsValue) {
       std::vector<Dim> values;
-      int64_t v = s->get_i64(0);
-      for (int64_t i = 0; i < n; ++i, v += d->get_i64(0)) values.emplace_back(v);
+      // No overflow: for int64, start + i * delta stays between start and
+      // limit when i < n; narrower types have |start|, |delta| <= 2^31 and
+      // n <= kMaxDimsValue.
+      for (int64_t i = 0; i < n; ++i) values.emplace_back(s->get_i64(0) + i * d->get_i64(0));
       ctx.set_output_dims_value(0, std::move(values));
     }
     ctx.set_output(0, dt, SymShape({Dim(n)}));
@@ -164,7 +181,16 @@ Status range_kernel(KernelContext& ctx) {
     if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
       T v = s.data<T>()[0];
       const T step = d.data<T>()[0];
-      for (int64_t i = 0; i < n; ++i, v = static_cast<T>(v + step)) out->data<T>()[i] = v;
+      // The step after the last element is not taken: it may overflow.
+      // Integers step in uint64 and wrap to T, never a signed overflow.
+      for (int64_t i = 0; i < n; ++i) {
+        out->data<T>()[i] = v;
+        if (i + 1 == n) break;
+        if constexpr (std::is_integral_v<T>)
+          v = static_cast<T>(static_cast<uint64_t>(v) + static_cast<uint64_t>(step));
+        else
+          v = static_cast<T>(v + step);
+      }
     }
   });
   return ok_status();

@@ -7,6 +7,12 @@ namespace kiln::ops {
 
 namespace {
 
+// The largest kernel size, stride, dilation or pad accepted. Far beyond any
+// real window, and small enough that (kernel - 1) * dilation + pads cannot
+// overflow int64 nor the shaders' 32-bit geometry: a model asking for more
+// is refused here rather than given a wrapped output size.
+constexpr int64_t kMaxWindowValue = INT32_MAX;
+
 Status attr_error(const ir::Node& node, const std::string& message) {
   return invalid_argument(node.describe() + ": " + message);
 }
@@ -18,10 +24,14 @@ StatusOr<std::vector<int64_t>> read_per_axis(const ir::Node& node, const char* n
   if (v.size() != count)
     return attr_error(node, std::string(name) + " has " + std::to_string(v.size()) + " values, expected " +
                                 std::to_string(count) + " (one per spatial axis)");
-  for (size_t i = 0; i < v.size(); ++i)
+  for (size_t i = 0; i < v.size(); ++i) {
     if (v[i] < min_value)
       return attr_error(node, std::string(name) + "[" + std::to_string(i) + "] = " + std::to_string(v[i]) +
                                   (min_value > 0 ? " must be positive" : " must be non-negative"));
+    if (v[i] > kMaxWindowValue)
+      return attr_error(node, std::string(name) + "[" + std::to_string(i) + "] = " + std::to_string(v[i]) +
+                                  " is larger than the limit of " + std::to_string(kMaxWindowValue));
+  }
   return v;
 }
 
@@ -59,9 +69,13 @@ StatusOr<WindowAttrs> read_window_attrs(const ir::Node& node, size_t spatial, bo
   if (pads.size() != 2 * spatial)
     return attr_error(node, "pads has " + std::to_string(pads.size()) + " values, expected " +
                                 std::to_string(2 * spatial) + " (begin and end for each spatial axis)");
-  for (size_t i = 0; i < pads.size(); ++i)
+  for (size_t i = 0; i < pads.size(); ++i) {
     if (pads[i] < 0)
       return attr_error(node, "pads[" + std::to_string(i) + "] = " + std::to_string(pads[i]) + " must be non-negative");
+    if (pads[i] > kMaxWindowValue)
+      return attr_error(node, "pads[" + std::to_string(i) + "] = " + std::to_string(pads[i]) +
+                                  " is larger than the limit of " + std::to_string(kMaxWindowValue));
+  }
   // With auto_pad set, explicit pads are ignored (exporters often write zeros).
   if (w.auto_pad != AutoPad::kNotSet) pads.assign(2 * spatial, 0);
   w.pads = std::move(pads);
@@ -70,7 +84,8 @@ StatusOr<WindowAttrs> read_window_attrs(const ir::Node& node, size_t spatial, bo
 }
 
 ir::Dim dilated_kernel(const ir::Dim& kernel, int64_t dilation) {
-  if (kernel.is_const()) return ir::Dim((kernel.value() - 1) * dilation + 1);
+  // Dim arithmetic folds constants with overflow checks: a kernel taken from
+  // a weight's huge declared shape gives an unknown size, never a wrapped one.
   return (kernel - ir::Dim(1)) * ir::Dim(dilation) + ir::Dim(1);
 }
 
@@ -81,6 +96,8 @@ ir::Dim window_output_dim(const WindowAttrs& w, size_t axis, const ir::Dim& in, 
     return ir::Dim::ceil_div(in, ir::Dim(stride));
   const int64_t pb = w.pads[axis], pe = w.pads[axis + n];
   const ir::Dim eff = dilated_kernel(kernel, w.dilations[axis]);
+  // pb + pe <= 2 * kMaxWindowValue, so neither this sum nor the difference
+  // with a constant (non-negative) eff overflows.
   const ir::Dim span = eff.is_const() ? add_const(in, pb + pe - eff.value()) : add_const(in, pb + pe) - eff;
   if (!w.ceil_mode) return ir::Dim::floor_div(span, ir::Dim(stride)) + ir::Dim(1);
   // The last window must start inside the input or the begin padding.

@@ -331,7 +331,9 @@ TEST(HostApi, SetValueDims) {
   EXPECT_EQ(g->value(g->find_value("y")).shape.to_string(), "[n,4]");  // re-inferred from %x
   ASSERT_TRUE(set({"y", {"n", "?"}}).ok());
   EXPECT_EQ(g->value(g->find_value("y")).shape.to_string(), "[n,4]");  // inference knows the 4
-  for (SetDims bad : {SetDims{"w", {"2"}}, SetDims{"x", {"(n", "4"}}, SetDims{"x", {"-1", "4"}}}) {
+  // A 26-digit dim is a refused edit, not an uncaught std::stoll exception.
+  for (SetDims bad : {SetDims{"w", {"2"}}, SetDims{"x", {"(n", "4"}}, SetDims{"x", {"-1", "4"}},
+                      SetDims{"x", {"12345678901234567890123456", "4"}}}) {
     auto refused = set(bad);
     ASSERT_FALSE(refused.ok()) << bad.value;
     EXPECT_NE(refused.status().message().find("set_value_dims '" + std::string(bad.value) + "'"), std::string::npos)

@@ -8,6 +8,7 @@
 #include <functional>
 #include <queue>
 
+#include "engine/base/limits.h"
 #include "engine/ir/verifier.h"
 
 namespace kiln::onnx {
@@ -548,6 +549,14 @@ StatusOr<ir::Attribute> GraphBuilder::convert_attribute(AttributeProto& attr, co
       } else if (draft.domain.empty() && draft.op == "Scan") {
         for (size_t i = 0; i < draft.inputs.size(); ++i) hints.push_back(input_dtype(i));
       }
+      // Every pass recurses into sub-graphs: nesting without end would
+      // overflow a stack somewhere later, so it is refused here.
+      KILN_ASSIGN_OR_RETURN(const int64_t max_depth, max_subgraph_depth());
+      int64_t depth = 1;
+      for (const Scope* s = &scope; s->parent != nullptr; s = s->parent) ++depth;
+      if (depth > max_depth)
+        return invalid_argument(what + " nests sub-graphs " + std::to_string(depth) + " deep, beyond the limit of " +
+                                std::to_string(max_depth) + " (" + std::string(kMaxSubgraphDepthEnv) + ")");
       const ir::RegionId region = graph_->add_region(scope.region, draft.name + "/" + attr.name());
       Scope sub;
       sub.parent = &scope;

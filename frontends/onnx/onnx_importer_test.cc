@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/base/limits.h"
+#include "engine/base/scoped_env.h"
 #include "engine/runtime/reference_executor.h"
 
 namespace kiln::onnx {
@@ -673,6 +675,50 @@ TEST(OnnxImporter, IfSubgraphsSeeOuterValues) {
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("attribute 'else_branch'"), std::string::npos) << g.status().to_string();
   EXPECT_NE(g.status().message().find("input 1 'three' is not produced"), std::string::npos) << g.status().to_string();
+}
+
+// An If nested `depth` deep: each then-branch holds the next If, the
+// innermost returns x; every else-branch returns x.
+Model nested_ifs(int depth) {
+  Model m;
+  m.input("cond", pb::TensorProto::BOOL, {});
+  m.input("x", pb::TensorProto::FLOAT, {"2"});
+  pb::GraphProto* g = m.g;
+  std::string out = "y";
+  for (int level = 0; level < depth; ++level) {
+    auto* node = add_node(g, "If", {"cond"}, {out}, "if" + std::to_string(level));
+    auto* then_attr = node->add_attribute();
+    then_attr->set_name("then_branch");
+    then_attr->set_type(pb::AttributeProto::GRAPH);
+    auto* else_attr = node->add_attribute();
+    else_attr->set_name("else_branch");
+    else_attr->set_type(pb::AttributeProto::GRAPH);
+    pb::GraphProto* else_g = else_attr->mutable_g();
+    add_node(else_g, "Identity", {"x"}, {"e" + std::to_string(level)});
+    set_type(else_g->add_output(), "e" + std::to_string(level), pb::TensorProto::FLOAT, {"2"});
+    g = then_attr->mutable_g();
+    out = "t" + std::to_string(level);
+    set_type(g->add_output(), out, pb::TensorProto::FLOAT, {"2"});
+  }
+  add_node(g, "Identity", {"x"}, {out});
+  m.output("y", pb::TensorProto::FLOAT, {"2"});
+  return m;
+}
+
+TEST(OnnxImporter, SubgraphNestingDepthIsLimited) {
+  kiln::testing::ScopedEnv limit(std::string(kMaxSubgraphDepthEnv), "4");
+  auto ok = nested_ifs(4).import();
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+  auto r = run(**ok, {Tensor::from_vector<bool>({}, {true}), f32({2}, {1, 2})});
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  expect_values((*r)[0], {1, 2});
+  auto deep = nested_ifs(5).import();
+  ASSERT_FALSE(deep.ok());
+  const std::string& msg = deep.status().message();
+  EXPECT_NE(msg.find("node 'if4' (If): attribute 'then_branch' nests sub-graphs 5 deep, beyond the limit of 4"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("KILN_MAX_SUBGRAPH_DEPTH"), std::string::npos) << msg;
 }
 
 TEST(OnnxImporter, LoopBodyInputsWithoutTypesTakeThemFromTheNode) {

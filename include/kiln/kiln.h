@@ -94,7 +94,9 @@ typedef enum kiln_dtype_t {
 typedef struct kiln_tensor_t kiln_tensor_t;
 
 /* Creates a zero-filled tensor. Errors: INVALID_ARGUMENT (bad dtype, negative
- * dim, rank > 8 with shape NULL), OUT_OF_MEMORY. */
+ * dim, rank > 8 with shape NULL, a byte size beyond int64), OUT_OF_MEMORY
+ * (also for more bytes than $KILN_MAX_TENSOR_BYTES, default the host's
+ * physical memory). */
 KILN_API KILN_NODISCARD kiln_status_t* kiln_tensor_create(kiln_dtype_t dtype, const int64_t* shape, size_t rank,
                                                           kiln_tensor_t** out_tensor);
 KILN_API void kiln_tensor_destroy(kiln_tensor_t* tensor);

@@ -13,6 +13,10 @@ namespace {
 
 uint64_t slot(const Block& b) { return align_up(b.size, b.align); }
 
+// last - first in uint64: a block live for the whole run spans kBeforeRun (-1)
+// to kAfterRun (INT64_MAX), a difference that overflows int64.
+uint64_t lifetime(const Block& b) { return static_cast<uint64_t>(b.last) - static_cast<uint64_t>(b.first); }
+
 // Live bytes per distinct step, in step order, as (step, bytes) pairs: a
 // sweep where a block counts from its first step through its last.
 std::vector<std::pair<int64_t, uint64_t>> live_profile(const std::vector<Block>& blocks) {
@@ -51,7 +55,10 @@ std::vector<size_t> outward_order(const std::vector<Block>& blocks, const std::v
   // sweep must walk (forward or backward) before it becomes live.
   auto distance = [&](const Block& b) -> uint64_t {
     if (b.first <= peak && peak <= b.last) return 0;
-    return b.first > peak ? static_cast<uint64_t>(b.first - peak) : static_cast<uint64_t>(peak - b.last);
+    // In uint64: steps span kBeforeRun (-1) to kAfterRun (INT64_MAX), whose
+    // int64 difference overflows; the true distance always fits in uint64.
+    return b.first > peak ? static_cast<uint64_t>(b.first) - static_cast<uint64_t>(peak)
+                          : static_cast<uint64_t>(peak) - static_cast<uint64_t>(b.last);
   };
   std::vector<size_t> order = candidates;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -221,7 +228,7 @@ std::vector<size_t> largest_first_order(const std::vector<Block>& blocks) {
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     if (slot(blocks[a]) != slot(blocks[b])) return slot(blocks[a]) > slot(blocks[b]);
-    return blocks[a].last - blocks[a].first > blocks[b].last - blocks[b].first;
+    return lifetime(blocks[a]) > lifetime(blocks[b]);
   });
   return order;
 }

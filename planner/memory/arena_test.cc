@@ -29,6 +29,19 @@ TEST(Arena, LowerBoundAndNoReuse) {
   EXPECT_EQ(plan.bytes, 150u);  // c re-uses a's bytes
 }
 
+TEST(Arena, BlocksLiveForTheWholeRunPlaceWithoutOverflow) {
+  // Images and placeholders that keep their memory for the whole run span
+  // kBeforeRun (-1) to kAfterRun (INT64_MAX): lifetimes and distances from
+  // the peak must not be computed in int64 (UBSan: signed overflow).
+  constexpr int64_t kBefore = -1, kAfter = INT64_MAX;
+  const std::vector<Block> blocks = {block(kBefore, kAfter, 256, 64), block(kBefore, kAfter, 256, 64),
+                                     block(0, 3, 512, 64), block(2, 5, 512, 64), block(kBefore, kAfter, 128, 64)};
+  const ArenaPlan plan = plan_arena(blocks);
+  EXPECT_EQ(check_plan(blocks, plan), "");
+  EXPECT_EQ(plan.bytes, live_lower_bound(blocks));
+  EXPECT_EQ(check_plan(blocks, evaluate_stacking(blocks, stacking_of(blocks, plan))), "");
+}
+
 TEST(Arena, CheckPlanFindsOverlapsAndMisalignment) {
   const std::vector<Block> blocks = {block(0, 1, 64, 64), block(1, 2, 64, 64)};
   ArenaPlan plan;

@@ -6,8 +6,10 @@
 // third-party plugin, and is built both as a shared library and as a static
 // library the host links in (kiln_canonicalize_plugin_query).
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,6 +94,15 @@ bool has_subgraph(const GraphView& g, kiln_node_id_t n) {
   return false;
 }
 
+// The element count of a static shape; nullopt when a dim is negative or the
+// product overflows int64 (a model may declare any dims).
+std::optional<int64_t> static_numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  return n;
+}
+
 // Replaces each output of `n` by the matching value in `with` and erases n.
 void replace_node(Rewriter& rw, kiln_node_id_t n, const std::vector<kiln_value_id_t>& outs,
                   const std::vector<kiln_value_id_t>& with) {
@@ -128,9 +139,8 @@ class FoldConstants : public kiln::plugin::Pass {
       if (is_main_output(g, v)) return;
       auto shape = g.static_shape(v);
       if (!shape) return;
-      int64_t numel = 1;
-      for (int64_t d : *shape) numel *= d;
-      if (numel > kMaxFoldElements) return;
+      const std::optional<int64_t> numel = static_numel(*shape);
+      if (!numel || *numel > kMaxFoldElements) return;
     }
     auto made = rw.evaluate(n, outs.size());
     if (!made) return;
@@ -184,8 +194,10 @@ class FoldShapes : public kiln::plugin::Pass {
     if (ins.empty() || ins[0] == KILN_NO_ID || outs.empty() || is_main_output(g, outs[0])) return;
     auto shape = g.static_shape(ins[0]);
     if (!shape) return;
-    int64_t numel = 1;
-    for (int64_t d : *shape) numel *= d;
+    // A size that overflows int64 is not folded: shape inference reports it.
+    const std::optional<int64_t> checked = static_numel(*shape);
+    if (!checked) return;
+    const int64_t numel = *checked;
     kiln_value_id_t c =
         rw.add_constant(g.value(outs[0])->name, KILN_PLUGIN_DTYPE_INT64, {}, &numel, sizeof(numel), g.node(n)->region);
     replace_node(rw, n, {outs[0]}, {c});
@@ -232,8 +244,9 @@ class FuseConvBatchNorm : public kiln::plugin::Pass {
     auto w_shape = g.static_shape(conv_in[1]);
     if (!w_shape || w_shape->empty() || (*w_shape)[0] <= 0) return;
     const size_t m = static_cast<size_t>((*w_shape)[0]);
-    size_t w_count = 1;
-    for (int64_t d : *w_shape) w_count *= static_cast<size_t>(d);
+    const std::optional<int64_t> w_numel = static_numel(*w_shape);
+    if (!w_numel || *w_numel <= 0 || static_cast<uint64_t>(*w_numel) > SIZE_MAX / sizeof(float)) return;
+    const size_t w_count = static_cast<size_t>(*w_numel);
     std::vector<float> w = f32_constant(g, conv_in[1], w_count);
     std::vector<float> b(m, 0.0f);
     if (conv_in.size() > 2 && conv_in[2] != KILN_NO_ID) b = f32_constant(g, conv_in[2], m);

@@ -17,9 +17,32 @@ struct Expr::Node {
 
 namespace {
 
-int64_t fdiv(int64_t a, int64_t b) {
-  const int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+// Constant folding never wraps: dims from a model may be anything, and a
+// result that does not fit in int64 folds to undef (unknown to the
+// analysis) instead of a wrapped size. (The plugin sees only the ABI, so
+// these are local rather than the engine's checked_math.h.)
+Expr add_c(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) return Expr();
+  return Expr(r);
+}
+Expr sub_c(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_sub_overflow(a, b, &r)) return Expr();
+  return Expr(r);
+}
+Expr mul_c(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) return Expr();
+  return Expr(r);
+}
+
+// Floor division for b != 0; false for INT64_MIN / -1, which overflows.
+bool fdiv(int64_t a, int64_t b, int64_t& q) {
+  if (a == INT64_MIN && b == -1) return false;
+  q = a / b;
+  if (a % b != 0 && ((a < 0) != (b < 0))) --q;
+  return true;
 }
 
 bool positive(const Expr& e) { return e.is_const() && e.value() > 0; }
@@ -87,19 +110,21 @@ bool Expr::nonneg() const {
 
 Expr operator+(const Expr& a, const Expr& b) {
   if (!a.known() || !b.known()) return Expr();
-  if (a.is_const() && b.is_const()) return Expr(a.value_ + b.value_);
+  if (a.is_const() && b.is_const()) return add_c(a.value_, b.value_);
   if (a.is_const() && a.value_ == 0) return b;
   if (b.is_const() && b.value_ == 0) return a;
-  if (b.is_const() && b.value_ < 0) return a - Expr(-b.value_);  // "(h-1)", not "(h+-1)"
+  if (b.is_const() && b.value_ < 0 && b.value_ != INT64_MIN) return a - Expr(-b.value_);  // "(h-1)", not "(h+-1)"
   if (b.is_const() && a.kind_ == Expr::Kind::kOp && (a.node_->op == '+' || a.node_->op == '-') &&
-      a.node_->b.is_const())
-    return a.node_->a + Expr(b.value_ + (a.node_->op == '+' ? a.node_->b.value_ : -a.node_->b.value_));
+      a.node_->b.is_const()) {
+    const Expr c = a.node_->op == '+' ? add_c(b.value_, a.node_->b.value_) : sub_c(b.value_, a.node_->b.value_);
+    if (c.known()) return a.node_->a + c;
+  }
   return Expr::make('+', a, b);
 }
 
 Expr operator-(const Expr& a, const Expr& b) {
   if (!a.known() || !b.known()) return Expr();
-  if (a.is_const() && b.is_const()) return Expr(a.value_ - b.value_);
+  if (a.is_const() && b.is_const()) return sub_c(a.value_, b.value_);
   if (b.is_const() && b.value_ == 0) return a;
   if (a.same(b)) return Expr(0);
   if (a.kind_ == Expr::Kind::kOp && a.node_->op == '+') {
@@ -111,18 +136,23 @@ Expr operator-(const Expr& a, const Expr& b) {
 
 Expr operator*(const Expr& a, const Expr& b) {
   if (!a.known() || !b.known()) return Expr();
-  if (a.is_const() && b.is_const()) return Expr(a.value_ * b.value_);
+  if (a.is_const() && b.is_const()) return mul_c(a.value_, b.value_);
   if (a.is_const()) return b * a;  // constants go right
   if (b.is_const() && b.value_ == 0) return Expr(0);
   if (b.is_const() && b.value_ == 1) return a;
-  if (b.is_const() && a.kind_ == Expr::Kind::kOp && a.node_->op == '*' && a.node_->b.is_const())
-    return a.node_->a * Expr(a.node_->b.value_ * b.value_);
+  if (b.is_const() && a.kind_ == Expr::Kind::kOp && a.node_->op == '*' && a.node_->b.is_const()) {
+    const Expr c = mul_c(a.node_->b.value_, b.value_);
+    if (c.known()) return a.node_->a * c;
+  }
   return Expr::make('*', a, b);
 }
 
 Expr Expr::floor_div(const Expr& a, const Expr& b) {
   if (!a.known() || !b.known() || (b.is_const() && b.value_ == 0)) return Expr();
-  if (a.is_const() && b.is_const()) return Expr(fdiv(a.value_, b.value_));
+  if (a.is_const() && b.is_const()) {
+    int64_t q = 0;
+    return fdiv(a.value_, b.value_, q) ? Expr(q) : Expr();
+  }
   if (b.is_const() && b.value_ == 1) return a;
   if (a.same(b)) return Expr(1);
   if (a.kind_ == Kind::kOp && a.node_->op == '*') {
@@ -131,14 +161,20 @@ Expr Expr::floor_div(const Expr& a, const Expr& b) {
     if (positive(b) && positive(a.node_->b) && a.node_->b.value_ % b.value_ == 0)
       return a.node_->a * Expr(a.node_->b.value_ / b.value_);
   }
-  if (positive(b) && a.kind_ == Kind::kOp && a.node_->op == '/' && positive(a.node_->b))
-    return floor_div(a.node_->a, Expr(a.node_->b.value_ * b.value_));
+  if (positive(b) && a.kind_ == Kind::kOp && a.node_->op == '/' && positive(a.node_->b)) {
+    const Expr c = mul_c(a.node_->b.value_, b.value_);
+    if (c.known()) return floor_div(a.node_->a, c);
+  }
   return make('/', a, b);
 }
 
 Expr Expr::ceil_div(const Expr& a, const Expr& b) {
   if (!a.known() || !b.known() || (b.is_const() && b.value_ == 0)) return Expr();
-  if (a.is_const() && b.is_const()) return Expr(-fdiv(-a.value_, b.value_));
+  if (a.is_const() && b.is_const()) {
+    int64_t q = 0;
+    if (a.value_ == INT64_MIN || !fdiv(-a.value_, b.value_, q) || q == INT64_MIN) return Expr();
+    return Expr(-q);
+  }
   if (b.is_const() && b.value_ == 1) return a;
   if (a.same(b)) return Expr(1);
   // An exact division rounds neither way.
@@ -151,7 +187,12 @@ Expr Expr::ceil_div(const Expr& a, const Expr& b) {
 
 Expr Expr::mod(const Expr& a, const Expr& b) {
   if (!a.known() || !b.known() || (b.is_const() && b.value_ == 0)) return Expr();
-  if (a.is_const() && b.is_const()) return Expr(a.value_ - fdiv(a.value_, b.value_) * b.value_);
+  if (a.is_const() && b.is_const()) {
+    if (b.value_ == -1) return Expr(0);  // INT64_MIN / -1 overflows
+    int64_t r = a.value_ % b.value_;
+    if (r != 0 && ((r < 0) != (b.value_ < 0))) r += b.value_;
+    return Expr(r);
+  }
   if ((b.is_const() && b.value_ == 1) || a.same(b)) return Expr(0);
   if (a.kind_ == Kind::kOp && a.node_->op == '*') {
     if (a.node_->b.same(b) || a.node_->a.same(b)) return Expr(0);
@@ -176,8 +217,12 @@ Expr Expr::max(const Expr& a, const Expr& b) {
 }
 
 void Expr::factors(std::vector<Expr>& out, int64_t& coefficient) const {
-  if (is_const()) coefficient *= value_;
-  else if (kind_ == Kind::kOp && node_->op == '*')
+  if (is_const()) {
+    // A constant that would overflow the coefficient stays a factor of its own.
+    int64_t c;
+    if (__builtin_mul_overflow(coefficient, value_, &c)) out.push_back(*this);
+    else coefficient = c;
+  } else if (kind_ == Kind::kOp && node_->op == '*')
     node_->a.factors(out, coefficient), node_->b.factors(out, coefficient);
   else out.push_back(*this);
 }
@@ -208,7 +253,7 @@ Expr Expr::quotient(const std::vector<Expr>& num, const std::vector<Expr>& den) 
     n.erase(hit);
     it = d.erase(it);
   }
-  if (cd != 0 && cn % cd == 0) cn /= cd, cd = 1;
+  if (cd != 0 && !(cd == -1 && cn == INT64_MIN) && cn % cd == 0) cn /= cd, cd = 1;
   n.push_back(Expr(cn));
   d.push_back(Expr(cd));
   return floor_div(product(n), product(d));

@@ -27,6 +27,29 @@ TEST(Expr, FoldsAndPrintsLikeDim) {
   }
 }
 
+// Constants that overflow int64 fold to undef (unknown to the analysis) as
+// the host's Dim folds them to unknown: never a wrapped size.
+TEST(Expr, FoldingNeverWraps) {
+  const Expr h = Expr::symbol("h");
+  EXPECT_FALSE((Expr(INT64_MAX) + Expr(1)).known());
+  EXPECT_FALSE((Expr(INT64_MIN) - Expr(1)).known());
+  EXPECT_FALSE((Expr(int64_t{1} << 32) * Expr(int64_t{1} << 32)).known());
+  EXPECT_FALSE(Expr::floor_div(Expr(INT64_MIN), Expr(-1)).known());
+  EXPECT_FALSE(Expr::ceil_div(Expr(INT64_MIN), Expr(2)).known());
+  EXPECT_EQ(Expr::mod(Expr(INT64_MIN), Expr(-1)).value(), 0);
+  EXPECT_EQ(Expr::mod(Expr(-7), Expr(3)).value(), 2);
+  EXPECT_TRUE(kiln::ir::Dim::mod(kiln::ir::Dim(INT64_MIN), kiln::ir::Dim(-1)).is_const());
+  // Re-associated constants that would overflow stay apart, as in Dim.
+  const Expr big = (h * Expr(int64_t{1} << 40)) * Expr(int64_t{1} << 40);
+  ASSERT_TRUE(big.known());
+  auto d = kiln::ir::Dim::parse(big.text());
+  ASSERT_TRUE(d.ok()) << big.text();
+  EXPECT_EQ(d->to_string(), big.text());
+  EXPECT_EQ(((h + Expr(INT64_MAX)) + Expr(1)).text(), "((h+9223372036854775807)+1)");
+  // A quotient whose constant factors overflow keeps them as factors.
+  EXPECT_TRUE(Expr::quotient({h, Expr(int64_t{1} << 40), Expr(int64_t{1} << 40)}, {Expr(2)}).known());
+}
+
 TEST(Expr, ParsesHostText) {
   EXPECT_EQ(Expr::parse("((seq*64)+1)").text(), "((seq*64)+1)");
   EXPECT_EQ(Expr::parse("-3").value(), -3);

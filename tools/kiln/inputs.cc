@@ -2,6 +2,7 @@
 #include "tools/kiln/inputs.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <map>
 #include <random>
@@ -25,9 +26,13 @@ bool parse_shape_text(const std::string& s, std::vector<int64_t>& shape, std::st
   std::stringstream ss(s);
   std::string item;
   while (std::getline(ss, item, 'x')) {
-    char* end = nullptr;
-    long long v = std::strtoll(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < 0) {
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec == std::errc::result_out_of_range) {
+      error = "INVALID_ARGUMENT: bad shape '" + s + "': dim " + item + " does not fit in int64";
+      return false;
+    }
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v < 0) {
       error = "INVALID_ARGUMENT: bad shape '" + s + "' (expected e.g. 1x3x224x224)";
       return false;
     }
@@ -71,14 +76,19 @@ bool build_inputs(const api::Model& model, const Args& args, int run_index, std:
   std::vector<std::string> names;
   for (size_t i = 0; i < model.input_count(); ++i) names.push_back(model.input_name(i));
   auto known = [&](const std::string& name) { return std::find(names.begin(), names.end(), name) != names.end(); };
+  // A weight or an intermediate value is no input: say which names are.
+  auto no_such_input = [&](const char* flag, const std::string& name) {
+    std::string list;
+    for (const std::string& n : names) list += (list.empty() ? "'" : ", '") + n + "'";
+    error = "INVALID_ARGUMENT: --" + std::string(flag) + ": the model has no input named '" + name + "'; its inputs are " +
+            (list.empty() ? std::string("none") : list);
+    return false;
+  };
   std::map<std::string, api::Tensor> given;
   for (const std::string& spec : args.all("input")) {
     std::pair<std::string, std::string> kv;
     if (!split_assignment("input", spec, kv, error)) return false;
-    if (!known(kv.first)) {
-      error = "INVALID_ARGUMENT: --input: the model has no input named '" + kv.first + "'";
-      return false;
-    }
+    if (!known(kv.first)) return no_such_input("input", kv.first);
     api::Tensor t;
     if (api::Error e = api::Tensor::load(kv.second, t)) {
       error = std::string(kiln_status_code_name(e.code())) + ": --input " + kv.first + ": " + e.message();
@@ -91,6 +101,7 @@ bool build_inputs(const api::Model& model, const Args& args, int run_index, std:
     std::pair<std::string, std::string> kv;
     std::vector<int64_t> s;
     if (!split_assignment("shape", spec, kv, error) || !parse_shape_text(kv.second, s, error)) return false;
+    if (!known(kv.first)) return no_such_input("shape", kv.first);
     shapes[kv.first] = std::move(s);
   }
   // Symbols bound by given inputs and explicit shapes.
@@ -132,8 +143,13 @@ bool build_inputs(const api::Model& model, const Args& args, int run_index, std:
       return false;
     }
     api::Tensor t;
-    if (!random_tensor(info.dtype == KILN_DTYPE_UNDEFINED ? KILN_DTYPE_FLOAT32 : info.dtype, shape, rng, t, error))
+    if (!random_tensor(info.dtype == KILN_DTYPE_UNDEFINED ? KILN_DTYPE_FLOAT32 : info.dtype, shape, rng, t, error)) {
+      // "OUT_OF_MEMORY: input 'X' [1099511627776,3]: a float32 tensor ... needs ..."
+      const size_t colon = error.find(": ");
+      if (colon != std::string::npos)
+        error.insert(colon + 2, "input '" + names[i] + "' " + shape_text(shape) + ": ");
       return false;
+    }
     inputs.push_back(std::move(t));
   }
   return true;

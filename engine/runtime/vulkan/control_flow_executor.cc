@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "engine/base/limits.h"
 #include "planner/index_view.h"
 
 namespace kiln::runtime {
@@ -195,6 +196,19 @@ StatusOr<size_t> ControlFlowExecutor::end_bodies(Signature& sig, Segment& seg, s
     bool again = ++f.iterations < f.trip;
     if (again) {
       KILN_ASSIGN_OR_RETURN(again, hooks_.read_condition(sig, skipped ? nullptr : &seg, step.body_cond, step.node));
+    }
+    if (again) {
+      // The same limit as the reference executor's: a Loop whose condition
+      // never turns false must not hang the caller.
+      KILN_ASSIGN_OR_RETURN(const int64_t max_iterations, max_loop_iterations());
+      if (f.iterations >= max_iterations) {
+        const int64_t trip = f.trip;
+        loops_.clear();
+        return invalid_argument(graph_.node(step.node).describe() + ": did not end within " +
+                                std::to_string(max_iterations) + " iterations (the limit, " +
+                                std::string(kMaxLoopIterationsEnv) + "); trip count " +
+                                (step.trip != planner::kNoTensor ? std::to_string(trip) : std::string("none")));
+      }
     }
     if (again) {
       // The body's Ifs decide afresh in the next iteration.

@@ -10,6 +10,8 @@
 #include <map>
 #include <string>
 
+#include "engine/base/limits.h"
+#include "engine/base/scoped_env.h"
 #include "engine/ops/shape_inference.h"
 #include "engine/runtime/reference_executor.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
@@ -483,6 +485,23 @@ TEST_F(VulkanControlFlowTest, WhileLoopReadsItsConditionFromTheDevice) {
     ASSERT_EQ(stats.loops.size(), 1u);
     EXPECT_EQ(stats.loops[0].iterations, static_cast<int64_t>(iterations)) << "offset " << offset;
   }
+  // The iteration limit holds on the device as on the reference: offset 0.5
+  // (x sums to 12) needs 4 iterations, refused under a limit of 3 with the
+  // node named; the model runs again afterwards.
+  {
+    kiln::testing::ScopedEnv limit(std::string(kMaxLoopIterationsEnv), "3");
+    const std::vector<Tensor> in = {filled({3, 4}, 0.5f), Tensor::from_vector<bool>({}, {true})};
+    auto refused = (*model)->run(in);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("node 'loop' (Loop): did not end within 3 iterations"),
+              std::string::npos)
+        << refused.status().to_string();
+    EXPECT_FALSE(reference.run(in).ok());
+  }
+  VulkanRunStats again;
+  ASSERT_NO_FATAL_FAILURE(
+      run_matching_reference(**model, reference, {filled({3, 4}, 0.5f), Tensor::from_vector<bool>({}, {true})}, again));
+  EXPECT_EQ(again.loops[0].iterations, 4);
 }
 
 // The body reads the iteration number i (a device counter) and has scan
