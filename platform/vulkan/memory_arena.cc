@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "platform/vulkan/fault_injection.h"
+
 namespace kiln::vk {
 namespace {
 
@@ -221,7 +223,8 @@ StatusOr<std::unique_ptr<MemoryArena>> MemoryArena::create(Device& device, VkDev
   VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   alloc.allocationSize = capacity;
   alloc.memoryTypeIndex = *type;
-  KILN_RETURN_IF_ERROR(device.check(fn.vkAllocateMemory(dev, &alloc, nullptr, &arena->memory_),
+  KILN_RETURN_IF_ERROR(device.check(call_unless_fault(FaultSite::kAllocation,
+                                                      [&] { return fn.vkAllocateMemory(dev, &alloc, nullptr, &arena->memory_); }),
                                     "vkAllocateMemory (" + bytes_string(capacity) + " arena)"));
   arena->memory_type_ = *type;
   arena->capacity_ = capacity;

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "platform/vulkan/barriers.h"
+#include "platform/vulkan/fault_injection.h"
 
 namespace kiln::vk {
 namespace {
@@ -142,7 +143,8 @@ StatusOr<std::unique_ptr<ComputePipeline>> ComputePipeline::create(Device& devic
   info.stage.pName = "main";
   info.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
   info.layout = p->layout_;
-  VkResult r = fn.vkCreateComputePipelines(dev, cache, 1, &info, nullptr, &p->pipeline_);
+  VkResult r = call_unless_fault(FaultSite::kPipelineCreation,
+                                 [&] { return fn.vkCreateComputePipelines(dev, cache, 1, &info, nullptr, &p->pipeline_); });
   fn.vkDestroyShaderModule(dev, module, nullptr);
   KILN_RETURN_IF_ERROR(device.check(r, "vkCreateComputePipelines (" + label + ")"));
   p->reflection_ = std::move(reflection);
