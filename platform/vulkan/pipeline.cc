@@ -123,7 +123,13 @@ StatusOr<std::unique_ptr<ComputePipeline>> ComputePipeline::create(Device& devic
   module_info.codeSize = spirv.size() * sizeof(uint32_t);
   module_info.pCode = spirv.data();
   VkShaderModule module = VK_NULL_HANDLE;
-  KILN_RETURN_IF_ERROR(device.check(fn.vkCreateShaderModule(dev, &module_info, nullptr, &module), "vkCreateShaderModule"));
+  // check() returns a device loss another thread recorded even when this
+  // call succeeded: the module is destroyed before the error is returned.
+  if (Status s = device.check(fn.vkCreateShaderModule(dev, &module_info, nullptr, &module), "vkCreateShaderModule");
+      !s.ok()) {
+    if (module != VK_NULL_HANDLE) fn.vkDestroyShaderModule(dev, module, nullptr);
+    return s;
+  }
 
   std::vector<VkSpecializationMapEntry> entries;
   std::vector<uint32_t> data;
