@@ -4,13 +4,23 @@
 # KILN_WERROR), no exceptions, no RTTI needs, hidden visibility. Code that
 # talks to a throwing dependency (protobuf) opts back into exceptions with
 # kiln_allow_exceptions(T) and catches at its boundary.
-set(KILN_WARNINGS -Wall -Wextra -Wpedantic -Wshadow=local -Wno-missing-field-initializers -Wno-unused-parameter)
+set(KILN_WARNINGS -Wall -Wextra -Wpedantic $<$<CXX_COMPILER_ID:GNU>:-Wshadow=local> -Wno-missing-field-initializers -Wno-unused-parameter)
 if(KILN_WERROR)
   list(APPEND KILN_WARNINGS -Werror)
 endif()
 
 if(KILN_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# The fuzz build (fuzz/): everything compiled with ASan+UBSan and libFuzzer's
+# coverage instrumentation; only the fuzz executables link the fuzzer main.
+if(KILN_BUILD_FUZZERS)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "KILN_BUILD_FUZZERS needs clang (CC=clang CXX=clang++), not ${CMAKE_CXX_COMPILER_ID}")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
 endif()
 

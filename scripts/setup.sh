@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   # toolchain
   cmake ninja-build g++ ccache pkg-config
+  # the fuzz targets (fuzz/): clang with libFuzzer and the sanitizer runtimes
+  clang libclang-rt-dev
   # Vulkan: loader + headers, volk, shaderc, glslang, SPIRV-Cross, SPIRV-Tools
   libvulkan-dev libvulkan-volk-dev vulkan-tools
   libshaderc-dev glslc glslang-dev glslang-tools

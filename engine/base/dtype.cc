@@ -3,6 +3,7 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#include <cpuid.h>
 #endif
 
 namespace kiln {
@@ -155,8 +156,13 @@ __attribute__((target("avx,f16c"))) void halves_to_floats_f16c(const uint16_t* s
     _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
   for (; i < n; ++i) dst[i] = half_to_float(src[i]);
 }
+// F16C from CPUID directly: clang before 16 does not know "f16c" in
+// __builtin_cpu_supports (the fuzz build uses clang).
 bool has_f16c() {
-  static const bool yes = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  static const bool yes = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+  }();
   return yes;
 }
 }  // namespace

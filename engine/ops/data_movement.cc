@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "engine/base/checked_math.h"
@@ -196,6 +197,15 @@ Dim infer_minus_one(const std::vector<Dim>& in, const std::vector<Dim>& others) 
   return Dim::floor_div(dims_product(sym_in) * Dim(const_in), dims_product(sym_other) * Dim(const_other));
 }
 
+// A static shape's element count, or nullopt when it overflows int64 (a
+// model may declare any dims; found by fuzz_onnx_import).
+std::optional<int64_t> reshape_element_count(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  return n;
+}
+
 Status infer_reshape(InferContext& ctx) {
   const SymShape& in = ctx.input_shape(0);
   const DType dt = ctx.input_dtype(0);
@@ -248,18 +258,23 @@ Status infer_reshape(InferContext& ctx) {
     if (!in.has_rank) {
       out[static_cast<size_t>(minus_one)] = Dim();
     } else if (in.is_static() && SymShape(others).is_static()) {
-      const int64_t total = shape_numel(in.concrete());
-      const int64_t rest = shape_numel(SymShape(others).concrete());
-      if (rest == 0 || total % rest != 0)
+      const std::optional<int64_t> total = reshape_element_count(in.concrete());
+      const std::optional<int64_t> rest = reshape_element_count(SymShape(others).concrete());
+      if (!total || !rest) return ctx.error("cannot reshape " + in.to_string() + " to " + dims_string(*target) +
+                                            ": the element count overflows int64");
+      if (*rest == 0 || *total % *rest != 0)
         return ctx.error("cannot reshape " + in.to_string() + " to " + dims_string(*target));
-      out[static_cast<size_t>(minus_one)] = Dim(total / rest);
+      out[static_cast<size_t>(minus_one)] = Dim(*total / *rest);
     } else {
       out[static_cast<size_t>(minus_one)] = infer_minus_one(in.dims, others);
     }
-  } else if (in.is_static() && SymShape(out).is_static() &&
-             shape_numel(in.concrete()) != shape_numel(SymShape(out).concrete())) {
-    return ctx.error("cannot reshape " + in.to_string() + " (" + std::to_string(shape_numel(in.concrete())) +
-                     " elements) to " + SymShape(out).to_string());
+  } else if (in.is_static() && SymShape(out).is_static()) {
+    const std::optional<int64_t> have = reshape_element_count(in.concrete());
+    const std::optional<int64_t> want = reshape_element_count(SymShape(out).concrete());
+    if (!have || !want || *have != *want)
+      return ctx.error("cannot reshape " + in.to_string() + " (" +
+                       (have ? std::to_string(*have) : std::string("more than 2^63")) + " elements) to " +
+                       SymShape(out).to_string() + (want ? "" : ": its element count overflows int64"));
   }
   SymShape result(std::move(out));
   propagate_same_elements(ctx, result);

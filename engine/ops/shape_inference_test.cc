@@ -56,6 +56,25 @@ TEST(ShapeInference, ShapeValuesAndIfBranches) {
   EXPECT_EQ(g2->value(g2->find_value("y")).shape.to_string(), "[n,3]");
 }
 
+// A Reshape target whose element count overflows int64 is an error naming
+// it, not signed overflow (found by fuzz/fuzz_onnx_import).
+TEST(ShapeInference, ReshapeToAnOverflowingShapeIsAnError) {
+  for (const char* target : {"[4611686018427387904,4]", "[4611686018427387904,-1,4]"}) {
+    const std::string text = std::string(R"(graph @g opset 17 {
+  input %x : f32[4]
+  const %s : i64[)") + (target[21] == '-' ? "3" : "2") + "] = dense<" + target + R"(>
+  %y = Reshape(%x, %s) : undef[*]
+  return %y
+}
+)";
+    auto g = parse(text.c_str());
+    ASSERT_NE(g, nullptr);
+    const Status s = infer_graph_shapes(*g);
+    ASSERT_FALSE(s.ok()) << target;
+    EXPECT_NE(s.message().find("overflows int64"), std::string::npos) << s.message();
+  }
+}
+
 // A Loop's body parameters with dtypes but no shapes (what the ONNX
 // importer gives): inference types them from the node, the carried output
 // takes the body's result and the scan output is [iterations, ...]. A body

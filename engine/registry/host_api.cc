@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <set>
 #include <utility>
 #include <vector>
@@ -315,12 +316,18 @@ kiln_value_id_t h_rw_add_constant(kiln_rewriter_t* rw, const char* name, int32_t
     if (!shape || shape[i] < 0) return run.fail("add_constant: bad shape"), KILN_NO_ID;
     dims.push_back(shape[i]);
   }
+  // The data must fill the shape exactly. Checked before allocating, so a
+  // huge shape with a few bytes of data is refused without trying to
+  // allocate it (overflow makes `needed` differ from any real byte count).
+  size_t needed = dtype_size(static_cast<DType>(dtype));
+  bool overflow = false;
+  for (int64_t d : dims) overflow = overflow || __builtin_mul_overflow(needed, static_cast<size_t>(d), &needed);
+  if (overflow || needed != bytes || (bytes && !data))
+    return run.fail("add_constant '" + std::string(name ? name : "") + "': " + std::to_string(bytes) +
+                    " bytes given, shape needs " + (overflow ? std::string("more than 2^64") : std::to_string(needed))),
+           KILN_NO_ID;
   auto t = Tensor::allocate(static_cast<DType>(dtype), dims);
   if (!t.ok()) return run.fail("add_constant: " + t.status().message()), KILN_NO_ID;
-  if (t->nbytes() != bytes || (bytes && !data))
-    return run.fail("add_constant '" + std::string(name ? name : "") + "': " + std::to_string(bytes) +
-                    " bytes given, shape needs " + std::to_string(t->nbytes())),
-           KILN_NO_ID;
   if (bytes) std::memcpy(t->raw_data(), data, bytes);
   run.edited();
   return run.work.add_constant(run.unique_name(name), std::move(*t), region);
@@ -471,7 +478,11 @@ int32_t h_op_mapping(const char* domain, const char* op) {
   return schema ? static_cast<int32_t>(schema->mapping) : KILN_MAPPING_UNKNOWN;
 }
 void h_rw_add_statistic(kiln_rewriter_t* rw, const char* key, int64_t delta) {
-  if (key && *key) run_of(rw).statistics[key] += delta;
+  if (!key || !*key) return;
+  // Saturates: a plugin's counts are its own business, not the host's UB.
+  int64_t& total = run_of(rw).statistics[key];
+  if (__builtin_add_overflow(total, delta, &total))
+    total = delta > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
 }
 
 int32_t h_evaluate_node(kiln_rewriter_t* rw, kiln_node_id_t id, kiln_value_id_t* out_values, size_t capacity) {

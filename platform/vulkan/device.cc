@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "platform/vulkan/fault_injection.h"
 #include "platform/vulkan/vk_loader.h"
 
 namespace kiln::vk {
@@ -458,7 +459,8 @@ Device::~Device() {
 Status Device::queue_submit(uint32_t count, const VkSubmitInfo* submits, VkFence fence) {
   KILN_RETURN_IF_ERROR(status());
   std::lock_guard<std::mutex> lock(queue_mutex_);
-  return check(fn_.vkQueueSubmit(queue_, count, submits, fence), "vkQueueSubmit");
+  return check(call_unless_fault(FaultSite::kSubmission, [&] { return fn_.vkQueueSubmit(queue_, count, submits, fence); }),
+               "vkQueueSubmit");
 }
 
 Status Device::wait_idle() {

@@ -1,6 +1,8 @@
 // Host-visible mapped buffer (see host_buffer.h).
 #include "platform/vulkan/host_buffer.h"
 
+#include "platform/vulkan/fault_injection.h"
+
 namespace kiln::vk {
 
 StatusOr<std::unique_ptr<HostBuffer>> HostBuffer::create(Device& device, VkDeviceSize size) {
@@ -25,7 +27,9 @@ StatusOr<std::unique_ptr<HostBuffer>> HostBuffer::create(Device& device, VkDevic
   VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   alloc.allocationSize = req.size;
   alloc.memoryTypeIndex = type;
-  KILN_RETURN_IF_ERROR(device.check(fn.vkAllocateMemory(dev, &alloc, nullptr, &b->memory_), "vkAllocateMemory (host)"));
+  KILN_RETURN_IF_ERROR(device.check(call_unless_fault(FaultSite::kAllocation,
+                                                      [&] { return fn.vkAllocateMemory(dev, &alloc, nullptr, &b->memory_); }),
+                                    "vkAllocateMemory (host)"));
   KILN_RETURN_IF_ERROR(device.check(fn.vkBindBufferMemory(dev, b->buffer_, b->memory_, 0), "vkBindBufferMemory"));
   void* mapped = nullptr;
   KILN_RETURN_IF_ERROR(device.check(fn.vkMapMemory(dev, b->memory_, 0, VK_WHOLE_SIZE, 0, &mapped), "vkMapMemory"));

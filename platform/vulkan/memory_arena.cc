@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "platform/vulkan/fault_injection.h"
+
 namespace kiln::vk {
 namespace {
 
@@ -32,7 +34,13 @@ StatusOr<std::pair<VkBuffer, VkMemoryRequirements>> new_buffer(Device& device, V
   if (size == 0) return invalid_argument("buffer size must be positive");
   VkBufferCreateInfo info = buffer_info(size);
   VkBuffer handle = VK_NULL_HANDLE;
-  KILN_RETURN_IF_ERROR(device.check(device.fn().vkCreateBuffer(device.handle(), &info, nullptr, &handle), "vkCreateBuffer"));
+  // check() returns a device loss another thread recorded even when this
+  // call succeeded: what was created is destroyed before the error returns.
+  if (Status s = device.check(device.fn().vkCreateBuffer(device.handle(), &info, nullptr, &handle), "vkCreateBuffer");
+      !s.ok()) {
+    if (handle != VK_NULL_HANDLE) device.fn().vkDestroyBuffer(device.handle(), handle, nullptr);
+    return s;
+  }
   VkMemoryRequirements req{};
   device.fn().vkGetBufferMemoryRequirements(device.handle(), handle, &req);
   return std::make_pair(handle, req);
@@ -158,8 +166,11 @@ StatusOr<VkMemoryRequirements> MemoryArena::buffer_requirements(Device& device, 
   if (size == 0) return invalid_argument("buffer size must be positive");
   VkBufferCreateInfo info = buffer_info(size);
   VkBuffer probe = VK_NULL_HANDLE;
-  KILN_RETURN_IF_ERROR(device.check(device.fn().vkCreateBuffer(device.handle(), &info, nullptr, &probe),
-                                    "vkCreateBuffer (probe)"));
+  if (Status s = device.check(device.fn().vkCreateBuffer(device.handle(), &info, nullptr, &probe), "vkCreateBuffer (probe)");
+      !s.ok()) {
+    if (probe != VK_NULL_HANDLE) device.fn().vkDestroyBuffer(device.handle(), probe, nullptr);  // as in new_buffer
+    return s;
+  }
   VkMemoryRequirements req{};
   device.fn().vkGetBufferMemoryRequirements(device.handle(), probe, &req);
   device.fn().vkDestroyBuffer(device.handle(), probe, nullptr);
@@ -175,8 +186,11 @@ StatusOr<VkMemoryRequirements> MemoryArena::image_requirements(Device& device, u
     return unimplemented(std::string(image_format_name(format)) + " images are not usable on '" + caps.device_name + "'");
   VkImageCreateInfo info = image_info(width, height, format);
   VkImage probe = VK_NULL_HANDLE;
-  KILN_RETURN_IF_ERROR(
-      device.check(device.fn().vkCreateImage(device.handle(), &info, nullptr, &probe), "vkCreateImage (probe)"));
+  if (Status s = device.check(device.fn().vkCreateImage(device.handle(), &info, nullptr, &probe), "vkCreateImage (probe)");
+      !s.ok()) {
+    if (probe != VK_NULL_HANDLE) device.fn().vkDestroyImage(device.handle(), probe, nullptr);  // as in new_buffer
+    return s;
+  }
   VkMemoryRequirements req{};
   device.fn().vkGetImageMemoryRequirements(device.handle(), probe, &req);
   device.fn().vkDestroyImage(device.handle(), probe, nullptr);
@@ -221,7 +235,8 @@ StatusOr<std::unique_ptr<MemoryArena>> MemoryArena::create(Device& device, VkDev
   VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   alloc.allocationSize = capacity;
   alloc.memoryTypeIndex = *type;
-  KILN_RETURN_IF_ERROR(device.check(fn.vkAllocateMemory(dev, &alloc, nullptr, &arena->memory_),
+  KILN_RETURN_IF_ERROR(device.check(call_unless_fault(FaultSite::kAllocation,
+                                                      [&] { return fn.vkAllocateMemory(dev, &alloc, nullptr, &arena->memory_); }),
                                     "vkAllocateMemory (" + bytes_string(capacity) + " arena)"));
   arena->memory_type_ = *type;
   arena->capacity_ = capacity;

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "platform/vulkan/barriers.h"
+#include "platform/vulkan/fault_injection.h"
 
 namespace kiln::vk {
 namespace {
@@ -122,7 +123,13 @@ StatusOr<std::unique_ptr<ComputePipeline>> ComputePipeline::create(Device& devic
   module_info.codeSize = spirv.size() * sizeof(uint32_t);
   module_info.pCode = spirv.data();
   VkShaderModule module = VK_NULL_HANDLE;
-  KILN_RETURN_IF_ERROR(device.check(fn.vkCreateShaderModule(dev, &module_info, nullptr, &module), "vkCreateShaderModule"));
+  // check() returns a device loss another thread recorded even when this
+  // call succeeded: the module is destroyed before the error is returned.
+  if (Status s = device.check(fn.vkCreateShaderModule(dev, &module_info, nullptr, &module), "vkCreateShaderModule");
+      !s.ok()) {
+    if (module != VK_NULL_HANDLE) fn.vkDestroyShaderModule(dev, module, nullptr);
+    return s;
+  }
 
   std::vector<VkSpecializationMapEntry> entries;
   std::vector<uint32_t> data;
@@ -142,7 +149,8 @@ StatusOr<std::unique_ptr<ComputePipeline>> ComputePipeline::create(Device& devic
   info.stage.pName = "main";
   info.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
   info.layout = p->layout_;
-  VkResult r = fn.vkCreateComputePipelines(dev, cache, 1, &info, nullptr, &p->pipeline_);
+  VkResult r = call_unless_fault(FaultSite::kPipelineCreation,
+                                 [&] { return fn.vkCreateComputePipelines(dev, cache, 1, &info, nullptr, &p->pipeline_); });
   fn.vkDestroyShaderModule(dev, module, nullptr);
   KILN_RETURN_IF_ERROR(device.check(r, "vkCreateComputePipelines (" + label + ")"));
   p->reflection_ = std::move(reflection);

@@ -9,6 +9,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "platform/vulkan/fault_injection.h"
+#include "platform/vulkan/vk_status.h"
+
 #ifndef KILN_SHADERC_VERSION
 #define KILN_SHADERC_VERSION "unknown"
 #endif
@@ -111,6 +114,8 @@ ShaderCompiler::~ShaderCompiler() {
 }
 
 StatusOr<std::vector<uint32_t>> ShaderCompiler::compile(std::string_view glsl, const CompileOptions& options) const {
+  if (VkResult injected = injected_fault(FaultSite::kShaderCompilation); injected != VK_SUCCESS)
+    return vk_status(injected, "GLSL compile of " + options.source_name);
   shaderc_compile_options_t opts = shaderc_compile_options_initialize();
   if (opts == nullptr) return out_of_memory("shaderc could not allocate compile options");
   for (const auto& [name, value] : options.defines) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "platform/vulkan/barriers.h"
+#include "platform/vulkan/fault_injection.h"
 
 namespace kiln::vk {
 namespace {
@@ -82,7 +83,9 @@ Status Transfer::ensure_staging(VkDeviceSize size) {
   alloc.allocationSize = req.size;
   alloc.memoryTypeIndex = type;
   KILN_RETURN_IF_ERROR(
-      device_.check(fn.vkAllocateMemory(dev, &alloc, nullptr, &staging_memory_), "vkAllocateMemory (staging)"));
+      device_.check(call_unless_fault(FaultSite::kAllocation,
+                                      [&] { return fn.vkAllocateMemory(dev, &alloc, nullptr, &staging_memory_); }),
+                    "vkAllocateMemory (staging)"));
   KILN_RETURN_IF_ERROR(device_.check(fn.vkBindBufferMemory(dev, staging_, staging_memory_, 0), "vkBindBufferMemory"));
   void* mapped = nullptr;
   KILN_RETURN_IF_ERROR(device_.check(fn.vkMapMemory(dev, staging_memory_, 0, VK_WHOLE_SIZE, 0, &mapped), "vkMapMemory"));

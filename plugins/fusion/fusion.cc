@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -632,8 +633,16 @@ class Partitioner {
     if (dwpw_refused_) rw_.add_statistic("dwpw-refused", dwpw_refused_);
     if (dwpw_forced_) rw_.add_statistic("dwpw-forced", dwpw_forced_);
     rw_.add_statistic("complex-ops-per-group-max", complex_max);
-    rw_.add_statistic("weight-balance-jain-x1000", static_cast<int64_t>(1000.0 * kiln::fusion::jain_index(w) + 0.5));
-    rw_.add_statistic("weight-threshold", static_cast<int64_t>(td));
+    // Weights grow with tensor sizes, which a model may make absurd: the
+    // statistics saturate (NaN counts as 0) instead of overflowing the cast.
+    auto saturated = [](double v) -> int64_t {
+      if (!(v == v)) return 0;
+      if (v >= 9.2e18) return std::numeric_limits<int64_t>::max();
+      if (v <= -9.2e18) return std::numeric_limits<int64_t>::min();
+      return static_cast<int64_t>(v);
+    };
+    rw_.add_statistic("weight-balance-jain-x1000", saturated(1000.0 * kiln::fusion::jain_index(w) + 0.5));
+    rw_.add_statistic("weight-threshold", saturated(td));
     if (cleared_) rw_.add_statistic("old-groups-cleared", cleared_);
   }
 

@@ -78,6 +78,7 @@ class MemplanOrder : public kiln::plugin::Pass {
       auto it = hints.find(text);
       return it != hints.end() ? it->second : kOtherHint;
     };
+    constexpr uint64_t kAbsurdBytes = uint64_t{1} << 48;
     auto bytes_of = [&](kiln_value_id_t v) -> uint64_t {
       auto info = g.value(v);
       auto dims = g.shape(v);
@@ -87,9 +88,11 @@ class MemplanOrder : public kiln::plugin::Pass {
         int64_t e = kOtherHint;
         if (d.is_const) e = d.value;
         else if (!d.is_unknown) e = evaluate(d.expr);  // unknown: a barrier anyway
-        n *= std::max<int64_t>(e, 0);
+        // An estimate for ordering: absurd dims saturate (at 2^48 bytes, so
+        // that the order search can still add many of them) instead of wrapping.
+        if (__builtin_mul_overflow(n, std::max<int64_t>(e, 0), &n)) return kAbsurdBytes;
       }
-      return static_cast<uint64_t>(n);
+      return std::min(static_cast<uint64_t>(n), kAbsurdBytes);
     };
 
     std::map<kiln_node_id_t, int> index;
