@@ -4,7 +4,8 @@
 # devcarry). The peaks the fractions refer to are measured here, by PyTorch:
 # GB/s of its 64 MiB relu (read + write), TFLOP/s of its 4096^3 matmul per
 # precision.
-#   usage: bench/kernels/run_gpu.sh CARRY_DIR OUT_DIR
+#   usage: [MIN_TIME=0.05] bench/kernels/run_gpu.sh CARRY_DIR OUT_DIR
+#   (MIN_TIME: GPU seconds per case and precision, Google Benchmark's min_time)
 set -euo pipefail
 carry=${1:?usage: run_gpu.sh CARRY_DIR OUT_DIR}
 out=${2:?usage: run_gpu.sh CARRY_DIR OUT_DIR}
@@ -23,6 +24,6 @@ print(2 * 64 * 2**20 / (relu["ms"] / 1e3) / 1e9,
 PY
 )
 echo "measured peaks (PyTorch): $gbs GB/s, $tf16 TFLOP/s fp16, $tf32 TFLOP/s fp32" | tee "$out/peaks.txt"
-"$bench" --peak-gbs="$gbs" --peak-tflops="$tf16" --peak-tflops-fp32="$tf32" --benchmark_min_time=0.2 \
+"$bench" --peak-gbs="$gbs" --peak-tflops="$tf16" --peak-tflops-fp32="$tf32" --benchmark_min_time="${MIN_TIME:-0.05}" \
   --benchmark_out="$out/kiln.json" --benchmark_out_format=json > "$out/kiln.log" 2>&1 || echo "kiln_kernel_bench failed" >&2
 python3 "$here/compare.py" "$out/kiln.json" "$out/torch.json" | tee "$out/compare.md"
