@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "engine/base/checked_math.h"
 #include "engine/ops/data_movement_internal.h"
 #include "engine/ops/op_registry.h"
 
@@ -75,7 +76,16 @@ Status infer_pad(InferContext& ctx) {
                      " (begin and end for each of " + std::to_string(n) + " axes)");
   for (size_t i = 0; i < n; ++i) {
     const auto a = static_cast<size_t>(axes[i]);
-    out[a] = in.dims[a] + (*pads)[i] + (*pads)[i + n];
+    const Dim &begin = (*pads)[i], &end = (*pads)[i + n];
+    if (in.dims[a].is_const() && begin.is_const() && end.is_const()) {
+      // Dim arithmetic turns an overflow into an unknown dim; a constant
+      // pad that overflows is the model's error, said here by name.
+      const std::optional<int64_t> sum = checked_add(in.dims[a].value(), begin.value());
+      if (!sum || !checked_add(*sum, end.value()))
+        return ctx.error("pads " + SymShape(*pads).to_string() + " overflow axis " + std::to_string(a) + " of " +
+                         in.to_string());
+    }
+    out[a] = in.dims[a] + begin + end;
     if (out[a].is_const() && out[a].value() < 0)
       return ctx.error("pads " + SymShape(*pads).to_string() + " make axis " + std::to_string(a) + " of " +
                        in.to_string() + " negative");

@@ -18,7 +18,7 @@ a list of {"name", "class", "model", "args", "expect": {tool: outcome},
 outcome is "runs" (exit 0), a substring the error output must contain, or
 "clean" (either, as long as it is no signal and no hang: randomly mutated
 bytes, whose right answer depends on where the flips land).
-An xfail names who fixes it ("h1 overflow checks"): the case is known to
+An xfail says what fixes it ("Loop trip cap"): the case is known to
 break that expectation today; the runner fails when it starts to pass, so
 the fix flips it.
 """
@@ -33,12 +33,6 @@ from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 17
 TOOLS = ("graph", "reference", "vulkan")
-
-# The known-failing expectations, by the helper whose work fixes them.
-H1_OVERFLOW = "h1 overflow checks"
-H1_LIMITS = "h1 tensor-size limit, refused naming the tensor"
-H1_INDICES = "h1 out-of-range indices on every backend"
-H1_LOOP_CAP = "h1 Loop trip cap"
 
 cases = []
 
@@ -191,7 +185,7 @@ def main():
     # -- huge, negative and overflowing dims ---------------------------------
     add("input_dim_2_pow_40", "huge dims",
         model_bytes([helper.make_node("Relu", ["x"], ["y"])], [vinfo("x", [1 << 40, 3])], [vinfo("y", None)]),
-        {"graph": "runs", "reference": "'x'", "vulkan": "'x'"}, xfail={"reference": H1_LIMITS, "vulkan": H1_LIMITS})
+        "KILN_MAX_TENSOR_BYTES")
     add("input_dim_negative", "huge dims",
         model_bytes([helper.make_node("Relu", ["x"], ["y"])], [vinfo("x", [-5, 3])], [vinfo("y", None)]), "-5")
     big = numpy_helper.from_array(np.zeros(1, np.float32), "w")
@@ -203,15 +197,14 @@ def main():
     shape = numpy_helper.from_array(np.array([1 << 62, 4], np.int64), "s")
     add("reshape_to_overflowing_shape", "huge dims",
         model_bytes([helper.make_node("Expand", ["x", "s"], ["y"])], [vinfo("x", [1, 1])], [vinfo("y", None)], [shape]),
-        "too large", xfail={"graph": H1_OVERFLOW, "vulkan": H1_OVERFLOW})
+        "too large")
     pads = numpy_helper.from_array(np.array([0, 1 << 62, 0, 1 << 62], np.int64), "p")
     add("pad_overflowing", "huge dims",
         model_bytes([helper.make_node("Pad", ["x", "p"], ["y"])], [vinfo("x", [2, 3])], [vinfo("y", None)], [pads]),
         "node 'Pad_0' (Pad): pads")
     add("shape_flag_huge", "huge dims",
         model_bytes([helper.make_node("Relu", ["x"], ["y"])], [vinfo("x", ["n", 3])], [vinfo("y", None)]),
-        {"graph": "runs", "reference": "'x'", "vulkan": "'x'"},
-        xfail={"reference": H1_LIMITS, "vulkan": H1_LIMITS}, args=["--shape", "x=1099511627776x3"])
+        {"graph": "runs", "reference": "'x'", "vulkan": "'x'"}, args=["--shape", "x=1099511627776x3"])
 
     # -- rank and type mismatches --------------------------------------------
     add("matmul_inner_mismatch", "rank/type mismatch",
@@ -312,7 +305,7 @@ def main():
     idx = numpy_helper.from_array(np.array([0, 7], np.int64), "i")
     add("gather_index_out_of_range", "indices",
         model_bytes([helper.make_node("Gather", ["x", "i"], ["y"])], [vinfo("x", [3, 2])], [vinfo("y", None)], [idx]),
-        {"graph": "runs", "reference": "out of range", "vulkan": "out of range"}, xfail={"vulkan": H1_INDICES})
+        "out of range")
     add("softmax_axis_out_of_range", "indices",
         model_bytes([helper.make_node("Softmax", ["x"], ["y"], axis=5)], [vinfo("x", [2, 3])], [vinfo("y", None)]),
         "axis")
@@ -337,8 +330,7 @@ def main():
     add("if_nesting_40", "nesting", nested_if(40), "nested deeper than 100 levels")
     add("if_nesting_200", "nesting", nested_if(200), "nested deeper than 100 levels")
     add("loop_trip_count_huge", "trip counts", loop_model(1 << 62),
-        {"graph": "runs", "reference": "trip", "vulkan": "trip"},
-        xfail={"reference": H1_LOOP_CAP, "vulkan": H1_LOOP_CAP})
+        {"graph": "runs", "reference": "KILN_MAX_LOOP_ITERATIONS", "vulkan": "KILN_MAX_LOOP_ITERATIONS"})
     add("loop_trip_count_negative", "trip counts", loop_model(-3), "runs")
 
     with open(os.path.join(OUT, "cases.json"), "w") as f:
