@@ -255,7 +255,7 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_session_timeline(const kiln_session_
 
 /* How long kiln_session_run and kiln_session_wait poll the GPU before a
  * blocking wait (whose wake-up can take a millisecond or more): at most
- * `microseconds`, default 2000; 0 blocks at once. Ignored for NULL or a
+ * `microseconds`, default 200; 0 blocks at once. Ignored for NULL or a
  * non-Vulkan session. Thread-safe. */
 KILN_API void kiln_session_set_wait_spin(kiln_session_t* session, uint32_t microseconds);
 

@@ -40,11 +40,10 @@ struct SubmitSync {
 
 class Submitter {
  public:
-  // The default bound of wait()'s spin: a blocking wait wakes late (on an
-  // H100, a 200 us bound made runs of 0.6-3.5 ms models 0.05-0.12 ms slower
-  // than polling throughout), so a poll covering a small model's whole run
-  // comes first; bounded so a long run never burns a core for long.
-  static constexpr std::chrono::microseconds kDefaultSpin{2000};
+  // The default bound of wait()'s spin: a blocking wait can wake a
+  // millisecond or more late, longer than a small model runs, so a short
+  // poll comes first; bounded so a long run never burns a core.
+  static constexpr std::chrono::microseconds kDefaultSpin{200};
 
   // `device` is borrowed and must outlive the Submitter.
   // Errors: VkResult errors creating the pool, command buffer or semaphore.
