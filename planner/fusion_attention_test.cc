@@ -162,10 +162,7 @@ void expect_matches_reference(const std::string& text, const std::vector<std::ve
   ASSERT_TRUE(g);
   runtime::ReferenceExecutor reference(*g);
   for (const testing::BackendConfig& config : testing::all_backend_configs()) {
-    runtime::VulkanModelOptions options;
-    options.plan.storage = config.storage;
-    options.plan.precision = config.precision;
-    auto model = runtime::VulkanModel::compile(*vk::testing::test_device(), *vk::testing::test_kernel_cache(), *g, options);
+    auto model = testing::compile_on_test_device(*g, config);
     ASSERT_TRUE(model.ok()) << config.name() << ": " << model.status().to_string();
     const ExecutionPlan& plan = (*model)->plan();
     EXPECT_EQ(plan.dispatch_count(), 1 + (config.storage == Storage::kImage ? image_extra : 0))

@@ -97,11 +97,7 @@ void expect_fused(const ir::Graph& g, const std::vector<std::vector<Tensor>>& ru
   int configs = 0;
   for (const testing::BackendConfig& config : testing::all_backend_configs()) {
     if (!e.images && config.storage == Storage::kImage) continue;
-    runtime::VulkanModelOptions options;
-    options.plan.storage = config.storage;
-    options.plan.precision = config.precision;
-    auto model = runtime::VulkanModel::compile(*vk::testing::test_device(), *vk::testing::test_kernel_cache(), g,
-                                               options);
+    auto model = testing::compile_on_test_device(g, config);
     ASSERT_TRUE(model.ok()) << config.name() << ": " << model.status().to_string();
     const ExecutionPlan& plan = (*model)->plan();
     const std::string names = kernel_names(plan);

@@ -191,13 +191,9 @@ Status lower_fused_with_views(PlanBuilder& builder, const ir::Graph& graph, cons
   if (split.core.nodes.size() > 1) {
     KILN_RETURN_IF_ERROR(lower_fused(builder, graph, split.core, lowerings));
   } else {
-    const ir::Node& node = graph.node(split.core.nodes[0]);
-    const LowerFn fn = lowerings.find(node.domain, node.op);
-    if (!fn) return unimplemented(node.describe() + " has no device lowering");
-    for (ir::ValueId v : node.inputs)
-      if (v != ir::kNoValue && !builder.value_ranked(v)) return unimplemented(node.describe() + " has an input of unknown rank");
-    LoweringContext ctx(builder, graph, node.id);
-    KILN_RETURN_IF_ERROR(fn(ctx));
+    KILN_ASSIGN_OR_RETURN(std::vector<KernelDesc> kernels,
+                          lower_alone(builder, graph, graph.node(split.core.nodes[0]), lowerings));
+    for (KernelDesc& k : kernels) builder.pending_kernels().push_back(std::move(k));
   }
   for (const PlanTensor& t : builder.plan().tensors)
     if (auto it = view_of_tensor.find(t.alias_of); it != view_of_tensor.end())

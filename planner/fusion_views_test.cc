@@ -308,10 +308,7 @@ void expect_matches_reference(const std::string& text, const std::vector<Tensor>
   auto want = reference.run(inputs);
   ASSERT_TRUE(want.ok()) << want.status().to_string();
   for (const testing::BackendConfig& config : testing::all_backend_configs()) {
-    runtime::VulkanModelOptions options;
-    options.plan.storage = config.storage;
-    options.plan.precision = config.precision;
-    auto model = runtime::VulkanModel::compile(*vk::testing::test_device(), *vk::testing::test_kernel_cache(), *g, options);
+    auto model = testing::compile_on_test_device(*g, config);
     ASSERT_TRUE(model.ok()) << config.name() << ": " << model.status().to_string();
     const ExecutionPlan& plan = (*model)->plan();
     EXPECT_EQ(plan.dispatch_count(), dispatches) << config.name() << "\n" << describe_plan(plan, *g);

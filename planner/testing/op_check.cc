@@ -270,4 +270,15 @@ ExecutionPlan plan_or_fail(const ir::Graph& g, Storage storage) {
   return plan.ok() ? std::move(plan).value() : ExecutionPlan{};
 }
 
+StatusOr<std::unique_ptr<runtime::VulkanModel>> compile_on_test_device(const ir::Graph& g,
+                                                                       const BackendConfig& config) {
+  vk::Device* device = vk::testing::test_device();
+  vk::KernelCache* cache = vk::testing::test_kernel_cache();
+  if (!device || !cache) return unavailable("no Vulkan test device");
+  runtime::VulkanModelOptions options;
+  options.plan.storage = config.storage;
+  options.plan.precision = config.precision;
+  return runtime::VulkanModel::compile(*device, *cache, g, options);
+}
+
 }  // namespace kiln::planner::testing

@@ -18,6 +18,7 @@
 
 #include "engine/base/tensor.h"
 #include "engine/ir/graph.h"
+#include "engine/runtime/vulkan/vulkan_model.h"
 #include "planner/execution_plan.h"
 #include "planner/kernel.h"
 #include "planner/lowering.h"
@@ -101,6 +102,11 @@ Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float 
 // `text` (Kiln's text IR) parsed, its shapes inferred; null (and a test
 // failure) when either fails.
 std::unique_ptr<ir::Graph> parse_shaped_graph(const std::string& text);
+
+// `g` compiled on the validated test device in `config`'s storage and
+// precision (every other option default).
+StatusOr<std::unique_ptr<runtime::VulkanModel>> compile_on_test_device(const ir::Graph& g,
+                                                                       const BackendConfig& config);
 
 // build_plan of `g` for a default TargetInfo with `storage`; an empty plan
 // (and a test failure) when planning fails.

@@ -5,6 +5,7 @@
 // It is written against the plugin ABI only (kiln_plugin.hpp), exactly like a
 // third-party plugin, and is built both as a shared library and as a static
 // library the host links in (kiln_canonicalize_plugin_query).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -414,20 +415,14 @@ class RemoveNoops : public kiln::plugin::Pass {
     size_t bytes = 0;
     const void* data = g.constant_data(ins[i], &bytes);
     if (!info || !info->is_constant || (!data && bytes != 0)) return false;
-    if (info->dtype == KILN_PLUGIN_DTYPE_INT64) {
-      std::vector<int64_t> v(bytes / sizeof(int64_t));
-      if (bytes) std::memcpy(v.data(), data, v.size() * sizeof(int64_t));
-      for (int64_t x : v)
-        if (x != value) return false;
-      return true;
-    }
-    if (info->dtype == KILN_PLUGIN_DTYPE_INT32) {
-      std::vector<int32_t> v(bytes / sizeof(int32_t));
-      if (bytes) std::memcpy(v.data(), data, v.size() * sizeof(int32_t));
-      for (int32_t x : v)
-        if (x != value) return false;
-      return true;
-    }
+    auto all_equal = [&](auto element) {
+      using T = decltype(element);
+      std::vector<T> v(bytes / sizeof(T));
+      if (bytes) std::memcpy(v.data(), data, v.size() * sizeof(T));
+      return std::all_of(v.begin(), v.end(), [&](T x) { return x == value; });
+    };
+    if (info->dtype == KILN_PLUGIN_DTYPE_INT64) return all_equal(int64_t{});
+    if (info->dtype == KILN_PLUGIN_DTYPE_INT32) return all_equal(int32_t{});
     return false;
   }
 };
