@@ -36,7 +36,7 @@ int64_t shared_bytes(const CoopMatConfig& c) {
 // NT is a multiple of BM, BN and BK (choose_coopmat), so an invocation loads
 // the same tile row (or column) at every step and its share of the index
 // math (an output pixel's coordinates for a convolution) is hoisted.
-std::string coopmat_body(const CoopMatConfig& c, bool a_m_fastest, bool splitk_fixup) {
+std::string coopmat_body(const CoopMatConfig& c, bool a_m_fastest, CoopMatSplitK split) {
   const bool f32 = c.shape.f32_accumulator;
   return fill_shader("gemm_coopmat.comp", ShaderArgs()
                                               .set("FM", c.shape.m)
@@ -52,7 +52,8 @@ std::string coopmat_body(const CoopMatConfig& c, bool a_m_fastest, bool splitk_f
                                               .set("ACC_TYPE", f32 ? "float" : "float16_t")
                                               .set("ACC_ZERO", f32 ? "0.0" : "float16_t(0.0)")
                                               .flag("A_M_FASTEST", a_m_fastest)
-                                              .flag("FIXUP", splitk_fixup));
+                                              .flag("SPLIT_K", split != CoopMatSplitK::kNone)
+                                              .flag("FIXUP", split == CoopMatSplitK::kFixup));
 }
 
 }  // namespace
@@ -115,12 +116,12 @@ std::optional<CoopMatConfig> choose_coopmat(const GemmProblem& p, const TargetIn
   return std::nullopt;
 }
 
-KernelDesc make_coopmat_gemm_kernel(const GemmProblem& p, const CoopMatConfig& c, bool splitk_fixup) {
+KernelDesc make_coopmat_gemm_kernel(const GemmProblem& p, const CoopMatConfig& c, CoopMatSplitK split) {
   KernelDesc d = gemm_kernel_base(p, p.name + "_coopmat" + str(c.bm) + "x" + str(c.bn));
   d.extensions = {"GL_EXT_control_flow_attributes", "GL_EXT_shader_explicit_arithmetic_types_float16",
                   "GL_KHR_memory_scope_semantics",
                   "GL_KHR_shader_subgroup_basic", "GL_NV_cooperative_matrix"};
-  d.body = coopmat_body(c, p.a_m_fastest, splitk_fixup);
+  d.body = coopmat_body(c, p.a_m_fastest, split);
   d.local_size = {static_cast<uint32_t>(c.wm * c.wn) * c.subgroup_size, 1, 1};
   d.groups = {ir::Dim::ceil_div(p.n, ir::Dim(c.bn)), ir::Dim::ceil_div(p.m, ir::Dim(c.bm)), p.batch};
   return d;

@@ -57,13 +57,18 @@ std::optional<CoopMatShape> pick_coopmat_shape(const TargetInfo& target);
 // and the cooperative one hides them worse.
 std::optional<CoopMatConfig> choose_coopmat(const GemmProblem& p, const TargetInfo& target, ElemType precision);
 
+// How the kernel splits K (shaders/gemm_coopmat.comp): not at all; into
+// partial tiles that gemm_splitk_reduce.comp adds (SPLIT_K); or with the
+// last workgroup per tile adding them (SPLIT_K and FIXUP).
+enum class CoopMatSplitK { kNone, kPartials, kFixup };
+
 // The kernel (kCustom) for `p` with configuration `c`. Its name is
 // p.name + "_coopmat<bm>x<bn>".
-// With `splitk_fixup` the body is the split-K variant (FIXUP in
-// shaders/gemm_coopmat.comp): the caller adds the GP scratch, the GC
-// counters, GEMM_KCHUNK (a multiple of kCoopMatBK) and GEMM_SPLIT, and
-// multiplies groups[2] by the slice count (emit_gemm).
-KernelDesc make_coopmat_gemm_kernel(const GemmProblem& p, const CoopMatConfig& c, bool splitk_fixup = false);
+// When split, the caller adds the GP scratch ([slices][batch][M][N] fp32),
+// GEMM_KCHUNK (a multiple of kCoopMatBK) and multiplies groups[2] by the
+// slice count; for kFixup also the GC counters and GEMM_SPLIT (emit_gemm).
+KernelDesc make_coopmat_gemm_kernel(const GemmProblem& p, const CoopMatConfig& c,
+                                    CoopMatSplitK split = CoopMatSplitK::kNone);
 // K per shared-memory step of the cooperative-matrix kernel.
 inline constexpr int kCoopMatBK = 32;
 

@@ -66,6 +66,24 @@ std::string tiled_body(const TileConfig& c, bool a_m_fastest, bool split_k, bool
 // sums the GEMM_SPLIT partial tiles and stores through the op's epilogue.
 std::string reduce_body() { return fill_shader("gemm_splitk_reduce.comp"); }
 
+// The reduce pass after `tile_pass`, a split-K kernel whose last tensor is
+// the GP scratch it writes: the same tensors and parameters (the shared
+// helpers need Y's store accessors although only this pass stores it), GP
+// read, GEMM_SPLIT slices, one invocation per four outputs.
+KernelDesc splitk_reduce_kernel(const GemmProblem& p, const KernelDesc& tile_pass, int64_t slices) {
+  KernelDesc r = gemm_kernel_base(p, p.name + "_splitk_reduce");
+  r.tensors = tile_pass.tensors;
+  r.tensors.back().written = false;
+  r.params = tile_pass.params;
+  r.params.push_back({"GEMM_SPLIT", ir::Dim(slices)});
+  r.body = reduce_body();
+  r.local_size = {64, 1, 1};
+  r.groups = {ir::Dim::ceil_div(p.batch * p.m * ir::Dim::ceil_div(p.n, ir::Dim(4)), ir::Dim(64)), ir::Dim(1),
+              ir::Dim(1)};
+  r.flops = ir::Dim(0);
+  return r;
+}
+
 // Workgroups that keep a GPU busy: on the order of a hundred cores, a
 // workgroup or two each.
 constexpr int64_t kBusyTiles = 128;
@@ -197,12 +215,12 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
   };
   // fp16 on a device with cooperative matrices: the tensor-core kernel.
   // When its grid is so small for the depth of K that the GPU would idle
-  // while a few workgroups walk all of K, the scalar kernel splits K
-  // instead — or, with splitk_reduce=fused, the tensor-core kernel splits K
-  // too, its slices added by the last workgroup per tile (as the scalar
-  // kernel's fix-up below). On an H200 resnet50's 3x3 convs of
-  // layer3/layer4 (4-8 tensor-core workgroups, K = 2304-4608) took 0.25-0.55
-  // ms each unsplit, the whole model 3.7x its fp32 time.
+  // while a few workgroups walk all of K, it splits K: each slice's
+  // workgroups write fp32 partial tiles that the scalar kernel's reduce pass
+  // adds and stores (at batch 1 a transformer's 197 x 768 x 3072 projection
+  // is 48 tiles; resnet50's 3x3 convs of layer3/layer4 4-8 tiles over K =
+  // 2304-4608, which took 0.25-0.55 ms each unsplit on an H200) — or, with
+  // splitk_reduce=fused, the last workgroup per tile adds them.
   if (!use_gemv(p) && p.hint.coopmat.value_or(true) && !p.hint.tile_m && !p.hint.split_k)
     if (const std::optional<CoopMatConfig> c =
             choose_coopmat(p, ctx.target(), reads_f32(p) ? ElemType::kF32 : ctx.float_type())) {
@@ -217,15 +235,14 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
       // (choose_split splits only constant grids over a constant K.)
       const int64_t chunk = ((p.k.value() + split - 1) / split + kCoopMatBK - 1) / kCoopMatBK * kCoopMatBK;
       const int64_t slices = (p.k.value() + chunk - 1) / chunk;
+      const TensorId scratch = ctx.add_temporary(DType::kFloat32, {ir::Dim(slices) * p.batch * p.m * p.n},
+                                                 {Storage::kBuffer, ElemType::kF32});
       // Only on request (kiln.kernel splitk_reduce=fused): on the H100 the
       // tensor-core fix-up gave NaNs and wrong logits (resnet18 and
-      // mobilenet_v2 in fp16) where the scalar split below is right, so
-      // until that is understood the default is the scalar kernel's split.
+      // mobilenet_v2 in fp16) where the reduce pass is right.
       if (p.hint.splitk_reduce == SplitKReduce::kFused && slices > 1 && cm_tiles.value() <= kMaxFixupTiles) {
-        KernelDesc f = make_coopmat_gemm_kernel(p, *c, true);
+        KernelDesc f = make_coopmat_gemm_kernel(p, *c, CoopMatSplitK::kFixup);
         f.name += "_splitk_fixup";
-        const TensorId scratch = ctx.add_temporary(DType::kFloat32, {ir::Dim(slices) * p.batch * p.m * p.n},
-                                                   {Storage::kBuffer, ElemType::kF32});
         const TensorId counters = ctx.add_state(DType::kInt32, {cm_tiles.value()}, ElemType::kI32);
         f.params.push_back({"GEMM_KCHUNK", ir::Dim(chunk)});
         f.params.push_back({"GEMM_SPLIT", ir::Dim(slices)});
@@ -237,6 +254,16 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
         ctx.emit(std::move(f));
         return ok_status();
       }
+      KernelDesc part = make_coopmat_gemm_kernel(p, *c, CoopMatSplitK::kPartials);
+      part.name = p.name + "_splitk_coopmat" + std::to_string(c->bm) + "x" + std::to_string(c->bn);
+      part.params.push_back({"GEMM_KCHUNK", ir::Dim(chunk)});
+      part.tensors.push_back(ctx.bind("GP", scratch, true));
+      part.groups[2] = p.batch * ir::Dim(slices);
+      KILN_RETURN_IF_ERROR(check_grid(part));
+      KernelDesc r = splitk_reduce_kernel(p, part, slices);
+      ctx.emit(std::move(part));
+      ctx.emit(std::move(r));
+      return ok_status();
     }
   KernelDesc d = make_gemm_kernel(p);
   KILN_RETURN_IF_ERROR(check_grid(d));
@@ -307,15 +334,7 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
     ctx.emit(std::move(d));
     return ok_status();
   }
-  KernelDesc r = d;
-  r.name = p.name + "_splitk_reduce";
-  r.body = reduce_body();
-  r.params.push_back({"GEMM_SPLIT", ir::Dim(slices)});
-  r.tensors.back().written = false;
-  r.local_size = {64, 1, 1};
-  r.groups = {ir::Dim::ceil_div(p.batch * p.m * ir::Dim::ceil_div(p.n, ir::Dim(4)), ir::Dim(64)), ir::Dim(1),
-              ir::Dim(1)};
-  r.flops = ir::Dim(0);
+  KernelDesc r = splitk_reduce_kernel(p, d, slices);
   ctx.emit(std::move(d));
   ctx.emit(std::move(r));
   return ok_status();

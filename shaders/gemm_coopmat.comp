@@ -15,12 +15,14 @@
 //!   @ACC_BITS@ @ACC_TYPE@ @ACC_ZERO@  accumulator: 32/float/0.0 or
 //!                     16/float16_t/float16_t(0.0)
 //!   A_M_FASTEST       consecutive invocations load consecutive m of A
-//!   FIXUP             split-K: the grid's z also enumerates GEMM_SPLIT
-//!                     slices of K (GEMM_KCHUNK each, a multiple of BK);
-//!                     each workgroup writes its partial tile to GP
-//!                     (coherent, fp32) and the last to arrive at its tile
-//!                     (counter GC, model state) adds the slices in order and
-//!                     stores them, as gemm_tile.comp's FIXUP does
+//!   SPLIT_K           split-K: the grid's z also enumerates slices of K
+//!                     (GEMM_KCHUNK each, a multiple of BK); each workgroup
+//!                     writes its partial tile to GP [slice][batch][M][N]
+//!                     (fp32) for gemm_splitk_reduce.comp to add and store
+//!   FIXUP             (with SPLIT_K) instead of the reduce pass, the last
+//!                     workgroup to arrive at its tile (counter GC, model
+//!                     state; GP coherent) adds the GEMM_SPLIT slices in
+//!                     order and stores them, as gemm_tile.comp's FIXUP does
 
 const int FM = @FM@, FN = @FN@, FK = @FK@;
 const int BM = @BM@, BN = @BN@, BK = @BK@;
@@ -42,7 +44,7 @@ void main() {
   int sm0 = (sg / WN) * SM, sn0 = (sg % WN) * SN;
   int n0 = int(gl_WorkGroupID.x) * BN;
   int m0 = int(gl_WorkGroupID.y) * BM;
-//@if FIXUP
+//@if SPLIT_K
   int b = int(gl_WorkGroupID.z) % GEMM_BATCH;
   int slice = int(gl_WorkGroupID.z) / GEMM_BATCH;
   int k_begin = slice * GEMM_KCHUNK, k_end = min(GEMM_K, k_begin + GEMM_KCHUNK);
@@ -126,7 +128,7 @@ void main() {
       int o = sc0 + r * SCS + cq;
       if (m < GEMM_M && n < GEMM_N) {
         vec4 v = vec4(float(cc_tile[o]), float(cc_tile[o + 1]), float(cc_tile[o + 2]), float(cc_tile[o + 3]));
-//@if FIXUP
+//@if SPLIT_K
         int p = ((slice * GEMM_BATCH + b) * GEMM_M + m) * GEMM_N + n;
         for (int j = 0; j < 4; ++j)
           if (n + j < GEMM_N) GP_data[p + j] = v[j];
