@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "platform/vulkan/wait_spin.h"
+
 using kiln::capi::make_status;
 using kiln::capi::null_arg;
 using kiln::capi::to_c;
@@ -137,7 +139,9 @@ kiln_status_t* kiln_session_memory(const kiln_session_t* session, kiln_device_me
 
 void kiln_session_set_wait_spin(kiln_session_t* session, uint32_t microseconds) {
   if (session && session->vulkan_model())
-    session->vulkan_model()->set_wait_spin(std::chrono::microseconds(microseconds));
+    session->vulkan_model()->set_wait_spin(microseconds == KILN_WAIT_SPIN_AUTO
+                                               ? kiln::vk::kAutoSpin
+                                               : std::chrono::microseconds(microseconds));
 }
 
 }  // extern "C"

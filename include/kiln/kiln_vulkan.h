@@ -254,9 +254,14 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_session_timeline(const kiln_session_
                                                              VkSemaphore* out_semaphore);
 
 /* How long kiln_session_run and kiln_session_wait poll the GPU before a
- * blocking wait (whose wake-up can take a millisecond or more): at most
- * `microseconds`, default 200; 0 blocks at once. Ignored for NULL or a
- * non-Vulkan session. Thread-safe. */
+ * blocking wait (whose wake-up can come 0.05-0.15 ms after the GPU is done,
+ * or later): at most `microseconds`; 0 blocks at once. The default,
+ * KILN_WAIT_SPIN_AUTO (which restores it), polls for up to 1.5x the time
+ * the session's last submission took until a wait saw it complete, at
+ * least 200 us and at most 10 ms: a model's runs never block, and a long
+ * wait costs at most 10 ms of a core. Ignored for NULL or a non-Vulkan
+ * session. Thread-safe. */
+#define KILN_WAIT_SPIN_AUTO UINT32_MAX
 KILN_API void kiln_session_set_wait_spin(kiln_session_t* session, uint32_t microseconds);
 
 /* ---- Device memory ------------------------------------------------------ */

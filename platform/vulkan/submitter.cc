@@ -8,6 +8,14 @@
 #include "platform/vulkan/wait_spin.h"
 
 namespace kiln::vk {
+namespace {
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<Submitter>> Submitter::create(Device& device) {
   KILN_RETURN_IF_ERROR(device.status());
@@ -154,6 +162,8 @@ StatusOr<uint64_t> Submitter::submit_locked(const std::vector<VkCommandBuffer>& 
   submit.pSignalSemaphores = signal_semaphores.data();
   KILN_RETURN_IF_ERROR(device_.queue_submit(1, &submit, fence_));
   submitted_.store(value, std::memory_order_release);
+  last_submit_ns_.store(steady_ns(), std::memory_order_relaxed);
+  last_submit_value_.store(value, std::memory_order_relaxed);
   if (fence_ != VK_NULL_HANDLE) fence_pending_ = true;
   return value;
 }
@@ -185,17 +195,24 @@ Status Submitter::wait(uint64_t value, uint64_t timeout_ns) {
   if (done) return ok_status();
   if (timeline_ == VK_NULL_HANDLE) return failed_precondition("an earlier submission on this Submitter never completed");
   const auto start = std::chrono::steady_clock::now();
-  // (The bound once read -1 ns for UINT64_MAX, so waits never polled and
-  // each run blocked and woke late: +0.08-0.15 ms per run of mobilenet_v2
-  // and resnet50 on an H100 and an H200.)
-  const std::chrono::nanoseconds spin_bound =
-      wait_spin_bound(std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed)), timeout_ns);
-  const auto spin_until = start + spin_bound;
+  const int64_t fixed = spin_us_.load(std::memory_order_relaxed);
+  const std::chrono::nanoseconds spin =
+      fixed >= 0 ? std::chrono::nanoseconds(std::chrono::microseconds(fixed))
+                 : auto_spin(std::chrono::nanoseconds(last_duration_ns_.load(std::memory_order_relaxed)));
+  const auto spin_until = start + wait_spin_bound(spin, timeout_ns);
   while (!done && std::chrono::steady_clock::now() < spin_until) {
     std::this_thread::yield();
     KILN_ASSIGN_OR_RETURN(done, reached(value));
   }
-  if (done) return ok_status();
+  // How long the newest submission took, for the next automatic spin.
+  const auto note_duration = [&] {
+    if (value != last_submit_value_.load(std::memory_order_relaxed)) return;
+    last_duration_ns_.store(steady_ns() - last_submit_ns_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  };
+  if (done) {
+    note_duration();
+    return ok_status();
+  }
   const uint64_t spent = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
   const uint64_t left = timeout_ns == UINT64_MAX ? UINT64_MAX : (timeout_ns > spent ? timeout_ns - spent : 0);
@@ -204,6 +221,7 @@ Status Submitter::wait(uint64_t value, uint64_t timeout_ns) {
   info.pSemaphores = &timeline_;
   info.pValues = &value;
   const VkResult r = device_.fn().vkWaitSemaphores(device_.handle(), &info, left);
+  if (r == VK_SUCCESS) note_duration();
   if (r == VK_TIMEOUT)
     return unavailable("submission " + std::to_string(value) + " did not complete within " +
                        std::to_string(timeout_ns) + " ns; it is still pending");

@@ -40,11 +40,6 @@ struct SubmitSync {
 
 class Submitter {
  public:
-  // The default bound of wait()'s spin: a blocking wait can wake a
-  // millisecond or more late, longer than a small model runs, so a short
-  // poll comes first; bounded so a long run never burns a core.
-  static constexpr std::chrono::microseconds kDefaultSpin{200};
-
   // `device` is borrowed and must outlive the Submitter.
   // Errors: VkResult errors creating the pool, command buffer or semaphore.
   static StatusOr<std::unique_ptr<Submitter>> create(Device& device);
@@ -91,7 +86,9 @@ class Submitter {
   // Waits for every submission made so far.
   Status wait_all() { return wait(submitted()); }
 
-  // How long wait() (and so run() and submit()) polls before blocking.
+  // How long wait() (and so run() and submit()) polls before blocking:
+  // kAutoSpin (the default) follows the submissions' durations; see
+  // wait_spin.h.
   void set_spin(std::chrono::microseconds spin) { spin_us_.store(spin.count(), std::memory_order_relaxed); }
 
   // Whether completion uses a timeline semaphore (else a fence).
@@ -122,7 +119,13 @@ class Submitter {
   mutable std::mutex mutex_;
   // Written under mutex_, read anywhere (wait() runs under run()'s lock).
   std::atomic<uint64_t> submitted_{0};
-  std::atomic<int64_t> spin_us_{kDefaultSpin.count()};
+  std::atomic<int64_t> spin_us_{-1};  // kAutoSpin
+  // For the automatic spin: when the last submission was made (steady
+  // clock, ns), its value, and how long the last timed one took until a
+  // wait saw it complete (0: none yet).
+  std::atomic<int64_t> last_submit_ns_{0};
+  std::atomic<uint64_t> last_submit_value_{0};
+  std::atomic<int64_t> last_duration_ns_{0};
 };
 
 }  // namespace kiln::vk

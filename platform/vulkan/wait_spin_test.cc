@@ -26,5 +26,12 @@ TEST(WaitSpinTest, NoSpinMeansBlockAtOnce) {
   EXPECT_EQ(wait_spin_bound(microseconds(-5), UINT64_MAX), nanoseconds(0));
 }
 
+TEST(WaitSpinTest, AutomaticSpinFollowsTheRuns) {
+  EXPECT_EQ(auto_spin(nanoseconds(0)), kFirstAutoSpin);
+  EXPECT_EQ(auto_spin(microseconds(1200)), microseconds(1800));  // a resnet50 run: never blocks
+  EXPECT_EQ(auto_spin(microseconds(10)), kMinAutoSpin);
+  EXPECT_EQ(auto_spin(microseconds(40000)), kMaxAutoSpin);        // a long run burns at most this
+}
+
 }  // namespace
 }  // namespace kiln::vk

@@ -202,7 +202,8 @@ class VulkanModel {
   // The timeline semaphore tickets are values of (VK_NULL_HANDLE when the
   // device has no timeline semaphores).
   VkSemaphore timeline() const;
-  // How long run() and wait() poll before blocking (vk::Submitter::set_spin).
+  // How long run() and wait() poll before blocking (vk::Submitter::set_spin;
+  // vk::kAutoSpin, the default, follows the runs' durations).
   void set_wait_spin(std::chrono::microseconds spin) const;
 
   // How the device stores the graph input or output `name` (element type,
