@@ -51,15 +51,31 @@ constexpr uint64_t kSubmitModeValues = 3;
 
 }  // namespace
 
+void bind_model_io(kiln_session_t* session, const ModelBuffers& model, const ModelIo& io) {
+  const int64_t shape[4] = {1, 3, model.height, model.width};
+  kiln_vulkan_buffer_binding_t in{};
+  in.struct_size = sizeof(in);
+  in.buffer = io.input.buffer;
+  in.size = io.input.size;
+  in.shape = shape;
+  in.rank = 4;
+  kiln_vulkan_buffer_binding_t out{};
+  out.struct_size = sizeof(out);
+  out.buffer = io.output.buffer;
+  out.size = io.output.size;
+  check_kiln(kiln_session_bind_vulkan_buffer(session, model.input_name, &in), "binding the model's input");
+  check_kiln(kiln_session_bind_vulkan_buffer(session, model.output_name, &out), "binding the model's output");
+}
+
 FrameLoop::FrameLoop(GameGpu& gpu, kiln_session_t* session, const ModelBuffers& model, const FrameLoopConfig& config)
     : gpu_(gpu), session_(session), model_(model), config_(config) {
   const VkDevice device = gpu.device();
   generate_ = gpu.create_pipeline(kGenerateSpirv, sizeof(kGenerateSpirv), 1, sizeof(GenerateParams));
   composite_ = gpu.create_pipeline(kCompositeSpirv, sizeof(kCompositeSpirv), 3, sizeof(CompositeParams));
   const uint32_t slots = static_cast<uint32_t>(config.in_flight);
-  const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1 + 3 * slots};
+  const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 4 * slots};
   VkDescriptorPoolCreateInfo pool{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-  pool.maxSets = 1 + slots;
+  pool.maxSets = 2 * slots;
   pool.poolSizeCount = 1;
   pool.pPoolSizes = &size;
   check_vk(vkCreateDescriptorPool(device, &pool, nullptr, &descriptor_pool_), "vkCreateDescriptorPool");
@@ -84,7 +100,6 @@ FrameLoop::FrameLoop(GameGpu& gpu, kiln_session_t* session, const ModelBuffers& 
     vkUpdateDescriptorSets(device, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
     return set;
   };
-  generate_set_ = allocate_set(generate_.set_layout, {model.input.buffer});
 
   VkCommandPoolCreateInfo commands{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   commands.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -100,7 +115,9 @@ FrameLoop::FrameLoop(GameGpu& gpu, kiln_session_t* session, const ModelBuffers& 
 
   const VkDeviceSize image_bytes = VkDeviceSize{model.width} * model.height * 4;
   slots_.resize(slots);
-  for (Slot& slot : slots_) {
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& slot = slots_[i];
+    slot.io = &model_.io[i % model_.io.size()];
     VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
     info.commandPool = command_pool_;
     info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
@@ -109,10 +126,11 @@ FrameLoop::FrameLoop(GameGpu& gpu, kiln_session_t* session, const ModelBuffers& 
     check_vk(vkAllocateCommandBuffers(device, &info, &slot.composite), "vkAllocateCommandBuffers");
     slot.image = gpu.create_buffer(image_bytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
                                    false);
-    slot.readback = gpu.create_buffer(kImageAt + image_bytes + model.input.size + model.output.size,
+    slot.readback = gpu.create_buffer(kImageAt + image_bytes + slot.io->input.size + slot.io->output.size,
                                       VK_BUFFER_USAGE_TRANSFER_DST_BIT, true);
+    slot.generate_set = allocate_set(generate_.set_layout, {slot.io->input.buffer});
     slot.composite_set =
-        allocate_set(composite_.set_layout, {model.input.buffer, model.output.buffer, slot.image.buffer});
+        allocate_set(composite_.set_layout, {slot.io->input.buffer, slot.io->output.buffer, slot.image.buffer});
   }
   times_.kiln_cpu_us.assign(static_cast<size_t>(config.frames), 0.0);
   times_.frame_cpu_us.assign(static_cast<size_t>(config.frames), 0.0);
@@ -166,7 +184,7 @@ void FrameLoop::submit_mode_frame(int frame, Slot& slot, uint32_t index) {
   begin(slot.generate);
   if (queries_ != VK_NULL_HANDLE) vkCmdResetQueryPool(slot.generate, queries_, 2 * index, 2);
   frame_start_barrier(slot.generate);
-  dispatch_generate(slot.generate, frame);
+  dispatch_generate(slot.generate, slot, frame);
   timestamp(slot.generate, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 2 * index);
   check_vk(vkEndCommandBuffer(slot.generate), "vkEndCommandBuffer");
   submit(slot.generate, nullptr, 0, 0, v + 1);
@@ -180,6 +198,7 @@ void FrameLoop::submit_mode_frame(int frame, Slot& slot, uint32_t index) {
   sync.signals = &inferred;
   sync.signal_count = 1;
   const Clock::time_point kiln_start = Clock::now();
+  if (model_.io.size() > 1) bind_model_io(session_, model_, *slot.io);
   check_kiln(kiln_session_submit(session_, nullptr, 1, &sync, &slot.ticket), "kiln_session_submit");
   times_.kiln_cpu_us[static_cast<size_t>(frame)] += us_since(kiln_start);
 
@@ -199,9 +218,10 @@ void FrameLoop::record_mode_frame(int frame, Slot& slot, uint32_t index) {
   begin(cmd);
   if (queries_ != VK_NULL_HANDLE) vkCmdResetQueryPool(cmd, queries_, 2 * index, 2);
   frame_start_barrier(cmd);
-  dispatch_generate(cmd, frame);
+  dispatch_generate(cmd, slot, frame);
   timestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 2 * index);
   const Clock::time_point kiln_start = Clock::now();
+  if (model_.io.size() > 1) bind_model_io(session_, model_, *slot.io);
   check_kiln(kiln_session_record(session_, cmd), "kiln_session_record");
   times_.kiln_cpu_us[static_cast<size_t>(frame)] += us_since(kiln_start);
   timestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 2 * index + 1);
@@ -229,10 +249,11 @@ void FrameLoop::frame_start_barrier(VkCommandBuffer cmd) {
                        nullptr, 0, nullptr);
 }
 
-void FrameLoop::dispatch_generate(VkCommandBuffer cmd, int frame) {
+void FrameLoop::dispatch_generate(VkCommandBuffer cmd, const Slot& slot, int frame) {
   const GenerateParams params{model_.width, model_.height, static_cast<uint32_t>(frame)};
   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, generate_.pipeline);
-  vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, generate_.layout, 0, 1, &generate_set_, 0, nullptr);
+  vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, generate_.layout, 0, 1, &slot.generate_set, 0,
+                          nullptr);
   vkCmdPushConstants(cmd, generate_.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(params), &params);
   vkCmdDispatch(cmd, (model_.width + 15) / 16, (model_.height + 15) / 16, 1);
 }
@@ -264,10 +285,10 @@ void FrameLoop::copy_back(VkCommandBuffer cmd, const Slot& slot, uint32_t index,
                          nullptr, 0, nullptr);
     VkBufferCopy copy{0, kImageAt, slot.image.size};
     vkCmdCopyBuffer(cmd, slot.image.buffer, slot.readback.buffer, 1, &copy);
-    copy = {0, kImageAt + slot.image.size, model_.input.size};
-    vkCmdCopyBuffer(cmd, model_.input.buffer, slot.readback.buffer, 1, &copy);
-    copy = {0, kImageAt + slot.image.size + model_.input.size, model_.output.size};
-    vkCmdCopyBuffer(cmd, model_.output.buffer, slot.readback.buffer, 1, &copy);
+    copy = {0, kImageAt + slot.image.size, slot.io->input.size};
+    vkCmdCopyBuffer(cmd, slot.io->input.buffer, slot.readback.buffer, 1, &copy);
+    copy = {0, kImageAt + slot.image.size + slot.io->input.size, slot.io->output.size};
+    vkCmdCopyBuffer(cmd, slot.io->output.buffer, slot.readback.buffer, 1, &copy);
   }
   VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   to_host.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -329,10 +350,10 @@ void FrameLoop::finish(Slot& slot) {
     kept.index = slot.frame;
     bytes += kImageAt;
     kept.rgba.assign(bytes, bytes + slot.image.size);
-    kept.input.resize(model_.input.size / sizeof(float));
-    std::memcpy(kept.input.data(), bytes + slot.image.size, model_.input.size);
-    kept.output.resize(model_.output.size / sizeof(float));
-    std::memcpy(kept.output.data(), bytes + slot.image.size + model_.input.size, model_.output.size);
+    kept.input.resize(slot.io->input.size / sizeof(float));
+    std::memcpy(kept.input.data(), bytes + slot.image.size, slot.io->input.size);
+    kept.output.resize(slot.io->output.size / sizeof(float));
+    std::memcpy(kept.output.data(), bytes + slot.image.size + slot.io->input.size, slot.io->output.size);
     kept_.push_back(std::move(kept));
   }
   slot.frame = -1;

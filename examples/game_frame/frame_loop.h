@@ -36,15 +36,26 @@ struct FrameLoopConfig {
   std::set<int> keep;
 };
 
-// The model's input [1, 3, height, width] and output (`classes` floats),
-// in buffers the game owns and has bound to the session.
+// One pair of the game's buffers holding the model's input and output.
+struct ModelIo {
+  GpuBuffer input;   // [1, 3, height, width] float32
+  GpuBuffer output;  // `classes` float32
+};
+
+// The model's input and output in buffers the game owns: one pair shared
+// by every frame in flight, or one pair per frame slot (each frame then
+// binds its slot's pair before Kiln's call).
 struct ModelBuffers {
   uint32_t width = 0;
   uint32_t height = 0;
   uint32_t classes = 0;
-  GpuBuffer input;
-  GpuBuffer output;
+  const char* input_name = nullptr;
+  const char* output_name = nullptr;
+  std::vector<ModelIo> io;
 };
+
+// Binds `io` as the session's model input and output; exits on an error.
+void bind_model_io(kiln_session_t* session, const ModelBuffers& model, const ModelIo& io);
 
 struct KeptFrame {
   int index = 0;
@@ -80,6 +91,8 @@ class FrameLoop {
     VkCommandBuffer composite = VK_NULL_HANDLE;  // submit mode only
     GpuBuffer image;                             // the composited RGBA8 frame
     GpuBuffer readback;                          // host-visible: timestamps, image, model input and output
+    const ModelIo* io = nullptr;  // the model's buffers this slot's frames use
+    VkDescriptorSet generate_set = VK_NULL_HANDLE;
     VkDescriptorSet composite_set = VK_NULL_HANDLE;
     int frame = -1;  // the frame using the slot; -1: free
     uint64_t ticket = 0;
@@ -91,7 +104,7 @@ class FrameLoop {
   // Commands shared by both modes.
   void begin(VkCommandBuffer cmd);
   void frame_start_barrier(VkCommandBuffer cmd);
-  void dispatch_generate(VkCommandBuffer cmd, int frame);
+  void dispatch_generate(VkCommandBuffer cmd, const Slot& slot, int frame);
   void dispatch_composite(VkCommandBuffer cmd, const Slot& slot);
   void copy_back(VkCommandBuffer cmd, const Slot& slot, uint32_t index, bool keep);
   void timestamp(VkCommandBuffer cmd, VkPipelineStageFlagBits stage, uint32_t query);
@@ -106,7 +119,6 @@ class FrameLoop {
   FrameLoopConfig config_;
   GameGpu::Pipeline generate_{}, composite_{};
   VkDescriptorPool descriptor_pool_ = VK_NULL_HANDLE;
-  VkDescriptorSet generate_set_ = VK_NULL_HANDLE;
   VkCommandPool command_pool_ = VK_NULL_HANDLE;
   VkQueryPool queries_ = VK_NULL_HANDLE;  // two timestamps per slot
   VkSemaphore timeline_ = VK_NULL_HANDLE;  // the game's frame timeline

@@ -1,24 +1,24 @@
 #!/usr/bin/env bash
-# CI test of the game_frame example (issue 17): FRAMES frames of MODEL in
-# MODE (submit or record) with validation and synchronization validation on,
+# CI test of the game_frame example (issue 17): MODEL through game_frame
+# with OPTIONS (--frames, --mode, --buffers) and validation with
+# synchronization validation on,
 # which must report no message; every kept frame's output must match
 # kiln_session_run on the same input (the app checks that); the last kept
 # frame's output must match `kiln run` on the same input (compare_npy.py's
 # tolerance); and the PNGs must be well-formed (chunk CRCs, zlib Adler-32,
 # size), which checks the example's own encoder.
-# Usage: game_frame_test.sh GAME_FRAME KILN MODEL MODE FRAMES
+# Usage: game_frame_test.sh GAME_FRAME KILN MODEL [OPTIONS...]
 set -u
 game=$1
 kiln=$2
 model=$3
-mode=$4
-frames=$5
+shift 3
 py=${PYTHON:-/usr/bin/python3}
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-"$game" "$model" --frames "$frames" --mode "$mode" --validate --png-dir "$tmp" --dump "$tmp"
+"$game" "$model" "$@" --validate --png-dir "$tmp" --dump "$tmp"
 rc=$?
 [ "$rc" -eq 0 ] || exit "$rc"  # 77: no Vulkan device (a skip)
 

@@ -4,7 +4,8 @@
 // what it shows and the synchronization it uses.
 //
 //   game_frame MODEL.onnx [--frames N] [--mode submit|record] [--in-flight N]
-//              [--validate] [--device N] [--keep 0,15,29] [--png-dir DIR] [--dump DIR]
+//              [--buffers shared|per-frame] [--validate] [--device N]
+//              [--keep 0,15,29] [--png-dir DIR] [--dump DIR]
 //
 // Exit status: 0 when every kept frame's model output matches
 // kiln_session_run on the same input and the validation layer (with
@@ -41,6 +42,7 @@ struct Options {
   FrameLoopConfig loop;
   bool keep_given = false;
   game::GpuOptions gpu;
+  bool buffers_per_frame = false;
   std::string png_dir;
   std::string dump_dir;
 };
@@ -48,8 +50,9 @@ struct Options {
 int usage(const char* problem) {
   std::fprintf(stderr,
                "game_frame: %s\n"
-               "usage: game_frame MODEL.onnx [--frames N] [--mode submit|record] [--in-flight N] [--validate]\n"
-               "                  [--device N] [--keep F,F,...] [--png-dir DIR] [--dump DIR]\n",
+               "usage: game_frame MODEL.onnx [--frames N] [--mode submit|record] [--in-flight N]\n"
+               "                  [--buffers shared|per-frame] [--validate] [--device N] [--keep F,F,...]\n"
+               "                  [--png-dir DIR] [--dump DIR]\n",
                problem);
   return 2;
 }
@@ -95,6 +98,11 @@ int parse(int argc, char** argv, Options* o) {
       if (mode == "submit") o->loop.mode = KilnMode::kSubmit;
       else if (mode == "record") o->loop.mode = KilnMode::kRecord;
       else return usage("--mode is submit or record");
+    } else if (arg == "--buffers" && has_value) {
+      const std::string buffers = argv[++i];
+      if (buffers == "shared") o->buffers_per_frame = false;
+      else if (buffers == "per-frame") o->buffers_per_frame = true;
+      else return usage("--buffers is shared or per-frame");
     } else if (arg == "--keep" && has_value) {
       if (!parse_frames(argv[++i], &o->loop.keep)) return usage("--keep needs frame numbers separated by commas");
       o->keep_given = true;
@@ -272,40 +280,34 @@ int main(int argc, char** argv) {
   }
   const VkBufferUsageFlags usage =
       VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  buffers.input = gpu->create_buffer(3ull * buffers.width * buffers.height * sizeof(float), usage, false);
-  buffers.output = gpu->create_buffer(buffers.classes * sizeof(float), usage, false);
-  const char* input_name = kiln_model_input_name(model, 0);
-  const char* output_name = kiln_model_output_name(model, 0);
+  buffers.input_name = kiln_model_input_name(model, 0);
+  buffers.output_name = kiln_model_output_name(model, 0);
+  buffers.io.resize(o.buffers_per_frame ? static_cast<size_t>(o.loop.in_flight) : 1);
+  for (game::ModelIo& io : buffers.io) {
+    io.input = gpu->create_buffer(3ull * buffers.width * buffers.height * sizeof(float), usage, false);
+    io.output = gpu->create_buffer(buffers.classes * sizeof(float), usage, false);
+  }
   kiln_dtype_t device_dtype = KILN_DTYPE_UNDEFINED;
-  check_kiln(kiln_session_device_dtype(session, input_name, &device_dtype), "kiln_session_device_dtype");
+  check_kiln(kiln_session_device_dtype(session, buffers.input_name, &device_dtype), "kiln_session_device_dtype");
   if (device_dtype != KILN_DTYPE_FLOAT32) {
     std::fprintf(stderr, "game_frame: the session keeps '%s' as %s on the device; the game writes float32\n",
-                 input_name, kiln_dtype_name(device_dtype));
+                 buffers.input_name, kiln_dtype_name(device_dtype));
     return 1;
   }
-  kiln_vulkan_buffer_binding_t in{};
-  in.struct_size = sizeof(in);
-  in.buffer = buffers.input.buffer;
-  in.size = buffers.input.size;
-  in.shape = shape;
-  in.rank = 4;
-  kiln_vulkan_buffer_binding_t out{};
-  out.struct_size = sizeof(out);
-  out.buffer = buffers.output.buffer;
-  out.size = buffers.output.size;
-  check_kiln(kiln_session_bind_vulkan_buffer(session, input_name, &in), "binding the input");
-  check_kiln(kiln_session_bind_vulkan_buffer(session, output_name, &out), "binding the output");
-  // Loading the level: one run records Kiln's commands for these bindings,
-  // so that no frame pays for it.
-  kiln_tensor_t* none[1] = {nullptr};
-  check_kiln(kiln_session_run(session, nullptr, 1, none, 1), "kiln_session_run (warm-up)");
+  // Loading the level: one run per set of bindings records Kiln's commands
+  // for it, so that no frame pays for that. The frames start with the first.
+  for (size_t i = buffers.io.size(); i-- > 0;) {
+    game::bind_model_io(session, buffers, buffers.io[i]);
+    kiln_tensor_t* none[1] = {nullptr};
+    check_kiln(kiln_session_run(session, nullptr, 1, none, 1), "kiln_session_run (warm-up)");
+  }
 
   std::printf("game_frame: %s on %s, model %s (%s [1,3,%u,%u] -> %u classes), %d frames, %s mode, %d in flight, "
-              "validation %s\n",
-              kiln_version_string(), gpu->device_name().c_str(), o.model.c_str(), input_name, buffers.height,
+              "%s model buffers, validation %s\n",
+              kiln_version_string(), gpu->device_name().c_str(), o.model.c_str(), buffers.input_name, buffers.height,
               buffers.width, buffers.classes, o.loop.frames,
               o.loop.mode == KilnMode::kSubmit ? "submit" : "record", o.loop.in_flight,
-              o.gpu.validate ? "on (with synchronization validation)" : "off");
+              o.buffers_per_frame ? "per-frame" : "shared", o.gpu.validate ? "on (with synchronization validation)" : "off");
   bool ok = true;
   {
     FrameLoop loop(*gpu, session, buffers, o.loop);
@@ -325,8 +327,10 @@ int main(int argc, char** argv) {
   kiln_session_destroy(reference);
   kiln_session_destroy(session);
   kiln_model_release(model);
-  gpu->destroy(buffers.input);
-  gpu->destroy(buffers.output);
+  for (game::ModelIo& io : buffers.io) {
+    gpu->destroy(io.input);
+    gpu->destroy(io.output);
+  }
   gpu->shutdown();
   if (o.gpu.validate) std::printf("validation messages: %u\n", gpu->messages());
   ok = ok && gpu->messages() == 0;
