@@ -32,14 +32,6 @@ double us_since(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
 
-void check_kiln(kiln_status_t* status, const char* what) {
-  if (!status) return;
-  std::fprintf(stderr, "game_frame: %s failed: %s: %s\n", what, kiln_status_code_name(kiln_status_code(status)),
-               kiln_status_message(status));
-  kiln_status_free(status);
-  std::exit(1);
-}
-
 // The slot's readback buffer: the frame's two timestamps, then (for kept
 // frames) the composited image, the model's input and its output.
 constexpr VkDeviceSize kImageAt = 2 * sizeof(uint64_t);
@@ -50,6 +42,14 @@ constexpr VkDeviceSize kImageAt = 2 * sizeof(uint64_t);
 constexpr uint64_t kSubmitModeValues = 3;
 
 }  // namespace
+
+void check_kiln(kiln_status_t* status, const char* what) {
+  if (!status) return;
+  std::fprintf(stderr, "game_frame: %s failed: %s: %s\n", what, kiln_status_code_name(kiln_status_code(status)),
+               kiln_status_message(status));
+  kiln_status_free(status);
+  std::exit(1);
+}
 
 void bind_model_io(kiln_session_t* session, const ModelBuffers& model, const ModelIo& io) {
   const int64_t shape[4] = {1, 3, model.height, model.width};
@@ -122,7 +122,7 @@ FrameLoop::FrameLoop(GameGpu& gpu, kiln_session_t* session, const ModelBuffers& 
     info.commandPool = command_pool_;
     info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     info.commandBufferCount = 1;
-    check_vk(vkAllocateCommandBuffers(device, &info, &slot.generate), "vkAllocateCommandBuffers");
+    check_vk(vkAllocateCommandBuffers(device, &info, &slot.commands), "vkAllocateCommandBuffers");
     check_vk(vkAllocateCommandBuffers(device, &info, &slot.composite), "vkAllocateCommandBuffers");
     slot.image = gpu.create_buffer(image_bytes, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
                                    false);
@@ -181,13 +181,13 @@ void FrameLoop::run() {
 //   composite: waits T >= v+2 (all commands), signals T = v+3 (the frame is done)
 void FrameLoop::submit_mode_frame(int frame, Slot& slot, uint32_t index) {
   const uint64_t v = kSubmitModeValues * static_cast<uint64_t>(frame);
-  begin(slot.generate);
-  if (queries_ != VK_NULL_HANDLE) vkCmdResetQueryPool(slot.generate, queries_, 2 * index, 2);
-  frame_start_barrier(slot.generate);
-  dispatch_generate(slot.generate, slot, frame);
-  timestamp(slot.generate, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 2 * index);
-  check_vk(vkEndCommandBuffer(slot.generate), "vkEndCommandBuffer");
-  submit(slot.generate, nullptr, 0, 0, v + 1);
+  begin(slot.commands);
+  if (queries_ != VK_NULL_HANDLE) vkCmdResetQueryPool(slot.commands, queries_, 2 * index, 2);
+  frame_start_barrier(slot.commands);
+  dispatch_generate(slot.commands, slot, frame);
+  timestamp(slot.commands, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 2 * index);
+  check_vk(vkEndCommandBuffer(slot.commands), "vkEndCommandBuffer");
+  submit(slot.commands, nullptr, 0, 0, v + 1);
 
   const kiln_vulkan_semaphore_value_t generated{timeline_, v + 1, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT};
   const kiln_vulkan_semaphore_value_t inferred{timeline_, v + 2, 0};
@@ -214,7 +214,7 @@ void FrameLoop::submit_mode_frame(int frame, Slot& slot, uint32_t index) {
 // between the game's passes; Kiln's entry and exit barriers order them.
 // One submission, signalling T = f + 1 when the frame is done.
 void FrameLoop::record_mode_frame(int frame, Slot& slot, uint32_t index) {
-  const VkCommandBuffer cmd = slot.generate;
+  const VkCommandBuffer cmd = slot.commands;
   begin(cmd);
   if (queries_ != VK_NULL_HANDLE) vkCmdResetQueryPool(cmd, queries_, 2 * index, 2);
   frame_start_barrier(cmd);

@@ -54,6 +54,10 @@ struct ModelBuffers {
   std::vector<ModelIo> io;
 };
 
+// Prints what failed and the status's message and exits when `status` is
+// not NULL: the example's error handling for Kiln calls.
+void check_kiln(kiln_status_t* status, const char* what);
+
 // Binds `io` as the session's model input and output; exits on an error.
 void bind_model_io(kiln_session_t* session, const ModelBuffers& model, const ModelIo& io);
 
@@ -87,8 +91,8 @@ class FrameLoop {
  private:
   // What one frame in flight owns.
   struct Slot {
-    VkCommandBuffer generate = VK_NULL_HANDLE;   // submit mode: the generate pass; record mode: the whole frame
-    VkCommandBuffer composite = VK_NULL_HANDLE;  // submit mode only
+    VkCommandBuffer commands = VK_NULL_HANDLE;   // submit mode: the generate pass; record mode: the whole frame
+    VkCommandBuffer composite = VK_NULL_HANDLE;  // submit mode: the composite pass
     GpuBuffer image;                             // the composited RGBA8 frame
     GpuBuffer readback;                          // host-visible: timestamps, image, model input and output
     const ModelIo* io = nullptr;  // the model's buffers this slot's frames use

@@ -30,6 +30,7 @@
 
 namespace {
 
+using game::check_kiln;
 using game::FrameLoop;
 using game::FrameLoopConfig;
 using game::GameGpu;
@@ -124,14 +125,6 @@ int parse(int argc, char** argv, Options* o) {
   for (int f : o->loop.keep)
     if (f > last) return usage(("--keep names frame " + std::to_string(f) + ", beyond the last").c_str());
   return 0;
-}
-
-void check_kiln(kiln_status_t* status, const char* what) {
-  if (!status) return;
-  std::fprintf(stderr, "game_frame: %s failed: %s: %s\n", what, kiln_status_code_name(kiln_status_code(status)),
-               kiln_status_message(status));
-  kiln_status_free(status);
-  std::exit(1);
 }
 
 // The model's image input as [1, 3, H, W] (static), or exits naming why not.
