@@ -1,6 +1,7 @@
 // KernelDesc -> GLSL (see glsl_codegen.h for the generated interface).
 #include "planner/glsl_codegen.h"
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 #include <sstream>
@@ -261,8 +262,18 @@ class Emitter {
     s << "#define " << n << "_IS_VIEW 1\n";
     s << S << " " << n << "_at(" << coord_params(rank) << ") {\n" << map << "  return " << src.name << "_at("
       << source_args << ");\n}\n";
-    s << S << " " << n << "_ld(int i) {\n  int " << coord_args(rank) << ";\n" << decompose(n, rank, "i")
-      << "  return " << n << "_at(" << coord_args(rank) << ");\n}\n";
+    // A view made of reshapes only keeps every element's row-major index:
+    // X_ld is the source's, without decomposing the index into coordinates
+    // and composing it back (a GEMM's gemm_a reads its A this way, per
+    // element per K step).
+    const bool linear = std::all_of(t.view->steps.begin(), t.view->steps.end(),
+                                    [](const ViewStep& v) { return v.kind == ViewStep::Kind::kReshape; });
+    if (linear) {
+      s << S << " " << n << "_ld(int i) { return " << src.name << "_ld(i); }\n";
+    } else {
+      s << S << " " << n << "_ld(int i) {\n  int " << coord_args(rank) << ";\n" << decompose(n, rank, "i")
+        << "  return " << n << "_at(" << coord_args(rank) << ");\n}\n";
+    }
     std::vector<std::string> lanes;
     for (int l = 1; l < 4; ++l) {
       std::string args;
