@@ -224,6 +224,7 @@ Status Recorder::record_segment(Signature& sig, Segment& seg, bool first, bool l
   // model the host recorded into its own command buffers (record_into),
   // which shares this memory.
   record_entry_barrier(seg.cmd);
+  plan_barriers(sig, seg);
   Status status = record_dispatches(sig, seg, seg.cmd, profile_ ? seg.timestamps.get() : nullptr);
   if (status.ok() && !sig.external.empty()) record_exit_barrier(seg.cmd);
   if (status.ok() && seg.condition_copied) record_condition_copy(sig, seg, seg.cmd);
@@ -263,16 +264,33 @@ Status Recorder::record_into(Signature& sig, VkCommandBuffer cmd) {
   return ok_status();
 }
 
-// The segment's dispatches into `cmd`, each after the barrier its hazards
-// need; a timestamp after each when `timestamps` is given.
+// A barrier before each dispatch that has a hazard with those since the
+// last barrier; an image first written by a dispatch gets its layout
+// transition there, a barrier that orders everything before it too.
+void Recorder::plan_barriers(Signature& sig, Segment& seg) {
+  HazardTracker hazards;
+  std::vector<MemoryRange> reads, writes;
+  for (RecordedDispatch& d : seg.dispatches) {
+    reads.clear();
+    writes.clear();
+    dispatch_ranges(sig, d.step, reads, writes);
+    d.barrier_before = hazards.needs_barrier(reads, writes);
+    if (sig.image_births.count(d.step) != 0) {
+      hazards.barrier();
+      d.barrier_before = false;  // the images' barrier (record_dispatches) orders everything before it
+    } else if (d.barrier_before) {
+      hazards.barrier();
+    }
+    hazards.record(reads, writes);
+  }
+}
+
+// The segment's dispatches into `cmd`, each after the barrier plan_barriers
+// gave it; a timestamp after each when `timestamps` is given.
 Status Recorder::record_dispatches(Signature& sig, const Segment& seg, VkCommandBuffer cmd,
                                    vk::TimestampQueries* timestamps) {
   const VolkDeviceTable& fn = device_.fn();
-  HazardTracker hazards;
   for (const RecordedDispatch& d : seg.dispatches) {
-    std::vector<MemoryRange> reads, writes;
-    dispatch_ranges(sig, d.step, reads, writes);
-    bool hazard = hazards.needs_barrier(reads, writes);
     if (auto born = sig.image_births.find(d.step); born != sig.image_births.end()) {
       // Images whose memory earlier tensors of this run (or the previous
       // run) used: UNDEFINED -> GENERAL here, after every earlier access
@@ -286,15 +304,11 @@ Status Recorder::record_dispatches(Signature& sig, const Segment& seg, VkCommand
       const VkMemoryBarrier mb = vk::memory_barrier(kAllShaderTransfer, kShaderAccess);
       vk::cmd_barrier(fn, cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, &mb, to_general);
-      hazards.barrier();
-      hazard = false;  // this barrier orders everything before it
     }
-    if (hazard) {
+    if (d.barrier_before) {
       vk::cmd_memory_barrier(fn, cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                              VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT, kShaderAccess);
-      hazards.barrier();
     }
-    hazards.record(reads, writes);
     if (labels_.enabled()) labels_.open(cmd, label_names_.at(d.step).c_str());
     const Status recorded = vk::record_dispatch(cmd, *pipelines_[d.step], d.sets, d.push, d.groups);
     labels_.close(cmd);

@@ -68,6 +68,8 @@ class Recorder {
   void dispatch_ranges(const Signature& sig, size_t step, std::vector<MemoryRange>& reads,
                        std::vector<MemoryRange>& writes) const;
   Status record_segment(Signature& sig, Segment& seg, bool first, bool last);
+  // Sets each dispatch's barrier_before from the memory it reads and writes.
+  void plan_barriers(Signature& sig, Segment& seg);
   Status record_dispatches(Signature& sig, const Segment& seg, VkCommandBuffer cmd, vk::TimestampQueries* timestamps);
   void record_entry_barrier(VkCommandBuffer cmd);
   void record_exit_barrier(VkCommandBuffer cmd);

@@ -59,6 +59,11 @@ struct RecordedDispatch {
   std::vector<VkDescriptorSet> sets;
   std::vector<std::byte> push;
   std::array<uint32_t, 3> groups{1, 1, 1};
+  // A compute -> compute memory barrier goes before it (a hazard with the
+  // dispatches since the last barrier; Recorder::plan_barriers), worked out
+  // once so that recording the segment again (record_into, a game's every
+  // frame) only replays the commands.
+  bool barrier_before = false;
 };
 
 // Dispatches recorded into one command buffer; a fallback step (run on the
