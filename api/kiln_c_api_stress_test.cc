@@ -7,12 +7,16 @@
 //
 // What runs at once:
 //   * one session, kiln_session_run from several threads, cycling through
-//     the shapes (runs of one session must serialize correctly);
+//     the shapes (runs of one session must serialize correctly), while
+//     another thread reads its statistics, description and memory;
 //   * one session per thread, all created at the same moment (concurrent
 //     compiles of one model through one kernel cache), then run;
 //   * sessions created, run and destroyed while other sessions run;
+//   * Vulkan devices of Kiln's own created at once, a session on each;
 //   * kiln_session_submit / kiln_session_wait from several threads on one
-//     session (each thread its own shape), beside a kiln_session_run.
+//     session (each thread its own shape), beside a kiln_session_run;
+//   * zero-copy runs (inputs and outputs in the host's VkBuffers, bound and
+//     forgotten every run) on a session per thread.
 //
 // Also built with ThreadSanitizer by the `tsan` ctest (tests/tsan/), which
 // is where a data race shows up; here, the outputs are what is checked.
@@ -30,6 +34,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "api/testing/host_buffer.h"
 #include "kiln/kiln_vulkan.h"  // before kiln.hpp: its Vulkan parts
 #include "kiln/kiln.hpp"
 
@@ -40,6 +45,7 @@ using kiln::api::Model;
 using kiln::api::Session;
 using kiln::api::Tensor;
 using kiln::api::VulkanDevice;
+using kiln::capi::testing::HostBuffer;
 
 constexpr int64_t kFeatures = 8;
 // The dynamic dim's values: different activation sizes, so a new shape may
@@ -236,8 +242,11 @@ class CApiStressTest : public kiln::vk::testing::VulkanTest, public ::testing::W
   }
 
   // A session of the test's backend, or the error as text.
-  std::string create(Session& session) const {
-    Error e = Session::create(model_, options(GetParam()), session);
+  // `passes` as kiln_session_options_t.passes (NULL: the default pipeline).
+  std::string create(Session& session, const char* passes = nullptr) const {
+    kiln_session_options_t o = options(GetParam());
+    o.passes = passes;
+    Error e = Session::create(model_, o, session);
     return e ? "create: " + e.to_string() : "";
   }
 
@@ -262,27 +271,55 @@ std::string backend_name(const ::testing::TestParamInfo<kiln_backend_t>& backend
 INSTANTIATE_TEST_SUITE_P(Backends, CApiStressTest, ::testing::Values(KILN_BACKEND_REFERENCE, KILN_BACKEND_VULKAN),
                          backend_name);
 
+// The session queries documented as thread-safe, once each; "" or what failed.
+std::string query_session(const Session& session, bool vulkan) {
+  kiln_run_stats_t stats{};
+  stats.struct_size = sizeof(stats);
+  Error e = session.last_run_stats(stats);
+  if (e && e.code() != KILN_FAILED_PRECONDITION) return "last_run_stats: " + e.to_string();  // before the first run
+  if (!e && stats.wall_ms <= 0) return "last_run_stats: no wall time";
+  std::string json;
+  e = session.last_run_json(json);
+  if (e && e.code() != KILN_FAILED_PRECONDITION) return "last_run_json: " + e.to_string();
+  if ((e = session.describe_json(json))) return "describe_json: " + e.to_string();
+  if (!vulkan) return "";
+  kiln_device_memory_t memory{};
+  memory.struct_size = sizeof(memory);
+  if ((e = Error(kiln_session_memory(session.get(), &memory)))) return "memory: " + e.to_string();
+  if (memory.weights_bytes == 0) return "memory: no weights";
+  kiln_session_set_wait_spin(session.get(), 50);
+  return "";
+}
+
 // Runs of one session from every thread, each thread stepping through all
-// shapes and inputs from its own starting point.
+// shapes and inputs from its own starting point, while one more thread
+// reads the session's statistics, description and memory.
 TEST_P(CApiStressTest, OneSessionSharedByThreads) {
   Session session;
   ASSERT_EQ(create(session), "");
-  run_threads(kThreads, [&](int t) -> std::string {
-    for (int i = 0; i < kRunsPerThread; ++i) {
-      std::string failure = run_case(session, static_cast<size_t>(t * 5 + i));
-      if (!failure.empty()) return failure;
+  std::atomic<int> running{kThreads};
+  run_threads(kThreads + 1, [&](int t) -> std::string {
+    if (t == kThreads) {
+      std::string failure;
+      while (running.load() > 0 && failure.empty()) failure = query_session(session, vulkan());
+      return failure;
     }
-    return "";
+    std::string failure;
+    for (int i = 0; i < kRunsPerThread && failure.empty(); ++i) failure = run_case(session, static_cast<size_t>(t * 5 + i));
+    running.fetch_sub(1);
+    return failure;
   });
 }
 
 // Every thread creates its own session of the one model at the same moment
-// (on Vulkan: concurrent compiles sharing the device's empty kernel cache),
-// runs it and destroys it while the others may still run.
+// (on Vulkan: concurrent compiles sharing the device's empty kernel cache;
+// half the sessions run no pass, so unfused kernels compile beside the fused
+// ones), runs it and destroys it while the others may still run.
 TEST_P(CApiStressTest, SessionPerThreadCreatedAtOnce) {
   run_threads(kThreads, [&](int t) -> std::string {
     Session session;
-    if (std::string failure = create(session); !failure.empty()) return failure;
+    if (std::string failure = create(session, t % 2 ? "none" : nullptr); !failure.empty())
+      return failure;
     for (int i = 0; i < kRunsPerThread; ++i) {
       std::string failure = run_case(session, static_cast<size_t>(t * 7 + i));
       if (!failure.empty()) return failure;
@@ -321,7 +358,73 @@ TEST_P(CApiStressTest, SessionsDestroyedWhileOthersRun) {
 }
 
 using CApiVulkanStressTest = CApiStressTest;
+
+// Threads each create a Vulkan device of Kiln's own (instance, device,
+// kernel cache; the loader is opened once for all) and a session on it, at
+// the same moment, with the validation layers on.
+TEST_P(CApiVulkanStressTest, DevicePerThreadCreatedAtOnce) {
+  constexpr int kDevices = 2;
+  std::vector<uint64_t> validation_errors(kDevices, 0);
+  run_threads(kDevices, [&](int t) -> std::string {
+    kiln_vulkan_device_options_t o{};
+    o.struct_size = sizeof(o);
+    o.kernel_cache_dir = "";  // in memory: nothing written outside the test
+    o.validation = 1;
+    VulkanDevice own;
+    Error e = VulkanDevice::create(o, own);
+    if (e) return "kiln_vulkan_device_create: " + e.to_string();
+    kiln_session_options_t so = options(KILN_BACKEND_VULKAN);
+    so.vulkan_device = own.get();
+    Session session;
+    if ((e = Session::create(model_, so, session))) return "create: " + e.to_string();
+    for (int i = 0; i < 2; ++i) {
+      std::string failure = run_case(session, static_cast<size_t>(t * 5 + i));
+      if (!failure.empty()) return failure;
+    }
+    validation_errors[static_cast<size_t>(t)] = own.validation_errors();
+    return "";
+  });
+  for (uint64_t errors : validation_errors) EXPECT_EQ(errors, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, CApiVulkanStressTest, ::testing::Values(KILN_BACKEND_VULKAN), backend_name);
+
+// Zero-copy runs on sessions of their own, one per thread: each iteration
+// binds fresh VkBuffers of the "game" for the input and both outputs (a new
+// recording per binding set), runs with no host tensors, reads the results
+// from the buffers and forgets the buffers, while the other threads do the
+// same on the same device and queue.
+TEST_P(CApiVulkanStressTest, BoundBuffersOnSessionPerThread) {
+  run_threads(kThreads, [&](int t) -> std::string {
+    Session session;
+    if (std::string failure = create(session); !failure.empty()) return failure;
+    for (int i = 0; i < 3; ++i) {
+      const Case& c = cases_[static_cast<size_t>(t * 4 + i) % cases_.size()];
+      const VkDeviceSize x_bytes = static_cast<VkDeviceSize>(c.rows * kFeatures) * sizeof(float);
+      HostBuffer bx(device(), x_bytes), by(device(), x_bytes), bm(device(), kFeatures * sizeof(float));
+      if (!bx.ok() || !by.ok() || !bm.ok()) return "could not make the host's buffers";
+      const float* x = static_cast<const float*>(kiln_tensor_data(c.x.get()));
+      bx.write(0, std::vector<float>(x, x + c.rows * kFeatures));
+      Error e = session.bind_vulkan_buffer("x", bx.handle(), 0, x_bytes, c.x.shape());
+      if (!e) e = session.bind_vulkan_buffer("y", by.handle(), 0, x_bytes);
+      if (!e) e = session.bind_vulkan_buffer("m", bm.handle(), 0, kFeatures * sizeof(float));
+      if (e) return "bind: " + e.to_string();
+      std::vector<Tensor> none;
+      e = session.run({nullptr}, 2, none);
+      if (e) return "run (rows " + std::to_string(c.rows) + "): " + e.to_string();
+      std::vector<Tensor> out(2);
+      if ((e = Tensor::create(KILN_DTYPE_FLOAT32, c.shapes[0], out[0])) ||
+          (e = Tensor::create(KILN_DTYPE_FLOAT32, c.shapes[1], out[1])))
+        return "tensor: " + e.to_string();
+      std::memcpy(out[0].data<float>(), by.read(0, c.values[0].size()).data(), out[0].byte_size());
+      std::memcpy(out[1].data<float>(), bm.read(0, c.values[1].size()).data(), out[1].byte_size());
+      for (const HostBuffer* b : {&bx, &by, &bm}) session.forget_vulkan_buffer(b->handle());
+      std::string failure = compare(c, out, /*exact=*/false);
+      if (!failure.empty()) return "bound " + failure;
+    }
+    return "";
+  });
+}
 
 // Asynchronous runs of one session from several threads: threads 1..3 each
 // submit and wait for one shape of their own (host-memory inputs and
