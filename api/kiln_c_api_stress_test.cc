@@ -14,7 +14,9 @@
 //   * sessions created, run and destroyed while other sessions run;
 //   * Vulkan devices of Kiln's own created at once, a session on each;
 //   * kiln_session_submit / kiln_session_wait from several threads on one
-//     session (each thread its own shape), beside a kiln_session_run;
+//     session (each thread its own shape), beside a kiln_session_run, also
+//     with room for fewer recordings than shapes (evicted while tickets of
+//     other shapes are pending);
 //   * zero-copy runs (inputs and outputs in the host's VkBuffers, bound and
 //     forgotten every run) on a session per thread.
 //
@@ -259,6 +261,8 @@ class CApiStressTest : public kiln::vk::testing::VulkanTest, public ::testing::W
     return compare(c, out, /*exact=*/!vulkan());
   }
 
+  void submit_and_wait_from_threads(uint32_t max_signatures);
+
   Model model_;
   VulkanDevice device_;
   std::vector<Case> cases_;
@@ -431,11 +435,16 @@ TEST_P(CApiVulkanStressTest, BoundBuffersOnSessionPerThread) {
 // outputs: a shape's staging is its ticket's until the wait, so one thread
 // per shape never finds it busy), polling in between, while thread 0 runs
 // the remaining shape with kiln_session_run. Submissions of different shapes
-// share the model's activation memory.
-TEST_P(CApiVulkanStressTest, SubmitAndWaitFromThreadsOnOneSession) {
+// share the model's activation memory. With `max_signatures` below the
+// number of shapes, recordings are evicted (and made again) while other
+// threads' tickets are pending.
+void CApiStressTest::submit_and_wait_from_threads(uint32_t max_signatures) {
   ASSERT_TRUE(device().enabled().timeline_semaphore) << "the test device has no timeline semaphores";
   Session session;
-  ASSERT_EQ(create(session), "");
+  kiln_session_options_t o = options(KILN_BACKEND_VULKAN);
+  o.max_signatures = max_signatures;
+  Error created = Session::create(model_, o, session);
+  ASSERT_FALSE(created) << created.to_string();
   ASSERT_EQ(kRows.size(), static_cast<size_t>(kThreads));
   run_threads(kThreads, [&](int t) -> std::string {
     for (int i = 0; i < kRunsPerThread; ++i) {
@@ -464,6 +473,23 @@ TEST_P(CApiVulkanStressTest, SubmitAndWaitFromThreadsOnOneSession) {
     }
     return "";
   });
+  if (max_signatures == 0) return;
+  // The recordings really were evicted: after every shape in turn, the
+  // first one is recorded again.
+  for (size_t shape = 0; shape <= kRows.size(); ++shape)
+    ASSERT_EQ(run_case(session, (shape % kRows.size()) * kVariants), "");
+  kiln_run_stats_t stats{};
+  stats.struct_size = sizeof(stats);
+  ASSERT_FALSE(session.last_run_stats(stats));
+  EXPECT_EQ(stats.recorded, 1u);
+}
+
+TEST_P(CApiVulkanStressTest, SubmitAndWaitFromThreadsOnOneSession) {
+  submit_and_wait_from_threads(/*max_signatures=*/0);  // the default, 32: every shape stays recorded
+}
+
+TEST_P(CApiVulkanStressTest, SubmitAndWaitWhileRecordingsAreEvicted) {
+  submit_and_wait_from_threads(/*max_signatures=*/2);
 }
 
 }  // namespace
