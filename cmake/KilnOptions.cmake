@@ -14,6 +14,16 @@ if(KILN_SANITIZE)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
+# The ThreadSanitizer build (tests/tsan/): every target instrumented, so a
+# race between two of Kiln's threads is reported wherever it is.
+if(KILN_TSAN)
+  if(KILN_SANITIZE OR KILN_BUILD_FUZZERS)
+    message(FATAL_ERROR "KILN_TSAN cannot be combined with KILN_SANITIZE or KILN_BUILD_FUZZERS (one sanitizer runtime per process)")
+  endif()
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+endif()
+
 # The fuzz build (fuzz/): everything compiled with ASan+UBSan and libFuzzer's
 # coverage instrumentation; only the fuzz executables link the fuzzer main.
 if(KILN_BUILD_FUZZERS)
