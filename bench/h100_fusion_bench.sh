@@ -13,6 +13,10 @@
 #                "reduce-overhead") on the same models in kiln bench's schema;
 #   PHASE=report `kiln bench compare` over everything, plus the dispatch and
 #                fused-kernel counts per model and configuration.
+#   QUICK=1      (kiln phase) only the default pipeline, no ablation and no
+#                image-storage check: a run that fits one call with the
+#                torch phase;  TORCH_BUDGET_S (default 540) bounds the torch
+#                phase.
 # Each phase leaves $OUT/<phase>.tar.gz and prints a summary.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,10 +40,12 @@ kiln)
   for p in fp32 fp16; do
     timeout 200 "$K" bench "${paths[@]}" --precision $p --warmup 20 --min-time 1 \
       --json "$out/kiln_$p.json" --csv "$out/kiln_$p.csv" > "$out/kiln_$p.txt" 2>&1
+    [ -n "${QUICK:-}" ] && continue
     timeout 200 "$K" bench "${paths[@]}" --precision $p --disable-pass fusion --warmup 20 --min-time 1 \
       --json "$out/kiln_${p}_nofusion.json" --csv "$out/kiln_${p}_nofusion.csv" > "$out/kiln_${p}_nofusion.txt" 2>&1
   done
   cat "$out"/kiln_*.txt
+  [ -n "${QUICK:-}" ] && { tar -czf "${OUT:-$root/out}/$phase.tar.gz" -C "$out" .; exit 0; }
   # kiln bench checks buffer storage against PyTorch; image storage here,
   # with the validation layer on.
   for m in $names; do
@@ -56,8 +62,9 @@ kiln)
   ;;
 torch)
   p=${PRECISION:-fp32}
-  timeout 560 python3 "$root/bench/torch_peer.py" --json "$out/torch/torch_$p.json" --cli-json-dir "$out/torch" \
-    --models "${names// /,}" --precisions "$p" --engines compile-reduce-overhead --budget-s 540 \
+  budget=${TORCH_BUDGET_S:-540}
+  timeout $((budget + 20)) python3 "$root/bench/torch_peer.py" --json "$out/torch/torch_$p.json" --cli-json-dir "$out/torch" \
+    --models "${names// /,}" --precisions "$p" --engines compile-reduce-overhead --budget-s $budget \
     > "$out/torch_$p.log" 2>&1
   tail -20 "$out/torch_$p.log"
   ;;
