@@ -310,7 +310,8 @@ class Emitter {
       const bool vector_store = t.written && vector_path_.vector_store && &t == &written();
       if (vector_store || vector_path_.loads_vector(t) || vector_load4(t) || vector_store4(t))
         s << "layout(std430, set = 0, binding = " << binding << ") " << (t.written ? "" : "readonly ")
-          << (t.shares_memory ? "" : "restrict ") << "buffer KilnBufferV" << binding << " { "
+          << (t.shares_memory ? "" : "restrict ") << (t.coherent ? "coherent " : "") << "buffer KilnBufferV" << binding
+          << " { "
           << storage_vec4(t.layout.type) << " " << vector_data_name(t) << "[]; };\n";
       s << "int " << n << "_index(" << coord_params(rank) << ") { return " << linear_expr(n, rank) << "; }\n";
       s << S << " " << n << "_ld(int i) { return " << S << "(" << n << "_data[i]); }\n";
