@@ -307,7 +307,8 @@ class Emitter {
       // Read or written as vectors too (the map harness's vector path,
       // X_load4 / Y_store4; map_vector.h): a second block aliasing the
       // same binding, with the same qualifiers.
-      const bool vector_store = t.written && vector_path_.vector_store && &t == &written();
+      const bool vector_store =
+          t.written && vector_path_.enabled() && vector_path_.vector_store && &t == &written();
       if (vector_store || vector_path_.loads_vector(t) || vector_load4(t) || vector_store4(t))
         s << "layout(std430, set = 0, binding = " << binding << ") " << (t.written ? "" : "readonly ")
           << (t.shares_memory ? "" : "restrict ") << (t.coherent ? "coherent " : "") << "buffer KilnBufferV" << binding
@@ -540,12 +541,13 @@ class Emitter {
     for (int k = a + 1; k < rank; ++k) stride = (stride == "1" ? "" : stride + " * ") + dim_name(n, k);
     ShaderArgs vector_args;
     vector_args.flag("VECTOR", vector_path_.enabled());
-    if (vector_path_.enabled())
+    if (vector_path_.enabled()) {
+      const std::string vector_store =
+          vector_data_name(y) + "[kiln_oi0 >> 2] = " + storage_vec4(y.layout.type) + "(kiln_vals);";
       vector_args.set("VEC_LOADS", vector_loads_glsl(vector_path_, "kiln_oi0"))
           .set("VEC_BODY", vectorize_body(desc_.body, vector_path_) + "\n")
-          .set("VEC_STORE", vector_path_.vector_store
-                                ? vector_data_name(y) + "[kiln_oi0 >> 2] = " + storage_vec4(y.layout.type) + "(kiln_vals);"
-                                : n + "_st4(" + base_args + ", kiln_vals);");
+          .set("VEC_STORE", vector_path_.vector_store ? vector_store : n + "_st4(" + base_args + ", kiln_vals);");
+    }
     return fill_shader("map.comp", vector_args
                                        .set("COORDS", coords)
                                        .set("BASE_LINEAR", base_linear)

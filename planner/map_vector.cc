@@ -43,9 +43,12 @@ std::string vector_data_name(const KernelTensor& t) { return t.name + "_data4"; 
 
 const char* storage_vec4(ElemType t) {
   switch (t) {
-    case ElemType::kF32: return "vec4";
-    case ElemType::kF16: return "f16vec4";
-    case ElemType::kI32: return "ivec4";
+    case ElemType::kF32:
+      return "vec4";
+    case ElemType::kF16:
+      return "f16vec4";
+    case ElemType::kI32:
+      return "ivec4";
   }
   return "vec4";
 }

@@ -17,6 +17,10 @@
 // last partial block need nothing at plan time: those invocations take the
 // scalar path, which stays for every case the vector path does not cover
 // (images, views, broadcast inputs, inputs read otherwise than X_ld(oi)).
+// The path exists only in maps with at least one vector input: it repeats
+// the body, which is worth its compile time in the memory-bound maps
+// (elementwise ops, copies) and not in gathers and broadcasts, whose loads
+// stay scalar anyway.
 //
 // Alignment: the vector arrays alias the tensors' bindings (same binding,
 // a second block declaration), indexed from the binding's start; every
@@ -54,12 +58,12 @@ struct MapVectorPath {
   // The inputs loaded as vectors: buffers of Y's shape, no view, read as
   // X_ld(oi) by the body.
   std::vector<const KernelTensor*> vector_loads;
-  bool enabled() const { return vector_store || !vector_loads.empty(); }
+  bool enabled() const { return !vector_loads.empty(); }
   bool loads_vector(const KernelTensor& t) const;
 };
 
 // The vector path of map kernel `desc` writing `y` (disabled unless y is a
-// buffer without a view). `y_has_epilogue`: y's stores go through a store
+// buffer without a view and some input is loaded as a vector). `y_has_epilogue`: y's stores go through a store
 // epilogue. The tensors pointed to are desc's.
 MapVectorPath plan_map_vector_path(const KernelDesc& desc, const KernelTensor& y, bool y_has_epilogue);
 
