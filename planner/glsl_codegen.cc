@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "planner/dispatch_grid.h"
 #include "planner/index_view.h"
 #include "planner/map_vector.h"
 #include "planner/shader_template.h"
@@ -209,9 +210,7 @@ class Emitter {
       const ir::Dim total = outer * blocks;
       add_param("KILN_BLOCKS", blocks);
       add_param("KILN_TOTAL", total);
-      const ir::Dim wg = ir::Dim::ceil_div(total, ir::Dim(64));
-      const ir::Dim max_x(static_cast<int64_t>(target_.max_workgroup_count_x));
-      out_.groups = {ir::Dim::min(wg, max_x), ir::Dim::ceil_div(wg, max_x), ir::Dim(1)};
+      out_.groups = dispatch_grid_2d(ir::Dim::ceil_div(total, ir::Dim(64)), target_.max_workgroup_count_x);
     }
     if (!out_.push.empty())
       params_ = "layout(push_constant) uniform KilnPush { int p[" + std::to_string(out_.push.size()) + "]; } kiln_pc;\n" +

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "planner/dispatch_grid.h"
 #include "planner/glsl_codegen.h"
 #include "planner/shader_template.h"
 
@@ -169,8 +170,7 @@ KernelDesc row_kernel(std::string name, const RowSpace& s, uint32_t local, const
   d.family = KernelDesc::Family::kCustom;
   d.local_size = {local, 1, 1};
   const ir::Dim groups = s.groups();
-  const ir::Dim max_x(static_cast<int64_t>(target.max_workgroup_count_x));
-  d.groups = {ir::Dim::min(groups, max_x), ir::Dim::ceil_div(groups, max_x), ir::Dim(1)};
+  d.groups = dispatch_grid_2d(groups, target.max_workgroup_count_x);
   d.params.push_back({"KILN_GROUPS", groups});
   d.params.push_back({"KILN_ITEMS", s.items()});
   d.params.push_back({"KILN_ROW", s.row_size()});
