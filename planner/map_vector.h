@@ -63,8 +63,9 @@ struct MapVectorPath {
 };
 
 // The vector path of map kernel `desc` writing `y` (disabled unless y is a
-// buffer without a view and some input is loaded as a vector). `y_has_epilogue`: y's stores go through a store
-// epilogue. The tensors pointed to are desc's.
+// buffer without a view and some input is loaded as a vector).
+// `y_has_epilogue`: y's stores go through a store epilogue. The tensors
+// pointed to are desc's.
 MapVectorPath plan_map_vector_path(const KernelDesc& desc, const KernelTensor& y, bool y_has_epilogue);
 
 // The vector-typed name of a buffer's alias array: "<name>_data4".
