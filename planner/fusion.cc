@@ -284,7 +284,7 @@ namespace {
 // than those a redirected store keeps meaning (stores, dims, index math,
 // storage tests; a store view has no texel math), "" when none.
 std::string foreign_store_access(const std::string& text, const std::string& name, bool store_view) {
-  static const std::set<std::string> kAllowed = {"st", "st4", "VEC", "NUMEL", "IS_BUFFER", "IS_IMAGE", "index"};
+  static const std::set<std::string> kAllowed = {"st", "st4", "store4", "VEC", "NUMEL", "IS_BUFFER", "IS_IMAGE", "index"};
   return find_tensor_identifier(text, name, [store_view](const std::string& rest) {
     const bool dim = rest.size() > 1 && rest[0] == 'D' &&
                      std::all_of(rest.begin() + 1, rest.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });

@@ -210,7 +210,7 @@ Status lower_fused_with_views(PlanBuilder& builder, const ir::Graph& graph, cons
       const std::string bad = storage_access(k.helpers + "\n" + k.body, kt.name);
       if (!bad.empty())
         return unimplemented("kernel '" + k.name + "' reads " + value + " through '" + bad +
-                             "', which an index view does not have (it has _at, _ld, _at4 and the dims)");
+                             "', which an index view does not have (it has _at, _ld, _at4, _load4 and the dims)");
       const Chain& chain = chains.at(it->second);
       IndexView view = chain.view;
       // Bound with another logical shape (bind_as): one more reshape.

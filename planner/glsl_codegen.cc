@@ -6,7 +6,9 @@
 #include <set>
 #include <sstream>
 
+#include "planner/dispatch_grid.h"
 #include "planner/index_view.h"
+#include "planner/map_vector.h"
 #include "planner/shader_template.h"
 
 namespace kiln::planner {
@@ -69,6 +71,8 @@ class Emitter {
     out_.bindings = desc_.tensors.size();
     for (const KernelTensor& t : desc_.tensors)
       programs_.push_back(t.view ? compile_view(*t.view) : CoordProgram{});
+    if (desc_.family == KernelDesc::Family::kMap)
+      vector_path_ = plan_map_vector_path(desc_, written(), epilogue_ == &written());
     collect_params();
     const uint32_t push_limit = target_.max_push_constants_size / 4;
     if (out_.push.size() > push_limit)
@@ -98,6 +102,7 @@ class Emitter {
     if (epilogue_)
       s << desc_.store_epilogue.code << "\n"
         << (epilogue_->view ? store_view_stores(*epilogue_) : epilogue_stores(*epilogue_));
+    for (const KernelTensor& t : desc_.tensors) s << vector_accessors(t);
     s << desc_.helpers << "\n";
     if (desc_.family == KernelDesc::Family::kMap) s << map_main();
     else s << desc_.body << "\n";
@@ -206,9 +211,7 @@ class Emitter {
       const ir::Dim total = outer * blocks;
       add_param("KILN_BLOCKS", blocks);
       add_param("KILN_TOTAL", total);
-      const ir::Dim wg = ir::Dim::ceil_div(total, ir::Dim(64));
-      const ir::Dim max_x(static_cast<int64_t>(target_.max_workgroup_count_x));
-      out_.groups = {ir::Dim::min(wg, max_x), ir::Dim::ceil_div(wg, max_x), ir::Dim(1)};
+      out_.groups = dispatch_grid_2d(ir::Dim::ceil_div(total, ir::Dim(64)), target_.max_workgroup_count_x);
     }
     if (!out_.push.empty())
       params_ = "layout(push_constant) uniform KilnPush { int p[" + std::to_string(out_.push.size()) + "]; } kiln_pc;\n" +
@@ -311,6 +314,16 @@ class Emitter {
         << (t.shares_memory ? "" : "restrict ") << (t.coherent ? "coherent " : "") << "buffer KilnBuffer" << binding
         << " { "
         << storage_elem(t.layout.type) << " " << n << "_data[]; };\n";
+      // Read or written as vectors too (the map harness's vector path,
+      // X_load4 / Y_store4; map_vector.h): a second block aliasing the
+      // same binding, with the same qualifiers.
+      const bool vector_store =
+          t.written && vector_path_.enabled() && vector_path_.vector_store && &t == &written();
+      if (vector_store || vector_path_.loads_vector(t) || vector_load4(t) || vector_store4(t))
+        s << "layout(std430, set = 0, binding = " << binding << ") " << (t.written ? "" : "readonly ")
+          << (t.shares_memory ? "" : "restrict ") << (t.coherent ? "coherent " : "") << "buffer KilnBufferV" << binding
+          << " { "
+          << storage_vec4(t.layout.type) << " " << vector_data_name(t) << "[]; };\n";
       s << "int " << n << "_index(" << coord_params(rank) << ") { return " << linear_expr(n, rank) << "; }\n";
       s << S << " " << n << "_ld(int i) { return " << S << "(" << n << "_data[i]); }\n";
       s << S << " " << n << "_at(" << coord_params(rank) << ") { return " << n << "_ld(" << n << "_index("
@@ -366,6 +379,44 @@ class Emitter {
     }
     s << "\n";
     return s.str();
+  }
+
+  // X_load4 / Y_store4 (map_vector.h) take the vector path: a buffer read
+  // or written as it is (no view; a written one without store epilogue).
+  bool vector_load4(const KernelTensor& t) const {
+    return t.layout.storage == Storage::kBuffer && !t.view && calls_accessor(desc_.helpers + desc_.body, t, "load4");
+  }
+  bool vector_store4(const KernelTensor& t) const {
+    return t.written && t.layout.storage == Storage::kBuffer && !t.view && epilogue_ != &t &&
+           calls_accessor(desc_.helpers + desc_.body, t, "store4");
+  }
+
+  // The vector accessors of `t` the kernel's text calls (map_vector.h).
+  std::string vector_accessors(const KernelTensor& t) {
+    const std::string text = desc_.helpers + desc_.body;
+    const bool load4 = calls_accessor(text, t, "load4"), store4 = t.written && calls_accessor(text, t, "store4");
+    if (!load4 && !store4) return "";
+    const int rank = std::max<int>(1, static_cast<int>(t.shape.size()));
+    const int a = vec_axis(t);
+    const std::string& n = t.name;
+    const std::string V = glsl_vec4(t.layout.type);
+    // The four lanes are whole and aligned in memory (a buffer's vector axis is its last).
+    const std::string aligned = "int i = " + n + "_index(" + coord_args(rank) + ");\n  if ((i & 3) == 0 && " +
+                                dim_name(n, a) + " - c" + std::to_string(a) + " >= 4) ";
+    std::ostringstream s;
+    if (load4) {
+      s << V << " " << n << "_load4(" << coord_params(rank) << ") {\n  ";
+      if (vector_load4(t)) s << aligned << "return " << V << "(" << vector_data_name(t) << "[i >> 2]);\n  ";
+      s << "return " << n << "_at4(" << coord_args(rank) << ");\n}\n";
+    }
+    if (store4) {
+      s << "void " << n << "_store4(" << coord_params(rank) << ", " << V << " v) {\n  ";
+      if (vector_store4(t))
+        s << aligned << "{\n    " << vector_data_name(t) << "[i >> 2] = " << storage_vec4(t.layout.type)
+          << "(v);\n    return;\n  }\n  ";
+      s << n << "_st4(" << coord_args(rank) << ", v);\n}\n";
+    }
+    return s.str() + "\n";
   }
 
   // The public stores of the tensor with the store epilogue: each element
@@ -498,7 +549,16 @@ class Emitter {
     // Lanes step along the vector axis: the linear index grows by its stride.
     std::string stride = "1";
     for (int k = a + 1; k < rank; ++k) stride = (stride == "1" ? "" : stride + " * ") + dim_name(n, k);
-    return fill_shader("map.comp", ShaderArgs()
+    ShaderArgs vector_args;
+    vector_args.flag("VECTOR", vector_path_.enabled());
+    if (vector_path_.enabled()) {
+      const std::string vector_store =
+          vector_data_name(y) + "[kiln_oi0 >> 2] = " + storage_vec4(y.layout.type) + "(kiln_vals);";
+      vector_args.set("VEC_LOADS", vector_loads_glsl(vector_path_, "kiln_oi0"))
+          .set("VEC_BODY", vectorize_body(desc_.body, vector_path_) + "\n")
+          .set("VEC_STORE", vector_path_.vector_store ? vector_store : n + "_st4(" + base_args + ", kiln_vals);");
+    }
+    return fill_shader("map.comp", vector_args
                                        .set("COORDS", coords)
                                        .set("BASE_LINEAR", base_linear)
                                        .set("LANE_COORDS", lane_coords)
@@ -519,6 +579,7 @@ class Emitter {
   std::string params_;
   bool f16_image_store_ = false;
   const KernelTensor* epilogue_ = nullptr;  // the tensor with desc_.store_epilogue
+  MapVectorPath vector_path_;               // kMap: the harness's vector path
 };
 
 }  // namespace

@@ -79,7 +79,15 @@
 //   int oc0 ... ocR-1   the element's coordinates
 //   int oi              its row-major linear index
 // and must assign `v` (type S of Y); the harness stores the four values with
-// Y_st4. The dispatch grid is derived from Y's shape.
+// Y_st4. The dispatch grid is derived from Y's shape. A buffer Y's blocks
+// that are whole and aligned take the harness's vector path instead: one
+// vector load per same-shape buffer input the body reads as X_ld(oi), one
+// vector store (planner/map_vector.h).
+//
+// Vector accessors (planner/map_vector.h), generated for the tensors whose
+// `X_load4(c..)` / `Y_store4(c.., v)` the kernel's helpers or body call:
+// X_at4's and Y_st4's contracts, as one vector access where the tensor is a
+// buffer (no view, no store epilogue) and the lanes are whole and aligned.
 #pragma once
 
 #include <array>

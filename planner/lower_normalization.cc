@@ -36,6 +36,9 @@ struct RowOp {
   KernelTensor x, y;
   RowSpace s;
   uint32_t local = 64;
+  // Items each invocation keeps in registers, kiln_xs (rows::cached_items):
+  // X is read once by cache_pass; 0: each pass reads X.
+  int cached = 0;
   bool subgroups = false;
   KernelDesc desc;
   size_t rank() const { return s.shape.size(); }
@@ -48,12 +51,26 @@ RowOp start(LoweringContext& ctx, const std::string& name, KernelTensor x, Kerne
   op.y = std::move(y);
   op.s = RowSpace{op.x.shape, std::move(region), rows::vec_axis(op.y)};
   op.local = rows::choose_local_size(op.s.items(), ctx.target());
+  op.cached = rows::cached_items(op.s, op.local);
   op.subgroups = ctx.target().subgroup_arithmetic;
   op.desc = rows::row_kernel(name, op.s, op.local, ctx.target());
   op.desc.tensors = {op.x, op.y};
   if (op.subgroups) op.desc.extensions = rows::subgroup_extensions();
   op.desc.helpers = rows::minmax_helpers(false) + rows::load4_helper(op.x, op.s.lane_axis);
   return op;
+}
+
+// The loop head over the invocation's items and the expression of an
+// item's vec4 x inside it: its register, or a load.
+std::string item_loop(const RowOp& op) {
+  return op.cached ? rows::cached_item_loop(op.s, "X", op.local, op.cached) : rows::item_loop(op.s, "X", op.local);
+}
+std::string item_value(const RowOp& op) { return op.cached ? "kiln_xs[kiln_k]" : "kiln_x4(" + op.c() + ")"; }
+
+// The first pass of a kernel caching its items: X into kiln_xs.
+std::string cache_pass(const RowOp& op) {
+  return fill_shader("rows_cache_pass.glsl",
+                     ShaderArgs().set("ITEMS", op.cached).set("ITEM_LOOP", item_loop(op)).set("C", op.c()));
 }
 
 // A statistics pass: accumulate `value` (an expression of vec4 x) with
@@ -68,8 +85,8 @@ std::string stat_pass(const RowOp& op, const std::string& var, rows::Combine com
   return fill_shader("rows_stat_pass.glsl", ShaderArgs()
                                                 .set("VAR", var)
                                                 .set("INIT", max ? glsl_float(-INFINITY) : "0.0")
-                                                .set("ITEM_LOOP", rows::item_loop(op.s, "X", op.local))
-                                                .set("C", op.c())
+                                                .set("ITEM_LOOP", item_loop(op))
+                                                .set("LOAD", item_value(op))
                                                 .set("UPDATE", update)
                                                 .flag("MAX", max)
                                                 .flag("FOLD_LANES", op.s.lanes_in_row()));
@@ -78,14 +95,15 @@ std::string stat_pass(const RowOp& op, const std::string& var, rows::Combine com
 // The last pass: y = `value` (an expression of vec4 x and the statistics).
 std::string write_pass(const RowOp& op, const std::string& value) {
   return fill_shader("rows_write_pass.glsl", ShaderArgs()
-                                                 .set("ITEM_LOOP", rows::item_loop(op.s, "X", op.local))
+                                                 .set("ITEM_LOOP", item_loop(op))
                                                  .set("C", op.c())
+                                                 .set("LOAD", item_value(op))
                                                  .set("VALUE", value));
 }
 
 void finish(LoweringContext& ctx, RowOp& op, const std::vector<rows::Combine>& combines, const std::string& body) {
   op.desc.helpers += rows::workgroup_helpers(combines, false, op.local, op.subgroups);
-  op.desc.body = rows::row_main(op.s, "X", body);
+  op.desc.body = rows::row_main(op.s, "X", (op.cached ? cache_pass(op) : std::string()) + body);
   ctx.emit(std::move(op.desc));
 }
 
@@ -167,6 +185,7 @@ Status lower_hardmax(LoweringContext& ctx) {
   KILN_ASSIGN_OR_RETURN(int64_t axis, axis_attr(ctx, -1));
   RowOp op = start(ctx, "hardmax", ctx.bind("X", ctx.input(0)), ctx.bind("Y", ctx.output(0), true),
                    single_axis(ctx.input_shape(0).size(), axis));
+  op.cached = 0;  // its passes (hardmax.glsl) read X each time
   const std::string a = std::to_string(axis);
   // The element index along the axis is c<axis> (+ lane when lanes run along it).
   const std::string lane_step = op.s.lanes_in_row() ? "1" : "0";

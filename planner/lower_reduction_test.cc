@@ -211,8 +211,9 @@ TEST_F(LowerReduction, SoftmaxAndLogSoftmaxOverEveryAxisKind) {
   // Last axis (rows along the buffer's vector axis), the packed channel
   // axis of an NCHW image, the last axis of an NCHW image (lanes across
   // channels), the first axis, long rows.
+  // Rows up to 8 items per invocation are held in registers; 8200 are not.
   const Case cases[] = {{{2, 3, 7}, -1}, {{2, 1001}, 1}, {{2, 37, 3, 5}, 1}, {{2, 3, 5, 37}, -1},
-                        {{5, 6}, 0},     {{9}, 0}};
+                        {{5, 6}, 0},     {{9}, 0},       {{1, 8200}, -1}};
   uint64_t seed = 400;
   for (const Case& k : cases) {
     for (const char* op : {"Softmax", "LogSoftmax"}) {
@@ -459,6 +460,37 @@ TEST(LowerReductionSpirv, SharedAndSubgroupVariantsWithSymbolicDims) {
           expect_valid_spirv(k->glsl, g.name + (subgroups ? "_sg_" : "_sh_") + storage_name(storage));
         }
       }
+    }
+  }
+}
+
+// Softmax and LayerNorm read a row into registers once when each
+// invocation's share fits (lower_rows.h: cached_items), else every pass
+// reads it again.
+TEST(LowerReductionSpirv, RowsInRegistersWhenTheyFit) {
+  struct Case {
+    ir::Graph graph;
+    bool cached;
+  };
+  std::vector<Case> cases;
+  cases.push_back({one_node("Softmax", {ir::SymShape({12, 197, 197})}, {{"axis", i_attr(-1)}}), true});
+  cases.push_back({one_node("Softmax", {ir::SymShape({2, 9000})}, {{"axis", i_attr(-1)}}), false});
+  cases.push_back({one_node("Softmax", {ir::SymShape({ir::Dim::symbol("n"), ir::Dim::symbol("m")})},
+                            {{"axis", i_attr(-1)}}),
+                   false});
+  cases.push_back({one_node("LayerNormalization", {ir::SymShape({197, 768})}, {{"axis", i_attr(-1)}},
+                            {random_tensor({768}, 1), random_tensor({768}, 2)}),
+                   true});
+  for (const Case& c : cases) {
+    auto plan = build_plan(c.graph, TargetInfo{}, PlanOptions{});
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    ASSERT_EQ(plan->dispatch_count(), 1u);
+    for (const PlanStep& step : plan->steps) {
+      if (step.kind != PlanStep::Kind::kDispatch) continue;
+      EXPECT_EQ(step.kernel.body.find("kiln_xs[kiln_k]") != std::string::npos, c.cached) << step.kernel.body;
+      auto k = generate_glsl(step.kernel, TargetInfo{});
+      ASSERT_TRUE(k.ok()) << k.status().to_string();
+      expect_valid_spirv(k->glsl, step.kernel.name);
     }
   }
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "planner/dispatch_grid.h"
 #include "planner/glsl_codegen.h"
 #include "planner/shader_template.h"
 
@@ -88,7 +89,7 @@ std::string load4_helper(const KernelTensor& x, int lane_axis, const std::string
   if (lane_axis < 0) {
     out += "  return " + V + "(" + at + coords(rank) + "), " + S + "(0), " + S + "(0), " + S + "(0));\n";
   } else if (vec_axis(x) == lane_axis) {
-    out += "  return " + x.name + "_at4(" + coords(rank) + ");\n";
+    out += "  return " + x.name + "_load4(" + coords(rank) + ");\n";
   } else {
     // Lanes along an axis that is not the tensor's vector axis: one load each.
     const std::string l = std::to_string(lane_axis);
@@ -169,8 +170,7 @@ KernelDesc row_kernel(std::string name, const RowSpace& s, uint32_t local, const
   d.family = KernelDesc::Family::kCustom;
   d.local_size = {local, 1, 1};
   const ir::Dim groups = s.groups();
-  const ir::Dim max_x(static_cast<int64_t>(target.max_workgroup_count_x));
-  d.groups = {ir::Dim::min(groups, max_x), ir::Dim::ceil_div(groups, max_x), ir::Dim(1)};
+  d.groups = dispatch_grid_2d(groups, target.max_workgroup_count_x);
   d.params.push_back({"KILN_GROUPS", groups});
   d.params.push_back({"KILN_ITEMS", s.items()});
   d.params.push_back({"KILN_ROW", s.row_size()});
@@ -183,6 +183,20 @@ std::string row_main(const RowSpace& s, const std::string& t, const std::string&
 
 std::string item_loop(const RowSpace& s, const std::string& t, uint32_t local) {
   return "  for (int kiln_j = kiln_tid; kiln_j < KILN_ITEMS; kiln_j += " + std::to_string(local) + ") {\n" +
+         item_coords(s, t, "kiln_j");
+}
+
+int cached_items(const RowSpace& s, uint32_t local) {
+  const ir::Dim items = s.items();
+  if (!items.is_const() || local == 0) return 0;
+  const int64_t per_invocation = (items.value() + local - 1) / local;
+  return per_invocation <= kMaxCachedItems ? static_cast<int>(per_invocation) : 0;
+}
+
+std::string cached_item_loop(const RowSpace& s, const std::string& t, uint32_t local, int cached) {
+  return "  for (int kiln_k = 0; kiln_k < " + std::to_string(cached) + "; ++kiln_k) {\n"
+         "    int kiln_j = kiln_tid + kiln_k * " + std::to_string(local) + ";\n"
+         "    if (kiln_j >= KILN_ITEMS) break;\n" +
          item_coords(s, t, "kiln_j");
 }
 

@@ -63,7 +63,8 @@ std::string coords(size_t rank, const std::string& prefix = "c");
 
 // A helper `V kiln_<fn>(int c0..)` loading the four lanes of tensor `x` at
 // c (c[lane_axis] a multiple of 4) with lanes past the end reading 0; with
-// no lane axis only lane 0 is read.
+// no lane axis only lane 0 is read. Lanes along x's vector axis are read
+// with x_load4 (one vector load where x's memory allows, map_vector.h).
 std::string load4_helper(const KernelTensor& x, int lane_axis, const std::string& fn = "x4");
 // Lanes of the current item inside the tensor: a bvec4 expression (all true
 // unless the lanes run inside the row).
@@ -102,6 +103,18 @@ KernelDesc row_kernel(std::string name, const RowSpace& s, uint32_t local, const
 std::string row_main(const RowSpace& s, const std::string& t, const std::string& body);
 // "for (int kiln_j = kiln_tid; kiln_j < KILN_ITEMS; kiln_j += <local>) {" + item coordinates.
 std::string item_loop(const RowSpace& s, const std::string& t, uint32_t local);
+
+// How many items each of `local` invocations holds when a kernel keeps its
+// items in registers between passes (a row read from memory once): the
+// most any invocation gets, when the item count is a plan-time constant and
+// that is at most kMaxCachedItems; else 0 (the passes read X each time).
+constexpr int kMaxCachedItems = 8;
+int cached_items(const RowSpace& s, uint32_t local);
+// The loop head over the invocation's items for a kernel caching `cached`
+// of them: a constant-trip loop over `int kiln_k` (the register index, so
+// that kiln_xs[kiln_k] stays in registers once unrolled) that stops at the
+// row's end, then the item coordinates like item_loop's.
+std::string cached_item_loop(const RowSpace& s, const std::string& t, uint32_t local, int cached);
 
 }  // namespace kiln::planner::rows
 

@@ -305,7 +305,7 @@ std::vector<Case> cases() {
   c.push_back({"reduce_max_subgroups", graph("ReduceMax", f32, {dims({4, 300})}, {axis1}),
                {"rows_workgroup.glsl", "rows_minmax.glsl"}, subgroup_target()});
   c.push_back({"softmax", graph("Softmax", f32, {dims({4, 300})}, {}, {{"axis", i_attr(-1)}}),
-               {"rows_main.comp", "rows_stat_pass.glsl", "rows_write_pass.glsl"}, t});
+               {"rows_main.comp", "rows_stat_pass.glsl", "rows_write_pass.glsl", "rows_cache_pass.glsl"}, t});
   c.push_back({"argmax_rows", graph("ArgMax", f32, {dims({4, 300})}, {}, {{"axis", i_attr(1)}}),
                {"reduce_arg_better.glsl", "rows_arg_reduce.glsl"}, t});
   c.push_back({"hardmax", graph("Hardmax", f32, {dims({4, 300})}, {}, {{"axis", i_attr(1)}}),

@@ -4,12 +4,13 @@
 //! inside the row, folds them into one value.
 //!   @VAR@        the vec4 it declares and leaves the statistic in
 //!   @INIT@       the identity      @ITEM_LOOP@  the loop head over items
-//!   @C@          the item's coordinates       @UPDATE@  VAR's new value (of x)
+//!   @UPDATE@     VAR's new value (of x)
+//!   @LOAD@       the item's vec4 x (kiln_x4(C), or its register kiln_xs[kiln_k])
 //!   MAX          a max (kiln_wg_max), else a sum (kiln_wg_sum)
 //!   FOLD_LANES   the lanes run inside the row
   vec4 @VAR@ = vec4(@INIT@);
 @ITEM_LOOP@
-    vec4 x = kiln_x4(@C@);
+    vec4 x = @LOAD@;
     @VAR@ = @UPDATE@;
   }
 //@if MAX

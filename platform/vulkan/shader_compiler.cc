@@ -313,6 +313,18 @@ StatusOr<ShaderReflection> reflect(std::span<const uint32_t> spirv) {
   std::sort(out.bindings.begin(), out.bindings.end(), [](const ReflectedBinding& a, const ReflectedBinding& b) {
     return a.set != b.set ? a.set < b.set : a.binding < b.binding;
   });
+  // Variables of one descriptor kind at one binding alias its memory (a
+  // buffer read both as scalars and as vectors, planner/map_vector.h): one
+  // binding. Different kinds at one binding cannot be bound.
+  for (size_t i = 1; i < out.bindings.size();) {
+    const ReflectedBinding& a = out.bindings[i - 1];
+    const ReflectedBinding& b = out.bindings[i];
+    if (a.set == b.set && a.binding == b.binding && a.type == b.type && a.count == b.count) {
+      out.bindings.erase(out.bindings.begin() + static_cast<std::ptrdiff_t>(i));
+      continue;
+    }
+    ++i;
+  }
   for (size_t i = 1; i < out.bindings.size(); ++i) {
     if (out.bindings[i].set == out.bindings[i - 1].set && out.bindings[i].binding == out.bindings[i - 1].binding) {
       return invalid_argument("SPIR-V reflection: '" + out.bindings[i - 1].name + "' and '" + out.bindings[i].name +

@@ -137,6 +137,33 @@ TEST_F(ShaderTest, ReflectsBindingsPushConstantsAndLocalSize) {
   EXPECT_EQ(named_refl->bindings[1].name, "Y");
 }
 
+// Two blocks at one binding alias its memory (a buffer read as floats and
+// as vec4s): one binding. A buffer and an image at one binding: an error.
+TEST_F(ShaderTest, AliasedBindingsAreOneBinding) {
+  auto alias = compiler_->compile(R"(#version 450
+layout(local_size_x = 1) in;
+layout(set = 0, binding = 0) buffer S { float s[]; };
+layout(set = 0, binding = 0) buffer V { vec4 v[]; };
+void main() { v[1] = vec4(s[0]); }
+)");
+  ASSERT_TRUE(alias.ok()) << alias.status().to_string();
+  EXPECT_EQ(spirv_validate(*alias), "");
+  auto refl = reflect(*alias);
+  ASSERT_TRUE(refl.ok()) << refl.status().to_string();
+  ASSERT_EQ(refl->bindings.size(), 1u);
+  EXPECT_EQ(refl->bindings[0].type, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER);
+  auto mixed = compiler_->compile(R"(#version 450
+layout(local_size_x = 1) in;
+layout(set = 0, binding = 0) buffer S { float s[]; };
+layout(set = 0, binding = 0, rgba32f) uniform writeonly image2D img;
+void main() { imageStore(img, ivec2(0), vec4(s[0])); }
+)");
+  ASSERT_TRUE(mixed.ok()) << mixed.status().to_string();
+  auto bad = reflect(*mixed);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("share set 0, binding 0"), std::string::npos) << bad.status().message();
+}
+
 TEST_F(ShaderTest, ReflectsImagesUniformsAndArrays) {
   const char* src = R"(#version 450
 layout(local_size_x = 8, local_size_y = 8) in;
