@@ -1,0 +1,129 @@
+// Host image bindings (image_binding.h): the formats Kiln converts, the
+// checks of a binding, and recording the conversions.
+#include "engine/runtime/vulkan/image_binding.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace kiln::runtime {
+
+namespace {
+
+// Every input format is read as floats by texelFetch (UNORM as [0, 1], an
+// sRGB view decoded to linear, BGRA in RGBA component order); outputs need
+// a storage format every Vulkan device supports for storage images.
+constexpr ImageFormatInfo kFormats[] = {
+    {VK_FORMAT_R8G8B8A8_UNORM, "VK_FORMAT_R8G8B8A8_UNORM", 4, false, true, "rgba8"},
+    {VK_FORMAT_R8G8B8A8_SRGB, "VK_FORMAT_R8G8B8A8_SRGB", 4, true, true, nullptr},
+    {VK_FORMAT_B8G8R8A8_UNORM, "VK_FORMAT_B8G8R8A8_UNORM", 4, false, true, nullptr},
+    {VK_FORMAT_B8G8R8A8_SRGB, "VK_FORMAT_B8G8R8A8_SRGB", 4, true, true, nullptr},
+    {VK_FORMAT_R16G16B16A16_SFLOAT, "VK_FORMAT_R16G16B16A16_SFLOAT", 4, false, false, "rgba16f"},
+    {VK_FORMAT_R32G32B32A32_SFLOAT, "VK_FORMAT_R32G32B32A32_SFLOAT", 4, false, false, "rgba32f"},
+    {VK_FORMAT_R8_UNORM, "VK_FORMAT_R8_UNORM", 1, false, true, nullptr},
+    {VK_FORMAT_R16_SFLOAT, "VK_FORMAT_R16_SFLOAT", 1, false, false, nullptr},
+    {VK_FORMAT_R32_SFLOAT, "VK_FORMAT_R32_SFLOAT", 1, false, false, "r32f"},
+};
+
+const char* layout_name(VkImageLayout layout) {
+  switch (layout) {
+    case VK_IMAGE_LAYOUT_GENERAL: return "VK_IMAGE_LAYOUT_GENERAL";
+    case VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL: return "VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL";
+    case VK_IMAGE_LAYOUT_UNDEFINED: return "VK_IMAGE_LAYOUT_UNDEFINED";
+    default: return "another layout";
+  }
+}
+
+}  // namespace
+
+const ImageFormatInfo* image_format_info(VkFormat format) {
+  for (const ImageFormatInfo& f : kFormats)
+    if (f.format == format) return &f;
+  return nullptr;
+}
+
+std::string image_formats_list(bool output) {
+  std::string list;
+  for (const ImageFormatInfo& f : kFormats)
+    if (!output || f.storage_qualifier) list += (list.empty() ? "" : ", ") + std::string(f.name);
+  return list;
+}
+
+Shape image_tensor_shape(const ExternalImage& image) {
+  const int64_t c = image.channels, h = image.height, w = image.width;
+  return image.nhwc ? Shape{1, h, w, c} : Shape{1, c, h, w};
+}
+
+Status check_external_image(const vk::Device& device, const ExternalImage& image, bool input, const std::string& what) {
+  const std::string bound = "the image bound to " + what;
+  if (image.image == VK_NULL_HANDLE) return invalid_argument(bound + " is VK_NULL_HANDLE");
+  if (image.view == VK_NULL_HANDLE) return invalid_argument(bound + " has no view (VK_NULL_HANDLE)");
+  const ImageFormatInfo* format = image_format_info(image.format);
+  if (!format || (!input && !format->storage_qualifier))
+    return invalid_argument(bound + " has format " + std::to_string(image.format) + ", which Kiln cannot " +
+                            (input ? "read" : "write") + "; " + (input ? "input" : "output") +
+                            " images may be " + image_formats_list(!input));
+  if (image.width == 0 || image.height == 0)
+    return invalid_argument(bound + " has an empty extent (" + std::to_string(image.width) + "x" +
+                            std::to_string(image.height) + ")");
+  const VkImageUsageFlags usage = input ? VK_IMAGE_USAGE_SAMPLED_BIT : VK_IMAGE_USAGE_STORAGE_BIT;
+  if ((image.usage & usage) == 0)
+    return invalid_argument(bound + " lacks " + (input ? "VK_IMAGE_USAGE_SAMPLED_BIT" : "VK_IMAGE_USAGE_STORAGE_BIT") +
+                            " (Kiln " + (input ? "reads it with texelFetch" : "writes it with imageStore") + ")");
+  const bool layout_ok = image.layout == VK_IMAGE_LAYOUT_GENERAL ||
+                         (input && image.layout == VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL);
+  if (!layout_ok)
+    return invalid_argument(bound + " is said to be in " + layout_name(image.layout) + " (" +
+                            std::to_string(image.layout) + "); " +
+                            (input ? "an input image must be in VK_IMAGE_LAYOUT_GENERAL or "
+                                     "VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL"
+                                   : "an output image must be in VK_IMAGE_LAYOUT_GENERAL") +
+                            " when the run executes");
+  if (image.channels < 1 || image.channels > 4)
+    return invalid_argument(bound + " feeds " + std::to_string(image.channels) +
+                            " model channels; an image binding maps 1 to 4");
+  for (uint32_t c = 0; c < image.channels; ++c) {
+    if (image.map[c] >= format->components)
+      return invalid_argument(bound + " maps model channel " + std::to_string(c) + " to image component " +
+                              std::to_string(image.map[c]) + ", but " + format->name + " has " +
+                              std::to_string(format->components) + " component(s)");
+    for (uint32_t d = 0; !input && d < c; ++d)
+      if (image.map[d] == image.map[c])
+        return invalid_argument(bound + " writes model channels " + std::to_string(d) + " and " + std::to_string(c) +
+                                " to the same image component " + std::to_string(image.map[c]));
+    if (!std::isfinite(image.scale[c]) || !std::isfinite(image.bias[c]))
+      return invalid_argument(bound + " has a scale or bias for channel " + std::to_string(c) + " that is not finite");
+  }
+  if (image.srgb && format->srgb)
+    return invalid_argument(bound + " asks for sRGB conversion in the shader, but its view " + format->name +
+                            " already decodes sRGB in hardware");
+  VkFormatProperties props{};
+  device.instance_fn().vkGetPhysicalDeviceFormatProperties(device.physical_device(), image.format, &props);
+  const VkFormatFeatureFlags need = input ? VK_FORMAT_FEATURE_SAMPLED_IMAGE_BIT : VK_FORMAT_FEATURE_STORAGE_IMAGE_BIT;
+  if (((props.optimalTilingFeatures | props.linearTilingFeatures) & need) == 0)
+    return invalid_argument(bound + " has format " + format->name + ", which this device cannot " +
+                            (input ? "sample" : "use as a storage image"));
+  return ok_status();
+}
+
+planner::ImageConvertPush image_convert_push(const ExternalImage& image, bool input) {
+  planner::ImageConvertPush push;
+  for (size_t c = 0; c < 4; ++c) {
+    const bool used = c < image.channels;
+    push.scale[c] = used ? image.scale[c] : 1.0f;
+    push.bias[c] = used ? image.bias[c] : 0.0f;
+    push.map[c] = used ? static_cast<int32_t>(image.map[c]) : 0;
+  }
+  const ImageFormatInfo* format = image_format_info(image.format);
+  if (image.srgb) push.flags |= planner::kImageConvertSrgb;
+  if (!input && format && format->unorm) push.flags |= planner::kImageConvertClamp;
+  return push;
+}
+
+Status record_image_conversions(VkCommandBuffer cmd, const std::vector<ImageConversion>& list, bool inputs) {
+  for (const ImageConversion& c : list)
+    if (c.to_tensor == inputs && c.pipeline)
+      KILN_RETURN_IF_ERROR(vk::record_dispatch(cmd, *c.pipeline, c.sets, c.push, c.groups));
+  return ok_status();
+}
+
+}  // namespace kiln::runtime
