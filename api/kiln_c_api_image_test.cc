@@ -31,6 +31,8 @@
 #include "kiln/kiln_vulkan.h"  // before kiln.hpp: its Vulkan parts
 #include "kiln/kiln.hpp"
 
+extern "C" size_t capi_c_check_image_binding_size(void);  // kiln_c_api_image_c_check.c
+
 namespace {
 
 using kiln::api::Error;
@@ -581,6 +583,10 @@ TEST_F(CApiImageTest, NhwcTensors) {
   kiln_session_forget_vulkan_image(session.get(), in.handle());
   kiln_session_forget_vulkan_image(session.get(), out.handle());
 }
+
+// The struct as C sees it (strict C99, the header's example initializer)
+// is the struct C++ sees.
+TEST(CApiImageC, SameStructInC) { EXPECT_EQ(capi_c_check_image_binding_size(), sizeof(kiln_vulkan_image_binding_t)); }
 
 // Bad bindings: each refused with the code and a message naming the problem.
 TEST_F(CApiImageTest, BadBindingsAreNamedErrors) {
