@@ -181,7 +181,12 @@ KILN_API void kiln_session_forget_vulkan_buffer(kiln_session_t* session, VkBuffe
  * image: channel_count 3, channel_map {0, 1, 2}; a BGR model: {2, 1, 0};
  * a grayscale image into an RGB model: {0, 0, 0}. Output image components
  * no model channel maps to are 0 (alpha 1); UNORM outputs are clamped to
- * [0, 1]. The tensor is [1, C, H, W] (or [1, H, W, C] with
+ * [0, 1]. Hardware sRGB decode is as exact as the driver makes it (Vulkan
+ * allows a fraction of an 8-bit step: lavapipe's is up to 1.2e-3 off the
+ * exact curve, which moved mobilenet_v2's logits by up to 0.026); a UNORM
+ * view of the same memory (VK_IMAGE_CREATE_MUTABLE_FORMAT_BIT) with
+ * KILN_VULKAN_IMAGE_SRGB decodes with the exact curve in the shader.
+ * The tensor is [1, C, H, W] (or [1, H, W, C] with
  * KILN_VULKAN_IMAGE_NHWC) of a float type, with H and W the image's height
  * and width: Kiln neither resizes nor crops (scale the image first).
  *
