@@ -1,7 +1,8 @@
 // The C API's image bindings (kiln_vulkan.h, "Images as tensors"): a host
 // VkImage as a model input or output. The binding is checked here against
 // the model and device, translated into the runtime's ExternalImage
-// (mean/std become the conversion's scale and bias) and kept with the
+// (mean/std become the conversion's scale and bias; the optional region
+// fields are read only when struct_size covers them) and kept with the
 // session's buffer bindings, which every run, submit and record copies.
 //
 // The platform headers come first: they include volk, which must see
@@ -63,6 +64,16 @@ kiln_status_t* kiln_session_bind_vulkan_image(kiln_session_t* session, const cha
     // input: (texel - mean) / std; output: value * std + mean.
     image.scale[c] = input ? 1.0f / sd : sd;
     image.bias[c] = input ? -mean / sd : mean;
+  }
+  // The optional fields, present in callers that know them.
+  auto has = [&](size_t offset, size_t size) { return binding->struct_size >= offset + size; };
+  if (has(offsetof(kiln_vulkan_image_binding_t, tensor_height), sizeof(binding->tensor_height))) {
+    image.region_x = binding->region_x;
+    image.region_y = binding->region_y;
+    image.region_width = binding->region_width;
+    image.region_height = binding->region_height;
+    image.tensor_width = binding->tensor_width;
+    image.tensor_height = binding->tensor_height;
   }
   image.srgb = (binding->flags & KILN_VULKAN_IMAGE_SRGB) != 0;
   image.nhwc = (binding->flags & KILN_VULKAN_IMAGE_NHWC) != 0;

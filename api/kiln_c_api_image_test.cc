@@ -6,8 +6,10 @@
 // decode); an output image (RGBA8 UNORM clamped and sRGB-encoded, RGBA16F,
 // RGBA32F) holds the run's output scaled for display; kiln_session_record
 // and kiln_session_submit write the same bytes as kiln_session_run with the
-// bindings; symbolic H and W take the image's extent; NHWC and fp16 tensors
-// convert too; bad bindings are refused with statuses that name the problem.
+// bindings; symbolic H and W take the image's extent; inputs come from a
+// cropped and bilinearly resized region, outputs go into a region; NHWC and
+// fp16 tensors convert too; an older caller's smaller struct still works;
+// bad bindings are refused with statuses that name the problem.
 //
 // The "game" is the validated test instance and device (synchronization
 // validation on): the VulkanTest fixture fails on any validation message.
@@ -308,6 +310,9 @@ TEST_P(CApiImageInputTest, MatchesTheNormalizedTensor) {
   ASSERT_TRUE(image.upload(texels, c.layout));
   kiln_vulkan_image_binding_t b = image_binding(image, c.format, VK_IMAGE_USAGE_SAMPLED_BIT, c.layout, 3, c.map);
   if (c.shader_srgb) b.flags = KILN_VULKAN_IMAGE_SRGB;
+  // An older caller's struct, without the region fields: the whole image.
+  b.region_x = 7;  // beyond struct_size: never read
+  b.struct_size = offsetof(kiln_vulkan_image_binding_t, region_x);
   Error e(kiln_session_bind_vulkan_image(session.get(), "image", &b));
   ASSERT_FALSE(e) << e.message();
   HostBuffer by(device(), kOut * kPixels * sizeof(float));
@@ -541,6 +546,121 @@ TEST_F(CApiImageTest, Fp16Tensors) {
   kiln_session_forget_vulkan_image(session.get(), out.handle());
 }
 
+// Component k of the image's pixel (px, py) of an image `width` wide.
+float at(const Format& f, const std::vector<uint8_t>& texels, uint32_t width, uint32_t px, uint32_t py, uint32_t k) {
+  return component(f, texels, size_t{py} * width + px, k);
+}
+
+// An input from a region of a larger image: cropped at the tensor's size,
+// and resized bilinearly from a region of another size (half-pixel
+// centres, edges clamped), as the host computes it.
+TEST_F(CApiImageTest, CropAndResizeInput) {
+  Model model = load(false);
+  Session session;
+  ASSERT_NO_FATAL_FAILURE(wrapped_session(model, session));
+  constexpr uint32_t kImageW = 23, kImageH = 17;
+  std::mt19937 rng(21);
+  std::vector<uint8_t> texels(size_t{kImageW} * kImageH * 4);
+  for (uint8_t& b : texels) b = static_cast<uint8_t>(rng() % 256);
+  HostImage image(device(), kRGBA8.format, kImageW, kImageH, 4, VK_IMAGE_USAGE_SAMPLED_BIT);
+  ASSERT_TRUE(image.ok());
+  ASSERT_TRUE(image.upload(texels, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL));
+  HostBuffer by(device(), kOut * kPixels * sizeof(float));
+  ASSERT_TRUE(by.ok());
+  struct Region {
+    uint32_t x, y, w, h;
+  };
+  for (const Region r : {Region{5, 4, kW, kH}, Region{3, 2, 17, 13}, Region{0, 0, kImageW, kImageH},
+                         Region{8, 9, 4, 3}}) {  // the last one upscales
+    SCOPED_TRACE(std::to_string(r.w) + "x" + std::to_string(r.h) + " at " + std::to_string(r.x) + "," +
+                 std::to_string(r.y));
+    std::vector<float> x(3 * kPixels);
+    for (uint32_t ty = 0; ty < kH; ++ty)
+      for (uint32_t tx = 0; tx < kW; ++tx) {
+        auto source = [](uint32_t t, uint32_t lo, uint32_t size, uint32_t out) {
+          const float s = static_cast<float>(lo) + (static_cast<float>(t) + 0.5f) * static_cast<float>(size) /
+                                                       static_cast<float>(out) - 0.5f;
+          return std::clamp(s, static_cast<float>(lo), static_cast<float>(lo + size - 1));
+        };
+        const float sx = source(tx, r.x, r.w, kW), sy = source(ty, r.y, r.h, kH);
+        const uint32_t x0 = static_cast<uint32_t>(std::floor(sx)), y0 = static_cast<uint32_t>(std::floor(sy));
+        const uint32_t x1 = std::min(x0 + 1, r.x + r.w - 1), y1 = std::min(y0 + 1, r.y + r.h - 1);
+        const float fx = sx - static_cast<float>(x0), fy = sy - static_cast<float>(y0);
+        for (uint32_t c = 0; c < 3; ++c) {
+          auto mix = [](float a, float b, float t) { return a * (1 - t) + b * t; };
+          const float top = mix(at(kRGBA8, texels, kImageW, x0, y0, c), at(kRGBA8, texels, kImageW, x1, y0, c), fx);
+          const float bottom =
+              mix(at(kRGBA8, texels, kImageW, x0, y1, c), at(kRGBA8, texels, kImageW, x1, y1, c), fx);
+          x[c * kPixels + ty * kW + tx] = (mix(top, bottom, fy) - kMean[c]) / kStd[c];
+        }
+      }
+    const std::vector<float> want = run_tensor(session, x);
+    ASSERT_EQ(want.size(), kOut * kPixels);
+    kiln_vulkan_image_binding_t b = image_binding(image, kRGBA8, VK_IMAGE_USAGE_SAMPLED_BIT,
+                                                  VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL, 3, {0, 1, 2});
+    b.width = kImageW;
+    b.height = kImageH;
+    b.region_x = r.x;
+    b.region_y = r.y;
+    b.region_width = r.w == kImageW ? 0 : r.w;  // 0: to the edge
+    b.region_height = r.h == kImageH ? 0 : r.h;
+    if (r.w != kW || r.h != kH) {
+      b.tensor_width = kW;
+      b.tensor_height = kH;
+    }
+    Error e(kiln_session_bind_vulkan_image(session.get(), "image", &b));
+    ASSERT_FALSE(e) << e.message();
+    ASSERT_FALSE(session.bind_vulkan_buffer("y", by.handle(), 0, by.size()));
+    kiln_tensor_t* y = nullptr;
+    e = run_bound(session, &y);
+    ASSERT_FALSE(e) << e.message();
+    const std::vector<float> got = by.read(0, want.size());
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-5f) << i;
+    kiln_session_unbind_all(session.get());  // the next reference runs on a host tensor
+  }
+  session.forget_vulkan_buffer(by.handle());
+  kiln_session_forget_vulkan_image(session.get(), image.handle());
+}
+
+// An output written into a region of a larger image leaves the rest of the
+// image as it was.
+TEST_F(CApiImageTest, OutputIntoARegion) {
+  Model model = load(false);
+  Session session;
+  ASSERT_NO_FATAL_FAILURE(wrapped_session(model, session));
+  const std::vector<float> x = normalized(kRGBA8, random_texels(kRGBA8, 4), {0, 1, 2});
+  const std::vector<float> y = run_tensor(session, x);
+  ASSERT_EQ(y.size(), kOut * kPixels);
+  constexpr uint32_t kImageW = 14, kImageH = 9, kX = 3, kY = 2;
+  HostImage image(device(), kRGBA32F.format, kImageW, kImageH, 16, VK_IMAGE_USAGE_STORAGE_BIT);
+  ASSERT_TRUE(image.ok());
+  std::vector<float> background(size_t{kImageW} * kImageH * 4, -7.0f);
+  std::vector<uint8_t> bytes(background.size() * 4);
+  std::memcpy(bytes.data(), background.data(), bytes.size());
+  ASSERT_TRUE(image.upload(bytes, VK_IMAGE_LAYOUT_GENERAL));
+  kiln_vulkan_image_binding_t b =
+      image_binding(image, kRGBA32F, VK_IMAGE_USAGE_STORAGE_BIT, VK_IMAGE_LAYOUT_GENERAL, kOut, {0, 1, 2, 3});
+  b.width = kImageW;
+  b.height = kImageH;
+  b.region_x = kX;
+  b.region_y = kY;
+  b.region_width = kW;
+  b.region_height = kH;
+  ASSERT_FALSE(Error(kiln_session_bind_vulkan_image(session.get(), "y", &b)));
+  (void)run_tensor(session, x);
+  const std::vector<uint8_t> texels = image.download();
+  ASSERT_EQ(texels.size(), image.bytes());
+  for (uint32_t py = 0; py < kImageH; ++py)
+    for (uint32_t px = 0; px < kImageW; ++px)
+      for (uint32_t c = 0; c < kOut; ++c) {
+        const bool inside = px >= kX && px < kX + kW && py >= kY && py < kY + kH;
+        const float want = inside ? display_value(y, c, (py - kY) * kW + (px - kX)) : -7.0f;
+        ASSERT_NEAR(at(kRGBA32F, texels, kImageW, px, py, c), want, 1e-6f * (1 + std::abs(want)))
+            << px << "," << py << " channel " << c;
+      }
+  kiln_session_forget_vulkan_image(session.get(), image.handle());
+}
+
 // NHWC tensors: the input image's pixels become [1, H, W, 3] rows, the
 // output image is written from [1, H, W, 4].
 TEST_F(CApiImageTest, NhwcTensors) {
@@ -618,7 +738,11 @@ TEST_F(CApiImageTest, BadBindingsAreNamedErrors) {
   expect("image", b, KILN_INVALID_ARGUMENT, "VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL");
   b = good;
   b.width = kW + 1;
-  expect("image", b, KILN_INVALID_ARGUMENT, "neither resizes nor crops");
+  expect("image", b, KILN_INVALID_ARGUMENT, "height and width of the image's region");
+  b = good;
+  b.region_x = 2;
+  b.region_width = kW - 1;
+  expect("image", b, KILN_INVALID_ARGUMENT, "not inside the 10x6 image");
   b = good;
   b.channel_count = 4;
   expect("image", b, KILN_INVALID_ARGUMENT, "[1,4,6,10]");
@@ -653,6 +777,9 @@ TEST_F(CApiImageTest, BadBindingsAreNamedErrors) {
   o.layout = VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL;
   expect("y", o, KILN_INVALID_ARGUMENT, "must be in VK_IMAGE_LAYOUT_GENERAL");
   o.layout = VK_IMAGE_LAYOUT_GENERAL;
+  o.tensor_width = kW / 2;
+  expect("y", o, KILN_INVALID_ARGUMENT, "output images are not resized");
+  o.tensor_width = 0;
   o.channel_map[3] = 0;
   expect("y", o, KILN_INVALID_ARGUMENT, "same image component");
 

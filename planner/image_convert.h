@@ -41,10 +41,15 @@ struct ImageConvertPush {
   float scale[4] = {1, 1, 1, 1};
   float bias[4] = {0, 0, 0, 0};
   int32_t map[4] = {0, 1, 2, 3};
+  // The image's rectangle the tensor covers: x, y, width, height (inputs
+  // read it, resized to the tensor's H and W with kImageConvertResize;
+  // outputs are written at its x, y).
+  int32_t region[4] = {0, 0, 1, 1};
   int32_t flags = 0;
 };
-constexpr int32_t kImageConvertSrgb = 1;   // inputs: decode sRGB; outputs: encode it
-constexpr int32_t kImageConvertClamp = 2;  // outputs: clamp to [0, 1] (UNORM images)
+constexpr int32_t kImageConvertSrgb = 1;    // inputs: decode sRGB; outputs: encode it
+constexpr int32_t kImageConvertClamp = 2;   // outputs: clamp to [0, 1] (UNORM images)
+constexpr int32_t kImageConvertResize = 4;  // inputs: bilinear from the region (its size is not the tensor's)
 
 // The conversion kernel for `desc`. Errors: kInvalidArgument for channels
 // outside 1..4, a non-positive height or width, an integer tensor, or an

@@ -1,7 +1,8 @@
 //! A model output `t` into a host's storage image, for display
 //! (planner/image_convert.cc fills it for the Vulkan runtime's image
 //! bindings, engine/runtime/vulkan/image_binding.h): one invocation per
-//! pixel stores texel component map[c] = t[c] * scale[c] + bias[c] for each
+//! tensor pixel stores, at that pixel offset by pc.region.xy, texel
+//! component map[c] = t[c] * scale[c] + bias[c] for each
 //! model channel c (components no channel maps to are 0, alpha 1), encoded
 //! to sRGB when flags bit 0 is set, clamped to [0, 1] when bit 1 is (UNORM
 //! images). @FORMAT@: the image's GLSL format qualifier ("rgba8"). Flag
@@ -12,6 +13,7 @@ layout(push_constant) uniform ImageConvert {
   vec4 scale;
   vec4 bias;
   ivec4 map;
+  ivec4 region;
   int flags;
 } pc;
 
@@ -40,5 +42,5 @@ void main() {
   if ((pc.flags & 1) != 0)
     texel.rgb = vec3(linear_to_srgb(texel.r), linear_to_srgb(texel.g), linear_to_srgb(texel.b));
   if ((pc.flags & 2) != 0) texel = clamp(texel, 0.0, 1.0);
-  imageStore(host_image, ivec2(x, y), texel);
+  imageStore(host_image, pc.region.xy + ivec2(x, y), texel);
 }

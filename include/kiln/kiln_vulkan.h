@@ -187,8 +187,15 @@ KILN_API void kiln_session_forget_vulkan_buffer(kiln_session_t* session, VkBuffe
  * view of the same memory (VK_IMAGE_CREATE_MUTABLE_FORMAT_BIT) with
  * KILN_VULKAN_IMAGE_SRGB decodes with the exact curve in the shader.
  * The tensor is [1, C, H, W] (or [1, H, W, C] with
- * KILN_VULKAN_IMAGE_NHWC) of a float type, with H and W the image's height
- * and width: Kiln neither resizes nor crops (scale the image first).
+ * KILN_VULKAN_IMAGE_NHWC) of a float type. By default it covers the whole
+ * image at its size (H and W are the image's height and width); the
+ * optional region fields pick a rectangle of the image instead (a crop),
+ * and tensor_width/_height a tensor size for an input: a region of another
+ * size is resized bilinearly (half-pixel centres, edges clamped, filtered
+ * in linear light after any sRGB decode, no antialiasing: ONNX Resize
+ * "linear" with "half_pixel", OpenCV INTER_LINEAR). An output is written
+ * into a region of exactly the tensor's size (the rest of the image is left
+ * as it was).
  *
  * Formats: inputs VK_FORMAT_R8G8B8A8_UNORM, R8G8B8A8_SRGB, B8G8R8A8_UNORM,
  * B8G8R8A8_SRGB, R16G16B16A16_SFLOAT, R32G32B32A32_SFLOAT, R8_UNORM,
@@ -229,7 +236,8 @@ KILN_API void kiln_session_forget_vulkan_buffer(kiln_session_t* session, VkBuffe
 
 /* A host image that one model input is read from, or one model output is
  * written into. Grows only at the end; set struct_size =
- * sizeof(kiln_vulkan_image_binding_t). Every field below is required. */
+ * sizeof(kiln_vulkan_image_binding_t). Every field up to `flags` is
+ * required; the region fields after it are optional. */
 typedef struct kiln_vulkan_image_binding_t {
   uint32_t struct_size;
   VkImage image;      /* identifies the binding (kiln_session_forget_vulkan_image) */
@@ -237,13 +245,21 @@ typedef struct kiln_vulkan_image_binding_t {
   VkFormat format;    /* the view's format (see "Formats" above) */
   VkImageUsageFlags usage;  /* the usage the image was created with */
   VkImageLayout layout;     /* its layout whenever the run's commands execute */
-  uint32_t width;     /* the view's extent: the tensor's W and H */
+  uint32_t width;     /* the view's extent */
   uint32_t height;
   uint32_t channel_count;   /* the model's C: 1 to 4 */
   uint32_t channel_map[4];  /* image component (0 R, 1 G, 2 B, 3 A) of model channel c */
   float mean[4];            /* per model channel (see the conversion above) */
   float std[4];             /* per model channel; non-zero */
   uint32_t flags;           /* KILN_VULKAN_IMAGE_* */
+  /* Optional from here: zero (or beyond an older caller's struct_size)
+   * means the whole image, at its size. */
+  uint32_t region_x;        /* the rectangle of the image the tensor covers */
+  uint32_t region_y;
+  uint32_t region_width;    /* 0: to the image's right edge */
+  uint32_t region_height;   /* 0: to its bottom edge */
+  uint32_t tensor_width;    /* the tensor's W (0: the region's width); inputs only */
+  uint32_t tensor_height;   /* the tensor's H (0: the region's height); inputs only */
 } kiln_vulkan_image_binding_t;
 
 /* Binds model input or output `name` to a host image for later runs of
@@ -263,8 +279,9 @@ typedef struct kiln_vulkan_image_binding_t {
  * missing usage, a layout other than those above, channel_count outside
  * 1..4, a channel_map entry beyond the format's components, two output
  * channels on one component, a zero or non-finite std, KILN_VULKAN_IMAGE_SRGB
- * on an sRGB view, a width, height or channel count that disagrees with the
- * tensor's declared shape), FAILED_PRECONDITION (not a Vulkan session; the
+ * on an sRGB view, a region not inside the image, an output region not of
+ * the tensor's size, a tensor width, height or channel count that disagrees
+ * with the tensor's declared shape), FAILED_PRECONDITION (not a Vulkan session; the
  * tensor is stored in an image (KILN_STORAGE_IMAGE), is an integer tensor,
  * a constant, or computed on the host). A run reports what depends on its
  * shapes: an output whose shape disagrees with the image, a run the device

@@ -2,6 +2,7 @@
 // checks of a binding, and recording the conversions.
 #include "engine/runtime/vulkan/image_binding.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -48,8 +49,21 @@ std::string image_formats_list(bool output) {
   return list;
 }
 
+std::array<uint32_t, 4> image_region(const ExternalImage& image) {
+  const uint32_t w = image.region_width ? image.region_width : image.width - std::min(image.region_x, image.width);
+  const uint32_t h =
+      image.region_height ? image.region_height : image.height - std::min(image.region_y, image.height);
+  return {image.region_x, image.region_y, w, h};
+}
+
+std::array<uint32_t, 2> image_tensor_extent(const ExternalImage& image) {
+  const std::array<uint32_t, 4> region = image_region(image);
+  return {image.tensor_width ? image.tensor_width : region[2], image.tensor_height ? image.tensor_height : region[3]};
+}
+
 Shape image_tensor_shape(const ExternalImage& image) {
-  const int64_t c = image.channels, h = image.height, w = image.width;
+  const std::array<uint32_t, 2> extent = image_tensor_extent(image);
+  const int64_t c = image.channels, h = extent[1], w = extent[0];
   return image.nhwc ? Shape{1, h, w, c} : Shape{1, c, h, w};
 }
 
@@ -65,6 +79,20 @@ Status check_external_image(const vk::Device& device, const ExternalImage& image
   if (image.width == 0 || image.height == 0)
     return invalid_argument(bound + " has an empty extent (" + std::to_string(image.width) + "x" +
                             std::to_string(image.height) + ")");
+  const std::array<uint32_t, 4> region = image_region(image);
+  const std::array<uint32_t, 2> extent = image_tensor_extent(image);
+  const auto rect = [](uint32_t x, uint32_t y, uint32_t w, uint32_t h) {
+    return std::to_string(w) + "x" + std::to_string(h) + " at (" + std::to_string(x) + ", " + std::to_string(y) + ")";
+  };
+  if (region[2] == 0 || region[3] == 0 || uint64_t{region[0]} + region[2] > image.width ||
+      uint64_t{region[1]} + region[3] > image.height)
+    return invalid_argument(bound + ": the region " + rect(region[0], region[1], region[2], region[3]) +
+                            " is empty or not inside the " + std::to_string(image.width) + "x" +
+                            std::to_string(image.height) + " image");
+  if (!input && (extent[0] != region[2] || extent[1] != region[3]))
+    return invalid_argument(bound + ": output images are not resized; the region " +
+                            rect(region[0], region[1], region[2], region[3]) + " must be the tensor's " +
+                            std::to_string(extent[0]) + "x" + std::to_string(extent[1]));
   const VkImageUsageFlags usage = input ? VK_IMAGE_USAGE_SAMPLED_BIT : VK_IMAGE_USAGE_STORAGE_BIT;
   if ((image.usage & usage) == 0)
     return invalid_argument(bound + " lacks " + (input ? "VK_IMAGE_USAGE_SAMPLED_BIT" : "VK_IMAGE_USAGE_STORAGE_BIT") +
@@ -113,6 +141,10 @@ planner::ImageConvertPush image_convert_push(const ExternalImage& image, bool in
     push.bias[c] = used ? image.bias[c] : 0.0f;
     push.map[c] = used ? static_cast<int32_t>(image.map[c]) : 0;
   }
+  const std::array<uint32_t, 4> region = image_region(image);
+  const std::array<uint32_t, 2> extent = image_tensor_extent(image);
+  for (size_t k = 0; k < 4; ++k) push.region[k] = static_cast<int32_t>(region[k]);
+  if (input && (region[2] != extent[0] || region[3] != extent[1])) push.flags |= planner::kImageConvertResize;
   const ImageFormatInfo* format = image_format_info(image.format);
   if (image.srgb) push.flags |= planner::kImageConvertSrgb;
   if (!input && format && format->unorm) push.flags |= planner::kImageConvertClamp;

@@ -16,8 +16,10 @@
 //
 // The input tensor lives in Kiln's activation memory like any intermediate
 // tensor; the image is only read (or, for outputs, written) by the
-// conversion, in the layout the binding names. Resizing and cropping are
-// not done: the image's extent must be the tensor's H and W.
+// conversion, in the layout the binding names. An input may come from a
+// rectangle of the image (a crop), resized bilinearly when its size is not
+// the tensor's H and W; an output is written into a rectangle of the tensor's
+// size.
 #pragma once
 
 #include <array>
@@ -46,6 +48,12 @@ struct ExternalImage {
   // inputs GENERAL or SHADER_READ_ONLY_OPTIMAL, outputs GENERAL.
   VkImageLayout layout = VK_IMAGE_LAYOUT_UNDEFINED;
   uint32_t width = 0, height = 0;  // the view's extent
+  // The rectangle the tensor covers (region_width/height 0: to the image's
+  // right/bottom edge) and the tensor's W and H (0: the region's size).
+  // Inputs whose region is not the tensor's size are resized bilinearly;
+  // outputs are written into a region of exactly the tensor's size.
+  uint32_t region_x = 0, region_y = 0, region_width = 0, region_height = 0;
+  uint32_t tensor_width = 0, tensor_height = 0;
   uint32_t channels = 0;           // the tensor's C, 1..4
   // Model channel c is image component map[c] (0 R, 1 G, 2 B, 3 A).
   std::array<uint32_t, 4> map{0, 1, 2, 3};
@@ -75,13 +83,19 @@ const ImageFormatInfo* image_format_info(VkFormat format);
 // The formats an input (or output) image may have, for error messages.
 std::string image_formats_list(bool output);
 
+// The region of `image` with its zeros resolved (x, y, width, height), and
+// the tensor's W and H.
+std::array<uint32_t, 4> image_region(const ExternalImage& image);
+std::array<uint32_t, 2> image_tensor_extent(const ExternalImage& image);
+
 // The shape of the tensor `image` converts to or from: [1, C, H, W] or
 // [1, H, W, C].
 Shape image_tensor_shape(const ExternalImage& image);
 
 // Checks the binding of `image` as an input (or output) named `what` on
 // `device`: handles, format, usage, layout, channel count and map, and
-// whether the device can sample (store) the format with optimal tiling.
+// whether the device can sample (store) the format with optimal tiling;
+// the region inside the image, and an output's region the tensor's size.
 // Errors: kInvalidArgument naming the field and what it needs.
 Status check_external_image(const vk::Device& device, const ExternalImage& image, bool input, const std::string& what);
 

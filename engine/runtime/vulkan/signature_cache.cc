@@ -30,6 +30,12 @@ std::string image_key(const ExternalImage& image) {
   add(image.bias);
   add(image.srgb);
   add(image.nhwc);
+  add(image.region_x);
+  add(image.region_y);
+  add(image.region_width);
+  add(image.region_height);
+  add(image.tensor_width);
+  add(image.tensor_height);
   return key;
 }
 

@@ -72,13 +72,15 @@ TEST(SignatureKey, ImageBindingsKeyByEveryRecordedField) {
   const auto base = key_of(in, {}, {{"x", b}});
   ASSERT_TRUE(base.ok());
   EXPECT_EQ(*base, *key_of(in, {}, {{"x", b}}));
-  std::vector<ExternalBuffer> changed(6, b);
+  std::vector<ExternalBuffer> changed(8, b);
   changed[0].image.view = reinterpret_cast<VkImageView>(uintptr_t{0x21});
   changed[1].image.layout = VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL;
   changed[2].image.map[1] = 2;
   changed[3].image.scale[0] = 2.0f;
   changed[4].image.bias[2] = 0.5f;
   changed[5].image.srgb = true;
+  changed[6].image.region_x = 1;
+  changed[7].image.tensor_height = 3;
   for (const ExternalBuffer& c : changed) {
     const auto other = key_of(in, {}, {{"x", c}});
     ASSERT_TRUE(other.ok());

@@ -61,8 +61,8 @@ StatusOr<TensorId> VulkanModel::Impl::check_image_io(const std::string& name, co
   if (!fits)
     return invalid_argument(what + " has shape " + value.shape.to_string() + "; the image binding gives " +
                             shape_to_string(want) + (image.nhwc ? " ([1, H, W, C]" : " ([1, C, H, W]") +
-                            ": the image's height and width, channel_count channels; Kiln neither resizes nor "
-                            "crops)");
+                            ": the height and width of the image's region, or the tensor size the binding "
+                            "asks for, and channel_count channels)");
   return id;
 }
 
@@ -105,8 +105,8 @@ Status VulkanModel::Impl::prepare_image_conversions(Signature& sig) {
     d.to_tensor = c.to_tensor;
     d.type = t.layout.type;
     d.channels = c.image.channels;
-    d.height = c.image.height;
-    d.width = c.image.width;
+    d.height = image_tensor_extent(c.image)[1];
+    d.width = image_tensor_extent(c.image)[0];
     d.nhwc = c.image.nhwc;
     if (!c.to_tensor) d.storage_format = image_format_info(c.image.format)->storage_qualifier;
     KILN_ASSIGN_OR_RETURN(const planner::KernelDesc desc, planner::image_convert_kernel(d));
