@@ -423,6 +423,19 @@ TEST_F(CApiImageTest, RecordAndSubmitMatchRun) {
   const std::vector<uint8_t> want = out.download();
   ASSERT_EQ(want.size(), out.bytes());
   ASSERT_TRUE(std::any_of(want.begin(), want.end(), [](uint8_t b) { return b != 0; }));
+  // The same bindings again run what was recorded; a new mean records anew.
+  kiln_run_stats_t stats;
+  ASSERT_FALSE(run_bound(session, &y));
+  ASSERT_FALSE(session.last_run_stats(stats));
+  EXPECT_EQ(stats.recorded, 0u);
+  kiln_vulkan_image_binding_t shifted = bin;
+  shifted.mean[0] = 0.25f;
+  ASSERT_FALSE(session.bind_vulkan_image("image", shifted));
+  ASSERT_FALSE(run_bound(session, &y));
+  ASSERT_FALSE(session.last_run_stats(stats));
+  EXPECT_EQ(stats.recorded, 1u);
+  EXPECT_NE(out.download(), want);
+  ASSERT_FALSE(session.bind_vulkan_image("image", bin));
 
   // Recorded into the game's command buffer.
   ASSERT_TRUE(out.make_general());  // contents discarded
@@ -467,6 +480,10 @@ TEST_F(CApiImageTest, RecordAndSubmitMatchRun) {
   device().fn().vkDestroyCommandPool(device().handle(), pool, nullptr);
   session.forget_vulkan_image(in.handle());
   session.forget_vulkan_image(out.handle());
+  // Forgotten: the bindings are gone with the recordings.
+  e = run_bound(session, &y);
+  EXPECT_EQ(e.code(), KILN_INVALID_ARGUMENT) << e.to_string();
+  EXPECT_NE(e.message().find("'image' is missing"), std::string::npos) << e.message();
 }
 
 // Symbolic H and W take the image's extent; an output image of another
