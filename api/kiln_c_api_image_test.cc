@@ -283,6 +283,8 @@ struct InputCase {
   VkImageLayout layout;
   std::vector<uint32_t> map;
   bool shader_srgb = false;  // KILN_VULKAN_IMAGE_SRGB on a UNORM view
+  // The image lacks VK_IMAGE_USAGE_SAMPLED_BIT: read as a storage image.
+  VkImageUsageFlags usage = VK_IMAGE_USAGE_SAMPLED_BIT;
 };
 
 void PrintTo(const InputCase& c, std::ostream* os) { *os << c.format.name; }
@@ -305,10 +307,10 @@ TEST_P(CApiImageInputTest, MatchesTheNormalizedTensor) {
   const std::vector<float> want = run_tensor(session, x);
   ASSERT_EQ(want.size(), kOut * kPixels);
 
-  HostImage image(device(), c.format.format, kW, kH, c.format.texel_bytes, VK_IMAGE_USAGE_SAMPLED_BIT);
+  HostImage image(device(), c.format.format, kW, kH, c.format.texel_bytes, c.usage);
   ASSERT_TRUE(image.ok());
   ASSERT_TRUE(image.upload(texels, c.layout));
-  kiln_vulkan_image_binding_t b = image_binding(image, c.format, VK_IMAGE_USAGE_SAMPLED_BIT, c.layout, 3, c.map);
+  kiln_vulkan_image_binding_t b = image_binding(image, c.format, c.usage, c.layout, 3, c.map);
   if (c.shader_srgb) b.flags = KILN_VULKAN_IMAGE_SRGB;
   // An older caller's struct, without the region fields: the whole image.
   b.region_x = 7;  // beyond struct_size: never read
@@ -346,9 +348,12 @@ INSTANTIATE_TEST_SUITE_P(
                       InputCase{kRGBA32F, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL, {0, 1, 2}},
                       InputCase{kR8, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL, {0, 0, 0}},  // gray into RGB
                       InputCase{kR16F, VK_IMAGE_LAYOUT_GENERAL, {0, 0, 0}},
-                      InputCase{kR32F, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL, {0, 0, 0}}),
+                      InputCase{kR32F, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL, {0, 0, 0}},
+                      InputCase{kRGBA8, VK_IMAGE_LAYOUT_GENERAL, {2, 1, 0}, true, VK_IMAGE_USAGE_STORAGE_BIT},
+                      InputCase{kRGBA16F, VK_IMAGE_LAYOUT_GENERAL, {0, 1, 2}, false, VK_IMAGE_USAGE_STORAGE_BIT}),
     [](const ::testing::TestParamInfo<InputCase>& param) {
       return std::string(param.param.format.name) + (param.param.shader_srgb ? "_ShaderSrgb" : "") +
+             (param.param.usage == VK_IMAGE_USAGE_STORAGE_BIT ? "_StorageRead" : "") +
              (param.param.layout == VK_IMAGE_LAYOUT_GENERAL ? "_General" : "");
     });
 
@@ -753,6 +758,12 @@ TEST_F(CApiImageTest, BadBindingsAreNamedErrors) {
   b = good;
   b.layout = VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL;
   expect("image", b, KILN_INVALID_ARGUMENT, "VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL");
+  b = good;  // read as a storage image: a storage format, in GENERAL
+  b.usage = VK_IMAGE_USAGE_STORAGE_BIT;
+  expect("image", b, KILN_INVALID_ARGUMENT, "read as a storage image (no VK_IMAGE_USAGE_SAMPLED_BIT) must be in");
+  b.layout = VK_IMAGE_LAYOUT_GENERAL;
+  b.format = VK_FORMAT_B8G8R8A8_UNORM;
+  expect("image", b, KILN_INVALID_ARGUMENT, "cannot be read as a storage image");
   b = good;
   b.width = kW + 1;
   expect("image", b, KILN_INVALID_ARGUMENT, "height and width of the image's region");

@@ -29,7 +29,10 @@ StatusOr<KernelDesc> image_convert_kernel(const ImageConvertDesc& desc) {
   if (desc.to_tensor) {
     d.name = "image_to_tensor";
     d.extensions = {"GL_EXT_samplerless_texture_functions"};
-    d.body = fill_shader("image_to_tensor.comp", ShaderArgs().flag("NHWC", desc.nhwc));
+    ShaderArgs args;
+    args.flag("NHWC", desc.nhwc).flag("STORAGE_READ", !desc.storage_format.empty());
+    if (!desc.storage_format.empty()) args.set("FORMAT", desc.storage_format);
+    d.body = fill_shader("image_to_tensor.comp", args);
   } else {
     d.name = "tensor_to_image";
     d.body = fill_shader("tensor_to_image.comp",

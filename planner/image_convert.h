@@ -8,8 +8,9 @@
 // Both are kCustom kernels over one tensor `t` (binding 0, buffer storage,
 // shape [1, C, H, W] or [1, H, W, C], all dims concrete: specialization
 // constants) plus the host's image at binding 1, which the templates
-// declare themselves: a sampled image read with texelFetch (image_to_tensor
-// .comp) or a storage image (tensor_to_image.comp). One invocation per
+// declare themselves: a sampled image read with texelFetch, or a storage
+// image read with imageLoad (image_to_tensor.comp), or a storage image
+// written (tensor_to_image.comp). One invocation per
 // pixel, 8x8 workgroups. The per-binding numbers (channel map, scale, bias,
 // flags) are push constants, ImageConvertPush.
 //
@@ -29,8 +30,9 @@ struct ImageConvertDesc {
   ElemType type = ElemType::kF32;  // the tensor's (kF32 or kF16; buffer storage)
   int64_t channels = 3, height = 1, width = 1;
   bool nhwc = false;  // the tensor is [1, H, W, C] (else [1, C, H, W])
-  // Output images: the GLSL format qualifier of the storage image
-  // ("rgba8", "rgba16f", "rgba32f", "r32f").
+  // The GLSL format qualifier of a storage image ("rgba8", "rgba16f",
+  // "rgba32f", "r32f"): output images, and input images read with imageLoad
+  // (empty for an input: a sampled image read with texelFetch).
   std::string storage_format;
 };
 

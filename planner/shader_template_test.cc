@@ -408,7 +408,9 @@ TEST(ShaderTemplateKernels, EveryTemplateCompilesToValidSpirv) {
   for (const bool nhwc : {false, true}) {
     ImageConvertDesc in{true, nhwc ? ElemType::kF16 : ElemType::kF32, 3, 5, 7, nhwc, ""};
     ImageConvertDesc out{false, nhwc ? ElemType::kF32 : ElemType::kF16, 4, 5, 7, nhwc, nhwc ? "r32f" : "rgba8"};
-    for (const ImageConvertDesc& d : {in, out}) {
+    ImageConvertDesc storage_in = in;  // a host image without the sampled usage
+    storage_in.storage_format = "rgba16f";
+    for (const ImageConvertDesc& d : {in, storage_in, out}) {
       auto kernel = image_convert_kernel(d);
       ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
       auto image_glsl = generate_glsl(*kernel, base_target());

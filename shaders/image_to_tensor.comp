@@ -7,9 +7,15 @@
 //! tensor's, interpolates the four nearest texels bilinearly (half-pixel
 //! centres, edges clamped, in linear light; no antialiasing), and stores
 //! model channel c as texel[map[c]] * scale[c] + bias[c]. Flag NHWC: t is
-//! [1, H, W, C], else [1, C, H, W]. The push block is
-//! planner::ImageConvertPush.
+//! [1, H, W, C], else [1, C, H, W]. Flag STORAGE_READ: the image is a
+//! storage image of format qualifier @FORMAT@ read with imageLoad (a host
+//! image without VK_IMAGE_USAGE_SAMPLED_BIT), else a sampled image. The push
+//! block is planner::ImageConvertPush.
+//@if STORAGE_READ
+layout(set = 0, binding = 1, @FORMAT@) uniform readonly image2D host_image;
+//@else
 layout(set = 0, binding = 1) uniform texture2D host_image;
+//@end
 layout(push_constant) uniform ImageConvert {
   vec4 scale;
   vec4 bias;
@@ -23,7 +29,11 @@ float srgb_to_linear(float c) {
 }
 
 vec4 fetch(ivec2 p) {
+//@if STORAGE_READ
+  vec4 texel = imageLoad(host_image, p);
+//@else
   vec4 texel = texelFetch(host_image, p, 0);
+//@end
   if ((pc.flags & 1) != 0)
     texel.rgb = vec3(srgb_to_linear(texel.r), srgb_to_linear(texel.g), srgb_to_linear(texel.b));
   return texel;

@@ -204,10 +204,13 @@ KILN_API void kiln_session_forget_vulkan_buffer(kiln_session_t* session, VkBuffe
  *
  * Requirements: the image belongs to the session's VkDevice, is 2D, and
  * `view` shows one mip level and one array layer of it (color aspect) in
- * `format`. Inputs need VK_IMAGE_USAGE_SAMPLED_BIT and must be in
+ * `format`. Inputs with VK_IMAGE_USAGE_SAMPLED_BIT must be in
  * VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL or VK_IMAGE_LAYOUT_GENERAL
- * (as `layout` says) whenever the run's commands execute; Kiln reads it
- * with texelFetch (no sampler, no filtering). Outputs need
+ * (as `layout` says) whenever the run's commands execute; Kiln reads them
+ * with texelFetch (no sampler; resizing filters in the shader). Inputs
+ * without it (a frame a compute pass wrote) need VK_IMAGE_USAGE_STORAGE_BIT,
+ * one of the output formats below and VK_IMAGE_LAYOUT_GENERAL; Kiln reads
+ * them with imageLoad. Outputs need
  * VK_IMAGE_USAGE_STORAGE_BIT and VK_IMAGE_LAYOUT_GENERAL. Kiln never
  * changes an image's layout: the host transitions it before the run and
  * back after. The session must use KILN_STORAGE_BUFFER (the default).

@@ -42,6 +42,8 @@ const ImageFormatInfo* image_format_info(VkFormat format) {
   return nullptr;
 }
 
+bool image_read_as_storage(const ExternalImage& image) { return (image.usage & VK_IMAGE_USAGE_SAMPLED_BIT) == 0; }
+
 std::string image_formats_list(bool output) {
   std::string list;
   for (const ImageFormatInfo& f : kFormats)
@@ -93,18 +95,28 @@ Status check_external_image(const vk::Device& device, const ExternalImage& image
     return invalid_argument(bound + ": output images are not resized; the region " +
                             rect(region[0], region[1], region[2], region[3]) + " must be the tensor's " +
                             std::to_string(extent[0]) + "x" + std::to_string(extent[1]));
-  const VkImageUsageFlags usage = input ? VK_IMAGE_USAGE_SAMPLED_BIT : VK_IMAGE_USAGE_STORAGE_BIT;
-  if ((image.usage & usage) == 0)
-    return invalid_argument(bound + " lacks " + (input ? "VK_IMAGE_USAGE_SAMPLED_BIT" : "VK_IMAGE_USAGE_STORAGE_BIT") +
-                            " (Kiln " + (input ? "reads it with texelFetch" : "writes it with imageStore") + ")");
+  // Inputs are sampled images (texelFetch) when they can be, else storage
+  // images (imageLoad, of a storage format, in GENERAL); outputs storage.
+  const bool storage = !input || image_read_as_storage(image);
+  if (storage && (image.usage & VK_IMAGE_USAGE_STORAGE_BIT) == 0)
+    return invalid_argument(bound + " lacks " +
+                            (input ? "VK_IMAGE_USAGE_SAMPLED_BIT (Kiln reads it with texelFetch; or "
+                                     "VK_IMAGE_USAGE_STORAGE_BIT, read with imageLoad)"
+                                   : "VK_IMAGE_USAGE_STORAGE_BIT (Kiln writes it with imageStore)"));
+  if (input && storage && !format->storage_qualifier)
+    return invalid_argument(bound + " has no VK_IMAGE_USAGE_SAMPLED_BIT, and its format " + format->name +
+                            " cannot be read as a storage image; storage input images may be " +
+                            image_formats_list(true));
   const bool layout_ok = image.layout == VK_IMAGE_LAYOUT_GENERAL ||
-                         (input && image.layout == VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL);
+                         (!storage && image.layout == VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL);
   if (!layout_ok)
     return invalid_argument(bound + " is said to be in " + layout_name(image.layout) + " (" +
                             std::to_string(image.layout) + "); " +
-                            (input ? "an input image must be in VK_IMAGE_LAYOUT_GENERAL or "
-                                     "VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL"
-                                   : "an output image must be in VK_IMAGE_LAYOUT_GENERAL") +
+                            (!storage ? "a sampled input image must be in VK_IMAGE_LAYOUT_GENERAL or "
+                                        "VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL"
+                                      : input ? "an input image read as a storage image (no "
+                                                "VK_IMAGE_USAGE_SAMPLED_BIT) must be in VK_IMAGE_LAYOUT_GENERAL"
+                                              : "an output image must be in VK_IMAGE_LAYOUT_GENERAL") +
                             " when the run executes");
   if (image.channels < 1 || image.channels > 4)
     return invalid_argument(bound + " feeds " + std::to_string(image.channels) +
@@ -126,10 +138,10 @@ Status check_external_image(const vk::Device& device, const ExternalImage& image
                             " already decodes sRGB in hardware");
   VkFormatProperties props{};
   device.instance_fn().vkGetPhysicalDeviceFormatProperties(device.physical_device(), image.format, &props);
-  const VkFormatFeatureFlags need = input ? VK_FORMAT_FEATURE_SAMPLED_IMAGE_BIT : VK_FORMAT_FEATURE_STORAGE_IMAGE_BIT;
+  const VkFormatFeatureFlags need = storage ? VK_FORMAT_FEATURE_STORAGE_IMAGE_BIT : VK_FORMAT_FEATURE_SAMPLED_IMAGE_BIT;
   if (((props.optimalTilingFeatures | props.linearTilingFeatures) & need) == 0)
     return invalid_argument(bound + " has format " + format->name + ", which this device cannot " +
-                            (input ? "sample" : "use as a storage image"));
+                            (storage ? "use as a storage image" : "sample"));
   return ok_status();
 }
 

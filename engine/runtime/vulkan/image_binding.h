@@ -78,6 +78,10 @@ struct ImageFormatInfo {
   const char* storage_qualifier = nullptr;
 };
 
+// Whether an input image is read as a storage image (imageLoad: it lacks
+// VK_IMAGE_USAGE_SAMPLED_BIT) rather than a sampled one (texelFetch).
+bool image_read_as_storage(const ExternalImage& image);
+
 // The format's entry, nullptr when Kiln does not convert it.
 const ImageFormatInfo* image_format_info(VkFormat format);
 // The formats an input (or output) image may have, for error messages.

@@ -21,6 +21,7 @@ std::string image_key(const ExternalImage& image) {
   add(image.image);
   add(image.view);
   add(image.format);
+  add(image.usage);  // picks texelFetch or imageLoad
   add(image.layout);
   add(image.width);
   add(image.height);

@@ -57,8 +57,9 @@ TEST(SignatureKey, BindingsArePartOfTheKey) {
   EXPECT_NE(*bound, *moved);
 }
 
-// An image binding's view, layout and conversion numbers are recorded into
-// the command buffers: each is part of the key.
+// An image binding's view, layout, usage (which picks the kernel) and
+// conversion numbers are recorded into the command buffers: each is part of
+// the key.
 TEST(SignatureKey, ImageBindingsKeyByEveryRecordedField) {
   ExternalBuffer b;
   b.image.image = reinterpret_cast<VkImage>(uintptr_t{0x10});
@@ -72,7 +73,7 @@ TEST(SignatureKey, ImageBindingsKeyByEveryRecordedField) {
   const auto base = key_of(in, {}, {{"x", b}});
   ASSERT_TRUE(base.ok());
   EXPECT_EQ(*base, *key_of(in, {}, {{"x", b}}));
-  std::vector<ExternalBuffer> changed(8, b);
+  std::vector<ExternalBuffer> changed(9, b);
   changed[0].image.view = reinterpret_cast<VkImageView>(uintptr_t{0x21});
   changed[1].image.layout = VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL;
   changed[2].image.map[1] = 2;
@@ -81,6 +82,7 @@ TEST(SignatureKey, ImageBindingsKeyByEveryRecordedField) {
   changed[5].image.srgb = true;
   changed[6].image.region_x = 1;
   changed[7].image.tensor_height = 3;
+  changed[8].image.usage = VK_IMAGE_USAGE_STORAGE_BIT;  // read with imageLoad instead
   for (const ExternalBuffer& c : changed) {
     const auto other = key_of(in, {}, {{"x", c}});
     ASSERT_TRUE(other.ok());

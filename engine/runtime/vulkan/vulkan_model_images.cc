@@ -108,7 +108,8 @@ Status VulkanModel::Impl::prepare_image_conversions(Signature& sig) {
     d.height = image_tensor_extent(c.image)[1];
     d.width = image_tensor_extent(c.image)[0];
     d.nhwc = c.image.nhwc;
-    if (!c.to_tensor) d.storage_format = image_format_info(c.image.format)->storage_qualifier;
+    const bool storage = !c.to_tensor || image_read_as_storage(c.image);
+    if (storage) d.storage_format = image_format_info(c.image.format)->storage_qualifier;
     KILN_ASSIGN_OR_RETURN(const planner::KernelDesc desc, planner::image_convert_kernel(d));
     KILN_ASSIGN_OR_RETURN(const planner::GeneratedKernel k, planner::generate_glsl(desc, target));
     vk::CompileOptions co;
@@ -140,7 +141,7 @@ Status VulkanModel::Impl::prepare_image_conversions(Signature& sig) {
     writes[1].dstSet = c.sets.at(0);
     writes[1].dstBinding = 1;
     writes[1].descriptorCount = 1;
-    writes[1].descriptorType = c.to_tensor ? VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE : VK_DESCRIPTOR_TYPE_STORAGE_IMAGE;
+    writes[1].descriptorType = storage ? VK_DESCRIPTOR_TYPE_STORAGE_IMAGE : VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE;
     writes[1].pImageInfo = &image;
     fn.vkUpdateDescriptorSets(device.handle(), 2, writes, 0, nullptr);
   }
