@@ -12,7 +12,8 @@ StatusOr<KernelDesc> image_convert_kernel(const ImageConvertDesc& desc) {
     return invalid_argument("image conversion of an empty image (" + std::to_string(desc.width) + "x" +
                             std::to_string(desc.height) + ")");
   if (!is_float(desc.type))
-    return invalid_argument("an image converts to and from float tensors, not " + std::string(elem_type_name(desc.type)));
+    return invalid_argument("an image converts to and from float tensors, not " +
+                            std::string(elem_type_name(desc.type)));
   if (!desc.to_tensor && desc.storage_format.empty())
     return invalid_argument("an output image needs its storage format qualifier");
   KernelTensor t;

@@ -210,10 +210,11 @@ KILN_API void kiln_session_forget_vulkan_buffer(kiln_session_t* session, VkBuffe
  * with texelFetch (no sampler; resizing filters in the shader). Inputs
  * without it (a frame a compute pass wrote) need VK_IMAGE_USAGE_STORAGE_BIT,
  * one of the output formats below and VK_IMAGE_LAYOUT_GENERAL; Kiln reads
- * them with imageLoad. Outputs need
- * VK_IMAGE_USAGE_STORAGE_BIT and VK_IMAGE_LAYOUT_GENERAL. Kiln never
- * changes an image's layout: the host transitions it before the run and
- * back after. The session must use KILN_STORAGE_BUFFER (the default).
+ * them with imageLoad. Outputs need VK_IMAGE_USAGE_STORAGE_BIT and
+ * VK_IMAGE_LAYOUT_GENERAL. Kiln never changes an image's layout: the host
+ * transitions it before the run and back after. The session must use
+ * KILN_STORAGE_BUFFER (the default). An image-bound input tensor lives in
+ * Kiln's activation memory like any intermediate tensor (no staging).
  * Vulkan cannot be asked for an image's usage or extent, so the binding
  * states them; a binding that misstates them is undefined behaviour (the
  * validation layers report it).
@@ -279,14 +280,15 @@ typedef struct kiln_vulkan_image_binding_t {
  * Errors: NOT_FOUND (no input or output `name`; the message lists them),
  * INVALID_ARGUMENT (NULL arguments or handles, struct_size too small, a
  * format Kiln cannot read or write or this device cannot sample or store,
- * missing usage, a layout other than those above, channel_count outside
- * 1..4, a channel_map entry beyond the format's components, two output
- * channels on one component, a zero or non-finite std, KILN_VULKAN_IMAGE_SRGB
+ * missing usage (or, without the sampled usage, a format that cannot be
+ * read as a storage image), a layout other than those above, channel_count
+ * outside 1..4, a channel_map entry beyond the format's components, two
+ * output channels on one component, a zero or non-finite std, KILN_VULKAN_IMAGE_SRGB
  * on an sRGB view, a region not inside the image, an output region not of
- * the tensor's size, a tensor width, height or channel count that disagrees
- * with the tensor's declared shape), FAILED_PRECONDITION (not a Vulkan session; the
- * tensor is stored in an image (KILN_STORAGE_IMAGE), is an integer tensor,
- * a constant, or computed on the host). A run reports what depends on its
+ * the tensor's size, a tensor width, height or channel count that
+ * disagrees with the tensor's declared shape), FAILED_PRECONDITION (not a
+ * Vulkan session; the tensor is stored in an image (KILN_STORAGE_IMAGE), is
+ * an integer tensor, a constant, or computed on the host). A run reports what depends on its
  * shapes: an output whose shape disagrees with the image, a run the device
  * does not do alone (host steps before the first or after the last kernel,
  * shapes read back mid-run). */

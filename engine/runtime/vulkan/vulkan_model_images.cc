@@ -132,7 +132,8 @@ Status VulkanModel::Impl::prepare_image_conversions(Signature& sig) {
     // Kiln's own images: the host's view, in the layout the binding names.
     VkDescriptorBufferInfo buffer{p.buffer->handle(), p.offset, std::max<VkDeviceSize>(p.size, 4)};
     VkDescriptorImageInfo image{VK_NULL_HANDLE, c.image.view, c.image.layout};
-    VkWriteDescriptorSet writes[2] = {{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET}, {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET}};
+    VkWriteDescriptorSet writes[2] = {{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET},
+                                      {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET}};
     writes[0].dstSet = c.sets.at(0);
     writes[0].dstBinding = 0;
     writes[0].descriptorCount = 1;
