@@ -20,6 +20,7 @@
 #include "engine/ops/shape_inference.h"
 #include "planner/execution_plan.h"
 #include "planner/glsl_codegen.h"
+#include "planner/image_convert.h"
 #include "planner/kernel.h"
 #include "planner/plan_hints.h"
 #include "planner/testing/op_check.h"
@@ -401,6 +402,24 @@ TEST(ShaderTemplateKernels, EveryTemplateCompilesToValidSpirv) {
   ASSERT_TRUE(glsl.ok()) << glsl.status().to_string();
   expect_valid_spirv(glsl->glsl, "loop_scan");
   covered.insert("loop_scan.comp");
+
+  // The image conversions of host image bindings (image_convert.h): no
+  // graph node makes them, the Vulkan runtime does, around a plan.
+  for (const bool nhwc : {false, true}) {
+    ImageConvertDesc in{true, nhwc ? ElemType::kF16 : ElemType::kF32, 3, 5, 7, nhwc, ""};
+    ImageConvertDesc out{false, nhwc ? ElemType::kF32 : ElemType::kF16, 4, 5, 7, nhwc, nhwc ? "r32f" : "rgba8"};
+    ImageConvertDesc storage_in = in;  // a host image without the sampled usage
+    storage_in.storage_format = "rgba16f";
+    for (const ImageConvertDesc& d : {in, storage_in, out}) {
+      auto kernel = image_convert_kernel(d);
+      ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
+      auto image_glsl = generate_glsl(*kernel, base_target());
+      ASSERT_TRUE(image_glsl.ok()) << image_glsl.status().to_string();
+      expect_valid_spirv(image_glsl->glsl, kernel->name);
+    }
+  }
+  covered.insert("image_to_tensor.comp");
+  covered.insert("tensor_to_image.comp");
 
   for (const EmbeddedShader& s : embedded_shaders())
     for (const std::string& name : template_names(s))

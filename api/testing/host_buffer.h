@@ -50,6 +50,8 @@ class HostBuffer {
   void write(VkDeviceSize offset, const std::vector<float>& v) {
     std::memcpy(mapped_ + offset, v.data(), v.size() * sizeof(float));
   }
+  void write_bytes(VkDeviceSize offset, const void* data, size_t bytes) { std::memcpy(mapped_ + offset, data, bytes); }
+  void read_bytes(VkDeviceSize offset, void* data, size_t bytes) const { std::memcpy(data, mapped_ + offset, bytes); }
   std::vector<float> read(VkDeviceSize offset, size_t count) const {
     std::vector<float> v(count);
     std::memcpy(v.data(), mapped_ + offset, count * sizeof(float));

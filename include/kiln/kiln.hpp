@@ -307,6 +307,14 @@ class Session {
   }
   // Before destroying a VkBuffer bound to this session.
   void forget_vulkan_buffer(VkBuffer buffer) { kiln_session_forget_vulkan_buffer(s_, buffer); }
+  // Reads input (writes output) `name` from (into) a host VkImage, converted
+  // on the device; see kiln_vulkan_image_binding_t (struct_size is set here).
+  Error bind_vulkan_image(const std::string& name, kiln_vulkan_image_binding_t binding) {
+    binding.struct_size = sizeof(binding);
+    return Error(kiln_session_bind_vulkan_image(s_, name.c_str(), &binding));
+  }
+  // Before destroying a VkImage bound to this session.
+  void forget_vulkan_image(VkImage image) { kiln_session_forget_vulkan_image(s_, image); }
 #endif
   // The last run's numbers, and its per-kernel GPU times (profile on).
   Error last_run_stats(kiln_run_stats_t& out) const {

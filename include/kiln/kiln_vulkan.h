@@ -1,5 +1,6 @@
 /* Kiln public C API, Vulkan interop: run on the host application's own
- * VkDevice and queue, and keep inputs and outputs in the host's VkBuffers.
+ * VkDevice and queue, and keep inputs and outputs in the host's VkBuffers
+ * or VkImages.
  *
  * Include after the application's Vulkan headers (with volk, include volk.h
  * first, as usual); this header includes <vulkan/vulkan.h> for the handle
@@ -142,6 +143,163 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_session_bind_vulkan_buffer(kiln_sess
  * never meet commands recorded for the old one). Not concurrently with a run
  * that uses the buffer. A buffer never bound is ignored. */
 KILN_API void kiln_session_forget_vulkan_buffer(kiln_session_t* session, VkBuffer buffer);
+
+/* ---- Images as tensors ------------------------------------------------
+ *
+ * A model input can be read from, and a model output written into, a host
+ * VkImage: a game's rendered frame into a denoiser, its result into an
+ * image the game composites. Kiln converts between the image and the
+ * tensor on the device, with one small compute dispatch per bound image:
+ * right before the run's first kernel for an input (it writes the input
+ * tensor in Kiln's own memory), right after the last kernel for an output.
+ * It is a separate dispatch rather than folded into the model's first and
+ * last kernels (those are whatever the planner fused, each reading its
+ * inputs its own way); for a frame-sized image it costs about what one
+ * elementwise kernel over the input does.
+ *
+ * A game's sRGB frame into an ImageNet-normalized RGB model, and the
+ * model's 4-channel output into an RGBA8 storage image for display:
+ *
+ *   kiln_vulkan_image_binding_t in = {sizeof(in), frame, frame_view,
+ *       VK_FORMAT_R8G8B8A8_SRGB, frame_usage,
+ *       VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL, 224, 224, 3, {0, 1, 2},
+ *       {0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}, 0};
+ *   kiln_vulkan_image_binding_t out = {sizeof(out), shown, shown_view,
+ *       VK_FORMAT_R8G8B8A8_UNORM, VK_IMAGE_USAGE_STORAGE_BIT | ...,
+ *       VK_IMAGE_LAYOUT_GENERAL, 224, 224, 4, {0, 1, 2, 3},
+ *       {0, 0, 0, 0}, {1, 1, 1, 1}, 0};
+ *   kiln_session_bind_vulkan_image(session, "image", &in);
+ *   kiln_session_bind_vulkan_image(session, "stylized", &out);
+ *   // each frame: kiln_session_record(session, frame_cmd) (or run, submit)
+ *
+ * The conversion, per model channel c < channel_count:
+ *   input:  x[c] = (texel[channel_map[c]] - mean[c]) / std[c]
+ *   output: texel[channel_map[c]] = x[c] * std[c] + mean[c]
+ * where texel is the image's (R, G, B, A) as floats: UNORM formats in
+ * [0, 1], BGRA formats in RGBA order too, sRGB formats (through an sRGB
+ * view) decoded to linear by the hardware. For an RGB model from an RGBA
+ * image: channel_count 3, channel_map {0, 1, 2}; a BGR model: {2, 1, 0};
+ * a grayscale image into an RGB model: {0, 0, 0}. Output image components
+ * no model channel maps to are 0 (alpha 1); UNORM outputs are clamped to
+ * [0, 1]. Hardware sRGB decode is as exact as the driver makes it (Vulkan
+ * allows a fraction of an 8-bit step: lavapipe's is up to 1.2e-3 off the
+ * exact curve, which moved mobilenet_v2's logits by up to 0.026); a UNORM
+ * view of the same memory (VK_IMAGE_CREATE_MUTABLE_FORMAT_BIT) with
+ * KILN_VULKAN_IMAGE_SRGB decodes with the exact curve in the shader.
+ * The tensor is [1, C, H, W] (or [1, H, W, C] with
+ * KILN_VULKAN_IMAGE_NHWC) of a float type. By default it covers the whole
+ * image at its size (H and W are the image's height and width); the
+ * optional region fields pick a rectangle of the image instead (a crop),
+ * and tensor_width/_height a tensor size for an input: a region of another
+ * size is resized bilinearly (half-pixel centres, edges clamped, filtered
+ * in linear light after any sRGB decode, no antialiasing: ONNX Resize
+ * "linear" with "half_pixel", OpenCV INTER_LINEAR). An output is written
+ * into a region of exactly the tensor's size (the rest of the image is left
+ * as it was).
+ *
+ * Formats: inputs VK_FORMAT_R8G8B8A8_UNORM, R8G8B8A8_SRGB, B8G8R8A8_UNORM,
+ * B8G8R8A8_SRGB, R16G16B16A16_SFLOAT, R32G32B32A32_SFLOAT, R8_UNORM,
+ * R16_SFLOAT, R32_SFLOAT; outputs (storage images) R8G8B8A8_UNORM,
+ * R16G16B16A16_SFLOAT, R32G32B32A32_SFLOAT, R32_SFLOAT.
+ *
+ * Requirements: the image belongs to the session's VkDevice, is 2D, and
+ * `view` shows one mip level and one array layer of it (color aspect) in
+ * `format`. Inputs with VK_IMAGE_USAGE_SAMPLED_BIT must be in
+ * VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL or VK_IMAGE_LAYOUT_GENERAL
+ * (as `layout` says) whenever the run's commands execute; Kiln reads them
+ * with texelFetch (no sampler; resizing filters in the shader). Inputs
+ * without it (a frame a compute pass wrote) need VK_IMAGE_USAGE_STORAGE_BIT,
+ * one of the output formats below and VK_IMAGE_LAYOUT_GENERAL; Kiln reads
+ * them with imageLoad. Outputs need VK_IMAGE_USAGE_STORAGE_BIT and
+ * VK_IMAGE_LAYOUT_GENERAL. Kiln never changes an image's layout: the host
+ * transitions it before the run and back after. The session must use
+ * KILN_STORAGE_BUFFER (the default). An image-bound input tensor lives in
+ * Kiln's activation memory like any intermediate tensor (no staging).
+ * Vulkan cannot be asked for an image's usage or extent, so the binding
+ * states them; a binding that misstates them is undefined behaviour (the
+ * validation layers report it).
+ *
+ * Synchronization: as for buffers. The entry barrier (ALL_COMMANDS /
+ * MEMORY_WRITE -> COMPUTE_SHADER / SHADER_READ) makes the host's earlier
+ * writes to an input image (a render pass, a copy) visible to the
+ * conversion; the exit barrier (COMPUTE_SHADER / SHADER_WRITE ->
+ * ALL_COMMANDS / MEMORY_READ|MEMORY_WRITE) orders the output image's
+ * writes, and the input image's reads, before later commands on the queue.
+ * A layout transition the host records after the run (for display) may
+ * therefore use srcStageMask COMPUTE_SHADER and srcAccessMask
+ * SHADER_WRITE, or rely on the exit barrier. */
+
+/* kiln_vulkan_image_binding_t.flags */
+/* Inputs: decode sRGB in the shader (a UNORM view of sRGB-encoded data; an
+ * sRGB view decodes in hardware and must not set it). Outputs: encode the
+ * linear result to sRGB before storing it (into a UNORM image that is
+ * displayed as sRGB). */
+#define KILN_VULKAN_IMAGE_SRGB 0x1u
+/* The tensor is [1, H, W, C] instead of [1, C, H, W]. */
+#define KILN_VULKAN_IMAGE_NHWC 0x2u
+
+/* A host image that one model input is read from, or one model output is
+ * written into. Grows only at the end; set struct_size =
+ * sizeof(kiln_vulkan_image_binding_t). Every field up to `flags` is
+ * required; the region fields after it are optional. */
+typedef struct kiln_vulkan_image_binding_t {
+  uint32_t struct_size;
+  VkImage image;      /* identifies the binding (kiln_session_forget_vulkan_image) */
+  VkImageView view;   /* what Kiln binds: 2D, one level and layer, color aspect */
+  VkFormat format;    /* the view's format (see "Formats" above) */
+  VkImageUsageFlags usage;  /* the usage the image was created with */
+  VkImageLayout layout;     /* its layout whenever the run's commands execute */
+  uint32_t width;     /* the view's extent */
+  uint32_t height;
+  uint32_t channel_count;   /* the model's C: 1 to 4 */
+  uint32_t channel_map[4];  /* image component (0 R, 1 G, 2 B, 3 A) of model channel c */
+  float mean[4];            /* per model channel (see the conversion above) */
+  float std[4];             /* per model channel; non-zero */
+  uint32_t flags;           /* KILN_VULKAN_IMAGE_* */
+  /* Optional from here: zero (or beyond an older caller's struct_size)
+   * means the whole image, at its size. */
+  uint32_t region_x;        /* the rectangle of the image the tensor covers */
+  uint32_t region_y;
+  uint32_t region_width;    /* 0: to the image's right edge */
+  uint32_t region_height;   /* 0: to its bottom edge */
+  uint32_t tensor_width;    /* the tensor's W (0: the region's width); inputs only */
+  uint32_t tensor_height;   /* the tensor's H (0: the region's height); inputs only */
+} kiln_vulkan_image_binding_t;
+
+/* Binds model input or output `name` to a host image for later runs of
+ * `session` (replacing an earlier binding of that name, to a buffer or an
+ * image; kiln_session_unbind removes it). Runs, submissions and
+ * kiln_session_record treat a bound image as they treat a bound buffer:
+ * NULL in the inputs for it, NULL among the outputs, commands recorded per
+ * input shapes + bindings (a binding's view, layout and numbers included),
+ * so re-binding the same images re-uses them.
+ * Ownership: the image and view are borrowed; they must stay valid until
+ * kiln_session_forget_vulkan_image (or the session's destruction).
+ * Thread-safety: may be called from any thread; a run already started
+ * keeps the bindings it started with.
+ * Errors: NOT_FOUND (no input or output `name`; the message lists them),
+ * INVALID_ARGUMENT (NULL arguments or handles, struct_size too small, a
+ * format Kiln cannot read or write or this device cannot sample or store,
+ * missing usage (or, without the sampled usage, a format that cannot be
+ * read as a storage image), a layout other than those above, channel_count
+ * outside 1..4, a channel_map entry beyond the format's components, two
+ * output channels on one component, a zero or non-finite std, KILN_VULKAN_IMAGE_SRGB
+ * on an sRGB view, a region not inside the image, an output region not of
+ * the tensor's size, a tensor width, height or channel count that
+ * disagrees with the tensor's declared shape), FAILED_PRECONDITION (not a
+ * Vulkan session; the tensor is stored in an image (KILN_STORAGE_IMAGE), is
+ * an integer tensor, a constant, or computed on the host). A run reports what depends on its
+ * shapes: an output whose shape disagrees with the image, a run the device
+ * does not do alone (host steps before the first or after the last kernel,
+ * shapes read back mid-run). */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_session_bind_vulkan_image(kiln_session_t* session, const char* name,
+                                                                      const kiln_vulkan_image_binding_t* binding);
+
+/* Call before destroying a VkImage (or its view) bound to `session`:
+ * removes every binding to it and the commands recorded for runs that used
+ * it, after waiting for the session's submissions. Not concurrently with a
+ * run that uses the image. An image never bound is ignored. */
+KILN_API void kiln_session_forget_vulkan_image(kiln_session_t* session, VkImage image);
 
 /* ---- Asynchronous runs ------------------------------------------------
  *
@@ -316,8 +474,10 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_session_memory(const kiln_session_t*
  * host's compute pipeline and descriptor-set bindings are disturbed:
  * bind them again after this call if the host records more compute work.
  *
- * Only a run whose every input and output is bound to a VkBuffer
- * (kiln_session_bind_vulkan_buffer; the shapes come from the bindings), that
+ * Only a run whose every input and output is bound to a VkBuffer or VkImage
+ * (kiln_session_bind_vulkan_buffer/_image; the shapes come from the
+ * bindings; image conversions are recorded after the entry barrier and
+ * before the exit barrier), that
  * is all on the device (no node on the host, no If or Loop decided by the
  * host, no shape read back mid-run) and uses buffer storage can be
  * recorded; otherwise FAILED_PRECONDITION names why. The first record (or

@@ -37,6 +37,15 @@ Status Recorder::record(Signature& sig) {
   link_loop_bodies(sig);
   KILN_RETURN_IF_ERROR(plan_staging(sig));
   KILN_RETURN_IF_ERROR(plan_condition_copies(sig));
+  if (!sig.image_conversions.empty()) {
+    const IoSegments io = io_segments(sig);
+    if (io.first == SIZE_MAX)
+      return failed_precondition("no kernel of this run is on the device, so nothing converts its image bindings");
+    if (io.host_before || io.host_after)
+      return failed_precondition("image bindings need a run whose first and last kernels start and end it on the "
+                                 "device; this one runs steps on the host (or decides Ifs and Loops there) before "
+                                 "its first or after its last kernel");
+  }
   Segment* first = nullptr;
   Segment* last = nullptr;
   for (Segment& seg : sig.segments)
@@ -225,8 +234,10 @@ Status Recorder::record_segment(Signature& sig, Segment& seg, bool first, bool l
   // which shares this memory.
   record_entry_barrier(seg.cmd);
   plan_barriers(sig, seg);
-  Status status = record_dispatches(sig, seg, seg.cmd, profile_ ? seg.timestamps.get() : nullptr);
-  if (status.ok() && !sig.external.empty()) record_exit_barrier(seg.cmd);
+  Status status = first ? record_image_inputs(sig, seg.cmd) : ok_status();
+  if (status.ok()) status = record_dispatches(sig, seg, seg.cmd, profile_ ? seg.timestamps.get() : nullptr);
+  if (status.ok() && last) status = record_image_outputs(sig, seg.cmd);
+  if (status.ok() && (!sig.external.empty() || !sig.image_conversions.empty())) record_exit_barrier(seg.cmd);
   if (status.ok() && seg.condition_copied) record_condition_copy(sig, seg, seg.cmd);
   if (status.ok() && last) record_output_copies(sig, seg.cmd);
   if (status.ok() && seg.timestamps && !profile_)
@@ -251,6 +262,7 @@ void Recorder::record_exit_barrier(VkCommandBuffer cmd) {
 
 Status Recorder::record_into(Signature& sig, VkCommandBuffer cmd) {
   record_entry_barrier(cmd);
+  KILN_RETURN_IF_ERROR(record_image_inputs(sig, cmd));
   bool first = true;
   for (const Segment& seg : sig.segments) {
     if (seg.dispatches.empty()) continue;
@@ -260,6 +272,7 @@ Status Recorder::record_into(Signature& sig, VkCommandBuffer cmd) {
     first = false;
     KILN_RETURN_IF_ERROR(record_dispatches(sig, seg, cmd, nullptr));
   }
+  KILN_RETURN_IF_ERROR(record_image_outputs(sig, cmd));
   record_exit_barrier(cmd);
   return ok_status();
 }
@@ -318,29 +331,23 @@ Status Recorder::record_dispatches(Signature& sig, const Segment& seg, VkCommand
   return ok_status();
 }
 
-// Which inputs and outputs travel through the staging buffer, and where.
-Status Recorder::plan_staging(Signature& sig) {
-  sig.staged_inputs.assign(plan_.inputs.size(), {});
-  sig.staged_outputs.assign(plan_.outputs.size(), {});
-  // Inputs ride in the first command buffer unless a host fallback reads them
-  // before it; outputs in the last unless a fallback runs after it.
-  size_t first = SIZE_MAX, last = SIZE_MAX;
+Recorder::IoSegments Recorder::io_segments(const Signature& sig) const {
+  IoSegments io;
   for (size_t i = 0; i < sig.segments.size(); ++i)
     if (!sig.segments[i].dispatches.empty()) {
-      if (first == SIZE_MAX) first = i;
-      last = i;
+      if (io.first == SIZE_MAX) io.first = i;
+      io.last = i;
     }
-  if (first == SIZE_MAX) return ok_status();
-  bool fallback_before = false, fallback_after = false;
+  if (io.first == SIZE_MAX) return io;
   for (size_t i = 0; i < sig.segments.size(); ++i)
     if (sig.segments[i].fallback_step != SIZE_MAX) {
-      if (i < first) fallback_before = true;
-      if (i >= last) fallback_after = true;
+      if (i < io.first) io.host_before = true;
+      if (i >= io.last) io.host_after = true;
     }
   // Past a sub-graph boundary the inputs are in place already; before one,
   // the outputs are not made yet.
-  if (sig.first_step != 0) fallback_before = true;
-  if (sig.end_step != plan_.steps.size()) fallback_after = true;
+  if (sig.first_step != 0) io.host_before = true;
+  if (sig.end_step != plan_.steps.size()) io.host_after = true;
   // A segment inside an If's branch or a Loop's body may run no time (or
   // many): the copies ride elsewhere.
   for (const PlanStep& step : plan_.steps) {
@@ -350,15 +357,51 @@ Status Recorder::plan_staging(Signature& sig) {
     auto in_branch = [&](size_t seg) {
       return sig.segments[seg].first_step > head && sig.segments[seg].first_step < end;
     };
-    if (in_branch(first)) fallback_before = true;
-    if (in_branch(last)) fallback_after = true;
+    if (in_branch(io.first)) io.host_before = true;
+    if (in_branch(io.last)) io.host_after = true;
   }
+  return io;
+}
+
+Status Recorder::record_image_inputs(const Signature& sig, VkCommandBuffer cmd) {
+  if (std::none_of(sig.image_conversions.begin(), sig.image_conversions.end(),
+                   [](const ImageConversion& c) { return c.to_tensor && c.pipeline; }))
+    return ok_status();
+  KILN_RETURN_IF_ERROR(record_image_conversions(cmd, sig.image_conversions, true));
+  // The kernels read what the conversions wrote (the entry barrier before
+  // them made the host's image visible).
+  vk::cmd_memory_barrier(device_.fn(), cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                         VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT, kShaderAccess);
+  return ok_status();
+}
+
+Status Recorder::record_image_outputs(const Signature& sig, VkCommandBuffer cmd) {
+  if (std::none_of(sig.image_conversions.begin(), sig.image_conversions.end(),
+                   [](const ImageConversion& c) { return !c.to_tensor; }))
+    return ok_status();
+  // The conversions read what the kernels wrote; the exit barrier after
+  // them makes the host's image visible to later commands.
+  vk::cmd_memory_barrier(device_.fn(), cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                         VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT, kShaderAccess);
+  return record_image_conversions(cmd, sig.image_conversions, false);
+}
+
+// Which inputs and outputs travel through the staging buffer, and where.
+Status Recorder::plan_staging(Signature& sig) {
+  sig.staged_inputs.assign(plan_.inputs.size(), {});
+  sig.staged_outputs.assign(plan_.outputs.size(), {});
+  // Inputs ride in the first command buffer unless a host fallback reads them
+  // before it; outputs in the last unless a fallback runs after it.
+  const IoSegments io = io_segments(sig);
+  if (io.first == SIZE_MAX) return ok_status();
+  const bool fallback_before = io.host_before, fallback_after = io.host_after;
   VkDeviceSize total = 0;
   auto stage = [&](TensorId t, Signature::Staged* out) {
     const TensorId root = planner::memory_root(plan_, t);
     const Placement& p = sig.place[static_cast<size_t>(t)];
     const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
     if (!p.present || p.resource < 0 || sig.external.count(root) || pt.host_resident) return;
+    if (sig.image_tensors.count(t)) return;  // converted from or into a host image
     if (shape_numel(sig.shapes[static_cast<size_t>(t)]) == 0) return;
     if (p.image && pt.alias_of != planner::kNoTensor) return;
     out->tensor = t;

@@ -60,6 +60,21 @@ class Recorder {
   Status record_into(Signature& sig, VkCommandBuffer cmd);
 
  private:
+  // The first and last segments with dispatches (SIZE_MAX: none), and
+  // whether the run leaves the device before the first or after the last
+  // (a host step, a sub-graph boundary, a first or last segment inside an
+  // If's branch or a Loop's body): inputs and outputs then cannot ride in
+  // those command buffers.
+  struct IoSegments {
+    size_t first = SIZE_MAX, last = SIZE_MAX;
+    bool host_before = false, host_after = false;
+  };
+  IoSegments io_segments(const Signature& sig) const;
+  // Image bindings (image_binding.h): the input conversions then a barrier
+  // before the kernels, or a barrier after the kernels then the output
+  // conversions.
+  Status record_image_inputs(const Signature& sig, VkCommandBuffer cmd);
+  Status record_image_outputs(const Signature& sig, VkCommandBuffer cmd);
   Status segment_steps(Signature& sig);
   Status prepare_dispatch(Signature& sig, size_t step, RecordedDispatch& d, bool* empty);
   void link_loop_bodies(Signature& sig);

@@ -5,6 +5,41 @@ namespace kiln::runtime {
 
 namespace {
 
+// Every field of an image binding, as hex bytes (the struct has no padding
+// Kiln writes: each field is hexed on its own).
+std::string image_key(const ExternalImage& image) {
+  std::string key;
+  auto add = [&](const auto& field) {
+    static const char kHex[] = "0123456789abcdef";
+    const auto* bytes = reinterpret_cast<const unsigned char*>(&field);
+    for (size_t b = 0; b < sizeof(field); ++b) {
+      key += kHex[bytes[b] >> 4];
+      key += kHex[bytes[b] & 15];
+    }
+    key += ',';
+  };
+  add(image.image);
+  add(image.view);
+  add(image.format);
+  add(image.usage);  // picks texelFetch or imageLoad
+  add(image.layout);
+  add(image.width);
+  add(image.height);
+  add(image.channels);
+  add(image.map);
+  add(image.scale);
+  add(image.bias);
+  add(image.srgb);
+  add(image.nhwc);
+  add(image.region_x);
+  add(image.region_y);
+  add(image.region_width);
+  add(image.region_height);
+  add(image.tensor_width);
+  add(image.tensor_height);
+  return key;
+}
+
 std::string shape_key(const InputSpec& t) {
   std::string k = std::string(dtype_name(t.dtype)) + "[";
   for (int64_t d : t.shape) k += std::to_string(d) + ",";
@@ -36,9 +71,12 @@ StatusOr<std::string> signature_key(const std::vector<InputSpec>& inputs, const 
       key += hex_bytes(*inputs[i].value) + ";";
     }
   }
-  for (const auto& [name, b] : bindings)
+  for (const auto& [name, b] : bindings) {
     key += name + "@" + std::to_string(reinterpret_cast<uint64_t>(b.buffer)) + "+" + std::to_string(b.offset) + ":" +
            std::to_string(b.size) + ";";
+    // An image binding's view, layout and push constants are recorded.
+    if (b.image.image != VK_NULL_HANDLE) key += "image:" + image_key(b.image) + ";";
+  }
   return key;
 }
 

@@ -57,6 +57,39 @@ TEST(SignatureKey, BindingsArePartOfTheKey) {
   EXPECT_NE(*bound, *moved);
 }
 
+// An image binding's view, layout, usage (which picks the kernel) and
+// conversion numbers are recorded into the command buffers: each is part of
+// the key.
+TEST(SignatureKey, ImageBindingsKeyByEveryRecordedField) {
+  ExternalBuffer b;
+  b.image.image = reinterpret_cast<VkImage>(uintptr_t{0x10});
+  b.image.view = reinterpret_cast<VkImageView>(uintptr_t{0x20});
+  b.image.format = VK_FORMAT_R8G8B8A8_UNORM;
+  b.image.layout = VK_IMAGE_LAYOUT_GENERAL;
+  b.image.width = 4;
+  b.image.height = 2;
+  b.image.channels = 3;
+  const std::vector<InputSpec> in{{DType::kFloat32, {1, 3, 2, 4}}};
+  const auto base = key_of(in, {}, {{"x", b}});
+  ASSERT_TRUE(base.ok());
+  EXPECT_EQ(*base, *key_of(in, {}, {{"x", b}}));
+  std::vector<ExternalBuffer> changed(9, b);
+  changed[0].image.view = reinterpret_cast<VkImageView>(uintptr_t{0x21});
+  changed[1].image.layout = VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL;
+  changed[2].image.map[1] = 2;
+  changed[3].image.scale[0] = 2.0f;
+  changed[4].image.bias[2] = 0.5f;
+  changed[5].image.srgb = true;
+  changed[6].image.region_x = 1;
+  changed[7].image.tensor_height = 3;
+  changed[8].image.usage = VK_IMAGE_USAGE_STORAGE_BIT;  // read with imageLoad instead
+  for (const ExternalBuffer& c : changed) {
+    const auto other = key_of(in, {}, {{"x", c}});
+    ASSERT_TRUE(other.ok());
+    EXPECT_NE(*base, *other);
+  }
+}
+
 TEST(ContinuationKey, ShapesOfHostOutputsAndReadBackValues) {
   const Tensor three = Tensor::from_vector<int64_t>({2, 3}, {0, 1, 2, 3, 4, 5});
   const Tensor five = Tensor::from_vector<int64_t>({2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});

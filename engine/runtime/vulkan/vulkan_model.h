@@ -27,6 +27,7 @@
 #include "engine/base/status.h"
 #include "engine/base/tensor.h"
 #include "engine/ir/graph.h"
+#include "engine/runtime/vulkan/image_binding.h"
 #include "engine/runtime/run_stats.h"
 #include "planner/execution_plan.h"
 #include "platform/vulkan/debug_labels.h"
@@ -108,9 +109,14 @@ struct ExternalBuffer {
   VkDeviceSize offset = 0;
   VkDeviceSize size = 0;  // bytes of the range, at least the tensor's bytes
   Shape shape;            // inputs only: the input's shape (its run() entry stays undefined)
+  // Set (image.image non-null, `buffer` null) when the tensor is converted
+  // from or into a host image instead (image_binding.h): it then lives in
+  // Kiln's memory, and `shape` is image_tensor_shape(image).
+  ExternalImage image;
 };
 
-// Graph input or output value name -> the host buffer range it lives in.
+// Graph input or output value name -> the host buffer range it lives in, or
+// the host image it is converted from or into.
 using DeviceBindings = std::map<std::string, ExternalBuffer>;
 
 class VulkanModel {
@@ -155,6 +161,17 @@ class VulkanModel {
   // commands recorded for the old one. Must not run concurrently with a run
   // that binds `buffer`.
   void forget_buffer(VkBuffer buffer) const;
+  // The same for a host image (ExternalImage::image) bound to an input or
+  // output (vulkan_model_images.cc).
+  void forget_image(VkImage image) const;
+  // Checks binding `image` to graph input or output `name` against the
+  // model and the device (check_external_image; the tensor: a float buffer
+  // of rank 4 with N = 1 on the device, its declared C, H and W the
+  // image's) and returns the tensor's shape it implies. What depends on a
+  // run's shapes is checked by the run. Errors: kNotFound (no such name),
+  // kInvalidArgument (the binding, or dims that disagree), kFailedPrecondition
+  // (the tensor is an image, an integer, a constant or on the host).
+  StatusOr<Shape> image_binding_shape(const std::string& name, const ExternalImage& image) const;
 
   // Asynchronous runs (vulkan_model_async.cc). submit() does what run()
   // does up to the submission (records on first sight of the shapes and

@@ -38,7 +38,7 @@ std::string VulkanModel::Impl::single_submission_blocker(const Signature& sig,
   for (size_t i = 0; i < plan.outputs.size(); ++i) {
     const TensorId t = plan.outputs[i];
     const planner::PlanTensor& pt = plan.tensors[static_cast<size_t>(t)];
-    const bool bound = sig.external.count(planner::memory_root(plan, t)) > 0;
+    const bool bound = sig.external.count(planner::memory_root(plan, t)) > 0 || sig.image_tensors.count(t) > 0;
     const bool on_host = pt.constant.defined() || sig.host_values.count(pt.value) > 0 ||
                          shape_numel(sig.shapes[static_cast<size_t>(t)]) == 0;
     if (!bound && !on_host && sig.staged_outputs[i].tensor == planner::kNoTensor)

@@ -20,12 +20,12 @@ Status VulkanModel::Impl::record_into(VkCommandBuffer cmd, const DeviceBindings&
   const std::string why = "recorded into the host's command buffer: ";
   for (ir::ValueId v : main.inputs)
     if (!bindings.count(graph.value(v).name))
-      return failed_precondition("input '" + graph.value(v).name + "' is not bound to a VkBuffer; a run " + why +
-                                 "reads every input from the host's buffers");
+      return failed_precondition("input '" + graph.value(v).name + "' is not bound to a VkBuffer or VkImage; a run " +
+                                 why + "reads every input from the host's buffers and images");
   for (ir::ValueId v : main.outputs)
     if (!bindings.count(graph.value(v).name))
-      return failed_precondition("output '" + graph.value(v).name + "' is not bound to a VkBuffer; a run " + why +
-                                 "writes every output into the host's buffers");
+      return failed_precondition("output '" + graph.value(v).name + "' is not bound to a VkBuffer or VkImage; a run " +
+                                 why + "writes every output into the host's buffers and images");
   const std::vector<Tensor> inputs(main.inputs.size());  // all bound
   KILN_ASSIGN_OR_RETURN(const std::vector<InputSpec> specs, input_specs(inputs, bindings));
   std::lock_guard<std::mutex> lock(mutex);
@@ -39,7 +39,8 @@ Status VulkanModel::Impl::record_into(VkCommandBuffer cmd, const DeviceBindings&
   if (blocker.empty())
     for (size_t i = 0; i < plan.outputs.size(); ++i)
       if (!sig->place[static_cast<size_t>(plan.outputs[i])].present ||
-          sig->external.count(planner::memory_root(plan, plan.outputs[i])) == 0)
+          (sig->external.count(planner::memory_root(plan, plan.outputs[i])) == 0 &&
+           sig->image_tensors.count(plan.outputs[i]) == 0))
         blocker = "output '" + graph.value(main.outputs[i]).name + "' is computed on the host or is a constant";
   if (!blocker.empty()) return failed_precondition("this run cannot be " + why + blocker);
   if (!owns_memory(*sig)) KILN_RETURN_IF_ERROR(restore_arena(*sig));

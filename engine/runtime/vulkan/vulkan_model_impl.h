@@ -136,6 +136,11 @@ struct Signature {
   // borrowed views of those buffers (deque: placements point into it).
   std::map<TensorId, ExternalBuffer> external;
   std::deque<vk::Buffer> external_buffers;
+  // Inputs and outputs converted from and into host images (image_binding.h):
+  // recorded before the first kernel and after the last. `image_tensors`
+  // holds their plan tensors, which are neither staged nor read back.
+  std::vector<ImageConversion> image_conversions;
+  std::set<TensorId> image_tensors;
   std::vector<Segment> segments;
   // Inputs and outputs staged through one mapped host buffer, with the
   // copies recorded into the first and last command buffers: a run is one
@@ -227,6 +232,15 @@ struct VulkanModel::Impl {
   // Checks `bindings` against the signature's shapes and fills sig.external.
   Status resolve_bindings(const DeviceBindings& bindings, Signature& sig) const;
   void forget_buffer(VkBuffer buffer);
+  // Image bindings (vulkan_model_images.cc). check_image_io checks a binding
+  // against the graph and device (VulkanModel::image_binding_shape) and
+  // gives the plan tensor; resolve_image_binding checks it against sig's
+  // shapes and adds its conversion; prepare_image_conversions (after
+  // placement) makes each conversion's pipeline and descriptor set.
+  StatusOr<TensorId> check_image_io(const std::string& name, const ExternalImage& image) const;
+  Status resolve_image_binding(const std::string& name, const ExternalImage& image, Signature& sig) const;
+  Status prepare_image_conversions(Signature& sig);
+  void forget_image(VkImage image);
   // Placement (vulkan_model_place.cc): every tensor's memory for `sig`'s
   // shapes, in phases: collect_blocks (lifetimes from planner/memory/
   // liveness.h, sizes, constants), choose_image_memory (images in the

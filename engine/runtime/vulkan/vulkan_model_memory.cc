@@ -117,6 +117,8 @@ void VulkanModel::Impl::release(Signature& sig) {
     submitter->release(seg.cmd);
     seg.cmd = VK_NULL_HANDLE;
   }
+  for (ImageConversion& c : sig.image_conversions) descriptors->free(c.sets);
+  sig.image_conversions.clear();
   for (const Signature*& owner : memory_owner)
     if (owner == &sig) owner = nullptr;
   for (auto& [key, next] : sig.continuations) release(*next);

@@ -63,6 +63,7 @@ StatusOr<Signature*> VulkanModel::Impl::signature_for(const std::vector<InputSpe
   if (made.ok()) made = resolve_bindings(bindings, *sig);
   // With a sub-graph boundary, this signature places only what it writes.
   if (made.ok()) made = sig->boundary.step == SIZE_MAX ? place_tensors(*sig) : place_phase(*sig);
+  if (made.ok()) made = prepare_image_conversions(*sig);
   if (made.ok()) made = record(*sig);
   if (made.ok()) made = check_memory_limit(sig->device_bytes, "the staging memory of these input shapes");
   if (!made.ok()) {
@@ -360,6 +361,10 @@ Status VulkanModel::Impl::resolve_bindings(const DeviceBindings& bindings, Signa
   std::vector<Range> ranges;
   std::map<TensorId, std::string> owner;  // root tensor -> the first name bound to it
   for (const auto& [name, b] : bindings) {
+    if (b.image.image != VK_NULL_HANDLE) {  // converted from or into a host image (vulkan_model_images.cc)
+      KILN_RETURN_IF_ERROR(resolve_image_binding(name, b.image, sig));
+      continue;
+    }
     KILN_ASSIGN_OR_RETURN(TensorId id, io_tensor(name));
     const std::string what = "'" + name + "'";
     if (b.buffer == VK_NULL_HANDLE) return invalid_argument("the buffer bound to " + what + " is VK_NULL_HANDLE");
