@@ -135,6 +135,31 @@ FrameLoop::FrameLoop(GameGpu& gpu, kiln_session_t* session, const ModelBuffers& 
   times_.kiln_cpu_us.assign(static_cast<size_t>(config.frames), 0.0);
   times_.frame_cpu_us.assign(static_cast<size_t>(config.frames), 0.0);
   if (queries_ != VK_NULL_HANDLE) times_.model_gpu_ms.assign(static_cast<size_t>(config.frames), 0.0);
+  if (config_.mode == KilnMode::kReplay) record_kiln_commands();
+}
+
+// Kiln's dispatches for each set of model buffers, recorded once into a
+// secondary command buffer: the recording holds the buffers bound when it
+// was made, and stays valid while the session runs these shapes and
+// bindings. SIMULTANEOUS_USE: the frames in flight execute it at once.
+void FrameLoop::record_kiln_commands() {
+  for (const ModelIo& io : model_.io) {
+    VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    info.commandPool = command_pool_;
+    info.level = VK_COMMAND_BUFFER_LEVEL_SECONDARY;
+    info.commandBufferCount = 1;
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    check_vk(vkAllocateCommandBuffers(gpu_.device(), &info, &cmd), "vkAllocateCommandBuffers");
+    VkCommandBufferInheritanceInfo inheritance{VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO};
+    VkCommandBufferBeginInfo begin_info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    begin_info.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
+    begin_info.pInheritanceInfo = &inheritance;
+    check_vk(vkBeginCommandBuffer(cmd, &begin_info), "vkBeginCommandBuffer");
+    bind_model_io(session_, model_, io);
+    check_kiln(kiln_session_record(session_, cmd), "kiln_session_record");
+    check_vk(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+    kiln_commands_.push_back(cmd);
+  }
 }
 
 FrameLoop::~FrameLoop() {
@@ -165,7 +190,7 @@ void FrameLoop::run() {
     if (slot.frame >= 0) finish(slot);  // the only CPU wait: frames in flight
     const Clock::time_point frame_start = Clock::now();
     if (config_.mode == KilnMode::kSubmit) submit_mode_frame(frame, slot, index);
-    else record_mode_frame(frame, slot, index);
+    else recorded_frame(frame, slot, index);
     slot.frame = frame;
     times_.frame_cpu_us[static_cast<size_t>(frame)] += us_since(frame_start);
   }
@@ -210,10 +235,12 @@ void FrameLoop::submit_mode_frame(int frame, Slot& slot, uint32_t index) {
   submit(slot.composite, &timeline_, v + 2, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, v + 3);
 }
 
-// Record mode: one command buffer per frame, Kiln's dispatches recorded
-// between the game's passes; Kiln's entry and exit barriers order them.
-// One submission, signalling T = f + 1 when the frame is done.
-void FrameLoop::record_mode_frame(int frame, Slot& slot, uint32_t index) {
+// Record and replay modes: one command buffer per frame, Kiln's dispatches
+// between the game's passes — recorded into it (record), or executed from
+// the secondary command buffer recorded once (replay); Kiln's entry and exit
+// barriers order them. One submission, signalling T = f + 1 when the frame
+// is done.
+void FrameLoop::recorded_frame(int frame, Slot& slot, uint32_t index) {
   const VkCommandBuffer cmd = slot.commands;
   begin(cmd);
   if (queries_ != VK_NULL_HANDLE) vkCmdResetQueryPool(cmd, queries_, 2 * index, 2);
@@ -221,8 +248,13 @@ void FrameLoop::record_mode_frame(int frame, Slot& slot, uint32_t index) {
   dispatch_generate(cmd, slot, frame);
   timestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 2 * index);
   const Clock::time_point kiln_start = Clock::now();
-  if (model_.io.size() > 1) bind_model_io(session_, model_, *slot.io);
-  check_kiln(kiln_session_record(session_, cmd), "kiln_session_record");
+  if (config_.mode == KilnMode::kReplay) {
+    const VkCommandBuffer kiln = kiln_commands_[static_cast<size_t>(slot.io - model_.io.data())];
+    vkCmdExecuteCommands(cmd, 1, &kiln);
+  } else {
+    if (model_.io.size() > 1) bind_model_io(session_, model_, *slot.io);
+    check_kiln(kiln_session_record(session_, cmd), "kiln_session_record");
+  }
   times_.kiln_cpu_us[static_cast<size_t>(frame)] += us_since(kiln_start);
   timestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 2 * index + 1);
   dispatch_composite(cmd, slot);  // binds its pipeline again: Kiln's record changed the bindings

@@ -25,7 +25,11 @@
 
 namespace game {
 
-enum class KilnMode { kSubmit, kRecord };
+// kSubmit: kiln_session_submit between the game's submissions; kRecord:
+// kiln_session_record into the frame's command buffer every frame; kReplay:
+// kiln_session_record once per set of model buffers into a secondary
+// command buffer, which every frame executes (no Kiln call in the frame).
+enum class KilnMode { kSubmit, kRecord, kReplay };
 
 struct FrameLoopConfig {
   KilnMode mode = KilnMode::kSubmit;
@@ -91,7 +95,7 @@ class FrameLoop {
  private:
   // What one frame in flight owns.
   struct Slot {
-    VkCommandBuffer commands = VK_NULL_HANDLE;   // submit mode: the generate pass; record mode: the whole frame
+    VkCommandBuffer commands = VK_NULL_HANDLE;   // submit mode: the generate pass; else the whole frame
     VkCommandBuffer composite = VK_NULL_HANDLE;  // submit mode: the composite pass
     GpuBuffer image;                             // the composited RGBA8 frame
     GpuBuffer readback;                          // host-visible: timestamps, image, model input and output
@@ -104,7 +108,11 @@ class FrameLoop {
 
   uint64_t done_value(int frame) const;
   void submit_mode_frame(int frame, Slot& slot, uint32_t index);
-  void record_mode_frame(int frame, Slot& slot, uint32_t index);
+  // Record and replay modes: the frame's command buffer with Kiln's work
+  // recorded into it (record) or executed from kiln_commands_ (replay).
+  void recorded_frame(int frame, Slot& slot, uint32_t index);
+  // Replay mode: kiln_commands_, recorded once for each model buffer set.
+  void record_kiln_commands();
   // Commands shared by both modes.
   void begin(VkCommandBuffer cmd);
   void frame_start_barrier(VkCommandBuffer cmd);
@@ -127,6 +135,7 @@ class FrameLoop {
   VkQueryPool queries_ = VK_NULL_HANDLE;  // two timestamps per slot
   VkSemaphore timeline_ = VK_NULL_HANDLE;  // the game's frame timeline
   std::vector<Slot> slots_;
+  std::vector<VkCommandBuffer> kiln_commands_;  // replay mode: per model_.io entry, secondary
   std::vector<KeptFrame> kept_;
   FrameTimes times_;
 };

@@ -3,7 +3,7 @@
 // public C API only (kiln/kiln.h, kiln/kiln_vulkan.h). README.md explains
 // what it shows and the synchronization it uses.
 //
-//   game_frame MODEL.onnx [--frames N] [--mode submit|record] [--in-flight N]
+//   game_frame MODEL.onnx [--frames N] [--mode submit|record|replay] [--in-flight N]
 //              [--buffers shared|per-frame] [--validate] [--device N]
 //              [--keep 0,15,29] [--png-dir DIR] [--dump DIR]
 //
@@ -51,7 +51,7 @@ struct Options {
 int usage(const char* problem) {
   std::fprintf(stderr,
                "game_frame: %s\n"
-               "usage: game_frame MODEL.onnx [--frames N] [--mode submit|record] [--in-flight N]\n"
+               "usage: game_frame MODEL.onnx [--frames N] [--mode submit|record|replay] [--in-flight N]\n"
                "                  [--buffers shared|per-frame] [--validate] [--device N] [--keep F,F,...]\n"
                "                  [--png-dir DIR] [--dump DIR]\n",
                problem);
@@ -98,7 +98,8 @@ int parse(int argc, char** argv, Options* o) {
       const std::string mode = argv[++i];
       if (mode == "submit") o->loop.mode = KilnMode::kSubmit;
       else if (mode == "record") o->loop.mode = KilnMode::kRecord;
-      else return usage("--mode is submit or record");
+      else if (mode == "replay") o->loop.mode = KilnMode::kReplay;
+      else return usage("--mode is submit, record or replay");
     } else if (arg == "--buffers" && has_value) {
       const std::string buffers = argv[++i];
       if (buffers == "shared") o->buffers_per_frame = false;
@@ -125,6 +126,15 @@ int parse(int argc, char** argv, Options* o) {
   for (int f : o->loop.keep)
     if (f > last) return usage(("--keep names frame " + std::to_string(f) + ", beyond the last").c_str());
   return 0;
+}
+
+const char* mode_name(KilnMode mode) {
+  switch (mode) {
+    case KilnMode::kSubmit: return "submit";
+    case KilnMode::kRecord: return "record";
+    case KilnMode::kReplay: return "replay";
+  }
+  return "?";
 }
 
 // The model's image input as [1, 3, H, W] (static), or exits naming why not.
@@ -305,7 +315,7 @@ int main(int argc, char** argv) {
               "%s model buffers, validation %s\n",
               kiln_version_string(), gpu->device_name().c_str(), o.model.c_str(), buffers.input_name, buffers.height,
               buffers.width, buffers.classes, o.loop.frames,
-              o.loop.mode == KilnMode::kSubmit ? "submit" : "record", o.loop.in_flight,
+              mode_name(o.loop.mode), o.loop.in_flight,
               o.buffers_per_frame ? "per-frame" : "shared", o.gpu.validate ? "on (with synchronization validation)" : "off");
   bool ok = true;
   {
@@ -314,8 +324,9 @@ int main(int argc, char** argv) {
     const game::FrameTimes& t = loop.times();
     std::printf("%d frames in %.1f ms (%.1f frames/s); CPU waits for frame slots: %.1f ms in all\n", o.loop.frames,
                 t.wall_ms, o.loop.frames * 1000.0 / t.wall_ms, t.pacing_wait_ms);
-    print_times(o.loop.mode == KilnMode::kSubmit ? "CPU in Kiln calls (submit + wait) per frame:"
-                                                 : "CPU in Kiln calls (record) per frame:",
+    print_times(o.loop.mode == KilnMode::kSubmit   ? "CPU in Kiln calls (submit + wait) per frame:"
+                : o.loop.mode == KilnMode::kRecord ? "CPU in Kiln calls (record) per frame:"
+                                                   : "CPU executing Kiln's commands per frame:",
                 t.kiln_cpu_us, "us");
     print_times("CPU recording + submitting a frame:", t.frame_cpu_us, "us");
     print_times(o.loop.mode == KilnMode::kSubmit ? "GPU: generate end -> composite start:"
