@@ -95,7 +95,10 @@ def main():
     ap.add_argument("--kiln", required=True)
     ap.add_argument("--cases", required=True)
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--timeout", type=float, default=8.0)
+    # Generous: a run on lavapipe takes under 2 s alone, but CI's two cores
+    # also build the fuzz and TSan trees meanwhile (8 s once made a case a
+    # "hang" under that load); a real hang still fails.
+    ap.add_argument("--timeout", type=float, default=30.0)
     ap.add_argument("--memory-mb", type=int, default=4096)
     ap.add_argument("--filter", default="")
     args = ap.parse_args()
