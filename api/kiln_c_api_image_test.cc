@@ -29,6 +29,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "api/testing/host_buffer.h"
+#include "api/testing/host_device.h"
 #include "api/testing/host_image.h"
 #include "kiln/kiln_vulkan.h"  // before kiln.hpp: its Vulkan parts
 #include "kiln/kiln.hpp"
@@ -226,15 +227,7 @@ class CApiImageTest : public kiln::vk::testing::VulkanTest {
     f12.pNext = &f11;
     VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     features.pNext = &f12;
-    kiln_vulkan_host_device_t h{};
-    h.struct_size = sizeof(h);
-    h.instance = instance().handle();
-    h.instance_api_version = instance().api_version();
-    h.get_instance_proc_addr = instance().fn().vkGetInstanceProcAddr;
-    h.physical_device = device().physical_device();
-    h.device = device().handle();
-    h.queue_family_index = device().queue_family();
-    h.enabled_features = &features;
+    const kiln_vulkan_host_device_t h = kiln::capi::testing::host_device(instance(), device(), &features);
     VulkanDevice host;
     Error e = VulkanDevice::wrap(h, host);
     ASSERT_FALSE(e) << e.message();

@@ -37,6 +37,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "api/testing/host_buffer.h"
+#include "api/testing/host_device.h"
 #include "kiln/kiln_vulkan.h"  // before kiln.hpp: its Vulkan parts
 #include "kiln/kiln.hpp"
 
@@ -221,15 +222,7 @@ class CApiStressTest : public kiln::vk::testing::VulkanTest, public ::testing::W
     f12.timelineSemaphore = device().enabled().timeline_semaphore ? VK_TRUE : VK_FALSE;
     VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     features.pNext = &f12;
-    kiln_vulkan_host_device_t h{};
-    h.struct_size = sizeof(h);
-    h.instance = instance().handle();
-    h.instance_api_version = instance().api_version();
-    h.get_instance_proc_addr = instance().fn().vkGetInstanceProcAddr;
-    h.physical_device = device().physical_device();
-    h.device = device().handle();
-    h.queue_family_index = device().queue_family();
-    h.enabled_features = &features;
+    const kiln_vulkan_host_device_t h = kiln::capi::testing::host_device(instance(), device(), &features);
     Error e = VulkanDevice::wrap(h, device_);
     ASSERT_FALSE(e) << e.message();
   }

@@ -24,6 +24,7 @@
 #include "platform/vulkan/memory_arena.h"
 #include "platform/vulkan/transfer.h"
 #include "api/testing/host_buffer.h"
+#include "api/testing/host_device.h"
 
 // From kiln_c_api_c_check.c, compiled as C99.
 extern "C" size_t capi_c_check_session_options_size(void);
@@ -134,16 +135,7 @@ class CApiVulkanTest : public kiln::vk::testing::VulkanTest {
 
   // The test's validated device, as a game would describe its own.
   kiln_vulkan_host_device_t host_handles() {
-    kiln_vulkan_host_device_t h{};
-    h.struct_size = sizeof(h);
-    h.instance = instance().handle();
-    h.instance_api_version = instance().api_version();
-    h.get_instance_proc_addr = instance().fn().vkGetInstanceProcAddr;
-    h.physical_device = device().physical_device();
-    h.device = device().handle();
-    h.queue_family_index = device().queue_family();
-    h.queue_index = 0;
-    return h;
+    return kiln::capi::testing::host_device(instance(), device());
   }
 
   // A buffer-storage fp32 session on the wrapped test device.
