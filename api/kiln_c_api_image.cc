@@ -92,11 +92,7 @@ kiln_status_t* kiln_session_bind_vulkan_image(kiln_session_t* session, const cha
 
 void kiln_session_forget_vulkan_image(kiln_session_t* session, VkImage image) {
   if (!session || image == VK_NULL_HANDLE) return;
-  {
-    std::lock_guard<std::mutex> lock(session->bindings_mutex);
-    for (auto it = session->bindings.begin(); it != session->bindings.end();)
-      it = it->second.image.image == image ? session->bindings.erase(it) : std::next(it);
-  }
+  session->erase_bindings_if([&](const kiln::runtime::ExternalBuffer& b) { return b.image.image == image; });
   if (session->vulkan_model()) session->vulkan_model()->forget_image(image);
 }
 

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -58,6 +59,13 @@ struct kiln_session_t {
   // Null unless the session runs on Vulkan.
   kiln::runtime::VulkanModel* vulkan_model() const { return engine ? engine->vulkan_model() : nullptr; }
   kiln::runtime::VulkanContext* vulkan_context() const { return engine ? engine->vulkan_context() : nullptr; }
+
+  // Drops every binding `matches` (kiln_session_forget_vulkan_buffer/_image).
+  template <typename Pred>
+  void erase_bindings_if(Pred matches) {
+    std::lock_guard<std::mutex> lock(bindings_mutex);
+    for (auto it = bindings.begin(); it != bindings.end();) it = matches(it->second) ? bindings.erase(it) : std::next(it);
+  }
 };
 
 namespace kiln::capi {

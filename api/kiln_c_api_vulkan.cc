@@ -203,11 +203,7 @@ kiln_status_t* kiln_session_bind_vulkan_buffer(kiln_session_t* session, const ch
 
 void kiln_session_forget_vulkan_buffer(kiln_session_t* session, VkBuffer buffer) {
   if (!session || buffer == VK_NULL_HANDLE) return;
-  {
-    std::lock_guard<std::mutex> lock(session->bindings_mutex);
-    for (auto it = session->bindings.begin(); it != session->bindings.end();)
-      it = it->second.buffer == buffer ? session->bindings.erase(it) : std::next(it);
-  }
+  session->erase_bindings_if([&](const kiln::runtime::ExternalBuffer& b) { return b.buffer == buffer; });
   if (session->vulkan_model()) session->vulkan_model()->forget_buffer(buffer);
 }
 
