@@ -73,16 +73,18 @@ std::optional<CoopMatShape> pick_coopmat_shape(const TargetInfo& target) {
 }
 
 // Whether `c` makes a kernel the target can run and the body's index math
-// holds for: whole fragments per subgroup, a grid of invocations that is a
-// multiple of BM, BN and BK and loads whole tile elements, and the shared
-// memory the target has.
+// holds for: whole fragments per subgroup, fragment columns at multiples of
+// 8 halves (the tiles' 16-byte units), every invocation staging the same
+// whole number of A and B units per K step (8 halves each: KQ = BK / 8 per
+// A row, NQ = BN / 8 per B row), and the shared memory the target has.
 bool valid_config(const CoopMatConfig& c, const TargetInfo& target) {
   const int64_t nt = int64_t{c.wm} * c.wn * c.subgroup_size;
   const int sm = c.bm / c.wm, sn = c.bn / c.wn;
-  return nt <= target.max_workgroup_invocations && c.bm % c.wm == 0 && c.bn % c.wn == 0 &&
+  const int64_t kq = kBK / 8, nq = c.bn / 8;
+  return nt <= target.max_workgroup_invocations && c.bm % c.wm == 0 && c.bn % c.wn == 0 && c.bn % 8 == 0 &&
          sm % static_cast<int>(c.shape.m) == 0 && sn % static_cast<int>(c.shape.n) == 0 && sn % 8 == 0 &&
-         nt % c.bm == 0 && nt % c.bn == 0 && nt % kBK == 0 && (int64_t{c.bm} * kBK) % nt == 0 &&
-         (int64_t{c.bn} * kBK) % nt == 0 && shared_bytes(c) <= target.max_shared_memory;
+         nt % c.bm == 0 && nt % kq == 0 && nt % nq == 0 && (c.bm * kq) % nt == 0 && (kBK * nq) % nt == 0 &&
+         shared_bytes(c) <= target.max_shared_memory;
 }
 
 std::optional<CoopMatConfig> choose_coopmat(const GemmProblem& p, const TargetInfo& target, ElemType precision) {
@@ -121,6 +123,7 @@ KernelDesc make_coopmat_gemm_kernel(const GemmProblem& p, const CoopMatConfig& c
   d.extensions = {"GL_EXT_control_flow_attributes", "GL_EXT_shader_explicit_arithmetic_types_float16",
                   "GL_KHR_memory_scope_semantics",
                   "GL_KHR_shader_subgroup_basic", "GL_NV_cooperative_matrix"};
+  d.helpers += p.vector_helpers;
   d.body = coopmat_body(c, p.a_m_fastest, split);
   d.local_size = {static_cast<uint32_t>(c.wm * c.wn) * c.subgroup_size, 1, 1};
   d.groups = {ir::Dim::ceil_div(p.n, ir::Dim(c.bn)), ir::Dim::ceil_div(p.m, ir::Dim(c.bm)), p.batch};

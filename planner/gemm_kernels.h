@@ -41,6 +41,16 @@ struct GemmProblem {
   std::vector<KernelTensor> tensors;
   std::vector<KernelParam> params;
   std::string helpers;
+  // Optional 16-byte reads for the cooperative-matrix kernel only (GLSL,
+  // after `helpers`), each defined with its macro where the lowering knows
+  // the operand is contiguous along the unit and the sizes keep every unit
+  // whole and 16-byte aligned (e.g. K % 8 == 0 for a row-major A):
+  //   #define GEMM_A8  uvec4 gemm_a8(int b, int m, int k);  A(b, m, k .. k+7)
+  //   #define GEMM_B8  uvec4 gemm_b8(int b, int k, int n);  B(b, k, n .. n+7)
+  // as 8 packed halves; called with k (n) a multiple of 8 and the whole unit
+  // inside the operand. The tensors' X_ld8h accessors (glsl_codegen.h)
+  // give one load where the tensor is an fp16 buffer.
+  std::string vector_helpers;
   // Order of the A-tile loads: consecutive invocations walk k (A row-major
   // in k, e.g. MatMul) or m (A's rows are contiguous per k, e.g. the im2col
   // matrix of an NCHW buffer, where neighbouring m are neighbouring pixels).

@@ -73,6 +73,7 @@ class Emitter {
       programs_.push_back(t.view ? compile_view(*t.view) : CoordProgram{});
     if (desc_.family == KernelDesc::Family::kMap)
       vector_path_ = plan_map_vector_path(desc_, written(), epilogue_ == &written());
+    collect_raw8_loads();
     collect_params();
     const uint32_t push_limit = target_.max_push_constants_size / 4;
     if (out_.push.size() > push_limit)
@@ -269,9 +270,7 @@ class Emitter {
     // X_ld is the source's, without decomposing the index into coordinates
     // and composing it back (a GEMM's gemm_a reads its A this way, per
     // element per K step).
-    const bool linear = std::all_of(t.view->steps.begin(), t.view->steps.end(),
-                                    [](const ViewStep& v) { return v.kind == ViewStep::Kind::kReshape; });
-    if (linear) {
+    if (reshape_only(t)) {
       s << S << " " << n << "_ld(int i) { return " << src.name << "_ld(i); }\n";
     } else {
       s << S << " " << n << "_ld(int i) {\n  int " << coord_args(rank) << ";\n" << decompose(n, rank, "i")
@@ -324,6 +323,11 @@ class Emitter {
           << (t.shares_memory ? "" : "restrict ") << (t.coherent ? "coherent " : "") << "buffer KilnBufferV" << binding
           << " { "
           << storage_vec4(t.layout.type) << " " << vector_data_name(t) << "[]; };\n";
+      // Read 8 halves at a time (X_ld8h): a third block, of uvec4.
+      if (raw8_loads_.count(n))
+        s << "layout(std430, set = 0, binding = " << binding << ") readonly "
+          << (t.shares_memory ? "" : "restrict ") << (t.coherent ? "coherent " : "") << "buffer KilnBufferH" << binding
+          << " { uvec4 " << n << "_data8[]; };\n";
       s << "int " << n << "_index(" << coord_params(rank) << ") { return " << linear_expr(n, rank) << "; }\n";
       s << S << " " << n << "_ld(int i) { return " << S << "(" << n << "_data[i]); }\n";
       s << S << " " << n << "_at(" << coord_params(rank) << ") { return " << n << "_ld(" << n << "_index("
@@ -391,11 +395,47 @@ class Emitter {
            calls_accessor(desc_.helpers + desc_.body, t, "store4");
   }
 
+  // X_ld8h(i) (glsl_codegen.h): one 16-byte load where X, or the source of
+  // a reshape-only view X, is an fp16 buffer read as it is (raw8_loads_),
+  // else the 8 elements' X_ld packed in pairs.
+  std::string raw8_accessor(const KernelTensor& t) {
+    const std::string& n = t.name;
+    std::string s = "uvec4 " + n + "_ld8h(int i) {\n  ";
+    if (raw8_loads_.count(n)) return s + "return " + n + "_data8[i >> 3];\n}\n";
+    if (raw8_loads_.count(n + "_src")) return s + "return " + n + "_src_data8[i >> 3];\n}\n";
+    s += "return uvec4(";
+    for (int j = 0; j < 8; j += 2)
+      s += std::string(j ? ", " : "") + "packHalf2x16(vec2(" + n + "_ld(i + " + std::to_string(j) + "), " + n +
+           "_ld(i + " + std::to_string(j + 1) + ")))";
+    return s + ");\n}\n";
+  }
+
+  // The tensors read by X_ld8h whose memory holds the 8 halves as they are:
+  // fp16 buffers without a view, and the fp16 buffer sources of
+  // reshape-only views (the same linear index), by binding name.
+  void collect_raw8_loads() {
+    const std::string text = desc_.helpers + desc_.body;
+    for (const KernelTensor& t : desc_.tensors) {
+      if (t.written || !calls_accessor(text, t, "ld8h")) continue;
+      const bool f16_buffer = t.layout.storage == Storage::kBuffer && t.layout.type == ElemType::kF16;
+      if (!f16_buffer) continue;
+      if (!t.view) raw8_loads_.insert(t.name);
+      else if (reshape_only(t)) raw8_loads_.insert(t.name + "_src");
+    }
+  }
+
+  // A view made only of reshapes keeps every element's row-major index.
+  static bool reshape_only(const KernelTensor& t) {
+    return t.view && std::all_of(t.view->steps.begin(), t.view->steps.end(),
+                                 [](const ViewStep& v) { return v.kind == ViewStep::Kind::kReshape; });
+  }
+
   // The vector accessors of `t` the kernel's text calls (map_vector.h).
   std::string vector_accessors(const KernelTensor& t) {
     const std::string text = desc_.helpers + desc_.body;
+    const std::string raw8 = !t.written && calls_accessor(text, t, "ld8h") ? raw8_accessor(t) : "";
     const bool load4 = calls_accessor(text, t, "load4"), store4 = t.written && calls_accessor(text, t, "store4");
-    if (!load4 && !store4) return "";
+    if (!load4 && !store4) return raw8.empty() ? "" : raw8 + "\n";
     const int rank = std::max<int>(1, static_cast<int>(t.shape.size()));
     const int a = vec_axis(t);
     const std::string& n = t.name;
@@ -416,7 +456,7 @@ class Emitter {
           << "(v);\n    return;\n  }\n  ";
       s << n << "_st4(" << coord_args(rank) << ", v);\n}\n";
     }
-    return s.str() + "\n";
+    return raw8 + s.str() + "\n";
   }
 
   // The public stores of the tensor with the store epilogue: each element
@@ -579,6 +619,7 @@ class Emitter {
   std::string params_;
   bool f16_image_store_ = false;
   const KernelTensor* epilogue_ = nullptr;  // the tensor with desc_.store_epilogue
+  std::set<std::string> raw8_loads_;        // bindings read by X_ld8h as raw memory
   MapVectorPath vector_path_;               // kMap: the harness's vector path
 };
 

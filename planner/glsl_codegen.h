@@ -88,6 +88,10 @@
 // `X_load4(c..)` / `Y_store4(c.., v)` the kernel's helpers or body call:
 // X_at4's and Y_st4's contracts, as one vector access where the tensor is a
 // buffer (no view, no store epilogue) and the lanes are whole and aligned.
+// And `uvec4 X_ld8h(int i)` for a read tensor: the 8 elements at linear
+// indices i .. i+7 (i a multiple of 8, all inside X) as packed halves — one
+// 16-byte load where X is an fp16 buffer or a reshape-only view of one
+// (the cooperative-matrix GEMM's tile units), else X_ld's packed in pairs.
 #pragma once
 
 #include <array>

@@ -305,6 +305,9 @@ Status conv_gemm(LoweringContext& ctx, const ConvGeometry& g) {
     KILN_ASSIGN_OR_RETURN(Tensor packed, repack_conv_weights(*w, g.group));
     p.tensors.push_back(ctx.bind("W", upload_weights(ctx, std::move(packed))));
     h += "float gemm_b(int b, int k, int n) { return W_ld(((b % CV_G) * GEMM_K + k) * GEMM_N + n); }\n";
+    if (ng % 8 == 0)
+      p.vector_helpers = "#define GEMM_B8 1\nuvec4 gemm_b8(int b, int k, int n) {\n"
+                         "  return W_ld8h(((b % CV_G) * GEMM_K + k) * GEMM_N + n);\n}\n";
   } else {
     p.tensors.push_back(ctx.bind("W", ctx.input(1)));
     h += "float gemm_b(int b, int k, int n) {\n  int t = k;\n" + split_kernel("t", S) +

@@ -209,6 +209,11 @@ Status lower_matmul_limited(LoweringContext& ctx, uint64_t max_constant_bytes) {
   h += batch_index_fn("gemm_b_batch", "B", sb, b_batch, out_batch);
   h += "float gemm_b(int b, int k, int n) { return B_ld((gemm_b_batch(b) * GEMM_K + k) * GEMM_N + n); }\n";
   h += "float gemm_epilogue(int b, int m, int n, float acc) { return acc; }\n";
+  // 16-byte units along K of A's rows (every row starts at a multiple of 8).
+  if (k.is_const() && k.value() % 8 == 0)
+    base.vector_helpers += fold ? "#define GEMM_A8 1\nuvec4 gemm_a8(int b, int m, int k) { return A_ld8h(m * GEMM_K + k); }\n"
+                                : "#define GEMM_A8 1\nuvec4 gemm_a8(int b, int m, int k) {\n"
+                                  "  return A_ld8h((gemm_a_batch(b) * GEMM_M + m) * GEMM_K + k);\n}\n";
   if (out.is_buffer()) {
     h += gemm_store4_buffer("(b * GEMM_M + m) * " + row_n + " + " + col + "nj");
   } else {
@@ -235,6 +240,9 @@ Status lower_matmul_limited(LoweringContext& ctx, uint64_t max_constant_bytes) {
     }
     p.tensors.push_back(ctx.bind("B", b));
     p.tensors.push_back(out.y);
+    if (p.n.is_const() && p.n.value() % 8 == 0)
+      p.vector_helpers += "#define GEMM_B8 1\nuvec4 gemm_b8(int b, int k, int n) {\n"
+                          "  return B_ld8h((gemm_b_batch(b) * GEMM_K + k) * GEMM_N + n);\n}\n";
     KILN_RETURN_IF_ERROR(emit_gemm(ctx, p));
   }
   finish_gemm_output(ctx, out);
@@ -312,6 +320,8 @@ Status lower_gemm_limited(LoweringContext& ctx, uint64_t max_constant_bytes) {
     if (!c_sliced) c_whole = ctx.bind("C", ctx.input(2));
   }
   h += "float gemm_epilogue(int b, int m, int n, float acc) { return " + epi + "; }\n";
+  if (!trans_a && base.k.is_const() && base.k.value() % 8 == 0)
+    base.vector_helpers = "#define GEMM_A8 1\nuvec4 gemm_a8(int b, int m, int k) { return A_ld8h(m * GEMM_K + k); }\n";
   const GemmOutput out = bind_gemm_output(ctx, ctx.layout(ctx.output(0)).packed_axis == 1);
   h += out.is_buffer() ? gemm_store4_buffer("m * " + row_n + " + " + col + "nj")
                        : gemm_store4_image("", "m, " + col + "n");
@@ -342,6 +352,9 @@ Status lower_gemm_limited(LoweringContext& ctx, uint64_t max_constant_bytes) {
     }
     if (c_whole) p.tensors.push_back(*c_whole);
     p.tensors.push_back(out.y);
+    // B is [K][N] row-major here unless a transposed activation.
+    if ((w || !trans_b) && p.n.is_const() && p.n.value() % 8 == 0)
+      p.vector_helpers += "#define GEMM_B8 1\nuvec4 gemm_b8(int b, int k, int n) { return B_ld8h(k * GEMM_N + n); }\n";
     KILN_RETURN_IF_ERROR(emit_gemm(ctx, p));
   }
   finish_gemm_output(ctx, out);

@@ -1,10 +1,18 @@
 //! Cooperative-matrix (NV) GEMM for fp16 (planner/gemm_coopmat.cc, which
 //! picks the tile and says why). Shared memory, all strides and fragment
 //! offsets multiples of 16 bytes:
-//!   ca_tile[BM][LDA]  A rows (k contiguous), LDA = BK + 8 halves
-//!   cb_tile[BK][LDB]  B rows (n contiguous), LDB = BN + 8 halves
+//!   ca_tile[BM][LDA8] A rows (k contiguous), LDA8 = (BK + 8) / 8
+//!   cb_tile[BK][LDB8] B rows (n contiguous), LDB8 = (BN + 8) / 8
+//!                     both as uvec4, 8 halves each: every shared-memory
+//!                     store and global load of a tile is 16 bytes, and the
+//!                     fragment loads address the tiles in those units
 //!   cc_tile[WM * WN][FM][SCS]  per subgroup, one row of its accumulator
 //!                     fragments while they are written out; SCS = SN + 4.
+//! Each invocation stages A_UNITS and B_UNITS units of 8 halves per K step:
+//! 8 consecutive k of one A row, 8 consecutive n of one B row. A unit is one
+//! 16-byte load where the lowering defines GEMM_A8 / GEMM_B8 (gemm_a8,
+//! gemm_b8: the operand is contiguous there and the sizes keep every unit
+//! whole and aligned; gemm_kernels.h), else 8 gemm_a / gemm_b reads packed.
 //! Subgroup s owns the SM x SN block at rows (s / WN) * SM, columns
 //! (s % WN) * SN of the tile: TM x TN fragments. Every loop with a constant
 //! trip count is [[unroll]] (rolled, NVIDIA's compiler kept the fragments
@@ -29,14 +37,41 @@ const int BM = @BM@, BN = @BN@, BK = @BK@;
 const int SG = @SG@, WM = @WM@, WN = @WN@;
 const int NT = WM * WN * SG;  // invocations: a WM x WN grid of subgroups
 const int SM = BM / WM, SN = BN / WN, TM = SM / FM, TN = SN / FN;
-const int LDA = BK + 8, LDB = BN + 8, SCS = SN + 4;
-const int A_LD = BM * BK / NT, B_LD = BN * BK / NT;  // tile elements each invocation loads
-shared float16_t ca_tile[BM * LDA];
-shared float16_t cb_tile[BK * LDB];
+const int LDA8 = (BK + 8) / 8, LDB8 = (BN + 8) / 8, SCS = SN + 4;
+const int KQ = BK / 8, NQ = BN / 8;  // units per A row, per B row
+const int A_UNITS = BM * KQ / NT, B_UNITS = BK * NQ / NT;
+shared uvec4 ca_tile[BM * LDA8];
+shared uvec4 cb_tile[BK * LDB8];
 shared @ACC_TYPE@ cc_tile[WM * WN * FM * SCS];
 //@if FIXUP
 shared int cm_last;  // this workgroup arrived last at its tile
 //@end
+
+// A(b, m, k .. k+7) as 8 halves, zero past M or k_end (k a multiple of 8).
+uvec4 cm_load_a(int b, int m, int k, int k_end) {
+  if (m >= GEMM_M || k >= k_end) return uvec4(0);
+#ifdef GEMM_A8
+  return gemm_a8(b, m, k);
+#else
+  float v[8];
+  [[unroll]] for (int i = 0; i < 8; ++i) v[i] = k + i < k_end ? gemm_a(b, m, k + i) : 0.0;
+  return uvec4(packHalf2x16(vec2(v[0], v[1])), packHalf2x16(vec2(v[2], v[3])), packHalf2x16(vec2(v[4], v[5])),
+               packHalf2x16(vec2(v[6], v[7])));
+#endif
+}
+
+// B(b, k, n .. n+7) likewise, zero past k_end or N (n a multiple of 8).
+uvec4 cm_load_b(int b, int k, int n, int k_end) {
+  if (n >= GEMM_N || k >= k_end) return uvec4(0);
+#ifdef GEMM_B8
+  return gemm_b8(b, k, n);
+#else
+  float v[8];
+  [[unroll]] for (int i = 0; i < 8; ++i) v[i] = n + i < GEMM_N ? gemm_b(b, k, n + i) : 0.0;
+  return uvec4(packHalf2x16(vec2(v[0], v[1])), packHalf2x16(vec2(v[2], v[3])), packHalf2x16(vec2(v[4], v[5])),
+               packHalf2x16(vec2(v[6], v[7])));
+#endif
+}
 
 void main() {
   int tid = int(gl_LocalInvocationID.x);
@@ -52,66 +87,59 @@ void main() {
   int b = int(gl_WorkGroupID.z);
   int k_begin = 0, k_end = GEMM_K;
 //@end
+  // This invocation's units: A row am + j * A_STEP at unit column aq (or,
+  // m-fastest, row am at unit column aq + j * A_STEP), B row bk + j * B_STEP
+  // at unit column bq. The same at every K step, so their index math hoists.
+//@if A_M_FASTEST
+  const int A_STEP = NT / BM;
+  int am = tid % BM, aq = tid / BM;
+//@else
+  const int A_STEP = NT / KQ;
+  int aq = tid % KQ, am = tid / KQ;
+//@end
+  const int B_STEP = NT / NQ;
+  int bq = tid % NQ, bk = tid / NQ;
   fcoopmatNV<@ACC_BITS@, gl_ScopeSubgroup, FM, FN> acc[TM * TN];
   [[unroll]] for (int i = 0; i < TM * TN; ++i) acc[i] = fcoopmatNV<@ACC_BITS@, gl_ScopeSubgroup, FM, FN>(@ACC_ZERO@);
-  float16_t pa[A_LD], pb[B_LD];  // the next K step's tile elements
-  {
-    [[unroll]] for (int j = 0; j < A_LD; ++j) {
-//@if A_M_FASTEST
-      int mm = tid % BM, kk = tid / BM + j * (NT / BM);
-//@else
-      int kk = tid % BK, mm = tid / BK + j * (NT / BK);
-//@end
-      int m = m0 + mm, k = k_begin + kk;
-      pa[j] = float16_t(0.0);
-      if (m < GEMM_M && k < k_end) pa[j] = float16_t(gemm_a(b, m, k));
-    }
-    [[unroll]] for (int j = 0; j < B_LD; ++j) {
-      int nn = tid % BN, kk = tid / BN + j * (NT / BN);
-      int n = n0 + nn, k = k_begin + kk;
-      pb[j] = float16_t(0.0);
-      if (n < GEMM_N && k < k_end) pb[j] = float16_t(gemm_b(b, k, n));
-    }
-  }
+  uvec4 pa[A_UNITS], pb[B_UNITS];  // the next K step's units
   for (int k0 = k_begin; k0 < k_end; k0 += BK) {
-    [[unroll]] for (int j = 0; j < A_LD; ++j) {
+    if (k0 == k_begin) {
+      [[unroll]] for (int j = 0; j < A_UNITS; ++j) {
 //@if A_M_FASTEST
-      int mm = tid % BM, kk = tid / BM + j * (NT / BM);
+        pa[j] = cm_load_a(b, m0 + am, k0 + (aq + j * A_STEP) * 8, k_end);
 //@else
-      int kk = tid % BK, mm = tid / BK + j * (NT / BK);
+        pa[j] = cm_load_a(b, m0 + am + j * A_STEP, k0 + aq * 8, k_end);
 //@end
-      ca_tile[mm * LDA + kk] = pa[j];
+      }
+      [[unroll]] for (int j = 0; j < B_UNITS; ++j) pb[j] = cm_load_b(b, k0 + bk + j * B_STEP, n0 + bq * 8, k_end);
     }
-    [[unroll]] for (int j = 0; j < B_LD; ++j) {
-      int nn = tid % BN, kk = tid / BN + j * (NT / BN);
-      cb_tile[kk * LDB + nn] = pb[j];
+    [[unroll]] for (int j = 0; j < A_UNITS; ++j) {
+//@if A_M_FASTEST
+      ca_tile[am * LDA8 + aq + j * A_STEP] = pa[j];
+//@else
+      ca_tile[(am + j * A_STEP) * LDA8 + aq] = pa[j];
+//@end
     }
+    [[unroll]] for (int j = 0; j < B_UNITS; ++j) cb_tile[(bk + j * B_STEP) * LDB8 + bq] = pb[j];
     barrier();
     if (k0 + BK < k_end) {
-    [[unroll]] for (int j = 0; j < A_LD; ++j) {
+      int k1 = k0 + BK;
+      [[unroll]] for (int j = 0; j < A_UNITS; ++j) {
 //@if A_M_FASTEST
-      int mm = tid % BM, kk = tid / BM + j * (NT / BM);
+        pa[j] = cm_load_a(b, m0 + am, k1 + (aq + j * A_STEP) * 8, k_end);
 //@else
-      int kk = tid % BK, mm = tid / BK + j * (NT / BK);
+        pa[j] = cm_load_a(b, m0 + am + j * A_STEP, k1 + aq * 8, k_end);
 //@end
-      int m = m0 + mm, k = k0 + BK + kk;
-      pa[j] = float16_t(0.0);
-      if (m < GEMM_M && k < k_end) pa[j] = float16_t(gemm_a(b, m, k));
-    }
-    [[unroll]] for (int j = 0; j < B_LD; ++j) {
-      int nn = tid % BN, kk = tid / BN + j * (NT / BN);
-      int n = n0 + nn, k = k0 + BK + kk;
-      pb[j] = float16_t(0.0);
-      if (n < GEMM_N && k < k_end) pb[j] = float16_t(gemm_b(b, k, n));
-    }
+      }
+      [[unroll]] for (int j = 0; j < B_UNITS; ++j) pb[j] = cm_load_b(b, k1 + bk + j * B_STEP, n0 + bq * 8, k_end);
     }
     [[unroll]] for (int kk = 0; kk < BK; kk += FK) {
       fcoopmatNV<16, gl_ScopeSubgroup, FM, FK> fa[TM];
       fcoopmatNV<16, gl_ScopeSubgroup, FK, FN> fb[TN];
       [[unroll]] for (int i = 0; i < TM; ++i)
-        coopMatLoadNV(fa[i], ca_tile, uint((sm0 + i * FM) * LDA + kk), uint(LDA), false);
+        coopMatLoadNV(fa[i], ca_tile, uint((sm0 + i * FM) * LDA8 + kk / 8), uint(LDA8), false);
       [[unroll]] for (int j = 0; j < TN; ++j)
-        coopMatLoadNV(fb[j], cb_tile, uint(kk * LDB + sn0 + j * FN), uint(LDB), false);
+        coopMatLoadNV(fb[j], cb_tile, uint(kk * LDB8 + (sn0 + j * FN) / 8), uint(LDB8), false);
       [[unroll]] for (int i = 0; i < TM; ++i)
         [[unroll]] for (int j = 0; j < TN; ++j) acc[i * TN + j] = coopMatMulAddNV(fa[i], fb[j], acc[i * TN + j]);
     }
