@@ -19,7 +19,12 @@
 // in order (bias and mask Adds read with their broadcasting, in the dims of
 // the value they add to: after a Reshape, swin's [1, windows, heads, m, n]
 // for its shifted-window mask, the batch coordinates are those of the
-// reshaped dims). fp32 math for every storage and precision.
+// reshaped dims). fp32 math for every storage and precision — except in
+// fp16 plans on a device with NV cooperative matrices and at least 160
+// constant query rows, where `attention_d<D>x<Dv>_coopmat`
+// (shaders/attention_coopmat.comp) multiplies Q K^T and P V on the tensor
+// cores (fp16 operands and probabilities, fp32 accumulators, the softmax in
+// fp32); fusion_attention.cc says when each kernel wins.
 //
 // The kernel reads A (before its scalings), B, V and the biases only through
 // their X_at accessors, so fusion_views.h can read each through an index

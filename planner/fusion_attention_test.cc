@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
 
 #include "engine/ir/text.h"
 #include "engine/ops/shape_inference.h"
@@ -19,6 +20,7 @@
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "planner/execution_plan.h"
 #include "planner/fusion.h"
+#include "planner/gemm_coopmat.h"
 #include "planner/testing/op_check.h"
 #include "platform/vulkan/vk_test_env.h"
 
@@ -339,6 +341,33 @@ TEST_F(FusionAttentionDevice, VitViewsIntoTheKernel) {
 
 TEST_F(FusionAttentionDevice, Rank4OutputThroughViews) {
   expect_matches_reference(vit_model(true), {{testing::random_tensor({11, 48}, 31)}}, /*image_extra=*/1);
+}
+
+// vit-sized heads in fp16 (at least 160 query rows): on a device with NV
+// cooperative matrices (fp32 accumulators) the tensor-core kernel, with
+// keys past a block edge, a masked key every third and head dims that pad
+// to the fragments; checked against the reference everywhere (lavapipe
+// runs the scalar kernel).
+TEST_F(FusionAttentionDevice, TensorCoresWhereTheDeviceHasThem) {
+  const TargetInfo target = runtime::target_info(device());
+  const std::optional<CoopMatShape> shape = pick_coopmat_shape(target);
+  const bool tensor_cores = shape && shape->f32_accumulator;
+  for (const auto& [d, dv, n] : {std::tuple<int64_t, int64_t, int64_t>{64, 64, 197}, {24, 40, 170}, {128, 128, 161}}) {
+    SCOPED_TRACE("d " + std::to_string(d) + " dv " + std::to_string(dv) + " n " + std::to_string(n));
+    AttentionCase c;
+    c.heads = "2", c.m = std::to_string(n), c.n = std::to_string(n), c.d = d, c.dv = dv;
+    c.mask = true;
+    auto g = parse_shaped_graph(attention_model(c));
+    ASSERT_TRUE(g);
+    PlanOptions options;
+    options.precision = ElemType::kF16;
+    auto plan = build_plan(*g, target, options);
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    ASSERT_EQ(plan->dispatch_count(), 1u) << describe_plan(*plan, *g);
+    EXPECT_EQ(plan->steps.back().kernel.name.find("_coopmat") != std::string::npos, tensor_cores)
+        << plan->steps.back().kernel.name;
+    expect_matches_reference(attention_model(c), {inputs_of(c, n, n, 60 + static_cast<uint64_t>(d))});
+  }
 }
 
 }  // namespace

@@ -252,15 +252,16 @@ ir::Graph hinted(ir::Graph g, const std::string& hint) {
   return g;
 }
 
-// An attention fusion group (fusion_attention.h) over a symbolic length.
-ir::Graph attention_graph() {
+// An attention fusion group (fusion_attention.h) over a symbolic length `n`
+// (or a constant one).
+ir::Graph attention_graph(const std::string& n = "n") {
   const std::string g = " #{kiln.fusion_group = \"a\"}";
   auto parsed = ir::parse_graph(
-      "graph @g opset 17 {\n  input %q : f32[2,n,8]\n  input %kt : f32[2,8,n]\n  input %v : f32[2,n,8]\n"
-      "  input %mask : f32[1,1,n]\n"
-      "  %s = MatMul(%q, %kt)" + g + " : f32[2,n,n]\n  %m = Add(%s, %mask)" + g + " : f32[2,n,n]\n"
-      "  %p = Softmax(%m) {axis = -1}" + g + " : f32[2,n,n]\n"
-      "  %y = MatMul(%p, %v)" + g + " : f32[2,n,8]\n  return %y\n}\n");
+      "graph @g opset 17 {\n  input %q : f32[2," + n + ",8]\n  input %kt : f32[2,8," + n + "]\n  input %v : f32[2," + n +
+      ",8]\n  input %mask : f32[1,1," + n + "]\n"
+      "  %s = MatMul(%q, %kt)" + g + " : f32[2," + n + "," + n + "]\n  %m = Add(%s, %mask)" + g + " : f32[2," + n + "," +
+      n + "]\n  %p = Softmax(%m) {axis = -1}" + g + " : f32[2," + n + "," + n + "]\n"
+      "  %y = MatMul(%p, %v)" + g + " : f32[2," + n + ",8]\n  return %y\n}\n");
   EXPECT_TRUE(parsed.ok()) << parsed.status().to_string();
   if (!parsed.ok()) return ir::Graph();
   EXPECT_TRUE(ops::infer_graph_shapes(**parsed).ok());
@@ -327,6 +328,7 @@ std::vector<Case> cases() {
                {"pool_max_indices.comp"}, t});
   c.push_back({"relu", graph("Relu", f32, {dims({2, 3, 5, 6})}), {"map.comp", "round_f16.glsl"}, t});
   c.push_back({"attention", attention_graph(), {"attention.comp"}, t});
+  c.push_back({"attention_coopmat", attention_graph("200"), {"attention.comp", "attention_coopmat.comp"}, coopmat_target()});
   const std::string m = "elementwise_math.glsl#";
   for (auto [op, helper] : std::vector<std::pair<std::string, std::string>>{
            {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}, {"Erf", "erf"}, {"Softplus", "softplus"}})
