@@ -35,6 +35,8 @@
 #include "kiln/kiln_vulkan.h"  // before kiln.hpp: its Vulkan parts
 #include "kiln/kiln.hpp"
 
+extern "C" int capi_c_check_record_slice(void);  // kiln_c_api_slice_c_check.c (strict C99)
+
 namespace {
 
 using kiln::api::Error;
@@ -480,6 +482,8 @@ TEST_F(CApiSliceTest, RestartAndInterruptions) {
   session.forget_vulkan_buffer(bx.handle());
   session.forget_vulkan_buffer(other.handle());
 }
+
+TEST(CApiSliceC, HeaderIsC99) { EXPECT_EQ(capi_c_check_record_slice(), 1); }
 
 TEST_F(CApiSliceTest, Refusals) {
   Model deep = load("deep", deep_model());
