@@ -26,6 +26,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "api/testing/game_commands.h"
 #include "api/testing/host_buffer.h"
 #include "api/testing/host_device.h"
 #include "kiln/kiln_vulkan.h"  // before kiln.hpp: its Vulkan parts
@@ -38,6 +39,7 @@ using kiln::api::Model;
 using kiln::api::Session;
 using kiln::api::Tensor;
 using kiln::api::VulkanDevice;
+using kiln::capi::testing::GameCommands;
 using kiln::capi::testing::HostBuffer;
 
 const std::string kModel = std::string(KILN_TEST_DATA_DIR) + "/add_relu.onnx";  // y = relu(x + c), x [N, 3]
@@ -398,51 +400,6 @@ TEST_F(CApiFrameTest, Refusals) {
   EXPECT_EQ(e.code(), KILN_FAILED_PRECONDITION) << e.to_string();
   EXPECT_NE(e.message().find("where_positive"), std::string::npos) << e.message();
 }
-
-// The game's command buffers, on its queue.
-class GameCommands {
- public:
-  explicit GameCommands(kiln::vk::Device& device) : device_(device) {
-    VkCommandPoolCreateInfo pool{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-    pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-    pool.queueFamilyIndex = device.queue_family();
-    EXPECT_EQ(device.fn().vkCreateCommandPool(device.handle(), &pool, nullptr, &pool_), VK_SUCCESS);
-    VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    EXPECT_EQ(device.fn().vkCreateFence(device.handle(), &fence, nullptr, &fence_), VK_SUCCESS);
-  }
-  ~GameCommands() {
-    device_.fn().vkDestroyFence(device_.handle(), fence_, nullptr);
-    device_.fn().vkDestroyCommandPool(device_.handle(), pool_, nullptr);
-  }
-  VkCommandBuffer allocate(VkCommandBufferLevel level) {
-    VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    info.commandPool = pool_;
-    info.level = level;
-    info.commandBufferCount = 1;
-    VkCommandBuffer cmd = VK_NULL_HANDLE;
-    EXPECT_EQ(device_.fn().vkAllocateCommandBuffers(device_.handle(), &info, &cmd), VK_SUCCESS);
-    return cmd;
-  }
-  void begin(VkCommandBuffer cmd, const VkCommandBufferInheritanceInfo* inheritance = nullptr) {
-    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-    begin.pInheritanceInfo = inheritance;
-    EXPECT_EQ(device_.fn().vkBeginCommandBuffer(cmd, &begin), VK_SUCCESS);
-  }
-  // Submits `cmd` on the game's queue and waits for it.
-  void submit_and_wait(VkCommandBuffer cmd) {
-    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    submit.commandBufferCount = 1;
-    submit.pCommandBuffers = &cmd;
-    ASSERT_TRUE(device_.queue_submit(1, &submit, fence_).ok());
-    ASSERT_EQ(device_.fn().vkWaitForFences(device_.handle(), 1, &fence_, VK_TRUE, UINT64_MAX), VK_SUCCESS);
-    ASSERT_EQ(device_.fn().vkResetFences(device_.handle(), 1, &fence_), VK_SUCCESS);
-  }
-
- private:
-  kiln::vk::Device& device_;
-  VkCommandPool pool_ = VK_NULL_HANDLE;
-  VkFence fence_ = VK_NULL_HANDLE;
-};
 
 // kiln_session_record into the game's primary command buffer, submitted by
 // the game twice with new inputs, and into a secondary one: the outputs are

@@ -28,6 +28,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "api/testing/game_commands.h"
 #include "api/testing/host_buffer.h"
 #include "api/testing/host_device.h"
 #include "api/testing/host_image.h"
@@ -43,6 +44,7 @@ using kiln::api::Model;
 using kiln::api::Session;
 using kiln::api::Tensor;
 using kiln::api::VulkanDevice;
+using kiln::capi::testing::GameCommands;
 using kiln::capi::testing::HostBuffer;
 using kiln::capi::testing::HostImage;
 
@@ -482,6 +484,59 @@ TEST_F(CApiImageTest, RecordAndSubmitMatchRun) {
   e = run_bound(session, &y);
   EXPECT_EQ(e.code(), KILN_INVALID_ARGUMENT) << e.to_string();
   EXPECT_NE(e.message().find("'image' is missing"), std::string::npos) << e.message();
+}
+
+// kiln_session_record_slice with image bindings: the input conversion rides
+// in the first slice, the output conversion in the last, and slices of one
+// dispatch each, submitted one after another, write kiln_session_run's
+// output image byte for byte (NHWC: Transposes around the Conv make
+// several dispatches).
+TEST_F(CApiImageTest, SlicedRecordMatchesRun) {
+  Model model = load(false, true);
+  Session session;
+  ASSERT_NO_FATAL_FAILURE(wrapped_session(model, session));
+  HostImage in(device(), kRGBA8.format, kW, kH, kRGBA8.texel_bytes, VK_IMAGE_USAGE_SAMPLED_BIT);
+  HostImage out(device(), kRGBA32F.format, kW, kH, kRGBA32F.texel_bytes, VK_IMAGE_USAGE_STORAGE_BIT);
+  ASSERT_TRUE(in.ok() && out.ok());
+  ASSERT_TRUE(in.upload(random_texels(kRGBA8, 5), VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL));
+  ASSERT_TRUE(out.make_general());
+  kiln_vulkan_image_binding_t bin = image_binding(in, kRGBA8, VK_IMAGE_USAGE_SAMPLED_BIT,
+                                                  VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL, 3, {0, 1, 2});
+  kiln_vulkan_image_binding_t bout =
+      image_binding(out, kRGBA32F, VK_IMAGE_USAGE_STORAGE_BIT, VK_IMAGE_LAYOUT_GENERAL, kOut, {0, 1, 2, 3});
+  bin.flags = bout.flags = KILN_VULKAN_IMAGE_NHWC;
+  ASSERT_FALSE(session.bind_vulkan_image("image", bin));
+  ASSERT_FALSE(session.bind_vulkan_image("y", bout));
+  kiln_tensor_t* y = nullptr;
+  Error e = run_bound(session, &y);
+  ASSERT_FALSE(e) << e.message();
+  const std::vector<uint8_t> want = out.download();
+  ASSERT_TRUE(std::any_of(want.begin(), want.end(), [](uint8_t b) { return b != 0; }));
+
+  ASSERT_TRUE(out.make_general());  // contents discarded
+  GameCommands game(device());
+  kiln_record_slice_options_t opts{};
+  opts.struct_size = sizeof(opts);
+  opts.max_dispatches = 1;
+  kiln_record_slice_progress_t progress{};
+  progress.struct_size = sizeof(progress);
+  std::vector<VkCommandBuffer> slices;
+  do {
+    VkCommandBuffer cmd = game.allocate(VK_COMMAND_BUFFER_LEVEL_PRIMARY);
+    game.begin(cmd);
+    e = Error(kiln_session_record_slice(session.get(), cmd, &opts, &progress));
+    ASSERT_FALSE(e) << e.message();
+    ASSERT_EQ(device().fn().vkEndCommandBuffer(cmd), VK_SUCCESS);
+    slices.push_back(cmd);
+    ASSERT_LT(slices.size(), 100u);
+  } while (!progress.done);
+  EXPECT_EQ(slices.size(), progress.dispatches_total);
+  EXPECT_GE(slices.size(), 2u) << "the NHWC model should take several dispatches";
+  for (size_t i = 0; i + 1 < slices.size(); ++i) game.submit(slices[i]);
+  game.submit_and_wait(slices.back());
+  EXPECT_EQ(out.download(), want);
+  session.forget_vulkan_image(in.handle());
+  session.forget_vulkan_image(out.handle());
 }
 
 // Symbolic H and W take the image's extent; an output image of another

@@ -1,5 +1,6 @@
 // The frame loop (frame_loop.h): the game's command buffers, its timeline
-// semaphore, and Kiln submitted or recorded between its passes.
+// semaphore, and Kiln submitted, recorded or recorded in slices between its
+// passes.
 #include "frame_loop.h"
 
 #include <chrono>
@@ -135,6 +136,10 @@ FrameLoop::FrameLoop(GameGpu& gpu, kiln_session_t* session, const ModelBuffers& 
   times_.kiln_cpu_us.assign(static_cast<size_t>(config.frames), 0.0);
   times_.frame_cpu_us.assign(static_cast<size_t>(config.frames), 0.0);
   if (queries_ != VK_NULL_HANDLE) times_.model_gpu_ms.assign(static_cast<size_t>(config.frames), 0.0);
+  if (config_.mode == KilnMode::kSliced) {
+    times_.slice_dispatches.assign(static_cast<size_t>(config.frames), 0);
+    times_.slice_estimated_us.assign(static_cast<size_t>(config.frames), 0.0);
+  }
   if (config_.mode == KilnMode::kReplay) record_kiln_commands();
 }
 
@@ -190,6 +195,7 @@ void FrameLoop::run() {
     if (slot.frame >= 0) finish(slot);  // the only CPU wait: frames in flight
     const Clock::time_point frame_start = Clock::now();
     if (config_.mode == KilnMode::kSubmit) submit_mode_frame(frame, slot, index);
+    else if (config_.mode == KilnMode::kSliced) sliced_frame(frame, slot, index);
     else recorded_frame(frame, slot, index);
     slot.frame = frame;
     times_.frame_cpu_us[static_cast<size_t>(frame)] += us_since(frame_start);
@@ -230,7 +236,8 @@ void FrameLoop::submit_mode_frame(int frame, Slot& slot, uint32_t index) {
   begin(slot.composite);
   timestamp(slot.composite, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 2 * index + 1);
   dispatch_composite(slot.composite, slot);
-  copy_back(slot.composite, slot, index, config_.keep.count(frame) > 0);
+  slot.keep = config_.keep.count(frame) > 0;
+  copy_back(slot.composite, slot, index, slot.keep);
   check_vk(vkEndCommandBuffer(slot.composite), "vkEndCommandBuffer");
   submit(slot.composite, &timeline_, v + 2, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, v + 3);
 }
@@ -258,7 +265,51 @@ void FrameLoop::recorded_frame(int frame, Slot& slot, uint32_t index) {
   times_.kiln_cpu_us[static_cast<size_t>(frame)] += us_since(kiln_start);
   timestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 2 * index + 1);
   dispatch_composite(cmd, slot);  // binds its pipeline again: Kiln's record changed the bindings
-  copy_back(cmd, slot, index, config_.keep.count(frame) > 0);
+  slot.keep = config_.keep.count(frame) > 0;
+  copy_back(cmd, slot, index, slot.keep);
+  check_vk(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+  submit(cmd, nullptr, 0, 0, done_value(frame));
+}
+
+// Sliced mode: one command buffer per frame, as in record mode, with one
+// slice of the inference in progress between the game's passes. A frame
+// with no inference in progress starts one: its generate pass writes the
+// model's input, which then stays put until the inference's last slice ran
+// (the frames in between generate nothing; a game would render into
+// another image meanwhile). The composite runs every frame, showing the
+// last finished inference's classes. The slices' order is the queue's
+// submission order; Kiln's barriers at each slice's entry and exit order
+// them against the game's passes. Timestamps around the slice give its GPU
+// time, which the report sets against the budget.
+void FrameLoop::sliced_frame(int frame, Slot& slot, uint32_t index) {
+  const VkCommandBuffer cmd = slot.commands;
+  begin(cmd);
+  if (queries_ != VK_NULL_HANDLE) vkCmdResetQueryPool(cmd, queries_, 2 * index, 2);
+  frame_start_barrier(cmd);
+  if (!inference_running_) dispatch_generate(cmd, slot, frame);
+  if (config_.keep.count(frame)) keep_pending_ = true;
+  timestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 2 * index);
+  kiln_record_slice_options_t options{};
+  options.struct_size = sizeof(options);
+  options.budget_us = config_.budget_us;
+  kiln_record_slice_progress_t progress{};
+  progress.struct_size = sizeof(progress);
+  const Clock::time_point kiln_start = Clock::now();
+  check_kiln(kiln_session_record_slice(session_, cmd, &options, &progress), "kiln_session_record_slice");
+  times_.kiln_cpu_us[static_cast<size_t>(frame)] += us_since(kiln_start);
+  timestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 2 * index + 1);
+  times_.slice_dispatches[static_cast<size_t>(frame)] = progress.dispatches_recorded;
+  times_.slice_estimated_us[static_cast<size_t>(frame)] = progress.estimated_us;
+  times_.estimates_measured = progress.estimate == KILN_SLICE_ESTIMATE_MEASURED;
+  times_.inference_dispatches = progress.dispatches_total;
+  times_.inference_estimated_us = progress.estimated_run_us;
+  inference_running_ = !progress.done;
+  if (progress.done) ++times_.inferences;
+  dispatch_composite(cmd, slot);  // binds its pipeline again: Kiln's record changed the bindings
+  // Only a frame that finishes an inference shows an output of its input.
+  slot.keep = progress.done && keep_pending_;
+  if (slot.keep) keep_pending_ = false;
+  copy_back(cmd, slot, index, slot.keep);
   check_vk(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
   submit(cmd, nullptr, 0, 0, done_value(frame));
 }
@@ -377,7 +428,7 @@ void FrameLoop::finish(Slot& slot) {
     std::memcpy(ticks, bytes, sizeof(ticks));
     times_.model_gpu_ms[frame] = static_cast<double>(ticks[1] - ticks[0]) * gpu_.timestamp_period_ns() * 1e-6;
   }
-  if (config_.keep.count(slot.frame)) {
+  if (slot.keep) {
     KeptFrame kept;
     kept.index = slot.frame;
     bytes += kImageAt;

@@ -10,7 +10,9 @@
 // Kiln's work is either submitted by Kiln between the game's two
 // submissions, ordered by the game's timeline semaphore
 // (kiln_session_submit), or recorded into the game's one command buffer
-// between its passes (kiln_session_record). The CPU never waits inside a
+// between its passes (kiln_session_record), or spread over several frames
+// a slice at a time within a GPU time budget (kiln_session_record_slice).
+// The CPU never waits inside a
 // frame; it waits only before reusing a frame slot (frames in flight), on
 // the value the slot's last frame signalled. README.md draws the waits.
 #ifndef KILN_EXAMPLES_GAME_FRAME_FRAME_LOOP_H_
@@ -28,15 +30,22 @@ namespace game {
 // kSubmit: kiln_session_submit between the game's submissions; kRecord:
 // kiln_session_record into the frame's command buffer every frame; kReplay:
 // kiln_session_record once per set of model buffers into a secondary
-// command buffer, which every frame executes (no Kiln call in the frame).
-enum class KilnMode { kSubmit, kRecord, kReplay };
+// command buffer, which every frame executes (no Kiln call in the frame);
+// kSliced: kiln_session_record_slice, one slice of the model per frame (a
+// frame starts a new inference, generating its input, when the previous
+// one finished).
+enum class KilnMode { kSubmit, kRecord, kReplay, kSliced };
 
 struct FrameLoopConfig {
   KilnMode mode = KilnMode::kSubmit;
   int frames = 30;
   int in_flight = 2;
+  // kSliced: each slice's estimated GPU time, at most (one dispatch at least).
+  double budget_us = 0;
   // Frames whose image, model input and model output are copied back to the
-  // host (for PNGs and the check against kiln_session_run).
+  // host (for PNGs and the check against kiln_session_run). In sliced mode
+  // a frame here is kept as the first frame at or after it whose slice
+  // finishes an inference (its output then belongs to its input).
   std::set<int> keep;
 };
 
@@ -76,6 +85,13 @@ struct FrameTimes {
   std::vector<double> kiln_cpu_us;   // per frame: inside Kiln calls (submit and wait, or record)
   std::vector<double> frame_cpu_us;  // per frame: recording and submitting the frame, Kiln included
   std::vector<double> model_gpu_ms;  // per frame, when the queue has timestamps (see README.md)
+  // Sliced mode, per frame: the slice's dispatches and estimated GPU time.
+  std::vector<uint32_t> slice_dispatches;
+  std::vector<double> slice_estimated_us;
+  bool estimates_measured = false;  // from a profiled run, else the rate model
+  int inferences = 0;               // completed
+  uint32_t inference_dispatches = 0;  // of one inference
+  double inference_estimated_us = 0;  // one inference's estimated GPU time
   double pacing_wait_ms = 0;         // CPU time spent waiting for frame slots
   double wall_ms = 0;
 };
@@ -104,6 +120,7 @@ class FrameLoop {
     VkDescriptorSet composite_set = VK_NULL_HANDLE;
     int frame = -1;  // the frame using the slot; -1: free
     uint64_t ticket = 0;
+    bool keep = false;  // the frame copies its image, model input and output back
   };
 
   uint64_t done_value(int frame) const;
@@ -113,6 +130,9 @@ class FrameLoop {
   void recorded_frame(int frame, Slot& slot, uint32_t index);
   // Replay mode: kiln_commands_, recorded once for each model buffer set.
   void record_kiln_commands();
+  // Sliced mode: the frame's command buffer with the next slice of the
+  // inference in progress (which this frame starts when none is).
+  void sliced_frame(int frame, Slot& slot, uint32_t index);
   // Commands shared by both modes.
   void begin(VkCommandBuffer cmd);
   void frame_start_barrier(VkCommandBuffer cmd);
@@ -138,6 +158,8 @@ class FrameLoop {
   std::vector<VkCommandBuffer> kiln_commands_;  // replay mode: per model_.io entry, secondary
   std::vector<KeptFrame> kept_;
   FrameTimes times_;
+  bool inference_running_ = false;  // sliced mode: a slice of it was recorded, not its last
+  bool keep_pending_ = false;       // sliced mode: a kept frame waits for its inference to finish
 };
 
 }  // namespace game

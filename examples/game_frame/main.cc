@@ -3,8 +3,8 @@
 // public C API only (kiln/kiln.h, kiln/kiln_vulkan.h). README.md explains
 // what it shows and the synchronization it uses.
 //
-//   game_frame MODEL.onnx [--frames N] [--mode submit|record|replay] [--in-flight N]
-//              [--buffers shared|per-frame] [--validate] [--device N]
+//   game_frame MODEL.onnx [--frames N] [--mode submit|record|replay|sliced] [--budget-us N]
+//              [--in-flight N] [--buffers shared|per-frame] [--validate] [--device N]
 //              [--keep 0,15,29] [--png-dir DIR] [--dump DIR]
 //
 // Exit status: 0 when every kept frame's model output matches
@@ -51,9 +51,9 @@ struct Options {
 int usage(const char* problem) {
   std::fprintf(stderr,
                "game_frame: %s\n"
-               "usage: game_frame MODEL.onnx [--frames N] [--mode submit|record|replay] [--in-flight N]\n"
-               "                  [--buffers shared|per-frame] [--validate] [--device N] [--keep F,F,...]\n"
-               "                  [--png-dir DIR] [--dump DIR]\n",
+               "usage: game_frame MODEL.onnx [--frames N] [--mode submit|record|replay|sliced] [--budget-us N]\n"
+               "                  [--in-flight N] [--buffers shared|per-frame] [--validate] [--device N]\n"
+               "                  [--keep F,F,...] [--png-dir DIR] [--dump DIR]\n",
                problem);
   return 2;
 }
@@ -99,7 +99,13 @@ int parse(int argc, char** argv, Options* o) {
       if (mode == "submit") o->loop.mode = KilnMode::kSubmit;
       else if (mode == "record") o->loop.mode = KilnMode::kRecord;
       else if (mode == "replay") o->loop.mode = KilnMode::kReplay;
-      else return usage("--mode is submit, record or replay");
+      else if (mode == "sliced") o->loop.mode = KilnMode::kSliced;
+      else return usage("--mode is submit, record, replay or sliced");
+    } else if (arg == "--budget-us" && has_value) {
+      char* end = nullptr;
+      o->loop.budget_us = std::strtod(argv[++i], &end);
+      if (end == argv[i] || *end != '\0' || !(o->loop.budget_us > 0) || !std::isfinite(o->loop.budget_us))
+        return usage("--budget-us needs a positive number of microseconds");
     } else if (arg == "--buffers" && has_value) {
       const std::string buffers = argv[++i];
       if (buffers == "shared") o->buffers_per_frame = false;
@@ -121,6 +127,10 @@ int parse(int argc, char** argv, Options* o) {
     }
   }
   if (o->model.empty()) return usage("no model given");
+  if (o->loop.mode == KilnMode::kSliced && o->loop.budget_us <= 0)
+    return usage("--mode sliced needs --budget-us: the GPU time each frame's slice may take");
+  if (o->loop.mode == KilnMode::kSliced && o->buffers_per_frame)
+    return usage("--mode sliced uses one pair of model buffers (--buffers shared): an inference spans frames");
   const int last = o->loop.frames - 1;
   if (!o->keep_given) o->loop.keep = {0, last / 2, last};
   for (int f : o->loop.keep)
@@ -133,6 +143,7 @@ const char* mode_name(KilnMode mode) {
     case KilnMode::kSubmit: return "submit";
     case KilnMode::kRecord: return "record";
     case KilnMode::kReplay: return "replay";
+    case KilnMode::kSliced: return "sliced";
   }
   return "?";
 }
@@ -188,6 +199,21 @@ void print_times(const char* what, const std::vector<double>& v, const char* uni
   if (v.empty()) return;
   std::printf("  %-44s median %9.3f %s, p90 %9.3f %s, max %9.3f %s\n", what, percentile(v, 0.5), unit,
               percentile(v, 0.9), unit, percentile(v, 1.0), unit);
+}
+
+// Sliced mode: the slices against the budget, estimated and measured.
+void print_slices(double budget_us, const game::FrameTimes& t) {
+  std::vector<double> dispatches(t.slice_dispatches.begin(), t.slice_dispatches.end());
+  print_times("dispatches per slice:", dispatches, "");
+  print_times(t.estimates_measured ? "estimated GPU time per slice (measured kernels):"
+                                   : "estimated GPU time per slice (rate model):",
+              t.slice_estimated_us, "us");
+  size_t over = 0;
+  for (double ms : t.model_gpu_ms) over += ms * 1000.0 > budget_us ? 1 : 0;
+  std::printf("  an inference: %u dispatches, %.0f us estimated; budget %.0f us a frame: %d inferences finished in "
+              "%zu frames; %zu of %zu slices took longer on the GPU than the budget%s\n",
+              t.inference_dispatches, t.inference_estimated_us, budget_us, t.inferences, t.slice_dispatches.size(),
+              over, t.model_gpu_ms.size(), t.model_gpu_ms.empty() ? " (no timestamps on this queue)" : "");
 }
 
 // Compares every kept frame's model output with kiln_session_run's on the
@@ -272,8 +298,11 @@ int main(int argc, char** argv) {
   options.precision = KILN_PRECISION_FP32;
   kiln_session_t* session = nullptr;   // runs inside the frame
   kiln_session_t* reference = nullptr;  // the check: host tensors, kiln_session_run
-  check_kiln(kiln_session_create(model, &options, &session), "kiln_session_create");
   check_kiln(kiln_session_create(model, &options, &reference), "kiln_session_create (reference)");
+  // Sliced mode: the warm-up run times every kernel, and the slices are cut
+  // by those times (else by a rough rate model).
+  options.profile = o.loop.mode == KilnMode::kSliced ? 1 : 0;
+  check_kiln(kiln_session_create(model, &options, &session), "kiln_session_create");
   kiln_vulkan_device_release(kiln_device);  // the sessions hold it
 
   ModelBuffers buffers;
@@ -326,12 +355,15 @@ int main(int argc, char** argv) {
                 t.wall_ms, o.loop.frames * 1000.0 / t.wall_ms, t.pacing_wait_ms);
     print_times(o.loop.mode == KilnMode::kSubmit   ? "CPU in Kiln calls (submit + wait) per frame:"
                 : o.loop.mode == KilnMode::kRecord ? "CPU in Kiln calls (record) per frame:"
+                : o.loop.mode == KilnMode::kSliced ? "CPU in Kiln calls (record_slice) per frame:"
                                                    : "CPU executing Kiln's commands per frame:",
                 t.kiln_cpu_us, "us");
     print_times("CPU recording + submitting a frame:", t.frame_cpu_us, "us");
-    print_times(o.loop.mode == KilnMode::kSubmit ? "GPU: generate end -> composite start:"
-                                                 : "GPU time of the model (timestamps around it):",
+    print_times(o.loop.mode == KilnMode::kSubmit   ? "GPU: generate end -> composite start:"
+                : o.loop.mode == KilnMode::kSliced ? "GPU time of the slice (timestamps around it):"
+                                                   : "GPU time of the model (timestamps around it):",
                 t.model_gpu_ms, "ms");
+    if (o.loop.mode == KilnMode::kSliced) print_slices(o.loop.budget_us, t);
     ok = check_kept_frames(o, reference, shape, loop.kept(), buffers.width, buffers.height);
   }
   kiln_session_destroy(reference);

@@ -501,6 +501,134 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_session_memory(const kiln_session_t*
  * Vulkan requires. */
 KILN_API KILN_NODISCARD kiln_status_t* kiln_session_record(kiln_session_t* session, VkCommandBuffer command_buffer);
 
+/* ---- A frame budget: one run recorded over several frames ---------------
+ *
+ * A model longer than a frame's GPU budget (a 50 ms model in a game that
+ * can spare 5 ms a frame) is recorded a slice at a time, one slice into
+ * each frame's command buffer:
+ *
+ *   kiln_record_slice_options_t opts = {sizeof(opts)};
+ *   opts.budget_us = 5000;                        // estimated GPU time per slice
+ *   kiln_record_slice_progress_t progress = {sizeof(progress)};
+ *   // each frame, between the game's passes:
+ *   kiln_session_record_slice(session, frame_cmd, &opts, &progress);
+ *   ... submit frame_cmd on the queue, as every frame ...
+ *   if (progress.done) { the outputs are written once frame_cmd completes }
+ *
+ * A run is what kiln_session_record records, cut between its dispatches:
+ * the same requirements (every input and output bound, all on the device,
+ * buffer storage; FAILED_PRECONDITION names what stands in the way), the
+ * same commands and the same outputs. The first call of a run makes the
+ * run's commands and memory for the session's bindings (as record does);
+ * each call records the next dispatches, as many as fit the options, but
+ * always at least one, so a run always progresses. The run's activation
+ * memory stays allocated, and holds the run's intermediate tensors, from
+ * its first slice to its last.
+ *
+ * Estimates: a dispatch costs its GPU time in the session's last profiled
+ * kiln_session_run of the same bindings (kiln_session_options_t.profile;
+ * kiln_session_kernel_timing shows them) when every dispatch has one
+ * (KILN_SLICE_ESTIMATE_MEASURED), else a roofline over the kernel's FLOPs
+ * and global memory bytes (KILN_SLICE_ESTIMATE_MODEL): a fixed cost per
+ * dispatch plus the larger of FLOPs / peak rate and bytes / bandwidth, with
+ * round numbers per device type (discrete GPU 20 TFLOP/s, 500 GB/s, 4 us;
+ * integrated GPU and others 2 TFLOP/s, 60 GB/s, 8 us; CPU such as lavapipe
+ * 50 GFLOP/s, 10 GB/s, 20 us) — an order of magnitude only: profile one run
+ * for budgets that mean something.
+ *
+ * What each slice records: the entry barrier of kiln_session_record (all
+ * earlier commands on the queue, including the previous slice and whatever
+ * the host did between, are complete and visible), the image input
+ * conversions (first slice only), its dispatches, the image output
+ * conversions (last slice only), and record's exit barrier (the slice's
+ * writes and reads are ordered before later commands and visible to them).
+ *
+ * Synchronization: slices must execute in the order they were recorded,
+ * each after the previous one completed or ordered after it: submitting
+ * them in order on one queue suffices (the barriers above do the rest),
+ * as does the host's semaphores between queues. The host's input buffers
+ * and images must hold the run's input from the first slice's execution
+ * until the last slice's (an input buffer may be read by any slice; an
+ * input image only by the first), and bound outputs are complete only after
+ * the last slice; until then they may hold partial results. Everything that
+ * kiln_session_record says about lifetime holds for each slice's command
+ * buffer.
+ *
+ * Runs in progress: a call with no run in progress (or with
+ * KILN_RECORD_SLICE_RESTART) starts one with the session's current
+ * bindings; later calls continue it with those bindings whatever the
+ * session is bound to now (re-binding takes effect at the next run).
+ * KILN_RECORD_SLICE_RESTART abandons a run in progress and starts again
+ * from its first dispatch (already-submitted slices of the abandoned run
+ * may still execute; their results are overwritten). Any other run of the
+ * session between two slices (kiln_session_run, _submit, _record, which
+ * reuse the activation memory) or forgetting a buffer or image it binds
+ * interrupts the run: the next call returns FAILED_PRECONDITION saying so
+ * and records nothing, and the call after it starts a new run.
+ *
+ * Thread-safety: may be called from any thread; calls on one session are
+ * serialized, and a run's slices are taken in call order, so one thread (or
+ * the host's own ordering) should drive a sliced run. The command buffer is
+ * externally synchronized by the host. */
+
+/* kiln_record_slice_options_t.flags */
+/* Abandon the run in progress, if any, and start a new one. */
+#define KILN_RECORD_SLICE_RESTART 0x1u
+
+/* How much of a run one slice may hold. Grows only at the end; set
+ * struct_size = sizeof(kiln_record_slice_options_t). */
+typedef struct kiln_record_slice_options_t {
+  uint32_t struct_size;
+  /* The slice's estimated GPU time, at most (unless its one dispatch alone
+   * takes longer), in microseconds; 0: no time limit. Negative or NaN is
+   * INVALID_ARGUMENT; a budget larger than the run records it in one slice. */
+  double budget_us;
+  /* The slice's dispatches, at most; 0: no count limit. budget_us and
+   * max_dispatches both 0 is INVALID_ARGUMENT. */
+  uint32_t max_dispatches;
+  uint32_t flags; /* KILN_RECORD_SLICE_* */
+} kiln_record_slice_options_t;
+
+/* Where a slice's estimates come from (see "Estimates" above). */
+typedef enum kiln_slice_estimate_t {
+  KILN_SLICE_ESTIMATE_MODEL = 0,    /* the device-type roofline over FLOPs and bytes */
+  KILN_SLICE_ESTIMATE_MEASURED = 1  /* a profiled run's per-kernel timestamps */
+} kiln_slice_estimate_t;
+
+/* What one kiln_session_record_slice recorded. Grows only at the end; set
+ * struct_size = sizeof(kiln_record_slice_progress_t); Kiln fills the fields
+ * that fit in it. */
+typedef struct kiln_record_slice_progress_t {
+  uint32_t struct_size;
+  uint32_t dispatches_recorded; /* in this slice: at least 1 (0 for a run with none) */
+  uint32_t dispatches_left;     /* after this slice */
+  uint32_t dispatches_total;    /* of the whole run */
+  uint32_t slice_index;         /* 0 for a run's first slice */
+  uint32_t done;                /* 1: this slice is the run's last; the next call starts a new run */
+  double estimated_us;          /* this slice's estimated GPU time */
+  double estimated_run_us;      /* the whole run's */
+  kiln_slice_estimate_t estimate; /* where the estimates come from */
+} kiln_record_slice_progress_t;
+
+/* Records the next slice of the session's sliced run into `command_buffer`
+ * (begun by the host, primary or secondary, as for kiln_session_record),
+ * starting a run when none is in progress; fills *out_progress (optional:
+ * NULL is allowed). Ownership: `options` and `out_progress` are read and
+ * written during the call only; the command buffer is borrowed for the call
+ * and the recorded commands use the session's objects as record's do.
+ * Errors: INVALID_ARGUMENT (NULL session, options or command buffer,
+ * struct_size too small, a negative or NaN budget, no limit at all),
+ * FAILED_PRECONDITION (not a Vulkan session; a run that cannot be recorded,
+ * as kiln_session_record; the run in progress was interrupted), the
+ * binding errors of kiln_session_run. INVALID_ARGUMENT changes nothing (a
+ * run in progress stays so); after any other error no run is in progress,
+ * and what the call may have recorded must not be submitted (the host
+ * resets or discards the command buffer). */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_session_record_slice(kiln_session_t* session,
+                                                                 VkCommandBuffer command_buffer,
+                                                                 const kiln_record_slice_options_t* options,
+                                                                 kiln_record_slice_progress_t* out_progress);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -15,8 +15,6 @@ using planner::PlanStep;
 using planner::PlanTensor;
 using planner::Storage;
 
-namespace {
-
 // The bytes a dispatch moves (each bound tensor once, whole, at its device
 // layout: the ones it only reads, the ones it writes) and its FLOPs, with the
 // signature's symbol values: a roofline estimate, not a count of what the
@@ -58,8 +56,6 @@ Segment::Traffic kernel_traffic(const planner::KernelDesc& k, const Signature& s
   traffic.flops = flops && *flops > 0 ? static_cast<uint64_t>(*flops) : 0;
   return traffic;
 }
-
-}  // namespace
 
 std::string ControlFlowExecutor::node_name(size_t step) const {
   const ir::Node& node = graph_.node(plan_.steps[step].node);
@@ -134,14 +130,15 @@ Status ControlFlowExecutor::submit(Signature& sig, Segment& seg, VulkanRunStats&
   }
   const size_t end = profile_ ? n : 1;
   out.gpu_ms += seg.timestamps->elapsed_ns(ticks[0], ticks[end]) / 1e6;
-  if (profile_)
-    for (size_t d = 0; d < n; ++d) {
-      const PlanStep& step = plan_.steps[seg.dispatches[d].step];
-      const Segment::Traffic& t = seg.traffic[d];
-      out.kernels.push_back({step.kernel.name, node_name(seg.dispatches[d].step),
-                             seg.timestamps->elapsed_ns(ticks[d], ticks[d + 1]) / 1e6, t.read + t.written, t.flops,
-                             t.read, t.written});
-    }
+  if (!profile_) return ok_status();
+  seg.measured_ms.assign(n, 0.0);  // kept for sliced recordings' budgets (record_slice)
+  for (size_t d = 0; d < n; ++d) {
+    seg.measured_ms[d] = seg.timestamps->elapsed_ns(ticks[d], ticks[d + 1]) / 1e6;
+    const PlanStep& step = plan_.steps[seg.dispatches[d].step];
+    const Segment::Traffic& t = seg.traffic[d];
+    out.kernels.push_back({step.kernel.name, node_name(seg.dispatches[d].step), seg.measured_ms[d],
+                           t.read + t.written, t.flops, t.read, t.written});
+  }
   return ok_status();
 }
 

@@ -19,6 +19,11 @@
 
 namespace kiln::runtime {
 
+// The bytes dispatch kernel `k` moves (each bound tensor once, whole, at its
+// device layout) and its FLOPs, at sig's shapes: a roofline count, not what
+// the kernel's caches actually fetch.
+Segment::Traffic kernel_traffic(const planner::KernelDesc& k, const Signature& sig);
+
 class ControlFlowExecutor {
  public:
   struct Hooks {

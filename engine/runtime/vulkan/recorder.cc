@@ -261,18 +261,36 @@ void Recorder::record_exit_barrier(VkCommandBuffer cmd) {
 }
 
 Status Recorder::record_into(Signature& sig, VkCommandBuffer cmd) {
+  size_t all = 0;
+  for (const Segment& seg : sig.segments) all += seg.dispatches.size();
+  return record_slice_into(sig, cmd, 0, all);
+}
+
+Status Recorder::record_slice_into(Signature& sig, VkCommandBuffer cmd, size_t first, size_t end) {
+  size_t all = 0;
+  for (const Segment& seg : sig.segments) all += seg.dispatches.size();
+  if (end > all || (first >= end && all != 0))  // (a run of no dispatch records only the barriers)
+    return internal_error("slice [" + std::to_string(first) + ", " + std::to_string(end) + ") of a run of " +
+                          std::to_string(all) + " dispatches");
   record_entry_barrier(cmd);
-  KILN_RETURN_IF_ERROR(record_image_inputs(sig, cmd));
-  bool first = true;
+  if (first == 0) KILN_RETURN_IF_ERROR(record_image_inputs(sig, cmd));
+  // Segments start with no barrier planned against the one before (each
+  // was its own command buffer): a full compute barrier between them.
+  bool opened = false;
+  size_t seen = 0;  // dispatches of the segments before `seg`
   for (const Segment& seg : sig.segments) {
-    if (seg.dispatches.empty()) continue;
-    if (!first)
-      vk::cmd_memory_barrier(device_.fn(), cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, kShaderAccess, kShaderAccess);
-    first = false;
-    KILN_RETURN_IF_ERROR(record_dispatches(sig, seg, cmd, nullptr));
+    const size_t n = seg.dispatches.size();
+    const size_t begin = std::max(first, seen), stop = std::min(end, seen + n);
+    if (begin < stop) {
+      if (opened)
+        vk::cmd_memory_barrier(device_.fn(), cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                               VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, kShaderAccess, kShaderAccess);
+      opened = true;
+      KILN_RETURN_IF_ERROR(record_dispatches(sig, seg, cmd, nullptr, begin - seen, stop - seen));
+    }
+    seen += n;
   }
-  KILN_RETURN_IF_ERROR(record_image_outputs(sig, cmd));
+  if (end == all) KILN_RETURN_IF_ERROR(record_image_outputs(sig, cmd));
   record_exit_barrier(cmd);
   return ok_status();
 }
@@ -298,12 +316,16 @@ void Recorder::plan_barriers(Signature& sig, Segment& seg) {
   }
 }
 
-// The segment's dispatches into `cmd`, each after the barrier plan_barriers
-// gave it; a timestamp after each when `timestamps` is given.
+// The segment's dispatches [begin, end) into `cmd`, each after the barrier
+// plan_barriers gave it (a slice that starts mid-segment follows an entry
+// barrier that orders everything before it, so the plan stays sufficient);
+// a timestamp after each when `timestamps` is given.
 Status Recorder::record_dispatches(Signature& sig, const Segment& seg, VkCommandBuffer cmd,
-                                   vk::TimestampQueries* timestamps) {
+                                   vk::TimestampQueries* timestamps, size_t begin, size_t end) {
   const VolkDeviceTable& fn = device_.fn();
-  for (const RecordedDispatch& d : seg.dispatches) {
+  end = std::min(end, seg.dispatches.size());
+  for (size_t i = begin; i < end; ++i) {
+    const RecordedDispatch& d = seg.dispatches[i];
     if (auto born = sig.image_births.find(d.step); born != sig.image_births.end()) {
       // Images whose memory earlier tensors of this run (or the previous
       // run) used: UNDEFINED -> GENERAL here, after every earlier access

@@ -58,6 +58,16 @@ class Recorder {
   // signatures that are one device submission with no staging; the caller
   // checks. Errors: Vulkan errors.
   Status record_into(Signature& sig, VkCommandBuffer cmd);
+  // record_into for dispatches [first, end) of sig's run (counted over its
+  // segments in order; first < end <= the run's dispatch count): the same
+  // entry barrier, the input image conversions when first is 0, the
+  // dispatches, the output conversions when end is the run's end, the same
+  // exit barrier. Consecutive slices submitted in order on one queue do
+  // what record_into's one recording does: each slice's entry barrier
+  // orders it after the previous slice's writes and reads (and the host's
+  // commands between them), and its exit barrier orders it before the
+  // host's later commands. record_into is the one slice [0, all).
+  Status record_slice_into(Signature& sig, VkCommandBuffer cmd, size_t first, size_t end);
 
  private:
   // The first and last segments with dispatches (SIZE_MAX: none), and
@@ -85,7 +95,9 @@ class Recorder {
   Status record_segment(Signature& sig, Segment& seg, bool first, bool last);
   // Sets each dispatch's barrier_before from the memory it reads and writes.
   void plan_barriers(Signature& sig, Segment& seg);
-  Status record_dispatches(Signature& sig, const Segment& seg, VkCommandBuffer cmd, vk::TimestampQueries* timestamps);
+  // Dispatches [begin, end) of `seg` (all of them by default).
+  Status record_dispatches(Signature& sig, const Segment& seg, VkCommandBuffer cmd, vk::TimestampQueries* timestamps,
+                           size_t begin = 0, size_t end = SIZE_MAX);
   void record_entry_barrier(VkCommandBuffer cmd);
   void record_exit_barrier(VkCommandBuffer cmd);
   void record_input_copies(Signature& sig, VkCommandBuffer cmd);

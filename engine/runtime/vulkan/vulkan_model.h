@@ -70,6 +70,25 @@ struct DeviceMemoryUse {
   uint64_t limit = 0;        // VulkanModelOptions::device_memory_limit (0: none)
 };
 
+// One slice of a run recorded into the host's command buffer
+// (VulkanModel::record_slice): how much of the run it may hold.
+struct SliceOptions {
+  double budget_us = 0;         // estimated GPU time per slice; 0: no time limit
+  uint32_t max_dispatches = 0;  // 0: no count limit (one of the two must be set)
+  bool restart = false;         // drop the run in progress and start a new one
+};
+
+// What a slice recorded, and what is left of its run.
+struct SliceProgress {
+  uint32_t recorded = 0;   // dispatches in this slice (at least 1)
+  uint32_t left = 0;       // dispatches after it (0: the run is done)
+  uint32_t total = 0;      // dispatches of the whole run
+  uint32_t index = 0;      // the slice's number in its run (0: the run's first)
+  double estimated_us = 0;      // the slice's estimated GPU time
+  double estimated_run_us = 0;  // the whole run's
+  bool measured = false;   // estimates from a profiled run's timestamps, else the rate model (slice_plan.h)
+};
+
 // What the planner may assume about `device` (limits, fp16, subgroups).
 planner::TargetInfo target_info(const vk::Device& device);
 
@@ -214,6 +233,22 @@ class VulkanModel {
   // a host-decided If or Loop, a value-dependent shape, image storage),
   // then as run(). Thread-safe.
   Status record_into(VkCommandBuffer cmd, const DeviceBindings& bindings) const;
+  // record_into, a slice at a time (vulkan_model_sliced_record.cc): the
+  // first call of a run (none in progress, or opts.restart) starts it with
+  // `bindings`; each call records the next dispatches whose estimated cost
+  // fits opts (at least one) between an entry and an exit barrier like
+  // record_into's, the input image conversions into the first slice and the
+  // output ones into the last. Later slices of a run use the signature it
+  // started with (re-binding mid-run affects the next run). The host submits
+  // the slices in order on one queue (or orders them with semaphores); the
+  // outputs are written once the last slice completed. Any other run of the
+  // model (run, submit, record_into) between two slices, or dropping its
+  // signature, interrupts the run: the next call is kFailedPrecondition
+  // saying so, and the call after it starts a new run. Errors: as
+  // record_into; kInvalidArgument for options with no limit or a negative
+  // or NaN budget. Thread-safe.
+  StatusOr<SliceProgress> record_slice(VkCommandBuffer cmd, const DeviceBindings& bindings,
+                                       const SliceOptions& opts) const;
   // The device memory the model holds now. Thread-safe.
   DeviceMemoryUse memory() const;
   // The timeline semaphore tickets are values of (VK_NULL_HANDLE when the

@@ -13,9 +13,7 @@
 
 namespace kiln::runtime {
 
-Status VulkanModel::Impl::record_into(VkCommandBuffer cmd, const DeviceBindings& bindings) {
-  KILN_RETURN_IF_ERROR(device.status());
-  if (cmd == VK_NULL_HANDLE) return invalid_argument("the command buffer to record into is VK_NULL_HANDLE");
+StatusOr<Signature*> VulkanModel::Impl::host_recordable(const DeviceBindings& bindings) {
   const ir::Region& main = graph.main();
   const std::string why = "recorded into the host's command buffer: ";
   for (ir::ValueId v : main.inputs)
@@ -28,7 +26,6 @@ Status VulkanModel::Impl::record_into(VkCommandBuffer cmd, const DeviceBindings&
                                  why + "writes every output into the host's buffers and images");
   const std::vector<Tensor> inputs(main.inputs.size());  // all bound
   KILN_ASSIGN_OR_RETURN(const std::vector<InputSpec> specs, input_specs(inputs, bindings));
-  std::lock_guard<std::mutex> lock(mutex);
   bool created = false;
   KILN_ASSIGN_OR_RETURN(Signature* sig, signature_for(specs, bindings, &created));
   sig->last_run = ++runs;
@@ -44,10 +41,20 @@ Status VulkanModel::Impl::record_into(VkCommandBuffer cmd, const DeviceBindings&
         blocker = "output '" + graph.value(main.outputs[i]).name + "' is computed on the host or is a constant";
   if (!blocker.empty()) return failed_precondition("this run cannot be " + why + blocker);
   if (!owns_memory(*sig)) KILN_RETURN_IF_ERROR(restore_arena(*sig));
-  Recorder recorder(device, plan, kernels, pipelines, *descriptors, *submitter, false, options.debug_labels,
-                    label_names(),
-                    [this](const Signature& s, size_t step) { return host_condition(s, step); });
-  return recorder.record_into(*sig, cmd);
+  return sig;
+}
+
+Recorder VulkanModel::Impl::host_recorder() {
+  return Recorder(device, plan, kernels, pipelines, *descriptors, *submitter, false, options.debug_labels,
+                  label_names(), [this](const Signature& s, size_t step) { return host_condition(s, step); });
+}
+
+Status VulkanModel::Impl::record_into(VkCommandBuffer cmd, const DeviceBindings& bindings) {
+  KILN_RETURN_IF_ERROR(device.status());
+  if (cmd == VK_NULL_HANDLE) return invalid_argument("the command buffer to record into is VK_NULL_HANDLE");
+  std::lock_guard<std::mutex> lock(mutex);
+  KILN_ASSIGN_OR_RETURN(Signature* sig, host_recordable(bindings));
+  return host_recorder().record_into(*sig, cmd);
 }
 
 Status VulkanModel::record_into(VkCommandBuffer cmd, const DeviceBindings& bindings) const {

@@ -32,6 +32,7 @@ namespace kiln::runtime {
 using planner::TensorId;
 
 struct ArenaLayout;  // place_tensors' blocks before offsets (vulkan_model_place.cc)
+class Recorder;      // recorder.h
 
 using Clock = std::chrono::steady_clock;
 inline double ms_since(Clock::time_point t0) {
@@ -98,6 +99,9 @@ struct Segment {
   };
   std::vector<Traffic> traffic;
   uint32_t fused_dispatches = 0;
+  // Per dispatch, its GPU time in the last profiled run (empty before one):
+  // what a sliced recording (record_slice) budgets with when present.
+  std::vector<double> measured_ms;
 };
 
 // A sub-graph boundary (SoD²'s Execution Determined Output): the plan step
@@ -309,6 +313,30 @@ struct VulkanModel::Impl {
   Status check_memory_limit(uint64_t extra, const std::string& what) const;
   // VulkanModel::record_into (vulkan_model_host_record.cc).
   Status record_into(VkCommandBuffer cmd, const DeviceBindings& bindings);
+  // The signature of a run with every input and output in `bindings` that
+  // can be recorded into the host's command buffer (made on first sight,
+  // its arena restored), or kFailedPrecondition naming why not. Call with
+  // `mutex` held.
+  StatusOr<Signature*> host_recordable(const DeviceBindings& bindings);
+  // A Recorder for the host's command buffers (no timestamps; debug labels
+  // as options say). Call with `mutex` held.
+  Recorder host_recorder();
+  // VulkanModel::record_slice (vulkan_model_sliced_record.cc).
+  StatusOr<SliceProgress> record_slice(VkCommandBuffer cmd, const DeviceBindings& bindings, const SliceOptions& opts);
+  // The sliced run in progress (record_slice): its signature, where the
+  // next slice starts, each dispatch's estimated cost. `stamp` is `runs`
+  // after its last slice: any other run since (which reuses the activation
+  // memory the run's later slices read) interrupts it, as does dropping its
+  // signature (release sets `sig` null).
+  struct SlicedRun {
+    Signature* sig = nullptr;
+    uint64_t stamp = 0;
+    size_t next = 0;
+    uint32_t slices = 0;
+    std::vector<double> cost_us;  // per dispatch, in recording order
+    bool measured = false;
+  };
+  std::optional<SlicedRun> sliced;  // guarded by `mutex`
   // A submission's outputs until wait() takes them: read back at wait, or
   // earlier by keep_ticket_outputs.
   struct Ticket {

@@ -121,6 +121,7 @@ void VulkanModel::Impl::release(Signature& sig) {
   sig.image_conversions.clear();
   for (const Signature*& owner : memory_owner)
     if (owner == &sig) owner = nullptr;
+  if (sliced && sliced->sig == &sig) sliced->sig = nullptr;  // interrupts the sliced run (record_slice)
   for (auto& [key, next] : sig.continuations) release(*next);
 }
 
