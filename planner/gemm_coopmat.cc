@@ -24,7 +24,7 @@ bool too_small(const ir::Dim& d, int64_t min) { return d.is_const() && d.value()
 // Shared memory bytes of the kernel: A tile, B tile, C staging.
 int64_t shared_bytes(const CoopMatConfig& c) {
   const int64_t a = int64_t{c.bm} * (kBK + 8) * 2;
-  const int64_t b = int64_t{kBK} * (c.bn + 8) * 2;
+  const int64_t b = int64_t{kBK} * (c.bn + 8) * 2 * (c.b_split ? 2 : 1);
   const int64_t sc = int64_t{c.wm} * c.wn * c.shape.m * (c.bn / c.wn + 4) * (c.shape.f32_accumulator ? 4 : 2);
   return a + b + sc;
 }
@@ -52,6 +52,7 @@ std::string coopmat_body(const CoopMatConfig& c, bool a_m_fastest, CoopMatSplitK
                                               .set("ACC_TYPE", f32 ? "float" : "float16_t")
                                               .set("ACC_ZERO", f32 ? "0.0" : "float16_t(0.0)")
                                               .flag("A_M_FASTEST", a_m_fastest)
+                                              .flag("B_SPLIT", c.b_split)
                                               .flag("SPLIT_K", split != CoopMatSplitK::kNone)
                                               .flag("FIXUP", split == CoopMatSplitK::kFixup));
 }
@@ -87,7 +88,8 @@ bool valid_config(const CoopMatConfig& c, const TargetInfo& target) {
          shared_bytes(c) <= target.max_shared_memory;
 }
 
-std::optional<CoopMatConfig> choose_coopmat(const GemmProblem& p, const TargetInfo& target, ElemType precision) {
+std::optional<CoopMatConfig> choose_coopmat(const GemmProblem& p, const TargetInfo& target, ElemType precision,
+                                            bool b_split) {
   if (precision != ElemType::kF16 || !target.fp16_storage || !target.fp16_arithmetic) return std::nullopt;
   const uint32_t sg = target.subgroup_size;
   if (sg < 4 || sg > 128 || (sg & (sg - 1)) != 0) return std::nullopt;
@@ -97,6 +99,7 @@ std::optional<CoopMatConfig> choose_coopmat(const GemmProblem& p, const TargetIn
   CoopMatConfig c;
   c.shape = *shape;
   c.subgroup_size = sg;
+  c.b_split = b_split;
   // Tiles as measured on an H200 (gemm_coopmat_test's throughput test).
   if (p.n.is_const() && p.n.value() <= 32) {
     c.bn = 32;

@@ -31,6 +31,12 @@ struct CoopMatConfig {
   int bm = 64, bn = 64;     // workgroup tile
   int wm = 2, wn = 2;       // a wm x wn grid of subgroups, each owning bm/wm x bn/wn
   uint32_t subgroup_size = 32;
+  // B is read in fp32 (a weight the precision policy keeps, e.g. a early
+  // convolution's): staged as two fp16 tiles, hi = fp16(b) and lo =
+  // fp16(b - hi), each multiplied into the fp32 accumulators — about 22
+  // bits of B for twice the B tiles and fragment products (values beyond
+  // fp16's range, which no such weight has, would overflow hi).
+  bool b_split = false;
 };
 
 // The fragment shape to use on `target`: fp32 accumulators before fp16 ones,
@@ -55,7 +61,9 @@ std::optional<CoopMatShape> pick_coopmat_shape(const TargetInfo& target);
 // at 32x512x7x7 ~9.7 against ~6.7, but at 32x256x28x28 ~9.0 against ~11.3:
 // there the scalar im2col loads (gemm_a per element) bound both kernels
 // and the cooperative one hides them worse.
-std::optional<CoopMatConfig> choose_coopmat(const GemmProblem& p, const TargetInfo& target, ElemType precision);
+// `b_split`: B is fp32 in an fp16 plan (CoopMatConfig::b_split).
+std::optional<CoopMatConfig> choose_coopmat(const GemmProblem& p, const TargetInfo& target, ElemType precision,
+                                            bool b_split = false);
 
 // How the kernel splits K (shaders/gemm_coopmat.comp): not at all; into
 // partial tiles that gemm_splitk_reduce.comp adds (SPLIT_K); or with the

@@ -205,15 +205,15 @@ TEST(GemmCoopMatKernels, MatMulGemmConvAreValidSpirv) {
   expect_valid(testing::one_node_graph("Conv", x, wide, same), t, Storage::kBuffer, "conv_coopmat64x128");
   expect_valid(testing::one_node_graph("Conv", x, wide, same), t, Storage::kImage, "conv_coopmat64x128");
   // Strided pointwise projections: with more weights than output pixels
-  // per image the weights are fp16 and the kernel cooperative; else the
-  // precision policy keeps them fp32 and the scalar kernel (fp32 math) runs.
+  // per image the weights are fp16; else the precision policy keeps them
+  // fp32 and the kernel multiplies by their fp16 halves (B_SPLIT).
   const std::map<std::string, ir::Attribute> stride2 = {{"strides", ir::Attribute::of_ints({2, 2})}};
   expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({2, 128, 12, 12}), {random_tensor({96, 128, 1, 1}, 8)},
                         stride2),
                t, Storage::kBuffer, "conv_coopmat64x64");
   expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 64, 20, 20}), {random_tensor({96, 64, 1, 1}, 9)},
                         stride2),
-               t, Storage::kBuffer, "conv_tile64x64");
+               t, Storage::kBuffer, "conv_coopmat64x64");
 }
 
 // A fusion group (planner/fusion.h) of `op` on x plus constant inputs,
@@ -419,6 +419,11 @@ TEST_F(GemmCoopMatDeviceTest, Conv) {
   OpCheck wide = c;
   wide.inputs = {random_tensor({2, 28, 15, 15}, 36), random_tensor({128, 28, 3, 3}, 37), random_tensor({128}, 38)};
   check(wide);
+  // Weights the precision policy keeps in fp32 (fewer than an output
+  // image's elements): multiplied as two fp16 halves.
+  OpCheck early = c;
+  early.inputs = {random_tensor({1, 16, 40, 40}, 39), random_tensor({72, 16, 3, 3}, 40), random_tensor({72}, 41)};
+  check(early);
   OpCheck s = c;  // strided 1x1 projection (fp16 weights: more of them than output pixels)
   s.inputs = {random_tensor({2, 128, 12, 12}, 34), random_tensor({96, 128, 1, 1}, 35)};
   s.attrs = {{"strides", ir::Attribute::of_ints({2, 2})}};

@@ -190,14 +190,24 @@ KernelDesc make_gemm_kernel(const GemmProblem& p) {
 
 namespace {
 
-// Whether `p` reads a float tensor stored as fp32 in an fp16 plan (a weight
-// the precision policy keeps): the cooperative-matrix kernel would round it
-// to fp16 in shared memory and undo the policy, so such a GEMM takes the
-// scalar kernel, which computes in fp32.
-bool reads_f32(const GemmProblem& p) {
-  for (const KernelTensor& t : p.tensors)
-    if (!t.written && t.layout.type == ElemType::kF32) return true;
-  return false;
+// How the fp16 plan's GEMM `p` may use the cooperative-matrix kernel, by
+// the float tensors it reads in fp32 (weights the precision policy keeps):
+// none, or only B and the epilogue's (bias) with an fp16 A — the kernel
+// then multiplies by B's fp16 halves (b_split) — or not at all: rounding an
+// fp32 A to fp16 in shared memory would undo the policy, so such a GEMM
+// takes the scalar kernel, which computes in fp32.
+enum class CoopMatUse { kPlain, kSplitB, kNo };
+CoopMatUse coopmat_use(const GemmProblem& p) {
+  bool f32_a = false, f32_b = false, f32_other = false;
+  for (const KernelTensor& t : p.tensors) {
+    if (t.written || t.layout.type != ElemType::kF32) continue;
+    if (t.name == p.a_tensor) f32_a = true;
+    else if (t.name == p.b_tensor) f32_b = true;
+    else f32_other = true;
+  }
+  if (!f32_a && !f32_b && !f32_other) return CoopMatUse::kPlain;
+  if (p.a_tensor.empty() || p.b_tensor.empty() || f32_a) return CoopMatUse::kNo;
+  return f32_b ? CoopMatUse::kSplitB : CoopMatUse::kPlain;
 }
 
 }  // namespace
@@ -221,9 +231,10 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
   // is 48 tiles; resnet50's 3x3 convs of layer3/layer4 4-8 tiles over K =
   // 2304-4608, which took 0.25-0.55 ms each unsplit on an H200) — or, with
   // splitk_reduce=fused, the last workgroup per tile adds them.
-  if (!use_gemv(p) && p.hint.coopmat.value_or(true) && !p.hint.tile_m && !p.hint.split_k)
+  const CoopMatUse use = coopmat_use(p);
+  if (!use_gemv(p) && p.hint.coopmat.value_or(true) && !p.hint.tile_m && !p.hint.split_k && use != CoopMatUse::kNo)
     if (const std::optional<CoopMatConfig> c =
-            choose_coopmat(p, ctx.target(), reads_f32(p) ? ElemType::kF32 : ctx.float_type())) {
+            choose_coopmat(p, ctx.target(), ctx.float_type(), use == CoopMatUse::kSplitB)) {
       KernelDesc d = make_coopmat_gemm_kernel(p, *c);
       const ir::Dim cm_tiles = d.groups[0] * d.groups[1] * d.groups[2];
       const int64_t split = choose_split(cm_tiles.is_const() ? cm_tiles.value() : 0, p.k);

@@ -51,6 +51,11 @@ struct GemmProblem {
   // inside the operand. The tensors' X_ld8h accessors (glsl_codegen.h)
   // give one load where the tensor is an fp16 buffer.
   std::string vector_helpers;
+  // The tensors gemm_a and gemm_b read, when each reads one tensor's values
+  // (empty: unknown). In an fp16 plan with an fp32 B (a weight the
+  // precision policy keeps) and an fp16 A, the cooperative-matrix kernel
+  // then still applies, multiplying by B's fp16 halves (CoopMatConfig).
+  std::string a_tensor, b_tensor;
   // Order of the A-tile loads: consecutive invocations walk k (A row-major
   // in k, e.g. MatMul) or m (A's rows are contiguous per k, e.g. the im2col
   // matrix of an NCHW buffer, where neighbouring m are neighbouring pixels).

@@ -277,6 +277,8 @@ Status conv_gemm(LoweringContext& ctx, const ConvGeometry& g) {
   p.n = ir::Dim(ng);
   p.k = ir::Dim(cg * kk);
   p.a_m_fastest = true;  // neighbouring output pixels read neighbouring input pixels
+  p.a_tensor = "X";
+  p.b_tensor = "W";
   p.params = geometry_params(g);
   p.params.push_back({"CV_G", ir::Dim(g.group)});
   p.params.push_back({"CV_CG", ir::Dim(cg)});

@@ -192,6 +192,8 @@ Status lower_matmul_limited(LoweringContext& ctx, uint64_t max_constant_bytes) {
 
   GemmProblem base;
   base.name = cols.split() ? "matmul_cols" : "matmul";
+  base.a_tensor = "A";
+  base.b_tensor = "B";
   base.tensors.push_back(ctx.bind("A", ctx.input(0)));
   // Images store four texel lanes along their packed axis: that must be N.
   const bool image_ok = !b_vec && ctx.layout(ctx.output(0)).packed_axis == static_cast<int>(sy.size()) - 1;
@@ -278,6 +280,8 @@ Status lower_gemm_limited(LoweringContext& ctx, uint64_t max_constant_bytes) {
 
   GemmProblem base;
   base.name = cols.split() ? "gemm_cols" : "gemm";
+  base.a_tensor = "A";
+  base.b_tensor = "B";
   base.m = sy[0];
   base.k = trans_a ? sa[0] : sa[1];
   base.a_m_fastest = trans_a;  // A^T is [K][M]: neighbouring m are adjacent

@@ -23,6 +23,10 @@
 //!   @ACC_BITS@ @ACC_TYPE@ @ACC_ZERO@  accumulator: 32/float/0.0 or
 //!                     16/float16_t/float16_t(0.0)
 //!   A_M_FASTEST       consecutive invocations load consecutive m of A
+//!   B_SPLIT           B is read in fp32 (a weight the precision policy
+//!                     keeps): each unit is staged as two fp16 tiles, hi =
+//!                     fp16(b) and lo = fp16(b - hi), and A is multiplied by
+//!                     both, so B keeps ~22 bits (GEMM_B8 is not used)
 //!   SPLIT_K           split-K: the grid's z also enumerates slices of K
 //!                     (GEMM_KCHUNK each, a multiple of BK); each workgroup
 //!                     writes its partial tile to GP [slice][batch][M][N]
@@ -42,6 +46,9 @@ const int KQ = BK / 8, NQ = BN / 8;  // units per A row, per B row
 const int A_UNITS = BM * KQ / NT, B_UNITS = BK * NQ / NT;
 shared uvec4 ca_tile[BM * LDA8];
 shared uvec4 cb_tile[BK * LDB8];
+//@if B_SPLIT
+shared uvec4 cb_lo[BK * LDB8];  // B - hi, the fp16 remainder
+//@end
 shared @ACC_TYPE@ cc_tile[WM * WN * FM * SCS];
 //@if FIXUP
 shared int cm_last;  // this workgroup arrived last at its tile
@@ -60,6 +67,21 @@ uvec4 cm_load_a(int b, int m, int k, int k_end) {
 #endif
 }
 
+//@if B_SPLIT
+// B(b, k, n .. n+7) read in fp32 as two fp16 units, hi and lo (zero past
+// k_end or N): hi + lo is the value to about 2^-22 relative.
+void cm_load_b_split(int b, int k, int n, int k_end, out uvec4 hi, out uvec4 lo) {
+  hi = uvec4(0);
+  lo = uvec4(0);
+  if (n >= GEMM_N || k >= k_end) return;
+  [[unroll]] for (int q = 0; q < 4; ++q) {
+    vec2 v = vec2(n + 2 * q < GEMM_N ? gemm_b(b, k, n + 2 * q) : 0.0,
+                  n + 2 * q + 1 < GEMM_N ? gemm_b(b, k, n + 2 * q + 1) : 0.0);
+    hi[q] = packHalf2x16(v);
+    lo[q] = packHalf2x16(v - unpackHalf2x16(hi[q]));
+  }
+}
+//@else
 // B(b, k, n .. n+7) likewise, zero past k_end or N (n a multiple of 8).
 uvec4 cm_load_b(int b, int k, int n, int k_end) {
   if (n >= GEMM_N || k >= k_end) return uvec4(0);
@@ -72,6 +94,7 @@ uvec4 cm_load_b(int b, int k, int n, int k_end) {
                packHalf2x16(vec2(v[6], v[7])));
 #endif
 }
+//@end
 
 void main() {
   int tid = int(gl_LocalInvocationID.x);
@@ -102,6 +125,9 @@ void main() {
   fcoopmatNV<@ACC_BITS@, gl_ScopeSubgroup, FM, FN> acc[TM * TN];
   [[unroll]] for (int i = 0; i < TM * TN; ++i) acc[i] = fcoopmatNV<@ACC_BITS@, gl_ScopeSubgroup, FM, FN>(@ACC_ZERO@);
   uvec4 pa[A_UNITS], pb[B_UNITS];  // the next K step's units
+//@if B_SPLIT
+  uvec4 pbl[B_UNITS];
+//@end
   for (int k0 = k_begin; k0 < k_end; k0 += BK) {
     if (k0 == k_begin) {
       [[unroll]] for (int j = 0; j < A_UNITS; ++j) {
@@ -111,7 +137,13 @@ void main() {
         pa[j] = cm_load_a(b, m0 + am + j * A_STEP, k0 + aq * 8, k_end);
 //@end
       }
-      [[unroll]] for (int j = 0; j < B_UNITS; ++j) pb[j] = cm_load_b(b, k0 + bk + j * B_STEP, n0 + bq * 8, k_end);
+      [[unroll]] for (int j = 0; j < B_UNITS; ++j) {
+//@if B_SPLIT
+        cm_load_b_split(b, k0 + bk + j * B_STEP, n0 + bq * 8, k_end, pb[j], pbl[j]);
+//@else
+        pb[j] = cm_load_b(b, k0 + bk + j * B_STEP, n0 + bq * 8, k_end);
+//@end
+      }
     }
     [[unroll]] for (int j = 0; j < A_UNITS; ++j) {
 //@if A_M_FASTEST
@@ -120,7 +152,12 @@ void main() {
       ca_tile[(am + j * A_STEP) * LDA8 + aq] = pa[j];
 //@end
     }
-    [[unroll]] for (int j = 0; j < B_UNITS; ++j) cb_tile[(bk + j * B_STEP) * LDB8 + bq] = pb[j];
+    [[unroll]] for (int j = 0; j < B_UNITS; ++j) {
+      cb_tile[(bk + j * B_STEP) * LDB8 + bq] = pb[j];
+//@if B_SPLIT
+      cb_lo[(bk + j * B_STEP) * LDB8 + bq] = pbl[j];
+//@end
+    }
     barrier();
     if (k0 + BK < k_end) {
       int k1 = k0 + BK;
@@ -131,7 +168,13 @@ void main() {
         pa[j] = cm_load_a(b, m0 + am + j * A_STEP, k1 + aq * 8, k_end);
 //@end
       }
-      [[unroll]] for (int j = 0; j < B_UNITS; ++j) pb[j] = cm_load_b(b, k1 + bk + j * B_STEP, n0 + bq * 8, k_end);
+      [[unroll]] for (int j = 0; j < B_UNITS; ++j) {
+//@if B_SPLIT
+        cm_load_b_split(b, k1 + bk + j * B_STEP, n0 + bq * 8, k_end, pb[j], pbl[j]);
+//@else
+        pb[j] = cm_load_b(b, k1 + bk + j * B_STEP, n0 + bq * 8, k_end);
+//@end
+      }
     }
     [[unroll]] for (int kk = 0; kk < BK; kk += FK) {
       fcoopmatNV<16, gl_ScopeSubgroup, FM, FK> fa[TM];
@@ -142,6 +185,12 @@ void main() {
         coopMatLoadNV(fb[j], cb_tile, uint(kk * LDB8 + (sn0 + j * FN) / 8), uint(LDB8), false);
       [[unroll]] for (int i = 0; i < TM; ++i)
         [[unroll]] for (int j = 0; j < TN; ++j) acc[i * TN + j] = coopMatMulAddNV(fa[i], fb[j], acc[i * TN + j]);
+//@if B_SPLIT
+      [[unroll]] for (int j = 0; j < TN; ++j)
+        coopMatLoadNV(fb[j], cb_lo, uint(kk * LDB8 + (sn0 + j * FN) / 8), uint(LDB8), false);
+      [[unroll]] for (int i = 0; i < TM; ++i)
+        [[unroll]] for (int j = 0; j < TN; ++j) acc[i * TN + j] = coopMatMulAddNV(fa[i], fb[j], acc[i * TN + j]);
+//@end
     }
     barrier();
   }
