@@ -85,6 +85,7 @@ bool valid_config(const CoopMatConfig& c, const TargetInfo& target) {
   return nt <= target.max_workgroup_invocations && c.bm % c.wm == 0 && c.bn % c.wn == 0 && c.bn % 8 == 0 &&
          sm % static_cast<int>(c.shape.m) == 0 && sn % static_cast<int>(c.shape.n) == 0 && sn % 8 == 0 &&
          nt % c.bm == 0 && nt % kq == 0 && nt % nq == 0 && (c.bm * kq) % nt == 0 && (kBK * nq) % nt == 0 &&
+         (!c.b_split || (int64_t{c.shape.m} * (sn / 4)) % c.subgroup_size == 0) &&
          shared_bytes(c) <= target.max_shared_memory;
 }
 
@@ -94,7 +95,7 @@ std::optional<CoopMatConfig> choose_coopmat(const GemmProblem& p, const TargetIn
   const uint32_t sg = target.subgroup_size;
   if (sg < 4 || sg > 128 || (sg & (sg - 1)) != 0) return std::nullopt;
   const std::optional<CoopMatShape> shape = pick_coopmat_shape(target);
-  if (!shape) return std::nullopt;
+  if (!shape || (b_split && !shape->f32_accumulator)) return std::nullopt;
   if (too_small(p.m, 32) || too_small(p.n, 16)) return std::nullopt;
   CoopMatConfig c;
   c.shape = *shape;

@@ -31,11 +31,12 @@ struct CoopMatConfig {
   int bm = 64, bn = 64;     // workgroup tile
   int wm = 2, wn = 2;       // a wm x wn grid of subgroups, each owning bm/wm x bn/wn
   uint32_t subgroup_size = 32;
-  // B is read in fp32 (a weight the precision policy keeps, e.g. a early
+  // B is read in fp32 (a weight the precision policy keeps, e.g. an early
   // convolution's): staged as two fp16 tiles, hi = fp16(b) and lo =
-  // fp16(b - hi), each multiplied into the fp32 accumulators — about 22
-  // bits of B for twice the B tiles and fragment products (values beyond
-  // fp16's range, which no such weight has, would overflow hi).
+  // fp16((b - hi) * 2^11), each multiplied into its own fp32 accumulators
+  // (shaders/gemm_coopmat.comp) — about 22 bits of B for twice the B tiles,
+  // fragment products and accumulators; fp32 accumulator shapes only
+  // (values beyond fp16's range, which no such weight has, would overflow).
   bool b_split = false;
 };
 

@@ -463,6 +463,53 @@ TEST_F(GemmCoopMatDeviceTest, SymbolicRows) {
   }
 }
 
+// The fp32 weights the precision policy keeps (an early convolution's)
+// keep their precision on the tensor cores (B_SPLIT): with an input that
+// fp16 holds exactly, every fp16 output is the fp32 result rounded once —
+// but for results within ~2^-22 of a rounding boundary. With the weights
+// rounded to fp16 (relative error ~2^-12 per product) a large share of the
+// outputs would round the other way.
+TEST_F(GemmCoopMatDeviceTest, Fp32WeightsKeepTheirPrecision) {
+  Tensor x = random_tensor({1, 16, 40, 40}, 70);
+  for (int64_t i = 0; i < x.numel(); ++i) x.set_f64(i, half_to_float(float_to_half(static_cast<float>(x.get_f64(i)))));
+  const Tensor w = random_tensor({72, 16, 3, 3}, 71), bias = random_tensor({72}, 72);
+  const std::map<std::string, ir::Attribute> pads = {{"pads", ir::Attribute::of_ints({1, 1, 1, 1})}};
+  ir::Graph g = testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 16, 40, 40}), {w, bias}, pads);
+  runtime::VulkanModelOptions options;
+  options.plan.precision = ElemType::kF16;
+  auto model = runtime::VulkanModel::compile(device(), *vk::testing::test_kernel_cache(), g, options);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  bool coopmat = false;
+  for (const PlanStep& step : (*model)->plan().steps)
+    coopmat |= step.kind == PlanStep::Kind::kDispatch && step.kernel.name.find("_coopmat") != std::string::npos;
+  EXPECT_TRUE(coopmat);
+  auto want = runtime::ReferenceExecutor(g).run({x});
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+  auto got = (*model)->run({x});
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  const Tensor& a = (*want)[0];
+  const Tensor& b = (*got)[0];
+  ASSERT_EQ(a.shape(), b.shape());
+  int64_t off = 0;
+  for (int64_t i = 0; i < a.numel(); ++i)
+    off += half_to_float(float_to_half(static_cast<float>(a.get_f64(i)))) != static_cast<float>(b.get_f64(i));
+  // The same count for the weights rounded to fp16 (on the host): what the
+  // test tells apart.
+  Tensor w16 = w;
+  for (int64_t i = 0; i < w16.numel(); ++i) w16.set_f64(i, half_to_float(float_to_half(static_cast<float>(w.get_f64(i)))));
+  auto rounded = runtime::ReferenceExecutor(
+                     testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 16, 40, 40}), {w16, bias}, pads))
+                     .run({x});
+  ASSERT_TRUE(rounded.ok()) << rounded.status().to_string();
+  int64_t off16 = 0;
+  for (int64_t i = 0; i < a.numel(); ++i)
+    off16 += float_to_half(static_cast<float>(a.get_f64(i))) != float_to_half(static_cast<float>((*rounded)[0].get_f64(i)));
+  std::cout << "GemmCoopMat: fp32 weights on the tensor cores: " << off << " of " << a.numel()
+            << " fp16 outputs differ from the rounded fp32 result (fp16 weights: " << off16 << ")\n";
+  EXPECT_LE(off, a.numel() / 100);
+  EXPECT_GT(off16, 5 * off);
+}
+
 // `layers` nodes `op`, each with one constant weight of `w_shape` (values in
 // +-w_range, about the 1/sqrt(K) that keeps magnitudes steady), chained from
 // the input x of `shape` (every layer keeps it).

@@ -113,11 +113,17 @@ TensorId upload_weights(LoweringContext& ctx, Tensor host) {
   return ctx.add_constant(std::move(host), {Storage::kBuffer, ctx.input_elem_type(1)});
 }
 
-// Conv W [Cout, CG, k...] -> [G][CG * kk][Cout / G].
-StatusOr<Tensor> repack_conv_weights(const Tensor& w, int64_t group) {
+// Conv W [Cout, CG, k...] -> [G][CG * kk][Cout / G], the GEMM's K ordered
+// channel-major (k = c * kk + tap, ONNX's own order) or, with `tap_major`,
+// k = tap * CG + c: then 8 consecutive k of a channel count that is a
+// multiple of 8 share one kernel tap, and the tensor-core kernel reads
+// them with one tap's index math (conv_gemm).
+StatusOr<Tensor> repack_conv_weights(const Tensor& w, int64_t group, bool tap_major) {
   const int64_t cout = w.dim(0), cg = w.dim(1), kk = w.numel() / std::max<int64_t>(1, cout * cg);
   const int64_t ng = cout / group, kdim = cg * kk;
   KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(w.dtype(), {group, kdim, ng}));
+  // K position of ONNX's k = c * kk + tap.
+  const auto to_k = [&](int64_t k) { return tap_major ? (k % kk) * cg + k / kk : k; };
   // Each group is an [ng x kdim] -> [kdim x ng] transpose, walked in square
   // tiles so that both the reads and the writes stay within a few cache
   // lines: row by row, every write lands on another cache line, and this
@@ -129,7 +135,7 @@ StatusOr<Tensor> repack_conv_weights(const Tensor& w, int64_t group) {
         for (int64_t k0 = 0; k0 < kdim; k0 += kTile)
           for (int64_t n = n0; n < std::min(ng, n0 + kTile); ++n)
             for (int64_t k = k0; k < std::min(kdim, k0 + kTile); ++k)
-              set((g * kdim + k) * ng + n, (g * ng + n) * kdim + k);
+              set((g * kdim + to_k(k)) * ng + n, (g * ng + n) * kdim + k);
   };
   // float32 (nearly every model) by pointer: resnet50 has 25M weights.
   if (w.dtype() == DType::kFloat32) {
@@ -287,28 +293,49 @@ Status conv_gemm(LoweringContext& ctx, const ConvGeometry& g) {
   bool pointwise = g.zero_pads;
   for (size_t i = 0; i < S; ++i) pointwise = pointwise && g.kernel[i] == 1 && g.strides[i] == 1;
   std::string h;
+  // Constant weights of a kernel larger than 1x1 are packed tap-major
+  // (repack_conv_weights): K = tap * CG + c.
+  const Tensor* w = ctx.input_constant(1);
+  const bool tap_major = w && kk > 1;
   if (pointwise && p.tensors.back().layout.storage == Storage::kBuffer) {
     // Output pixels are input pixels: A is X's [channel][pixel] plane.
     h += "float gemm_a(int b, int m, int k) {\n"
          "  int img = b / CV_G, g = b % CV_G;\n"
          "  return X_ld((img * X_D1 + g * CV_CG + k) * GEMM_M + m);\n}\n";
   } else {
-    h += "float gemm_a(int b, int m, int k) {\n  int img = b / CV_G, g = b % CV_G;\n  int t = m;\n";
-    h += split_spatial("o", "t", "Y", S);
-    h += "  t = k;\n" + split_kernel("t", S);
-    for (size_t i = 0; i < S; ++i) {
-      const std::string I = idx(i);
-      h += "  int i" + I + " = o" + I + " * CV_ST" + I + " - CV_PB" + I + " + k" + I + " * CV_DL" + I + ";\n";
-      if (!g.zero_pads) h += "  if (i" + I + " < 0 || i" + I + " >= " + dn("X", 2 + i) + ") return 0.0;\n";
+    // The input pixel of output pixel m at the tap in `t` (consumed),
+    // `outside` run where padding reads zero.
+    const auto input_pixel = [&](const std::string& outside) {
+      std::string x = "  int img = b / CV_G, g = b % CV_G;\n  int t = m;\n" + split_spatial("o", "t", "Y", S);
+      x += "  t = tap;\n" + split_kernel("t", S);
+      for (size_t i = 0; i < S; ++i) {
+        const std::string I = idx(i);
+        x += "  int i" + I + " = o" + I + " * CV_ST" + I + " - CV_PB" + I + " + k" + I + " * CV_DL" + I + ";\n";
+        if (!g.zero_pads) x += "  if (i" + I + " < 0 || i" + I + " >= " + dn("X", 2 + i) + ") " + outside + "\n";
+      }
+      return x;
+    };
+    if (tap_major) {
+      h += "float gemm_a(int b, int m, int k) {\n  int c = k % CV_CG, tap = k / CV_CG;\n" + input_pixel("return 0.0;") +
+           "  return X_at(img, g * CV_CG + c, " + list("i", S) + ");\n}\n";
+      // 8 channels of one tap: one pixel's index math for the unit.
+      if (cg % 8 == 0)
+        p.vector_helpers = "#define GEMM_A8 1\nuvec4 gemm_a8(int b, int m, int k) {\n  int c = k % CV_CG, tap = k / CV_CG;\n" +
+                           input_pixel("return uvec4(0);") + "  float v[8];\n  [[unroll]] for (int j = 0; j < 8; ++j) v[j] = X_at(img, g * CV_CG + c + j, " +
+                           list("i", S) + ");\n"
+                           "  return uvec4(packHalf2x16(vec2(v[0], v[1])), packHalf2x16(vec2(v[2], v[3])),\n"
+                           "               packHalf2x16(vec2(v[4], v[5])), packHalf2x16(vec2(v[6], v[7])));\n}\n";
+    } else {
+      h += "float gemm_a(int b, int m, int k) {\n  int tap = k;\n" + input_pixel("return 0.0;");
+      h += "  return X_at(img, g * CV_CG + t, " + list("i", S) + ");\n}\n";
     }
-    h += "  return X_at(img, g * CV_CG + t, " + list("i", S) + ");\n}\n";
   }
-  if (const Tensor* w = ctx.input_constant(1)) {
-    KILN_ASSIGN_OR_RETURN(Tensor packed, repack_conv_weights(*w, g.group));
+  if (w) {
+    KILN_ASSIGN_OR_RETURN(Tensor packed, repack_conv_weights(*w, g.group, tap_major));
     p.tensors.push_back(ctx.bind("W", upload_weights(ctx, std::move(packed))));
     h += "float gemm_b(int b, int k, int n) { return W_ld(((b % CV_G) * GEMM_K + k) * GEMM_N + n); }\n";
     if (ng % 8 == 0)
-      p.vector_helpers = "#define GEMM_B8 1\nuvec4 gemm_b8(int b, int k, int n) {\n"
+      p.vector_helpers += "#define GEMM_B8 1\nuvec4 gemm_b8(int b, int k, int n) {\n"
                          "  return W_ld8h(((b % CV_G) * GEMM_K + k) * GEMM_N + n);\n}\n";
   } else {
     p.tensors.push_back(ctx.bind("W", ctx.input(1)));

@@ -25,8 +25,12 @@
 //!   A_M_FASTEST       consecutive invocations load consecutive m of A
 //!   B_SPLIT           B is read in fp32 (a weight the precision policy
 //!                     keeps): each unit is staged as two fp16 tiles, hi =
-//!                     fp16(b) and lo = fp16(b - hi), and A is multiplied by
-//!                     both, so B keeps ~22 bits (GEMM_B8 is not used)
+//!                     fp16(b) and lo = fp16((b - hi) * 2^11) (scaled: the
+//!                     remainder itself would be an fp16 subnormal, or
+//!                     flushed, for most weights), A is multiplied by both
+//!                     into separate fp32 accumulators, and acc + lo_acc *
+//!                     2^-11 is stored: ~22 bits of B (GEMM_B8 unused; fp32
+//!                     accumulators only)
 //!   SPLIT_K           split-K: the grid's z also enumerates slices of K
 //!                     (GEMM_KCHUNK each, a multiple of BK); each workgroup
 //!                     writes its partial tile to GP [slice][batch][M][N]
@@ -69,7 +73,7 @@ uvec4 cm_load_a(int b, int m, int k, int k_end) {
 
 //@if B_SPLIT
 // B(b, k, n .. n+7) read in fp32 as two fp16 units, hi and lo (zero past
-// k_end or N): hi + lo is the value to about 2^-22 relative.
+// k_end or N): hi + lo * 2^-11 is the value to about 2^-22 relative.
 void cm_load_b_split(int b, int k, int n, int k_end, out uvec4 hi, out uvec4 lo) {
   hi = uvec4(0);
   lo = uvec4(0);
@@ -78,7 +82,7 @@ void cm_load_b_split(int b, int k, int n, int k_end, out uvec4 hi, out uvec4 lo)
     vec2 v = vec2(n + 2 * q < GEMM_N ? gemm_b(b, k, n + 2 * q) : 0.0,
                   n + 2 * q + 1 < GEMM_N ? gemm_b(b, k, n + 2 * q + 1) : 0.0);
     hi[q] = packHalf2x16(v);
-    lo[q] = packHalf2x16(v - unpackHalf2x16(hi[q]));
+    lo[q] = packHalf2x16((v - unpackHalf2x16(hi[q])) * 2048.0);
   }
 }
 //@else
@@ -124,6 +128,10 @@ void main() {
   int bq = tid % NQ, bk = tid / NQ;
   fcoopmatNV<@ACC_BITS@, gl_ScopeSubgroup, FM, FN> acc[TM * TN];
   [[unroll]] for (int i = 0; i < TM * TN; ++i) acc[i] = fcoopmatNV<@ACC_BITS@, gl_ScopeSubgroup, FM, FN>(@ACC_ZERO@);
+//@if B_SPLIT
+  fcoopmatNV<32, gl_ScopeSubgroup, FM, FN> acc_lo[TM * TN];  // A * (B's lo tiles)
+  [[unroll]] for (int i = 0; i < TM * TN; ++i) acc_lo[i] = fcoopmatNV<32, gl_ScopeSubgroup, FM, FN>(0.0);
+//@end
   uvec4 pa[A_UNITS], pb[B_UNITS];  // the next K step's units
 //@if B_SPLIT
   uvec4 pbl[B_UNITS];
@@ -189,7 +197,7 @@ void main() {
       [[unroll]] for (int j = 0; j < TN; ++j)
         coopMatLoadNV(fb[j], cb_lo, uint(kk * LDB8 + (sn0 + j * FN) / 8), uint(LDB8), false);
       [[unroll]] for (int i = 0; i < TM; ++i)
-        [[unroll]] for (int j = 0; j < TN; ++j) acc[i * TN + j] = coopMatMulAddNV(fa[i], fb[j], acc[i * TN + j]);
+        [[unroll]] for (int j = 0; j < TN; ++j) acc_lo[i * TN + j] = coopMatMulAddNV(fa[i], fb[j], acc_lo[i * TN + j]);
 //@end
     }
     barrier();
@@ -197,6 +205,20 @@ void main() {
   // Out: one fragment row at a time through this subgroup's staging rows.
   int sc0 = sg * FM * SCS;
   [[unroll]] for (int i = 0; i < TM; ++i) {
+//@if B_SPLIT
+    // The lo products first, into registers (adding fragments, acc + acc_lo
+    // * 2^-11, crashes the SPIR-V optimizer of SPIRV-Tools 2023.1).
+    const int LOQ = FM * (SN / 4) / SG;
+    vec4 lo_v[LOQ];
+    [[unroll]] for (int j = 0; j < TN; ++j) coopMatStoreNV(acc_lo[i * TN + j], cc_tile, uint(sc0 + j * FN), uint(SCS), false);
+    barrier();
+    [[unroll]] for (int t = 0; t < LOQ; ++t) {
+      int q = lane + t * SG;
+      int o = sc0 + (q / (SN / 4)) * SCS + (q % (SN / 4)) * 4;
+      lo_v[t] = vec4(cc_tile[o], cc_tile[o + 1], cc_tile[o + 2], cc_tile[o + 3]) * (1.0 / 2048.0);
+    }
+    barrier();
+//@end
     [[unroll]] for (int j = 0; j < TN; ++j) coopMatStoreNV(acc[i * TN + j], cc_tile, uint(sc0 + j * FN), uint(SCS), false);
     barrier();
     for (int q = lane; q < FM * (SN / 4); q += SG) {
@@ -205,6 +227,9 @@ void main() {
       int o = sc0 + r * SCS + cq;
       if (m < GEMM_M && n < GEMM_N) {
         vec4 v = vec4(float(cc_tile[o]), float(cc_tile[o + 1]), float(cc_tile[o + 2]), float(cc_tile[o + 3]));
+//@if B_SPLIT
+        v += lo_v[(q - lane) / SG];
+//@end
 //@if SPLIT_K
         int p = ((slice * GEMM_BATCH + b) * GEMM_M + m) * GEMM_N + n;
         for (int j = 0; j < 4; ++j)
