@@ -1,0 +1,151 @@
+// Differential tests of the quantized ops' lowerings (lower_quantize.cc,
+// lower_integer_linalg.cc) against the reference executor in every backend
+// config. Integer results must be exact (tolerance 0): inputs that are
+// integers or multiples of 1/8 are exact in fp16 too, so only the
+// DynamicQuantizeLinear and random-scale cases have an fp16 tolerance.
+#include <random>
+#include <string>
+#include <vector>
+
+#include "planner/testing/op_check.h"
+#include "platform/vulkan/vk_test_env.h"
+
+namespace kiln::planner {
+namespace {
+
+using testing::check_op;
+using testing::OpCheck;
+
+class LowerQuantization : public vk::testing::VulkanTest {};
+
+template <typename T>
+Tensor random_ints(const Shape& shape, uint64_t seed, int lo, int hi) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> dist(lo, hi);
+  std::vector<T> v(static_cast<size_t>(shape_numel(shape)));
+  for (T& x : v) x = static_cast<T>(dist(rng));
+  return Tensor::from_vector<T>(shape, v);
+}
+
+// Multiples of 1/8 in [-40, 40]: divided by a power-of-two scale they land
+// on exact .5 ties, which must round to even.
+Tensor eighths(const Shape& shape, uint64_t seed) {
+  Tensor t = random_ints<int32_t>(shape, seed, -320, 320);
+  std::vector<float> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(static_cast<float>(t.get_i64(i)) / 8.0f);
+  return Tensor::from_vector<float>(shape, v);
+}
+
+Tensor f32(Shape s, std::vector<float> v) { return Tensor::from_vector<float>(std::move(s), v); }
+ir::Attribute i_attr(int64_t v) { return ir::Attribute::of_int(v); }
+
+TEST_F(LowerQuantization, QuantizeLinearRoundsTiesToEvenPerTensor) {
+  for (const bool signed_out : {false, true}) {
+    OpCheck c;
+    c.op = "QuantizeLinear";
+    Tensor zp = signed_out ? Tensor::from_vector<int8_t>({}, {-3}) : Tensor::from_vector<uint8_t>({}, {100});
+    c.inputs = {eighths({2, 3, 5, 7}, 1), f32({}, {0.25f}), zp};
+    c.constant_inputs = {1, 2};
+    c.tol_f32 = c.tol_f16 = 0;
+    EXPECT_TRUE(check_op(c)) << (signed_out ? "int8" : "uint8");
+  }
+}
+
+TEST_F(LowerQuantization, QuantizeLinearPerAxisAndBlocked) {
+  OpCheck axis;
+  axis.op = "QuantizeLinear";
+  axis.inputs = {testing::random_tensor({2, 3, 4, 5}, 2, -3, 3), f32({3}, {0.013f, 0.027f, 0.0091f}),
+                 Tensor::from_vector<int8_t>({3}, {0, -5, 7})};
+  axis.constant_inputs = {1, 2};
+  axis.attrs["axis"] = i_attr(1);
+  axis.tol_f32 = 0;
+  EXPECT_TRUE(check_op(axis));
+
+  OpCheck blocked;
+  blocked.op = "QuantizeLinear";
+  blocked.inputs = {testing::random_tensor({3, 7}, 3, -2, 2),
+                    f32({3, 4}, {0.01f, 0.02f, 0.03f, 0.04f, 0.05f, 0.06f, 0.07f, 0.08f, 0.09f, 0.1f, 0.11f, 0.12f})};
+  blocked.constant_inputs = {1};
+  blocked.attrs["axis"] = i_attr(-1);
+  blocked.attrs["block_size"] = i_attr(2);
+  blocked.tol_f32 = 0;
+  EXPECT_TRUE(check_op(blocked));
+}
+
+TEST_F(LowerQuantization, DequantizeLinear) {
+  OpCheck axis;
+  axis.op = "DequantizeLinear";
+  axis.inputs = {random_ints<int8_t>({2, 4, 3, 3}, 4, -128, 127), f32({4}, {0.5f, 0.125f, 2.0f, 0.0625f}),
+                 Tensor::from_vector<int8_t>({4}, {0, 3, -2, 1})};
+  axis.constant_inputs = {1, 2};
+  axis.tol_f32 = 0;
+  EXPECT_TRUE(check_op(axis));
+
+  OpCheck tensor;
+  tensor.op = "DequantizeLinear";
+  tensor.inputs = {random_ints<uint8_t>({5, 13}, 5, 0, 255), f32({}, {0.037f}), Tensor::from_vector<uint8_t>({}, {128})};
+  tensor.constant_inputs = {1, 2};
+  tensor.tol_f32 = 1e-7;
+  EXPECT_TRUE(check_op(tensor));
+}
+
+TEST_F(LowerQuantization, DynamicQuantizeLinear) {
+  OpCheck c;
+  c.op = "DynamicQuantizeLinear";
+  c.inputs = {testing::random_tensor({3, 70}, 6, -1.5f, 4.0f)};
+  c.num_outputs = 3;
+  c.tol_f32 = 0;
+  c.min_dispatches = 2;
+  EXPECT_TRUE(check_op(c));
+}
+
+TEST_F(LowerQuantization, MatMulIntegerPerRowAndColumnZeroPointsWithBatchBroadcast) {
+  OpCheck c;
+  c.op = "MatMulInteger";
+  c.inputs = {random_ints<uint8_t>({2, 3, 7, 9}, 7, 0, 255), random_ints<int8_t>({3, 9, 5}, 8, -128, 127),
+              random_ints<uint8_t>({7}, 9, 0, 255), random_ints<int8_t>({5}, 10, -10, 10)};
+  c.constant_inputs = {1, 2, 3};
+  c.tol_f32 = c.tol_f16 = 0;
+  EXPECT_TRUE(check_op(c));
+}
+
+TEST_F(LowerQuantization, QLinearMatMulPerColumnScales) {
+  OpCheck c;
+  c.op = "QLinearMatMul";
+  c.inputs = {random_ints<uint8_t>({6, 40}, 11, 0, 255), f32({}, {0.02f}), Tensor::from_vector<uint8_t>({}, {131}),
+              random_ints<int8_t>({40, 5}, 12, -127, 127), f32({5}, {0.003f, 0.004f, 0.005f, 0.006f, 0.007f}),
+              Tensor::from_vector<int8_t>({}, {0}), f32({}, {0.05f}), Tensor::from_vector<int8_t>({}, {-4})};
+  c.constant_inputs = {1, 2, 3, 4, 5, 6, 7};
+  c.tol_f32 = c.tol_f16 = 0;
+  EXPECT_TRUE(check_op(c));
+}
+
+TEST_F(LowerQuantization, ConvIntegerGroupedStridedPaddedPerChannelZeroPoint) {
+  OpCheck c;
+  c.op = "ConvInteger";
+  c.inputs = {random_ints<uint8_t>({1, 4, 7, 7}, 13, 0, 255), random_ints<uint8_t>({6, 2, 3, 3}, 14, 0, 255),
+              Tensor::from_vector<uint8_t>({}, {77}), random_ints<uint8_t>({6}, 15, 100, 150)};
+  c.constant_inputs = {1, 2, 3};
+  c.attrs["group"] = i_attr(2);
+  c.attrs["strides"] = ir::Attribute::of_ints({2, 1});
+  c.attrs["dilations"] = ir::Attribute::of_ints({1, 2});
+  c.attrs["pads"] = ir::Attribute::of_ints({1, 2, 0, 1});
+  c.tol_f32 = c.tol_f16 = 0;
+  EXPECT_TRUE(check_op(c));
+}
+
+TEST_F(LowerQuantization, QLinearConvPerChannelWithBias) {
+  OpCheck c;
+  c.op = "QLinearConv";
+  c.inputs = {random_ints<uint8_t>({1, 3, 8, 8}, 16, 0, 255), f32({}, {0.021f}), Tensor::from_vector<uint8_t>({}, {120}),
+              random_ints<int8_t>({4, 3, 3, 3}, 17, -127, 127), f32({4}, {0.002f, 0.003f, 0.0041f, 0.0017f}),
+              Tensor::from_vector<int8_t>({4}, {0, 0, 0, 0}), f32({}, {0.04f}), Tensor::from_vector<int8_t>({}, {3}),
+              random_ints<int32_t>({4}, 18, -2000, 2000)};
+  c.constant_inputs = {1, 2, 3, 4, 5, 6, 7, 8};
+  c.attrs["pads"] = ir::Attribute::of_ints({1, 1, 1, 1});
+  c.tol_f32 = c.tol_f16 = 0;
+  EXPECT_TRUE(check_op(c));
+}
+
+}  // namespace
+}  // namespace kiln::planner

@@ -1,0 +1,169 @@
+// Device lowerings of QuantizeLinear, DequantizeLinear and
+// DynamicQuantizeLinear, with the semantics of the reference kernels
+// (engine/ops/quantize_linear.cc): per-tensor, per-axis and blocked
+// parameters, rint then saturation.
+//
+//   QuantizeLinear    one map kernel: kiln_quantize(kiln_div_rn(x, s), zp)
+//                     (shaders/quantize.glsl); float x only (an int32 x runs
+//                     on the host).
+//   DequantizeLinear  one map kernel: (float(x) - float(zp)) * s.
+//   DynamicQuantizeLinear  a one-workgroup range pass
+//                     (shaders/dynamic_quantize_range.comp) writes the scale
+//                     and zero point to an fp32 scratch buffer (and to the
+//                     node's outputs), then a map kernel quantizes x.
+// Constant parameters are literals (one value) or fp32 constants; the
+// scale and zero point a kernel reads never pass through fp16.
+#include <string>
+#include <vector>
+
+#include "engine/ops/quantization.h"
+#include "planner/lower_quantization.h"
+#include "planner/lower_util.h"
+#include "planner/shader_template.h"
+
+namespace kiln::planner {
+
+namespace quant {
+
+std::string Param::at(const std::vector<std::string>& coords) const {
+  if (!literal.empty()) return literal;
+  return name + "_at(" + join_args(coords) + ")";
+}
+
+Param bind_param(LoweringContext& ctx, size_t input, const std::string& name) {
+  Param p;
+  p.name = name;
+  const DType dt = ctx.input_dtype(input);
+  if (const Tensor* c = ctx.input_constant(input)) {
+    if (c->numel() == 1) {
+      p.literal = dtype_is_float(dt) ? glsl_float(c->get_f64(0)) : glsl_int(c->get_i64(0));
+      return p;
+    }
+    const ElemType et = dtype_is_float(dt) ? ElemType::kF32 : ElemType::kI32;
+    p.tensor = ctx.bind(name, ctx.add_constant(*c, {Storage::kBuffer, et}));
+    return p;
+  }
+  p.tensor = ctx.bind(name, ctx.input(input));
+  return p;
+}
+
+void add_tensor(const Param& p, std::vector<KernelTensor>& tensors) {
+  if (p.tensor) tensors.push_back(*p.tensor);
+}
+
+}  // namespace quant
+
+namespace {
+
+using quant::Param;
+
+// The coordinates of the parameter element that applies to the output
+// element at oc0.. (granularity from ops::resolve_granularity).
+std::vector<std::string> param_coords(const ops::QuantGranularity& g, size_t rank) {
+  using Kind = ops::QuantGranularity::Kind;
+  if (g.kind == Kind::kPerTensor) return {"0"};
+  const std::string axis = "oc" + std::to_string(g.axis);
+  if (g.kind == Kind::kPerAxis) return {axis};
+  std::vector<std::string> c;
+  for (size_t i = 0; i < rank; ++i) c.push_back("oc" + std::to_string(i));
+  c[static_cast<size_t>(g.axis)] = "(" + axis + " / " + std::to_string(g.block_size) + ")";
+  return c;
+}
+
+StatusOr<ops::QuantGranularity> granularity(LoweringContext& ctx) {
+  return ops::resolve_granularity(ctx.node(), ir::SymShape(ctx.input_shape(0)), ir::SymShape(ctx.input_shape(1)));
+}
+
+std::string quant_range(DType t) {
+  return glsl_int(ops::quant_min(t)) + ", " + glsl_int(ops::quant_max(t));
+}
+
+std::string helpers(bool round_f16) {
+  std::string h = fill_shader("quantize.glsl#div_rn") + fill_shader("quantize.glsl#quantize");
+  if (round_f16) h += fill_shader("round_f16.glsl");
+  return h;
+}
+
+Status lower_quantize_linear(LoweringContext& ctx) {
+  const DType xt = ctx.input_dtype(0);
+  if (!dtype_is_float(xt))
+    return ctx.unsupported("QuantizeLinear of a " + std::string(dtype_name(xt)) + " x (the device quantizes floats)");
+  KILN_ASSIGN_OR_RETURN(const ops::QuantGranularity g, granularity(ctx));
+  const size_t rank = ctx.output_shape(0).size();
+  std::vector<KernelTensor> ts = {ctx.bind("x", ctx.input(0))};
+  const Param s = quant::bind_param(ctx, 1, "s");
+  Param z;
+  z.literal = "0";
+  if (ctx.has_input(2)) z = quant::bind_param(ctx, 2, "z");
+  quant::add_tensor(s, ts);
+  quant::add_tensor(z, ts);
+  KernelTensor y = ctx.bind("y", ctx.output(0), true);
+  const std::vector<std::string> pc = param_coords(g, rank);
+  // numpy divides two float16 operands in float16: round the quotient so.
+  const bool f16 = xt == DType::kFloat16 && ctx.input_dtype(1) == DType::kFloat16;
+  std::string body = "float q = kiln_div_rn(float(" + broadcast_load(ts[0], y.shape) + "), float(" + s.at(pc) + "));\n";
+  if (f16) body += "q = kiln_round_f16(vec4(q)).x;\n";
+  body += "v = kiln_quantize(q, " + z.at(pc) + ", " + quant_range(ctx.output_dtype(0)) + ");";
+  ts.push_back(std::move(y));
+  ctx.emit(map_kernel("quantize_linear", std::move(ts), body, helpers(f16)));
+  return ok_status();
+}
+
+Status lower_dequantize_linear(LoweringContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(const ops::QuantGranularity g, granularity(ctx));
+  const size_t rank = ctx.output_shape(0).size();
+  std::vector<KernelTensor> ts = {ctx.bind("x", ctx.input(0))};
+  const Param s = quant::bind_param(ctx, 1, "s");
+  Param z;
+  z.literal = "0";
+  if (ctx.has_input(2)) z = quant::bind_param(ctx, 2, "z");
+  quant::add_tensor(s, ts);
+  quant::add_tensor(z, ts);
+  KernelTensor y = ctx.bind("y", ctx.output(0), true);
+  const std::vector<std::string> pc = param_coords(g, rank);
+  const std::string body = "v = (float(" + broadcast_load(ts[0], y.shape) + ") - float(" + z.at(pc) + ")) * float(" +
+                           s.at(pc) + ");";
+  ts.push_back(std::move(y));
+  ctx.emit(map_kernel("dequantize_linear", std::move(ts), body));
+  return ok_status();
+}
+
+constexpr uint32_t kRangeLocal = 256;
+
+Status lower_dynamic_quantize_linear(LoweringContext& ctx) {
+  // P[0] = scale, P[1] = zero point: fp32 whatever the precision.
+  const TensorId params = ctx.add_temporary(DType::kFloat32, {ir::Dim(2)}, {Storage::kBuffer, ElemType::kF32, -1});
+  const bool scale_out = ctx.has_output(1), zero_out = ctx.has_output(2);
+  for (size_t i = 1; i < 3; ++i)
+    if (ctx.has_output(i) && ctx.layout(ctx.output(i)).storage != Storage::kBuffer)
+      return ctx.unsupported("output " + std::to_string(i) + " is not a buffer");
+  KernelDesc range;
+  range.name = "dynamic_quantize_range";
+  range.family = KernelDesc::Family::kCustom;
+  range.local_size = {kRangeLocal, 1, 1};
+  range.tensors = {ctx.bind("X", ctx.input(0)), ctx.bind("P", params, true)};
+  if (scale_out) range.tensors.push_back(ctx.bind("S", ctx.output(1), true));
+  if (zero_out) range.tensors.push_back(ctx.bind("Z", ctx.output(2), true));
+  range.helpers = fill_shader("quantize.glsl#div_rn");
+  range.body = fill_shader("dynamic_quantize_range.comp",
+                           ShaderArgs().set("LOCAL", static_cast<int64_t>(kRangeLocal)).flag("SCALE", scale_out).flag("ZERO", zero_out));
+  ctx.emit(std::move(range));
+
+  std::vector<KernelTensor> ts = {ctx.bind("x", ctx.input(0)), ctx.bind("p", params)};
+  KernelTensor y = ctx.bind("y", ctx.output(0), true);
+  const std::string body = "float q = kiln_div_rn(float(" + broadcast_load(ts[0], y.shape) +
+                           "), p_ld(0));\nv = kiln_quantize(q, int(p_ld(1)), 0, 255);";
+  ts.push_back(std::move(y));
+  ctx.emit(map_kernel("dynamic_quantize_linear", std::move(ts), body, helpers(false)));
+  return ok_status();
+}
+
+}  // namespace
+
+void register_quantize_lowerings(LoweringRegistry& r) {
+  r.add("", "QuantizeLinear", lower_quantize_linear);
+  r.add("", "DequantizeLinear", lower_dequantize_linear);
+  r.add("", "DynamicQuantizeLinear", lower_dynamic_quantize_linear);
+}
+
+}  // namespace kiln::planner
