@@ -2,17 +2,15 @@
 // QLinearConv, with the semantics of the reference kernels
 // (engine/ops/integer_linalg.cc).
 //
-// Each is one map kernel: an invocation computes its output elements'
-// int32 accumulators directly — a dot product over K (MatMul) or a window
-// loop over the input channels of the group and the kernel (Conv, padding
-// contributing zero) of zero-point-corrected int operands, wrapping as
-// int32 — and the QLinear forms add the bias and requantize with
-// kiln_requantize (shaders/quantize.glsl). Integer tensors are int32 on the
-// device, so nothing is accumulated in floating point.
-//
-// This is the correctness baseline, not the fast path: no tiling, no shared
-// memory, no int8 dot-product instructions (VK_KHR_shader_integer_dot_product)
-// or integer cooperative matrices yet.
+// Each is one tiled integer GEMM (gemm_int.h): MatMul over Y's broadcast
+// batch, Conv as an implicit GEMM per (image, group) whose A operand is the
+// im2col matrix computed while the tile is loaded (padding contributes
+// zero). The operands have their zero points subtracted as they are loaded
+// and are multiplied and summed in int32 (wrapping as ONNX's int32
+// arithmetic does; integer tensors are int32 on the device); the QLinear
+// forms add the int32 bias and requantize each accumulator in the store
+// with kiln_requantize (shaders/quantize.glsl). Nothing is accumulated in
+// floating point.
 //
 // Supported on the device: operands of rank >= 2 (MatMul), 1 to 3 spatial
 // axes (Conv); zero points and scales of one value or one per row of A /
@@ -24,6 +22,7 @@
 
 #include "engine/ops/quantization.h"
 #include "engine/ops/window_util.h"
+#include "planner/gemm_int.h"
 #include "planner/lower_quantization.h"
 #include "planner/lower_util.h"
 #include "planner/shader_template.h"
@@ -99,67 +98,85 @@ std::string multiplier_expr(const LoweringContext& ctx, size_t a, size_t b, size
 
 // --- MatMul ------------------------------------------------------------------
 
-// The dot-product body of an integer MatMul: declares `int acc`.
-StatusOr<std::string> matmul_acc(LoweringContext& ctx, size_t a_in, size_t b_in, size_t za_in, size_t zb_in,
-                                 std::vector<KernelTensor>& ts, std::vector<KernelParam>& params) {
+// Declares oc0 .. oc<r-3>, Y's batch coordinates, from the GEMM batch index b.
+std::string batch_coords(size_t r) {
+  std::string s = "  int t = b;\n";
+  for (size_t j = r - 2; j-- > 0;) {
+    const std::string d = "Y_D" + std::to_string(j);
+    s += "  int " + oc(j) + " = t % " + d + "; t /= " + d + ";\n";
+  }
+  return s;
+}
+
+// An integer MatMul as a GEMM over Y's batch: A and B read with numpy
+// broadcasting and their zero points subtracted. `store` is the GLSL value
+// stored for accumulator `acc` of element (oc0.., oc<r-2> = m, oc<r-1>).
+Status emit_matmul(LoweringContext& ctx, const char* name, size_t a_in, size_t b_in, size_t za_in, size_t zb_in,
+                   std::vector<KernelTensor> params_ts, const std::string& store, std::string helpers) {
   const std::vector<ir::Dim>& as = ctx.input_shape(a_in);
   const std::vector<ir::Dim>& bs = ctx.input_shape(b_in);
   const std::vector<ir::Dim>& ys = ctx.output_shape(0);
   if (as.size() < 2 || bs.size() < 2) return ctx.unsupported("a 1-D operand");
   const size_t r = ys.size();
-  ts.push_back(ctx.bind("a", ctx.input(a_in)));
-  ts.push_back(ctx.bind("b", ctx.input(b_in)));
+  GemmProblem p;
+  p.name = name;
+  p.tensors.push_back(ctx.bind("A", ctx.input(a_in)));
+  p.tensors.push_back(ctx.bind("B", ctx.input(b_in)));
   std::vector<ir::Dim> a_in_shape = as, b_in_shape = bs;
   a_in_shape.back() = ir::Dim(1);
   b_in_shape[b_in_shape.size() - 2] = ir::Dim(1);
-  std::vector<std::string> ca = broadcast_coords("a", a_in_shape, ys);
-  std::vector<std::string> cb = broadcast_coords("b", b_in_shape, ys);
+  std::vector<std::string> ca = broadcast_coords("A", a_in_shape, ys);
+  std::vector<std::string> cb = broadcast_coords("B", b_in_shape, ys);
   ca.back() = "k";
   cb[cb.size() - 2] = "k";
   BoundParam za = zero_literal(), zb = zero_literal();
   if (ctx.has_input(za_in)) {
-    KILN_ASSIGN_OR_RETURN(za, bind_vector_param(ctx, za_in, "za", oc(r - 2), "a_zero_point", ts));
+    KILN_ASSIGN_OR_RETURN(za, bind_vector_param(ctx, za_in, "za", oc(r - 2), "a_zero_point", p.tensors));
   }
   if (ctx.has_input(zb_in)) {
-    KILN_ASSIGN_OR_RETURN(zb, bind_vector_param(ctx, zb_in, "zb", oc(r - 1), "b_zero_point", ts));
+    KILN_ASSIGN_OR_RETURN(zb, bind_vector_param(ctx, zb_in, "zb", oc(r - 1), "b_zero_point", p.tensors));
   }
-  params.push_back({"KILN_K", as.back()});
-  return "int za = " + za.value() + ";\nint zb = " + zb.value() +
-         ";\nint acc = 0;\nfor (int k = 0; k < KILN_K; ++k) acc += (a_at(" + join_args(ca) + ") - za) * (b_at(" +
-         join_args(cb) + ") - zb);\n";
-}
-
-void emit(LoweringContext& ctx, const char* name, std::vector<KernelTensor> ts, std::vector<KernelParam> params,
-          const std::string& body, std::string helpers = {}) {
-  ts.push_back(ctx.bind("y", ctx.output(0), true));
-  KernelDesc d = map_kernel(name, std::move(ts), body, std::move(helpers));
-  d.params = std::move(params);
-  ctx.emit(std::move(d));
+  for (KernelTensor& t : params_ts) p.tensors.push_back(std::move(t));
+  const GemmOutput out = bind_gemm_output(ctx, false);
+  p.tensors.push_back(out.y);
+  p.batch = ir::Dim(1);
+  for (size_t j = 0; j + 2 < r; ++j) p.batch = p.batch * ys[j];
+  p.m = ys[r - 2];
+  p.n = ys[r - 1];
+  p.k = as.back();
+  const std::string row = "  int " + oc(r - 2) + " = m;\n";
+  std::string h = std::move(helpers);
+  h += "int gemm_a(int b, int m, int k) {\n" + batch_coords(r) + row + "  return A_at(" + join_args(ca) + ") - " +
+       za.value() + ";\n}\n";
+  h += "int gemm_b(int b, int k, int n) {\n" + batch_coords(r) + "  int " + oc(r - 1) + " = n;\n  return B_at(" +
+       join_args(cb) + ") - " + zb.value() + ";\n}\n";
+  h += "void gemm_store4(int b, int m, int n, ivec4 v) {\n" + batch_coords(r) + row +
+       "  for (int j = 0; j < 4; ++j) {\n    int " + oc(r - 1) + " = n + j;\n    if (" + oc(r - 1) +
+       " >= GEMM_N) break;\n    int acc = v[j];\n    Y_st((b * GEMM_M + m) * GEMM_N + " + oc(r - 1) + ", " + store +
+       ");\n  }\n}\n";
+  p.helpers = std::move(h);
+  KILN_RETURN_IF_ERROR(emit_int_gemm(ctx, p));
+  finish_gemm_output(ctx, out);
+  return ok_status();
 }
 
 Status lower_matmul_integer(LoweringContext& ctx) {
-  std::vector<KernelTensor> ts;
-  std::vector<KernelParam> params;
-  KILN_ASSIGN_OR_RETURN(std::string body, matmul_acc(ctx, 0, 1, 2, 3, ts, params));
-  emit(ctx, "matmul_integer", std::move(ts), std::move(params), body + "v = acc;");
-  return ok_status();
+  return emit_matmul(ctx, "matmul_integer", 0, 1, 2, 3, {}, "acc", "");
 }
 
 enum QLinearMatMulInput : size_t { kA = 0, kAScale, kAZero, kB, kBScale, kBZero, kYScale, kYZero };
 
 Status lower_qlinear_matmul(LoweringContext& ctx) {
-  std::vector<KernelTensor> ts;
-  std::vector<KernelParam> params;
-  KILN_ASSIGN_OR_RETURN(std::string body, matmul_acc(ctx, kA, kB, kAZero, kBZero, ts, params));
   const size_t r = ctx.output_shape(0).size();
+  if (r < 2) return ctx.unsupported("a 1-D operand");
+  std::vector<KernelTensor> ts;
   KILN_ASSIGN_OR_RETURN(BoundParam as, bind_vector_param(ctx, kAScale, "sa", oc(r - 2), "a_scale", ts));
   KILN_ASSIGN_OR_RETURN(BoundParam bs, bind_vector_param(ctx, kBScale, "sb", oc(r - 1), "b_scale", ts));
   KILN_ASSIGN_OR_RETURN(BoundParam ys, bind_vector_param(ctx, kYScale, "sy", oc(r - 2), "y_scale", ts));
   KILN_ASSIGN_OR_RETURN(BoundParam yz, bind_vector_param(ctx, kYZero, "zy", oc(r - 2), "y_zero_point", ts));
-  body += "v = kiln_requantize(acc, " + multiplier_expr(ctx, kAScale, kBScale, kYScale, as, bs, ys) + ", " +
-          yz.value() + ", " + out_range(ctx.output_dtype(0)) + ");";
-  emit(ctx, "qlinear_matmul", std::move(ts), std::move(params), body, helpers_requantize());
-  return ok_status();
+  const std::string store = "kiln_requantize(acc, " + multiplier_expr(ctx, kAScale, kBScale, kYScale, as, bs, ys) +
+                            ", " + yz.value() + ", " + out_range(ctx.output_dtype(0)) + ")";
+  return emit_matmul(ctx, "qlinear_matmul", kA, kB, kAZero, kBZero, std::move(ts), store, helpers_requantize());
 }
 
 // --- Conv --------------------------------------------------------------------
@@ -168,12 +185,16 @@ struct ConvInputs {
   size_t x, w, x_zero, w_zero;
 };
 
-// The window loop of an integer Conv: declares `int acc` (starting at
-// `init`) for output element (oc0 = n, oc1 = m, oc2.. spatial).
-StatusOr<std::string> conv_acc(LoweringContext& ctx, const ConvInputs& in, const std::string& init,
-                               std::vector<KernelTensor>& ts) {
+// An integer Conv as an implicit GEMM per (image, group), as the float
+// Conv's (lower_conv.cc): C[pixel, out channel] = sum over (in channel,
+// kernel offset) of (X - x_zero_point) * (W - w_zero_point), padding
+// contributing zero. `store` is the GLSL value stored for accumulator `acc`
+// of output channel `oc`; `params_ts` are the tensors it reads.
+Status emit_conv(LoweringContext& ctx, const char* name, const ConvInputs& in, std::vector<KernelTensor> params_ts,
+                 const std::string& store, std::string helpers) {
   const std::vector<ir::Dim>& xs = ctx.input_shape(in.x);
   const std::vector<ir::Dim>& ws = ctx.input_shape(in.w);
+  const std::vector<ir::Dim>& ys = ctx.output_shape(0);
   if (xs.size() < 3 || xs.size() > 5 || ws.size() != xs.size())
     return ctx.unsupported("a convolution of other than 1 to 3 spatial axes");
   const size_t spatial = xs.size() - 2;
@@ -189,70 +210,92 @@ StatusOr<std::string> conv_acc(LoweringContext& ctx, const ConvInputs& in, const
     pad_begin[i] = ops::window_pads(wa, i, d.value(), k.value()).first;
   }
   const int64_t group = ctx.node().attr_int("group", 1);
-  ts.push_back(ctx.bind("x", ctx.input(in.x)));
-  ts.push_back(ctx.bind("w", ctx.input(in.w)));
+  GemmProblem p;
+  p.name = name;
+  p.tensors.push_back(ctx.bind("X", ctx.input(in.x)));
+  p.tensors.push_back(ctx.bind("W", ctx.input(in.w)));
   BoundParam zx = zero_literal(), zw = zero_literal();
   if (ctx.has_input(in.x_zero)) {
     if (const Tensor* c = ctx.input_constant(in.x_zero); c && c->numel() != 1)
       return ctx.unsupported("x_zero_point with more than one value");
-    KILN_ASSIGN_OR_RETURN(zx, bind_vector_param(ctx, in.x_zero, "zx", "0", "x_zero_point", ts));
+    KILN_ASSIGN_OR_RETURN(zx, bind_vector_param(ctx, in.x_zero, "zx", "0", "x_zero_point", p.tensors));
   }
   if (ctx.has_input(in.w_zero)) {
-    KILN_ASSIGN_OR_RETURN(zw, bind_vector_param(ctx, in.w_zero, "zw", "m", "w_zero_point", ts));
+    KILN_ASSIGN_OR_RETURN(zw, bind_vector_param(ctx, in.w_zero, "zw", "oc", "w_zero_point", p.tensors));
   }
-
-  std::string s = "int n = oc0, m = oc1;\nint grp = m / (w_D0 / " + std::to_string(group) + ");\n";
-  s += "int zx = " + zx.value() + ";\nint zw = " + zw.value() + ";\nint acc = " + init + ";\n";
-  s += "for (int ic = 0; ic < w_D1; ++ic) {\n  int c = grp * w_D1 + ic;\n";
-  std::string indent = "  ";
-  std::vector<std::string> xc = {"n", "c"}, wc = {"m", "ic"};
+  for (KernelTensor& t : params_ts) p.tensors.push_back(std::move(t));
+  const GemmOutput out = bind_gemm_output(ctx, false);
+  p.tensors.push_back(out.y);
+  p.batch = xs[0] * ir::Dim(group);
+  p.m = ir::Dim(1);
+  p.k = ws[1];
   for (size_t i = 0; i < spatial; ++i) {
-    const std::string a = std::to_string(i), d = std::to_string(2 + i);
-    s += indent + "for (int k" + a + " = 0; k" + a + " < w_D" + d + "; ++k" + a + ") {\n";
-    indent += "  ";
-    s += indent + "int i" + a + " = " + oc(2 + i) + " * " + std::to_string(wa.strides[i]) + " - " +
-         std::to_string(pad_begin[i]) + " + k" + a + " * " + std::to_string(wa.dilations[i]) + ";\n";
-    s += indent + "if (i" + a + " < 0 || i" + a + " >= x_D" + d + ") continue;\n";
+    p.m = p.m * ys[2 + i];
+    p.k = p.k * ws[2 + i];
+  }
+  p.n = ir::Dim::floor_div(ws[0], ir::Dim(group));
+  p.a_m_fastest = true;  // neighbouring output pixels read neighbouring input pixels
+  p.params.push_back({"CV_G", ir::Dim(group)});
+
+  // k = (ic, kernel offsets) row-major over W's [C/group, k0, k1, ...].
+  std::string split_k = "  int t = k;\n";
+  for (size_t i = spatial; i-- > 0;) {
+    const std::string a = std::to_string(i), d = "W_D" + std::to_string(2 + i);
+    split_k += "  int k" + a + " = t % " + d + "; t /= " + d + ";\n";
+  }
+  split_k += "  int ic = t;\n";
+  std::vector<std::string> xc = {"img", "g * W_D1 + ic"}, wc = {"oc", "ic"};
+  std::string h = std::move(helpers);
+  h += "int gemm_a(int b, int m, int k) {\n  int img = b / CV_G, g = b % CV_G;\n" + split_k + "  t = m;\n";
+  for (size_t i = spatial; i-- > 0;) {
+    const std::string a = std::to_string(i), d = "Y_D" + std::to_string(2 + i);
+    h += "  int o" + a + " = t % " + d + "; t /= " + d + ";\n";
+  }
+  for (size_t i = 0; i < spatial; ++i) {
+    const std::string a = std::to_string(i);
+    h += "  int i" + a + " = o" + a + " * " + std::to_string(wa.strides[i]) + " - " + std::to_string(pad_begin[i]) +
+         " + k" + a + " * " + std::to_string(wa.dilations[i]) + ";\n";
+    h += "  if (i" + a + " < 0 || i" + a + " >= X_D" + std::to_string(2 + i) + ") return 0;\n";
     xc.push_back("i" + a);
     wc.push_back("k" + a);
   }
-  s += indent + "acc += (x_at(" + join_args(xc) + ") - zx) * (w_at(" + join_args(wc) + ") - zw);\n";
-  for (size_t i = 0; i <= spatial; ++i) {
-    indent.resize(indent.size() - 2);
-    s += indent + "}\n";
-  }
-  return s;
+  h += "  return X_at(" + join_args(xc) + ") - " + zx.value() + ";\n}\n";
+  h += "int gemm_b(int b, int k, int n) {\n  int oc = (b % CV_G) * GEMM_N + n;\n" + split_k + "  return W_at(" +
+       join_args(wc) + ") - " + zw.value() + ";\n}\n";
+  h += "void gemm_store4(int b, int m, int n, ivec4 v) {\n  int img = b / CV_G, g = b % CV_G;\n"
+       "  for (int j = 0; j < 4; ++j) {\n    if (n + j >= GEMM_N) break;\n    int oc = g * GEMM_N + n + j;\n"
+       "    int acc = v[j];\n    Y_st((img * Y_D1 + oc) * GEMM_M + m, " + store + ");\n  }\n}\n";
+  p.helpers = std::move(h);
+  KILN_RETURN_IF_ERROR(emit_int_gemm(ctx, p));
+  finish_gemm_output(ctx, out);
+  return ok_status();
 }
 
 Status lower_conv_integer(LoweringContext& ctx) {
-  std::vector<KernelTensor> ts;
-  KILN_ASSIGN_OR_RETURN(std::string body, conv_acc(ctx, {0, 1, 2, 3}, "0", ts));
-  emit(ctx, "conv_integer", std::move(ts), {}, body + "v = acc;");
-  return ok_status();
+  return emit_conv(ctx, "conv_integer", {0, 1, 2, 3}, {}, "acc", "");
 }
 
 enum QLinearConvInput : size_t { kX = 0, kXScale, kXZero, kW, kWScale, kWZero, kYScaleC, kYZeroC, kBias };
 
 Status lower_qlinear_conv(LoweringContext& ctx) {
-  std::vector<KernelTensor> ts;
-  std::string init = "0";
-  if (ctx.has_input(kBias)) {
-    KILN_ASSIGN_OR_RETURN(BoundParam bias, bind_vector_param(ctx, kBias, "bias", "oc1", "B", ts));
-    init = bias.value();
-  }
-  KILN_ASSIGN_OR_RETURN(std::string body, conv_acc(ctx, {kX, kW, kXZero, kWZero}, init, ts));
-  KILN_ASSIGN_OR_RETURN(BoundParam xs, bind_vector_param(ctx, kXScale, "sx", "0", "x_scale", ts));
-  KILN_ASSIGN_OR_RETURN(BoundParam ws, bind_vector_param(ctx, kWScale, "sw", "m", "w_scale", ts));
-  KILN_ASSIGN_OR_RETURN(BoundParam ys, bind_vector_param(ctx, kYScaleC, "sy", "0", "y_scale", ts));
-  KILN_ASSIGN_OR_RETURN(BoundParam yz, bind_vector_param(ctx, kYZeroC, "zy", "0", "y_zero_point", ts));
   for (const auto& [i, what] : {std::pair<size_t, const char*>{kXScale, "x_scale"}, {kYScaleC, "y_scale"},
                                 {kYZeroC, "y_zero_point"}})
     if (const Tensor* c = ctx.input_constant(i); c && c->numel() != 1)
       return ctx.unsupported(std::string(what) + " with more than one value");
-  body += "v = kiln_requantize(acc, " + multiplier_expr(ctx, kXScale, kWScale, kYScaleC, xs, ws, ys) + ", " +
-          yz.value() + ", " + out_range(ctx.output_dtype(0)) + ");";
-  emit(ctx, "qlinear_conv", std::move(ts), {}, body, helpers_requantize());
-  return ok_status();
+  std::vector<KernelTensor> ts;
+  std::string acc = "acc";
+  if (ctx.has_input(kBias)) {
+    KILN_ASSIGN_OR_RETURN(BoundParam bias, bind_vector_param(ctx, kBias, "bias", "oc", "B", ts));
+    acc = "(acc + " + bias.value() + ")";
+  }
+  KILN_ASSIGN_OR_RETURN(BoundParam xs, bind_vector_param(ctx, kXScale, "sx", "0", "x_scale", ts));
+  KILN_ASSIGN_OR_RETURN(BoundParam ws, bind_vector_param(ctx, kWScale, "sw", "oc", "w_scale", ts));
+  KILN_ASSIGN_OR_RETURN(BoundParam ys, bind_vector_param(ctx, kYScaleC, "sy", "0", "y_scale", ts));
+  KILN_ASSIGN_OR_RETURN(BoundParam yz, bind_vector_param(ctx, kYZeroC, "zy", "0", "y_zero_point", ts));
+  const std::string store = "kiln_requantize(" + acc + ", " +
+                            multiplier_expr(ctx, kXScale, kWScale, kYScaleC, xs, ws, ys) + ", " + yz.value() + ", " +
+                            out_range(ctx.output_dtype(0)) + ")";
+  return emit_conv(ctx, "qlinear_conv", {kX, kW, kXZero, kWZero}, std::move(ts), store, helpers_requantize());
 }
 
 }  // namespace

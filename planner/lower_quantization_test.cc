@@ -106,7 +106,41 @@ TEST_F(LowerQuantization, MatMulIntegerPerRowAndColumnZeroPointsWithBatchBroadca
               random_ints<uint8_t>({7}, 9, 0, 255), random_ints<int8_t>({5}, 10, -10, 10)};
   c.constant_inputs = {1, 2, 3};
   c.tol_f32 = c.tol_f16 = 0;
+  c.expect_kernel = "matmul_integer_int_tile";
   EXPECT_TRUE(check_op(c));
+}
+
+TEST_F(LowerQuantization, MatMulIntegerSeveralTilesWithEdges) {
+  // 37 x 45 over K = 50: partial tiles in M, N and K; B and its zero point
+  // from the graph (device tensors), A's zero point one value.
+  OpCheck c;
+  c.op = "MatMulInteger";
+  c.inputs = {random_ints<int8_t>({37, 50}, 30, -128, 127), random_ints<uint8_t>({50, 45}, 31, 0, 255),
+              Tensor::from_vector<int8_t>({}, {-3}), random_ints<uint8_t>({45}, 32, 0, 255)};
+  c.constant_inputs = {2};
+  c.tol_f32 = c.tol_f16 = 0;
+  EXPECT_TRUE(check_op(c));
+}
+
+TEST_F(LowerQuantization, ConvIntegerOneAndThreeSpatialAxes) {
+  OpCheck c1;
+  c1.op = "ConvInteger";
+  c1.inputs = {random_ints<int8_t>({2, 3, 11}, 33, -128, 127), random_ints<int8_t>({5, 3, 4}, 34, -128, 127)};
+  c1.constant_inputs = {1};
+  c1.attrs["auto_pad"] = ir::Attribute::of_string("SAME_UPPER");
+  c1.attrs["strides"] = ir::Attribute::of_ints({2});
+  c1.tol_f32 = c1.tol_f16 = 0;
+  EXPECT_TRUE(check_op(c1));
+
+  OpCheck c3;
+  c3.op = "ConvInteger";
+  c3.inputs = {random_ints<uint8_t>({1, 2, 4, 5, 6}, 35, 0, 255), random_ints<uint8_t>({3, 2, 2, 3, 2}, 36, 0, 255),
+               Tensor::from_vector<uint8_t>({}, {128}), Tensor::from_vector<uint8_t>({}, {127})};
+  c3.constant_inputs = {1, 2, 3};
+  c3.attrs["pads"] = ir::Attribute::of_ints({1, 0, 1, 0, 1, 1});
+  c3.tol_f32 = c3.tol_f16 = 0;
+  c3.expect_kernel = "conv_integer_int_tile";
+  EXPECT_TRUE(check_op(c3));
 }
 
 TEST_F(LowerQuantization, QLinearMatMulPerColumnScales) {

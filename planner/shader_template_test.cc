@@ -351,7 +351,7 @@ std::vector<Case> cases() {
                       Tensor::from_vector<int8_t>({10, 3}, std::vector<int8_t>(30, 3)),
                       Tensor::from_vector<float>({3}, {0.1f, 0.2f, 0.3f}), Tensor::from_vector<int8_t>({}, {0}),
                       Tensor::from_vector<float>({}, {0.05f}), Tensor::from_vector<uint8_t>({}, {120})}),
-               {"quantize.glsl#requantize"}, t});
+               {"quantize.glsl#requantize", "gemm_int_tile.comp"}, t});
   return c;
 }
 
