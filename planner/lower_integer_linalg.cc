@@ -80,9 +80,7 @@ std::string helpers_requantize() {
   return fill_shader("quantize.glsl#div_rn") + fill_shader("quantize.glsl#requantize");
 }
 
-std::string out_range(DType t) {
-  return glsl_int(ops::quant_min(t)) + ", " + glsl_int(ops::quant_max(t));
-}
+std::string out_range(DType t) { return glsl_int(ops::quant_min(t)) + ", " + glsl_int(ops::quant_max(t)); }
 
 // The multiplier expression of a requantizing kernel: a literal when the
 // three scales are one-value constants, else computed per element from
@@ -264,22 +262,21 @@ Status emit_conv(LoweringContext& ctx, const char* name, const ConvInputs& in, s
        join_args(wc) + ") - " + zw.value() + ";\n}\n";
   h += "void gemm_store4(int b, int m, int n, ivec4 v) {\n  int img = b / CV_G, g = b % CV_G;\n"
        "  for (int j = 0; j < 4; ++j) {\n    if (n + j >= GEMM_N) break;\n    int oc = g * GEMM_N + n + j;\n"
-       "    int acc = v[j];\n    Y_st((img * Y_D1 + oc) * GEMM_M + m, " + store + ");\n  }\n}\n";
+       "    int acc = v[j];\n    Y_st((img * Y_D1 + oc) * GEMM_M + m, " +
+       store + ");\n  }\n}\n";
   p.helpers = std::move(h);
   KILN_RETURN_IF_ERROR(emit_int_gemm(ctx, p));
   finish_gemm_output(ctx, out);
   return ok_status();
 }
 
-Status lower_conv_integer(LoweringContext& ctx) {
-  return emit_conv(ctx, "conv_integer", {0, 1, 2, 3}, {}, "acc", "");
-}
+Status lower_conv_integer(LoweringContext& ctx) { return emit_conv(ctx, "conv_integer", {0, 1, 2, 3}, {}, "acc", ""); }
 
 enum QLinearConvInput : size_t { kX = 0, kXScale, kXZero, kW, kWScale, kWZero, kYScaleC, kYZeroC, kBias };
 
 Status lower_qlinear_conv(LoweringContext& ctx) {
-  for (const auto& [i, what] : {std::pair<size_t, const char*>{kXScale, "x_scale"}, {kYScaleC, "y_scale"},
-                                {kYZeroC, "y_zero_point"}})
+  for (const auto& [i, what] :
+       {std::pair<size_t, const char*>{kXScale, "x_scale"}, {kYScaleC, "y_scale"}, {kYZeroC, "y_zero_point"}})
     if (const Tensor* c = ctx.input_constant(i); c && c->numel() != 1)
       return ctx.unsupported(std::string(what) + " with more than one value");
   std::vector<KernelTensor> ts;

@@ -29,7 +29,7 @@ namespace quant {
 // under --precision fp16 (a scale rounded to fp16 moves results by whole
 // quantization steps); integers are int32 as always.
 struct Param {
-  std::string literal;             // set for a one-value constant
+  std::string literal;                 // set for a one-value constant
   std::optional<KernelTensor> tensor;  // else the bound tensor, named `name`
   std::string name;
   // The value at the parameter's coordinates `coords` (GLSL expressions,

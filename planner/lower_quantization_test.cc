@@ -83,7 +83,8 @@ TEST_F(LowerQuantization, DequantizeLinear) {
 
   OpCheck tensor;
   tensor.op = "DequantizeLinear";
-  tensor.inputs = {random_ints<uint8_t>({5, 13}, 5, 0, 255), f32({}, {0.037f}), Tensor::from_vector<uint8_t>({}, {128})};
+  tensor.inputs = {random_ints<uint8_t>({5, 13}, 5, 0, 255), f32({}, {0.037f}),
+                   Tensor::from_vector<uint8_t>({}, {128})};
   tensor.constant_inputs = {1, 2};
   tensor.tol_f32 = 1e-7;
   EXPECT_TRUE(check_op(tensor));
@@ -95,8 +96,18 @@ TEST_F(LowerQuantization, DynamicQuantizeLinear) {
   c.inputs = {testing::random_tensor({3, 70}, 6, -1.5f, 4.0f)};
   c.num_outputs = 3;
   c.tol_f32 = 0;
-  c.min_dispatches = 2;
+  c.min_dispatches = c.max_dispatches = 2;  // range, quantize
   EXPECT_TRUE(check_op(c));
+
+  // Past 64K elements the range is folded by 256 workgroups first.
+  OpCheck big;
+  big.op = "DynamicQuantizeLinear";
+  big.inputs = {testing::random_tensor({300, 301}, 7, -7.0f, 2.5f)};
+  big.num_outputs = 3;
+  big.tol_f32 = 0;
+  big.min_dispatches = big.max_dispatches = 3;
+  big.expect_kernel = "dynamic_quantize_range_partial";
+  EXPECT_TRUE(check_op(big));
 }
 
 TEST_F(LowerQuantization, MatMulIntegerPerRowAndColumnZeroPointsWithBatchBroadcast) {
@@ -146,9 +157,14 @@ TEST_F(LowerQuantization, ConvIntegerOneAndThreeSpatialAxes) {
 TEST_F(LowerQuantization, QLinearMatMulPerColumnScales) {
   OpCheck c;
   c.op = "QLinearMatMul";
-  c.inputs = {random_ints<uint8_t>({6, 40}, 11, 0, 255), f32({}, {0.02f}), Tensor::from_vector<uint8_t>({}, {131}),
-              random_ints<int8_t>({40, 5}, 12, -127, 127), f32({5}, {0.003f, 0.004f, 0.005f, 0.006f, 0.007f}),
-              Tensor::from_vector<int8_t>({}, {0}), f32({}, {0.05f}), Tensor::from_vector<int8_t>({}, {-4})};
+  c.inputs = {random_ints<uint8_t>({6, 40}, 11, 0, 255),
+              f32({}, {0.02f}),
+              Tensor::from_vector<uint8_t>({}, {131}),
+              random_ints<int8_t>({40, 5}, 12, -127, 127),
+              f32({5}, {0.003f, 0.004f, 0.005f, 0.006f, 0.007f}),
+              Tensor::from_vector<int8_t>({}, {0}),
+              f32({}, {0.05f}),
+              Tensor::from_vector<int8_t>({}, {-4})};
   c.constant_inputs = {1, 2, 3, 4, 5, 6, 7};
   c.tol_f32 = c.tol_f16 = 0;
   EXPECT_TRUE(check_op(c));
@@ -171,9 +187,14 @@ TEST_F(LowerQuantization, ConvIntegerGroupedStridedPaddedPerChannelZeroPoint) {
 TEST_F(LowerQuantization, QLinearConvPerChannelWithBias) {
   OpCheck c;
   c.op = "QLinearConv";
-  c.inputs = {random_ints<uint8_t>({1, 3, 8, 8}, 16, 0, 255), f32({}, {0.021f}), Tensor::from_vector<uint8_t>({}, {120}),
-              random_ints<int8_t>({4, 3, 3, 3}, 17, -127, 127), f32({4}, {0.002f, 0.003f, 0.0041f, 0.0017f}),
-              Tensor::from_vector<int8_t>({4}, {0, 0, 0, 0}), f32({}, {0.04f}), Tensor::from_vector<int8_t>({}, {3}),
+  c.inputs = {random_ints<uint8_t>({1, 3, 8, 8}, 16, 0, 255),
+              f32({}, {0.021f}),
+              Tensor::from_vector<uint8_t>({}, {120}),
+              random_ints<int8_t>({4, 3, 3, 3}, 17, -127, 127),
+              f32({4}, {0.002f, 0.003f, 0.0041f, 0.0017f}),
+              Tensor::from_vector<int8_t>({4}, {0, 0, 0, 0}),
+              f32({}, {0.04f}),
+              Tensor::from_vector<int8_t>({}, {3}),
               random_ints<int32_t>({4}, 18, -2000, 2000)};
   c.constant_inputs = {1, 2, 3, 4, 5, 6, 7, 8};
   c.attrs["pads"] = ir::Attribute::of_ints({1, 1, 1, 1});

@@ -7,10 +7,11 @@
 //                     (shaders/quantize.glsl); float x only (an int32 x runs
 //                     on the host).
 //   DequantizeLinear  one map kernel: (float(x) - float(zp)) * s.
-//   DynamicQuantizeLinear  a one-workgroup range pass
-//                     (shaders/dynamic_quantize_range.comp) writes the scale
-//                     and zero point to an fp32 scratch buffer (and to the
-//                     node's outputs), then a map kernel quantizes x.
+//   DynamicQuantizeLinear  a range pass (shaders/dynamic_quantize_range.comp;
+//                     for more than 64K elements 256 workgroups fold partial
+//                     ranges first) writes the scale and zero point to an
+//                     fp32 scratch buffer (and to the node's outputs), then
+//                     a map kernel quantizes x.
 // Constant parameters are literals (one value) or fp32 constants; the
 // scale and zero point a kernel reads never pass through fp16.
 #include <string>
@@ -74,9 +75,7 @@ StatusOr<ops::QuantGranularity> granularity(LoweringContext& ctx) {
   return ops::resolve_granularity(ctx.node(), ir::SymShape(ctx.input_shape(0)), ir::SymShape(ctx.input_shape(1)));
 }
 
-std::string quant_range(DType t) {
-  return glsl_int(ops::quant_min(t)) + ", " + glsl_int(ops::quant_max(t));
-}
+std::string quant_range(DType t) { return glsl_int(ops::quant_min(t)) + ", " + glsl_int(ops::quant_max(t)); }
 
 std::string helpers(bool round_f16) {
   std::string h = fill_shader("quantize.glsl#div_rn") + fill_shader("quantize.glsl#quantize");
@@ -121,32 +120,57 @@ Status lower_dequantize_linear(LoweringContext& ctx) {
   quant::add_tensor(z, ts);
   KernelTensor y = ctx.bind("y", ctx.output(0), true);
   const std::vector<std::string> pc = param_coords(g, rank);
-  const std::string body = "v = (float(" + broadcast_load(ts[0], y.shape) + ") - float(" + z.at(pc) + ")) * float(" +
-                           s.at(pc) + ");";
+  const std::string body =
+      "v = (float(" + broadcast_load(ts[0], y.shape) + ") - float(" + z.at(pc) + ")) * float(" + s.at(pc) + ");";
   ts.push_back(std::move(y));
   ctx.emit(map_kernel("dequantize_linear", std::move(ts), body));
   return ok_status();
 }
 
 constexpr uint32_t kRangeLocal = 256;
+// Above this many elements (or a symbolic count) the range is folded by
+// kRangeGroups workgroups first, then their partials by one.
+constexpr int64_t kOnePassMaxElements = 65536;
+constexpr int64_t kRangeGroups = 256;
 
 Status lower_dynamic_quantize_linear(LoweringContext& ctx) {
+  const ElemType f32 = ElemType::kF32;
   // P[0] = scale, P[1] = zero point: fp32 whatever the precision.
-  const TensorId params = ctx.add_temporary(DType::kFloat32, {ir::Dim(2)}, {Storage::kBuffer, ElemType::kF32, -1});
+  const TensorId params = ctx.add_temporary(DType::kFloat32, {ir::Dim(2)}, {Storage::kBuffer, f32, -1});
   const bool scale_out = ctx.has_output(1), zero_out = ctx.has_output(2);
   for (size_t i = 1; i < 3; ++i)
     if (ctx.has_output(i) && ctx.layout(ctx.output(i)).storage != Storage::kBuffer)
       return ctx.unsupported("output " + std::to_string(i) + " is not a buffer");
-  KernelDesc range;
-  range.name = "dynamic_quantize_range";
-  range.family = KernelDesc::Family::kCustom;
-  range.local_size = {kRangeLocal, 1, 1};
-  range.tensors = {ctx.bind("X", ctx.input(0)), ctx.bind("P", params, true)};
+  ir::Dim numel(1);
+  for (const ir::Dim& d : ctx.input_shape(0)) numel = numel * d;
+  const bool two_pass = !numel.is_const() || numel.value() > kOnePassMaxElements;
+  const auto range_kernel = [&](const char* name, bool partial, bool from_partials) {
+    KernelDesc k;
+    k.name = name;
+    k.family = KernelDesc::Family::kCustom;
+    k.local_size = {kRangeLocal, 1, 1};
+    k.helpers = fill_shader("quantize.glsl#div_rn");
+    k.body = fill_shader("dynamic_quantize_range.comp", ShaderArgs()
+                                                            .set("LOCAL", static_cast<int64_t>(kRangeLocal))
+                                                            .set("GROUPS", kRangeGroups)
+                                                            .flag("PARTIAL", partial)
+                                                            .flag("FROM_PARTIALS", from_partials)
+                                                            .flag("SCALE", scale_out && !partial)
+                                                            .flag("ZERO", zero_out && !partial));
+    return k;
+  };
+  TensorId partials = kNoTensor;
+  if (two_pass) {
+    partials = ctx.add_temporary(DType::kFloat32, {ir::Dim(2 * kRangeGroups)}, {Storage::kBuffer, f32, -1});
+    KernelDesc k = range_kernel("dynamic_quantize_range_partial", true, false);
+    k.groups = {ir::Dim(kRangeGroups), ir::Dim(1), ir::Dim(1)};
+    k.tensors = {ctx.bind("X", ctx.input(0)), ctx.bind("Q", partials, true)};
+    ctx.emit(std::move(k));
+  }
+  KernelDesc range = range_kernel("dynamic_quantize_range", false, two_pass);
+  range.tensors = {two_pass ? ctx.bind("Q", partials) : ctx.bind("X", ctx.input(0)), ctx.bind("P", params, true)};
   if (scale_out) range.tensors.push_back(ctx.bind("S", ctx.output(1), true));
   if (zero_out) range.tensors.push_back(ctx.bind("Z", ctx.output(2), true));
-  range.helpers = fill_shader("quantize.glsl#div_rn");
-  range.body = fill_shader("dynamic_quantize_range.comp",
-                           ShaderArgs().set("LOCAL", static_cast<int64_t>(kRangeLocal)).flag("SCALE", scale_out).flag("ZERO", zero_out));
   ctx.emit(std::move(range));
 
   std::vector<KernelTensor> ts = {ctx.bind("x", ctx.input(0)), ctx.bind("p", params)};

@@ -345,6 +345,8 @@ std::vector<Case> cases() {
                {"quantize.glsl#div_rn", "quantize.glsl#quantize"}, t});
   c.push_back({"dynamic_quantize_linear", graph("DynamicQuantizeLinear", f32, {dims({4, 300})}, {}, {}, 3),
                {"dynamic_quantize_range.comp"}, t});
+  c.push_back({"dynamic_quantize_linear_two_pass",
+               graph("DynamicQuantizeLinear", f32, {dims({300, 300})}, {}, {}, 1), {"dynamic_quantize_range.comp"}, t});
   c.push_back({"qlinear_matmul",
                graph("QLinearMatMul", DType::kUInt8, {dims({9, 10})},
                      {Tensor::from_vector<float>({}, {0.02f}), Tensor::from_vector<uint8_t>({}, {128}),

@@ -18,7 +18,8 @@
 //   B side (b_*): one value, one per column ([N]) or N-D broadcasting to B;
 //   ConvInteger/QLinearConv: x_zero_point one value, w_zero_point/w_scale one
 //   value or one per output channel.
-// Shapes reuse MatMul's and Conv's inference (attributes included).
+// Shapes reuse MatMul's and Conv's inference (attributes included). The
+// integer products run in parallel over output rows / channel planes.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "engine/ops/broadcast.h"
+#include "engine/ops/gemm_kernel.h"
 #include "engine/ops/linalg_internal.h"
 #include "engine/ops/op_registry.h"
 #include "engine/ops/quantization.h"
@@ -145,17 +147,23 @@ Status matmul_int32(const KernelContext& ctx, const std::vector<int32_t>& a, con
   if (!batch.ok()) return ctx.error("batch dimensions do not broadcast");
   const int64_t batches = shape_numel(*batch);
   y.assign(static_cast<size_t>(batches * m * n), 0);
+  std::vector<int64_t> a_off(static_cast<size_t>(batches)), b_off(static_cast<size_t>(batches));
   BroadcastIndexer ia(a_batch, *batch), ib(b_batch, *batch);
   for (int64_t t = 0; t < batches; ++t, ia.next(), ib.next()) {
-    const int32_t* ap = a.data() + ia.index() * m * k;
-    const int32_t* bp = b.data() + ib.index() * k * n;
-    int32_t* yp = y.data() + t * m * n;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t p = 0; p < k; ++p) {
-        const int32_t av = ap[i * k + p];
-        for (int64_t j = 0; j < n; ++j) yp[i * n + j] = wrap_add(yp[i * n + j], wrap_mul(av, bp[p * n + j]));
-      }
+    a_off[static_cast<size_t>(t)] = ia.index() * m * k;
+    b_off[static_cast<size_t>(t)] = ib.index() * k * n;
   }
+  // One task per output row.
+  parallel_for(batches * m, cpu_thread_count(), [&](int64_t row, int) {
+    const int64_t t = row / m, i = row % m;
+    const int32_t* ap = a.data() + a_off[static_cast<size_t>(t)] + i * k;
+    const int32_t* bp = b.data() + b_off[static_cast<size_t>(t)];
+    int32_t* yp = y.data() + row * n;
+    for (int64_t p = 0; p < k; ++p) {
+      const int32_t av = ap[p];
+      for (int64_t j = 0; j < n; ++j) yp[j] = wrap_add(yp[j], wrap_mul(av, bp[p * n + j]));
+    }
+  });
   return ok_status();
 }
 
@@ -177,35 +185,36 @@ StatusOr<std::vector<int32_t>> conv_int32(const KernelContext& ctx, const std::v
   const int64_t batch = xs[0], c = xs[1], m = ws[0];
   const int64_t cg = c / group, mg = m / group, kk = g.kernel_size(), in_sz = g.in_size(), out_sz = g.out_size();
   std::vector<int32_t> y(static_cast<size_t>(batch * m * out_sz));
-  for (int64_t img = 0; img < batch; ++img)
-    for (int64_t oc = 0; oc < m; ++oc) {
-      const int64_t gi = oc / mg;
-      const int32_t b0 = bias ? static_cast<int32_t>(bias->get_i64(oc)) : 0;
-      for (int64_t od = 0; od < g.out[0]; ++od)
-        for (int64_t oh = 0; oh < g.out[1]; ++oh)
-          for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-            int32_t acc = b0;
-            for (int64_t ic = 0; ic < cg; ++ic) {
-              const int32_t* xp = x.data() + (img * c + gi * cg + ic) * in_sz;
-              const int32_t* wp = w.data() + (oc * cg + ic) * kk;
-              for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-                const int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
-                if (id < 0 || id >= g.in[0]) continue;
-                for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-                  const int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
-                  if (ih < 0 || ih >= g.in[1]) continue;
-                  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-                    const int64_t iw = ow * g.stride[2] - g.pad_begin[2] + kw * g.dilation[2];
-                    if (iw < 0 || iw >= g.in[2]) continue;
-                    acc = wrap_add(acc, wrap_mul(xp[(id * g.in[1] + ih) * g.in[2] + iw],
-                                                 wp[(kd * g.kernel[1] + kh) * g.kernel[2] + kw]));
-                  }
+  // One task per (image, output channel) plane.
+  parallel_for(batch * m, cpu_thread_count(), [&](int64_t task, int) {
+    const int64_t img = task / m, oc = task % m;
+    const int64_t gi = oc / mg;
+    const int32_t b0 = bias ? static_cast<int32_t>(bias->get_i64(oc)) : 0;
+    for (int64_t od = 0; od < g.out[0]; ++od)
+      for (int64_t oh = 0; oh < g.out[1]; ++oh)
+        for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+          int32_t acc = b0;
+          for (int64_t ic = 0; ic < cg; ++ic) {
+            const int32_t* xp = x.data() + (img * c + gi * cg + ic) * in_sz;
+            const int32_t* wp = w.data() + (oc * cg + ic) * kk;
+            for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+              const int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
+              if (id < 0 || id >= g.in[0]) continue;
+              for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+                const int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
+                if (ih < 0 || ih >= g.in[1]) continue;
+                for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                  const int64_t iw = ow * g.stride[2] - g.pad_begin[2] + kw * g.dilation[2];
+                  if (iw < 0 || iw >= g.in[2]) continue;
+                  acc = wrap_add(acc, wrap_mul(xp[(id * g.in[1] + ih) * g.in[2] + iw],
+                                               wp[(kd * g.kernel[1] + kh) * g.kernel[2] + kw]));
                 }
               }
             }
-            y[static_cast<size_t>(((img * m + oc) * g.out[0] + od) * g.out[1] * g.out[2] + oh * g.out[2] + ow)] = acc;
           }
-    }
+          y[static_cast<size_t>(((img * m + oc) * g.out[0] + od) * g.out[1] * g.out[2] + oh * g.out[2] + ow)] = acc;
+        }
+  });
   return y;
 }
 
@@ -272,8 +281,9 @@ Status qlinear_matmul_infer(InferContext& ctx) {
 Status qlinear_matmul_kernel(KernelContext& ctx) {
   const Tensor& a = ctx.input(kA);
   const Tensor& b = ctx.input(kB);
-  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> a32,
-                        subtract_zero_point(ctx, a, kAZero, row_param_shape(ctx.input(kAZero).shape()), "a_zero_point"));
+  KILN_ASSIGN_OR_RETURN(
+      std::vector<int32_t> a32,
+      subtract_zero_point(ctx, a, kAZero, row_param_shape(ctx.input(kAZero).shape()), "a_zero_point"));
   KILN_ASSIGN_OR_RETURN(std::vector<int32_t> b32,
                         subtract_zero_point(ctx, b, kBZero, ctx.input(kBZero).shape(), "b_zero_point"));
   std::vector<int32_t> acc;
@@ -351,8 +361,10 @@ Status qlinear_conv_infer(InferContext& ctx) {
 Status qlinear_conv_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(kX);
   const Tensor& w = ctx.input(kW);
-  for (auto [i, what] : {std::pair<size_t, const char*>{kXScale, "x_scale"}, {kXZero, "x_zero_point"},
-                         {kYScaleC, "y_scale"}, {kYZeroC, "y_zero_point"}})
+  for (auto [i, what] : {std::pair<size_t, const char*>{kXScale, "x_scale"},
+                         {kXZero, "x_zero_point"},
+                         {kYScaleC, "y_scale"},
+                         {kYZeroC, "y_zero_point"}})
     KILN_RETURN_IF_ERROR(check_one_value(ctx, i, what));
   const Shape w_zp = channel_param_shape(ctx.input(kWZero).shape(), w.shape().size());
   KILN_ASSIGN_OR_RETURN(std::vector<int32_t> x32, subtract_zero_point(ctx, x, kXZero, {}, "x_zero_point"));
@@ -361,7 +373,8 @@ Status qlinear_conv_kernel(KernelContext& ctx) {
   const Tensor* bias = ctx.has_input(kBias) ? &ctx.input(kBias) : nullptr;
   const int64_t m = w.dim(0);
   if (bias && bias->numel() != m)
-    return ctx.error("B has " + std::to_string(bias->numel()) + " values for " + std::to_string(m) + " output channels");
+    return ctx.error("B has " + std::to_string(bias->numel()) + " values for " + std::to_string(m) +
+                     " output channels");
   KILN_ASSIGN_OR_RETURN(std::vector<int32_t> acc, conv_int32(ctx, x32, x.shape(), w32, w.shape(), bias, y->shape()));
   const Tensor& ws = ctx.input(kWScale);
   if (ws.numel() != 1 && ws.numel() != m)
@@ -369,7 +382,8 @@ Status qlinear_conv_kernel(KernelContext& ctx) {
                      std::to_string(m) + ")");
   std::vector<float> mult(static_cast<size_t>(m));
   const double xs = ctx.input(kXScale).get_f64(0), yscale = ctx.input(kYScaleC).get_f64(0);
-  for (int64_t c = 0; c < m; ++c) mult[static_cast<size_t>(c)] = multiplier(xs, ws.get_f64(ws.numel() == 1 ? 0 : c), yscale);
+  for (int64_t c = 0; c < m; ++c)
+    mult[static_cast<size_t>(c)] = multiplier(xs, ws.get_f64(ws.numel() == 1 ? 0 : c), yscale);
   if (y->numel() == 0) return ok_status();
   const double zp = ctx.input(kYZeroC).get_f64(0);
   const double lo = static_cast<double>(quant_min(y->dtype())), hi = static_cast<double>(quant_max(y->dtype()));

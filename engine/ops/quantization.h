@@ -50,7 +50,6 @@ struct QuantGranularity {
 // Decides the granularity from the node's `axis` / `block_size` attributes
 // and the shapes of x and the scale (symbolic dims are checked where they
 // are constants). Errors name the node and what does not match.
-StatusOr<QuantGranularity> resolve_granularity(const ir::Node& node, const ir::SymShape& x,
-                                               const ir::SymShape& scale);
+StatusOr<QuantGranularity> resolve_granularity(const ir::Node& node, const ir::SymShape& x, const ir::SymShape& scale);
 
 }  // namespace kiln::ops

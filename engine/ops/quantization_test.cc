@@ -26,8 +26,7 @@ TEST(QuantizeLinear, RoundsHalfToEvenAndSaturates) {
   EXPECT_EQ((*y)[0].dtype(), DType::kUInt8);
   EXPECT_EQ(values((*y)[0]), (std::vector<int64_t>{0, 2, 2, 0, 255, 0, 2}));
   // int8 with a zero point: rint first, then the zero point, then saturation.
-  auto s = run_op("QuantizeLinear", {t<float>({3}, {2.5f, -2.5f, 1000.0f}), t<float>({}, {1.0f}),
-                                     t<int8_t>({}, {-1})});
+  auto s = run_op("QuantizeLinear", {t<float>({3}, {2.5f, -2.5f, 1000.0f}), t<float>({}, {1.0f}), t<int8_t>({}, {-1})});
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(values((*s)[0]), (std::vector<int64_t>{1, -3, 127}));
 }
@@ -40,8 +39,8 @@ TEST(QuantizeLinear, DefaultsToUInt8WithoutZeroPoint) {
 }
 
 TEST(QuantizeLinear, PerAxisAndBlocked) {
-  auto y = run_op("QuantizeLinear", {t<float>({2, 3}, {1, 2, 3, 4, 5, 6}), t<float>({2}, {1.0f, 2.0f}),
-                                     t<uint8_t>({2}, {0, 10})},
+  auto y = run_op("QuantizeLinear",
+                  {t<float>({2, 3}, {1, 2, 3, 4, 5, 6}), t<float>({2}, {1.0f, 2.0f}), t<uint8_t>({2}, {0, 10})},
                   {{"axis", int_attr(0)}});
   ASSERT_TRUE(y.ok()) << y.status().message();
   EXPECT_EQ(values((*y)[0]), (std::vector<int64_t>{1, 2, 3, 12, 12, 13}));  // 2.5 -> 2
@@ -76,8 +75,8 @@ TEST(QuantizeLinear, ClearErrors) {
 }
 
 TEST(DequantizeLinear, PerAxisAndInt32) {
-  auto y = run_op("DequantizeLinear", {t<int8_t>({2, 2}, {-128, 127, 3, 4}), t<float>({2}, {0.5f, 2.0f}),
-                                       t<int8_t>({2}, {0, 1})},
+  auto y = run_op("DequantizeLinear",
+                  {t<int8_t>({2, 2}, {-128, 127, 3, 4}), t<float>({2}, {0.5f, 2.0f}), t<int8_t>({2}, {0, 1})},
                   {{"axis", int_attr(1)}});
   ASSERT_TRUE(y.ok()) << y.status().message();
   EXPECT_EQ((*y)[0].to_f32_vector(), (std::vector<float>{-64.0f, 252.0f, 1.5f, 6.0f}));
@@ -106,8 +105,8 @@ TEST(MatMulInteger, PerRowAndPerColumnZeroPoints) {
 TEST(ConvInteger, PadsWithTheZeroPoint) {
   // x - 5 = [[-4, -3], [-2, -1]], a 2x2 ones kernel with pads 1: the corner
   // windows see one element each, padding contributes zero.
-  auto y = run_op("ConvInteger", {t<uint8_t>({1, 1, 2, 2}, {1, 2, 3, 4}), t<uint8_t>({1, 1, 2, 2}, {1, 1, 1, 1}),
-                                  t<uint8_t>({}, {5})},
+  auto y = run_op("ConvInteger",
+                  {t<uint8_t>({1, 1, 2, 2}, {1, 2, 3, 4}), t<uint8_t>({1, 1, 2, 2}, {1, 1, 1, 1}), t<uint8_t>({}, {5})},
                   {{"pads", testing::ints({1, 1, 1, 1})}});
   ASSERT_TRUE(y.ok()) << y.status().message();
   EXPECT_EQ(values((*y)[0]), (std::vector<int64_t>{-4, -7, -3, -6, -10, -4, -2, -3, -1}));
@@ -116,10 +115,9 @@ TEST(ConvInteger, PadsWithTheZeroPoint) {
 TEST(QLinearConv, PerChannelScaleAndBias) {
   // ch0: (2x + 1) * 0.5 = [1.5, 2.5, 3.5, 4.5] -> rint [2, 2, 4, 4];
   // ch1: (3x - 1) * 1   = [2, 5, 8, 11].
-  auto y = run_op("QLinearConv",
-                  {t<uint8_t>({1, 1, 2, 2}, {1, 2, 3, 4}), t<float>({}, {1.0f}), t<uint8_t>({}, {0}),
-                   t<int8_t>({2, 1, 1, 1}, {2, 3}), t<float>({2}, {0.5f, 1.0f}), t<int8_t>({2}, {0, 0}),
-                   t<float>({}, {1.0f}), t<uint8_t>({}, {0}), t<int32_t>({2}, {1, -1})});
+  auto y = run_op("QLinearConv", {t<uint8_t>({1, 1, 2, 2}, {1, 2, 3, 4}), t<float>({}, {1.0f}), t<uint8_t>({}, {0}),
+                                  t<int8_t>({2, 1, 1, 1}, {2, 3}), t<float>({2}, {0.5f, 1.0f}), t<int8_t>({2}, {0, 0}),
+                                  t<float>({}, {1.0f}), t<uint8_t>({}, {0}), t<int32_t>({2}, {1, -1})});
   ASSERT_TRUE(y.ok()) << y.status().message();
   EXPECT_EQ((*y)[0].dtype(), DType::kUInt8);
   EXPECT_EQ(values((*y)[0]), (std::vector<int64_t>{2, 2, 4, 4, 2, 5, 8, 11}));
@@ -127,9 +125,9 @@ TEST(QLinearConv, PerChannelScaleAndBias) {
 
 TEST(QLinearMatMul, SaturatesToTheOutputType) {
   // (10 * 10) * (1 * 1 / 0.5) + 0 = 200 -> int8 saturates to 127; -1 * 1 * 2 = -2.
-  auto y = run_op("QLinearMatMul", {t<int8_t>({2, 1}, {10, -1}), t<float>({}, {1.0f}), t<int8_t>({}, {0}),
-                                    t<int8_t>({1, 1}, {10}), t<float>({}, {1.0f}), t<int8_t>({}, {0}),
-                                    t<float>({}, {0.5f}), t<int8_t>({}, {0})});
+  auto y = run_op("QLinearMatMul",
+                  {t<int8_t>({2, 1}, {10, -1}), t<float>({}, {1.0f}), t<int8_t>({}, {0}), t<int8_t>({1, 1}, {10}),
+                   t<float>({}, {1.0f}), t<int8_t>({}, {0}), t<float>({}, {0.5f}), t<int8_t>({}, {0})});
   ASSERT_TRUE(y.ok()) << y.status().message();
   EXPECT_EQ(values((*y)[0]), (std::vector<int64_t>{127, -20}));
 }

@@ -53,8 +53,7 @@ int64_t quant_max(DType t) {
   }
 }
 
-StatusOr<QuantGranularity> resolve_granularity(const ir::Node& node, const ir::SymShape& x,
-                                               const ir::SymShape& scale) {
+StatusOr<QuantGranularity> resolve_granularity(const ir::Node& node, const ir::SymShape& x, const ir::SymShape& scale) {
   QuantGranularity g;
   const int64_t block = node.attr_int("block_size", 0);
   if (block < 0) return invalid_argument(node.describe() + ": block_size = " + std::to_string(block) + " is negative");
@@ -80,9 +79,8 @@ StatusOr<QuantGranularity> resolve_granularity(const ir::Node& node, const ir::S
                               " must be a scalar or 1-D (per-axis) without block_size");
     const ir::Dim& sd = scale.dims[0];
     if (sd.is_const() && xd.is_const() && sd.value() != xd.value())
-      return invalid_argument(node.describe() + ": the per-axis scale has " + sd.to_string() +
-                              " values but x " + x.to_string() + " has " + xd.to_string() + " along axis " +
-                              std::to_string(axis));
+      return invalid_argument(node.describe() + ": the per-axis scale has " + sd.to_string() + " values but x " +
+                              x.to_string() + " has " + xd.to_string() + " along axis " + std::to_string(axis));
     g.kind = QuantGranularity::Kind::kPerAxis;
     return g;
   }
@@ -97,8 +95,8 @@ StatusOr<QuantGranularity> resolve_granularity(const ir::Node& node, const ir::S
     if (sd.is_const() && want.is_const() && sd.value() != want.value())
       return invalid_argument(node.describe() + ": the blocked scale " + scale.to_string() + " does not match x " +
                               x.to_string() + " with block_size " + std::to_string(block) + " along axis " +
-                              std::to_string(axis) + " (expected " + want.to_string() + " at dim " +
-                              std::to_string(i) + ")");
+                              std::to_string(axis) + " (expected " + want.to_string() + " at dim " + std::to_string(i) +
+                              ")");
   }
   g.kind = QuantGranularity::Kind::kBlocked;
   g.block_size = block;
@@ -329,8 +327,7 @@ Status dynamic_quantize_kernel(KernelContext& ctx) {
   const float zp_f = 0.0f - lo / scale;
   const int64_t zp = round_saturate(static_cast<double>(zp_f), 0, 0, 255);
   for (int64_t i = 0; i < x.numel(); ++i)
-    y->data<uint8_t>()[i] =
-        static_cast<uint8_t>(round_saturate(static_cast<double>(xd[i] / scale), zp, 0, 255));
+    y->data<uint8_t>()[i] = static_cast<uint8_t>(round_saturate(static_cast<double>(xd[i] / scale), zp, 0, 255));
   if (ctx.num_outputs() > 1) {
     KILN_ASSIGN_OR_RETURN(Tensor * s, ctx.allocate_output(1));
     s->data<float>()[0] = scale;
