@@ -17,7 +17,10 @@ expected outputs from the numpy implementation of the ONNX formulas below
     quantization: DynamicQuantizeLinear, ConvInteger and MatMulInteger with
     uint8 weights and zero points, Cast, Mul by the scales, Add;
   * quant_blocked_opset21: DequantizeLinear of int8 weights with
-    block_size (opset 21) feeding a MatMul, and an int16 QuantizeLinear.
+    block_size (opset 21) feeding a MatMul, and an int16 QuantizeLinear;
+  * quant_symbolic_shapes: DynamicQuantizeLinear, ConvInteger, Transpose,
+    QuantizeLinear, QLinearMatMul over symbolic dims, two data sets of
+    different shapes (the second past DynamicQuantizeLinear's one-pass size).
 Deterministic (fixed seeds). Usage: generate_quantized.py OUTPUT_DIR
 """
 import os
@@ -274,6 +277,40 @@ def blocked_opset21(root):
     write_case(root, "quant_blocked_opset21", m, [([x], [y, mm])])
 
 
+def symbolic_shapes(root):
+    """One model, two data sets of different shapes: the lowerings' symbolic
+    dims (and DynamicQuantizeLinear's two-pass range past 64K elements)."""
+    rng = np.random.default_rng(24)
+    w1 = rng.integers(0, 256, (4, 2, 3, 3)).astype(np.uint8)
+    zp_w1 = np.array(128, np.uint8)
+    s, z = np.float32(0.7), np.array(3, np.int8)
+    w2 = rng.integers(-128, 128, (4, 6)).astype(np.int8)
+    s_w2 = rng.uniform(0.01, 0.02, 6).astype(np.float32)
+    s_y, zp_y = np.float32(0.9), np.array(-2, np.int8)
+    nodes = [
+        helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+        helper.make_node("ConvInteger", ["xq", "w1", "xz", "zp_w1"], ["acc"], pads=[1, 1, 1, 1]),
+        helper.make_node("Cast", ["acc"], ["accf"], to=TensorProto.FLOAT),
+        helper.make_node("Transpose", ["accf"], ["t"], perm=[0, 2, 3, 1]),
+        helper.make_node("QuantizeLinear", ["t", "s", "z"], ["tq"]),
+        helper.make_node("QLinearMatMul", ["tq", "s", "z", "w2", "s_w2", "zw2", "s_y", "zp_y"], ["y"]),
+    ]
+    inits = [init("w1", w1), init("zp_w1", zp_w1), init("s", s), init("z", z), init("w2", w2), init("s_w2", s_w2),
+             init("zw2", np.array(0, np.int8)), init("s_y", s_y), init("zp_y", zp_y)]
+    m = model(nodes, "symbolic_shapes", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 2, "h", "w"])],
+              [helper.make_tensor_value_info("y", TensorProto.INT8, None),
+               helper.make_tensor_value_info("xq", TensorProto.UINT8, None)], inits)
+    sets = []
+    for shape, scale in (((2, 2, 5, 7), 1.0), ((1, 2, 200, 180), 3.0)):
+        x = (rng.standard_normal(shape) * scale).astype(np.float32)
+        xq, _, xz = dynamic_quantize(x)
+        acc = conv(xq.astype(np.int64) - int(xz), w1.astype(np.int64) - 128, pad=1).astype(np.int32)
+        tq = quantize(acc.astype(np.float32).transpose(0, 2, 3, 1), s, z)
+        y = requantize((tq.astype(np.int64) - 3) @ w2.astype(np.int64), s, s_w2, s_y, zp_y)
+        sets.append(([x], [y, xq]))
+    write_case(root, "quant_symbolic_shapes", m, sets)
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -283,6 +320,7 @@ def main():
     qoperator_convnet(sys.argv[1])
     dynamic_conv_matmul(sys.argv[1])
     blocked_opset21(sys.argv[1])
+    symbolic_shapes(sys.argv[1])
     return 0
 
 
