@@ -52,6 +52,21 @@ TEST_F(LowerQuantization, QuantizeLinearRoundsTiesToEvenPerTensor) {
   }
 }
 
+TEST_F(LowerQuantization, QuantizeLinearOfFloat16RoundsTheQuotientToFloat16) {
+  // numpy divides two float16 operands in float16: the quotient is rounded
+  // to fp16 before rint, which moves some results by one step.
+  Tensor x = testing::random_tensor({4, 33}, 40, -30.0f, 30.0f);
+  std::vector<Half> h;
+  for (float v : x.to_f32_vector()) h.push_back(Half(v));
+  OpCheck c;
+  c.op = "QuantizeLinear";
+  c.inputs = {Tensor::from_vector<Half>({4, 33}, h), Tensor::from_vector<Half>({}, {Half(0.3f)}),
+              Tensor::from_vector<int8_t>({}, {1})};
+  c.constant_inputs = {1, 2};
+  c.tol_f32 = c.tol_f16 = 0;
+  EXPECT_TRUE(check_op(c));
+}
+
 TEST_F(LowerQuantization, QuantizeLinearPerAxisAndBlocked) {
   OpCheck axis;
   axis.op = "QuantizeLinear";
