@@ -77,7 +77,8 @@ float host_multiplier(double a_scale, double b_scale, double y_scale) {
 }
 
 std::string helpers_requantize() {
-  return fill_shader("quantize.glsl#div_rn") + fill_shader("quantize.glsl#requantize");
+  return fill_shader("quantize.glsl#two_prod") + fill_shader("quantize.glsl#div_rn") +
+         fill_shader("quantize.glsl#requantize");
 }
 
 std::string out_range(DType t) { return glsl_int(ops::quant_min(t)) + ", " + glsl_int(ops::quant_max(t)); }

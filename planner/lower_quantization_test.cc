@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/ops/op_test_util.h"
 #include "planner/testing/op_check.h"
 #include "platform/vulkan/vk_test_env.h"
 
@@ -37,6 +38,16 @@ Tensor eighths(const Shape& shape, uint64_t seed) {
   return Tensor::from_vector<float>(shape, v);
 }
 
+// A check of `op` that must dispatch kernels: integer graph inputs of at
+// most 64 elements are host values, and a node reading only such values is
+// computed on the host (no fallback, but no kernel either).
+OpCheck device_check(const char* op) {
+  OpCheck c;
+  c.op = op;
+  c.min_dispatches = 1;
+  return c;
+}
+
 Tensor f32(Shape s, std::vector<float> v) { return Tensor::from_vector<float>(std::move(s), v); }
 ir::Attribute i_attr(int64_t v) { return ir::Attribute::of_int(v); }
 
@@ -58,8 +69,7 @@ TEST_F(LowerQuantization, QuantizeLinearOfFloat16RoundsTheQuotientToFloat16) {
   Tensor x = testing::random_tensor({4, 33}, 40, -30.0f, 30.0f);
   std::vector<Half> h;
   for (float v : x.to_f32_vector()) h.push_back(Half(v));
-  OpCheck c;
-  c.op = "QuantizeLinear";
+  OpCheck c = device_check("QuantizeLinear");
   c.inputs = {Tensor::from_vector<Half>({4, 33}, h), Tensor::from_vector<Half>({}, {Half(0.3f)}),
               Tensor::from_vector<int8_t>({}, {1})};
   c.constant_inputs = {1, 2};
@@ -68,8 +78,7 @@ TEST_F(LowerQuantization, QuantizeLinearOfFloat16RoundsTheQuotientToFloat16) {
 }
 
 TEST_F(LowerQuantization, QuantizeLinearPerAxisAndBlocked) {
-  OpCheck axis;
-  axis.op = "QuantizeLinear";
+  OpCheck axis = device_check("QuantizeLinear");
   axis.inputs = {testing::random_tensor({2, 3, 4, 5}, 2, -3, 3), f32({3}, {0.013f, 0.027f, 0.0091f}),
                  Tensor::from_vector<int8_t>({3}, {0, -5, 7})};
   axis.constant_inputs = {1, 2};
@@ -77,8 +86,7 @@ TEST_F(LowerQuantization, QuantizeLinearPerAxisAndBlocked) {
   axis.tol_f32 = axis.tol_f16 = 0;
   EXPECT_TRUE(check_op(axis));
 
-  OpCheck blocked;
-  blocked.op = "QuantizeLinear";
+  OpCheck blocked = device_check("QuantizeLinear");
   blocked.inputs = {testing::random_tensor({3, 7}, 3, -2, 2),
                     f32({3, 4}, {0.01f, 0.02f, 0.03f, 0.04f, 0.05f, 0.06f, 0.07f, 0.08f, 0.09f, 0.1f, 0.11f, 0.12f})};
   blocked.constant_inputs = {1};
@@ -89,16 +97,14 @@ TEST_F(LowerQuantization, QuantizeLinearPerAxisAndBlocked) {
 }
 
 TEST_F(LowerQuantization, DequantizeLinear) {
-  OpCheck axis;
-  axis.op = "DequantizeLinear";
+  OpCheck axis = device_check("DequantizeLinear");
   axis.inputs = {random_ints<int8_t>({2, 4, 3, 3}, 4, -128, 127), f32({4}, {0.5f, 0.125f, 2.0f, 0.0625f}),
                  Tensor::from_vector<int8_t>({4}, {0, 3, -2, 1})};
   axis.constant_inputs = {1, 2};
   axis.tol_f32 = 0;
   EXPECT_TRUE(check_op(axis));
 
-  OpCheck tensor;
-  tensor.op = "DequantizeLinear";
+  OpCheck tensor = device_check("DequantizeLinear");
   tensor.inputs = {random_ints<uint8_t>({5, 13}, 5, 0, 255), f32({}, {0.037f}),
                    Tensor::from_vector<uint8_t>({}, {128})};
   tensor.constant_inputs = {1, 2};
@@ -107,17 +113,15 @@ TEST_F(LowerQuantization, DequantizeLinear) {
 }
 
 TEST_F(LowerQuantization, DynamicQuantizeLinear) {
-  OpCheck c;
-  c.op = "DynamicQuantizeLinear";
+  OpCheck c = device_check("DynamicQuantizeLinear");
   c.inputs = {testing::random_tensor({3, 70}, 6, -1.5f, 4.0f)};
   c.num_outputs = 3;
-  c.tol_f32 = 0;  // fp16: the y_scale output is stored in fp16
+  c.tol_f32 = 0;                            // fp16: the y_scale output is stored in fp16
   c.min_dispatches = c.max_dispatches = 2;  // range, quantize
   EXPECT_TRUE(check_op(c));
 
   // Past 64K elements the range is folded by 256 workgroups first.
-  OpCheck big;
-  big.op = "DynamicQuantizeLinear";
+  OpCheck big = device_check("DynamicQuantizeLinear");
   big.inputs = {testing::random_tensor({300, 301}, 7, -7.0f, 2.5f)};
   big.num_outputs = 3;
   big.tol_f32 = 0;
@@ -127,8 +131,7 @@ TEST_F(LowerQuantization, DynamicQuantizeLinear) {
 }
 
 TEST_F(LowerQuantization, MatMulIntegerPerRowAndColumnZeroPointsWithBatchBroadcast) {
-  OpCheck c;
-  c.op = "MatMulInteger";
+  OpCheck c = device_check("MatMulInteger");
   c.inputs = {random_ints<uint8_t>({2, 3, 7, 9}, 7, 0, 255), random_ints<int8_t>({3, 9, 5}, 8, -128, 127),
               random_ints<uint8_t>({7}, 9, 0, 255), random_ints<int8_t>({5}, 10, -10, 10)};
   c.constant_inputs = {1, 2, 3};
@@ -140,8 +143,7 @@ TEST_F(LowerQuantization, MatMulIntegerPerRowAndColumnZeroPointsWithBatchBroadca
 TEST_F(LowerQuantization, MatMulIntegerSeveralTilesWithEdges) {
   // 37 x 45 over K = 50: partial tiles in M, N and K; B and its zero point
   // from the graph (device tensors), A's zero point one value.
-  OpCheck c;
-  c.op = "MatMulInteger";
+  OpCheck c = device_check("MatMulInteger");
   c.inputs = {random_ints<int8_t>({37, 50}, 30, -128, 127), random_ints<uint8_t>({50, 45}, 31, 0, 255),
               Tensor::from_vector<int8_t>({}, {-3}), random_ints<uint8_t>({45}, 32, 0, 255)};
   c.constant_inputs = {2};
@@ -150,8 +152,7 @@ TEST_F(LowerQuantization, MatMulIntegerSeveralTilesWithEdges) {
 }
 
 TEST_F(LowerQuantization, ConvIntegerOneAndThreeSpatialAxes) {
-  OpCheck c1;
-  c1.op = "ConvInteger";
+  OpCheck c1 = device_check("ConvInteger");
   c1.inputs = {random_ints<int8_t>({2, 3, 11}, 33, -128, 127), random_ints<int8_t>({5, 3, 4}, 34, -128, 127)};
   c1.constant_inputs = {1};
   c1.attrs["auto_pad"] = ir::Attribute::of_string("SAME_UPPER");
@@ -159,8 +160,7 @@ TEST_F(LowerQuantization, ConvIntegerOneAndThreeSpatialAxes) {
   c1.tol_f32 = c1.tol_f16 = 0;
   EXPECT_TRUE(check_op(c1));
 
-  OpCheck c3;
-  c3.op = "ConvInteger";
+  OpCheck c3 = device_check("ConvInteger");
   c3.inputs = {random_ints<uint8_t>({1, 2, 4, 5, 6}, 35, 0, 255), random_ints<uint8_t>({3, 2, 2, 3, 2}, 36, 0, 255),
                Tensor::from_vector<uint8_t>({}, {128}), Tensor::from_vector<uint8_t>({}, {127})};
   c3.constant_inputs = {1, 2, 3};
@@ -171,8 +171,7 @@ TEST_F(LowerQuantization, ConvIntegerOneAndThreeSpatialAxes) {
 }
 
 TEST_F(LowerQuantization, QLinearMatMulPerColumnScales) {
-  OpCheck c;
-  c.op = "QLinearMatMul";
+  OpCheck c = device_check("QLinearMatMul");
   c.inputs = {random_ints<uint8_t>({6, 40}, 11, 0, 255),
               f32({}, {0.02f}),
               Tensor::from_vector<uint8_t>({}, {131}),
@@ -186,9 +185,39 @@ TEST_F(LowerQuantization, QLinearMatMulPerColumnScales) {
   EXPECT_TRUE(check_op(c));
 }
 
+TEST_F(LowerQuantization, QLinearMatMulRoundsTheProductAsDouble) {
+  // acc * multiplier whose float32 product is exactly k + 0.5 while the
+  // exact (double) product is just off it: ONNX's numpy rounds the double,
+  // so each row gives 3 where rint of the float product would give 4 or 2.
+  // 72 rows: small integer graph inputs (<= 64 elements) are host values,
+  // computed on the host.
+  const std::vector<uint8_t> pattern = {3, 5, 6, 7, 9, 10};
+  const std::vector<float> pattern_mult = {1.1666666f, 0.7f, 0.5833333f, 0.35714287f, 0.2777778f, 0.35f};
+  std::vector<uint8_t> acc;
+  std::vector<float> mult;
+  for (int r = 0; r < 12; ++r) {
+    acc.insert(acc.end(), pattern.begin(), pattern.end());
+    mult.insert(mult.end(), pattern_mult.begin(), pattern_mult.end());
+  }
+  OpCheck c = device_check("QLinearMatMul");
+  c.inputs = {Tensor::from_vector<uint8_t>({72, 1}, acc),
+              f32({72}, mult),
+              Tensor::from_vector<uint8_t>({}, {0}),
+              Tensor::from_vector<uint8_t>({1, 1}, {1}),
+              f32({}, {1.0f}),
+              Tensor::from_vector<uint8_t>({}, {0}),
+              f32({}, {1.0f}),
+              Tensor::from_vector<int8_t>({}, {0})};
+  c.constant_inputs = {1, 2, 3, 4, 5, 6, 7};
+  c.tol_f32 = c.tol_f16 = 0;
+  EXPECT_TRUE(check_op(c));
+  auto reference = ops::testing::run_op(c.op, c.inputs);
+  ASSERT_TRUE(reference.ok()) << reference.status().to_string();
+  EXPECT_EQ((*reference)[0].to_i64_vector(), std::vector<int64_t>(72, 3));
+}
+
 TEST_F(LowerQuantization, ConvIntegerGroupedStridedPaddedPerChannelZeroPoint) {
-  OpCheck c;
-  c.op = "ConvInteger";
+  OpCheck c = device_check("ConvInteger");
   c.inputs = {random_ints<uint8_t>({1, 4, 7, 7}, 13, 0, 255), random_ints<uint8_t>({6, 2, 3, 3}, 14, 0, 255),
               Tensor::from_vector<uint8_t>({}, {77}), random_ints<uint8_t>({6}, 15, 100, 150)};
   c.constant_inputs = {1, 2, 3};
@@ -201,8 +230,7 @@ TEST_F(LowerQuantization, ConvIntegerGroupedStridedPaddedPerChannelZeroPoint) {
 }
 
 TEST_F(LowerQuantization, QLinearConvPerChannelWithBias) {
-  OpCheck c;
-  c.op = "QLinearConv";
+  OpCheck c = device_check("QLinearConv");
   c.inputs = {random_ints<uint8_t>({1, 3, 8, 8}, 16, 0, 255),
               f32({}, {0.021f}),
               Tensor::from_vector<uint8_t>({}, {120}),

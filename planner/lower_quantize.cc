@@ -78,7 +78,8 @@ StatusOr<ops::QuantGranularity> granularity(LoweringContext& ctx) {
 std::string quant_range(DType t) { return glsl_int(ops::quant_min(t)) + ", " + glsl_int(ops::quant_max(t)); }
 
 std::string helpers(bool round_f16) {
-  std::string h = fill_shader("quantize.glsl#div_rn") + fill_shader("quantize.glsl#quantize");
+  std::string h = fill_shader("quantize.glsl#two_prod") + fill_shader("quantize.glsl#div_rn") +
+                  fill_shader("quantize.glsl#quantize");
   if (round_f16) h += fill_shader("round_f16.glsl");
   return h;
 }
@@ -149,7 +150,7 @@ Status lower_dynamic_quantize_linear(LoweringContext& ctx) {
     k.name = name;
     k.family = KernelDesc::Family::kCustom;
     k.local_size = {kRangeLocal, 1, 1};
-    k.helpers = fill_shader("quantize.glsl#div_rn");
+    k.helpers = fill_shader("quantize.glsl#two_prod") + fill_shader("quantize.glsl#div_rn");
     k.body = fill_shader("dynamic_quantize_range.comp", ShaderArgs()
                                                             .set("LOCAL", static_cast<int64_t>(kRangeLocal))
                                                             .set("GROUPS", kRangeGroups)

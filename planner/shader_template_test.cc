@@ -342,7 +342,7 @@ std::vector<Case> cases() {
   c.push_back({"quantize_linear",
                graph("QuantizeLinear", f32, {dims({3, 5})},
                      {Tensor::from_vector<float>({}, {0.5f}), Tensor::from_vector<uint8_t>({}, {3})}),
-               {"quantize.glsl#div_rn", "quantize.glsl#quantize"}, t});
+               {"quantize.glsl#two_prod", "quantize.glsl#div_rn", "quantize.glsl#quantize"}, t});
   c.push_back({"dynamic_quantize_linear", graph("DynamicQuantizeLinear", f32, {dims({4, 300})}, {}, {}, 3),
                {"dynamic_quantize_range.comp"}, t});
   c.push_back({"dynamic_quantize_linear_two_pass",
