@@ -20,7 +20,10 @@ expected outputs from the numpy implementation of the ONNX formulas below
     block_size (opset 21) feeding a MatMul, and an int16 QuantizeLinear;
   * quant_symbolic_shapes: DynamicQuantizeLinear, ConvInteger, Transpose,
     QuantizeLinear, QLinearMatMul over symbolic dims, two data sets of
-    different shapes (the second past DynamicQuantizeLinear's one-pass size).
+    different shapes (the second past DynamicQuantizeLinear's one-pass size);
+  * quant_transformer_block (opset 17): a dynamically quantized attention
+    block — DynamicQuantizeLinear, MatMulInteger projections, int8 Q and K,
+    an integer QK^T, float Softmax, PV, residual and LayerNormalization.
 Deterministic (fixed seeds). Usage: generate_quantized.py OUTPUT_DIR
 """
 import os
@@ -311,6 +314,70 @@ def symbolic_shapes(root):
     write_case(root, "quant_symbolic_shapes", m, sets)
 
 
+def transformer_block(root):
+    """A dynamically quantized attention block (ONNX Runtime's dynamic
+    quantization of a transformer): int8 projections and an integer QK^T,
+    float softmax, PV and LayerNormalization. Every value that is quantized
+    is computed with the same float32 operations numpy does (Cast, Mul), so
+    its int8 and int32 results are exact; the float tail has the float
+    tolerance."""
+    rng = np.random.default_rng(25)
+    t, d = 8, 16
+    x = rng.standard_normal((1, t, d)).astype(np.float32)
+    ws = {n: rng.integers(0, 256, (d, d)).astype(np.uint8) for n in "qkv"}
+    w_zp = {n: np.array(rng.integers(100, 156), np.uint8) for n in "qkv"}
+    w_scale = {n: np.float32(rng.uniform(0.002, 0.006)) for n in "qkv"}
+    s_q, s_k = np.float32(0.02), np.float32(0.025)
+    zp8 = np.array(0, np.int8)
+    s_att = np.float32(s_q * s_k / np.float32(4.0))  # 1 / sqrt(d)
+    gamma = rng.uniform(0.5, 1.5, d).astype(np.float32)
+    beta = rng.standard_normal(d).astype(np.float32) * 0.1
+
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"])]
+    inits = []
+    for n in "qkv":
+        nodes += [
+            helper.make_node("MatMulInteger", ["xq", "w" + n, "xz", "zw" + n], ["acc_" + n]),
+            helper.make_node("Cast", ["acc_" + n], ["accf_" + n], to=TensorProto.FLOAT),
+            helper.make_node("Mul", ["xs", "sw" + n], ["m_" + n]),
+            helper.make_node("Mul", ["accf_" + n, "m_" + n], [n]),
+        ]
+        inits += [init("w" + n, ws[n]), init("zw" + n, w_zp[n]), init("sw" + n, w_scale[n])]
+    nodes += [
+        helper.make_node("QuantizeLinear", ["q", "s_q", "zp8"], ["q8"]),
+        helper.make_node("QuantizeLinear", ["k", "s_k", "zp8"], ["k8"]),
+        helper.make_node("Transpose", ["k8"], ["k8t"], perm=[0, 2, 1]),
+        helper.make_node("MatMulInteger", ["q8", "k8t"], ["scores"]),
+        helper.make_node("Cast", ["scores"], ["scoresf"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["scoresf", "s_att"], ["logits"]),
+        helper.make_node("Softmax", ["logits"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["attn"]),
+        helper.make_node("Add", ["x", "attn"], ["res"]),
+        helper.make_node("LayerNormalization", ["res", "gamma", "beta"], ["y"], axis=-1, epsilon=1e-5),
+    ]
+    inits += [init("s_q", s_q), init("s_k", s_k), init("zp8", zp8), init("s_att", s_att), init("gamma", gamma),
+              init("beta", beta)]
+    m = model(nodes, "transformer_block", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+               helper.make_tensor_value_info("scores", TensorProto.INT32, None),
+               helper.make_tensor_value_info("q8", TensorProto.INT8, None)], inits, opset=17)
+
+    xq, xs, xz = dynamic_quantize(x)
+    proj = {}
+    for n in "qkv":
+        acc = ((xq.astype(np.int64) - int(xz)) @ (ws[n].astype(np.int64) - int(w_zp[n]))).astype(np.int32)
+        proj[n] = acc.astype(np.float32) * (np.float32(xs) * w_scale[n])
+    q8, k8 = quantize(proj["q"], s_q, zp8), quantize(proj["k"], s_k, zp8)
+    scores = (q8.astype(np.int64) @ k8.astype(np.int64).transpose(0, 2, 1)).astype(np.int32)
+    logits = (scores.astype(np.float32) * s_att).astype(np.float64)
+    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    p = e / e.sum(axis=-1, keepdims=True)
+    res = x.astype(np.float64) + p @ proj["v"].astype(np.float64)
+    mu, var = res.mean(axis=-1, keepdims=True), res.var(axis=-1, keepdims=True)
+    y = ((res - mu) / np.sqrt(var + 1e-5) * gamma + beta).astype(np.float32)
+    write_case(root, "quant_transformer_block", m, [([x], [y, scores, q8])])
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -321,6 +388,7 @@ def main():
     dynamic_conv_matmul(sys.argv[1])
     blocked_opset21(sys.argv[1])
     symbolic_shapes(sys.argv[1])
+    transformer_block(sys.argv[1])
     return 0
 
 
