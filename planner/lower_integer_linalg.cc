@@ -5,7 +5,9 @@
 // Each is one tiled integer GEMM (gemm_int.h): MatMul over Y's broadcast
 // batch, Conv as an implicit GEMM per (image, group) whose A operand is the
 // im2col matrix computed while the tile is loaded (padding contributes
-// zero). The operands have their zero points subtracted as they are loaded
+// zero) — except depthwise convolutions (at most two output channels per
+// group), where a tile would be nearly all padding: one map kernel whose
+// invocations loop over their windows. The operands have their zero points subtracted as they are loaded
 // and are multiplied and summed in int32 (wrapping as ONNX's int32
 // arithmetic does; integer tensors are int32 on the device); the QLinear
 // forms add the int32 bias and requantize each accumulator in the store
@@ -184,6 +186,41 @@ struct ConvInputs {
   size_t x, w, x_zero, w_zero;
 };
 
+constexpr int64_t kDirectMaxChannelsPerGroup = 2;
+
+// An integer Conv as one map kernel: each output element loops over its
+// window (the input channels of its group, the kernel offsets), for
+// depthwise convolutions. `store` as for emit_conv.
+Status emit_direct_conv(LoweringContext& ctx, std::string name, std::vector<KernelTensor> ts,
+                        const std::vector<int64_t>& strides, const std::vector<int64_t>& pad_begin,
+                        const std::vector<int64_t>& dilations, int64_t group, const std::string& zx,
+                        const std::string& zw, const std::string& store, std::string helpers) {
+  const size_t spatial = strides.size();
+  std::string s = "int n = oc0, oc = oc1;\nint g = oc / (W_D0 / " + std::to_string(group) + ");\n";
+  s += "int acc = 0;\nfor (int ic = 0; ic < W_D1; ++ic) {\n";
+  std::string indent = "  ";
+  std::vector<std::string> xc = {"n", "g * W_D1 + ic"}, wc = {"oc", "ic"};
+  for (size_t i = 0; i < spatial; ++i) {
+    const std::string a = std::to_string(i), d = std::to_string(2 + i);
+    s += indent + "for (int k" + a + " = 0; k" + a + " < W_D" + d + "; ++k" + a + ") {\n";
+    indent += "  ";
+    s += indent + "int i" + a + " = " + oc(2 + i) + " * " + std::to_string(strides[i]) + " - " +
+         std::to_string(pad_begin[i]) + " + k" + a + " * " + std::to_string(dilations[i]) + ";\n";
+    s += indent + "if (i" + a + " < 0 || i" + a + " >= X_D" + d + ") continue;\n";
+    xc.push_back("i" + a);
+    wc.push_back("k" + a);
+  }
+  s += indent + "acc += (X_at(" + join_args(xc) + ") - " + zx + ") * (W_at(" + join_args(wc) + ") - " + zw + ");\n";
+  for (size_t i = 0; i <= spatial; ++i) {
+    indent.resize(indent.size() - 2);
+    s += indent + "}\n";
+  }
+  s += "v = " + store + ";";
+  ts.push_back(ctx.bind("Y", ctx.output(0), true));
+  ctx.emit(map_kernel(std::move(name), std::move(ts), s, std::move(helpers)));
+  return ok_status();
+}
+
 // An integer Conv as an implicit GEMM per (image, group), as the float
 // Conv's (lower_conv.cc): C[pixel, out channel] = sum over (in channel,
 // kernel offset) of (X - x_zero_point) * (W - w_zero_point), padding
@@ -223,6 +260,12 @@ Status emit_conv(LoweringContext& ctx, const char* name, const ConvInputs& in, s
     KILN_ASSIGN_OR_RETURN(zw, bind_vector_param(ctx, in.w_zero, "zw", "oc", "w_zero_point", p.tensors));
   }
   for (KernelTensor& t : params_ts) p.tensors.push_back(std::move(t));
+  // Depthwise (at most kDirectMaxChannelsPerGroup output channels per
+  // group): a GEMM tile would be almost all padding along N.
+  const ir::Dim& out_channels = ws[0];
+  if (group > 1 && out_channels.is_const() && out_channels.value() / group <= kDirectMaxChannelsPerGroup)
+    return emit_direct_conv(ctx, std::string(name) + "_direct", std::move(p.tensors), wa.strides, pad_begin,
+                            wa.dilations, group, zx.value(), zw.value(), store, std::move(helpers));
   const GemmOutput out = bind_gemm_output(ctx, false);
   p.tensors.push_back(out.y);
   p.batch = xs[0] * ir::Dim(group);

@@ -229,6 +229,38 @@ TEST_F(LowerQuantization, ConvIntegerGroupedStridedPaddedPerChannelZeroPoint) {
   EXPECT_TRUE(check_op(c));
 }
 
+TEST_F(LowerQuantization, DepthwiseConvsLoopOverTheirWindows) {
+  OpCheck q = device_check("QLinearConv");
+  std::vector<float> scales;
+  for (int i = 0; i < 8; ++i) scales.push_back(0.002f + 0.0007f * static_cast<float>(i));
+  q.inputs = {random_ints<uint8_t>({1, 8, 9, 9}, 41, 0, 255),
+              f32({}, {0.03f}),
+              Tensor::from_vector<uint8_t>({}, {128}),
+              random_ints<int8_t>({8, 1, 3, 3}, 42, -127, 127),
+              f32({8}, scales),
+              Tensor::from_vector<int8_t>({8}, std::vector<int8_t>(8, 0)),
+              f32({}, {0.02f}),
+              Tensor::from_vector<uint8_t>({}, {110}),
+              random_ints<int32_t>({8}, 43, -500, 500)};
+  q.constant_inputs = {1, 2, 3, 4, 5, 6, 7, 8};
+  q.attrs["group"] = i_attr(8);
+  q.attrs["pads"] = ir::Attribute::of_ints({1, 1, 1, 1});
+  q.attrs["strides"] = ir::Attribute::of_ints({2, 2});
+  q.tol_f32 = q.tol_f16 = 0;
+  q.expect_kernel = "qlinear_conv_direct";
+  EXPECT_TRUE(check_op(q));
+
+  OpCheck c = device_check("ConvInteger");  // channel multiplier 2, per-channel zero points
+  c.inputs = {random_ints<uint8_t>({2, 4, 6, 6}, 44, 0, 255), random_ints<uint8_t>({8, 1, 3, 3}, 45, 0, 255),
+              Tensor::from_vector<uint8_t>({}, {5}), random_ints<uint8_t>({8}, 46, 0, 255)};
+  c.constant_inputs = {1, 2, 3};
+  c.attrs["group"] = i_attr(4);
+  c.attrs["dilations"] = ir::Attribute::of_ints({2, 1});
+  c.tol_f32 = c.tol_f16 = 0;
+  c.expect_kernel = "conv_integer_direct";
+  EXPECT_TRUE(check_op(c));
+}
+
 TEST_F(LowerQuantization, QLinearConvPerChannelWithBias) {
   OpCheck c = device_check("QLinearConv");
   c.inputs = {random_ints<uint8_t>({1, 3, 8, 8}, 16, 0, 255),
