@@ -75,6 +75,24 @@ StatusOr<ops::QuantGranularity> granularity(LoweringContext& ctx) {
   return ops::resolve_granularity(ctx.node(), ir::SymShape(ctx.input_shape(0)), ir::SymShape(ctx.input_shape(1)));
 }
 
+// x, its scale (input 1) and zero point (input 2; the literal 0 when
+// absent) bound for a map kernel over the output.
+struct Operands {
+  std::vector<KernelTensor> tensors;  // x, then the parameters' tensors
+  Param scale, zero;
+};
+
+Operands bind_operands(LoweringContext& ctx) {
+  Operands o;
+  o.tensors = {ctx.bind("x", ctx.input(0))};
+  o.scale = quant::bind_param(ctx, 1, "s");
+  o.zero.literal = "0";
+  if (ctx.has_input(2)) o.zero = quant::bind_param(ctx, 2, "z");
+  quant::add_tensor(o.scale, o.tensors);
+  quant::add_tensor(o.zero, o.tensors);
+  return o;
+}
+
 std::string quant_range(DType t) { return glsl_int(ops::quant_min(t)) + ", " + glsl_int(ops::quant_max(t)); }
 
 std::string helpers(bool round_f16) {
@@ -89,42 +107,29 @@ Status lower_quantize_linear(LoweringContext& ctx) {
   if (!dtype_is_float(xt))
     return ctx.unsupported("QuantizeLinear of a " + std::string(dtype_name(xt)) + " x (the device quantizes floats)");
   KILN_ASSIGN_OR_RETURN(const ops::QuantGranularity g, granularity(ctx));
-  const size_t rank = ctx.output_shape(0).size();
-  std::vector<KernelTensor> ts = {ctx.bind("x", ctx.input(0))};
-  const Param s = quant::bind_param(ctx, 1, "s");
-  Param z;
-  z.literal = "0";
-  if (ctx.has_input(2)) z = quant::bind_param(ctx, 2, "z");
-  quant::add_tensor(s, ts);
-  quant::add_tensor(z, ts);
+  Operands o = bind_operands(ctx);
   KernelTensor y = ctx.bind("y", ctx.output(0), true);
-  const std::vector<std::string> pc = param_coords(g, rank);
+  const std::vector<std::string> pc = param_coords(g, ctx.output_shape(0).size());
   // numpy divides two float16 operands in float16: round the quotient so.
   const bool f16 = xt == DType::kFloat16 && ctx.input_dtype(1) == DType::kFloat16;
-  std::string body = "float q = kiln_div_rn(float(" + broadcast_load(ts[0], y.shape) + "), float(" + s.at(pc) + "));\n";
+  std::string body =
+      "float q = kiln_div_rn(float(" + broadcast_load(o.tensors[0], y.shape) + "), float(" + o.scale.at(pc) + "));\n";
   if (f16) body += "q = kiln_round_f16(vec4(q)).x;\n";
-  body += "v = kiln_quantize(q, " + z.at(pc) + ", " + quant_range(ctx.output_dtype(0)) + ");";
-  ts.push_back(std::move(y));
-  ctx.emit(map_kernel("quantize_linear", std::move(ts), body, helpers(f16)));
+  body += "v = kiln_quantize(q, " + o.zero.at(pc) + ", " + quant_range(ctx.output_dtype(0)) + ");";
+  o.tensors.push_back(std::move(y));
+  ctx.emit(map_kernel("quantize_linear", std::move(o.tensors), body, helpers(f16)));
   return ok_status();
 }
 
 Status lower_dequantize_linear(LoweringContext& ctx) {
   KILN_ASSIGN_OR_RETURN(const ops::QuantGranularity g, granularity(ctx));
-  const size_t rank = ctx.output_shape(0).size();
-  std::vector<KernelTensor> ts = {ctx.bind("x", ctx.input(0))};
-  const Param s = quant::bind_param(ctx, 1, "s");
-  Param z;
-  z.literal = "0";
-  if (ctx.has_input(2)) z = quant::bind_param(ctx, 2, "z");
-  quant::add_tensor(s, ts);
-  quant::add_tensor(z, ts);
+  Operands o = bind_operands(ctx);
   KernelTensor y = ctx.bind("y", ctx.output(0), true);
-  const std::vector<std::string> pc = param_coords(g, rank);
-  const std::string body =
-      "v = (float(" + broadcast_load(ts[0], y.shape) + ") - float(" + z.at(pc) + ")) * float(" + s.at(pc) + ");";
-  ts.push_back(std::move(y));
-  ctx.emit(map_kernel("dequantize_linear", std::move(ts), body));
+  const std::vector<std::string> pc = param_coords(g, ctx.output_shape(0).size());
+  const std::string body = "v = (float(" + broadcast_load(o.tensors[0], y.shape) + ") - float(" + o.zero.at(pc) +
+                           ")) * float(" + o.scale.at(pc) + ");";
+  o.tensors.push_back(std::move(y));
+  ctx.emit(map_kernel("dequantize_linear", std::move(o.tensors), body));
   return ok_status();
 }
 
