@@ -38,6 +38,20 @@ TEST(QuantizeLinear, DefaultsToUInt8WithoutZeroPoint) {
   EXPECT_EQ(values((*y)[0]), (std::vector<int64_t>{6, 0}));
 }
 
+TEST(QuantizeLinear, Float16QuotientIsRoundedToFloat16) {
+  // numpy: float16(25.265625) / float16(0.10247802734375) = 246.5 in float16
+  // (246.5468 in float32), rint -> 246, not 247; +1 zero point.
+  auto y = run_op("QuantizeLinear", {t<Half>({1}, {Half(25.265625f)}), t<Half>({}, {Half(0.10247802734375f)}),
+                                     t<uint8_t>({}, {1})});
+  ASSERT_TRUE(y.ok()) << y.status().message();
+  EXPECT_EQ(values((*y)[0]), (std::vector<int64_t>{247}));
+  // The same values as float32 divide in float32: 246.5468 -> 247, +1.
+  auto f = run_op("QuantizeLinear", {t<float>({1}, {25.265625f}), t<float>({}, {0.10247802734375f}),
+                                     t<uint8_t>({}, {1})});
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(values((*f)[0]), (std::vector<int64_t>{248}));
+}
+
 TEST(QuantizeLinear, PerAxisAndBlocked) {
   auto y = run_op("QuantizeLinear",
                   {t<float>({2, 3}, {1, 2, 3, 4, 5, 6}), t<float>({2}, {1.0f, 2.0f}), t<uint8_t>({2}, {0, 10})},
