@@ -59,7 +59,9 @@ StatusOr<BoundParam> bind_vector_param(LoweringContext& ctx, size_t input, const
                                        const std::string& coord, const char* what, std::vector<KernelTensor>& ts) {
   BoundParam b;
   auto coords = vector_param_coords(ctx, input, name, coord);
-  if (!coords) return ctx.unsupported(std::string(what) + " of shape other than one value or one per " + coord);
+  if (!coords)
+    return ctx.unsupported(std::string(what) + " " + ir::SymShape(ctx.input_shape(input)).to_string() +
+                           ": the device reads one value or one per row, column or channel (1-D)");
   b.coords = *coords;
   b.param = quant::bind_param(ctx, input, name);
   quant::add_tensor(b.param, ts);

@@ -140,6 +140,26 @@ TEST_F(LowerQuantization, MatMulIntegerPerRowAndColumnZeroPointsWithBatchBroadca
   EXPECT_TRUE(check_op(c));
 }
 
+TEST_F(LowerQuantization, FormsTheDeviceDoesNotHandleRunOnTheHost) {
+  // An N-D zero point ([batch, M, 1]) and an int32 QuantizeLinear input are
+  // host fallbacks, with the reference's results.
+  OpCheck m;
+  m.op = "MatMulInteger";
+  m.inputs = {random_ints<uint8_t>({2, 7, 9}, 50, 0, 255), random_ints<uint8_t>({9, 5}, 51, 0, 255),
+              random_ints<uint8_t>({2, 7, 1}, 52, 0, 255)};
+  m.constant_inputs = {1, 2};
+  m.require_device = false;
+  m.tol_f32 = m.tol_f16 = 0;
+  EXPECT_TRUE(check_op(m));
+  OpCheck q;
+  q.op = "QuantizeLinear";
+  q.inputs = {random_ints<int32_t>({9, 10}, 53, -1000, 1000), f32({}, {3.7f}), Tensor::from_vector<int8_t>({}, {2})};
+  q.constant_inputs = {1, 2};
+  q.require_device = false;
+  q.tol_f32 = q.tol_f16 = 0;
+  EXPECT_TRUE(check_op(q));
+}
+
 TEST_F(LowerQuantization, MatMulIntegerSeveralTilesWithEdges) {
   // 37 x 45 over K = 50: partial tiles in M, N and K; B and its zero point
   // from the graph (device tensors), A's zero point one value.
