@@ -36,8 +36,6 @@
 namespace kiln::ops {
 namespace {
 
-constexpr size_t kAbsent = static_cast<size_t>(-1);
-
 std::string dt_name(DType t) { return std::string(dtype_name(t)); }
 
 // Output shape from a float op's inference (MatMul, Conv) run on the given
@@ -46,7 +44,7 @@ StatusOr<ir::SymShape> shape_as_float_op(const InferContext& ctx, const std::vec
   std::vector<ValueInfo> infos;
   for (size_t i : inputs) {
     ValueInfo v;
-    if (i != kAbsent && ctx.has_input(i)) {
+    if (ctx.has_input(i)) {
       v.dtype = DType::kFloat32;
       v.shape = ctx.input_shape(i);
     }
