@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "planner/lower_quantization.h"
 #include "planner/plan_builder.h"
 
 namespace kiln::planner {
@@ -175,6 +176,8 @@ const LoweringRegistry& LoweringRegistry::builtin() {
     register_topk_lowerings(*r);
     register_recurrent_lowerings(*r);
     register_einsum_lowerings(*r);
+    register_quantize_lowerings(*r);
+    register_integer_linalg_lowerings(*r);
     return r;
   }();
   return *registry;

@@ -45,6 +45,16 @@ std::vector<ElemType> choose_float_types(const ir::Graph& graph, const std::vect
       if (v != ir::kNoValue && graph.value(v).is_constant()) types[static_cast<size_t>(v)] = ElemType::kF32;
     }
   }
+  // What is quantized next is rounded to whole quantization steps, and an
+  // input already rounded to fp16 moves values across the .5s: float inputs
+  // of QuantizeLinear and DynamicQuantizeLinear stay fp32 (their range too).
+  for (ir::NodeId nid : graph.main().nodes) {
+    const ir::Node& node = graph.node(nid);
+    if (node.erased || !node.domain.empty() || (node.op != "QuantizeLinear" && node.op != "DynamicQuantizeLinear"))
+      continue;
+    if (node.inputs.empty() || node.inputs[0] == ir::kNoValue) continue;
+    if (dtype_is_float(graph.value(node.inputs[0]).dtype)) types[static_cast<size_t>(node.inputs[0])] = ElemType::kF32;
+  }
   return types;
 }
 

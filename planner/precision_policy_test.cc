@@ -76,6 +76,39 @@ TEST(PrecisionPolicy, KeepsEarlyConvWeightsF32) {
   for (ElemType t : choose_float_types(r.g, shapes, ElemType::kF32)) EXPECT_EQ(t, ElemType::kF32);
 }
 
+// x -> Relu -> r -> QuantizeLinear -> q (uint8); r stays fp32 in an fp16
+// plan (it is rounded to quantization steps next), x and the scale do not
+// change; the quantize kernel reads r as fp32.
+TEST(PrecisionPolicy, KeepsTheInputOfQuantizeLinearF32) {
+  ir::Graph g;
+  const ir::ValueId x = g.add_input("x", DType::kFloat32, ir::SymShape::from_concrete({2, 40}));
+  const ir::ValueId r = g.add_value("r", DType::kFloat32, ir::SymShape::from_concrete({2, 40}));
+  const ir::ValueId s = g.add_constant("s", Tensor::from_vector<float>({}, {0.05f}));
+  const ir::ValueId q = g.add_value("q", DType::kUInt8, ir::SymShape::from_concrete({2, 40}));
+  g.add_node("Relu", {x}, {r});
+  g.add_node("QuantizeLinear", {r, s}, {q});
+  g.add_output(q);
+  std::vector<std::vector<ir::Dim>> shapes;
+  for (size_t i = 0; i < g.num_values(); ++i) shapes.push_back(g.value(static_cast<ir::ValueId>(i)).shape.dims);
+  const std::vector<ElemType> f16 = choose_float_types(g, shapes, ElemType::kF16);
+  EXPECT_EQ(f16[r], ElemType::kF32);
+  EXPECT_EQ(f16[x], ElemType::kF16);
+
+  PlanOptions options;
+  options.precision = ElemType::kF16;
+  TargetInfo target;
+  target.fp16_storage = true;
+  auto plan = build_plan(g, target, options);
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  bool found = false;
+  for (const PlanStep& step : plan->steps) {
+    if (step.kind != PlanStep::Kind::kDispatch || step.kernel.name != "quantize_linear") continue;
+    found = true;
+    EXPECT_EQ(step.kernel.tensors[0].layout.type, ElemType::kF32);
+  }
+  EXPECT_TRUE(found);
+}
+
 // In the plan: conv_a's and conv_b's kernels bind fp32 weights (conv_a's
 // bias too), conv_c's fp16 ones, and every activation is fp16.
 TEST(PrecisionPolicy, PlanBindsPolicyTypes) {

@@ -341,6 +341,21 @@ std::vector<Case> cases() {
   c.push_back({"idiv", graph("Div", i32, {dims({9, 10}), dims({9, 10})}), {m + "idiv"}, t});
   c.push_back({"imod", graph("Mod", i32, {dims({9, 10}), dims({9, 10})}), {m + "imod"}, t});
   c.push_back({"irem", graph("Mod", i32, {dims({9, 10}), dims({9, 10})}, {}, {{"fmod", i_attr(1)}}), {m + "irem"}, t});
+  c.push_back({"quantize_linear",
+               graph("QuantizeLinear", f32, {dims({3, 5})},
+                     {Tensor::from_vector<float>({}, {0.5f}), Tensor::from_vector<uint8_t>({}, {3})}),
+               {"quantize.glsl#two_prod", "quantize.glsl#div_rn", "quantize.glsl#quantize"}, t});
+  c.push_back({"dynamic_quantize_linear", graph("DynamicQuantizeLinear", f32, {dims({4, 300})}, {}, {}, 3),
+               {"dynamic_quantize_range.comp"}, t});
+  c.push_back({"dynamic_quantize_linear_two_pass",
+               graph("DynamicQuantizeLinear", f32, {dims({300, 300})}, {}, {}, 1), {"dynamic_quantize_range.comp"}, t});
+  c.push_back({"qlinear_matmul",
+               graph("QLinearMatMul", DType::kUInt8, {dims({9, 10})},
+                     {Tensor::from_vector<float>({}, {0.02f}), Tensor::from_vector<uint8_t>({}, {128}),
+                      Tensor::from_vector<int8_t>({10, 3}, std::vector<int8_t>(30, 3)),
+                      Tensor::from_vector<float>({3}, {0.1f, 0.2f, 0.3f}), Tensor::from_vector<int8_t>({}, {0}),
+                      Tensor::from_vector<float>({}, {0.05f}), Tensor::from_vector<uint8_t>({}, {120})}),
+               {"quantize.glsl#requantize", "gemm_int_tile.comp"}, t});
   return c;
 }
 

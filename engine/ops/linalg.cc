@@ -34,6 +34,8 @@ bool matmul_dtype_ok(DType t) {
          t == DType::kInt64 || t == DType::kUInt32 || t == DType::kUInt64;
 }
 
+}  // namespace
+
 // ---------------------------------------------------------------------------
 // MatMul (numpy matmul: 1-D promotion, broadcast batch dims)
 
@@ -70,6 +72,8 @@ Status infer_matmul(InferContext& ctx) {
   ctx.set_output(0, dt, ir::SymShape(std::move(out)));
   return ok_status();
 }
+
+namespace {
 
 template <typename T>
 constexpr bool kIsFloat = std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half>;

@@ -34,6 +34,11 @@ inline T from_f64(double v) {
 }
 
 
+// MatMul (numpy matmul: 1-D promotion, broadcast batch dims): A and B of one
+// float or 32/64-bit integer dtype. MatMulInteger and QLinearMatMul reuse
+// its shapes (integer_linalg.cc).
+Status infer_matmul(InferContext& ctx);
+
 // Conv (ONNX opset 11+): X [N, C, D1..Dn], W [M, C/group, k1..kn], B [M]
 // -> Y [N, M, O1..On]. Inference validates ranks, channels against
 // W.shape[1] * group, M against group, kernel_shape against W and the

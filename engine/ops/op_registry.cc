@@ -3,6 +3,7 @@
 
 #include "engine/base/checked_math.h"
 #include "engine/base/limits.h"
+#include "engine/ops/quantization.h"
 
 namespace kiln::ops {
 
@@ -89,6 +90,7 @@ const OpRegistry& OpRegistry::builtin() {
     register_data_movement_ops(*r);
     register_control_flow_ops(*r);
     register_recurrent_ops(*r);
+    register_quantization_ops(*r);
     return r;
   }();
   return *registry;

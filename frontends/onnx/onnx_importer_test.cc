@@ -366,6 +366,14 @@ TEST(OnnxImporter, UnknownAndUnsupportedDtypes) {
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(g.status().message().find("initializer 'w' has element type bfloat16"), std::string::npos);
+
+  Model q = small_model();  // int4 (ONNX 22), as a quantizer's weights would be
+  q.g->mutable_initializer(0)->set_data_type(22);
+  g = q.import();
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(g.status().message().find("initializer 'w' has element type int4"), std::string::npos)
+      << g.status().to_string();
 }
 
 TEST(OnnxImporter, UnknownOpsAreAllListed) {

@@ -169,6 +169,14 @@ StatusOr<DType> dtype_from_onnx(int32_t onnx_type, const std::string& what) {
     case TensorProto::COMPLEX128: return unimplemented(what + " has a complex element type, which Kiln does not support");
     case TensorProto::BFLOAT16: return unimplemented(what + " has element type bfloat16, which Kiln does not support");
     case TensorProto::UNDEFINED: return invalid_argument(what + " has an undefined element type");
+    // Types of ONNX 1.14+ (newer than the schema Kiln builds with), which
+    // quantizers emit: named, so that the error says what the model needs.
+    case 17: case 18: case 19: case 20:
+      return unimplemented(what + " has a float8 element type (ONNX type " + std::to_string(onnx_type) +
+                           "), which Kiln does not support");
+    case 21: return unimplemented(what + " has element type uint4, which Kiln does not support");
+    case 22: return unimplemented(what + " has element type int4, which Kiln does not support");
+    case 23: return unimplemented(what + " has element type float4e2m1, which Kiln does not support");
     default: return invalid_argument(what + " has unknown element type " + std::to_string(onnx_type));
   }
 }
