@@ -79,7 +79,8 @@ StatusOr<std::shared_ptr<vk::MemoryArena>> VulkanModel::Impl::activation_memory_
 
 DeviceMemoryUse VulkanModel::Impl::memory_use() const {
   DeviceMemoryUse use;
-  use.weights = weights_arena ? weights_arena->capacity() : 0;
+  // Weights (shared by the slots) and this slot's model state.
+  use.weights = (weights_arena ? weights_arena->capacity() : 0) + (state_arena ? state_arena->capacity() : 0);
   for (const auto& memory : activation_memory) use.activations += memory ? memory->capacity() : 0;
   std::function<uint64_t(const Signature&)> held = [&](const Signature& s) {
     uint64_t bytes = s.device_bytes;
@@ -102,11 +103,6 @@ Status VulkanModel::Impl::check_memory_limit(uint64_t extra, const std::string& 
                        ", activations " + std::to_string(use.activations) + ", staging " +
                        std::to_string(use.staging) + ") that passes its limit of " + std::to_string(limit) +
                        " bytes (device_memory_limit)");
-}
-
-DeviceMemoryUse VulkanModel::memory() const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  return impl_->memory_use();
 }
 
 void VulkanModel::Impl::release(Signature& sig) {
