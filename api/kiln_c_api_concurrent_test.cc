@@ -10,8 +10,9 @@
 // ticket's). After the signal each gives what a run of its input alone
 // gives, bit for bit (the slots share the compiled kernels). Memory: each
 // slot that ran holds one run's activations and staging, the weights are
-// held once. Threads: runs and submissions of one shape from several
-// threads, each thread its own inputs, all equal to a sequential run.
+// held once, and a memory limit counts all slots together. Threads: runs
+// and submissions of one shape from several threads, each thread its own
+// inputs, all equal to a sequential run.
 //
 // The device is lavapipe, which has one queue: the runs' entry barriers make
 // it execute them one after another, so what is asserted is that they are
@@ -121,13 +122,14 @@ class CApiConcurrentTest : public kiln::vk::testing::VulkanTest {
   }
 
   // A session on the wrapped test device with `slots` run slots.
-  void create(Session& session, uint32_t slots) {
+  void create(Session& session, uint32_t slots, uint64_t memory_limit = 0) {
     kiln_session_options_t o{};
     o.struct_size = sizeof(o);
     o.backend = KILN_BACKEND_VULKAN;
     o.vulkan_device = host_.get();
     o.ignore_plugin_path = 1;
     o.max_concurrent_runs = slots;
+    o.device_memory_limit = memory_limit;
     Error e = Session::create(model_, o, session);
     ASSERT_FALSE(e) << e.message();
   }
@@ -255,6 +257,35 @@ TEST_F(CApiConcurrentTest, OneSlotRefusesASecondSubmissionOfTheShape) {
   ASSERT_FALSE(Error(kiln_session_wait(session.get(), a, UINT64_MAX, &y, 1)));
   kiln_tensor_destroy(y);
   EXPECT_EQ(memory(session).run_slots, 1u);
+}
+
+// The memory limit covers all slots together: room for the weights and one
+// run (plus a few bytes) lets one slot run and refuses a second run in
+// flight beside it, naming the other slots' memory; once the first ticket is
+// waited for, its slot takes the next submission.
+TEST_F(CApiConcurrentTest, MemoryLimitCoversAllSlots) {
+  Session unlimited;
+  ASSERT_NO_FATAL_FAILURE(create(unlimited, 1));
+  const std::vector<float> want = run(unlimited, 1);
+  const kiln_device_memory_t one = memory(unlimited);
+  Session session;
+  ASSERT_NO_FATAL_FAILURE(create(session, 2, one.weights_bytes + one.per_run_bytes + 16));
+  ASSERT_NO_FATAL_FAILURE(make_gate());
+  uint64_t a = 0, b = 0;
+  Error e = submit_gated(session, 1, &a);
+  ASSERT_FALSE(e) << e.to_string();
+  e = submit_gated(session, 2, &b);
+  EXPECT_EQ(e.code(), KILN_OUT_OF_MEMORY) << e.to_string();
+  EXPECT_NE(e.message().find("other run slots"), std::string::npos) << e.message();
+  ASSERT_NO_FATAL_FAILURE(open_gate());
+  kiln_tensor_t* y = nullptr;
+  ASSERT_FALSE(Error(kiln_session_wait(session.get(), a, UINT64_MAX, &y, 1)));
+  EXPECT_EQ(values(Tensor(y)), want);
+  e = submit_gated(session, 1, &b);  // the gate is open: runs at once
+  ASSERT_FALSE(e) << e.to_string();
+  ASSERT_FALSE(Error(kiln_session_wait(session.get(), b, UINT64_MAX, &y, 1)));
+  EXPECT_EQ(values(Tensor(y)), want);
+  EXPECT_LE(memory(session).total_bytes, one.weights_bytes + one.per_run_bytes + 16);
 }
 
 TEST_F(CApiConcurrentTest, TooManySlotsIsRefused) {

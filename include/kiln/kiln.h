@@ -283,7 +283,8 @@ typedef struct kiln_session_options_t {
    * activation memory when it first runs, so memory grows with the runs
    * actually in progress together, up to one slot's worth each
    * (kiln_device_memory_t.per_run_bytes); device_memory_limit applies to
-   * the weights plus each slot's own memory. */
+   * all slots together (a run that would pass it, counting the memory the
+   * other slots held after their last run, fails with OUT_OF_MEMORY). */
   uint32_t max_concurrent_runs;
 } kiln_session_options_t;
 

@@ -92,7 +92,7 @@ StatusOr<std::unique_ptr<VulkanModel>> VulkanModel::compile(vk::Device& device, 
   std::vector<std::unique_ptr<Impl>> slots;
   slots.push_back(std::move(impl));
   while (slots.size() < options.concurrent_runs) {
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<Impl> slot, slots[0]->make_slot());
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<Impl> slot, slots[0]->make_slot(slots.size()));
     slots.push_back(std::move(slot));
   }
   return std::unique_ptr<VulkanModel>(new VulkanModel(std::move(slots)));

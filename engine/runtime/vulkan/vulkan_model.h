@@ -71,8 +71,9 @@ struct VulkanModelOptions {
   // in progress at once, each with its own activation memory, staging,
   // command buffers and timeline. 1 keeps one copy of that state; each
   // further slot costs a slot's memory (DeviceMemoryUse::per_run) once it
-  // runs. The memory limit applies to the weights plus each slot's own
-  // memory. At least 1, at most kMaxConcurrentRuns.
+  // runs. The memory limit applies to all slots together (a slot counts the
+  // others' memory as of their last run or submission). At least 1, at most
+  // kMaxConcurrentRuns.
   size_t concurrent_runs = 1;
 };
 

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -216,6 +218,10 @@ struct CompiledPlan {
   // allocated at compile.
   std::unique_ptr<vk::MemoryArena> weights_arena;
   std::map<TensorId, vk::Buffer> weights;
+  // Each slot's own device memory (Impl::slot_bytes) as of its last run,
+  // submission or forget (Impl::publish_memory): what the memory limit
+  // counts of the other slots without taking their locks.
+  std::array<std::atomic<uint64_t>, kMaxConcurrentRuns> slot_bytes{};
 };
 
 // One run slot (VulkanModelOptions::concurrent_runs): everything a run
@@ -233,7 +239,7 @@ struct VulkanModel::Impl {
   // transfer, descriptor pools and zero-filled model state
   // (vulkan_model_slots.cc). Errors: VkResult errors, kOutOfMemory (the
   // state beyond device_memory_limit).
-  StatusOr<std::unique_ptr<Impl>> make_slot() const;
+  StatusOr<std::unique_ptr<Impl>> make_slot(size_t index) const;
   // The shapes of the model-state tensors kernels bind (constant dims).
   // Errors: kInternal for a symbolic one.
   StatusOr<std::map<TensorId, Shape>> state_shapes() const;
@@ -242,6 +248,11 @@ struct VulkanModel::Impl {
   // This slot's own device memory (not the weights): activations, staging
   // and, for slots after the first, their model state. With `mutex` held.
   uint64_t slot_bytes() const;
+  // Publishes slot_bytes() for the other slots' memory-limit checks (takes
+  // `mutex`), and reads what they published.
+  void publish_memory();
+  uint64_t other_slots_bytes() const;
+  size_t slot_index = 0;  // in the model's slots
 
   Status compile_kernels();
   Status upload_constants();

@@ -67,7 +67,7 @@ StatusOr<std::shared_ptr<vk::MemoryArena>> VulkanModel::Impl::activation_memory_
   // Under a memory limit the slack gives way first.
   VkDeviceSize capacity = bytes + bytes / 8 + (64 << 10);
   if (options.device_memory_limit != 0) {
-    const uint64_t held = memory_use().total;
+    const uint64_t held = memory_use().total + other_slots_bytes();
     if (held + bytes <= options.device_memory_limit)
       capacity = std::min<VkDeviceSize>(capacity, options.device_memory_limit - held);
     KILN_RETURN_IF_ERROR(check_memory_limit(capacity, "the activations of these input shapes"));
@@ -97,12 +97,14 @@ Status VulkanModel::Impl::check_memory_limit(uint64_t extra, const std::string& 
   const uint64_t limit = options.device_memory_limit;
   if (limit == 0) return ok_status();
   const DeviceMemoryUse use = memory_use();
-  if (use.total + extra <= limit) return ok_status();
+  const uint64_t others = other_slots_bytes();
+  if (use.total + others + extra <= limit) return ok_status();
   return out_of_memory(what + " need " + std::to_string(extra) + " bytes of device memory; with the " +
-                       std::to_string(use.total) + " bytes the model holds (weights " + std::to_string(use.weights) +
-                       ", activations " + std::to_string(use.activations) + ", staging " +
-                       std::to_string(use.staging) + ") that passes its limit of " + std::to_string(limit) +
-                       " bytes (device_memory_limit)");
+                       std::to_string(use.total + others) + " bytes the model holds (weights " +
+                       std::to_string(use.weights) + ", activations " + std::to_string(use.activations) +
+                       ", staging " + std::to_string(use.staging) +
+                       (others ? ", other run slots " + std::to_string(others) : std::string()) +
+                       ") that passes its limit of " + std::to_string(limit) + " bytes (device_memory_limit)");
 }
 
 void VulkanModel::Impl::release(Signature& sig) {

@@ -47,15 +47,21 @@ StatusOr<std::vector<Tensor>> VulkanModel::run(const std::vector<Tensor>& inputs
 StatusOr<std::vector<Tensor>> VulkanModel::run(const std::vector<Tensor>& inputs, const DeviceBindings& bindings,
                                                VulkanRunStats* stats) const {
   RunSlots::Lease lease = pool_->acquire();
-  return slots_[lease.slot()]->run(inputs, bindings, stats);
+  Impl& slot = *slots_[lease.slot()];
+  StatusOr<std::vector<Tensor>> outputs = slot.run(inputs, bindings, stats);
+  if (slots_.size() > 1) slot.publish_memory();
+  return outputs;
 }
 
 StatusOr<uint64_t> VulkanModel::submit(const std::vector<Tensor>& inputs, const DeviceBindings& bindings,
                                        const vk::SubmitSync& sync) const {
   RunSlots::Lease lease = pool_->acquire();
-  KILN_ASSIGN_OR_RETURN(const uint64_t value, slots_[lease.slot()]->submit(inputs, bindings, sync));
+  Impl& slot = *slots_[lease.slot()];
+  StatusOr<uint64_t> value = slot.submit(inputs, bindings, sync);
+  if (slots_.size() > 1) slot.publish_memory();
+  if (!value.ok()) return value.status();
   pool_->add_pending(lease.slot());
-  return pool_->ticket(lease.slot(), value);
+  return pool_->ticket(lease.slot(), *value);
 }
 
 StatusOr<bool> VulkanModel::poll(uint64_t ticket) const {
@@ -85,11 +91,17 @@ void VulkanModel::set_wait_spin(std::chrono::microseconds spin) const {
 }
 
 void VulkanModel::forget_buffer(VkBuffer buffer) const {
-  for (const auto& slot : slots_) slot->forget_buffer(buffer);
+  for (const auto& slot : slots_) {
+    slot->forget_buffer(buffer);
+    if (slots_.size() > 1) slot->publish_memory();
+  }
 }
 
 void VulkanModel::forget_image(VkImage image) const {
-  for (const auto& slot : slots_) slot->forget_image(image);
+  for (const auto& slot : slots_) {
+    slot->forget_image(image);
+    if (slots_.size() > 1) slot->publish_memory();
+  }
 }
 
 DeviceMemoryUse VulkanModel::memory() const {
@@ -136,8 +148,9 @@ Status VulkanModel::Impl::create_state(vk::MemoryArena& arena, const std::map<Te
   return ok_status();
 }
 
-StatusOr<std::unique_ptr<VulkanModel::Impl>> VulkanModel::Impl::make_slot() const {
+StatusOr<std::unique_ptr<VulkanModel::Impl>> VulkanModel::Impl::make_slot(size_t index) const {
   auto slot = std::make_unique<Impl>(device, cache, graph, compiled);
+  slot->slot_index = index;
   slot->options = options;
   slot->target = target;
   KILN_ASSIGN_OR_RETURN(slot->transfer, vk::Transfer::create(device));
@@ -152,7 +165,20 @@ StatusOr<std::unique_ptr<VulkanModel::Impl>> VulkanModel::Impl::make_slot() cons
   KILN_RETURN_IF_ERROR(slot->check_memory_limit(total, "a run slot's model state"));
   KILN_ASSIGN_OR_RETURN(slot->state_arena, vk::MemoryArena::create(device, total));
   KILN_RETURN_IF_ERROR(slot->create_state(*slot->state_arena, shapes));
+  slot->publish_memory();
   return slot;
+}
+
+void VulkanModel::Impl::publish_memory() {
+  std::lock_guard<std::mutex> lock(mutex);
+  compiled->slot_bytes[slot_index].store(slot_bytes(), std::memory_order_relaxed);
+}
+
+uint64_t VulkanModel::Impl::other_slots_bytes() const {
+  uint64_t bytes = 0;
+  for (size_t s = 0; s < compiled->slot_bytes.size(); ++s)
+    if (s != slot_index) bytes += compiled->slot_bytes[s].load(std::memory_order_relaxed);
+  return bytes;
 }
 
 uint64_t VulkanModel::Impl::slot_bytes() const {
