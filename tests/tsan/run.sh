@@ -29,6 +29,7 @@ tests=(
   "api/kiln_c_api_frame_test:*Submit*:*HostMemory*"                # kiln_session_submit / wait
   "api/kiln_c_api_concurrent_test:*"                               # runs of one model in several run slots
   "engine/runtime/vulkan/kiln_runtime_vulkan_test:*"               # incl. runs of one compiled model at once
+  "engine/runtime/vulkan/kiln_vulkan_run_slots_test:*"             # submissions of two run slots in flight at once
   "engine/session/kiln_session_test:*"                             # sessions compiling on several threads
   "engine/runtime/vulkan/kiln_vulkan_parallel_compile_test:*"      # kernels compiled on several threads
   "platform/vulkan/kiln_vulkan_test:KernelCache*:ParallelJobs*"    # the kernel cache and its job pool
