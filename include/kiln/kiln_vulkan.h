@@ -384,7 +384,9 @@ typedef struct kiln_vulkan_submit_sync_t {
  * records commands, and first waits for the session's earlier submissions
  * (recording may reuse their memory); a submit of a run whose inputs and
  * outputs share staging memory with a still-running ticket of the same
- * shapes and bindings is refused instead (below).
+ * shapes and bindings is refused instead (below). With several run slots,
+ * both concern the slot the submit takes (one with no ticket pending,
+ * while there is one: "Concurrent runs" above).
  *
  * Only a run that is one device submission can be submitted: no node run on
  * the host, no If or Loop the host decides, no output shape read back
