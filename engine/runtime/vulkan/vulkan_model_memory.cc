@@ -3,13 +3,13 @@
 // bounded cache of recorded signatures.
 //
 // Each signature's arena plan (planner/memory/arena.h) is made for its own shapes,
-// but the memory it is bound in is the model's: a user who feeds a new
+// but the memory it is bound in is the run slot's: a user who feeds a new
 // sentence length every call holds the largest plan seen, not one arena per
 // length (and not one sized for a maximum shape). Runs take turns on it (the
-// model's mutex), so any two signatures may overlap in it; what a signature
-// keeps there from run to run (host values kernels bind, images made GENERAL
-// once) is written again when another signature ran in between
-// (restore_arena).
+// slot's mutex; each slot has activation memory of its own), so any two of
+// its signatures may overlap in it; what a signature keeps there from run to
+// run (host values kernels bind, images made GENERAL once) is written again
+// when another signature ran in between (restore_arena).
 
 #include <algorithm>
 #include <functional>
