@@ -100,6 +100,13 @@ kiln_status_t* session_options(const kiln_session_options_t* options, kiln::sess
   if (KILN_HAS(save_pipeline_cache)) out.save_pipeline_cache = options->save_pipeline_cache != 0;
   if (KILN_HAS(validation) && options->validation) out.context_options.validation = kiln::vk::Validation::kRequired;
   if (KILN_HAS(device_memory_limit)) out.vulkan.device_memory_limit = options->device_memory_limit;
+  if (KILN_HAS(max_concurrent_runs) && options->max_concurrent_runs) {
+    if (options->max_concurrent_runs > kiln::runtime::kMaxConcurrentRuns)
+      return make_status(KILN_INVALID_ARGUMENT, "kiln_session_options_t.max_concurrent_runs is " +
+                                                    std::to_string(options->max_concurrent_runs) + "; at most " +
+                                                    std::to_string(kiln::runtime::kMaxConcurrentRuns));
+    out.vulkan.concurrent_runs = options->max_concurrent_runs;
+  }
   if (KILN_HAS(log_user_data) && options->log) {
     kiln_log_fn fn = options->log;
     void* user = options->log_user_data;

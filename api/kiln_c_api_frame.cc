@@ -102,6 +102,12 @@ kiln_status_t* kiln_session_timeline(const kiln_session_t* session, VkSemaphore*
   if (!session) return null_arg("session");
   if (!out_semaphore) return null_arg("out_semaphore");
   if (!session->vulkan_model()) return not_vulkan("kiln_session_timeline");
+  if (session->vulkan_model()->run_slots() > 1)
+    return make_status(KILN_FAILED_PRECONDITION,
+                       "the session has " + std::to_string(session->vulkan_model()->run_slots()) +
+                           " run slots (max_concurrent_runs), each with a timeline semaphore of its own, so its "
+                           "tickets are no values of one semaphore; have submissions signal a semaphore of yours "
+                           "(kiln_vulkan_submit_sync_t.signals)");
   const VkSemaphore timeline = session->vulkan_model()->timeline();
   if (timeline == VK_NULL_HANDLE)
     return make_status(KILN_FAILED_PRECONDITION,
@@ -134,6 +140,10 @@ kiln_status_t* kiln_session_memory(const kiln_session_t* session, kiln_device_me
   out_memory->staging_bytes = use.staging;
   out_memory->total_bytes = use.total;
   out_memory->limit_bytes = use.limit;
+  if (out_memory->struct_size >= offsetof(kiln_device_memory_t, per_run_bytes) + sizeof(out_memory->per_run_bytes)) {
+    out_memory->run_slots = use.run_slots;
+    out_memory->per_run_bytes = use.per_run;
+  }
   return nullptr;
 }
 

@@ -18,7 +18,10 @@
 //     with room for fewer recordings than shapes (evicted while tickets of
 //     other shapes are pending);
 //   * zero-copy runs (inputs and outputs in the host's VkBuffers, bound and
-//     forgotten every run) on a session per thread.
+//     forgotten every run) on a session per thread;
+//   * one session with a run slot per thread (max_concurrent_runs): runs
+//     and submissions of one shape from every thread at once, while another
+//     thread reads the session's memory report.
 //
 // Also built with ThreadSanitizer by the `tsan` ctest (tests/tsan/), which
 // is where a data race shows up; here, the outputs are what is checked.
@@ -483,6 +486,58 @@ TEST_P(CApiVulkanStressTest, SubmitAndWaitFromThreadsOnOneSession) {
 
 TEST_P(CApiVulkanStressTest, SubmitAndWaitWhileRecordingsAreEvicted) {
   submit_and_wait_from_threads(/*max_signatures=*/2);
+}
+
+// Run slots: one session with a slot per thread, every thread running and
+// submitting inputs of the same shape (with one slot, submissions of one
+// shape would refuse each other while a ticket is pending), each output
+// checked against the reference; then the other shapes, growing each slot's
+// activation memory while other slots run. One more thread reads the memory
+// report meanwhile.
+TEST_P(CApiVulkanStressTest, RunSlotsRunOneShapeFromThreads) {
+  Session session;
+  kiln_session_options_t o = options(KILN_BACKEND_VULKAN);
+  o.max_concurrent_runs = kThreads;
+  Error created = Session::create(model_, o, session);
+  ASSERT_FALSE(created) << created.to_string();
+  std::atomic<int> running{kThreads};
+  run_threads(kThreads + 1, [&](int t) -> std::string {
+    if (t == kThreads) {
+      std::string failure;
+      while (running.load() > 0 && failure.empty()) {
+        kiln_device_memory_t memory{};
+        memory.struct_size = sizeof(memory);
+        if (Error e{kiln_session_memory(session.get(), &memory)}) failure = "memory: " + e.to_string();
+        else if (memory.run_slots != kThreads) failure = "memory: " + std::to_string(memory.run_slots) + " run slots";
+      }
+      return failure;
+    }
+    std::string failure;
+    for (int i = 0; i < kRunsPerThread && failure.empty(); ++i) {
+      // The first runs all of shape kRows[1], then each thread its own.
+      const size_t shape = i < kRunsPerThread / 2 ? 1 : static_cast<size_t>(t);
+      const size_t index = shape * kVariants + static_cast<size_t>(t + i) % kVariants;
+      if (i % 2 == 0) {
+        failure = run_case(session, index);
+        continue;
+      }
+      const Case& c = cases_[index];
+      const kiln_tensor_t* in[] = {c.x.get()};
+      uint64_t ticket = 0;
+      kiln_tensor_t* raw[2] = {nullptr, nullptr};
+      Error e(kiln_session_submit(session.get(), in, 1, nullptr, &ticket));
+      if (!e) e = Error(kiln_session_wait(session.get(), ticket, UINT64_MAX, raw, 2));
+      if (e) {
+        failure = "submit/wait (rows " + std::to_string(c.rows) + "): " + e.to_string();
+        break;
+      }
+      std::vector<Tensor> out;
+      for (kiln_tensor_t* r : raw) out.emplace_back(r);
+      failure = compare(c, out, /*exact=*/false);
+    }
+    running.fetch_sub(1);
+    return failure;
+  });
 }
 
 }  // namespace

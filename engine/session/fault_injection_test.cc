@@ -13,6 +13,12 @@
 //     shared validated instance and destroyed after the case, so the
 //     validation layer reports any Vulkan object left alive (a test failure)
 //     and ASan/LSan builds report host memory (fuzz/README.md says how).
+//
+// Once more with two run slots (VulkanModelOptions::concurrent_runs) for
+// allocations, the whole run ending with two submissions in flight at once
+// (the second in the second slot, which then allocates its own activation
+// memory and staging): a failure in either slot is a status, leaks nothing,
+// and the context recovers.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -83,6 +89,12 @@ class FaultInjection : public vk::testing::VulkanTest {
     host.queue_family_index = c.device->queue_family();
     host.get_instance_proc_addr = instance().fn().vkGetInstanceProcAddr;
     host.instance_api_version = instance().api_version();
+    // Submissions (run slots) need the timeline semaphores the device has.
+    VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    f12.timelineSemaphore = c.device->enabled().timeline_semaphore ? VK_TRUE : VK_FALSE;
+    VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    features.pNext = &f12;
+    if (run_slots_ > 1) host.enabled_features = &features;
     auto context = runtime::VulkanContext::wrap(host);
     EXPECT_TRUE(context.ok()) << context.status().to_string();
     if (context.ok()) c.context = std::move(*context);
@@ -94,7 +106,15 @@ class FaultInjection : public vk::testing::VulkanTest {
     o.backend = BackendChoice::kVulkan;
     o.context = context;
     o.plugins.load_environment = false;
+    o.vulkan.concurrent_runs = run_slots_;
     return o;
+  }
+
+  bool matches_expected(const Tensor& y) const {
+    if (y.shape() != expected_.shape()) return false;
+    for (int64_t i = 0; i < y.numel(); ++i)
+      if (std::abs(y.get_f64(i) - expected_.get_f64(i)) > 1e-5) return false;
+    return true;
   }
 
   // Two runs must give the reference's output.
@@ -121,6 +141,16 @@ class FaultInjection : public vk::testing::VulkanTest {
     for (int run = 0; run < 2; ++run) {
       auto out = session->run({input_});
       if (!out.ok()) return out.status();
+    }
+    if (run_slots_ > 1) {
+      // Two submissions before either wait: the second slot takes the second.
+      runtime::VulkanModel& model = *session->vulkan_model();
+      KILN_ASSIGN_OR_RETURN(const uint64_t first, model.submit({input_}, {}, {}));
+      KILN_ASSIGN_OR_RETURN(const uint64_t second, model.submit({input_}, {}, {}));
+      for (uint64_t ticket : {first, second}) {
+        KILN_ASSIGN_OR_RETURN(std::vector<Tensor> out, model.wait(ticket, UINT64_MAX));
+        if (!matches_expected(out[0])) return internal_error("ticket " + std::to_string(ticket) + " gave a wrong output");
+      }
     }
     return ok_status();
   }
@@ -185,6 +215,7 @@ class FaultInjection : public vk::testing::VulkanTest {
     EXPECT_TRUE(runs_correctly(*fresh));
   }
 
+  size_t run_slots_ = 1;
   std::unique_ptr<ir::Graph> model_;
   Tensor input_;
   Tensor expected_;
@@ -200,6 +231,31 @@ TEST_F(FaultInjection, EveryFailingCallIsAStatusAndTheContextRecovers) {
                                 VK_ERROR_OUT_OF_HOST_MEMORY, VK_ERROR_OUT_OF_HOST_MEMORY};
   for (int site = 0; site < vk::kFaultSiteCount; ++site)
     for (uint64_t n = 1; n <= calls[site] && !HasFatalFailure(); ++n) inject(FaultSite(site), n, result_of[site]);
+}
+
+TEST_F(FaultInjection, AllocationsOfASecondRunSlotFailCleanly) {
+  run_slots_ = 2;
+  {
+    // Both slots ran: each holds one run's activations and staging.
+    Case c = open_case();
+    ASSERT_TRUE(c.context);
+    std::unique_ptr<Session> session;
+    const Status s = whole_run(c.context.get(), session);
+    ASSERT_TRUE(s.ok()) << s.to_string();
+    const runtime::DeviceMemoryUse use = session->vulkan_model()->memory();
+    EXPECT_EQ(use.run_slots, 2u);
+    EXPECT_GT(use.per_run, 0u);
+    EXPECT_EQ(use.activations + use.staging, 2 * use.per_run);
+  }
+  const std::vector<uint64_t> calls = count_calls();
+  ASSERT_EQ(calls.size(), size_t{vk::kFaultSiteCount});
+  const int site = static_cast<int>(FaultSite::kAllocation);
+  run_slots_ = 1;
+  const std::vector<uint64_t> one_slot = count_calls();
+  run_slots_ = 2;
+  ASSERT_GT(calls[site], one_slot[site]) << "the second slot allocated nothing: the sweep would not reach it";
+  for (uint64_t n = 1; n <= calls[site] && !HasFatalFailure(); ++n)
+    inject(FaultSite::kAllocation, n, VK_ERROR_OUT_OF_DEVICE_MEMORY);
 }
 
 TEST_F(FaultInjection, DeviceLossIsStickyWhereverItHappens) {

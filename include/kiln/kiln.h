@@ -7,7 +7,9 @@
  * accept NULL.
  *
  * Thread-safety: a model may be shared by several threads once loaded; a
- * session's run is thread-safe; a tensor must not be written concurrently.
+ * session's run is thread-safe (runs take turns unless the session has
+ * several run slots, kiln_session_options_t.max_concurrent_runs); a tensor
+ * must not be written concurrently.
  *
  * Vulkan: sessions run on a Vulkan device Kiln creates, or on the host
  * application's own VkDevice and queue (kiln_vulkan_device_wrap), with
@@ -272,6 +274,18 @@ typedef struct kiln_session_options_t {
    * session, or a first run of new input shapes, fails with
    * KILN_OUT_OF_MEMORY naming what needed how much and the limit. */
   uint64_t device_memory_limit;
+  /* \since 0.2. Vulkan sessions: how many runs of the session may be in
+   * progress at once (kiln_session_run from several threads, submissions
+   * not yet waited for), 1 to 64; 0 means 1. Each is a run slot with its
+   * own activation memory, staging, descriptor sets, command buffers and
+   * timeline (see "Concurrent runs" in kiln_vulkan.h); the compiled model
+   * (plan, kernels, pipelines, weights) is shared. A slot allocates its
+   * activation memory when it first runs, so memory grows with the runs
+   * actually in progress together, up to one slot's worth each
+   * (kiln_device_memory_t.per_run_bytes); device_memory_limit applies to
+   * all slots together (a run that would pass it, counting the memory the
+   * other slots held after their last run, fails with OUT_OF_MEMORY). */
+  uint32_t max_concurrent_runs;
 } kiln_session_options_t;
 
 /* A model prepared for one backend. Single owner: create/destroy. */
@@ -301,7 +315,9 @@ KILN_API kiln_backend_t kiln_session_backend(const kiln_session_t* session);
  * output buffers hold the results (see kiln/kiln_vulkan.h for the barriers).
  * Thread-safe. Errors: INVALID_ARGUMENT (wrong count, dtype or shape; the
  * message names the input), binding errors (kiln_session_bind_vulkan_buffer),
- * DEVICE_LOST, or a kernel error naming the node. */
+ * DEVICE_LOST, or a kernel error naming the node. With several run slots
+ * (max_concurrent_runs), calls from several threads run at once, each in an
+ * idle slot; otherwise they take turns. */
 KILN_API KILN_NODISCARD kiln_status_t* kiln_session_run(kiln_session_t* session, const kiln_tensor_t* const* inputs,
                                                         size_t input_count, kiln_tensor_t** out_outputs,
                                                         size_t output_count);

@@ -320,7 +320,33 @@ KILN_API void kiln_session_forget_vulkan_image(kiln_session_t* session, VkImage 
  * returns its outputs and forgets it); the outputs of tickets never waited
  * for are kept until the session is destroyed. Destroying a session waits
  * for its pending submissions (so signal the host semaphores they wait on
- * first). */
+ * first).
+ *
+ * Concurrent runs (kiln_session_options_t.max_concurrent_runs = N > 1):
+ * the session keeps N run slots over one compiled model. What a run writes
+ * is a slot's own: activation memory, staging for host-memory inputs and
+ * outputs, descriptor sets, command buffers, timestamp queries, model
+ * state, and a timeline semaphore; the plan, kernels, pipelines and
+ * weights are shared and never written by runs. kiln_session_run and
+ * kiln_session_submit take an idle slot (of those, the one with the fewest
+ * tickets not yet waited for) and block only while all N are inside a run
+ * or submit call. So N submissions of the same shapes with host-memory
+ * inputs and outputs can be in flight at once (with one slot the second is
+ * FAILED_PRECONDITION until the first is waited for), and N threads'
+ * kiln_session_run calls upload, record and read back at once.
+ * Ownership: slots live as long as the session; a slot's memory is
+ * allocated by its first run of given shapes (kiln_session_memory reports
+ * per_run_bytes). Synchronization: a slot's submissions run one after
+ * another on its own timeline; submissions of different slots are not
+ * ordered against each other by Kiln (order them with sync semaphores if
+ * they must be). Every slot submits to the session's one queue, where each
+ * run's entry barrier (ALL_COMMANDS -> COMPUTE_SHADER) still makes the
+ * device execute them one after another; what the slots remove is the
+ * CPU-side serialization and the shared staging. Tickets then encode the
+ * slot (slot timeline value * N + slot) and are no values of one semaphore:
+ * kiln_session_timeline is FAILED_PRECONDITION, and a host that must wait
+ * on the GPU passes a semaphore of its own in sync->signals.
+ * kiln_session_record records into the first slot's memory. */
 
 /* One semaphore a submission waits on or signals: a timeline semaphore at
  * `value`, or a binary semaphore (value ignored). `stage` (waits only): the
@@ -349,15 +375,18 @@ typedef struct kiln_vulkan_submit_sync_t {
  * identifies it. Inputs are as for kiln_session_run (NULL for inputs bound
  * to VkBuffers); host-memory inputs are copied during the call, so the
  * caller may free or reuse them at once. The submission waits on
- * sync->waits, runs after every earlier submission of this session, and
- * signals sync->signals and the session's timeline at *out_ticket (sync
- * may be NULL).
+ * sync->waits, runs after every earlier submission of this session (of
+ * its run slot, when the session has several: "Concurrent runs" above),
+ * and signals sync->signals and the session's timeline at *out_ticket
+ * (sync may be NULL).
  *
  * No CPU wait, except: the first submit of new input shapes or bindings
  * records commands, and first waits for the session's earlier submissions
  * (recording may reuse their memory); a submit of a run whose inputs and
  * outputs share staging memory with a still-running ticket of the same
- * shapes and bindings is refused instead (below).
+ * shapes and bindings is refused instead (below). With several run slots,
+ * both concern the slot the submit takes (one with no ticket pending,
+ * while there is one: "Concurrent runs" above).
  *
  * Only a run that is one device submission can be submitted: no node run on
  * the host, no If or Loop the host decides, no output shape read back
@@ -375,7 +404,7 @@ typedef struct kiln_vulkan_submit_sync_t {
  * VK_NULL_HANDLE semaphores).
  *
  * Thread-safety: may be called from any thread; submissions of one session
- * are serialized. The queue is externally synchronized (as for
+ * are serialized (of one run slot, with max_concurrent_runs). The queue is externally synchronized (as for
  * kiln_session_run). A submission waiting on a host semaphore blocks every
  * later submission to the queue (Vulkan's submission order), including
  * kiln_session_run's and the recording wait above: signal it before any
@@ -407,7 +436,8 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_session_wait(kiln_session_t* session
  * complete. Owned by the session (never destroy it; valid until the session
  * is destroyed); the host may wait on it in its own submissions, never
  * signal it. Thread-safe. Errors: FAILED_PRECONDITION (not a Vulkan
- * session, or the device has no timeline semaphores). */
+ * session, the device has no timeline semaphores, or the session has
+ * several run slots, each with a timeline of its own). */
 KILN_API KILN_NODISCARD kiln_status_t* kiln_session_timeline(const kiln_session_t* session,
                                                              VkSemaphore* out_semaphore);
 
@@ -439,6 +469,13 @@ typedef struct kiln_device_memory_t {
   uint64_t total_bytes;
   /* kiln_session_options_t.device_memory_limit (0: none). */
   uint64_t limit_bytes;
+  /* \since 0.2. The session's run slots (max_concurrent_runs), and the most
+   * device memory one of them holds alone: its activations and staging
+   * (and, past the first slot, its copy of the model state). The fields
+   * above sum over the slots; the weights are counted once. A slot that
+   * never ran holds next to nothing. */
+  uint32_t run_slots;
+  uint64_t per_run_bytes;
 } kiln_device_memory_t;
 
 /* Fills *out_memory (whose struct_size the caller set) with what the

@@ -27,7 +27,9 @@ CC=gcc CXX=g++ cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Tsan \
 tests=(
   "api/kiln_c_api_stress_test:*"                                  # threads x shapes x sessions, both backends
   "api/kiln_c_api_frame_test:*Submit*:*HostMemory*"                # kiln_session_submit / wait
+  "api/kiln_c_api_concurrent_test:*"                               # runs of one model in several run slots
   "engine/runtime/vulkan/kiln_runtime_vulkan_test:*"               # incl. runs of one compiled model at once
+  "engine/runtime/vulkan/kiln_vulkan_run_slots_test:*"             # submissions of two run slots in flight at once
   "engine/session/kiln_session_test:*"                             # sessions compiling on several threads
   "engine/runtime/vulkan/kiln_vulkan_parallel_compile_test:*"      # kernels compiled on several threads
   "platform/vulkan/kiln_vulkan_test:KernelCache*:ParallelJobs*"    # the kernel cache and its job pool

@@ -48,7 +48,7 @@ class ControlFlowExecutor {
   // fallbacks, kernels (when profiling), branches and loops of `out`.
   // Errors: the hooks' and the submitter's; kInvalidArgument for a trip
   // count that is not one element or a Loop that would never end. Not
-  // thread-safe (the model's mutex serializes runs).
+  // thread-safe (the run slot's mutex serializes its runs).
   Status run(Signature& sig, VulkanRunStats& out);
 
  private:

@@ -59,17 +59,12 @@ planner::TargetInfo target_info(const vk::Device& device) {
   return t;
 }
 
-VulkanModel::VulkanModel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-VulkanModel::~VulkanModel() {
-  if (impl_) (void)impl_->device.wait_idle();
-}
-
-const planner::ExecutionPlan& VulkanModel::plan() const { return impl_->plan; }
-const VulkanCompileStats& VulkanModel::compile_stats() const { return impl_->compile_stats; }
-
 StatusOr<std::unique_ptr<VulkanModel>> VulkanModel::compile(vk::Device& device, vk::KernelCache& cache,
                                                             const ir::Graph& graph, const VulkanModelOptions& options) {
   KILN_RETURN_IF_ERROR(device.status());
+  if (options.concurrent_runs < 1 || options.concurrent_runs > kMaxConcurrentRuns)
+    return invalid_argument("concurrent runs must be 1 to " + std::to_string(kMaxConcurrentRuns) + ", not " +
+                            std::to_string(options.concurrent_runs));
   auto impl = std::make_unique<Impl>(device, cache, graph);
   impl->options = options;
   impl->target = target_info(device);
@@ -93,7 +88,14 @@ StatusOr<std::unique_ptr<VulkanModel>> VulkanModel::compile(vk::Device& device, 
   KILN_ASSIGN_OR_RETURN(impl->descriptors, vk::DescriptorAllocator::create(device));
   KILN_RETURN_IF_ERROR(impl->upload_constants());
   impl->compile_stats.upload_ms = ms_since(t0);
-  return std::unique_ptr<VulkanModel>(new VulkanModel(std::move(impl)));
+  // The other run slots: the same plan, kernels and weights, state of their own.
+  std::vector<std::unique_ptr<Impl>> slots;
+  slots.push_back(std::move(impl));
+  while (slots.size() < options.concurrent_runs) {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<Impl> slot, slots[0]->make_slot(slots.size()));
+    slots.push_back(std::move(slot));
+  }
+  return std::unique_ptr<VulkanModel>(new VulkanModel(std::move(slots)));
 }
 
 Status VulkanModel::Impl::compile_kernels() {
@@ -169,31 +171,20 @@ Status VulkanModel::Impl::compile_kernels() {
 
 Status VulkanModel::Impl::upload_constants() {
   // Constants some kernel binds: graph initializers and lowering-made ones;
-  // and model state, which starts as zeros.
-  std::set<TensorId> bound, stateful;
+  // and the first run slot's model state, which starts as zeros.
+  std::set<TensorId> bound;
   for (const PlanStep& step : plan.steps)
-    for (const planner::KernelTensor& kt : step.kernel.tensors) {
-      const PlanTensor& t = plan.tensors[static_cast<size_t>(kt.tensor)];
-      if (t.constant.defined()) bound.insert(kt.tensor);
-      if (t.origin == PlanTensor::Origin::kState) stateful.insert(kt.tensor);
-    }
+    for (const planner::KernelTensor& kt : step.kernel.tensors)
+      if (plan.tensors[static_cast<size_t>(kt.tensor)].constant.defined()) bound.insert(kt.tensor);
   const VkDeviceSize align = std::max<VkDeviceSize>(device.capabilities().min_storage_buffer_offset_alignment, 256);
   VkDeviceSize total = 0;
   for (TensorId id : bound) {
     const PlanTensor& t = plan.tensors[static_cast<size_t>(id)];
-    total += (std::max<size_t>(device_bytes(t.layout, t.constant.shape()), 16) + align - 1) / align * align + align;
+    total += arena_reserve(t.layout, t.constant.shape(), align);
   }
-  std::map<TensorId, Shape> state_shapes;
-  for (TensorId id : stateful) {
-    const PlanTensor& t = plan.tensors[static_cast<size_t>(id)];
-    Shape shape;
-    for (const ir::Dim& d : t.shape) {
-      if (!d.is_const()) return internal_error("state tensor %" + std::to_string(id) + " has a symbolic shape");
-      shape.push_back(d.value());
-    }
-    total += (std::max<size_t>(device_bytes(t.layout, shape), 16) + align - 1) / align * align + align;
-    state_shapes.emplace(id, std::move(shape));
-  }
+  KILN_ASSIGN_OR_RETURN(const auto stateful, state_shapes());
+  for (const auto& [id, shape] : stateful)
+    total += arena_reserve(plan.tensors[static_cast<size_t>(id)].layout, shape, align);
   if (bound.empty() && stateful.empty()) return ok_status();
   KILN_RETURN_IF_ERROR(check_memory_limit(total + (1 << 20), "the model's weights and state"));
   KILN_ASSIGN_OR_RETURN(weights_arena, vk::MemoryArena::create(device, total + (1 << 20)));
@@ -211,18 +202,9 @@ Status VulkanModel::Impl::upload_constants() {
     compile_stats.weight_bytes += bytes.size();
     weights.emplace(id, std::move(buffer));
   }
-  for (const auto& [id, shape] : state_shapes) {
-    const std::vector<std::byte> zeros(device_bytes(plan.tensors[static_cast<size_t>(id)].layout, shape));
-    KILN_ASSIGN_OR_RETURN(vk::Buffer buffer, weights_arena->create_buffer(std::max<size_t>(zeros.size(), 16)));
-    if (!zeros.empty()) KILN_RETURN_IF_ERROR(transfer->upload(buffer, zeros.data(), zeros.size()));
-    compile_stats.state_bytes += zeros.size();
-    state.emplace(id, std::move(buffer));
-  }
-  return ok_status();
-}
-
-StatusOr<std::vector<Tensor>> VulkanModel::run(const std::vector<Tensor>& inputs, VulkanRunStats* stats) const {
-  return impl_->run(inputs, stats);
+  for (const auto& [id, shape] : stateful)
+    compile_stats.state_bytes += device_bytes(plan.tensors[static_cast<size_t>(id)].layout, shape);
+  return create_state(*weights_arena, stateful);
 }
 
 }  // namespace kiln::runtime

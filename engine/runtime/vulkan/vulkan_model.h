@@ -11,10 +11,17 @@
 // compiles nothing. Barriers are recorded only between a write and a later
 // read (or a read and a later write) of the same memory.
 //
-// Thread-safety: run() may be called concurrently on one VulkanModel; runs
-// take turns (the signatures share one activation memory). For inference
-// from several threads at once, compile one model per thread (the kernel
-// cache makes the second compile cheap).
+// Run slots: what a run writes (activation memory, staging, descriptor
+// sets, command buffers, timestamp queries, model state, a timeline
+// semaphore) lives in a run slot; the plan, kernels, pipelines and weights
+// are compiled once and shared by the model's slots
+// (VulkanModelOptions::concurrent_runs, default 1). Each run() and submit()
+// takes an idle slot; runs in different slots proceed at once on the CPU,
+// and their submissions are all in flight at once on the device.
+//
+// Thread-safety: every method is thread-safe. Runs in one slot take turns
+// (its signatures share one activation memory); with one slot (the
+// default), runs from several threads take turns as before.
 #pragma once
 
 #include <chrono>
@@ -28,6 +35,7 @@
 #include "engine/base/tensor.h"
 #include "engine/ir/graph.h"
 #include "engine/runtime/vulkan/image_binding.h"
+#include "engine/runtime/vulkan/run_slots.h"
 #include "engine/runtime/run_stats.h"
 #include "planner/execution_plan.h"
 #include "platform/vulkan/debug_labels.h"
@@ -59,7 +67,18 @@ struct VulkanModelOptions {
   // staging), 0: no limit. Compiling or recording beyond it fails with
   // kOutOfMemory naming the need and the limit.
   uint64_t device_memory_limit = 0;
+  // Run slots (see the top of this file): runs and submissions that may be
+  // in progress at once, each with its own activation memory, staging,
+  // command buffers and timeline. 1 keeps one copy of that state; each
+  // further slot costs a slot's memory (DeviceMemoryUse::per_run) once it
+  // runs. The memory limit applies to all slots together (a slot counts the
+  // others' memory as of their last run or submission). At least 1, at most
+  // kMaxConcurrentRuns.
+  size_t concurrent_runs = 1;
 };
+
+// The most run slots a model may have (VulkanModelOptions::concurrent_runs).
+inline constexpr size_t kMaxConcurrentRuns = 64;
 
 // The device memory a compiled model holds now (VulkanModel::memory()).
 struct DeviceMemoryUse {
@@ -68,6 +87,13 @@ struct DeviceMemoryUse {
   uint64_t staging = 0;      // per input shapes: host-visible staging and condition buffers, separate image memory
   uint64_t total = 0;
   uint64_t limit = 0;        // VulkanModelOptions::device_memory_limit (0: none)
+  // Run slots (VulkanModelOptions::concurrent_runs), and the most device
+  // memory one slot holds alone: its activations and staging (and, past the
+  // first slot, its copy of the model state). `activations` and `staging`
+  // above are the sums over the slots; `weights` counts the shared weights
+  // once, and the other slots' state.
+  uint32_t run_slots = 1;
+  uint64_t per_run = 0;
 };
 
 // One slice of a run recorded into the host's command buffer
@@ -194,11 +220,13 @@ class VulkanModel {
 
   // Asynchronous runs (vulkan_model_async.cc). submit() does what run()
   // does up to the submission (records on first sight of the shapes and
-  // bindings, stages the given inputs) and returns a ticket at once: the
-  // value the model's timeline semaphore (timeline()) reaches when the run
-  // is complete. The submission waits on `sync.waits` (the host's
-  // semaphores), runs after every earlier submission of this model, and
-  // signals `sync.signals`. It waits on the CPU only to record new shapes
+  // bindings, stages the given inputs) and returns a ticket at once: with
+  // one run slot, the value the model's timeline semaphore (timeline())
+  // reaches when the run is complete; with several, a slot's timeline value
+  // times the slot count plus the slot. The submission waits on
+  // `sync.waits` (the host's semaphores), runs after every earlier
+  // submission of its slot (an idle slot with the fewest pending
+  // submissions), and signals `sync.signals`. It waits on the CPU only to record new shapes
   // or bindings (for earlier submissions, whose memory recording may
   // reuse). Only runs that are one device submission qualify: no host
   // fallback, If or Loop decided on the host, or sub-graph boundary, and
@@ -218,8 +246,8 @@ class VulkanModel {
   // kUnavailable when the timeout passed first (the ticket stays valid),
   // kInvalidArgument for an unknown ticket, kDeviceLost.
   StatusOr<std::vector<Tensor>> wait(uint64_t ticket, uint64_t timeout_ns) const;
-  // Records the run with every input and output in `bindings` into the
-  // host's command buffer `cmd` (begun, of a compute-capable family of this
+  // Records the run (in the first run slot's memory) with every input and
+  // output in `bindings` into the host's command buffer `cmd` (begun, of a compute-capable family of this
   // device), for the host to submit: an entry barrier (writes of all
   // earlier commands -> the kernels), the dispatches, an exit barrier (the
   // kernels' writes -> all later commands and the host). Records the
@@ -252,8 +280,11 @@ class VulkanModel {
   // The device memory the model holds now. Thread-safe.
   DeviceMemoryUse memory() const;
   // The timeline semaphore tickets are values of (VK_NULL_HANDLE when the
-  // device has no timeline semaphores).
+  // device has no timeline semaphores, or when the model has several run
+  // slots: each has a timeline of its own).
   VkSemaphore timeline() const;
+  // VulkanModelOptions::concurrent_runs.
+  size_t run_slots() const { return slots_.size(); }
   // How long run() and wait() poll before blocking (vk::Submitter::set_spin;
   // vk::kAutoSpin, the default, follows the runs' durations).
   void set_wait_spin(std::chrono::microseconds spin) const;
@@ -268,8 +299,11 @@ class VulkanModel {
   struct Impl;
 
  private:
-  explicit VulkanModel(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  explicit VulkanModel(std::vector<std::unique_ptr<Impl>> slots);
+  // The run slots; the first also answers what does not depend on a run
+  // (the plan, io_layout, record_into).
+  std::vector<std::unique_ptr<Impl>> slots_;
+  std::unique_ptr<RunSlots> pool_;
 };
 
 }  // namespace kiln::runtime

@@ -124,19 +124,4 @@ void VulkanModel::Impl::keep_ticket_outputs(Signature& sig) {
   it->second.sig = nullptr;
 }
 
-StatusOr<uint64_t> VulkanModel::submit(const std::vector<Tensor>& inputs, const DeviceBindings& bindings,
-                                       const vk::SubmitSync& sync) const {
-  return impl_->submit(inputs, bindings, sync);
-}
-
-StatusOr<bool> VulkanModel::poll(uint64_t ticket) const { return impl_->poll(ticket); }
-
-StatusOr<std::vector<Tensor>> VulkanModel::wait(uint64_t ticket, uint64_t timeout_ns) const {
-  return impl_->wait(ticket, timeout_ns);
-}
-
-VkSemaphore VulkanModel::timeline() const { return impl_->submitter->timeline(); }
-
-void VulkanModel::set_wait_spin(std::chrono::microseconds spin) const { impl_->submitter->set_spin(spin); }
-
 }  // namespace kiln::runtime

@@ -58,7 +58,7 @@ Status VulkanModel::Impl::record_into(VkCommandBuffer cmd, const DeviceBindings&
 }
 
 Status VulkanModel::record_into(VkCommandBuffer cmd, const DeviceBindings& bindings) const {
-  return impl_->record_into(cmd, bindings);
+  return slots_[0]->record_into(cmd, bindings);
 }
 
 }  // namespace kiln::runtime

@@ -165,10 +165,8 @@ void VulkanModel::Impl::forget_image(VkImage image) {
   }
 }
 
-void VulkanModel::forget_image(VkImage image) const { impl_->forget_image(image); }
-
 StatusOr<Shape> VulkanModel::image_binding_shape(const std::string& name, const ExternalImage& image) const {
-  KILN_RETURN_IF_ERROR(impl_->check_image_io(name, image).status());
+  KILN_RETURN_IF_ERROR(slots_[0]->check_image_io(name, image).status());
   return image_tensor_shape(image);
 }
 

@@ -1,7 +1,12 @@
-// VulkanModel's internals: the compiled state shared by all runs, and the
-// per-shape-signature state (concrete shapes, memory, recorded commands).
+// VulkanModel's internals: the compiled state shared by all runs
+// (CompiledPlan), one run slot's state (VulkanModel::Impl), and the
+// per-shape-signature state of a slot (concrete shapes, memory, recorded
+// commands).
 #pragma once
 
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -13,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/runtime/vulkan/device_data.h"
 #include "engine/runtime/vulkan/hazard_tracker.h"
 #include "engine/runtime/vulkan/signature_cache.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
@@ -33,6 +39,13 @@ using planner::TensorId;
 
 struct ArenaLayout;  // place_tensors' blocks before offsets (vulkan_model_place.cc)
 class Recorder;      // recorder.h
+
+// What a constant or state buffer of `shape` reserves in an arena whose
+// buffers start at multiples of `align`: its bytes (at least 16) rounded up,
+// plus one alignment of slack.
+inline VkDeviceSize arena_reserve(const planner::DeviceLayout& layout, const Shape& shape, VkDeviceSize align) {
+  return (std::max<size_t>(device_bytes(layout, shape), 16) + align - 1) / align * align + align;
+}
 
 using Clock = std::chrono::steady_clock;
 inline double ms_since(Clock::time_point t0) {
@@ -195,9 +208,55 @@ struct Signature {
   std::map<std::string, std::unique_ptr<Signature>> continuations;
 };
 
+// What every run slot of a compiled model shares, written by compile() before
+// a second slot exists and read-only afterwards: the plan, the generated
+// kernels, their pipelines (owned by the device's KernelCache) and the
+// weights. Model state (PlanTensor::Origin::kState) is not here: kernels
+// write it, so each slot has its own.
+struct CompiledPlan {
+  planner::ExecutionPlan plan;
+  VulkanCompileStats compile_stats;
+  std::vector<planner::GeneratedKernel> kernels;        // per step
+  std::vector<const vk::ComputePipeline*> pipelines;    // per step (null unless dispatch)
+  // Constants (`weights`), and the first slot's model state, in one memory
+  // allocated at compile.
+  std::unique_ptr<vk::MemoryArena> weights_arena;
+  std::map<TensorId, vk::Buffer> weights;
+  // Each slot's own device memory (Impl::slot_bytes) as of its last run,
+  // submission or forget (Impl::publish_memory): what the memory limit
+  // counts of the other slots without taking their locks.
+  std::array<std::atomic<uint64_t>, kMaxConcurrentRuns> slot_bytes{};
+};
+
+// One run slot (VulkanModelOptions::concurrent_runs): everything a run
+// writes — activation memory, staging, descriptor sets, command buffers,
+// timestamp queries, model state, its own Submitter and timeline — over the
+// CompiledPlan it shares with the model's other slots. Runs in one slot take
+// turns (`mutex`); runs in different slots share nothing they write.
 struct VulkanModel::Impl {
-  Impl(vk::Device& d, vk::KernelCache& c, const ir::Graph& g) : device(d), cache(c), graph(g) {}
+  Impl(vk::Device& d, vk::KernelCache& c, const ir::Graph& g,
+       std::shared_ptr<CompiledPlan> shared = std::make_shared<CompiledPlan>())
+      : device(d), cache(c), graph(g), compiled(std::move(shared)) {}
   ~Impl();
+
+  // Another slot over the same CompiledPlan, with its own submitter,
+  // transfer, descriptor pools and zero-filled model state
+  // (vulkan_model_slots.cc). Errors: VkResult errors, kOutOfMemory (the
+  // state beyond device_memory_limit).
+  StatusOr<std::unique_ptr<Impl>> make_slot(size_t index) const;
+  // The shapes of the model-state tensors kernels bind (constant dims).
+  // Errors: kInternal for a symbolic one.
+  StatusOr<std::map<TensorId, Shape>> state_shapes() const;
+  // Allocates this slot's `state` buffers from `arena` and zero-fills them.
+  Status create_state(vk::MemoryArena& arena, const std::map<TensorId, Shape>& shapes);
+  // This slot's own device memory (not the weights): activations, staging
+  // and, for slots after the first, their model state. With `mutex` held.
+  uint64_t slot_bytes() const;
+  // Publishes slot_bytes() for the other slots' memory-limit checks (takes
+  // `mutex`), and reads what they published.
+  void publish_memory();
+  uint64_t other_slots_bytes() const;
+  size_t slot_index = 0;  // in the model's slots
 
   Status compile_kernels();
   Status upload_constants();
@@ -416,21 +475,25 @@ struct VulkanModel::Impl {
   const ir::Graph& graph;
   VulkanModelOptions options;
   planner::TargetInfo target;
-  planner::ExecutionPlan plan;
-  VulkanCompileStats compile_stats;
-  std::vector<planner::GeneratedKernel> kernels;        // per step
-  std::vector<const vk::ComputePipeline*> pipelines;    // per step (null unless dispatch)
-  // Constants (`weights`) and model state (`state`: PlanTensor::Origin::kState,
-  // zero-filled once here and kept across runs; no signature's arena ever
-  // holds it) in one memory allocated at compile.
-  std::unique_ptr<vk::MemoryArena> weights_arena;
-  std::map<TensorId, vk::Buffer> weights;
+  // The compiled model, shared with the other slots; the references below
+  // name its parts (written only by compile(), on the first slot).
+  std::shared_ptr<CompiledPlan> compiled;
+  planner::ExecutionPlan& plan = compiled->plan;
+  VulkanCompileStats& compile_stats = compiled->compile_stats;
+  std::vector<planner::GeneratedKernel>& kernels = compiled->kernels;
+  std::vector<const vk::ComputePipeline*>& pipelines = compiled->pipelines;
+  std::unique_ptr<vk::MemoryArena>& weights_arena = compiled->weights_arena;
+  std::map<TensorId, vk::Buffer>& weights = compiled->weights;
+  // This slot's model state (PlanTensor::Origin::kState: zero-filled once
+  // and kept across runs; no signature's arena ever holds it): the first
+  // slot's in weights_arena, the others' in `state_arena`.
+  std::unique_ptr<vk::MemoryArena> state_arena;
   std::map<TensorId, vk::Buffer> state;
   std::unique_ptr<vk::Transfer> transfer;
   std::unique_ptr<vk::Submitter> submitter;
   std::unique_ptr<vk::DescriptorAllocator> descriptors;
-  // One run at a time: every root signature's arena is the same activation
-  // memory. Guards everything below.
+  // One run of this slot at a time: every root signature's arena is the
+  // same activation memory. Guards everything below.
   std::mutex mutex;
   std::map<std::string, std::unique_ptr<Signature>> signatures;
   std::vector<std::shared_ptr<vk::MemoryArena>> activation_memory;  // by depth

@@ -3,13 +3,13 @@
 // bounded cache of recorded signatures.
 //
 // Each signature's arena plan (planner/memory/arena.h) is made for its own shapes,
-// but the memory it is bound in is the model's: a user who feeds a new
+// but the memory it is bound in is the run slot's: a user who feeds a new
 // sentence length every call holds the largest plan seen, not one arena per
 // length (and not one sized for a maximum shape). Runs take turns on it (the
-// model's mutex), so any two signatures may overlap in it; what a signature
-// keeps there from run to run (host values kernels bind, images made GENERAL
-// once) is written again when another signature ran in between
-// (restore_arena).
+// slot's mutex; each slot has activation memory of its own), so any two of
+// its signatures may overlap in it; what a signature keeps there from run to
+// run (host values kernels bind, images made GENERAL once) is written again
+// when another signature ran in between (restore_arena).
 
 #include <algorithm>
 #include <functional>
@@ -67,7 +67,7 @@ StatusOr<std::shared_ptr<vk::MemoryArena>> VulkanModel::Impl::activation_memory_
   // Under a memory limit the slack gives way first.
   VkDeviceSize capacity = bytes + bytes / 8 + (64 << 10);
   if (options.device_memory_limit != 0) {
-    const uint64_t held = memory_use().total;
+    const uint64_t held = memory_use().total + other_slots_bytes();
     if (held + bytes <= options.device_memory_limit)
       capacity = std::min<VkDeviceSize>(capacity, options.device_memory_limit - held);
     KILN_RETURN_IF_ERROR(check_memory_limit(capacity, "the activations of these input shapes"));
@@ -79,7 +79,8 @@ StatusOr<std::shared_ptr<vk::MemoryArena>> VulkanModel::Impl::activation_memory_
 
 DeviceMemoryUse VulkanModel::Impl::memory_use() const {
   DeviceMemoryUse use;
-  use.weights = weights_arena ? weights_arena->capacity() : 0;
+  // Weights (shared by the slots) and this slot's model state.
+  use.weights = (weights_arena ? weights_arena->capacity() : 0) + (state_arena ? state_arena->capacity() : 0);
   for (const auto& memory : activation_memory) use.activations += memory ? memory->capacity() : 0;
   std::function<uint64_t(const Signature&)> held = [&](const Signature& s) {
     uint64_t bytes = s.device_bytes;
@@ -96,17 +97,14 @@ Status VulkanModel::Impl::check_memory_limit(uint64_t extra, const std::string& 
   const uint64_t limit = options.device_memory_limit;
   if (limit == 0) return ok_status();
   const DeviceMemoryUse use = memory_use();
-  if (use.total + extra <= limit) return ok_status();
+  const uint64_t others = other_slots_bytes();
+  if (use.total + others + extra <= limit) return ok_status();
   return out_of_memory(what + " need " + std::to_string(extra) + " bytes of device memory; with the " +
-                       std::to_string(use.total) + " bytes the model holds (weights " + std::to_string(use.weights) +
-                       ", activations " + std::to_string(use.activations) + ", staging " +
-                       std::to_string(use.staging) + ") that passes its limit of " + std::to_string(limit) +
-                       " bytes (device_memory_limit)");
-}
-
-DeviceMemoryUse VulkanModel::memory() const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
-  return impl_->memory_use();
+                       std::to_string(use.total + others) + " bytes the model holds (weights " +
+                       std::to_string(use.weights) + ", activations " + std::to_string(use.activations) +
+                       ", staging " + std::to_string(use.staging) +
+                       (others ? ", other run slots " + std::to_string(others) : std::string()) +
+                       ") that passes its limit of " + std::to_string(limit) + " bytes (device_memory_limit)");
 }
 
 void VulkanModel::Impl::release(Signature& sig) {

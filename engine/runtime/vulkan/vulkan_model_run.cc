@@ -428,16 +428,9 @@ void VulkanModel::Impl::forget_buffer(VkBuffer buffer) {
   }
 }
 
-void VulkanModel::forget_buffer(VkBuffer buffer) const { impl_->forget_buffer(buffer); }
-
-StatusOr<std::vector<Tensor>> VulkanModel::run(const std::vector<Tensor>& inputs, const DeviceBindings& bindings,
-                                               VulkanRunStats* stats) const {
-  return impl_->run(inputs, bindings, stats);
-}
-
 StatusOr<planner::DeviceLayout> VulkanModel::io_layout(const std::string& name) const {
-  KILN_ASSIGN_OR_RETURN(TensorId id, impl_->io_tensor(name));
-  return impl_->plan.tensors[static_cast<size_t>(id)].layout;
+  KILN_ASSIGN_OR_RETURN(TensorId id, slots_[0]->io_tensor(name));
+  return slots_[0]->plan.tensors[static_cast<size_t>(id)].layout;
 }
 
 }  // namespace kiln::runtime

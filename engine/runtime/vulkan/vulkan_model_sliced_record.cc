@@ -99,7 +99,7 @@ StatusOr<SliceProgress> VulkanModel::Impl::record_slice(VkCommandBuffer cmd, con
 
 StatusOr<SliceProgress> VulkanModel::record_slice(VkCommandBuffer cmd, const DeviceBindings& bindings,
                                                   const SliceOptions& opts) const {
-  return impl_->record_slice(cmd, bindings, opts);
+  return slots_[0]->record_slice(cmd, bindings, opts);
 }
 
 }  // namespace kiln::runtime

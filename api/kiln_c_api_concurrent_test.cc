@@ -1,0 +1,353 @@
+// Concurrent runs of one compiled model through the C API
+// (kiln_session_options_t.max_concurrent_runs; kiln_vulkan.h, "Concurrent
+// runs").
+//
+// In flight at once: submissions of the same shapes with host-memory inputs
+// and outputs each wait on the "game's" timeline semaphore, which the test
+// signals only after all of them were submitted, so every one of them is
+// pending on the device at the same moment (polls say so; with one slot the
+// second submission is refused instead, its staging memory being the first
+// ticket's). After the signal each gives what a run of its input alone
+// gives, bit for bit (the slots share the compiled kernels). Memory: each
+// slot that ran holds one run's activations and staging, the weights are
+// held once, and a memory limit counts all slots together. Threads: runs
+// and submissions of one shape from several threads, each thread its own
+// inputs, all equal to a sequential run.
+//
+// The device is lavapipe, which has one queue: the runs' entry barriers make
+// it execute them one after another, so what is asserted is that they are
+// in flight together and independent, not that they overlap in time.
+// The "host" is the validated test instance and device: the VulkanTest
+// fixture fails on any validation message.
+#include "platform/vulkan/vk_test_env.h"  // before kiln_vulkan.h: volk includes vulkan.h itself
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "api/testing/host_device.h"
+#include "kiln/kiln_vulkan.h"  // before kiln.hpp: its Vulkan parts
+#include "kiln/kiln.hpp"
+
+namespace {
+
+using kiln::api::Error;
+using kiln::api::Model;
+using kiln::api::Session;
+using kiln::api::Tensor;
+using kiln::api::VulkanDevice;
+
+constexpr int64_t kRows = 4;
+constexpr int64_t kCols = 3;
+
+// x[4,3] -> MatMul [3,8] -> Relu -> MatMul [8,3] -> Sigmoid -> y: several
+// kernels with intermediates, so a run has activation memory of its own.
+std::string mlp_model() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("mlp");
+  auto value = [](onnx::ValueInfoProto* v, const std::string& name) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->mutable_shape()->add_dim()->set_dim_value(kRows);
+    t->mutable_shape()->add_dim()->set_dim_value(kCols);
+  };
+  value(g->add_input(), "x");
+  value(g->add_output(), "y");
+  auto weight = [&](const std::string& name, int64_t rows, int64_t cols, float scale) {
+    auto* w = g->add_initializer();
+    w->set_name(name);
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    w->add_dims(rows);
+    w->add_dims(cols);
+    for (int64_t i = 0; i < rows * cols; ++i) w->add_float_data(scale * static_cast<float>((i * 7) % 11 - 5));
+  };
+  weight("w1", kCols, 8, 0.25f);
+  weight("w2", 8, kCols, -0.125f);
+  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (const auto& i : in) n->add_input(i);
+    n->add_output(out);
+  };
+  node("MatMul", {"x", "w1"}, "h");
+  node("Relu", {"h"}, "r");
+  node("MatMul", {"r", "w2"}, "s");
+  node("Sigmoid", {"s"}, "y");
+  return m.SerializeAsString();
+}
+
+// Input number `k`: different contents for every k.
+Tensor input(int k) {
+  Tensor t;
+  EXPECT_FALSE(Tensor::create(KILN_DTYPE_FLOAT32, {kRows, kCols}, t));
+  float* x = t.data<float>();
+  for (int64_t i = 0; i < kRows * kCols; ++i) x[i] = static_cast<float>(i % 5) * 0.5f - 1.0f + 0.37f * k;
+  return t;
+}
+
+std::vector<float> values(Tensor& t) { return std::vector<float>(t.data<float>(), t.data<float>() + t.numel()); }
+std::vector<float> values(Tensor&& t) { return values(t); }
+
+class CApiConcurrentTest : public kiln::vk::testing::VulkanTest {
+ protected:
+  void SetUp() override {
+    VulkanTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_TRUE(device().enabled().timeline_semaphore) << "the test device has no timeline semaphores";
+    const std::string bytes = mlp_model();
+    Error e = Model::load_from_memory(bytes.data(), bytes.size(), model_);
+    ASSERT_FALSE(e) << e.message();
+    VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    f12.timelineSemaphore = VK_TRUE;
+    VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    features.pNext = &f12;
+    e = VulkanDevice::wrap(kiln::capi::testing::host_device(instance(), device(), &features), host_);
+    ASSERT_FALSE(e) << e.message();
+  }
+  void TearDown() override {
+    if (gate_ != VK_NULL_HANDLE) device().fn().vkDestroySemaphore(device().handle(), gate_, nullptr);
+    host_ = VulkanDevice();
+    VulkanTest::TearDown();
+  }
+
+  // A session on the wrapped test device with `slots` run slots.
+  void create(Session& session, uint32_t slots, uint64_t memory_limit = 0) {
+    kiln_session_options_t o{};
+    o.struct_size = sizeof(o);
+    o.backend = KILN_BACKEND_VULKAN;
+    o.vulkan_device = host_.get();
+    o.ignore_plugin_path = 1;
+    o.max_concurrent_runs = slots;
+    o.device_memory_limit = memory_limit;
+    Error e = Session::create(model_, o, session);
+    ASSERT_FALSE(e) << e.message();
+  }
+
+  // kiln_session_run's output for input(k).
+  std::vector<float> run(Session& session, int k) {
+    Tensor x = input(k);
+    std::vector<Tensor> out;
+    Error e = session.run({&x}, 1, out);
+    EXPECT_FALSE(e) << e.message();
+    return e ? std::vector<float>{} : values(out[0]);
+  }
+
+  kiln_device_memory_t memory(const Session& session) {
+    kiln_device_memory_t m{};
+    m.struct_size = sizeof(m);
+    EXPECT_FALSE(Error(kiln_session_memory(session.get(), &m)));
+    return m;
+  }
+
+  // The game's timeline semaphore at 0: submissions wait for it at 1.
+  void make_gate() {
+    VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+    type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+    VkSemaphoreCreateInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+    info.pNext = &type;
+    ASSERT_EQ(device().fn().vkCreateSemaphore(device().handle(), &info, nullptr, &gate_), VK_SUCCESS);
+  }
+  void open_gate() {
+    VkSemaphoreSignalInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO};
+    info.semaphore = gate_;
+    info.value = 1;
+    ASSERT_EQ(device().fn().vkSignalSemaphore(device().handle(), &info), VK_SUCCESS);
+  }
+
+  // Submits input(k) behind the gate.
+  Error submit_gated(Session& session, int k, uint64_t* ticket) {
+    Tensor x = input(k);  // copied by the submit: freed before the run
+    const kiln_tensor_t* in[] = {x.get()};
+    const kiln_vulkan_semaphore_value_t gate{gate_, 1, 0};
+    const kiln_vulkan_submit_sync_t sync{sizeof(kiln_vulkan_submit_sync_t), &gate, 1, nullptr, 0};
+    return Error(kiln_session_submit(session.get(), in, 1, &sync, ticket));
+  }
+
+  Model model_;
+  VulkanDevice host_;
+  VkSemaphore gate_ = VK_NULL_HANDLE;
+};
+
+// Two submissions of one shape on a session with two run slots, both
+// pending on the device at once; a third finds both slots' staging taken.
+// After the gate opens, each output is its input's alone, bit for bit.
+TEST_F(CApiConcurrentTest, SubmissionsOfOneShapeAreInFlightTogether) {
+  Session sequential, concurrent;
+  ASSERT_NO_FATAL_FAILURE(create(sequential, 1));
+  ASSERT_NO_FATAL_FAILURE(create(concurrent, 2));
+  const std::vector<float> want_a = run(sequential, 1), want_b = run(sequential, 2);
+  ASSERT_NE(want_a, want_b);
+  ASSERT_NO_FATAL_FAILURE(make_gate());
+
+  uint64_t a = 0, b = 0, c = 0;
+  Error e = submit_gated(concurrent, 1, &a);
+  ASSERT_FALSE(e) << e.to_string();
+  e = submit_gated(concurrent, 2, &b);
+  ASSERT_FALSE(e) << e.to_string();  // one slot: FAILED_PRECONDITION, the staging is a's (below)
+  EXPECT_NE(a, b);
+  e = submit_gated(concurrent, 3, &c);
+  EXPECT_EQ(e.code(), KILN_FAILED_PRECONDITION) << e.to_string();
+  EXPECT_NE(e.message().find("still running"), std::string::npos) << e.message();
+  // Both in flight at the same moment: submitted, and neither can have run.
+  for (uint64_t ticket : {a, b}) {
+    int done = -1;
+    ASSERT_FALSE(Error(kiln_session_poll(concurrent.get(), ticket, &done)));
+    EXPECT_EQ(done, 0) << "ticket " << ticket;
+  }
+  kiln_tensor_t* y = nullptr;
+  e = Error(kiln_session_wait(concurrent.get(), b, 0, &y, 1));
+  EXPECT_EQ(e.code(), KILN_UNAVAILABLE) << e.to_string();
+
+  ASSERT_NO_FATAL_FAILURE(open_gate());
+  e = Error(kiln_session_wait(concurrent.get(), b, UINT64_MAX, &y, 1));  // the later one first
+  ASSERT_FALSE(e) << e.to_string();
+  EXPECT_EQ(values(Tensor(y)), want_b);
+  e = Error(kiln_session_wait(concurrent.get(), a, UINT64_MAX, &y, 1));
+  ASSERT_FALSE(e) << e.to_string();
+  EXPECT_EQ(values(Tensor(y)), want_a);
+  int done = -1;
+  e = Error(kiln_session_poll(concurrent.get(), a, &done));
+  EXPECT_EQ(e.code(), KILN_INVALID_ARGUMENT) << "a ticket is waited for once: " << e.to_string();
+
+  // Each slot that ran holds what the one-slot session holds for a run;
+  // the weights are there once.
+  const kiln_device_memory_t one = memory(sequential), two = memory(concurrent);
+  EXPECT_EQ(one.run_slots, 1u);
+  EXPECT_EQ(two.run_slots, 2u);
+  EXPECT_GT(one.activation_bytes, 0u);
+  EXPECT_EQ(one.per_run_bytes, one.activation_bytes + one.staging_bytes);
+  EXPECT_EQ(two.per_run_bytes, one.per_run_bytes);
+  EXPECT_EQ(two.activation_bytes, 2 * one.activation_bytes);
+  EXPECT_EQ(two.staging_bytes, 2 * one.staging_bytes);
+  EXPECT_EQ(two.weights_bytes, one.weights_bytes);
+  EXPECT_EQ(two.total_bytes, two.weights_bytes + 2 * two.per_run_bytes);
+
+  // Tickets of several slots are no values of one semaphore.
+  VkSemaphore timeline = VK_NULL_HANDLE;
+  e = Error(kiln_session_timeline(concurrent.get(), &timeline));
+  EXPECT_EQ(e.code(), KILN_FAILED_PRECONDITION) << e.to_string();
+  EXPECT_NE(e.message().find("run slots"), std::string::npos) << e.message();
+  ASSERT_FALSE(Error(kiln_session_timeline(sequential.get(), &timeline)));
+}
+
+// With one slot (the default) the second submission of the same shapes is
+// refused while the first is pending: the behaviour slots lift.
+TEST_F(CApiConcurrentTest, OneSlotRefusesASecondSubmissionOfTheShape) {
+  Session session;
+  ASSERT_NO_FATAL_FAILURE(create(session, 0));  // 0: the default, one slot
+  ASSERT_NO_FATAL_FAILURE(make_gate());
+  uint64_t a = 0, b = 0;
+  Error e = submit_gated(session, 1, &a);
+  ASSERT_FALSE(e) << e.to_string();
+  e = submit_gated(session, 2, &b);
+  EXPECT_EQ(e.code(), KILN_FAILED_PRECONDITION) << e.to_string();
+  ASSERT_NO_FATAL_FAILURE(open_gate());
+  kiln_tensor_t* y = nullptr;
+  ASSERT_FALSE(Error(kiln_session_wait(session.get(), a, UINT64_MAX, &y, 1)));
+  kiln_tensor_destroy(y);
+  EXPECT_EQ(memory(session).run_slots, 1u);
+}
+
+// The memory limit covers all slots together: room for the weights and one
+// run (plus a few bytes) lets one slot run and refuses a second run in
+// flight beside it, naming the other slots' memory; once the first ticket is
+// waited for, its slot takes the next submission.
+TEST_F(CApiConcurrentTest, MemoryLimitCoversAllSlots) {
+  Session unlimited;
+  ASSERT_NO_FATAL_FAILURE(create(unlimited, 1));
+  const std::vector<float> want = run(unlimited, 1);
+  const kiln_device_memory_t one = memory(unlimited);
+  Session session;
+  ASSERT_NO_FATAL_FAILURE(create(session, 2, one.weights_bytes + one.per_run_bytes + 16));
+  ASSERT_NO_FATAL_FAILURE(make_gate());
+  uint64_t a = 0, b = 0;
+  Error e = submit_gated(session, 1, &a);
+  ASSERT_FALSE(e) << e.to_string();
+  e = submit_gated(session, 2, &b);
+  EXPECT_EQ(e.code(), KILN_OUT_OF_MEMORY) << e.to_string();
+  EXPECT_NE(e.message().find("other run slots"), std::string::npos) << e.message();
+  ASSERT_NO_FATAL_FAILURE(open_gate());
+  kiln_tensor_t* y = nullptr;
+  ASSERT_FALSE(Error(kiln_session_wait(session.get(), a, UINT64_MAX, &y, 1)));
+  EXPECT_EQ(values(Tensor(y)), want);
+  e = submit_gated(session, 1, &b);  // the gate is open: runs at once
+  ASSERT_FALSE(e) << e.to_string();
+  ASSERT_FALSE(Error(kiln_session_wait(session.get(), b, UINT64_MAX, &y, 1)));
+  EXPECT_EQ(values(Tensor(y)), want);
+  EXPECT_LE(memory(session).total_bytes, one.weights_bytes + one.per_run_bytes + 16);
+}
+
+TEST_F(CApiConcurrentTest, TooManySlotsIsRefused) {
+  kiln_session_options_t o{};
+  o.struct_size = sizeof(o);
+  o.backend = KILN_BACKEND_VULKAN;
+  o.vulkan_device = host_.get();
+  o.max_concurrent_runs = 65;
+  Session session;
+  Error e = Session::create(model_, o, session);
+  EXPECT_EQ(e.code(), KILN_INVALID_ARGUMENT) << e.to_string();
+  EXPECT_NE(e.message().find("max_concurrent_runs"), std::string::npos) << e.message();
+}
+
+// Threads share one session with a slot each: every thread runs and submits
+// its own inputs of the one shape, and every output equals the sequential
+// run of that input.
+TEST_F(CApiConcurrentTest, ThreadsRunAndSubmitOneShapeAtOnce) {
+  constexpr int kThreads = 4, kRounds = 4;
+  Session session;
+  ASSERT_NO_FATAL_FAILURE(create(session, kThreads));
+  std::vector<std::vector<float>> want;
+  for (int k = 0; k < kThreads * kRounds; ++k) want.push_back(run(session, k));
+  std::atomic<int> arrived{0};
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      arrived.fetch_add(1);
+      while (arrived.load() < kThreads) std::this_thread::yield();
+      for (int r = 0; r < kRounds && failures[t].empty(); ++r) {
+        const int k = t * kRounds + r;
+        Tensor x = input(k);
+        std::vector<float> got;
+        if (r % 2 == 0) {
+          std::vector<Tensor> out;
+          if (Error e = session.run({&x}, 1, out)) {
+            failures[t] = "run: " + e.to_string();
+            break;
+          }
+          got = values(out[0]);
+        } else {
+          const kiln_tensor_t* in[] = {x.get()};
+          uint64_t ticket = 0;
+          kiln_tensor_t* y = nullptr;
+          Error e(kiln_session_submit(session.get(), in, 1, nullptr, &ticket));
+          if (!e) e = Error(kiln_session_wait(session.get(), ticket, UINT64_MAX, &y, 1));
+          if (e) {
+            failures[t] = "submit/wait: " + e.to_string();
+            break;
+          }
+          got = values(Tensor(y));
+        }
+        if (got != want[static_cast<size_t>(k)]) failures[t] = "input " + std::to_string(k) + ": wrong outputs";
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
+  const kiln_device_memory_t m = memory(session);
+  EXPECT_EQ(m.run_slots, static_cast<uint32_t>(kThreads));
+  EXPECT_GT(m.per_run_bytes, 0u);
+  EXPECT_LE(m.activation_bytes + m.staging_bytes, kThreads * m.per_run_bytes);
+}
+
+}  // namespace
