@@ -81,8 +81,13 @@ void cm_load_b_split(int b, int k, int n, int k_end, out uvec4 hi, out uvec4 lo)
   [[unroll]] for (int q = 0; q < 4; ++q) {
     vec2 v = vec2(n + 2 * q < GEMM_N ? gemm_b(b, k, n + 2 * q) : 0.0,
                   n + 2 * q + 1 < GEMM_N ? gemm_b(b, k, n + 2 * q + 1) : 0.0);
-    hi[q] = packHalf2x16(v);
-    lo[q] = packHalf2x16((v - unpackHalf2x16(hi[q])) * 2048.0);
+    // v rounded to fp16 precision (nearest-even) with integer arithmetic:
+    // compilers fold unpackHalf2x16(packHalf2x16(v)) to v (the NVIDIA one
+    // does; lo was then zero), as round_f16.glsl says of image stores.
+    uvec2 bits = floatBitsToUint(v);
+    vec2 h = uintBitsToFloat((bits + 0x00000FFFu + ((bits >> 13) & 1u)) & 0xFFFFE000u);
+    hi[q] = packHalf2x16(h);
+    lo[q] = packHalf2x16((v - h) * 2048.0);
   }
 }
 //@else
