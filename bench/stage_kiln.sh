@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stages a kiln build for the GPU machine: the kiln binary (and
-# kiln_kernel_bench when built) and the shared
+# kiln_kernel_bench and game_frame when built) and the shared
 # libraries it needs that a bare machine lacks (libkiln, protobuf, onnx_proto,
 # and whatever else ldd resolves outside glibc, libstdc++ and the Vulkan
 # loader), stripped, into DEST/bin and DEST/lib, and Kiln's own plugins into
@@ -22,6 +22,8 @@ mkdir -p "$dest/bin" "$dest/lib"
 # The tool, and the per-op micro-benchmarks (bench/kernels) when built.
 binaries=("$kiln")
 [ -x "$build/bench/kernels/kiln_kernel_bench" ] && binaries+=("$build/bench/kernels/kiln_kernel_bench")
+# The game-frame example (examples/game_frame), when built.
+[ -x "$build/examples/game_frame/game_frame" ] && binaries+=("$build/examples/game_frame/game_frame")
 # Libraries every Linux machine has (or that must come from the machine
 # itself, like the Vulkan loader and the driver) stay behind.
 system='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz|libvulkan)\.'
