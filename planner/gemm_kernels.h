@@ -73,7 +73,9 @@ struct GemmProblem {
 // such tiles still fill the GPU), BK = 16, A and B tiles staged in shared
 // memory (the next K step's prefetched into registers meanwhile) and each
 // invocation holding a TM x 4 register block, TM = BM / 16.
-KernelDesc make_gemm_kernel(const GemmProblem& p);
+// `compute_units` (0: unknown) narrows the GEMV's column tiles for large
+// GPUs (gemv_columns in the .cc).
+KernelDesc make_gemm_kernel(const GemmProblem& p, int64_t compute_units = 0);
 // What every GEMM kernel variant shares: `p`'s tensors, params, helpers and
 // FLOPs plus GEMM_BATCH/M/N/K, as a kCustom kernel named `name` (the
 // variant adds body, local size and groups).

@@ -172,6 +172,19 @@ TEST_F(LowerLinalgTest, MatMulFewRows) {
   EXPECT_TRUE(check_op(matmul({3, 50}, {50, 70}, false, 25)));
 }
 
+// Every GEMV width (32 columns per workgroup, or 16 and 8 where a large GPU
+// needs more workgroups): rows of 1 and 3, N not a multiple of the width.
+TEST_F(LowerLinalgTest, GemvEveryWidth) {
+  for (const char* columns : {"8", "16", "32"}) {
+    SCOPED_TRACE(columns);
+    for (OpCheck c : {matmul({1, 70}, {70, 45}, true, 33), matmul({3, 90}, {90, 21}, true, 35)}) {
+      c.annotations[kKernelKey] = std::string("gemv_columns=") + columns;
+      c.expect_kernel = "matmul_gemv";
+      EXPECT_TRUE(check_op(c));
+    }
+  }
+}
+
 OpCheck gemm(Shape a, Shape b, Shape c, bool trans_a, bool trans_b, float alpha, float beta, uint64_t seed) {
   OpCheck g;
   g.op = "Gemm";

@@ -94,9 +94,13 @@ StatusOr<KernelHint> kernel_hint(const ir::Node& node) {
       const std::optional<int> rows = parse_int(val);
       if (!rows || !one_of(*rows, {8, 16, 32, 64})) return bad("attention_rows must be 8, 16, 32 or 64");
       hint.attention_rows = *rows;
+    } else if (key == "gemv_columns") {
+      const std::optional<int> columns = parse_int(val);
+      if (!columns || !one_of(*columns, {8, 16, 32})) return bad("gemv_columns must be 8, 16 or 32");
+      hint.gemv_columns = *columns;
     } else {
       return bad("unknown key '" + std::string(key) +
-                 "' (tile, split_k, splitk_reduce, coopmat, attention_rows)");
+                 "' (tile, split_k, splitk_reduce, coopmat, attention_rows, gemv_columns)");
     }
   }
   return hint;

@@ -4,7 +4,7 @@
 //
 //   value  "kiln.storage"      "buffer" | "image"   where the tensor lives
 //   value  "kiln.packed_axis"  "<axis>"             an image's axis in the 4 texel channels
-//   node   "kiln.kernel"       "tile=64x32,split_k=2,splitk_reduce=atomic,coopmat=off"
+//   node   "kiln.kernel"       "tile=64x32,split_k=2,splitk_reduce=atomic,coopmat=off,gemv_columns=8"
 //                              the kernel configuration of a GEMM-family
 //                              node (MatMul, Gemm, Conv lowered as GEMM; the
 //                              pointwise Conv of a depthwise-pointwise
@@ -64,7 +64,12 @@ struct KernelHint {
   // workgroup of the attention kernel, 8, 16, 32 or 64 (when its tiles fit
   // the shared memory; else the planner's choice).
   std::optional<int> attention_rows;
-  bool empty() const { return !tile_m && !split_k && !splitk_reduce && !coopmat && !attention_rows; }
+  // A GEMV's (gemm_kernels.h: M <= 4) columns per workgroup, 8, 16 or 32
+  // (else the planner's choice by the device's compute units).
+  std::optional<int> gemv_columns;
+  bool empty() const {
+    return !tile_m && !split_k && !splitk_reduce && !coopmat && !attention_rows && !gemv_columns;
+  }
 };
 
 // The value's storage hint. Errors: kInvalidArgument naming the value for an

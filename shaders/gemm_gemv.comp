@@ -2,9 +2,11 @@
 //! K slice; the K slices are summed in shared memory. Filled by
 //! planner/gemm_kernels.cc (see gemm_kernels.h for gemm_a/gemm_b/gemm_store4).
 //!   @GV_MR@  rows per workgroup (the constant M)
+//!   @GV_X@   columns per workgroup (32, 16 or 8: narrower where more
+//!            workgroups keep a large GPU's memory system busy)
 
-const int GV_X = 32;   // columns per workgroup
-const int GV_Y = 8;    // K slices per workgroup
+const int GV_X = @GV_X@;     // columns per workgroup
+const int GV_Y = 256 / GV_X;  // K slices per workgroup
 const int GV_MR = @GV_MR@;  // rows per workgroup
 shared float gv_part[GV_Y][GV_MR * GV_X];
 

@@ -122,7 +122,10 @@ typedef enum kiln_fact_t {
  *                                      splitk_reduce: K slices added by a
  *                                      second dispatch, or by the tile
  *                                      kernel's last workgroup per tile where
- *                                      the grid has a constant size)
+ *                                      the grid has a constant size;
+ *                                      attention_rows=8|16|32|64 on an
+ *                                      attention group's last MatMul;
+ *                                      gemv_columns=8|16|32 for M <= 4)
  *   node  KILN_ANNOTATION_FUSION_GROUP "<id>" (letters, digits, "_.:-", at most
  *                                      64): nodes of the main graph sharing an
  *                                      id are one fusion group, which the

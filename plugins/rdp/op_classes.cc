@@ -31,6 +31,10 @@ std::vector<OpClass> build() {
        "GroupNormalization", "LpNormalization", "Softmax", "LogSoftmax", "Hardmax", "ArgMax", "ArgMin", "Concat",
        "Gather", "GatherElements", "GatherND", "ScatterElements", "ScatterND", "Transpose", "Flatten",
        "DepthToSpace", "SpaceToDepth", "CumSum", "Trilu", "LSTM", "GRU", "RNN"});
+  // Quantization: elementwise (DynamicQuantizeLinear's scale and zero point
+  // are scalars) or their float op's shape.
+  add(DynClass::kISDOS, {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger",
+                         "QLinearMatMul", "QLinearConv"});
   add(DynClass::kISVDOS, {"Reshape", "Expand", "Squeeze", "Unsqueeze", "Tile", "OneHot", "TopK", "Split"}, {1});
   add(DynClass::kISVDOS, {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
                           "ReduceLogSumExp", "ReduceSumSquare"},
