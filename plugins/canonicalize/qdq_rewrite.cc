@@ -5,7 +5,9 @@
 //
 //   DequantizeLinear(x_q, sx, zx) ─┐
 //   DequantizeLinear(w_q, sw, zw) ─┼─ Conv ─ [Relu|Clip] ─ QuantizeLinear(sy, zy)
-//   float bias constant (optional) ┘
+//   bias (optional)                ┘
+//     (a float constant, or DequantizeLinear(int32 constant, sx*sw) as
+//     ONNX Runtime's QDQ format writes it)
 //     => QLinearConv(x_q, sx, zx, w_q, sw, zw, sy, zy, int32 bias)
 //   MatMul (B 2-D)                      => QLinearMatMul
 //   MatMul + Add(bias [N]), Gemm        => Reshape, 1x1 QLinearConv, Reshape
@@ -23,7 +25,8 @@
 // requantizes once (acc * float32(sx*sw/sy), ONNX's QLinear rounding), so
 // it differs from the float graph only by the float graph's own rounding:
 // its fp32 accumulation and one rounding of the quotient — at most one
-// quantization step, at a .5 tie. The float bias becomes the int32 bias
+// quantization step, at a .5 tie. An int32 bias dequantized with exactly
+// float32(sx*sw) is taken as is; a float bias becomes the int32 bias
 // round(b / float32(sx*sw)), as ONNX Runtime's quantizer writes it; its
 // error is at most sx*sw/2, far below a step of y (it too can only move a
 // tie). A bias that does not fit int32 leaves the pattern alone.
@@ -146,12 +149,88 @@ struct Dequantized {
 std::optional<Dequantized> dequantized(const GraphView& g, kiln_value_id_t v) {
   auto info = g.value(v);
   if (!info || info->producer == KILN_NO_ID || !is_op(g, info->producer, "DequantizeLinear")) return std::nullopt;
-  const kiln_value_id_t q = g.inputs(info->producer)[0];
+  const auto ins = g.inputs(info->producer);
+  if (ins.empty()) return std::nullopt;
+  const kiln_value_id_t q = ins[0];
   auto qinfo = g.value(q);
   if (!qinfo) return std::nullopt;
   auto params = read_params(g, info->producer, qinfo->dtype, qinfo->rank);
   if (!params) return std::nullopt;
   return Dequantized{q, *params};
+}
+
+// A bias in one of the two forms quantizers write: a float constant, or
+// (ONNX Runtime's QDQ format) DequantizeLinear(int32 constant, scale) —
+// each of `n` elements.
+struct Bias {
+  std::vector<float> values;      // a float constant
+  std::vector<int32_t> quantized; // or DequantizeLinear's int32 data
+  std::vector<float> scales;      // and its scales (one, or n)
+};
+
+std::optional<Bias> read_bias(const GraphView& g, kiln_value_id_t v, int64_t n) {
+  auto info = g.value(v);
+  if (!info || n <= 0) return std::nullopt;
+  const size_t count = static_cast<size_t>(n);
+  size_t bytes = 0;
+  Bias b;
+  if (info->is_constant) {
+    const void* data = g.constant_data(v, &bytes);
+    if (info->dtype != KILN_PLUGIN_DTYPE_FLOAT32 || !data || bytes != count * sizeof(float)) return std::nullopt;
+    b.values.resize(count);
+    std::memcpy(b.values.data(), data, bytes);
+    return b;
+  }
+  if (info->producer == KILN_NO_ID || !is_op(g, info->producer, "DequantizeLinear")) return std::nullopt;
+  const auto ins = g.inputs(info->producer);
+  if (ins.size() < 2 || g.attr_int(info->producer, "block_size", 0) != 0) return std::nullopt;
+  auto q = g.value(ins[0]);
+  const void* data = g.constant_data(ins[0], &bytes);
+  if (!q || !q->is_constant || q->dtype != KILN_PLUGIN_DTYPE_INT32 || !data || bytes != count * sizeof(int32_t))
+    return std::nullopt;
+  auto scales = f32_values(g, ins[1]);
+  if (!scales || (scales->size() != 1 && scales->size() != count)) return std::nullopt;
+  if (ins.size() > 2 && ins[2] != KILN_NO_ID) {  // an int32 zero point must be 0 (ONNX)
+    size_t zbytes = 0;
+    const void* z = g.constant_data(ins[2], &zbytes);
+    if (!z || zbytes % sizeof(int32_t) != 0) return std::nullopt;
+    std::vector<int32_t> zeros(zbytes / sizeof(int32_t));
+    std::memcpy(zeros.data(), z, zbytes);
+    for (int32_t zp : zeros)
+      if (zp != 0) return std::nullopt;
+  }
+  b.quantized.resize(count);
+  std::memcpy(b.quantized.data(), data, bytes);
+  b.scales = *scales;
+  return b;
+}
+
+// The bias as QLinearConv's int32 input, in units of float32(sx * sw[c]):
+// an int32 bias already in those units is taken as is; any other value b is
+// rounded as ONNX Runtime's quantizer rounds it, round(b / float32(sx*sw)).
+// nullopt when a value does not fit int32.
+std::optional<std::vector<int32_t>> int32_bias(const Bias& bias, float sx, const std::vector<float>& sw) {
+  const size_t n = bias.values.empty() ? bias.quantized.size() : bias.values.size();
+  std::vector<int32_t> out(n);
+  for (size_t c = 0; c < n; ++c) {
+    const float s = sx * sw[sw.size() == 1 ? 0 : c];
+    if (!(s > 0.0f) || !std::isfinite(s)) return std::nullopt;
+    float b = 0.0f;
+    if (bias.values.empty()) {
+      const float bs = bias.scales[bias.scales.size() == 1 ? 0 : c];
+      if (bs == s) {
+        out[c] = bias.quantized[c];
+        continue;
+      }
+      b = static_cast<float>(bias.quantized[c]) * bs;  // DequantizeLinear's float32 value
+    } else {
+      b = bias.values[c];
+    }
+    const double q = std::nearbyint(static_cast<double>(b / s));
+    if (!(std::fabs(q) <= 2147483647.0)) return std::nullopt;
+    out[c] = static_cast<int32_t>(q);
+  }
+  return out;
 }
 
 // The float epilogue between the linear op and the QuantizeLinear ending the
@@ -195,12 +274,11 @@ std::optional<Epilogue> epilogue(const GraphView& g, kiln_value_id_t v, bool all
     const auto ins = g.inputs(next);
     if (ins.size() != 2) return std::nullopt;
     const kiln_value_id_t bias = ins[0] == v ? ins[1] : ins[0];
-    auto shape = g.static_shape(bias);
-    auto values = f32_values(g, bias);  // rank <= 1: broadcasts along the last axis
-    if (!shape || !values || static_cast<int64_t>(values->size()) != n_cols || shape->size() != 1) return std::nullopt;
+    auto shape = g.static_shape(bias);  // [N]: broadcasts along the last axis
+    if (!shape || shape->size() != 1 || (*shape)[0] != n_cols || !read_bias(g, bias, n_cols)) return std::nullopt;
     e.bias_add = next;
     e.bias = bias;
-    v = g.outputs(next)[0];
+    v = g.outputs(next).at(0);
     next = only_reader(g, v);
     if (next == KILN_NO_ID) return std::nullopt;
   }
@@ -209,7 +287,7 @@ std::optional<Epilogue> epilogue(const GraphView& g, kiln_value_id_t v, bool all
     bounds = clamp_bounds(g, next);
     if (!bounds) return std::nullopt;
     e.clamp = next;
-    v = g.outputs(next)[0];
+    v = g.outputs(next).at(0);
     next = only_reader(g, v);
     if (next == KILN_NO_ID) return std::nullopt;
   }
@@ -242,19 +320,6 @@ bool attrs_copyable(const GraphView& g, kiln_node_id_t n) {
       return false;
   }
   return true;
-}
-
-// int32 bias = round(b / float32(sx * sw[c])) per output channel, as ONNX
-// Runtime's quantizer computes it; nullopt when a value does not fit int32.
-std::optional<std::vector<int32_t>> quantize_bias(const std::vector<float>& b, float sx, const std::vector<float>& sw) {
-  std::vector<int32_t> out(b.size());
-  for (size_t c = 0; c < b.size(); ++c) {
-    const float s = sx * sw[sw.size() == 1 ? 0 : c];
-    const double q = std::nearbyint(static_cast<double>(b[c] / s));
-    if (!(s > 0.0f) || !(std::fabs(q) <= 2147483647.0)) return std::nullopt;
-    out[c] = static_cast<int32_t>(q);
-  }
-  return out;
 }
 
 class FuseQdq : public kiln::plugin::Pass {
@@ -290,7 +355,7 @@ class FuseQdq : public kiln::plugin::Pass {
     return rw.add_constant(name, p.dtype, {}, &zero, 1);
   }
 
-  static kiln_value_id_t int32_bias(Rewriter& rw, const std::vector<int32_t>& b, const std::string& name) {
+  static kiln_value_id_t add_int32_bias(Rewriter& rw, const std::vector<int32_t>& b, const std::string& name) {
     return rw.add_constant(name, KILN_PLUGIN_DTYPE_INT32, {static_cast<int64_t>(b.size())}, b.data(),
                            b.size() * sizeof(int32_t));
   }
@@ -318,9 +383,9 @@ class FuseQdq : public kiln::plugin::Pass {
     if (!wp.per_tensor() && (wp.axis != 0 || static_cast<int64_t>(wp.scales.size()) != m)) return;
     std::optional<std::vector<int32_t>> bias;
     if (ins.size() > 2 && ins[2] != KILN_NO_ID) {
-      auto b = f32_values(g, ins[2]);
-      if (!b || static_cast<int64_t>(b->size()) != m) return;
-      bias = quantize_bias(*b, ops->x.params.scales[0], wp.scales);
+      auto b = read_bias(g, ins[2], m);
+      if (!b) return;
+      bias = int32_bias(*b, ops->x.params.scales[0], wp.scales);
       if (!bias) return;
     }
     auto e = epilogue(g, g.outputs(conv)[0], false, 0);
@@ -330,7 +395,7 @@ class FuseQdq : public kiln::plugin::Pass {
     std::vector<kiln_value_id_t> qins = {ops->x.data,  ops->x.params.scale, zero_point(rw, ops->x.params, base + "_x_zero_point"),
                                          ops->w.data,  wp.scale,            zero_point(rw, wp, base + "_w_zero_point"),
                                          e->out.scale, zero_point(rw, e->out, base + "_y_zero_point")};
-    if (bias) qins.push_back(int32_bias(rw, *bias, base + "_bias_int32"));
+    if (bias) qins.push_back(add_int32_bias(rw, *bias, base + "_bias_int32"));
     erase_epilogue(rw, *e);
     const auto info = g.node(conv);
     kiln_node_id_t q = rw.add_node("QLinearConv", qins, {e->output}, info->name, 0, conv);
@@ -403,16 +468,9 @@ class FuseQdq : public kiln::plugin::Pass {
     if (symbolic > 1 || out_shape.empty() || out_shape.back() != n) return;
     std::optional<std::vector<int32_t>> bias;
     if (bias_value != KILN_NO_ID) {
-      auto b = f32_values(g, bias_value);
-      if (!b) {  // [1, N]: read through the raw data
-        size_t bytes = 0;
-        const void* data = g.constant_data(bias_value, &bytes);
-        if (!data || bytes != static_cast<size_t>(n) * sizeof(float)) return;
-        b.emplace(static_cast<size_t>(n));
-        std::memcpy(b->data(), data, bytes);
-      }
-      if (static_cast<int64_t>(b->size()) != n) return;
-      bias = quantize_bias(*b, ops.x.params.scales[0], ops.w.params.scales);
+      auto b = read_bias(g, bias_value, n);
+      if (!b) return;
+      bias = int32_bias(*b, ops.x.params.scales[0], ops.w.params.scales);
       if (!bias) return;
     }
     size_t bytes = 0;
@@ -435,7 +493,7 @@ class FuseQdq : public kiln::plugin::Pass {
     std::vector<kiln_value_id_t> qins = {kiln_value_id_t{}, ops.x.params.scale, zero_point(rw, ops.x.params, base + "_x_zero_point"),
                                          weight,            wp.scale,           zero_point(rw, wp, base + "_w_zero_point"),
                                          e.out.scale,       zero_point(rw, e.out, base + "_y_zero_point")};
-    if (bias) qins.push_back(int32_bias(rw, *bias, base + "_bias_int32"));
+    if (bias) qins.push_back(add_int32_bias(rw, *bias, base + "_bias_int32"));
     const kiln_value_id_t rows = rw.add_value(base + "_rows", in_dtype);
     const kiln_value_id_t conv_out = rw.add_value(base + "_nk11", e.out.dtype);
     qins[0] = rows;

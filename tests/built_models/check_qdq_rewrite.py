@@ -4,7 +4,8 @@
 Builds two tiny models the way ONNX Runtime's static quantizer writes them
 (scales from calibration ranges, so not powers of two; per-tensor uint8
 activations, per-channel int8 weights, float biases):
-  * qdq_convnet: Conv+Relu, strided Conv with a non-zero output zero point,
+  * qdq_convnet: Conv+Relu, strided Conv with a non-zero output zero point
+    and an int32 bias (DequantizeLinear(int32, sx*sw), ORT's QDQ form),
     1x1 Conv+Clip(0, 6), GlobalAveragePool, Gemm (transB) with a bias;
   * qdq_matmul: a 3-D activation times per-column int8 weights, one MatMul
     with a bias Add, one without.
@@ -72,11 +73,19 @@ class Builder:
         scale = (np.abs(w).max(axis=red) / 127).astype(np.float32)
         q = np.clip(np.rint(w / np.expand_dims(scale, red)), -127, 127).astype(np.int8)
         n = self.count
+        self.last_weight_scale = scale
         ins = [self.const(f"w{n}", q), self.const(f"ws{n}", scale), self.const(f"wz{n}", np.zeros(scale.size, np.int8))]
         return self.node("DequantizeLinear", ins, axis=axis)
 
     def bias(self, n):
         return self.const(f"b{self.count}", (self.rng.standard_normal(n) * 0.2).astype(np.float32))
+
+    def int32_bias(self, n, x_scale):
+        """ONNX Runtime's QDQ bias: DequantizeLinear(int32, x_scale * w_scale) of the last weight."""
+        scale = (np.float32(x_scale) * self.last_weight_scale).astype(np.float32)
+        q = np.rint((self.rng.standard_normal(n) * 0.2).astype(np.float32) / scale).astype(np.int32)
+        k = self.count
+        return self.node("DequantizeLinear", [self.const(f"bq{k}", q), self.const(f"bs{k}", scale)], axis=0)
 
     def model(self, name, x_shape, outputs):
         g = helper.make_graph(self.nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
@@ -90,8 +99,10 @@ def qdq_convnet():
     b = Builder(31)
     x = b.qdq("x", *calibrate(-2.0, 2.0, U8))
     c = b.node("Conv", [x, b.weight((8, 3, 3, 3), 0), b.bias(8)], pads=[1, 1, 1, 1])
-    c1 = b.qdq(b.node("Relu", [c]), *calibrate(0.0, 3.1, U8))
-    c2 = b.qdq(b.node("Conv", [c1, b.weight((8, 8, 3, 3), 0), b.bias(8)], pads=[1, 1, 1, 1], strides=[2, 2]),
+    s1 = calibrate(0.0, 3.1, U8)
+    c1 = b.qdq(b.node("Relu", [c]), *s1)
+    w2 = b.weight((8, 8, 3, 3), 0)
+    c2 = b.qdq(b.node("Conv", [c1, w2, b.int32_bias(8, s1[0])], pads=[1, 1, 1, 1], strides=[2, 2]),
                *calibrate(-4.3, 3.7, U8))
     c = b.node("Conv", [c2, b.weight((6, 8, 1, 1), 0), b.bias(6)])
     c3 = b.qdq(b.node("Clip", [c, b.const("lo", np.float32(0)), b.const("hi", np.float32(6))]), 6.0 / 255, 0)
