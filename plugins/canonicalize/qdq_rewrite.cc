@@ -15,8 +15,9 @@
 //                                          the Reshapes are views)
 //
 // What is required (anything else is left alone): x and y quantized per
-// tensor with int8/uint8; w a constant int8/uint8 tensor quantized per
-// tensor or per output channel (Conv axis 0, MatMul's B axis 1, Gemm's B the
+// tensor with int8/uint8; w a constant int8/uint8 tensor (or QuantizeLinear
+// of a float constant, as fake-quantized QAT exports write it, which the
+// rewrite folds) quantized per tensor or per output channel (Conv axis 0, MatMul's B axis 1, Gemm's B the
 // axis of N); scales positive and finite; the float results used only by
 // the chain that ends in the QuantizeLinear.
 //
@@ -337,15 +338,36 @@ class FuseQdq : public kiln::plugin::Pass {
   struct Operands {
     Dequantized x, w;
     std::vector<int64_t> w_shape;
+    // Fake-quantized weights (PyTorch's QAT export): w's data is
+    // QuantizeLinear(float constant), evaluated once the pattern matched.
+    kiln_node_id_t w_quantize = KILN_NO_ID;
   };
 
   static std::optional<Operands> operands(const GraphView& g, kiln_value_id_t x, kiln_value_id_t w) {
     auto dx = dequantized(g, x);
     auto dw = dequantized(g, w);
-    if (!dx || !dw || !dx->params.per_tensor() || !g.is_constant(dw->data)) return std::nullopt;
+    if (!dx || !dw || !dx->params.per_tensor()) return std::nullopt;
     auto shape = g.static_shape(dw->data);
     if (!shape) return std::nullopt;
-    return Operands{*dx, *dw, *shape};
+    Operands ops{*dx, *dw, *shape};
+    if (!g.is_constant(dw->data)) {
+      const kiln_node_id_t q = g.value(dw->data)->producer;
+      if (q == KILN_NO_ID || !is_op(g, q, "QuantizeLinear")) return std::nullopt;
+      for (kiln_value_id_t in : g.inputs(q))
+        if (in != KILN_NO_ID && !g.is_constant(in)) return std::nullopt;
+      ops.w_quantize = q;
+    }
+    return ops;
+  }
+
+  // Makes w's data a constant (evaluating a fake-quantizing QuantizeLinear);
+  // false when the host cannot, before anything is staged.
+  static bool constant_weight(Rewriter& rw, Operands& ops) {
+    if (ops.w_quantize == KILN_NO_ID) return true;
+    auto made = rw.evaluate(ops.w_quantize, 1);
+    if (!made || made->at(0) == KILN_NO_ID) return false;
+    ops.w.data = made->at(0);
+    return true;
   }
 
   // The zero point input of `p`, made as a zero constant when absent.
@@ -389,7 +411,7 @@ class FuseQdq : public kiln::plugin::Pass {
       if (!bias) return;
     }
     auto e = epilogue(g, g.outputs(conv)[0], false, 0);
-    if (!e) return;
+    if (!e || !constant_weight(rw, *ops)) return;
 
     const std::string base = g.value(e->output)->name;
     std::vector<kiln_value_id_t> qins = {ops->x.data,  ops->x.params.scale, zero_point(rw, ops->x.params, base + "_x_zero_point"),
@@ -419,6 +441,7 @@ class FuseQdq : public kiln::plugin::Pass {
       rewrite_as_conv1x1(g, rw, mm, *ops, /*w_is_k_by_n=*/true, e->bias, *e);
       return;
     }
+    if (!constant_weight(rw, *ops)) return;
     const std::string base = g.value(e->output)->name;
     const std::vector<kiln_value_id_t> qins = {
         ops->x.data,  ops->x.params.scale, zero_point(rw, ops->x.params, base + "_a_zero_point"),
@@ -453,7 +476,7 @@ class FuseQdq : public kiln::plugin::Pass {
 
   // A matrix product with a bias as QLinearConv over [rows, K, 1, 1]: the
   // only QOperator op that adds an int32 bias before requantizing.
-  static void rewrite_as_conv1x1(GraphView& g, Rewriter& rw, kiln_node_id_t op, const Operands& ops, bool w_is_k_by_n,
+  static void rewrite_as_conv1x1(GraphView& g, Rewriter& rw, kiln_node_id_t op, Operands ops, bool w_is_k_by_n,
                                  kiln_value_id_t bias_value, const Epilogue& e) {
     const int64_t k = ops.w_shape[w_is_k_by_n ? 0 : 1], n = ops.w_shape[w_is_k_by_n ? 1 : 0];
     // The output's dims for the Reshape back: constants, at most one symbolic.
@@ -473,6 +496,7 @@ class FuseQdq : public kiln::plugin::Pass {
       bias = int32_bias(*b, ops.x.params.scales[0], ops.w.params.scales);
       if (!bias) return;
     }
+    if (!constant_weight(rw, ops)) return;
     size_t bytes = 0;
     const auto* w = static_cast<const uint8_t*>(g.constant_data(ops.w.data, &bytes));
     if (!w || bytes != static_cast<size_t>(k * n)) return;
