@@ -63,8 +63,8 @@ bool is_main_output(const GraphView& g, kiln_value_id_t v) {
   return false;
 }
 
-// The node that alone reads `v` (as its input 0 when `first_input`), or
-// KILN_NO_ID when v has other readers or is a model output.
+// The node that alone reads `v` (once), or KILN_NO_ID when v has other
+// readers or is a model output.
 kiln_node_id_t only_reader(const GraphView& g, kiln_value_id_t v) {
   const auto uses = g.uses(v);
   if (uses.size() != 1 || uses[0].node == KILN_NO_ID || is_main_output(g, v)) return KILN_NO_ID;
@@ -382,8 +382,8 @@ class FuseQdq : public kiln::plugin::Pass {
                            b.size() * sizeof(int32_t));
   }
 
-  // Erases the float chain from the QuantizeLinear back (its output value
-  // is re-produced by the replacement, which goes before `anchor`).
+  // Erases the float chain from the QuantizeLinear back; the replacement,
+  // added before the linear op, re-produces the QuantizeLinear's output.
   static void erase_epilogue(Rewriter& rw, const Epilogue& e) {
     rw.erase_node(e.quantize);
     if (e.clamp != KILN_NO_ID) rw.erase_node(e.clamp);
