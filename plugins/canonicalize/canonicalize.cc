@@ -16,6 +16,7 @@
 
 #include "kiln/kiln_plugin.hpp"
 #include "plugins/canonicalize/canonicalize.h"
+#include "plugins/canonicalize/qdq_rewrite.h"
 
 namespace {
 
@@ -496,7 +497,8 @@ const kiln_pass_t kDce = kiln::plugin::make_pass(dce, "dce", "erases nodes whose
 const kiln_pass_t kCse =
     kiln::plugin::make_pass(cse, "cse", "merges nodes with the same op, inputs and attributes");
 
-const kiln_pass_t* const kPasses[] = {&kRemoveNoops, &kFoldShapes, &kFoldConstants, &kFuseConvBn, &kCse, &kDce};
+const kiln_pass_t* const kPasses[] = {&kRemoveNoops, &kFoldShapes, &kFoldConstants, &kFuseConvBn,
+                                      &kiln::canonicalize::kFuseQdqPass, &kCse, &kDce};
 const kiln_plugin_t kPlugin =
     kiln::plugin::make_plugin("kiln.canonicalize", "1.0", kPasses, sizeof(kPasses) / sizeof(kPasses[0]));
 

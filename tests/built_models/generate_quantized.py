@@ -10,6 +10,12 @@ expected outputs from the numpy implementation of the ONNX formulas below
     are powers of two and sums stay below 2^24, so every float value is
     exact in any summation order and the requantizations' .5 ties are
     decided by the rounding rule alone;
+  * quant_qdq_matmul_gemm (opset 13): the MatMul/Gemm forms of static QDQ
+    that kiln.canonicalize's fuse-qdq pass rewrites to integer kernels — a
+    MatMul with per-column int8 weights, a MatMul + bias Add + Clip(0, 8)
+    into uint8, a Gemm (transB) with per-row weights and a bias C; scales
+    powers of two as above, so the rewrite must reproduce the float
+    semantics exactly;
   * quant_qoperator_convnet (opset 13): QuantizeLinear, QLinearConv
     (per-channel w_scale, int32 bias, padding), QLinearConv with stride 2 and
     groups into int8, Reshape, QLinearMatMul, DequantizeLinear;
@@ -171,6 +177,60 @@ def qdq_convnet(root):
     f = c2d.mean(axis=(2, 3))
     y = (f @ dequantize(w3, s_w3, zero8(1)).astype(np.float64)).astype(np.float32)
     write_case(root, "quant_qdq_convnet", m, [([x], [y])])
+
+
+def qdq_matmul_gemm(root):
+    rng = np.random.default_rng(22)
+    x = (rng.integers(-48, 48, (3, 2, 8)) / 16.0).astype(np.float32)
+    s_x, zp_x = np.float32(2.0 ** -4), np.array(0, np.int8)
+    w1 = rng.integers(-127, 128, (8, 6)).astype(np.int8)
+    s_w1 = (2.0 ** -rng.integers(6, 9, 6)).astype(np.float32)
+    w2 = rng.integers(-127, 128, (8, 5)).astype(np.int8)
+    s_w2 = (2.0 ** -rng.integers(6, 9, 5)).astype(np.float32)
+    b2 = (rng.integers(-64, 64, 5) / 16.0).astype(np.float32)
+    w3 = rng.integers(-127, 128, (4, 6)).astype(np.int8)  # Gemm transB: [N, K]
+    s_w3 = (2.0 ** -rng.integers(6, 9, 4)).astype(np.float32)
+    c3 = (rng.integers(-64, 64, 4) / 16.0).astype(np.float32)
+    s_y, zp_y = np.float32(2.0 ** -3), np.array(0, np.int8)
+    s_r, zp_r = np.float32(2.0 ** -5), np.array(0, np.uint8)
+    zero8 = lambda n: np.zeros(n, np.int8)  # noqa: E731
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s_x", "zp_x"], ["xq"]),
+        helper.make_node("DequantizeLinear", ["xq", "s_x", "zp_x"], ["xd"]),
+        helper.make_node("DequantizeLinear", ["w1", "s_w1"], ["w1d"], axis=1),
+        helper.make_node("MatMul", ["xd", "w1d"], ["m1"]),
+        helper.make_node("QuantizeLinear", ["m1", "s_y", "zp_y"], ["y1"]),
+        helper.make_node("DequantizeLinear", ["w2", "s_w2", "zw2"], ["w2d"], axis=1),
+        helper.make_node("MatMul", ["xd", "w2d"], ["m2"]),
+        helper.make_node("Add", ["m2", "b2"], ["a2"]),
+        helper.make_node("Clip", ["a2", "lo", "hi"], ["r2"]),
+        helper.make_node("QuantizeLinear", ["r2", "s_r", "zp_r"], ["y2"]),
+        helper.make_node("DequantizeLinear", ["y1", "s_y", "zp_y"], ["y1d"]),
+        helper.make_node("Reshape", ["y1d", "rows"], ["g_in"]),
+        helper.make_node("QuantizeLinear", ["g_in", "s_y", "zp_y"], ["gq"]),
+        helper.make_node("DequantizeLinear", ["gq", "s_y", "zp_y"], ["gd"]),
+        helper.make_node("DequantizeLinear", ["w3", "s_w3", "zw3"], ["w3d"], axis=0),
+        helper.make_node("Gemm", ["gd", "w3d", "c3"], ["g"], transB=1),
+        helper.make_node("QuantizeLinear", ["g", "s_y", "zp_y"], ["y3"]),
+    ]
+    inits = [init("s_x", s_x), init("zp_x", zp_x), init("w1", w1), init("s_w1", s_w1), init("w2", w2),
+             init("s_w2", s_w2), init("zw2", zero8(5)), init("b2", b2), init("lo", np.float32(0)),
+             init("hi", np.float32(8)), init("s_y", s_y), init("zp_y", zp_y), init("s_r", s_r), init("zp_r", zp_r),
+             init("rows", np.array([-1, 6], np.int64)), init("w3", w3), init("s_w3", s_w3), init("zw3", zero8(4)),
+             init("c3", c3)]
+    m = model(nodes, "qdq_matmul_gemm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+              [helper.make_tensor_value_info(n, t, None)
+               for n, t in (("y1", TensorProto.INT8), ("y2", TensorProto.UINT8), ("y3", TensorProto.INT8))], inits)
+
+    xd = dequantize(quantize(x, s_x, zp_x), s_x, zp_x).astype(np.float64)
+    m1 = (xd @ dequantize(w1, s_w1, zero8(6)).astype(np.float64)).astype(np.float32)
+    y1 = quantize(m1, s_y, zp_y)
+    a2 = xd @ dequantize(w2, s_w2, zero8(5)).astype(np.float64) + b2
+    y2 = quantize(np.clip(a2, 0, 8).astype(np.float32), s_r, zp_r)
+    gd = dequantize(y1, s_y, zp_y).reshape(-1, 6).astype(np.float64)
+    g = gd @ dequantize(w3, s_w3, zero8(4), axis=0).astype(np.float64).T + c3
+    y3 = quantize(g.astype(np.float32), s_y, zp_y)
+    write_case(root, "quant_qdq_matmul_gemm", m, [([x], [y1, y2, y3])])
 
 
 def qoperator_convnet(root):
@@ -384,6 +444,7 @@ def main():
         return 2
     os.makedirs(sys.argv[1], exist_ok=True)
     qdq_convnet(sys.argv[1])
+    qdq_matmul_gemm(sys.argv[1])
     qoperator_convnet(sys.argv[1])
     dynamic_conv_matmul(sys.argv[1])
     blocked_opset21(sys.argv[1])
