@@ -10,9 +10,11 @@ namespace kiln::registry {
 const std::vector<std::string>& default_pipeline() {
   // No-ops first so folding sees through them; shape folding feeds constant
   // folding; CSE before DCE so merged nodes' producers are collected.
-  // fuse-qdq before fold-constants, which would fold the DequantizeLinear
-  // of constant weights to float and hide the QDQ pattern.
-  static const std::vector<std::string> kPasses = {"remove-noops", "fold-shapes", "fuse-qdq", "fold-constants",
+  // Not here: kiln.canonicalize's fuse-qdq (static QDQ as integer kernels),
+  // slower than the float path on the integer kernels Kiln has so far
+  // (plugins/canonicalize/README.md); opt in with --passes, placing it
+  // before fold-constants, which would fold the weights' DequantizeLinear.
+  static const std::vector<std::string> kPasses = {"remove-noops", "fold-shapes", "fold-constants",
                                                     "fuse-conv-batchnorm", "cse", "dce",
                                                     // refines the shapes the clean graph has (plugins/rdp)
                                                     "rdp",

@@ -11,10 +11,10 @@ activations, per-channel int8 weights, float biases):
     with a bias Add, one without.
 For each, with KILN the CLI and BACKEND reference or vulkan:
   * the pass fires: `kiln graph --text -` has no float Conv/MatMul/Gemm left
-    and the expected QLinear nodes; with `--disable-pass fuse-qdq` nothing is
+    and the expected QLinear nodes; without it (the default pipeline) nothing is
     rewritten;
   * the outputs of the rewritten graph and of the float graph
-    (`--disable-pass fuse-qdq`) differ by at most one quantization step
+    (the default pipeline) differ by at most one quantization step
     (QDQ graphs are defined by their float semantics; the integer kernels
     round once where the float graph rounds its fp32 sums, and the float
     bias becomes int32 as ONNX Runtime rounds it).
@@ -25,6 +25,7 @@ the expected outputs bit for bit (kiln_onnx_node_test runs them without the
 pipeline).
 Usage: check_qdq_rewrite.py KILN BACKEND WORKDIR [NODE_DIR]   (exit 77: no Vulkan device)
 """
+import json
 import os
 import re
 import subprocess
@@ -129,6 +130,19 @@ def run(cmd):
     return p.stdout
 
 
+def with_fuse_qdq(kiln, path):
+    """--passes for the default pipeline with fuse-qdq (not in it: an opt-in)
+    placed before fold-constants."""
+    stats = path + ".stats.json"
+    run([kiln, "run", path, "--backend", "reference", "--stats", stats])
+    with open(stats) as f:
+        names = [p["name"] for p in json.load(f)["passes"]]
+    if "fuse-qdq" in names:
+        raise AssertionError(f"fuse-qdq is in the default pipeline: {names}")
+    names.insert(names.index("fold-constants"), "fuse-qdq")
+    return ["--passes", ",".join(names)]
+
+
 def op_counts(kiln, path, extra):
     text = run([kiln, "graph", path, "--text", "-"] + extra)
     counts = {}
@@ -151,7 +165,8 @@ def check(kiln, backend, work, name, model, want_ops, outputs):
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, "model.onnx")
     onnx.save(model, path)
-    rewritten, floats = op_counts(kiln, path, []), op_counts(kiln, path, ["--disable-pass", "fuse-qdq"])
+    opt_in = with_fuse_qdq(kiln, path)
+    rewritten, floats = op_counts(kiln, path, opt_in), op_counts(kiln, path, [])
     for op, n in want_ops.items():
         if rewritten.get(op, 0) != n:
             raise AssertionError(f"{name}: expected {n} {op} after fuse-qdq, got {rewritten}")
@@ -166,7 +181,7 @@ def check(kiln, backend, work, name, model, want_ops, outputs):
     x = np.random.default_rng(5).uniform(-2.2, 2.2, shape).astype(np.float32)
     np.save(os.path.join(d, "x.npy"), x)
     results = {}
-    for label, extra in (("int", []), ("float", ["--disable-pass", "fuse-qdq"])):
+    for label, extra in (("int", opt_in), ("float", [])):
         files = [f"{o}={os.path.join(d, f'{label}_{o}.npy')}" for o in outputs]
         cmd = [kiln, "run", path, "--backend", backend, "--input", f"x={os.path.join(d, 'x.npy')}"] + extra
         for f in files:
@@ -186,13 +201,14 @@ def check_exact_case(kiln, backend, work, case_dir):
     name = os.path.basename(case_dir)
     path = os.path.join(case_dir, "model.onnx")
     model = onnx.load(path)
-    if not any(op.startswith("QLinear") for op in op_counts(kiln, path, [])):
+    opt_in = with_fuse_qdq(kiln, path)
+    if not any(op.startswith("QLinear") for op in op_counts(kiln, path, opt_in)):
         raise AssertionError(f"{name}: fuse-qdq did not fire")
     data = os.path.join(case_dir, "test_data_set_0")
     x = numpy_helper.to_array(onnx.load_tensor(os.path.join(data, "input_0.pb")))
     x_file = os.path.join(work, f"{name}_x.npy")
     np.save(x_file, x)
-    cmd = [kiln, "run", path, "--backend", backend, "--input", f"{model.graph.input[0].name}={x_file}"]
+    cmd = [kiln, "run", path, "--backend", backend, "--input", f"{model.graph.input[0].name}={x_file}"] + opt_in
     outs = [o.name for o in model.graph.output]
     for o in outs:
         cmd += ["--output", f"{o}={os.path.join(work, f'{name}_{o}.npy')}"]
