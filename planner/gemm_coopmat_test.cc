@@ -364,6 +364,21 @@ class GemmCoopMatDeviceTest : public vk::testing::VulkanTest {
     EXPECT_TRUE(check_op(c));
   }
 
+  // `g` compiled for the device in fp16 with `storage`; expects a
+  // cooperative-matrix kernel in its plan.
+  StatusOr<std::unique_ptr<runtime::VulkanModel>> compile_fp16(const ir::Graph& g, Storage storage) {
+    runtime::VulkanModelOptions options;
+    options.plan.storage = storage;
+    options.plan.precision = ElemType::kF16;
+    auto model = runtime::VulkanModel::compile(device(), *vk::testing::test_kernel_cache(), g, options);
+    if (!model.ok()) return model;
+    bool coopmat = false;
+    for (const PlanStep& step : (*model)->plan().steps)
+      coopmat |= step.kind == PlanStep::Kind::kDispatch && step.kernel.name.find("_coopmat") != std::string::npos;
+    EXPECT_TRUE(coopmat) << "no cooperative-matrix kernel";
+    return model;
+  }
+
   TargetInfo target_;
 };
 
@@ -436,15 +451,8 @@ TEST_F(GemmCoopMatDeviceTest, SymbolicRows) {
   ir::Graph g =testing::one_node_graph("MatMul", ir::SymShape({ir::Dim::symbol("s"), ir::Dim(72)}), {random_tensor({72, 90}, 41)}, {});
   runtime::ReferenceExecutor reference(g);
   for (Storage storage : {Storage::kBuffer, Storage::kImage}) {
-    runtime::VulkanModelOptions options;
-    options.plan.storage = storage;
-    options.plan.precision = ElemType::kF16;
-    auto model = runtime::VulkanModel::compile(device(), *vk::testing::test_kernel_cache(), g, options);
+    auto model = compile_fp16(g, storage);
     ASSERT_TRUE(model.ok()) << model.status().to_string();
-    bool coopmat = false;
-    for (const PlanStep& step : (*model)->plan().steps)
-      coopmat |= step.kind == PlanStep::Kind::kDispatch && step.kernel.name.find("_coopmat") != std::string::npos;
-    EXPECT_TRUE(coopmat);
     for (int64_t rows : {1, 70, 200}) {
       const std::vector<Tensor> in = {random_tensor({rows, 72}, 42 + rows)};
       auto want = reference.run(in);
@@ -475,14 +483,8 @@ TEST_F(GemmCoopMatDeviceTest, Fp32WeightsKeepTheirPrecision) {
   const Tensor w = random_tensor({72, 16, 3, 3}, 71), bias = random_tensor({72}, 72);
   const std::map<std::string, ir::Attribute> pads = {{"pads", ir::Attribute::of_ints({1, 1, 1, 1})}};
   ir::Graph g = testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 16, 40, 40}), {w, bias}, pads);
-  runtime::VulkanModelOptions options;
-  options.plan.precision = ElemType::kF16;
-  auto model = runtime::VulkanModel::compile(device(), *vk::testing::test_kernel_cache(), g, options);
+  auto model = compile_fp16(g, Storage::kBuffer);
   ASSERT_TRUE(model.ok()) << model.status().to_string();
-  bool coopmat = false;
-  for (const PlanStep& step : (*model)->plan().steps)
-    coopmat |= step.kind == PlanStep::Kind::kDispatch && step.kernel.name.find("_coopmat") != std::string::npos;
-  EXPECT_TRUE(coopmat);
   auto want = runtime::ReferenceExecutor(g).run({x});
   ASSERT_TRUE(want.ok()) << want.status().to_string();
   auto got = (*model)->run({x});
