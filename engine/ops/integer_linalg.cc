@@ -23,15 +23,14 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "engine/ops/broadcast.h"
+#include "engine/ops/conv_direct.h"
 #include "engine/ops/gemm_kernel.h"
 #include "engine/ops/linalg_internal.h"
 #include "engine/ops/op_registry.h"
 #include "engine/ops/quantization.h"
-#include "engine/ops/window_util.h"
 
 namespace kiln::ops {
 namespace {
@@ -170,48 +169,20 @@ Status matmul_int32(const KernelContext& ctx, const std::vector<int32_t>& a, con
 StatusOr<std::vector<int32_t>> conv_int32(const KernelContext& ctx, const std::vector<int32_t>& x, const Shape& xs,
                                           const std::vector<int32_t>& w, const Shape& ws, const Tensor* bias,
                                           const Shape& ys) {
-  const size_t spatial = xs.size() - 2;
-  KILN_ASSIGN_OR_RETURN(const WindowAttrs wa, read_window_attrs(ctx.node(), spatial, false));
+  KILN_ASSIGN_OR_RETURN(const Geometry3 g, conv_geometry(ctx.node(), xs, ws, ys));
   const int64_t group = ctx.node().attr_int("group", 1);
-  const std::vector<int64_t> in(xs.begin() + 2, xs.end()), out(ys.begin() + 2, ys.end()),
-      kernel(ws.begin() + 2, ws.end());
-  std::vector<int64_t> pb(spatial), pe(spatial);
-  for (size_t i = 0; i < spatial; ++i) std::tie(pb[i], pe[i]) = window_pads(wa, i, in[i], kernel[i]);
-  auto geom = make_geometry3(in, out, kernel, wa.strides, wa.dilations, pb, pe);
-  if (!geom.ok()) return std::move(geom).status().add_context(ctx.node().describe());
-  const Geometry3& g = *geom;
   const int64_t batch = xs[0], c = xs[1], m = ws[0];
   const int64_t cg = c / group, mg = m / group, kk = g.kernel_size(), in_sz = g.in_size(), out_sz = g.out_size();
   std::vector<int32_t> y(static_cast<size_t>(batch * m * out_sz));
+  auto mul_add = [](int32_t acc, int32_t xv, int32_t wv) { return wrap_add(acc, wrap_mul(xv, wv)); };
+  auto as_is = [](int32_t acc) { return acc; };
   // One task per (image, output channel) plane.
   parallel_for(batch * m, cpu_thread_count(), [&](int64_t task, int) {
     const int64_t img = task / m, oc = task % m;
     const int64_t gi = oc / mg;
     const int32_t b0 = bias ? static_cast<int32_t>(bias->get_i64(oc)) : 0;
-    for (int64_t od = 0; od < g.out[0]; ++od)
-      for (int64_t oh = 0; oh < g.out[1]; ++oh)
-        for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-          int32_t acc = b0;
-          for (int64_t ic = 0; ic < cg; ++ic) {
-            const int32_t* xp = x.data() + (img * c + gi * cg + ic) * in_sz;
-            const int32_t* wp = w.data() + (oc * cg + ic) * kk;
-            for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-              const int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
-              if (id < 0 || id >= g.in[0]) continue;
-              for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-                const int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
-                if (ih < 0 || ih >= g.in[1]) continue;
-                for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-                  const int64_t iw = ow * g.stride[2] - g.pad_begin[2] + kw * g.dilation[2];
-                  if (iw < 0 || iw >= g.in[2]) continue;
-                  acc = wrap_add(acc, wrap_mul(xp[(id * g.in[1] + ih) * g.in[2] + iw],
-                                               wp[(kd * g.kernel[1] + kh) * g.kernel[2] + kw]));
-                }
-              }
-            }
-          }
-          y[static_cast<size_t>(((img * m + oc) * g.out[0] + od) * g.out[1] * g.out[2] + oh * g.out[2] + ow)] = acc;
-        }
+    conv_direct_plane(g, x.data() + (img * c + gi * cg) * in_sz, w.data() + oc * cg * kk, cg, b0,
+                      y.data() + task * out_sz, mul_add, as_is);
   });
   return y;
 }
