@@ -164,6 +164,24 @@ std::vector<int64_t> zero_points(const KernelContext& ctx, size_t i, int64_t cou
   return ctx.input(i).to_i64_vector();
 }
 
+// The scale and zero point each element of x (input 0) takes, shared by the
+// QuantizeLinear and DequantizeLinear kernels: inputs 1 (scale) and 2 (zero
+// point) as numbers, and the index into them of element i.
+struct ElementParams {
+  ParamIndex index;
+  std::vector<double> scale;
+  std::vector<int64_t> zero_point;
+};
+
+StatusOr<ElementParams> element_params(const KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& scale = ctx.input(1);
+  KILN_ASSIGN_OR_RETURN(const QuantGranularity g,
+                        resolve_granularity(ctx.node(), ir::SymShape::from_concrete(x.shape()),
+                                            ir::SymShape::from_concrete(scale.shape())));
+  return ElementParams{ParamIndex(g, x.shape(), scale.shape()), as_doubles(scale), zero_points(ctx, 2, scale.numel())};
+}
+
 // rint (round half to even in the default rounding mode) + zero point,
 // saturated; NaN gives the zero point.
 int64_t round_saturate(double q, int64_t zp, int64_t lo, int64_t hi) {
@@ -224,12 +242,10 @@ Status quantize_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& scale = ctx.input(1);
   KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0));
-  KILN_ASSIGN_OR_RETURN(const QuantGranularity g,
-                        resolve_granularity(ctx.node(), ir::SymShape::from_concrete(x.shape()),
-                                            ir::SymShape::from_concrete(scale.shape())));
-  const ParamIndex index(g, x.shape(), scale.shape());
-  const std::vector<double> s = as_doubles(scale);
-  const std::vector<int64_t> zp = zero_points(ctx, 2, scale.numel());
+  KILN_ASSIGN_OR_RETURN(const ElementParams params, element_params(ctx));
+  const ParamIndex& index = params.index;
+  const std::vector<double>& s = params.scale;
+  const std::vector<int64_t>& zp = params.zero_point;
   const int64_t lo = quant_min(y->dtype()), hi = quant_max(y->dtype());
   const DType xt = x.dtype(), st = scale.dtype();
   bool ok = true;
@@ -272,12 +288,10 @@ Status dequantize_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& scale = ctx.input(1);
   KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0));
-  KILN_ASSIGN_OR_RETURN(const QuantGranularity g,
-                        resolve_granularity(ctx.node(), ir::SymShape::from_concrete(x.shape()),
-                                            ir::SymShape::from_concrete(scale.shape())));
-  const ParamIndex index(g, x.shape(), scale.shape());
-  const std::vector<double> s = as_doubles(scale);
-  const std::vector<int64_t> zp = zero_points(ctx, 2, scale.numel());
+  KILN_ASSIGN_OR_RETURN(const ElementParams params, element_params(ctx));
+  const ParamIndex& index = params.index;
+  const std::vector<double>& s = params.scale;
+  const std::vector<int64_t>& zp = params.zero_point;
   if (x.dtype() == DType::kInt32)
     for (int64_t v : zp)
       if (v != 0) return ctx.error("an int32 x must have a zero point of 0 (ONNX), got " + std::to_string(v));
