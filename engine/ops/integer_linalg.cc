@@ -21,6 +21,7 @@
 // Shapes reuse MatMul's and Conv's inference (attributes included). The
 // integer products run in parallel over output rows / channel planes.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -76,6 +77,55 @@ Status check_float_scales(const InferContext& ctx, const std::vector<size_t>& sc
                        "; expected float32");
   return ok_status();
 }
+
+// --- shared shape inference -------------------------------------------------------
+
+// The inputs of QLinearMatMul, and of QLinearConv with its x and w in the
+// places of a and b and its int32 bias B last.
+enum QLinearInput : size_t { kA = 0, kAScale, kAZero, kB, kBScale, kBZero, kYScale, kYZero, kBias };
+
+// "a_zero_point" for operand "A" or "a".
+std::string zero_point_name(const char* operand) {
+  return std::string(1, static_cast<char>(std::tolower(static_cast<unsigned char>(operand[0])))) + (operand + 1) +
+         "_zero_point";
+}
+
+// MatMulInteger and ConvInteger: int8/uint8 operands 0 and 1 (named `a` and
+// `b` in errors) with optional zero points 2 and 3 of the same dtypes; the
+// shape is the float op's (`float_infer`), the output int32.
+Status integer_op_infer(InferContext& ctx, const char* a, const char* b, InferFn float_infer) {
+  KILN_RETURN_IF_ERROR(check_quant_input(ctx, 0, a));
+  KILN_RETURN_IF_ERROR(check_quant_input(ctx, 1, b));
+  KILN_RETURN_IF_ERROR(check_zero_point(ctx, 2, 0, zero_point_name(a).c_str()));
+  KILN_RETURN_IF_ERROR(check_zero_point(ctx, 3, 1, zero_point_name(b).c_str()));
+  KILN_ASSIGN_OR_RETURN(ir::SymShape out, shape_as_float_op(ctx, {0, 1}, float_infer));
+  ctx.set_output(0, DType::kInt32, std::move(out));
+  return ok_status();
+}
+
+// QLinearMatMul and QLinearConv (inputs as QLinearInput; `with_bias` for
+// QLinearConv's B): the operands, the output zero point and the zero points
+// int8/uint8, float32 scales; the shape is the float op's, the output of the
+// output zero point's dtype.
+Status qlinear_op_infer(InferContext& ctx, const char* a, const char* b, InferFn float_infer, bool with_bias) {
+  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kA, a));
+  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kB, b));
+  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kYZero, "y_zero_point"));
+  KILN_RETURN_IF_ERROR(check_zero_point(ctx, kAZero, kA, zero_point_name(a).c_str()));
+  KILN_RETURN_IF_ERROR(check_zero_point(ctx, kBZero, kB, zero_point_name(b).c_str()));
+  KILN_RETURN_IF_ERROR(check_float_scales(ctx, {kAScale, kBScale, kYScale}));
+  if (with_bias && ctx.has_input(kBias) && ctx.input_dtype(kBias) != DType::kInt32)
+    return ctx.error("B has dtype " + dt_name(ctx.input_dtype(kBias)) + "; expected int32");
+  const std::vector<size_t> shape_inputs = with_bias ? std::vector<size_t>{kA, kB, kBias} : std::vector<size_t>{kA, kB};
+  KILN_ASSIGN_OR_RETURN(ir::SymShape out, shape_as_float_op(ctx, shape_inputs, float_infer));
+  ctx.set_output(0, ctx.input_dtype(kYZero), std::move(out));
+  return ok_status();
+}
+
+Status matmul_integer_infer(InferContext& ctx) { return integer_op_infer(ctx, "A", "B", infer_matmul); }
+Status conv_integer_infer(InferContext& ctx) { return integer_op_infer(ctx, "x", "w", infer_conv); }
+Status qlinear_matmul_infer(InferContext& ctx) { return qlinear_op_infer(ctx, "a", "b", infer_matmul, false); }
+Status qlinear_conv_infer(InferContext& ctx) { return qlinear_op_infer(ctx, "x", "w", infer_conv, true); }
 
 // --- shared kernel pieces ----------------------------------------------------
 
@@ -209,16 +259,6 @@ Status store_int32(KernelContext& ctx, const std::vector<int32_t>& v) {
 
 // --- MatMulInteger -------------------------------------------------------------
 
-Status matmul_integer_infer(InferContext& ctx) {
-  KILN_RETURN_IF_ERROR(check_quant_input(ctx, 0, "A"));
-  KILN_RETURN_IF_ERROR(check_quant_input(ctx, 1, "B"));
-  KILN_RETURN_IF_ERROR(check_zero_point(ctx, 2, 0, "a_zero_point"));
-  KILN_RETURN_IF_ERROR(check_zero_point(ctx, 3, 1, "b_zero_point"));
-  KILN_ASSIGN_OR_RETURN(ir::SymShape out, shape_as_float_op(ctx, {0, 1}, infer_matmul));
-  ctx.set_output(0, DType::kInt32, std::move(out));
-  return ok_status();
-}
-
 Status matmul_integer_kernel(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
@@ -232,20 +272,6 @@ Status matmul_integer_kernel(KernelContext& ctx) {
 }
 
 // --- QLinearMatMul -------------------------------------------------------------
-
-enum QLinearMatMulInput : size_t { kA = 0, kAScale, kAZero, kB, kBScale, kBZero, kYScale, kYZero };
-
-Status qlinear_matmul_infer(InferContext& ctx) {
-  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kA, "a"));
-  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kB, "b"));
-  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kYZero, "y_zero_point"));
-  KILN_RETURN_IF_ERROR(check_zero_point(ctx, kAZero, kA, "a_zero_point"));
-  KILN_RETURN_IF_ERROR(check_zero_point(ctx, kBZero, kB, "b_zero_point"));
-  KILN_RETURN_IF_ERROR(check_float_scales(ctx, {kAScale, kBScale, kYScale}));
-  KILN_ASSIGN_OR_RETURN(ir::SymShape out, shape_as_float_op(ctx, {kA, kB}, infer_matmul));
-  ctx.set_output(0, ctx.input_dtype(kYZero), std::move(out));
-  return ok_status();
-}
 
 Status qlinear_matmul_kernel(KernelContext& ctx) {
   const Tensor& a = ctx.input(kA);
@@ -288,16 +314,6 @@ Status check_one_value(const KernelContext& ctx, size_t i, const char* what) {
   return ok_status();
 }
 
-Status conv_integer_infer(InferContext& ctx) {
-  KILN_RETURN_IF_ERROR(check_quant_input(ctx, 0, "x"));
-  KILN_RETURN_IF_ERROR(check_quant_input(ctx, 1, "w"));
-  KILN_RETURN_IF_ERROR(check_zero_point(ctx, 2, 0, "x_zero_point"));
-  KILN_RETURN_IF_ERROR(check_zero_point(ctx, 3, 1, "w_zero_point"));
-  KILN_ASSIGN_OR_RETURN(ir::SymShape out, shape_as_float_op(ctx, {0, 1}, infer_conv));
-  ctx.set_output(0, DType::kInt32, std::move(out));
-  return ok_status();
-}
-
 Status conv_integer_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(1);
@@ -311,33 +327,17 @@ Status conv_integer_kernel(KernelContext& ctx) {
   return store_int32(ctx, y);
 }
 
-enum QLinearConvInput : size_t { kX = 0, kXScale, kXZero, kW, kWScale, kWZero, kYScaleC, kYZeroC, kBias };
-
-Status qlinear_conv_infer(InferContext& ctx) {
-  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kX, "x"));
-  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kW, "w"));
-  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kYZeroC, "y_zero_point"));
-  KILN_RETURN_IF_ERROR(check_zero_point(ctx, kXZero, kX, "x_zero_point"));
-  KILN_RETURN_IF_ERROR(check_zero_point(ctx, kWZero, kW, "w_zero_point"));
-  KILN_RETURN_IF_ERROR(check_float_scales(ctx, {kXScale, kWScale, kYScaleC}));
-  if (ctx.has_input(kBias) && ctx.input_dtype(kBias) != DType::kInt32)
-    return ctx.error("B has dtype " + dt_name(ctx.input_dtype(kBias)) + "; expected int32");
-  KILN_ASSIGN_OR_RETURN(ir::SymShape out, shape_as_float_op(ctx, {kX, kW, kBias}, infer_conv));
-  ctx.set_output(0, ctx.input_dtype(kYZeroC), std::move(out));
-  return ok_status();
-}
-
 Status qlinear_conv_kernel(KernelContext& ctx) {
-  const Tensor& x = ctx.input(kX);
-  const Tensor& w = ctx.input(kW);
-  for (auto [i, what] : {std::pair<size_t, const char*>{kXScale, "x_scale"},
-                         {kXZero, "x_zero_point"},
-                         {kYScaleC, "y_scale"},
-                         {kYZeroC, "y_zero_point"}})
+  const Tensor& x = ctx.input(kA);
+  const Tensor& w = ctx.input(kB);
+  for (auto [i, what] : {std::pair<size_t, const char*>{kAScale, "x_scale"},
+                         {kAZero, "x_zero_point"},
+                         {kYScale, "y_scale"},
+                         {kYZero, "y_zero_point"}})
     KILN_RETURN_IF_ERROR(check_one_value(ctx, i, what));
-  const Shape w_zp = channel_param_shape(ctx.input(kWZero).shape(), w.shape().size());
-  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> x32, subtract_zero_point(ctx, x, kXZero, {}, "x_zero_point"));
-  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> w32, subtract_zero_point(ctx, w, kWZero, w_zp, "w_zero_point"));
+  const Shape w_zp = channel_param_shape(ctx.input(kBZero).shape(), w.shape().size());
+  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> x32, subtract_zero_point(ctx, x, kAZero, {}, "x_zero_point"));
+  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> w32, subtract_zero_point(ctx, w, kBZero, w_zp, "w_zero_point"));
   KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0));
   const Tensor* bias = ctx.has_input(kBias) ? &ctx.input(kBias) : nullptr;
   const int64_t m = w.dim(0);
@@ -345,16 +345,16 @@ Status qlinear_conv_kernel(KernelContext& ctx) {
     return ctx.error("B has " + std::to_string(bias->numel()) + " values for " + std::to_string(m) +
                      " output channels");
   KILN_ASSIGN_OR_RETURN(std::vector<int32_t> acc, conv_int32(ctx, x32, x.shape(), w32, w.shape(), bias, y->shape()));
-  const Tensor& ws = ctx.input(kWScale);
+  const Tensor& ws = ctx.input(kBScale);
   if (ws.numel() != 1 && ws.numel() != m)
     return ctx.error("w_scale " + shape_to_string(ws.shape()) + " must hold one value or one per output channel (" +
                      std::to_string(m) + ")");
   std::vector<float> mult(static_cast<size_t>(m));
-  const double xs = ctx.input(kXScale).get_f64(0), yscale = ctx.input(kYScaleC).get_f64(0);
+  const double xs = ctx.input(kAScale).get_f64(0), yscale = ctx.input(kYScale).get_f64(0);
   for (int64_t c = 0; c < m; ++c)
     mult[static_cast<size_t>(c)] = multiplier(xs, ws.get_f64(ws.numel() == 1 ? 0 : c), yscale);
   if (y->numel() == 0) return ok_status();
-  const double zp = ctx.input(kYZeroC).get_f64(0);
+  const double zp = ctx.input(kYZero).get_f64(0);
   const double lo = static_cast<double>(quant_min(y->dtype())), hi = static_cast<double>(quant_max(y->dtype()));
   const int64_t plane = m == 0 ? 0 : y->numel() / (y->dim(0) * m);
   for (int64_t i = 0; i < y->numel(); ++i)
