@@ -49,7 +49,8 @@ void conv_direct_plane(const Geometry3& g, const X* x, const W* w, int64_t chann
               for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
                 const int64_t iw = ow * g.stride[2] - g.pad_begin[2] + kw * g.dilation[2];
                 if (iw < 0 || iw >= g.in[2]) continue;
-                acc = mul_add(acc, xp[(id * g.in[1] + ih) * g.in[2] + iw], wp[(kd * g.kernel[1] + kh) * g.kernel[2] + kw]);
+                acc = mul_add(acc, xp[(id * g.in[1] + ih) * g.in[2] + iw],
+                              wp[(kd * g.kernel[1] + kh) * g.kernel[2] + kw]);
               }
             }
           }
