@@ -118,6 +118,16 @@ class CApiSliceTest : public kiln::vk::testing::VulkanTest {
     return m;
   }
 
+  // `deep` = deep_model(), its session on the wrapped test device, x bound
+  // to `bx` and y to `by` (the test forgets them at its end).
+  void bound_deep_session(Model& deep, Session& session, HostBuffer& bx, HostBuffer& by, bool profile = false) {
+    deep = load("deep", deep_model());
+    ASSERT_NO_FATAL_FAILURE(wrapped_session(deep, session, profile));
+    ASSERT_TRUE(bx.ok() && by.ok());
+    ASSERT_FALSE(session.bind_vulkan_buffer("x", bx.handle(), 0, kBytes, {kRows, kWidth}));
+    ASSERT_FALSE(session.bind_vulkan_buffer("y", by.handle(), 0, kBytes));
+  }
+
   // kiln_session_run with the session's bindings: what the bound output
   // buffer holds after it.
   std::vector<float> run_bound(Session& session, HostBuffer& out, size_t count) {
@@ -191,13 +201,10 @@ class CApiSliceTest : public kiln::vk::testing::VulkanTest {
 // contents until the last slice ran, and then holds kiln_session_run's
 // output bit for bit; two runs in a row, with new inputs, both match.
 TEST_F(CApiSliceTest, SlicesMatchRun) {
-  Model deep = load("deep", deep_model());
+  Model deep;
   Session session;
-  ASSERT_NO_FATAL_FAILURE(wrapped_session(deep, session));
   HostBuffer bx(device(), kBytes), by(device(), kBytes);
-  ASSERT_TRUE(bx.ok() && by.ok());
-  ASSERT_FALSE(session.bind_vulkan_buffer("x", bx.handle(), 0, kBytes, {kRows, kWidth}));
-  ASSERT_FALSE(session.bind_vulkan_buffer("y", by.handle(), 0, kBytes));
+  ASSERT_NO_FATAL_FAILURE(bound_deep_session(deep, session, bx, by));
   const size_t n = kRows * kWidth;
   const std::vector<float> x1 = inputs_for(n, 0.0f), x2 = inputs_for(n, 1.5f);
   bx.write(0, x1);
@@ -245,13 +252,10 @@ TEST_F(CApiSliceTest, SlicesMatchRun) {
 // negative or a NaN budget is INVALID_ARGUMENT and leaves the run in
 // progress as it was.
 TEST_F(CApiSliceTest, BudgetEdgeCases) {
-  Model deep = load("deep", deep_model());
+  Model deep;
   Session session;
-  ASSERT_NO_FATAL_FAILURE(wrapped_session(deep, session));
   HostBuffer bx(device(), kBytes), by(device(), kBytes);
-  ASSERT_TRUE(bx.ok() && by.ok());
-  ASSERT_FALSE(session.bind_vulkan_buffer("x", bx.handle(), 0, kBytes, {kRows, kWidth}));
-  ASSERT_FALSE(session.bind_vulkan_buffer("y", by.handle(), 0, kBytes));
+  ASSERT_NO_FATAL_FAILURE(bound_deep_session(deep, session, bx, by));
   const size_t n = kRows * kWidth;
   bx.write(0, inputs_for(n, 0.25f));
   const std::vector<float> want = run_bound(session, by, n);
@@ -304,13 +308,10 @@ TEST_F(CApiSliceTest, BudgetEdgeCases) {
 // is the sum of kiln_session_kernel_timing's times, and a budget of half of
 // it makes slices that fit it (unless one dispatch alone does not).
 TEST_F(CApiSliceTest, MeasuredEstimates) {
-  Model deep = load("deep", deep_model());
+  Model deep;
   Session session;
-  ASSERT_NO_FATAL_FAILURE(wrapped_session(deep, session, /*profile=*/true));
   HostBuffer bx(device(), kBytes), by(device(), kBytes);
-  ASSERT_TRUE(bx.ok() && by.ok());
-  ASSERT_FALSE(session.bind_vulkan_buffer("x", bx.handle(), 0, kBytes, {kRows, kWidth}));
-  ASSERT_FALSE(session.bind_vulkan_buffer("y", by.handle(), 0, kBytes));
+  ASSERT_NO_FATAL_FAILURE(bound_deep_session(deep, session, bx, by, /*profile=*/true));
   const size_t n = kRows * kWidth;
   GameCommands game(device());
 
@@ -365,13 +366,10 @@ TEST_F(CApiSliceTest, MeasuredEstimates) {
 // forgetting a buffer the run binds, interrupts it: the next call says so,
 // and the one after starts a new run, which completes correctly.
 TEST_F(CApiSliceTest, RestartAndInterruptions) {
-  Model deep = load("deep", deep_model());
+  Model deep;
   Session session;
-  ASSERT_NO_FATAL_FAILURE(wrapped_session(deep, session));
   HostBuffer bx(device(), kBytes), by(device(), kBytes);
-  ASSERT_TRUE(bx.ok() && by.ok());
-  ASSERT_FALSE(session.bind_vulkan_buffer("x", bx.handle(), 0, kBytes, {kRows, kWidth}));
-  ASSERT_FALSE(session.bind_vulkan_buffer("y", by.handle(), 0, kBytes));
+  ASSERT_NO_FATAL_FAILURE(bound_deep_session(deep, session, bx, by));
   const size_t n = kRows * kWidth;
   bx.write(0, inputs_for(n, 2.0f));
   const std::vector<float> want = run_bound(session, by, n);
