@@ -29,9 +29,8 @@
 #include <thread>
 #include <vector>
 
-#include <onnx/onnx_pb.h>
-
 #include "api/testing/host_device.h"
+#include "api/testing/onnx_models.h"
 #include "kiln/kiln_vulkan.h"  // before kiln.hpp: its Vulkan parts
 #include "kiln/kiln.hpp"
 
@@ -45,47 +44,6 @@ using kiln::api::VulkanDevice;
 
 constexpr int64_t kRows = 4;
 constexpr int64_t kCols = 3;
-
-// x[4,3] -> MatMul [3,8] -> Relu -> MatMul [8,3] -> Sigmoid -> y: several
-// kernels with intermediates, so a run has activation memory of its own.
-std::string mlp_model() {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
-  onnx::GraphProto* g = m.mutable_graph();
-  g->set_name("mlp");
-  auto value = [](onnx::ValueInfoProto* v, const std::string& name) {
-    v->set_name(name);
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    t->mutable_shape()->add_dim()->set_dim_value(kRows);
-    t->mutable_shape()->add_dim()->set_dim_value(kCols);
-  };
-  value(g->add_input(), "x");
-  value(g->add_output(), "y");
-  auto weight = [&](const std::string& name, int64_t rows, int64_t cols, float scale) {
-    auto* w = g->add_initializer();
-    w->set_name(name);
-    w->set_data_type(onnx::TensorProto::FLOAT);
-    w->add_dims(rows);
-    w->add_dims(cols);
-    for (int64_t i = 0; i < rows * cols; ++i) w->add_float_data(scale * static_cast<float>((i * 7) % 11 - 5));
-  };
-  weight("w1", kCols, 8, 0.25f);
-  weight("w2", 8, kCols, -0.125f);
-  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->set_name(out);
-    for (const auto& i : in) n->add_input(i);
-    n->add_output(out);
-  };
-  node("MatMul", {"x", "w1"}, "h");
-  node("Relu", {"h"}, "r");
-  node("MatMul", {"r", "w2"}, "s");
-  node("Sigmoid", {"s"}, "y");
-  return m.SerializeAsString();
-}
 
 // Input number `k`: different contents for every k.
 Tensor input(int k) {
@@ -105,7 +63,7 @@ class CApiConcurrentTest : public kiln::vk::testing::VulkanTest {
     VulkanTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_TRUE(device().enabled().timeline_semaphore) << "the test device has no timeline semaphores";
-    const std::string bytes = mlp_model();
+    const std::string bytes = kiln::capi::testing::mlp_model(kRows, kCols);
     Error e = Model::load_from_memory(bytes.data(), bytes.size(), model_);
     ASSERT_FALSE(e) << e.message();
     VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};

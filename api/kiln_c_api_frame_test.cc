@@ -24,11 +24,10 @@
 #include <string>
 #include <vector>
 
-#include <onnx/onnx_pb.h>
-
 #include "api/testing/game_commands.h"
 #include "api/testing/host_buffer.h"
 #include "api/testing/host_device.h"
+#include "api/testing/onnx_models.h"
 #include "kiln/kiln_vulkan.h"  // before kiln.hpp: its Vulkan parts
 #include "kiln/kiln.hpp"
 
@@ -41,6 +40,7 @@ using kiln::api::Tensor;
 using kiln::api::VulkanDevice;
 using kiln::capi::testing::GameCommands;
 using kiln::capi::testing::HostBuffer;
+using kiln::capi::testing::nonzero_model;
 
 const std::string kModel = std::string(KILN_TEST_DATA_DIR) + "/add_relu.onnx";  // y = relu(x + c), x [N, 3]
 constexpr int64_t kRows = 4;
@@ -50,74 +50,6 @@ std::vector<float> inputs_for(float shift) {
   std::vector<float> v(kRows * 3);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) * 0.75f - 2.0f + shift;
   return v;
-}
-
-// x[4] -> NonZero: the output's shape depends on x's values, so a run reads
-// them back mid-run and cannot be one submission.
-std::string nonzero_model() {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
-  onnx::GraphProto* g = m.mutable_graph();
-  g->set_name("nonzero");
-  auto* x = g->add_input();
-  x->set_name("x");
-  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-  x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(4);
-  auto* r = g->add_node();
-  r->set_op_type("Relu");
-  r->add_input("x");
-  r->add_output("r");
-  auto* n = g->add_node();
-  n->set_op_type("NonZero");
-  n->set_name("where_positive");
-  n->add_input("r");
-  n->add_output("y");
-  auto* y = g->add_output();
-  y->set_name("y");
-  y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
-  return m.SerializeAsString();
-}
-
-// x[4,3] -> MatMul [3,8] -> Relu -> MatMul [8,3] -> Sigmoid -> y: several
-// kernels, each reading what the one before wrote.
-std::string mlp_model() {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
-  onnx::GraphProto* g = m.mutable_graph();
-  g->set_name("mlp");
-  auto value = [](onnx::ValueInfoProto* v, const std::string& name) {
-    v->set_name(name);
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    t->mutable_shape()->add_dim()->set_dim_value(kRows);
-    t->mutable_shape()->add_dim()->set_dim_value(3);
-  };
-  value(g->add_input(), "x");
-  value(g->add_output(), "y");
-  auto weight = [&](const std::string& name, int64_t rows, int64_t cols, float scale) {
-    auto* w = g->add_initializer();
-    w->set_name(name);
-    w->set_data_type(onnx::TensorProto::FLOAT);
-    w->add_dims(rows);
-    w->add_dims(cols);
-    for (int64_t i = 0; i < rows * cols; ++i) w->add_float_data(scale * static_cast<float>((i * 7) % 11 - 5));
-  };
-  weight("w1", 3, 8, 0.25f);
-  weight("w2", 8, 3, -0.125f);
-  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->set_name(out);
-    for (const auto& i : in) n->add_input(i);
-    n->add_output(out);
-  };
-  node("MatMul", {"x", "w1"}, "h");
-  node("Relu", {"h"}, "r");
-  node("MatMul", {"r", "w2"}, "s");
-  node("Sigmoid", {"s"}, "y");
-  return m.SerializeAsString();
 }
 
 // The label commands the game's interposed vkGetInstanceProcAddr handed
@@ -405,7 +337,7 @@ TEST_F(CApiFrameTest, Refusals) {
 // the game twice with new inputs, and into a secondary one: the outputs are
 // kiln_session_run's, bit for bit.
 TEST_F(CApiFrameTest, RecordMatchesRun) {
-  Model mlp = load("mlp", mlp_model());
+  Model mlp = load("mlp", kiln::capi::testing::mlp_model(kRows, 3));
   Session session;
   ASSERT_NO_FATAL_FAILURE(wrapped_session(mlp, session));
   const std::vector<int64_t> shape{kRows, 3};
@@ -503,7 +435,7 @@ TEST_F(CApiFrameTest, DebugLabelsPerKernel) {
   g_labels.real_gipa = instance().fn().vkGetInstanceProcAddr;
   ASSERT_NE(g_labels.real_gipa(instance().handle(), "vkCmdBeginDebugUtilsLabelEXT"), nullptr)
       << "the validated test instance has VK_EXT_debug_utils";
-  Model mlp = load("mlp", mlp_model());
+  Model mlp = load("mlp", kiln::capi::testing::mlp_model(kRows, 3));
   Session session;
   ASSERT_NO_FATAL_FAILURE(wrapped_session(mlp, session, true, 0, logging_gipa));
   const std::vector<int64_t> shape{kRows, 3};
@@ -550,7 +482,7 @@ TEST_F(CApiFrameTest, DebugLabelsPerKernel) {
 }
 
 TEST_F(CApiFrameTest, MemoryReportAndLimit) {
-  Model mlp = load("mlp", mlp_model());
+  Model mlp = load("mlp", kiln::capi::testing::mlp_model(kRows, 3));
   Session session;
   ASSERT_NO_FATAL_FAILURE(wrapped_session(mlp, session));
   kiln_device_memory_t before{};

@@ -26,12 +26,11 @@
 #include <string>
 #include <vector>
 
-#include <onnx/onnx_pb.h>
-
 #include "api/testing/game_commands.h"
 #include "api/testing/host_buffer.h"
 #include "api/testing/host_device.h"
 #include "api/testing/host_image.h"
+#include "api/testing/onnx_models.h"
 #include "kiln/kiln_vulkan.h"  // before kiln.hpp: its Vulkan parts
 #include "kiln/kiln.hpp"
 
@@ -46,7 +45,9 @@ using kiln::api::Tensor;
 using kiln::api::VulkanDevice;
 using kiln::capi::testing::GameCommands;
 using kiln::capi::testing::HostBuffer;
+using kiln::capi::testing::Dim;
 using kiln::capi::testing::HostImage;
+using kiln::capi::testing::OnnxBuilder;
 
 constexpr uint32_t kH = 6, kW = 10;  // W not a multiple of the conversion's 8x8 workgroups
 constexpr size_t kPixels = kH * kW;
@@ -56,62 +57,30 @@ constexpr int64_t kOut = 4;  // output channels
 // [1, 4, H, W]; H and W are "H" and "W" when `symbolic`; with `nhwc` the
 // image is [1, H, W, 3] and y [1, H, W, 4] (Transposes around the Conv).
 std::string conv_model(bool symbolic, bool nhwc = false) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
-  onnx::GraphProto* g = m.mutable_graph();
-  g->set_name("conv");
-  auto value = [&](onnx::ValueInfoProto* v, const std::string& name, int64_t c) {
-    v->set_name(name);
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    t->mutable_shape()->add_dim()->set_dim_value(1);
-    if (!nhwc) t->mutable_shape()->add_dim()->set_dim_value(c);
+  OnnxBuilder b("conv");
+  auto dims = [&](int64_t c) {
+    std::vector<Dim> d = {1};
+    if (!nhwc) d.push_back(c);
     if (symbolic) {
-      t->mutable_shape()->add_dim()->set_dim_param("H");
-      t->mutable_shape()->add_dim()->set_dim_param("W");
+      d.insert(d.end(), {"H", "W"});
     } else {
-      t->mutable_shape()->add_dim()->set_dim_value(kH);
-      t->mutable_shape()->add_dim()->set_dim_value(kW);
+      d.insert(d.end(), {int64_t{kH}, int64_t{kW}});
     }
-    if (nhwc) t->mutable_shape()->add_dim()->set_dim_value(c);
+    if (nhwc) d.push_back(c);
+    return d;
   };
-  value(g->add_input(), "image", 3);
-  value(g->add_output(), "y", kOut);
-  auto* w = g->add_initializer();
-  w->set_name("w");
-  w->set_data_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : {kOut, int64_t{3}, int64_t{1}, int64_t{1}}) w->add_dims(d);
-  for (int i = 0; i < kOut * 3; ++i) w->add_float_data(0.3f * static_cast<float>((i * 5) % 7 - 3));
-  auto* b = g->add_initializer();
-  b->set_name("b");
-  b->set_data_type(onnx::TensorProto::FLOAT);
-  b->add_dims(kOut);
-  for (int i = 0; i < kOut; ++i) b->add_float_data(0.1f * static_cast<float>(i) - 0.15f);
-  auto transpose = [&](const char* in, const char* out, std::vector<int64_t> perm) {
-    auto* t = g->add_node();
-    t->set_op_type("Transpose");
-    t->set_name(out);
-    t->add_input(in);
-    t->add_output(out);
-    auto* a = t->add_attribute();
-    a->set_name("perm");
-    a->set_type(onnx::AttributeProto::INTS);
-    for (int64_t p : perm) a->add_ints(p);
-  };
-  if (nhwc) transpose("image", "nchw", {0, 3, 1, 2});
-  auto* conv = g->add_node();
-  conv->set_op_type("Conv");
-  conv->set_name("conv");
-  for (const char* in : {nhwc ? "nchw" : "image", "w", "b"}) conv->add_input(in);
-  conv->add_output("c");
-  auto* sig = g->add_node();
-  sig->set_op_type("Sigmoid");
-  sig->set_name("sigmoid");
-  sig->add_input("c");
-  sig->add_output(nhwc ? "s" : "y");
-  if (nhwc) transpose("s", "y", {0, 2, 3, 1});
-  return m.SerializeAsString();
+  b.float_input("image", dims(3));
+  b.float_output("y", dims(kOut));
+  std::vector<float> w(kOut * 3), bias(kOut);
+  for (int i = 0; i < kOut * 3; ++i) w[static_cast<size_t>(i)] = 0.3f * static_cast<float>((i * 5) % 7 - 3);
+  for (int i = 0; i < kOut; ++i) bias[static_cast<size_t>(i)] = 0.1f * static_cast<float>(i) - 0.15f;
+  b.initializer("w", {kOut, 3, 1, 1}, w);
+  b.initializer("b", {kOut}, bias);
+  if (nhwc) OnnxBuilder::ints_attribute(b.node("Transpose", {"image"}, "nchw"), "perm", {0, 3, 1, 2});
+  b.node("Conv", {nhwc ? "nchw" : "image", "w", "b"}, "c", "conv");
+  b.node("Sigmoid", {"c"}, nhwc ? "s" : "y", "sigmoid");
+  if (nhwc) OnnxBuilder::ints_attribute(b.node("Transpose", {"s"}, "y"), "perm", {0, 2, 3, 1});
+  return b.serialize();
 }
 
 float half_to_float(uint16_t h) {

@@ -27,11 +27,10 @@
 #include <string>
 #include <vector>
 
-#include <onnx/onnx_pb.h>
-
 #include "api/testing/game_commands.h"
 #include "api/testing/host_buffer.h"
 #include "api/testing/host_device.h"
+#include "api/testing/onnx_models.h"
 #include "kiln/kiln_vulkan.h"  // before kiln.hpp: its Vulkan parts
 #include "kiln/kiln.hpp"
 
@@ -45,6 +44,8 @@ using kiln::api::Session;
 using kiln::api::VulkanDevice;
 using kiln::capi::testing::GameCommands;
 using kiln::capi::testing::HostBuffer;
+using kiln::capi::testing::nonzero_model;
+using kiln::capi::testing::OnnxBuilder;
 
 constexpr int64_t kRows = 4;
 constexpr int64_t kWidth = 16;
@@ -55,71 +56,22 @@ constexpr int kLayers = 6;
 // each reading what the one before wrote, so that slices cut real
 // dependencies.
 std::string deep_model() {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
-  onnx::GraphProto* g = m.mutable_graph();
-  g->set_name("deep");
-  auto value = [](onnx::ValueInfoProto* v, const std::string& name) {
-    v->set_name(name);
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    t->mutable_shape()->add_dim()->set_dim_value(kRows);
-    t->mutable_shape()->add_dim()->set_dim_value(kWidth);
-  };
-  value(g->add_input(), "x");
-  value(g->add_output(), "y");
+  OnnxBuilder b("deep");
+  b.float_input("x", {kRows, kWidth});
+  b.float_output("y", {kRows, kWidth});
   std::string in = "x";
   for (int l = 0; l < kLayers; ++l) {
     const std::string w = "w" + std::to_string(l), h = "h" + std::to_string(l);
     const std::string out = l + 1 == kLayers ? "y" : "t" + std::to_string(l);
-    auto* init = g->add_initializer();
-    init->set_name(w);
-    init->set_data_type(onnx::TensorProto::FLOAT);
-    init->add_dims(kWidth);
-    init->add_dims(kWidth);
+    std::vector<float> values(kWidth * kWidth);
     for (int64_t i = 0; i < kWidth * kWidth; ++i)
-      init->add_float_data(0.125f * static_cast<float>((i * (7 + l)) % 13 - 6));
-    auto* mm = g->add_node();
-    mm->set_op_type("MatMul");
-    mm->set_name(h);
-    mm->add_input(in);
-    mm->add_input(w);
-    mm->add_output(h);
-    auto* act = g->add_node();
-    act->set_op_type("Tanh");
-    act->set_name(out);
-    act->add_input(h);
-    act->add_output(out);
+      values[static_cast<size_t>(i)] = 0.125f * static_cast<float>((i * (7 + l)) % 13 - 6);
+    b.initializer(w, {kWidth, kWidth}, values);
+    b.node("MatMul", {in, w}, h);
+    b.node("Tanh", {h}, out);
     in = out;
   }
-  return m.SerializeAsString();
-}
-
-// x[4] -> Relu -> NonZero: the output's shape depends on x's values, so the
-// run reads them back mid-run and cannot be recorded.
-std::string nonzero_model() {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
-  onnx::GraphProto* g = m.mutable_graph();
-  auto* x = g->add_input();
-  x->set_name("x");
-  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-  x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(4);
-  auto* r = g->add_node();
-  r->set_op_type("Relu");
-  r->add_input("x");
-  r->add_output("r");
-  auto* n = g->add_node();
-  n->set_op_type("NonZero");
-  n->set_name("where_positive");
-  n->add_input("r");
-  n->add_output("y");
-  auto* y = g->add_output();
-  y->set_name("y");
-  y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
-  return m.SerializeAsString();
+  return b.serialize();
 }
 
 std::vector<float> inputs_for(size_t count, float shift) {
@@ -164,6 +116,16 @@ class CApiSliceTest : public kiln::vk::testing::VulkanTest {
     Error e = Model::load(path, m);
     EXPECT_FALSE(e) << e.message();
     return m;
+  }
+
+  // `deep` = deep_model(), its session on the wrapped test device, x bound
+  // to `bx` and y to `by` (the test forgets them at its end).
+  void bound_deep_session(Model& deep, Session& session, HostBuffer& bx, HostBuffer& by, bool profile = false) {
+    deep = load("deep", deep_model());
+    ASSERT_NO_FATAL_FAILURE(wrapped_session(deep, session, profile));
+    ASSERT_TRUE(bx.ok() && by.ok());
+    ASSERT_FALSE(session.bind_vulkan_buffer("x", bx.handle(), 0, kBytes, {kRows, kWidth}));
+    ASSERT_FALSE(session.bind_vulkan_buffer("y", by.handle(), 0, kBytes));
   }
 
   // kiln_session_run with the session's bindings: what the bound output
@@ -239,13 +201,10 @@ class CApiSliceTest : public kiln::vk::testing::VulkanTest {
 // contents until the last slice ran, and then holds kiln_session_run's
 // output bit for bit; two runs in a row, with new inputs, both match.
 TEST_F(CApiSliceTest, SlicesMatchRun) {
-  Model deep = load("deep", deep_model());
+  Model deep;
   Session session;
-  ASSERT_NO_FATAL_FAILURE(wrapped_session(deep, session));
   HostBuffer bx(device(), kBytes), by(device(), kBytes);
-  ASSERT_TRUE(bx.ok() && by.ok());
-  ASSERT_FALSE(session.bind_vulkan_buffer("x", bx.handle(), 0, kBytes, {kRows, kWidth}));
-  ASSERT_FALSE(session.bind_vulkan_buffer("y", by.handle(), 0, kBytes));
+  ASSERT_NO_FATAL_FAILURE(bound_deep_session(deep, session, bx, by));
   const size_t n = kRows * kWidth;
   const std::vector<float> x1 = inputs_for(n, 0.0f), x2 = inputs_for(n, 1.5f);
   bx.write(0, x1);
@@ -293,13 +252,10 @@ TEST_F(CApiSliceTest, SlicesMatchRun) {
 // negative or a NaN budget is INVALID_ARGUMENT and leaves the run in
 // progress as it was.
 TEST_F(CApiSliceTest, BudgetEdgeCases) {
-  Model deep = load("deep", deep_model());
+  Model deep;
   Session session;
-  ASSERT_NO_FATAL_FAILURE(wrapped_session(deep, session));
   HostBuffer bx(device(), kBytes), by(device(), kBytes);
-  ASSERT_TRUE(bx.ok() && by.ok());
-  ASSERT_FALSE(session.bind_vulkan_buffer("x", bx.handle(), 0, kBytes, {kRows, kWidth}));
-  ASSERT_FALSE(session.bind_vulkan_buffer("y", by.handle(), 0, kBytes));
+  ASSERT_NO_FATAL_FAILURE(bound_deep_session(deep, session, bx, by));
   const size_t n = kRows * kWidth;
   bx.write(0, inputs_for(n, 0.25f));
   const std::vector<float> want = run_bound(session, by, n);
@@ -352,13 +308,10 @@ TEST_F(CApiSliceTest, BudgetEdgeCases) {
 // is the sum of kiln_session_kernel_timing's times, and a budget of half of
 // it makes slices that fit it (unless one dispatch alone does not).
 TEST_F(CApiSliceTest, MeasuredEstimates) {
-  Model deep = load("deep", deep_model());
+  Model deep;
   Session session;
-  ASSERT_NO_FATAL_FAILURE(wrapped_session(deep, session, /*profile=*/true));
   HostBuffer bx(device(), kBytes), by(device(), kBytes);
-  ASSERT_TRUE(bx.ok() && by.ok());
-  ASSERT_FALSE(session.bind_vulkan_buffer("x", bx.handle(), 0, kBytes, {kRows, kWidth}));
-  ASSERT_FALSE(session.bind_vulkan_buffer("y", by.handle(), 0, kBytes));
+  ASSERT_NO_FATAL_FAILURE(bound_deep_session(deep, session, bx, by, /*profile=*/true));
   const size_t n = kRows * kWidth;
   GameCommands game(device());
 
@@ -413,13 +366,10 @@ TEST_F(CApiSliceTest, MeasuredEstimates) {
 // forgetting a buffer the run binds, interrupts it: the next call says so,
 // and the one after starts a new run, which completes correctly.
 TEST_F(CApiSliceTest, RestartAndInterruptions) {
-  Model deep = load("deep", deep_model());
+  Model deep;
   Session session;
-  ASSERT_NO_FATAL_FAILURE(wrapped_session(deep, session));
   HostBuffer bx(device(), kBytes), by(device(), kBytes);
-  ASSERT_TRUE(bx.ok() && by.ok());
-  ASSERT_FALSE(session.bind_vulkan_buffer("x", bx.handle(), 0, kBytes, {kRows, kWidth}));
-  ASSERT_FALSE(session.bind_vulkan_buffer("y", by.handle(), 0, kBytes));
+  ASSERT_NO_FATAL_FAILURE(bound_deep_session(deep, session, bx, by));
   const size_t n = kRows * kWidth;
   bx.write(0, inputs_for(n, 2.0f));
   const std::vector<float> want = run_bound(session, by, n);

@@ -37,10 +37,9 @@
 #include <thread>
 #include <vector>
 
-#include <onnx/onnx_pb.h>
-
 #include "api/testing/host_buffer.h"
 #include "api/testing/host_device.h"
+#include "api/testing/onnx_models.h"
 #include "kiln/kiln_vulkan.h"  // before kiln.hpp: its Vulkan parts
 #include "kiln/kiln.hpp"
 
@@ -52,6 +51,7 @@ using kiln::api::Session;
 using kiln::api::Tensor;
 using kiln::api::VulkanDevice;
 using kiln::capi::testing::HostBuffer;
+using kiln::capi::testing::OnnxBuilder;
 
 constexpr int64_t kFeatures = 8;
 // The dynamic dim's values: different activation sizes, so a new shape may
@@ -65,63 +65,21 @@ constexpr int kRunsPerThread = 6;
 // m = ReduceMean(x * y, axis 0) [1,8]: a reduction over the dynamic dim, so
 // every row of every output depends on the run's whole input.
 std::string dynamic_model() {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
-  onnx::GraphProto* g = m.mutable_graph();
-  g->set_name("stress");
-  auto value = [](onnx::ValueInfoProto* v, const std::string& name, const std::string& rows) {
-    v->set_name(name);
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    if (rows.empty()) {
-      t->mutable_shape()->add_dim()->set_dim_value(1);
-    } else {
-      t->mutable_shape()->add_dim()->set_dim_param(rows);
-    }
-    t->mutable_shape()->add_dim()->set_dim_value(kFeatures);
-  };
-  value(g->add_input(), "x", "n");
-  value(g->add_output(), "y", "n");
-  value(g->add_output(), "m", "");
-  auto weight = [&](const std::string& name, std::vector<int64_t> dims, float scale) {
-    auto* w = g->add_initializer();
-    w->set_name(name);
-    w->set_data_type(onnx::TensorProto::FLOAT);
-    int64_t count = 1;
-    for (int64_t d : dims) {
-      w->add_dims(d);
-      count *= d;
-    }
-    for (int64_t i = 0; i < count; ++i) w->add_float_data(scale * static_cast<float>((i * 7) % 11 - 5));
-  };
-  weight("w1", {kFeatures, 16}, 0.125f);
-  weight("b1", {16}, 0.25f);
-  weight("w2", {16, kFeatures}, -0.0625f);
-  auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->set_name(out);
-    for (const auto& i : in) n->add_input(i);
-    n->add_output(out);
-    return n;
-  };
-  node("MatMul", {"x", "w1"}, "xw");
-  node("Add", {"xw", "b1"}, "pre");
-  node("Relu", {"pre"}, "h");
-  node("MatMul", {"h", "w2"}, "logits");
-  auto* softmax = node("Softmax", {"logits"}, "y");
-  auto* axis = softmax->add_attribute();
-  axis->set_name("axis");
-  axis->set_type(onnx::AttributeProto::INT);
-  axis->set_i(-1);
-  node("Mul", {"x", "y"}, "xy");
-  auto* mean = node("ReduceMean", {"xy"}, "m");
-  auto* axes = mean->add_attribute();
-  axes->set_name("axes");
-  axes->set_type(onnx::AttributeProto::INTS);
-  axes->add_ints(0);
-  return m.SerializeAsString();
+  OnnxBuilder b("stress");
+  b.float_input("x", {"n", kFeatures});
+  b.float_output("y", {"n", kFeatures});
+  b.float_output("m", {1, kFeatures});
+  b.weight("w1", {kFeatures, 16}, 0.125f);
+  b.weight("b1", {16}, 0.25f);
+  b.weight("w2", {16, kFeatures}, -0.0625f);
+  b.node("MatMul", {"x", "w1"}, "xw");
+  b.node("Add", {"xw", "b1"}, "pre");
+  b.node("Relu", {"pre"}, "h");
+  b.node("MatMul", {"h", "w2"}, "logits");
+  OnnxBuilder::int_attribute(b.node("Softmax", {"logits"}, "y"), "axis", -1);
+  b.node("Mul", {"x", "y"}, "xy");
+  OnnxBuilder::ints_attribute(b.node("ReduceMean", {"xy"}, "m"), "axes", {0});
+  return b.serialize();
 }
 
 // One input and the outputs the reference executor gave for it.

@@ -11,6 +11,7 @@
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "planner/lower_util.h"
 #include "planner/testing/op_check.h"
+#include "planner/testing/random_ints.h"
 #include "platform/vulkan/vk_test_env.h"
 
 namespace kiln::planner {
@@ -18,6 +19,7 @@ namespace {
 
 using testing::check_op;
 using testing::OpCheck;
+using testing::random_ints;
 using testing::random_tensor;
 
 class LowerElementwise : public vk::testing::VulkanTest {};
@@ -25,16 +27,6 @@ class LowerElementwise : public vk::testing::VulkanTest {};
 ir::Attribute f_attr(float v) { return ir::Attribute::of_float(v); }
 ir::Attribute i_attr(int64_t v) { return ir::Attribute::of_int(v); }
 ir::Attribute s_attr(std::string v) { return ir::Attribute::of_string(std::move(v)); }
-
-// Random integers in [lo, hi] of dtype T.
-template <typename T>
-Tensor random_ints(const Shape& shape, uint64_t seed, int64_t lo, int64_t hi) {
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int64_t> dist(lo, hi);
-  std::vector<T> v(static_cast<size_t>(shape_numel(shape)));
-  for (T& x : v) x = static_cast<T>(dist(rng));
-  return Tensor::from_vector<T>(shape, v);
-}
 
 Tensor random_bools(const Shape& shape, uint64_t seed) {
   std::mt19937_64 rng(seed);

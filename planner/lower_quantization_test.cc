@@ -4,12 +4,12 @@
 // the precision policy keeps what QuantizeLinear / DynamicQuantizeLinear
 // quantize in fp32, and the integer ops never touch floats; only the
 // dequantized float outputs get fp16's tolerance.
-#include <random>
 #include <string>
 #include <vector>
 
 #include "engine/ops/op_test_util.h"
 #include "planner/testing/op_check.h"
+#include "planner/testing/random_ints.h"
 #include "platform/vulkan/vk_test_env.h"
 
 namespace kiln::planner {
@@ -17,17 +17,9 @@ namespace {
 
 using testing::check_op;
 using testing::OpCheck;
+using testing::random_ints;
 
 class LowerQuantization : public vk::testing::VulkanTest {};
-
-template <typename T>
-Tensor random_ints(const Shape& shape, uint64_t seed, int lo, int hi) {
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int> dist(lo, hi);
-  std::vector<T> v(static_cast<size_t>(shape_numel(shape)));
-  for (T& x : v) x = static_cast<T>(dist(rng));
-  return Tensor::from_vector<T>(shape, v);
-}
 
 // Multiples of 1/8 in [-40, 40]: divided by a power-of-two scale they land
 // on exact .5 ties, which must round to even.

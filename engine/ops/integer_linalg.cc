@@ -21,17 +21,17 @@
 // Shapes reuse MatMul's and Conv's inference (attributes included). The
 // integer products run in parallel over output rows / channel planes.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "engine/ops/broadcast.h"
+#include "engine/ops/conv_direct.h"
 #include "engine/ops/gemm_kernel.h"
 #include "engine/ops/linalg_internal.h"
 #include "engine/ops/op_registry.h"
 #include "engine/ops/quantization.h"
-#include "engine/ops/window_util.h"
 
 namespace kiln::ops {
 namespace {
@@ -77,6 +77,55 @@ Status check_float_scales(const InferContext& ctx, const std::vector<size_t>& sc
                        "; expected float32");
   return ok_status();
 }
+
+// --- shared shape inference -------------------------------------------------------
+
+// The inputs of QLinearMatMul, and of QLinearConv with its x and w in the
+// places of a and b and its int32 bias B last.
+enum QLinearInput : size_t { kA = 0, kAScale, kAZero, kB, kBScale, kBZero, kYScale, kYZero, kBias };
+
+// "a_zero_point" for operand "A" or "a".
+std::string zero_point_name(const char* operand) {
+  return std::string(1, static_cast<char>(std::tolower(static_cast<unsigned char>(operand[0])))) + (operand + 1) +
+         "_zero_point";
+}
+
+// MatMulInteger and ConvInteger: int8/uint8 operands 0 and 1 (named `a` and
+// `b` in errors) with optional zero points 2 and 3 of the same dtypes; the
+// shape is the float op's (`float_infer`), the output int32.
+Status integer_op_infer(InferContext& ctx, const char* a, const char* b, InferFn float_infer) {
+  KILN_RETURN_IF_ERROR(check_quant_input(ctx, 0, a));
+  KILN_RETURN_IF_ERROR(check_quant_input(ctx, 1, b));
+  KILN_RETURN_IF_ERROR(check_zero_point(ctx, 2, 0, zero_point_name(a).c_str()));
+  KILN_RETURN_IF_ERROR(check_zero_point(ctx, 3, 1, zero_point_name(b).c_str()));
+  KILN_ASSIGN_OR_RETURN(ir::SymShape out, shape_as_float_op(ctx, {0, 1}, float_infer));
+  ctx.set_output(0, DType::kInt32, std::move(out));
+  return ok_status();
+}
+
+// QLinearMatMul and QLinearConv (inputs as QLinearInput; `with_bias` for
+// QLinearConv's B): the operands, the output zero point and the zero points
+// int8/uint8, float32 scales; the shape is the float op's, the output of the
+// output zero point's dtype.
+Status qlinear_op_infer(InferContext& ctx, const char* a, const char* b, InferFn float_infer, bool with_bias) {
+  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kA, a));
+  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kB, b));
+  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kYZero, "y_zero_point"));
+  KILN_RETURN_IF_ERROR(check_zero_point(ctx, kAZero, kA, zero_point_name(a).c_str()));
+  KILN_RETURN_IF_ERROR(check_zero_point(ctx, kBZero, kB, zero_point_name(b).c_str()));
+  KILN_RETURN_IF_ERROR(check_float_scales(ctx, {kAScale, kBScale, kYScale}));
+  if (with_bias && ctx.has_input(kBias) && ctx.input_dtype(kBias) != DType::kInt32)
+    return ctx.error("B has dtype " + dt_name(ctx.input_dtype(kBias)) + "; expected int32");
+  const std::vector<size_t> shape_inputs = with_bias ? std::vector<size_t>{kA, kB, kBias} : std::vector<size_t>{kA, kB};
+  KILN_ASSIGN_OR_RETURN(ir::SymShape out, shape_as_float_op(ctx, shape_inputs, float_infer));
+  ctx.set_output(0, ctx.input_dtype(kYZero), std::move(out));
+  return ok_status();
+}
+
+Status matmul_integer_infer(InferContext& ctx) { return integer_op_infer(ctx, "A", "B", infer_matmul); }
+Status conv_integer_infer(InferContext& ctx) { return integer_op_infer(ctx, "x", "w", infer_conv); }
+Status qlinear_matmul_infer(InferContext& ctx) { return qlinear_op_infer(ctx, "a", "b", infer_matmul, false); }
+Status qlinear_conv_infer(InferContext& ctx) { return qlinear_op_infer(ctx, "x", "w", infer_conv, true); }
 
 // --- shared kernel pieces ----------------------------------------------------
 
@@ -170,48 +219,20 @@ Status matmul_int32(const KernelContext& ctx, const std::vector<int32_t>& a, con
 StatusOr<std::vector<int32_t>> conv_int32(const KernelContext& ctx, const std::vector<int32_t>& x, const Shape& xs,
                                           const std::vector<int32_t>& w, const Shape& ws, const Tensor* bias,
                                           const Shape& ys) {
-  const size_t spatial = xs.size() - 2;
-  KILN_ASSIGN_OR_RETURN(const WindowAttrs wa, read_window_attrs(ctx.node(), spatial, false));
+  KILN_ASSIGN_OR_RETURN(const Geometry3 g, conv_geometry(ctx.node(), xs, ws, ys));
   const int64_t group = ctx.node().attr_int("group", 1);
-  const std::vector<int64_t> in(xs.begin() + 2, xs.end()), out(ys.begin() + 2, ys.end()),
-      kernel(ws.begin() + 2, ws.end());
-  std::vector<int64_t> pb(spatial), pe(spatial);
-  for (size_t i = 0; i < spatial; ++i) std::tie(pb[i], pe[i]) = window_pads(wa, i, in[i], kernel[i]);
-  auto geom = make_geometry3(in, out, kernel, wa.strides, wa.dilations, pb, pe);
-  if (!geom.ok()) return std::move(geom).status().add_context(ctx.node().describe());
-  const Geometry3& g = *geom;
   const int64_t batch = xs[0], c = xs[1], m = ws[0];
   const int64_t cg = c / group, mg = m / group, kk = g.kernel_size(), in_sz = g.in_size(), out_sz = g.out_size();
   std::vector<int32_t> y(static_cast<size_t>(batch * m * out_sz));
+  auto mul_add = [](int32_t acc, int32_t xv, int32_t wv) { return wrap_add(acc, wrap_mul(xv, wv)); };
+  auto as_is = [](int32_t acc) { return acc; };
   // One task per (image, output channel) plane.
   parallel_for(batch * m, cpu_thread_count(), [&](int64_t task, int) {
     const int64_t img = task / m, oc = task % m;
     const int64_t gi = oc / mg;
     const int32_t b0 = bias ? static_cast<int32_t>(bias->get_i64(oc)) : 0;
-    for (int64_t od = 0; od < g.out[0]; ++od)
-      for (int64_t oh = 0; oh < g.out[1]; ++oh)
-        for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-          int32_t acc = b0;
-          for (int64_t ic = 0; ic < cg; ++ic) {
-            const int32_t* xp = x.data() + (img * c + gi * cg + ic) * in_sz;
-            const int32_t* wp = w.data() + (oc * cg + ic) * kk;
-            for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-              const int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
-              if (id < 0 || id >= g.in[0]) continue;
-              for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-                const int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
-                if (ih < 0 || ih >= g.in[1]) continue;
-                for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-                  const int64_t iw = ow * g.stride[2] - g.pad_begin[2] + kw * g.dilation[2];
-                  if (iw < 0 || iw >= g.in[2]) continue;
-                  acc = wrap_add(acc, wrap_mul(xp[(id * g.in[1] + ih) * g.in[2] + iw],
-                                               wp[(kd * g.kernel[1] + kh) * g.kernel[2] + kw]));
-                }
-              }
-            }
-          }
-          y[static_cast<size_t>(((img * m + oc) * g.out[0] + od) * g.out[1] * g.out[2] + oh * g.out[2] + ow)] = acc;
-        }
+    conv_direct_plane(g, x.data() + (img * c + gi * cg) * in_sz, w.data() + oc * cg * kk, cg, b0,
+                      y.data() + task * out_sz, mul_add, as_is);
   });
   return y;
 }
@@ -238,16 +259,6 @@ Status store_int32(KernelContext& ctx, const std::vector<int32_t>& v) {
 
 // --- MatMulInteger -------------------------------------------------------------
 
-Status matmul_integer_infer(InferContext& ctx) {
-  KILN_RETURN_IF_ERROR(check_quant_input(ctx, 0, "A"));
-  KILN_RETURN_IF_ERROR(check_quant_input(ctx, 1, "B"));
-  KILN_RETURN_IF_ERROR(check_zero_point(ctx, 2, 0, "a_zero_point"));
-  KILN_RETURN_IF_ERROR(check_zero_point(ctx, 3, 1, "b_zero_point"));
-  KILN_ASSIGN_OR_RETURN(ir::SymShape out, shape_as_float_op(ctx, {0, 1}, infer_matmul));
-  ctx.set_output(0, DType::kInt32, std::move(out));
-  return ok_status();
-}
-
 Status matmul_integer_kernel(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
@@ -261,20 +272,6 @@ Status matmul_integer_kernel(KernelContext& ctx) {
 }
 
 // --- QLinearMatMul -------------------------------------------------------------
-
-enum QLinearMatMulInput : size_t { kA = 0, kAScale, kAZero, kB, kBScale, kBZero, kYScale, kYZero };
-
-Status qlinear_matmul_infer(InferContext& ctx) {
-  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kA, "a"));
-  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kB, "b"));
-  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kYZero, "y_zero_point"));
-  KILN_RETURN_IF_ERROR(check_zero_point(ctx, kAZero, kA, "a_zero_point"));
-  KILN_RETURN_IF_ERROR(check_zero_point(ctx, kBZero, kB, "b_zero_point"));
-  KILN_RETURN_IF_ERROR(check_float_scales(ctx, {kAScale, kBScale, kYScale}));
-  KILN_ASSIGN_OR_RETURN(ir::SymShape out, shape_as_float_op(ctx, {kA, kB}, infer_matmul));
-  ctx.set_output(0, ctx.input_dtype(kYZero), std::move(out));
-  return ok_status();
-}
 
 Status qlinear_matmul_kernel(KernelContext& ctx) {
   const Tensor& a = ctx.input(kA);
@@ -317,16 +314,6 @@ Status check_one_value(const KernelContext& ctx, size_t i, const char* what) {
   return ok_status();
 }
 
-Status conv_integer_infer(InferContext& ctx) {
-  KILN_RETURN_IF_ERROR(check_quant_input(ctx, 0, "x"));
-  KILN_RETURN_IF_ERROR(check_quant_input(ctx, 1, "w"));
-  KILN_RETURN_IF_ERROR(check_zero_point(ctx, 2, 0, "x_zero_point"));
-  KILN_RETURN_IF_ERROR(check_zero_point(ctx, 3, 1, "w_zero_point"));
-  KILN_ASSIGN_OR_RETURN(ir::SymShape out, shape_as_float_op(ctx, {0, 1}, infer_conv));
-  ctx.set_output(0, DType::kInt32, std::move(out));
-  return ok_status();
-}
-
 Status conv_integer_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(1);
@@ -340,33 +327,17 @@ Status conv_integer_kernel(KernelContext& ctx) {
   return store_int32(ctx, y);
 }
 
-enum QLinearConvInput : size_t { kX = 0, kXScale, kXZero, kW, kWScale, kWZero, kYScaleC, kYZeroC, kBias };
-
-Status qlinear_conv_infer(InferContext& ctx) {
-  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kX, "x"));
-  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kW, "w"));
-  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kYZeroC, "y_zero_point"));
-  KILN_RETURN_IF_ERROR(check_zero_point(ctx, kXZero, kX, "x_zero_point"));
-  KILN_RETURN_IF_ERROR(check_zero_point(ctx, kWZero, kW, "w_zero_point"));
-  KILN_RETURN_IF_ERROR(check_float_scales(ctx, {kXScale, kWScale, kYScaleC}));
-  if (ctx.has_input(kBias) && ctx.input_dtype(kBias) != DType::kInt32)
-    return ctx.error("B has dtype " + dt_name(ctx.input_dtype(kBias)) + "; expected int32");
-  KILN_ASSIGN_OR_RETURN(ir::SymShape out, shape_as_float_op(ctx, {kX, kW, kBias}, infer_conv));
-  ctx.set_output(0, ctx.input_dtype(kYZeroC), std::move(out));
-  return ok_status();
-}
-
 Status qlinear_conv_kernel(KernelContext& ctx) {
-  const Tensor& x = ctx.input(kX);
-  const Tensor& w = ctx.input(kW);
-  for (auto [i, what] : {std::pair<size_t, const char*>{kXScale, "x_scale"},
-                         {kXZero, "x_zero_point"},
-                         {kYScaleC, "y_scale"},
-                         {kYZeroC, "y_zero_point"}})
+  const Tensor& x = ctx.input(kA);
+  const Tensor& w = ctx.input(kB);
+  for (auto [i, what] : {std::pair<size_t, const char*>{kAScale, "x_scale"},
+                         {kAZero, "x_zero_point"},
+                         {kYScale, "y_scale"},
+                         {kYZero, "y_zero_point"}})
     KILN_RETURN_IF_ERROR(check_one_value(ctx, i, what));
-  const Shape w_zp = channel_param_shape(ctx.input(kWZero).shape(), w.shape().size());
-  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> x32, subtract_zero_point(ctx, x, kXZero, {}, "x_zero_point"));
-  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> w32, subtract_zero_point(ctx, w, kWZero, w_zp, "w_zero_point"));
+  const Shape w_zp = channel_param_shape(ctx.input(kBZero).shape(), w.shape().size());
+  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> x32, subtract_zero_point(ctx, x, kAZero, {}, "x_zero_point"));
+  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> w32, subtract_zero_point(ctx, w, kBZero, w_zp, "w_zero_point"));
   KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0));
   const Tensor* bias = ctx.has_input(kBias) ? &ctx.input(kBias) : nullptr;
   const int64_t m = w.dim(0);
@@ -374,16 +345,16 @@ Status qlinear_conv_kernel(KernelContext& ctx) {
     return ctx.error("B has " + std::to_string(bias->numel()) + " values for " + std::to_string(m) +
                      " output channels");
   KILN_ASSIGN_OR_RETURN(std::vector<int32_t> acc, conv_int32(ctx, x32, x.shape(), w32, w.shape(), bias, y->shape()));
-  const Tensor& ws = ctx.input(kWScale);
+  const Tensor& ws = ctx.input(kBScale);
   if (ws.numel() != 1 && ws.numel() != m)
     return ctx.error("w_scale " + shape_to_string(ws.shape()) + " must hold one value or one per output channel (" +
                      std::to_string(m) + ")");
   std::vector<float> mult(static_cast<size_t>(m));
-  const double xs = ctx.input(kXScale).get_f64(0), yscale = ctx.input(kYScaleC).get_f64(0);
+  const double xs = ctx.input(kAScale).get_f64(0), yscale = ctx.input(kYScale).get_f64(0);
   for (int64_t c = 0; c < m; ++c)
     mult[static_cast<size_t>(c)] = multiplier(xs, ws.get_f64(ws.numel() == 1 ? 0 : c), yscale);
   if (y->numel() == 0) return ok_status();
-  const double zp = ctx.input(kYZeroC).get_f64(0);
+  const double zp = ctx.input(kYZero).get_f64(0);
   const double lo = static_cast<double>(quant_min(y->dtype())), hi = static_cast<double>(quant_max(y->dtype()));
   const int64_t plane = m == 0 ? 0 : y->numel() / (y->dim(0) * m);
   for (int64_t i = 0; i < y->numel(); ++i)

@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "engine/ops/conv_direct.h"
 #include "engine/ops/gemm_kernel.h"
 #include "engine/ops/window_util.h"
 
@@ -453,37 +454,17 @@ Status conv_f32(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y,
 template <typename T>
 void conv_direct(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, int64_t group, const Geometry3& g) {
   const int64_t batch = x.dim(0), c = x.dim(1), m = w.dim(0);
-  const int64_t cg = c / group, mg = m / group, kk = g.kernel_size(), in_sz = g.in_size();
+  const int64_t cg = c / group, mg = m / group, kk = g.kernel_size(), in_sz = g.in_size(), out_sz = g.out_size();
   const T* xd = x.data<T>();
   const T* wd = w.data<T>();
   T* yd = y.data<T>();
+  auto mul_add = [](double acc, T xv, T wv) { return acc + to_f64(xv) * to_f64(wv); };
   for (int64_t img = 0; img < batch; ++img)
     for (int64_t oc = 0; oc < m; ++oc) {
       const int64_t gi = oc / mg;
-      for (int64_t od = 0; od < g.out[0]; ++od)
-        for (int64_t oh = 0; oh < g.out[1]; ++oh)
-          for (int64_t ow = 0; ow < g.out[2]; ++ow) {
-            double acc = bias ? to_f64(bias->data<T>()[oc]) : 0.0;
-            for (int64_t ic = 0; ic < cg; ++ic) {
-              const T* xp = xd + (img * c + gi * cg + ic) * in_sz;
-              const T* wp = wd + (oc * cg + ic) * kk;
-              for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-                const int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
-                if (id < 0 || id >= g.in[0]) continue;
-                for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-                  const int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
-                  if (ih < 0 || ih >= g.in[1]) continue;
-                  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-                    const int64_t iw = ow * g.stride[2] - g.pad_begin[2] + kw * g.dilation[2];
-                    if (iw < 0 || iw >= g.in[2]) continue;
-                    acc += to_f64(xp[(id * g.in[1] + ih) * g.in[2] + iw]) *
-                           to_f64(wp[(kd * g.kernel[1] + kh) * g.kernel[2] + kw]);
-                  }
-                }
-              }
-            }
-            yd[((img * m + oc) * g.out[0] + od) * g.out[1] * g.out[2] + oh * g.out[2] + ow] = from_f64<T>(acc);
-          }
+      conv_direct_plane(g, xd + (img * c + gi * cg) * in_sz, wd + oc * cg * kk, cg,
+                        bias ? to_f64(bias->data<T>()[oc]) : 0.0, yd + (img * m + oc) * out_sz, mul_add,
+                        from_f64<T>);
     }
 }
 
@@ -603,24 +584,29 @@ std::vector<int64_t> spatial_of(const Shape& s) { return std::vector<int64_t>(s.
 
 }  // namespace
 
+StatusOr<Geometry3> conv_geometry(const ir::Node& node, const Shape& x, const Shape& w, const Shape& y) {
+  const size_t spatial = x.size() - 2;
+  KILN_ASSIGN_OR_RETURN(const WindowAttrs wa, read_window_attrs(node, spatial, false));
+  const std::vector<int64_t> in = spatial_of(x), out = spatial_of(y), kernel = spatial_of(w);
+  std::vector<int64_t> pb(spatial), pe(spatial);
+  for (size_t i = 0; i < spatial; ++i) std::tie(pb[i], pe[i]) = window_pads(wa, i, in[i], kernel[i]);
+  auto geom = make_geometry3(in, out, kernel, wa.strides, wa.dilations, pb, pe);
+  if (!geom.ok()) return std::move(geom).status().add_context(node.describe());
+  return geom;
+}
+
 Status conv_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(1);
   const Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0));
-  const size_t spatial = static_cast<size_t>(x.rank() - 2);
-  KILN_ASSIGN_OR_RETURN(const WindowAttrs wa, read_window_attrs(ctx.node(), spatial, false));
   const int64_t group = ctx.node().attr_int("group", 1);
-  const std::vector<int64_t> in = spatial_of(x.shape()), out = spatial_of(y->shape()), kernel = spatial_of(w.shape());
-  std::vector<int64_t> pb(spatial), pe(spatial);
-  for (size_t i = 0; i < spatial; ++i) std::tie(pb[i], pe[i]) = window_pads(wa, i, in[i], kernel[i]);
-  auto geom = make_geometry3(in, out, kernel, wa.strides, wa.dilations, pb, pe);
-  if (!geom.ok()) return std::move(geom).status().add_context(ctx.node().describe());
+  KILN_ASSIGN_OR_RETURN(const Geometry3 g, conv_geometry(ctx.node(), x.shape(), w.shape(), y->shape()));
   if (y->numel() == 0) return ok_status();
   switch (x.dtype()) {
-    case DType::kFloat32: return conv_f32(x, w, bias, *y, group, *geom);
-    case DType::kFloat16: conv_direct<Half>(x, w, bias, *y, group, *geom); return ok_status();
-    case DType::kFloat64: conv_direct<double>(x, w, bias, *y, group, *geom); return ok_status();
+    case DType::kFloat32: return conv_f32(x, w, bias, *y, group, g);
+    case DType::kFloat16: conv_direct<Half>(x, w, bias, *y, group, g); return ok_status();
+    case DType::kFloat64: conv_direct<double>(x, w, bias, *y, group, g); return ok_status();
     default: return ctx.error("unsupported dtype " + dt_name(x.dtype()));
   }
 }

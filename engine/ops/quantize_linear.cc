@@ -164,6 +164,24 @@ std::vector<int64_t> zero_points(const KernelContext& ctx, size_t i, int64_t cou
   return ctx.input(i).to_i64_vector();
 }
 
+// The scale and zero point each element of x (input 0) takes, shared by the
+// QuantizeLinear and DequantizeLinear kernels: inputs 1 (scale) and 2 (zero
+// point) as numbers, and the index into them of element i.
+struct ElementParams {
+  ParamIndex index;
+  std::vector<double> scale;
+  std::vector<int64_t> zero_point;
+};
+
+StatusOr<ElementParams> element_params(const KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& scale = ctx.input(1);
+  KILN_ASSIGN_OR_RETURN(const QuantGranularity g,
+                        resolve_granularity(ctx.node(), ir::SymShape::from_concrete(x.shape()),
+                                            ir::SymShape::from_concrete(scale.shape())));
+  return ElementParams{ParamIndex(g, x.shape(), scale.shape()), as_doubles(scale), zero_points(ctx, 2, scale.numel())};
+}
+
 // rint (round half to even in the default rounding mode) + zero point,
 // saturated; NaN gives the zero point.
 int64_t round_saturate(double q, int64_t zp, int64_t lo, int64_t hi) {
@@ -224,12 +242,7 @@ Status quantize_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& scale = ctx.input(1);
   KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0));
-  KILN_ASSIGN_OR_RETURN(const QuantGranularity g,
-                        resolve_granularity(ctx.node(), ir::SymShape::from_concrete(x.shape()),
-                                            ir::SymShape::from_concrete(scale.shape())));
-  const ParamIndex index(g, x.shape(), scale.shape());
-  const std::vector<double> s = as_doubles(scale);
-  const std::vector<int64_t> zp = zero_points(ctx, 2, scale.numel());
+  KILN_ASSIGN_OR_RETURN(const ElementParams params, element_params(ctx));
   const int64_t lo = quant_min(y->dtype()), hi = quant_max(y->dtype());
   const DType xt = x.dtype(), st = scale.dtype();
   bool ok = true;
@@ -239,8 +252,9 @@ Status quantize_kernel(KernelContext& ctx) {
     } else {
       const X* xd = x.data<X>();
       for (int64_t i = 0; i < x.numel(); ++i) {
-        const size_t p = static_cast<size_t>(index(i));
-        y->set_f64(i, static_cast<double>(round_saturate(quotient(to_f64(xd[i]), s[p], xt, st), zp[p], lo, hi)));
+        const size_t p = static_cast<size_t>(params.index(i));
+        const double q = quotient(to_f64(xd[i]), params.scale[p], xt, st);
+        y->set_f64(i, static_cast<double>(round_saturate(q, params.zero_point[p], lo, hi)));
       }
     }
   });
@@ -272,26 +286,21 @@ Status dequantize_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& scale = ctx.input(1);
   KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0));
-  KILN_ASSIGN_OR_RETURN(const QuantGranularity g,
-                        resolve_granularity(ctx.node(), ir::SymShape::from_concrete(x.shape()),
-                                            ir::SymShape::from_concrete(scale.shape())));
-  const ParamIndex index(g, x.shape(), scale.shape());
-  const std::vector<double> s = as_doubles(scale);
-  const std::vector<int64_t> zp = zero_points(ctx, 2, scale.numel());
+  KILN_ASSIGN_OR_RETURN(const ElementParams params, element_params(ctx));
   if (x.dtype() == DType::kInt32)
-    for (int64_t v : zp)
+    for (int64_t v : params.zero_point)
       if (v != 0) return ctx.error("an int32 x must have a zero point of 0 (ONNX), got " + std::to_string(v));
   const bool f64 = scale.dtype() == DType::kFloat64;
   for (int64_t i = 0; i < x.numel(); ++i) {
-    const size_t p = static_cast<size_t>(index(i));
+    const size_t p = static_cast<size_t>(params.index(i));
     const int64_t xv = x.get_i64(i);
     double v = 0.0;
     if (f64) {
-      v = (static_cast<double>(xv) - static_cast<double>(zp[p])) * s[p];
+      v = (static_cast<double>(xv) - static_cast<double>(params.zero_point[p])) * params.scale[p];
     } else {
       // float32 arithmetic; set_f64 rounds a float16 output once more.
-      const float d = static_cast<float>(xv) - static_cast<float>(zp[p]);
-      v = static_cast<double>(d * static_cast<float>(s[p]));
+      const float d = static_cast<float>(xv) - static_cast<float>(params.zero_point[p]);
+      v = static_cast<double>(d * static_cast<float>(params.scale[p]));
     }
     y->set_f64(i, v);
   }
