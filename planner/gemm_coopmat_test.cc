@@ -134,7 +134,9 @@ std::string spirv_validate(const std::vector<uint32_t>& spirv, spv_target_env en
 
 // Plans `g`, compiles every kernel for Vulkan 1.1 and 1.3 and validates it;
 // expects a kernel named `expect_name`.
-void expect_valid(const ir::Graph& g, const TargetInfo& target, Storage storage, const std::string& expect_name) {
+// `glsl_of_expected` (optional) receives the GLSL of the kernel named `expect_name`.
+void expect_valid(const ir::Graph& g, const TargetInfo& target, Storage storage, const std::string& expect_name,
+                  std::string* glsl_of_expected = nullptr) {
   PlanOptions options;
   options.precision = ElemType::kF16;
   options.storage = storage;
@@ -168,7 +170,10 @@ void expect_valid(const ir::Graph& g, const TargetInfo& target, Storage storage,
       EXPECT_GE(reflection->bindings.size(), 2u);
       EXPECT_EQ(reflection->local_size, glsl->local_size);
     }
-    if (glsl->name == expect_name) found = true;
+    if (glsl->name == expect_name) {
+      found = true;
+      if (glsl_of_expected) *glsl_of_expected = glsl->glsl;
+    }
   }
   EXPECT_TRUE(found) << "no kernel named " << expect_name;
 }
@@ -254,6 +259,17 @@ TEST(GemmCoopMatKernels, FusedEpiloguesAndDepthwisePointwiseAreValidSpirv) {
       {{{"group", ir::Attribute::of_int(32)}, {"pads", ir::Attribute::of_ints({1, 1, 1, 1})}}});
   expect_valid(dwpw, t, Storage::kBuffer, "dwpw_coopmat64x64+relu");
   expect_valid(dwpw, t, Storage::kImage, "dwpw_coopmat64x64+relu");
+  // A read through Transpose + Reshape (vit's attention output into its
+  // projection): runs of 8 along K are contiguous in the source, so the
+  // tensor-core kernel loads them as one 16-byte vector through the view.
+  const ir::Graph proj = fused_graph(
+      ir::SymShape::from_concrete({4, 70, 16}),
+      {{"Transpose", {}}, {"Reshape", {Tensor::from_vector<int64_t>({2}, {70, 64})}}, {"MatMul", {random_tensor({64, 40}, 6)}}},
+      {{{"perm", ir::Attribute::of_ints({1, 0, 2})}}});
+  std::string text;
+  expect_valid(proj, t, Storage::kBuffer, "fused_transpose_reshape_matmul_coopmat64x64", &text);
+  EXPECT_NE(text.find("uvec4 A_ld8h(int i) {"), std::string::npos);
+  EXPECT_NE(text.find("return A_src_data8[A_src_index("), std::string::npos) << text;
 }
 
 // A few tensor-core workgroups over a deep K would leave the GPU idle:
@@ -469,6 +485,28 @@ TEST_F(GemmCoopMatDeviceTest, SymbolicRows) {
             << storage_name(storage) << " rows " << rows << " element " << i;
     }
   }
+}
+
+// A read through Transpose + Reshape with 16-byte loads (the view's runs of
+// 8 are contiguous in the source), as vit's attention output projection.
+TEST_F(GemmCoopMatDeviceTest, ViewWithContiguousRuns) {
+  const ir::Graph g = fused_graph(
+      ir::SymShape::from_concrete({12, 197, 64}),
+      {{"Transpose", {}}, {"Reshape", {Tensor::from_vector<int64_t>({2}, {197, 768})}}, {"MatMul", {random_tensor({768, 96}, 80, -0.05f, 0.05f)}}},
+      {{{"perm", ir::Attribute::of_ints({1, 0, 2})}}});
+  auto model = compile_fp16(g, Storage::kBuffer);
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const std::vector<Tensor> in = {random_tensor({12, 197, 64}, 81)};
+  auto want = runtime::ReferenceExecutor(g).run(in);
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+  auto got = (*model)->run(in);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  const Tensor& a = (*want)[0];
+  const Tensor& b = (*got)[0];
+  ASSERT_EQ(a.shape(), b.shape());
+  double ref_max = 1.0;
+  for (int64_t i = 0; i < a.numel(); ++i) ref_max = std::max(ref_max, std::abs(a.get_f64(i)));
+  for (int64_t i = 0; i < a.numel(); ++i) ASSERT_NEAR(a.get_f64(i), b.get_f64(i), 2e-2 * ref_max) << "element " << i;
 }
 
 // The fp32 weights the precision policy keeps (an early convolution's)

@@ -270,6 +270,11 @@ class Emitter {
     // X_ld is the source's, without decomposing the index into coordinates
     // and composing it back (a GEMM's gemm_a reads its A this way, per
     // element per K step).
+    // X_ld8h of a view whose runs of 8 are contiguous in an fp16 source:
+    // one index computation and one 16-byte load for the 8 elements.
+    if (view8_.count(n))
+      s << "uvec4 " << n << "_ld8h(int i) {\n  int " << coord_args(rank) << ";\n" << decompose(n, rank, "i") << map
+        << "  return " << src.name << "_data8[" << src.name << "_index(" << source_args << ") >> 3];\n}\n";
     if (reshape_only(t)) {
       s << S << " " << n << "_ld(int i) { return " << src.name << "_ld(i); }\n";
     } else {
@@ -400,6 +405,7 @@ class Emitter {
   // else the 8 elements' X_ld packed in pairs.
   std::string raw8_accessor(const KernelTensor& t) {
     const std::string& n = t.name;
+    if (view8_.count(n)) return "";  // view_accessors defined it
     std::string s = "uvec4 " + n + "_ld8h(int i) {\n  ";
     if (raw8_loads_.count(n)) return s + "return " + n + "_data8[i >> 3];\n}\n";
     if (raw8_loads_.count(n + "_src")) return s + "return " + n + "_src_data8[i >> 3];\n}\n";
@@ -412,15 +418,23 @@ class Emitter {
 
   // The tensors read by X_ld8h whose memory holds the 8 halves as they are:
   // fp16 buffers without a view, and the fp16 buffer sources of
-  // reshape-only views (the same linear index), by binding name.
+  // reshape-only views (the same linear index) or of views whose runs of 8
+  // are contiguous and aligned in the source (index_view.h,
+  // contiguous_run), by binding name.
   void collect_raw8_loads() {
     const std::string text = desc_.helpers + desc_.body;
     for (const KernelTensor& t : desc_.tensors) {
       if (t.written || !calls_accessor(text, t, "ld8h")) continue;
       const bool f16_buffer = t.layout.storage == Storage::kBuffer && t.layout.type == ElemType::kF16;
       if (!f16_buffer) continue;
-      if (!t.view) raw8_loads_.insert(t.name);
-      else if (reshape_only(t)) raw8_loads_.insert(t.name + "_src");
+      if (!t.view) {
+        raw8_loads_.insert(t.name);
+      } else if (reshape_only(t)) {
+        raw8_loads_.insert(t.name + "_src");
+      } else if (contiguous_run(*t.view) % 8 == 0) {
+        raw8_loads_.insert(t.name + "_src");
+        view8_.insert(t.name);
+      }
     }
   }
 
@@ -620,6 +634,7 @@ class Emitter {
   bool f16_image_store_ = false;
   const KernelTensor* epilogue_ = nullptr;  // the tensor with desc_.store_epilogue
   std::set<std::string> raw8_loads_;        // bindings read by X_ld8h as raw memory
+  std::set<std::string> view8_;             // views whose X_ld8h maps a run of 8 once
   MapVectorPath vector_path_;               // kMap: the harness's vector path
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <numeric>
 
 #include "planner/lower_util.h"
 #include "planner/lowering.h"
@@ -261,6 +262,67 @@ void IndexView::rotate(int axis, int64_t shift) {
   s.starts.assign(shape.size(), Dim(0));
   s.starts[static_cast<size_t>(axis)] = Dim(shift);
   steps.push_back(std::move(s));
+}
+
+namespace {
+
+// The product of the constant extents of dims[from..] that follow the last
+// symbolic one (a suffix of trailing axes is a contiguous block too).
+int64_t trailing_block(const std::vector<ir::Dim>& dims, size_t from) {
+  int64_t p = 1;
+  for (size_t k = dims.size(); k-- > from;) {
+    if (!dims[k].is_const()) break;
+    p *= dims[k].value();
+  }
+  return p;
+}
+
+}  // namespace
+
+int64_t contiguous_run(const IndexView& view) {
+  int64_t run = trailing_block(view.shape, 0);
+  for (auto step = view.steps.rbegin(); step != view.steps.rend() && run > 1; ++step) {
+    const std::vector<ir::Dim>& out = step->out_shape;
+    size_t first = 0;  // the first of the trailing axes the step leaves alone
+    switch (step->kind) {
+      case ViewStep::Kind::kReshape:
+        continue;
+      case ViewStep::Kind::kTranspose:
+        first = out.size();
+        while (first > 0 && step->perm[first - 1] == static_cast<int>(first - 1)) --first;
+        break;
+      case ViewStep::Kind::kSlice:
+      case ViewStep::Kind::kRotate: {
+        for (size_t k = 0; k < out.size(); ++k) {
+          const bool touched = step->kind == ViewStep::Kind::kRotate
+                                   ? !(step->starts[k].is_const() && step->starts[k].value() == 0)
+                                   : !(step->starts[k].is_const() && step->starts[k].value() == 0 &&
+                                       step->steps[k] == 1 && out[k].same_as(step->in_shape[k]));
+          if (touched) first = k + 1;
+        }
+        // A slice of steps 1 along its last touched axis k with constant
+        // extents keeps runs across k too: blocks of P * gcd(out_k, start_k,
+        // in_k) elements, P the product of the axes after k.
+        const size_t k = first - 1;
+        const int64_t p = trailing_block(out, first);
+        if (step->kind == ViewStep::Kind::kSlice && first > 0 && step->steps[k] == 1 && out[k].is_const() &&
+            step->in_shape[k].is_const() && step->starts[k].is_const() &&
+            std::all_of(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+                        [](const ir::Dim& d) { return d.is_const(); })) {
+          const int64_t g = std::gcd(std::gcd(out[k].value(), step->starts[k].value()), step->in_shape[k].value());
+          run = std::gcd(run, p * g);
+          continue;
+        }
+        break;
+      }
+      case ViewStep::Kind::kBroadcast:
+        for (size_t k = 0; k < out.size(); ++k)
+          if (!out[k].same_as(step->in_shape[k])) first = k + 1;
+        break;
+    }
+    run = std::gcd(run, trailing_block(out, first));
+  }
+  return std::max<int64_t>(run, 1);
 }
 
 std::string IndexView::describe() const {

@@ -87,6 +87,16 @@ struct IndexView {
   std::string describe() const;
 };
 
+// The length R of the runs the view reads contiguously: for every view
+// linear index i that is a multiple of R, the elements i .. i + R - 1 are the
+// source's linear indices s .. s + R - 1 with s a multiple of R. Walking from
+// the view to the source, a Reshape keeps linear indices; a Transpose keeps
+// runs over the trailing axes it leaves in place, a Slice, Expand or roll
+// those over the axes after the last one it touches — R is the gcd of those
+// blocks' constant parts (vit's attention output read through Transpose
+// [1,0,2] and a Reshape to [tokens, heads * d]: R = d). At least 1.
+int64_t contiguous_run(const IndexView& view);
+
 // torch.roll along one axis as exported: Concat(Slice(x, s, n), Slice(x, 0,
 // s)) along the sliced axis (steps 1, constant bounds, a static extent n,
 // 0 < s < n; negative and past-the-end bounds normalized as Slice does):

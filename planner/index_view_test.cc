@@ -345,3 +345,83 @@ TEST(IndexView, GlslNamesEveryRegisterAndParameter) {
 
 }  // namespace
 }  // namespace kiln::planner
+
+namespace kiln::planner {
+namespace {
+
+std::vector<ir::Dim> dims_of(const std::vector<int64_t>& v) {
+  std::vector<ir::Dim> d;
+  for (int64_t x : v) d.push_back(ir::Dim(x));
+  return d;
+}
+
+// contiguous_run's promise, checked element by element through the view's
+// program: every run of R view elements starting at a multiple of R reads R
+// consecutive source elements starting at a multiple of R.
+void expect_runs_hold(const IndexView& view, int64_t run) {
+  const CoordProgram p = compile_view(view);
+  std::vector<int64_t> shape, source;
+  for (const ir::Dim& d : view.shape) shape.push_back(d.value());
+  for (const ir::Dim& d : view.source_shape) source.push_back(d.value());
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  const auto source_index = [&](int64_t i) {
+    std::vector<int64_t> c(shape.size());
+    for (size_t k = shape.size(); k-- > 0;) c[k] = i % shape[k], i /= shape[k];
+    const std::vector<int64_t> s = evaluate_coord_program(p, c).value();
+    int64_t lin = 0;
+    for (size_t k = 0; k < source.size(); ++k) lin = lin * source[k] + s[k];
+    return lin;
+  };
+  for (int64_t i = 0; i < n; i += run) {
+    const int64_t s0 = source_index(i);
+    ASSERT_EQ(s0 % run, 0) << view.describe() << " run " << run << " at " << i;
+    for (int64_t j = 1; j < run; ++j) ASSERT_EQ(source_index(i + j), s0 + j) << view.describe() << " at " << i + j;
+  }
+}
+
+TEST(IndexView, ContiguousRuns) {
+  // vit's attention output [heads, tokens, d] read as [tokens, heads * d].
+  IndexView vit = IndexView::identity(dims_of({3, 5, 8}));
+  vit.transpose({1, 0, 2});
+  vit.reshape(dims_of({5, 24}));
+  EXPECT_EQ(contiguous_run(vit), 8);
+  expect_runs_hold(vit, 8);
+  // Reshapes only: the whole tensor.
+  IndexView flat = IndexView::identity(dims_of({4, 6}));
+  flat.reshape(dims_of({24}));
+  EXPECT_EQ(contiguous_run(flat), 24);
+  // A transpose of the last axis: nothing contiguous.
+  IndexView t = IndexView::identity(dims_of({4, 6}));
+  t.transpose({1, 0});
+  EXPECT_EQ(contiguous_run(t), 1);
+  // A slice of steps 1 along the last axis at an offset: gcd(extent, start, source extent) = 8.
+  IndexView s = IndexView::identity(dims_of({3, 48}));
+  s.slice(dims_of({0, 16}), {1, 1}, dims_of({3, 16}));
+  EXPECT_EQ(contiguous_run(s), 16);
+  expect_runs_hold(s, 16);
+  IndexView s8 = IndexView::identity(dims_of({3, 48}));
+  s8.slice(dims_of({0, 8}), {1, 1}, dims_of({3, 16}));
+  EXPECT_EQ(contiguous_run(s8), 8);
+  expect_runs_hold(s8, 8);
+  // A strided slice of the last axis, a broadcast last axis: 1.
+  IndexView strided = IndexView::identity(dims_of({3, 48}));
+  strided.slice(dims_of({0, 0}), {1, 2}, dims_of({3, 24}));
+  EXPECT_EQ(contiguous_run(strided), 1);
+  IndexView b = IndexView::identity(dims_of({4, 1}));
+  b.broadcast(dims_of({4, 8}));
+  EXPECT_EQ(contiguous_run(b), 1);
+  // A broadcast leading axis and a slice of rows keep the rows.
+  IndexView rows = IndexView::identity(dims_of({1, 6, 16}));
+  rows.broadcast(dims_of({2, 6, 16}));
+  rows.slice(dims_of({0, 2, 0}), {1, 1, 1}, dims_of({2, 3, 16}));
+  EXPECT_EQ(contiguous_run(rows), 16);
+  expect_runs_hold(rows, 16);
+  // A symbolic leading dim leaves the trailing block.
+  IndexView sym = IndexView::identity({ir::Dim(3), ir::Dim::symbol("t"), ir::Dim(8)});
+  sym.transpose({1, 0, 2});
+  EXPECT_EQ(contiguous_run(sym), 8);
+}
+
+}  // namespace
+}  // namespace kiln::planner
