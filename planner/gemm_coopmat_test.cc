@@ -380,6 +380,15 @@ class GemmCoopMatDeviceTest : public vk::testing::VulkanTest {
     EXPECT_TRUE(check_op(c));
   }
 
+  // Every element of `got` within 2e-2 * max(1, max|want|) of `want`.
+  static void expect_within_fp16_bound(const Tensor& want, const Tensor& got, const std::string& what) {
+    ASSERT_EQ(want.shape(), got.shape()) << what;
+    double ref_max = 1.0;
+    for (int64_t i = 0; i < want.numel(); ++i) ref_max = std::max(ref_max, std::abs(want.get_f64(i)));
+    for (int64_t i = 0; i < want.numel(); ++i)
+      ASSERT_NEAR(want.get_f64(i), got.get_f64(i), 2e-2 * ref_max) << what << " element " << i;
+  }
+
   // `g` compiled for the device in fp16 with `storage`; expects a
   // cooperative-matrix kernel in its plan.
   StatusOr<std::unique_ptr<runtime::VulkanModel>> compile_fp16(const ir::Graph& g, Storage storage) {
@@ -475,14 +484,7 @@ TEST_F(GemmCoopMatDeviceTest, SymbolicRows) {
       ASSERT_TRUE(want.ok()) << want.status().to_string();
       auto got = (*model)->run(in);
       ASSERT_TRUE(got.ok()) << got.status().to_string();
-      const Tensor& a = (*want)[0];
-      const Tensor& b = (*got)[0];
-      ASSERT_EQ(a.shape(), b.shape());
-      double ref_max = 1.0;
-      for (int64_t i = 0; i < a.numel(); ++i) ref_max = std::max(ref_max, std::abs(a.get_f64(i)));
-      for (int64_t i = 0; i < a.numel(); ++i)
-        ASSERT_NEAR(a.get_f64(i), b.get_f64(i), 2e-2 * ref_max)
-            << storage_name(storage) << " rows " << rows << " element " << i;
+      expect_within_fp16_bound((*want)[0], (*got)[0], std::string(storage_name(storage)) + " rows " + std::to_string(rows));
     }
   }
 }
@@ -501,12 +503,7 @@ TEST_F(GemmCoopMatDeviceTest, ViewWithContiguousRuns) {
   ASSERT_TRUE(want.ok()) << want.status().to_string();
   auto got = (*model)->run(in);
   ASSERT_TRUE(got.ok()) << got.status().to_string();
-  const Tensor& a = (*want)[0];
-  const Tensor& b = (*got)[0];
-  ASSERT_EQ(a.shape(), b.shape());
-  double ref_max = 1.0;
-  for (int64_t i = 0; i < a.numel(); ++i) ref_max = std::max(ref_max, std::abs(a.get_f64(i)));
-  for (int64_t i = 0; i < a.numel(); ++i) ASSERT_NEAR(a.get_f64(i), b.get_f64(i), 2e-2 * ref_max) << "element " << i;
+  expect_within_fp16_bound((*want)[0], (*got)[0], "view");
 }
 
 // The fp32 weights the precision policy keeps (an early convolution's)
