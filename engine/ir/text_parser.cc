@@ -249,12 +249,22 @@ class Parser {
       if (!declared->is_static()) return error("constant needs a static shape");
       shape = declared->concrete();
     }
+    const bool elided = eat("elided");
+    if (elided && !opts_.allow_elided_constants)
+      return error("constant data was elided when printed; cannot parse it back");
+    // Listed values take at least two characters each ("0,"): a shape with
+    // more elements than the rest of the text could list is refused before
+    // its memory is allocated (a fuzzed f32[666666666,1] asked for 2.6 GB).
+    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+    int64_t elements = 1;
+    for (int64_t d : shape) elements = d > 0 && elements > kMax / d ? kMax : elements * d;
+    if (!elided && elements > (static_cast<int64_t>(s_.size() - pos_) + 1) / 2)
+      return error("shape " + shape_to_string(shape) + " needs " + std::to_string(elements) +
+                   " values, more than the rest of the text can list");
     auto t = Tensor::allocate(dtype, shape);
     if (!t.ok()) return error(t.status().message());
     Tensor tensor = std::move(t).value();
-    if (eat("elided")) {
-      if (!opts_.allow_elided_constants) return error("constant data was elided when printed; cannot parse it back");
-    } else {
+    if (!elided) {
       KILN_RETURN_IF_ERROR(expect("["));
       int64_t i = 0;
       while (!peek(']')) {

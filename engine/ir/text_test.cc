@@ -136,6 +136,15 @@ TEST(TextTest, ElidedConstantsNeedOptIn) {
   EXPECT_TRUE(parse_graph(text, opts).ok());
 }
 
+// A shape with more elements than the text could list is refused before its
+// memory is allocated (fuzz_text_parser: f32[666666666,1] asked for 2.6 GB).
+TEST(TextTest, AConstantLargerThanItsTextIsRefusedUpFront) {
+  auto g = parse_graph("graph @g {\n  const %c : f32[666666666,1] = dense<[0,25,3]>\n  return %c\n}");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("needs 666666666 values"), std::string::npos) << g.status().message();
+  EXPECT_TRUE(parse_graph("graph @g {\n  const %c : f32[3] = dense<[0,2,3]>\n  return %c\n}").ok());
+}
+
 TEST(TextTest, ErrorsNameLineAndColumn) {
   auto g = parse_graph("graph @g {\n  %y = Relu(%nope) : f32[2]\n  return %y\n}");
   ASSERT_FALSE(g.ok());
