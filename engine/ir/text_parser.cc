@@ -257,7 +257,13 @@ class Parser {
     // its memory is allocated (a fuzzed f32[666666666,1] asked for 2.6 GB).
     constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
     int64_t elements = 1;
-    for (int64_t d : shape) elements = d > 0 && elements > kMax / d ? kMax : elements * d;
+    for (int64_t d : shape) {
+      if (d <= 0) {  // empty, or a negative extent Tensor::allocate refuses
+        elements = 0;
+        break;
+      }
+      elements = elements > kMax / d ? kMax : elements * d;
+    }
     if (!elided && elements > (static_cast<int64_t>(s_.size() - pos_) + 1) / 2)
       return error("shape " + shape_to_string(shape) + " needs " + std::to_string(elements) +
                    " values, more than the rest of the text can list");

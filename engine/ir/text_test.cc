@@ -143,6 +143,8 @@ TEST(TextTest, AConstantLargerThanItsTextIsRefusedUpFront) {
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("needs 666666666 values"), std::string::npos) << g.status().message();
   EXPECT_TRUE(parse_graph("graph @g {\n  const %c : f32[3] = dense<[0,2,3]>\n  return %c\n}").ok());
+  // A negative extent after a large one (fuzz_text_parser: a signed overflow in the count).
+  EXPECT_FALSE(parse_graph("graph @g {\n  const %c : f32[5519988,-666666656680900] = dense<[1]>\n  return %c\n}").ok());
 }
 
 TEST(TextTest, ErrorsNameLineAndColumn) {
