@@ -8,6 +8,7 @@
 #include "planner/fusion.h"
 #include "planner/gemm_coopmat.h"
 #include "planner/gemm_kernels.h"
+#include "planner/index_view.h"
 #include "planner/lower_util.h"
 #include "planner/plan_hints.h"
 #include "planner/shader_template.h"
@@ -59,54 +60,126 @@ std::optional<Tiling> choose_tiling(const ir::Dim& batch, const ir::Dim& m, int6
   return fitting.back();
 }
 
-// The tensor-core kernel (shaders/attention_coopmat.comp): subgroups per
-// workgroup (each owning FM query rows) and keys per block.
+// The tensor-core kernel (shaders/attention_coopmat.comp): FM query rows
+// per workgroup, its subgroups splitting the keys in blocks of `bkey`.
 struct CoopMatTiling {
   CoopMatShape shape;
-  int64_t nsg = 0, bkey = 32, dp = 0, dvp = 0;
+  int64_t nsg = 0, bkey = 16, dp = 0, dvp = 0;
 };
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 int64_t coopmat_shared_bytes(const CoopMatTiling& t, uint32_t sg) {
-  const int64_t bq = t.nsg * t.shape.m, ldq = t.dp + 8, ldv = t.dvp + 8, lds = std::max(t.bkey, t.dvp) + 4;
-  return 2 * (bq + t.bkey) * ldq + 2 * t.bkey * ldv + 4 * bq * lds + 2 * bq * (t.bkey + 8) + 4 * t.nsg * int64_t{sg};
+  const int64_t fm = t.shape.m, ldq = t.dp + 8, ldv = t.dvp + 8, lds = std::max(t.bkey, t.dvp) + 4;
+  const int64_t per_subgroup = 2 * t.bkey * ldq + 2 * t.bkey * ldv + 4 * fm * lds + 2 * fm * (t.bkey + 8) + 8 * fm;
+  return 2 * fm * ldq + t.nsg * per_subgroup + 4 * t.nsg * int64_t{sg};
 }
 
 // The tensor-core tiling, when the plan is fp16, the device has NV
 // cooperative matrices with fp32 accumulators whose fragment rows a
 // subgroup's lanes share evenly, and Q, K and V are fp16 (a tensor the
-// precision policy keeps in fp32 would be rounded). Subgroups: 4, fewer
-// when the tiles would not fit the shared memory. Many rows per workgroup rather than many workgroups: every
-// workgroup stages all keys and values through their (index-view) accessors,
-// which costs more than the tensor-core math (H100, vit_b_16: 16-row
-// workgroups took 82 us per layer, where the scalar kernel took 59).
+// precision policy keeps in fp32 would be rounded). Workgroups of FM rows
+// (vit_b_16's 197 tokens x 12 heads: 156 of them); subgroups per workgroup
+// and keys per block: the most parallel chains of key blocks (subgroups
+// that have a block, 4, 2 or 1), then the longer blocks (32 or 16 keys,
+// fewer synchronizations), within the shared memory. Measured on an H100
+// (fp16, per layer, bench/results/h100-2026-11-26-session12): vit_b_16
+// (197 tokens, d 64) 38 us with 64-row workgroups whose subgroups shared
+// each key block staged per element through the index views, 29 us with
+// the staging 8 halves per load, 26 us with the keys split; bert-base at
+// 128 tokens 18.7 -> 10.7 us (the scalar kernel's -> this one).
 //
-// Only for at least kCoopMatAttentionRows constant query rows: the kernel's
-// time is mostly staging the keys and values once per workgroup plus a
-// fixed cost per key block, the scalar kernel's grows with rows x keys.
-// Measured on an H100 (fp16, per layer, scalar -> tensor cores): vit_b_16
-// (197 rows and keys, d 64) 58 -> 38 us; bert-base at 128 tokens 19 -> 27
-// us; swin_t's windows (49, d 32) 15 -> 20 us.
-constexpr int64_t kCoopMatAttentionRows = 160;
+// Only for at least kCoopMatAttentionRows constant query rows: swin_t's
+// 49-token windows took 15.3 us per layer here against the scalar
+// kernel's 14.5.
+constexpr int64_t kCoopMatAttentionRows = 64;
 
-std::optional<CoopMatTiling> choose_coopmat_tiling(const ir::Dim& m, int64_t d, int64_t dv, const TargetInfo& target,
-                                                   bool fp16_operands) {
+std::optional<CoopMatTiling> choose_coopmat_tiling(const ir::Dim& m, const ir::Dim& keys, int64_t d, int64_t dv,
+                                                   const TargetInfo& target, bool fp16_operands) {
   const std::optional<CoopMatShape> shape = pick_coopmat_shape(target);
   const uint32_t sg = target.subgroup_size;
   if (!fp16_operands || !shape || !shape->f32_accumulator || sg < shape->m || sg % shape->m != 0 || sg > 128)
     return std::nullopt;
   if (!m.is_const() || m.value() < kCoopMatAttentionRows) return std::nullopt;
-  CoopMatTiling t;
-  t.shape = *shape;
-  t.dp = round_up(d, shape->k);
-  t.dvp = round_up(dv, shape->n);
-  for (int64_t nsg = 4; nsg >= 1; nsg /= 2) {
-    t.nsg = nsg;
-    if (nsg * sg <= target.max_workgroup_invocations && coopmat_shared_bytes(t, sg) <= target.max_shared_memory)
-      return t;
+  std::optional<CoopMatTiling> best;
+  int64_t best_chains = 0;
+  for (int64_t nsg : {4, 2, 1})
+    for (int64_t bkey : {32, 16}) {
+      CoopMatTiling t;
+      t.shape = *shape;
+      t.dp = round_up(d, shape->k);
+      t.dvp = round_up(dv, shape->n);
+      t.nsg = nsg;
+      t.bkey = bkey;
+      if (nsg * sg > target.max_workgroup_invocations || coopmat_shared_bytes(t, sg) > target.max_shared_memory)
+        continue;
+      const int64_t chains = keys.is_const() ? std::min(nsg, (keys.value() + bkey - 1) / bkey) : nsg;
+      if (chains > best_chains) best = t, best_chains = chains;
+    }
+  return best;
+}
+
+// `t` (rank >= 2, maybe read through a view) seen with its last two axes
+// swapped, as binding `name`.
+KernelTensor transposed_last2(const KernelTensor& t, std::string name) {
+  const size_t r = t.shape.size();
+  std::vector<int> perm;
+  for (size_t k = 0; k < r; ++k) perm.push_back(static_cast<int>(k));
+  std::swap(perm[r - 2], perm[r - 1]);
+  auto view = std::make_shared<IndexView>(t.view ? *t.view : IndexView::identity(t.shape));
+  view->transpose(perm);
+  view->vec_axis = -1;
+  KernelTensor out = t;
+  out.name = std::move(name);
+  out.shape = view->shape;
+  out.view = std::move(view);
+  return out;
+}
+
+// `uvec4 FN(int row, int col)`: binding x's elements (row, col .. col + 7)
+// of the workgroup's batch element as packed halves, zeros from `inner` on.
+// One X_ld8h (a 16-byte load where the runs of 8 are contiguous in an fp16
+// buffer, glsl_codegen.h) when x's batch dims are the output's and its rows
+// hold whole units; else eight reads through `scalar`(row, col).
+std::string staging_helper(const std::string& fn, const KernelTensor& x, const std::vector<ir::Dim>& ys,
+                           int64_t inner, const std::string& scalar) {
+  const size_t r = ys.size();
+  bool direct = x.shape.size() == r && inner % 8 == 0;
+  for (size_t k = 0; direct && k + 2 < r; ++k) direct = x.shape[k].same_as(ys[k]);
+  const std::string n = x.name, rank = std::to_string(r);
+  std::string s = "uvec4 " + fn + "(int row, int col) {\n";
+  if (direct) {
+    s += "  return col < " + std::to_string(inner) + " ? " + n + "_ld8h((att_b * " + n + "_D" + std::to_string(r - 2) +
+         " + row) * " + n + "_D" + std::to_string(r - 1) + " + col) : uvec4(0);\n}\n";
+    return s;
   }
-  return std::nullopt;
+  s += "  float e[8];\n  for (int j = 0; j < 8; ++j) e[j] = col + j < " + std::to_string(inner) + " ? " + scalar +
+       "(row, col + j) : 0.0;\n";
+  s += "  return uvec4(packHalf2x16(vec2(e[0], e[1])), packHalf2x16(vec2(e[2], e[3])), "
+       "packHalf2x16(vec2(e[4], e[5])), packHalf2x16(vec2(e[6], e[7])));\n}\n";
+  return s;
+}
+
+// The tensor-core kernel's staging reads (attention_coopmat.comp): Q rows,
+// keys (through KT, K with its last two axes swapped) and values, 8 halves
+// at a time.
+std::string staging_helpers(const KernelTensor& q, const KernelTensor& kt, const KernelTensor& v,
+                            const std::vector<ir::Dim>& ys, int64_t d, int64_t dv) {
+  const size_t r = ys.size();
+  std::vector<ir::Dim> batch_dims(ys.begin(), ys.end() - 2);
+  const auto frame = [&](const std::vector<ir::Dim>& x) {
+    std::vector<ir::Dim> s = batch_dims;
+    s.push_back(x[x.size() - 2]);
+    s.push_back(x.back());
+    return s;
+  };
+  const std::string last2 = "int oc" + std::to_string(r - 2) + ", int oc" + std::to_string(r - 1);
+  std::string h = "float attn_kt(" + last2 + ") { return KT_at(" +
+                  join_args(broadcast_coords("KT", kt.shape, frame(kt.shape))) + "); }\n";
+  h += staging_helper("attn_q8", q, ys, d, "attn_q");
+  h += staging_helper("attn_k8", kt, ys, d, "attn_kt");
+  h += staging_helper("attn_v8", v, ys, dv, "attn_v");
+  return h;
 }
 
 bool is_op(const ir::Node& node, const char* op) { return node.domain.empty() && node.op == op; }
@@ -306,7 +379,8 @@ Status lower_attention(PlanBuilder& builder, const ir::Graph& graph, const Fusio
   std::string h;
   if (r > 2) h += "int " + dim_list(0, r - 2, "oc") + ";  // the workgroup's batch coordinates\n";
   h += "float attn_q(" + last2 + ") { return Q_at(" + join_args(broadcast_coords("Q", as, with_last2(as))) + "); }\n";
-  h += "float attn_k(" + last2 + ") { return K_at(" + join_args(broadcast_coords("K", bs, with_last2(bs))) + "); }\n";
+  const std::string attn_k =
+      "float attn_k(" + last2 + ") { return K_at(" + join_args(broadcast_coords("K", bs, with_last2(bs))) + "); }\n";
   h += "float attn_v(" + last2 + ") { return V_at(" + join_args(broadcast_coords("V", vs, with_last2(vs))) + "); }\n";
   h += "int att_b;  // the workgroup's batch element, row-major over Y's batch dims\n";
   h += "float attn_score(int att_m, int att_n, float s) {\n  s *= " + glsl_float(pat.scale) + ";\n";
@@ -356,10 +430,15 @@ Status lower_attention(PlanBuilder& builder, const ir::Graph& graph, const Fusio
                                return t.layout.type == ElemType::kF16;
                              });
   const std::optional<CoopMatTiling> cm =
-      hint.coopmat.value_or(true) ? choose_coopmat_tiling(ys[r - 2], hd, hdv, ctx.target(), fp16_operands)
+      hint.coopmat.value_or(true) ? choose_coopmat_tiling(ys[r - 2], vs[vs.size() - 2], hd, hdv, ctx.target(), fp16_operands)
                                   : std::nullopt;
   if (cm) {
     kd.name += "_coopmat";
+    // K^T is staged key by key: read K through a view with its last two
+    // axes swapped back, whose runs along the head dim are contiguous
+    // where the source's are.
+    kd.tensors[1] = transposed_last2(kd.tensors[1], "KT");
+    kd.helpers += staging_helpers(kd.tensors[0], kd.tensors[1], kd.tensors[2], ys, hd, hdv);
     kd.extensions = {"GL_EXT_control_flow_attributes", "GL_EXT_shader_explicit_arithmetic_types_float16",
                      "GL_KHR_memory_scope_semantics", "GL_KHR_shader_subgroup_basic", "GL_NV_cooperative_matrix"};
     kd.body = fill_shader("attention_coopmat.comp", ShaderArgs()
@@ -377,7 +456,7 @@ Status lower_attention(PlanBuilder& builder, const ir::Graph& graph, const Fusio
                                                         .set("ATT_N", "V_D" + std::to_string(vs.size() - 2))
                                                         .set("BATCH_COORDS", coords)
                                                         .set("STORE", store));
-    const int64_t bq = cm->nsg * cm->shape.m;
+    const int64_t bq = cm->shape.m;
     kd.local_size = {static_cast<uint32_t>(cm->nsg) * ctx.target().subgroup_size, 1, 1};
     kd.groups = {ir::Dim::ceil_div(ys[r - 2], ir::Dim(bq)), batch, ir::Dim(1)};
     kd.flops = ir::Dim(2 * (hd + hdv)) * batch * ys[r - 2] * vs[vs.size() - 2];
@@ -385,6 +464,7 @@ Status lower_attention(PlanBuilder& builder, const ir::Graph& graph, const Fusio
     finish_gemm_output(ctx, y);
     return ok_status();
   }
+  kd.helpers += attn_k;
   kd.body = fill_shader("attention.comp", ShaderArgs()
                                               .set("BQ", rows)
                                               .set("BK", bk)

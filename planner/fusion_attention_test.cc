@@ -296,32 +296,33 @@ TEST_F(FusionAttentionDevice, SymbolicSequenceLength) {
 // to [heads, d, tokens]), q divided by sqrt(d); every view read by the
 // attention kernel, and bert's rank-4 [1, heads, tokens, d] output, which
 // an image packs on the heads, through the scratch copy.
-std::string vit_model(bool rank4) {
+std::string vit_model(bool rank4, int64_t tokens = 11) {
+  const std::string n = std::to_string(tokens);
   const std::string lead = rank4 ? "1," : "";
-  std::string t = "graph @g opset 17 {\n  input %qkv : f32[11,48]\n"
+  std::string t = "graph @g opset 17 {\n  input %qkv : f32[" + n + ",48]\n"
                   "  const %z : i64[1] = dense<[0]>\n  const %e1 : i64[1] = dense<[16]>\n"
                   "  const %e2 : i64[1] = dense<[32]>\n  const %e3 : i64[1] = dense<[48]>\n"
-                  "  const %ax : i64[1] = dense<[1]>\n  const %shape : i64[3] = dense<[11,2,8]>\n"
+                  "  const %ax : i64[1] = dense<[1]>\n  const %shape : i64[3] = dense<[" + n + ",2,8]>\n"
                   "  const %sq : f32[] = dense<[2.828427]>\n";
   const std::string p = rank4 ? "[0,2,1,3]" : "[1,0,2]";
   const std::string pk = rank4 ? "[0,2,3,1]" : "[1,2,0]";
-  const std::string shape4 = rank4 ? "  const %shape4 : i64[4] = dense<[1,11,2,8]>\n" : "";
+  const std::string shape4 = rank4 ? "  const %shape4 : i64[4] = dense<[1," + n + ",2,8]>\n" : "";
   t += shape4;
   const std::string sh = rank4 ? "%shape4" : "%shape";
-  const std::string hd = rank4 ? "f32[1,11,2,8]" : "f32[11,2,8]";
-  t += "  %qs = Slice(%qkv, %z, %e1, %ax)" + kG + " : f32[11,16]\n";
-  t += "  %ks = Slice(%qkv, %e1, %e2, %ax)" + kG + " : f32[11,16]\n";
-  t += "  %vs = Slice(%qkv, %e2, %e3, %ax)" + kG + " : f32[11,16]\n";
+  const std::string hd = rank4 ? "f32[1," + n + ",2,8]" : "f32[" + n + ",2,8]";
+  t += "  %qs = Slice(%qkv, %z, %e1, %ax)" + kG + " : f32[" + n + ",16]\n";
+  t += "  %ks = Slice(%qkv, %e1, %e2, %ax)" + kG + " : f32[" + n + ",16]\n";
+  t += "  %vs = Slice(%qkv, %e2, %e3, %ax)" + kG + " : f32[" + n + ",16]\n";
   t += "  %qr = Reshape(%qs, " + sh + ")" + kG + " : " + hd + "\n";
   t += "  %kr = Reshape(%ks, " + sh + ")" + kG + " : " + hd + "\n";
   t += "  %vr = Reshape(%vs, " + sh + ")" + kG + " : " + hd + "\n";
-  t += "  %q = Transpose(%qr) {perm = " + p + "}" + kG + " : f32[" + lead + "2,11,8]\n";
-  t += "  %k = Transpose(%kr) {perm = " + pk + "}" + kG + " : f32[" + lead + "2,8,11]\n";
-  t += "  %v = Transpose(%vr) {perm = " + p + "}" + kG + " : f32[" + lead + "2,11,8]\n";
-  t += "  %qd = Div(%q, %sq)" + kG + " : f32[" + lead + "2,11,8]\n";
-  t += "  %s = MatMul(%qd, %k)" + kG + " : f32[" + lead + "2,11,11]\n";
-  t += "  %p = Softmax(%s) {axis = -1}" + kG + " : f32[" + lead + "2,11,11]\n";
-  t += "  %y = MatMul(%p, %v)" + kG + " : f32[" + lead + "2,11,8]\n  return %y\n}\n";
+  t += "  %q = Transpose(%qr) {perm = " + p + "}" + kG + " : f32[" + lead + "2," + n + ",8]\n";
+  t += "  %k = Transpose(%kr) {perm = " + pk + "}" + kG + " : f32[" + lead + "2,8," + n + "]\n";
+  t += "  %v = Transpose(%vr) {perm = " + p + "}" + kG + " : f32[" + lead + "2," + n + ",8]\n";
+  t += "  %qd = Div(%q, %sq)" + kG + " : f32[" + lead + "2," + n + ",8]\n";
+  t += "  %s = MatMul(%qd, %k)" + kG + " : f32[" + lead + "2," + n + "," + n + "]\n";
+  t += "  %p = Softmax(%s) {axis = -1}" + kG + " : f32[" + lead + "2," + n + "," + n + "]\n";
+  t += "  %y = MatMul(%p, %v)" + kG + " : f32[" + lead + "2," + n + ",8]\n  return %y\n}\n";
   return t;
 }
 
@@ -343,7 +344,15 @@ TEST_F(FusionAttentionDevice, Rank4OutputThroughViews) {
   expect_matches_reference(vit_model(true), {{testing::random_tensor({11, 48}, 31)}}, /*image_extra=*/1);
 }
 
-// vit-sized heads in fp16 (at least 160 query rows): on a device with NV
+// vit's views with enough tokens for the tensor-core kernel on a device
+// that has it (fp16): keys read through a view with their last two axes
+// swapped back, 8 halves per load; 70 tokens leave a partial key block.
+TEST_F(FusionAttentionDevice, TensorCoreStagingThroughViews) {
+  expect_matches_reference(vit_model(false, 70), {{testing::random_tensor({70, 48}, 32)}});
+  expect_matches_reference(vit_model(true, 70), {{testing::random_tensor({70, 48}, 33)}}, /*image_extra=*/1);
+}
+
+// vit-sized heads in fp16: on a device with NV
 // cooperative matrices (fp32 accumulators) the tensor-core kernel, with
 // keys past a block edge, a masked key every third and head dims that pad
 // to the fragments; checked against the reference everywhere (lavapipe

@@ -213,8 +213,14 @@ Status lower_fused_with_views(PlanBuilder& builder, const ir::Graph& graph, cons
                              "', which an index view does not have (it has _at, _ld, _at4, _load4 and the dims)");
       const Chain& chain = chains.at(it->second);
       IndexView view = chain.view;
-      // Bound with another logical shape (bind_as): one more reshape.
-      if (!same_shape(kt.shape, view.shape)) view.reshape(kt.shape);
+      if (kt.view) {
+        // The lowering reads the view value through a view of its own
+        // (attention's keys with their last two axes swapped back).
+        view.append(*kt.view);
+      } else if (!same_shape(kt.shape, view.shape)) {
+        // Bound with another logical shape (bind_as): one more reshape.
+        view.reshape(kt.shape);
+      }
       // X_at4 keeps reading along the axis the lowering expected of the
       // view value's own layout: an image's packed axis, a buffer's last.
       view.vec_axis = kt.layout.storage == Storage::kImage ? kt.layout.packed_axis : -1;

@@ -277,6 +277,44 @@ TEST(GemmCoopMatKernels, FusedEpiloguesAndDepthwisePointwiseAreValidSpirv) {
 // workgroup per tile (one dispatch; resnet50's 7x7 stage: M = 49,
 // N = 512, K = 4608), or with splitk_reduce=separate takes the scalar
 // split-K pair.
+// vit's attention at 70 tokens (q, k and v sliced out of one projection,
+// k transposed to [heads, d, tokens]) as one fused tensor-core kernel: the
+// keys staged through a view with the last two axes swapped back.
+TEST(GemmCoopMatKernels, AttentionThroughViewsIsValidSpirv) {
+  const std::string g = " #{kiln.fusion_group = \"a\"}";
+  const std::string text =
+      "graph @g opset 17 {\n  input %qkv : f32[70,48]\n"
+      "  const %z : i64[1] = dense<[0]>\n  const %e1 : i64[1] = dense<[16]>\n"
+      "  const %e2 : i64[1] = dense<[32]>\n  const %e3 : i64[1] = dense<[48]>\n"
+      "  const %ax : i64[1] = dense<[1]>\n  const %shape : i64[3] = dense<[70,2,8]>\n"
+      "  const %sq : f32[] = dense<[2.828427]>\n"
+      "  %qs = Slice(%qkv, %z, %e1, %ax)" + g + " : f32[70,16]\n"
+      "  %ks = Slice(%qkv, %e1, %e2, %ax)" + g + " : f32[70,16]\n"
+      "  %vs = Slice(%qkv, %e2, %e3, %ax)" + g + " : f32[70,16]\n"
+      "  %qr = Reshape(%qs, %shape)" + g + " : f32[70,2,8]\n"
+      "  %kr = Reshape(%ks, %shape)" + g + " : f32[70,2,8]\n"
+      "  %vr = Reshape(%vs, %shape)" + g + " : f32[70,2,8]\n"
+      "  %q = Transpose(%qr) {perm = [1,0,2]}" + g + " : f32[2,70,8]\n"
+      "  %k = Transpose(%kr) {perm = [1,2,0]}" + g + " : f32[2,8,70]\n"
+      "  %v = Transpose(%vr) {perm = [1,0,2]}" + g + " : f32[2,70,8]\n"
+      "  %qd = Div(%q, %sq)" + g + " : f32[2,70,8]\n"
+      "  %s = MatMul(%qd, %k)" + g + " : f32[2,70,70]\n"
+      "  %p = Softmax(%s) {axis = -1}" + g + " : f32[2,70,70]\n"
+      "  %y = MatMul(%p, %v)" + g + " : f32[2,70,8]\n  return %y\n}\n";
+  auto graph = testing::parse_shaped_graph(text);
+  ASSERT_TRUE(graph);
+  std::string glsl;
+  const std::string name =
+      "fused_slice_slice_slice_reshape_reshape_reshape_transpose_transpose_transpose_attention_d8x8_coopmat";
+  expect_valid(*graph, nv_target(), Storage::kBuffer, name, &glsl);
+  // Every staging read is one 16-byte load: keys, queries and values are
+  // runs of 8 contiguous halves in the fp16 projection.
+  EXPECT_NE(glsl.find("return col < 8 ? KT_ld8h("), std::string::npos) << glsl;
+  EXPECT_NE(glsl.find("return col < 8 ? Q_ld8h("), std::string::npos) << glsl;
+  EXPECT_NE(glsl.find("KT_src_data8[") , std::string::npos) << glsl;
+  expect_valid(*graph, nv_target(), Storage::kImage, name);
+}
+
 TEST(GemmCoopMatKernels, SmallGridsOverDeepKSplitK) {
   PlanOptions options;
   options.precision = ElemType::kF16;

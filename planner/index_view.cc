@@ -264,6 +264,19 @@ void IndexView::rotate(int axis, int64_t shift) {
   steps.push_back(std::move(s));
 }
 
+void IndexView::append(const IndexView& next) {
+  for (const ViewStep& st : next.steps) {
+    if (st.kind == ViewStep::Kind::kTranspose) {
+      transpose(st.perm);
+    } else if (st.kind == ViewStep::Kind::kReshape) {
+      reshape(st.out_shape);
+    } else {
+      steps.push_back(st);
+      shape = st.out_shape;
+    }
+  }
+}
+
 namespace {
 
 // The product of the constant extents of dims[from..] that follow the last

@@ -83,6 +83,9 @@ struct IndexView {
   void broadcast(std::vector<ir::Dim> new_shape);
   // Element c of `axis` reads element (c + shift) mod n, 0 < shift < n.
   void rotate(int axis, int64_t shift);
+  // Appends the steps of `next`, a view whose source shape is this view's
+  // shape: the composed view reads through this one, then `next`.
+  void append(const IndexView& next);
   // The ops' names for kernel names and notes ("transpose_reshape").
   std::string describe() const;
 };

@@ -423,5 +423,30 @@ TEST(IndexView, ContiguousRuns) {
   EXPECT_EQ(contiguous_run(sym), 8);
 }
 
+// A view read through a view of its own (attention's keys with the last two
+// axes swapped back): transposes compose, and one that undoes the last
+// leaves the reshape alone, so the runs along the head dim come back.
+TEST(IndexView, AppendComposesAViewOfTheView) {
+  IndexView k = IndexView::identity(dims_of({6, 16}));
+  k.reshape(dims_of({6, 2, 8}));
+  k.transpose({1, 2, 0});  // [heads, d, tokens]
+  EXPECT_EQ(contiguous_run(k), 1);
+  IndexView swap = IndexView::identity(k.shape);
+  swap.transpose({0, 2, 1});
+  IndexView kt = k;
+  kt.append(swap);
+  ASSERT_EQ(kt.shape.size(), 3u);
+  EXPECT_TRUE(kt.shape[0].same_as(ir::Dim(2)) && kt.shape[1].same_as(ir::Dim(6)) && kt.shape[2].same_as(ir::Dim(8)));
+  ASSERT_EQ(kt.steps.size(), 2u);
+  EXPECT_EQ(kt.steps[1].perm, (std::vector<int>{1, 0, 2}));
+  EXPECT_EQ(contiguous_run(kt), 8);
+  IndexView undo = IndexView::identity(k.shape);
+  undo.transpose({2, 0, 1});
+  IndexView back = k;
+  back.append(undo);
+  ASSERT_EQ(back.steps.size(), 1u);
+  EXPECT_EQ(back.steps[0].kind, ViewStep::Kind::kReshape);
+}
+
 }  // namespace
 }  // namespace kiln::planner

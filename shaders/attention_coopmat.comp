@@ -1,24 +1,31 @@
 //! Attention on tensor cores (planner/fusion_attention.cc, fp16 plans on a
 //! device with NV cooperative matrices and fp32 accumulators): for every
 //! query row m of one batch element, Y[m] = softmax_n(score(m, n)) * V[n].
-//! A workgroup of NSG subgroups owns BQ = NSG * FM query rows of the batch
-//! element gl_WorkGroupID.y; subgroup s owns rows s * FM .. +FM-1, its Q
-//! fragments stay in registers. Keys come in blocks of BKEY, staged in
-//! shared memory as fp16 ([key][d] and [key][c]) by the whole workgroup.
-//! One pass over the keys with flash attention's online softmax. The NV
-//! fragments' element layout is opaque, so a row cannot rescale its
-//! accumulator fragments: per block the scores (Q K^T, fp32 fragments) go
-//! to shared memory, the row's lanes run attn_score (scale, biases, masks),
-//! update the running maximum and sum and write the probabilities as fp16,
-//! P * V multiplies into fresh fragments staged back to shared memory, and
-//! each lane adds its share of them to the output columns it holds in
-//! registers after rescaling those. RL = SG / FM lanes share a row; their
-//! partial maxima and sums meet in shared memory. Offsets and strides of
-//! every fragment are multiples of 16 bytes.
+//! A workgroup owns FM query rows of the batch element gl_WorkGroupID.y;
+//! its NSG subgroups split the keys (flash-decoding inside a workgroup):
+//! subgroup s takes key blocks s, s + NSG, ... of BKEY keys each, stages
+//! them in its own shared memory (no workgroup barrier in the loop), and
+//! keeps its own running maximum, sum and output; the subgroups' partial
+//! results meet once at the end. So a workgroup has NSG independent chains
+//! of key blocks in flight, each 1 / NSG as long as the whole, and a grid
+//! of FM-row workgroups fills the GPU even for one image's 197 tokens.
+//! Q, K and V are staged 8 halves (one uvec4) at a time; a subgroup fetches
+//! its next block into registers while it computes the current one. Flash
+//! attention's online softmax: the NV fragments' element layout is opaque,
+//! so a row cannot rescale its accumulator fragments: per block the scores
+//! (Q K^T, fp32 fragments) go to shared memory, the row's lanes run
+//! attn_score (scale, biases, masks), update the running maximum and sum
+//! and write the probabilities as fp16, P * V multiplies into fresh
+//! fragments staged back to shared memory, and each lane adds its share of
+//! them to the output columns it holds in registers after rescaling those.
+//! RL = SG / FM lanes share a row; their partial maxima and sums meet in
+//! shared memory. Offsets and strides of every fragment are multiples of
+//! 16 bytes.
 //! The helpers it calls come from C++ (through the accessors, so any input
-//! may be an index view), as for attention.comp:
-//!   float attn_q(int m, int d), float attn_k(int d, int n),
-//!   float attn_v(int n, int c), float attn_score(int m, int n, float dot)
+//! may be an index view):
+//!   uvec4 attn_q8(int m, int d), uvec4 attn_k8(int n, int d),
+//!   uvec4 attn_v8(int n, int c): elements d (c) .. +7 as packed halves,
+//!   zeros past the head dims; float attn_score(int m, int n, float dot)
 //!   @FM@ @FN@ @FK@       fragment shape (fp16 operands, fp32 accumulators)
 //!   @NSG@ @SG@           subgroups per workgroup, subgroup size
 //!   @BKEY@               keys per block (a multiple of FN, FK and 4)
@@ -30,34 +37,48 @@
 //!                        lanes from DV on dropped) of query row `row`
 const int FM = @FM@, FN = @FN@, FK = @FK@;
 const int NSG = @NSG@, SG = @SG@, NT = NSG * SG;
-const int BQ = NSG * FM, BKEY = @BKEY@;
+const int BKEY = @BKEY@;
 const int D = @D@, DP = @DP@, DV = @DV@, DVP = @DVP@;
 const int RL = SG / FM;                      // lanes per row
 const int OC = (DVP + 4 * RL - 1) / (4 * RL);  // output vec4s per lane
-const int LDQ = DP + 8, LDV = DVP + 8, LDP = BKEY + 8;
+const int DP8 = DP / 8, DVP8 = DVP / 8;     // 16-byte units of a row
+const int LDQ8 = DP8 + 1, LDV8 = DVP8 + 1, LDP = BKEY + 8;
 const int LDS = (BKEY > DVP ? BKEY : DVP) + 4;
-shared float16_t aq[BQ * LDQ];
-shared float16_t ak[BKEY * LDQ];
-shared float16_t av[BKEY * LDV];
-shared float as_[BQ * LDS];       // per subgroup: its rows' scores, then P * V, of the block
-shared float16_t ap[BQ * LDP];    // per subgroup: its rows' probabilities
-shared float ared[NT];            // per lane: a partial maximum or sum
+const int KU = (BKEY * DP8 + SG - 1) / SG, VU = (BKEY * DVP8 + SG - 1) / SG;  // units per lane
+shared uvec4 aq[FM * LDQ8];
+shared uvec4 ak[NSG * BKEY * LDQ8];  // per subgroup: its key block
+shared uvec4 av[NSG * BKEY * LDV8];  // ... and value block
+shared float as_[NSG * FM * LDS];    // per subgroup: the rows' scores, then P * V, of the block
+shared float16_t ap[NSG * FM * LDP]; // per subgroup: the rows' probabilities
+shared float ared[NT];               // per lane: a partial maximum or sum
+shared float arow[NSG * FM * 2];     // per subgroup and row: its maximum and sum
 
 void att_sync() {
   subgroupMemoryBarrierShared();
   subgroupBarrier();
 }
 
-// The workgroup stages keys and values k0 .. k0 + BKEY - 1 (zeros past nk,
-// D and DV).
-void load_block(int k0, int nk) {
-  for (int i = int(gl_LocalInvocationID.x); i < BKEY * DP; i += NT) {
-    int j = i / DP, d = i % DP;
-    ak[j * LDQ + d] = k0 + j < nk && d < D ? float16_t(attn_k(d, k0 + j)) : float16_t(0.0);
+// This lane's units of the key and value block k0 .. k0 + BKEY - 1 (zeros
+// past nk), read into registers, then stored to its subgroup's shared memory.
+uvec4 pk[KU], pv[VU];
+void fetch_block(int k0, int nk, int lane) {
+  [[unroll]] for (int u = 0; u < KU; ++u) {
+    const int i = lane + u * SG, j = i / DP8;
+    pk[u] = i < BKEY * DP8 && k0 + j < nk ? attn_k8(k0 + j, (i % DP8) * 8) : uvec4(0);
   }
-  for (int i = int(gl_LocalInvocationID.x); i < BKEY * DVP; i += NT) {
-    int j = i / DVP, c = i % DVP;
-    av[j * LDV + c] = k0 + j < nk && c < DV ? float16_t(attn_v(k0 + j, c)) : float16_t(0.0);
+  [[unroll]] for (int u = 0; u < VU; ++u) {
+    const int i = lane + u * SG, j = i / DVP8;
+    pv[u] = i < BKEY * DVP8 && k0 + j < nk ? attn_v8(k0 + j, (i % DVP8) * 8) : uvec4(0);
+  }
+}
+void store_block(int sg, int lane) {
+  [[unroll]] for (int u = 0; u < KU; ++u) {
+    const int i = lane + u * SG;
+    if (i < BKEY * DP8) ak[(sg * BKEY + i / DP8) * LDQ8 + i % DP8] = pk[u];
+  }
+  [[unroll]] for (int u = 0; u < VU; ++u) {
+    const int i = lane + u * SG;
+    if (i < BKEY * DVP8) av[(sg * BKEY + i / DVP8) * LDV8 + i % DVP8] = pv[u];
   }
 }
 
@@ -74,44 +95,47 @@ float combine_row(float v, bool is_max, int lane_slot, int row_slot) {
 void main() {
   const int tid = int(gl_LocalInvocationID.x);
   const int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID);
-  const int q0 = int(gl_WorkGroupID.x) * BQ;
+  const int q0 = int(gl_WorkGroupID.x) * FM;
   const int nq = @ATT_M@, nk = @ATT_N@;
   int bi = int(gl_WorkGroupID.y);
 @BATCH_COORDS@
-  for (int i = tid; i < BQ * DP; i += NT) {
-    int qr = i / DP, d = i % DP;
-    aq[qr * LDQ + d] = q0 + qr < nq && d < D ? float16_t(attn_q(q0 + qr, d)) : float16_t(0.0);
+  for (int i = tid; i < FM * DP8; i += NT) {
+    const int qr = i / DP8;
+    aq[qr * LDQ8 + i % DP8] = q0 + qr < nq ? attn_q8(q0 + qr, (i % DP8) * 8) : uvec4(0);
   }
+  fetch_block(sg * BKEY, nk, lane);
   barrier();
   fcoopmatNV<16, gl_ScopeSubgroup, FM, FK> fq[DP / FK];
-  [[unroll]] for (int t = 0; t < DP / FK; ++t) coopMatLoadNV(fq[t], aq, uint(sg * FM * LDQ + t * FK), uint(LDQ), false);
-  const int lr = lane / RL, lc = lane % RL;  // this lane's row in the subgroup's, its phase
-  const int sr = sg * FM + lr;               // ... in the workgroup's
-  const int row = q0 + sr;
+  [[unroll]] for (int t = 0; t < DP / FK; ++t) coopMatLoadNV(fq[t], aq, uint(t * FK / 8), uint(LDQ8), false);
+  const int lr = lane / RL, lc = lane % RL;  // this lane's row, its phase
+  const int row = q0 + lr;
+  const int srow = sg * FM + lr;             // the row in this subgroup's scratch
   const int lane_slot = sg * SG + lane, row_slot = sg * SG + lr * RL;
   const float neg_inf = uintBitsToFloat(0xff800000u);
   // A finite start: a block whose scores are all -inf (masked) adds 0.
   float mrow = -3.0e38, lsum = 0.0;
   vec4 oacc[OC];  // columns (lc + q * RL) * 4 .. +3 of the row
   [[unroll]] for (int q = 0; q < OC; ++q) oacc[q] = vec4(0.0);
-  for (int k0 = 0; k0 < nk; k0 += BKEY) {
-    barrier();  // the previous block is consumed
-    load_block(k0, nk);
-    barrier();
+  for (int k0 = sg * BKEY; k0 < nk; k0 += NSG * BKEY) {
+    att_sync();  // the subgroup's previous block is consumed
+    store_block(sg, lane);
+    att_sync();
+    if (k0 + NSG * BKEY < nk) fetch_block(k0 + NSG * BKEY, nk, lane);  // in flight during this block's math
     fcoopmatNV<32, gl_ScopeSubgroup, FM, FN> fs[BKEY / FN];
     [[unroll]] for (int j = 0; j < BKEY / FN; ++j) fs[j] = fcoopmatNV<32, gl_ScopeSubgroup, FM, FN>(0.0);
     [[unroll]] for (int t = 0; t < DP / FK; ++t)
       [[unroll]] for (int j = 0; j < BKEY / FN; ++j) {
         fcoopmatNV<16, gl_ScopeSubgroup, FK, FN> fk;
-        coopMatLoadNV(fk, ak, uint(j * FN * LDQ + t * FK), uint(LDQ), true);  // K^T: [key][d] is column-major
+        // K^T: [key][d] is column-major
+        coopMatLoadNV(fk, ak, uint((sg * BKEY + j * FN) * LDQ8 + t * FK / 8), uint(LDQ8), true);
         fs[j] = coopMatMulAddNV(fq[t], fk, fs[j]);
       }
     [[unroll]] for (int j = 0; j < BKEY / FN; ++j) coopMatStoreNV(fs[j], as_, uint(sg * FM * LDS + j * FN), uint(LDS), false);
     att_sync();
     float bm = mrow;
     for (int j = lc; j < BKEY; j += RL) {
-      const float s = k0 + j < nk && row < nq ? attn_score(row, k0 + j, as_[sr * LDS + j]) : neg_inf;
-      as_[sr * LDS + j] = s;
+      const float s = k0 + j < nk && row < nq ? attn_score(row, k0 + j, as_[srow * LDS + j]) : neg_inf;
+      as_[srow * LDS + j] = s;
       bm = max(bm, s);
     }
     bm = combine_row(bm, true, lane_slot, row_slot);
@@ -119,9 +143,9 @@ void main() {
     mrow = bm;
     lsum *= corr;
     for (int j = lc; j < BKEY; j += RL) {
-      const float p = exp(as_[sr * LDS + j] - mrow);
+      const float p = exp(as_[srow * LDS + j] - mrow);
       lsum += p;
-      ap[sr * LDP + j] = float16_t(p);
+      ap[srow * LDP + j] = float16_t(p);
     }
     att_sync();
     fcoopmatNV<32, gl_ScopeSubgroup, FM, FN> fo[DVP / FN];
@@ -131,7 +155,7 @@ void main() {
       coopMatLoadNV(fp, ap, uint(sg * FM * LDP + t * FK), uint(LDP), false);
       [[unroll]] for (int c = 0; c < DVP / FN; ++c) {
         fcoopmatNV<16, gl_ScopeSubgroup, FK, FN> fv;
-        coopMatLoadNV(fv, av, uint(t * FK * LDV + c * FN), uint(LDV), false);
+        coopMatLoadNV(fv, av, uint((sg * BKEY + t * FK) * LDV8 + c * FN / 8), uint(LDV8), false);
         fo[c] = coopMatMulAddNV(fp, fv, fo[c]);
       }
     }
@@ -140,15 +164,46 @@ void main() {
     [[unroll]] for (int q = 0; q < OC; ++q) {
       const int c = (lc + q * RL) * 4;
       if (c < DVP)
-        oacc[q] = oacc[q] * corr + vec4(as_[sr * LDS + c], as_[sr * LDS + c + 1], as_[sr * LDS + c + 2], as_[sr * LDS + c + 3]);
+        oacc[q] = oacc[q] * corr + vec4(as_[srow * LDS + c], as_[srow * LDS + c + 1], as_[srow * LDS + c + 2],
+                                        as_[srow * LDS + c + 3]);
     }
   }
   lsum = combine_row(lsum, false, lane_slot, row_slot);
-  if (row >= nq) return;
+  // The subgroups' partial results meet: each leaves its rows' maximum, sum
+  // and unnormalized output in shared memory; subgroup 0 combines them.
+  barrier();
+  if (lc == 0) {
+    arow[srow * 2] = mrow;
+    arow[srow * 2 + 1] = lsum;
+  }
+  [[unroll]] for (int q = 0; q < OC; ++q) {
+    const int c = (lc + q * RL) * 4;
+    if (c < DVP) {
+      as_[srow * LDS + c] = oacc[q].x;
+      as_[srow * LDS + c + 1] = oacc[q].y;
+      as_[srow * LDS + c + 2] = oacc[q].z;
+      as_[srow * LDS + c + 3] = oacc[q].w;
+    }
+  }
+  barrier();
+  if (sg != 0 || row >= nq) return;
+  float mall = arow[lr * 2];
+  [[unroll]] for (int s = 1; s < NSG; ++s) mall = max(mall, arow[(s * FM + lr) * 2]);
+  float w[NSG];
+  float lall = 0.0;
+  [[unroll]] for (int s = 0; s < NSG; ++s) {
+    w[s] = exp(arow[(s * FM + lr) * 2] - mall);
+    lall += arow[(s * FM + lr) * 2 + 1] * w[s];
+  }
   [[unroll]] for (int q = 0; q < OC; ++q) {
     const int c = (lc + q * RL) * 4;
     if (c >= DV) continue;
-    const vec4 o = oacc[q] / lsum;
+    vec4 acc = vec4(0.0);
+    [[unroll]] for (int s = 0; s < NSG; ++s) {
+      const int r = (s * FM + lr) * LDS + c;
+      acc += w[s] * vec4(as_[r], as_[r + 1], as_[r + 2], as_[r + 3]);
+    }
+    const vec4 o = acc / lall;
 @STORE@
   }
 }
