@@ -21,12 +21,13 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 bool too_small(const ir::Dim& d, int64_t min) { return d.is_const() && d.value() < min; }
 
-// Shared memory bytes of the kernel: A tile, B tile, C staging.
+// Shared memory bytes of the kernel: A tile, B tile, C staging — the last
+// in the tiles' memory with fp32 accumulators (ALIAS_C in the shader).
 int64_t shared_bytes(const CoopMatConfig& c) {
   const int64_t a = int64_t{c.bm} * (kBK + 8) * 2;
   const int64_t b = int64_t{kBK} * (c.bn + 8) * 2 * (c.b_split ? 2 : 1);
   const int64_t sc = int64_t{c.wm} * c.wn * c.shape.m * (c.bn / c.wn + 4) * (c.shape.f32_accumulator ? 4 : 2);
-  return a + b + sc;
+  return c.shape.f32_accumulator ? std::max(a + b, sc) : a + b + sc;
 }
 
 // The GLSL body (shaders/gemm_coopmat.comp describes its shared-memory
@@ -51,6 +52,7 @@ std::string coopmat_body(const CoopMatConfig& c, bool a_m_fastest, CoopMatSplitK
                                               .set("ACC_BITS", f32 ? "32" : "16")
                                               .set("ACC_TYPE", f32 ? "float" : "float16_t")
                                               .set("ACC_ZERO", f32 ? "0.0" : "float16_t(0.0)")
+                                              .flag("ALIAS_C", f32)
                                               .flag("A_M_FASTEST", a_m_fastest)
                                               .flag("B_SPLIT", c.b_split)
                                               .flag("SPLIT_K", split != CoopMatSplitK::kNone)

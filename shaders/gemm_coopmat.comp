@@ -1,13 +1,14 @@
 //! Cooperative-matrix (NV) GEMM for fp16 (planner/gemm_coopmat.cc, which
 //! picks the tile and says why). Shared memory, all strides and fragment
 //! offsets multiples of 16 bytes:
-//!   ca_tile[BM][LDA8] A rows (k contiguous), LDA8 = (BK + 8) / 8
-//!   cb_tile[BK][LDB8] B rows (n contiguous), LDB8 = (BN + 8) / 8
+//!   A tile [BM][LDA8] A rows (k contiguous), LDA8 = (BK + 8) / 8
+//!   B tile [BK][LDB8] B rows (n contiguous), LDB8 = (BN + 8) / 8
 //!                     both as uvec4, 8 halves each: every shared-memory
 //!                     store and global load of a tile is 16 bytes, and the
 //!                     fragment loads address the tiles in those units
-//!   cc_tile[WM * WN][FM][SCS]  per subgroup, one row of its accumulator
-//!                     fragments while they are written out; SCS = SN + 4.
+//!   C staging [WM * WN][FM][SCS]  per subgroup, one row of its accumulator
+//!                     fragments while they are written out; SCS = SN + 4;
+//!                     with fp32 accumulators (ALIAS_C) in the tiles' memory
 //! Each invocation stages A_UNITS and B_UNITS units of 8 halves per K step:
 //! 8 consecutive k of one A row, 8 consecutive n of one B row. A unit is one
 //! 16-byte load where the lowering defines GEMM_A8 / GEMM_B8 (gemm_a8,
@@ -22,6 +23,8 @@
 //!   @SG@ @WM@ @WN@    subgroup size, subgroup grid
 //!   @ACC_BITS@ @ACC_TYPE@ @ACC_ZERO@  accumulator: 32/float/0.0 or
 //!                     16/float16_t/float16_t(0.0)
+//!   ALIAS_C           fp32 accumulators: the C staging shares the tiles'
+//!                     shared memory (else its own array of ACC_TYPE)
 //!   A_M_FASTEST       consecutive invocations load consecutive m of A
 //!   B_SPLIT           B is read in fp32 (a weight the precision policy
 //!                     keeps): each unit is staged as two fp16 tiles, hi =
@@ -48,12 +51,28 @@ const int SM = BM / WM, SN = BN / WN, TM = SM / FM, TN = SN / FN;
 const int LDA8 = (BK + 8) / 8, LDB8 = (BN + 8) / 8, SCS = SN + 4;
 const int KQ = BK / 8, NQ = BN / 8;  // units per A row, per B row
 const int A_UNITS = BM * KQ / NT, B_UNITS = BK * NQ / NT;
-shared uvec4 ca_tile[BM * LDA8];
-shared uvec4 cb_tile[BK * LDB8];
+// The tiles in one array: A at CA0, B at CB0, B's lo remainder at CBL0.
+const int CA0 = 0, CB0 = BM * LDA8, CBL0 = CB0 + BK * LDB8;
 //@if B_SPLIT
-shared uvec4 cb_lo[BK * LDB8];  // B - hi, the fp16 remainder
+const int AB_UNITS = CBL0 + BK * LDB8;
+//@else
+const int AB_UNITS = CBL0;
 //@end
+//@if ALIAS_C
+// fp32 accumulators: the C staging reuses the tiles' memory once the K
+// loop's last barrier is passed, four floats per uvec4 (SCS and every
+// staged row's offset are multiples of 4), so a workgroup holds half the
+// shared memory and an SM more workgroups.
+const int C_UNITS = WM * WN * FM * SCS / 4;
+shared uvec4 cm_smem[AB_UNITS > C_UNITS ? AB_UNITS : C_UNITS];
+#define CC_STORE(f, o) coopMatStoreNV(f, cm_smem, uint((o) / 4), uint(SCS / 4), false)
+#define CC_LOAD4(o) uintBitsToFloat(cm_smem[(o) >> 2])
+//@else
+shared uvec4 cm_smem[AB_UNITS];
 shared @ACC_TYPE@ cc_tile[WM * WN * FM * SCS];
+#define CC_STORE(f, o) coopMatStoreNV(f, cc_tile, uint(o), uint(SCS), false)
+#define CC_LOAD4(o) vec4(float(cc_tile[o]), float(cc_tile[(o) + 1]), float(cc_tile[(o) + 2]), float(cc_tile[(o) + 3]))
+//@end
 //@if FIXUP
 shared int cm_last;  // this workgroup arrived last at its tile
 //@end
@@ -160,15 +179,15 @@ void main() {
     }
     [[unroll]] for (int j = 0; j < A_UNITS; ++j) {
 //@if A_M_FASTEST
-      ca_tile[am * LDA8 + aq + j * A_STEP] = pa[j];
+      cm_smem[CA0 + am * LDA8 + aq + j * A_STEP] = pa[j];
 //@else
-      ca_tile[(am + j * A_STEP) * LDA8 + aq] = pa[j];
+      cm_smem[CA0 + (am + j * A_STEP) * LDA8 + aq] = pa[j];
 //@end
     }
     [[unroll]] for (int j = 0; j < B_UNITS; ++j) {
-      cb_tile[(bk + j * B_STEP) * LDB8 + bq] = pb[j];
+      cm_smem[CB0 + (bk + j * B_STEP) * LDB8 + bq] = pb[j];
 //@if B_SPLIT
-      cb_lo[(bk + j * B_STEP) * LDB8 + bq] = pbl[j];
+      cm_smem[CBL0 + (bk + j * B_STEP) * LDB8 + bq] = pbl[j];
 //@end
     }
     barrier();
@@ -193,14 +212,14 @@ void main() {
       fcoopmatNV<16, gl_ScopeSubgroup, FM, FK> fa[TM];
       fcoopmatNV<16, gl_ScopeSubgroup, FK, FN> fb[TN];
       [[unroll]] for (int i = 0; i < TM; ++i)
-        coopMatLoadNV(fa[i], ca_tile, uint((sm0 + i * FM) * LDA8 + kk / 8), uint(LDA8), false);
+        coopMatLoadNV(fa[i], cm_smem, uint(CA0 + (sm0 + i * FM) * LDA8 + kk / 8), uint(LDA8), false);
       [[unroll]] for (int j = 0; j < TN; ++j)
-        coopMatLoadNV(fb[j], cb_tile, uint(kk * LDB8 + (sn0 + j * FN) / 8), uint(LDB8), false);
+        coopMatLoadNV(fb[j], cm_smem, uint(CB0 + kk * LDB8 + (sn0 + j * FN) / 8), uint(LDB8), false);
       [[unroll]] for (int i = 0; i < TM; ++i)
         [[unroll]] for (int j = 0; j < TN; ++j) acc[i * TN + j] = coopMatMulAddNV(fa[i], fb[j], acc[i * TN + j]);
 //@if B_SPLIT
       [[unroll]] for (int j = 0; j < TN; ++j)
-        coopMatLoadNV(fb[j], cb_lo, uint(kk * LDB8 + (sn0 + j * FN) / 8), uint(LDB8), false);
+        coopMatLoadNV(fb[j], cm_smem, uint(CBL0 + kk * LDB8 + (sn0 + j * FN) / 8), uint(LDB8), false);
       [[unroll]] for (int i = 0; i < TM; ++i)
         [[unroll]] for (int j = 0; j < TN; ++j) acc_lo[i * TN + j] = coopMatMulAddNV(fa[i], fb[j], acc_lo[i * TN + j]);
 //@end
@@ -215,23 +234,23 @@ void main() {
     // * 2^-11, crashes the SPIR-V optimizer of SPIRV-Tools 2023.1).
     const int LOQ = FM * (SN / 4) / SG;
     vec4 lo_v[LOQ];
-    [[unroll]] for (int j = 0; j < TN; ++j) coopMatStoreNV(acc_lo[i * TN + j], cc_tile, uint(sc0 + j * FN), uint(SCS), false);
+    [[unroll]] for (int j = 0; j < TN; ++j) CC_STORE(acc_lo[i * TN + j], sc0 + j * FN);
     barrier();
     [[unroll]] for (int t = 0; t < LOQ; ++t) {
       int q = lane + t * SG;
       int o = sc0 + (q / (SN / 4)) * SCS + (q % (SN / 4)) * 4;
-      lo_v[t] = vec4(cc_tile[o], cc_tile[o + 1], cc_tile[o + 2], cc_tile[o + 3]) * (1.0 / 2048.0);
+      lo_v[t] = CC_LOAD4(o) * (1.0 / 2048.0);
     }
     barrier();
 //@end
-    [[unroll]] for (int j = 0; j < TN; ++j) coopMatStoreNV(acc[i * TN + j], cc_tile, uint(sc0 + j * FN), uint(SCS), false);
+    [[unroll]] for (int j = 0; j < TN; ++j) CC_STORE(acc[i * TN + j], sc0 + j * FN);
     barrier();
     for (int q = lane; q < FM * (SN / 4); q += SG) {
       int r = q / (SN / 4), cq = (q % (SN / 4)) * 4;
       int m = m0 + sm0 + i * FM + r, n = n0 + sn0 + cq;
       int o = sc0 + r * SCS + cq;
       if (m < GEMM_M && n < GEMM_N) {
-        vec4 v = vec4(float(cc_tile[o]), float(cc_tile[o + 1]), float(cc_tile[o + 2]), float(cc_tile[o + 3]));
+        vec4 v = CC_LOAD4(o);
 //@if B_SPLIT
         v += lo_v[(q - lane) / SG];
 //@end
