@@ -81,19 +81,61 @@ class Selector {
     t.is_float = true;
     t.graph_io = io_.count(v) > 0;
     for (const kiln::plugin::Dim& d : *shape) t.dims.push_back(d.is_const ? d.value : -1);
-    for (const kiln::plugin::Use& use : g_.uses(v)) {
-      if (use.node == KILN_NO_ID) continue;
-      const auto node = g_.node(use.node);
-      kiln_op_layout_t layout{};
-      layout.struct_size = sizeof(layout);
-      if (!node || !g_.host()->op_layout(g_.raw(), use.node, use.index, &layout)) continue;
-      t.consumers.push_back({layout.layout_class, layout.reduction_axes, is_stencil(node->op)});
-    }
+    std::vector<int> identity(static_cast<size_t>(t.rank));
+    for (int a = 0; a < t.rank; ++a) identity[static_cast<size_t>(a)] = a;
+    add_consumers(v, identity, 0, t);
     if (producer != KILN_NO_ID) {
       t.producer_packed_axis = producer_axis(producer, t.rank);
       t.producer_natural_axis = natural_axis(producer, t.rank);
     }
     return t;
+  }
+
+  // The readers of `v`, whose axis k is axis source_axis[k] of the tensor
+  // decided. Through a Transpose (an index view of kiln.fusion, or a copy
+  // kernel either way reading the tensor) the readers of its output count,
+  // their axes mapped back through the perm: SmartMem's layout selection
+  // looks through eliminated layout transforms.
+  void add_consumers(kiln_value_id_t v, const std::vector<int>& source_axis, int depth, TensorFacts& t) {
+    constexpr int kMaxTransposes = 4;
+    const int rank = static_cast<int>(source_axis.size());
+    for (const kiln::plugin::Use& use : g_.uses(v)) {
+      if (use.node == KILN_NO_ID) continue;
+      const auto node = g_.node(use.node);
+      if (!node) continue;
+      if (node->domain.empty() && node->op == "Transpose" && depth < kMaxTransposes) {
+        std::vector<int64_t> perm = g_.attr_ints(use.node, "perm");
+        if (perm.empty())
+          for (int a = rank - 1; a >= 0; --a) perm.push_back(a);
+        if (static_cast<int>(perm.size()) != rank) continue;
+        std::vector<int> mapped;
+        for (int64_t p : perm) {
+          if (p < 0 || p >= rank) break;
+          mapped.push_back(source_axis[static_cast<size_t>(p)]);
+        }
+        if (static_cast<int>(mapped.size()) != rank) continue;
+        for (kiln_value_id_t out : g_.outputs(use.node)) add_consumers(out, mapped, depth + 1, t);
+        continue;
+      }
+      kiln_op_layout_t layout{};
+      layout.struct_size = sizeof(layout);
+      if (!g_.host()->op_layout(g_.raw(), use.node, use.index, &layout)) continue;
+      const bool stencil = is_stencil(node->op);
+      if (depth == 0) {
+        t.consumers.push_back({layout.layout_class, layout.reduction_axes, stencil});
+        continue;
+      }
+      // Only the channel bits of a stencil op count (wanted_axes); mapped
+      // here, before the axes move.
+      const uint64_t wanted = stencil ? layout.reduction_axes & uint64_t{0x3} : layout.reduction_axes;
+      uint64_t axes = 0;
+      for (int a = 0; a < rank && a < 64; ++a) {
+        const int source = source_axis[static_cast<size_t>(a)];
+        if (wanted >> a & 1 && source < 64) axes |= uint64_t{1} << source;
+      }
+      t.consumers.push_back({layout.layout_class, axes, false});
+      ++stats_["reads-through-transpose"];
+    }
   }
 
   // The order a GEMM-lowered producer writes images in without a copy.
