@@ -176,6 +176,7 @@ class Selector {
       image = storage.image;
       if (storage.reason == StorageReason::kGraphIo) ++stats_["graph-io-buffers"];
       if (storage.reason == StorageReason::kTooLarge) ++stats_["too-large-for-image"];
+      if (storage.reason == StorageReason::kSymbolic) ++stats_["symbolic-kept-buffer"];
       rw_.annotate_value(v, KILN_ANNOTATION_STORAGE, image ? "image" : "buffer");
       if (!image) rw_.remove_value_annotation(v, KILN_ANNOTATION_PACKED_AXIS);
     } else if (!image_fits(t->dims, pack.axis, device_.max_image_dimension_2d)) {

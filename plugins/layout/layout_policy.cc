@@ -1,6 +1,7 @@
 // The layout plugin's per-tensor decisions (see layout_policy.h).
 #include "plugins/layout/layout_policy.h"
 
+#include <algorithm>
 #include <map>
 
 #include "kiln/kiln_plugin.h"
@@ -110,6 +111,11 @@ StorageChoice choose_storage(const TensorFacts& t, const DeviceFacts& d, int pac
     case DeviceKind::kOtherGpu: wanted = true; break;
     case DeviceKind::kDiscreteGpu:
     case DeviceKind::kNone: wanted = false; break;
+  }
+  const bool symbolic = std::any_of(t.dims.begin(), t.dims.end(), [](int64_t dim) { return dim < 0; });
+  if (wanted && symbolic) {
+    out.reason = StorageReason::kSymbolic;
+    return out;
   }
   if (wanted && !image_fits(t.dims, packed_axis, d.max_image_dimension_2d)) {
     out.reason = StorageReason::kTooLarge;

@@ -34,7 +34,9 @@
 //     texture path has ~10x the bandwidth of global memory): images for every
 //     activation, SmartMem's and MNN's choice; not measured by Kiln yet;
 //   * graph inputs and outputs stay buffers (host bindings need them), and
-//     so does a tensor whose image would exceed the device's 2D limit.
+//     so does a tensor whose image would exceed the device's 2D limit, or
+//     might: one with a symbolic dim (a run whose shapes make its image too
+//     large would fail where a buffer works; forced image takes that risk).
 #pragma once
 
 #include <cstdint>
@@ -90,7 +92,7 @@ struct PackChoice {
 // The packed axis by the rules above (rank >= 1).
 PackChoice choose_packed_axis(const TensorFacts& t);
 
-enum class StorageReason : uint8_t { kDevice, kGraphIo, kTooLarge, kForced };
+enum class StorageReason : uint8_t { kDevice, kGraphIo, kTooLarge, kSymbolic };
 
 struct StorageChoice {
   bool image = false;

@@ -98,6 +98,9 @@ TEST(Storage, PerDeviceRule) {
   const StorageChoice big = choose_storage(tensor({4, 64, 24, 19200}), cpu, 1);
   EXPECT_FALSE(big.image);
   EXPECT_EQ(big.reason, StorageReason::kTooLarge);
+  const StorageChoice dynamic = choose_storage(tensor({1, 8, -1, -1}), cpu, 1);
+  EXPECT_FALSE(dynamic.image);
+  EXPECT_EQ(dynamic.reason, StorageReason::kSymbolic);
   EXPECT_EQ(device_kind(4), DeviceKind::kCpu);
   EXPECT_EQ(device_kind(2), DeviceKind::kDiscreteGpu);
   EXPECT_EQ(device_kind(1), DeviceKind::kOtherGpu);
