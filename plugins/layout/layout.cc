@@ -29,6 +29,11 @@ using kiln::plugin::Rewriter;
 // The dtypes an image can hold (f64 stays a buffer).
 bool is_float(int32_t dtype) { return dtype == KILN_PLUGIN_DTYPE_FLOAT32 || dtype == KILN_PLUGIN_DTYPE_FLOAT16; }
 
+// Layout transforms that keep the element order (ILD-Fixed reorganize).
+bool is_reshape(const std::string& op) {
+  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze";
+}
+
 // Ops whose spatial axes are a short sliding window (see wanted_axes).
 bool is_stencil(const std::string& op) {
   for (const char* s : {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "LpPool"})
@@ -92,18 +97,33 @@ class Selector {
   }
 
   // The readers of `v`, whose axis k is axis source_axis[k] of the tensor
-  // decided. Through a Transpose (an index view of kiln.fusion, or a copy
-  // kernel either way reading the tensor) the readers of its output count,
-  // their axes mapped back through the perm: SmartMem's layout selection
-  // looks through eliminated layout transforms.
+  // decided (-1: none). Through a Transpose or a Reshape/Flatten/Squeeze/
+  // Unsqueeze (kiln.fusion's index views, or copy kernels; either way they
+  // read the tensor) the readers of their output count, their axes mapped
+  // back through the perm or the reshape's split and merge map
+  // (reshape_axis_map, static shapes only): SmartMem's layout selection
+  // looks through eliminated layout transforms, up to four deep.
   void add_consumers(kiln_value_id_t v, const std::vector<int>& source_axis, int depth, TensorFacts& t) {
-    constexpr int kMaxTransposes = 4;
+    constexpr int kMaxViews = 4;
     const int rank = static_cast<int>(source_axis.size());
     for (const kiln::plugin::Use& use : g_.uses(v)) {
       if (use.node == KILN_NO_ID) continue;
       const auto node = g_.node(use.node);
       if (!node) continue;
-      if (node->domain.empty() && node->op == "Transpose" && depth < kMaxTransposes) {
+      if (node->domain.empty() && is_reshape(node->op) && depth < kMaxViews && use.index == 0) {
+        // Each output axis reads along reshape_axis_map's input axis.
+        const auto in = g_.static_shape(v);
+        const std::vector<kiln_value_id_t> outs = g_.outputs(use.node);
+        const auto out = outs.empty() ? std::nullopt : g_.static_shape(outs[0]);
+        if (!in || !out || static_cast<int>(in->size()) != rank) continue;
+        const std::vector<int> map = reshape_axis_map(*in, *out);
+        if (map.empty()) continue;
+        std::vector<int> mapped;
+        for (int k : map) mapped.push_back(k < 0 ? -1 : source_axis[static_cast<size_t>(k)]);
+        add_consumers(outs[0], mapped, depth + 1, t);
+        continue;
+      }
+      if (node->domain.empty() && node->op == "Transpose" && depth < kMaxViews) {
         std::vector<int64_t> perm = g_.attr_ints(use.node, "perm");
         if (perm.empty())
           for (int a = rank - 1; a >= 0; --a) perm.push_back(a);
@@ -131,10 +151,10 @@ class Selector {
       uint64_t axes = 0;
       for (int a = 0; a < rank && a < 64; ++a) {
         const int source = source_axis[static_cast<size_t>(a)];
-        if (wanted >> a & 1 && source < 64) axes |= uint64_t{1} << source;
+        if (wanted >> a & 1 && source >= 0 && source < 64) axes |= uint64_t{1} << source;
       }
       t.consumers.push_back({layout.layout_class, axes, false});
-      ++stats_["reads-through-transpose"];
+      ++stats_["reads-through-views"];
     }
   }
 

@@ -60,6 +60,32 @@ PackChoice consumers_choice(const TensorFacts& t) {
 
 }  // namespace
 
+std::vector<int> reshape_axis_map(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+  for (int64_t d : in)
+    if (d < 0) return {};
+  for (int64_t d : out)
+    if (d < 0) return {};
+  std::vector<int> map(out.size(), -1);
+  size_t i = 0, j = 0;
+  while (i < in.size() || j < out.size()) {
+    // One group: the shortest prefixes of the rest whose products agree.
+    const size_t i0 = i, j0 = j;
+    int64_t pi = i < in.size() ? in[i++] : 1, pj = j < out.size() ? out[j++] : 1;
+    while (pi != pj) {
+      if (pi < pj && i < in.size()) pi *= in[i++];
+      else if (pj < pi && j < out.size()) pj *= out[j++];
+      else return {};  // element counts differ
+      if (pi > (int64_t{1} << 62) || pj > (int64_t{1} << 62)) return {};
+    }
+    int inner = -1;  // the group's innermost input axis of extent > 1
+    for (size_t k = i0; k < i; ++k)
+      if (in[k] > 1) inner = static_cast<int>(k);
+    if (inner < 0 && i > i0) inner = static_cast<int>(i - 1);
+    for (size_t k = j0; k < j; ++k) map[k] = inner;
+  }
+  return map;
+}
+
 DeviceKind device_kind(int32_t vk_device_type) {
   switch (vk_device_type) {
     case 4: return DeviceKind::kCpu;          // VK_PHYSICAL_DEVICE_TYPE_CPU

@@ -77,6 +77,15 @@ struct DeviceFacts {
   int64_t max_image_dimension_2d = 0;  // 0: unknown (no limit checked)
 };
 
+// For a Reshape (Flatten, Squeeze, Unsqueeze) from `in` to `out` (static
+// dims, equal element counts): the input axis each output axis reads
+// contiguously along, or -1. Dims are matched in groups of equal products
+// (SmartMem's split and merge maps): an output axis split off an input axis
+// maps to it; an axis merged from several input axes maps to the innermost
+// of them of extent > 1, along which it is contiguous. Empty when the
+// shapes are not static or do not match.
+std::vector<int> reshape_axis_map(const std::vector<int64_t>& in, const std::vector<int64_t>& out);
+
 // DeviceKind from kiln_target_info_t's device_type (VkPhysicalDeviceType).
 DeviceKind device_kind(int32_t vk_device_type);
 

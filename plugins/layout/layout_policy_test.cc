@@ -73,6 +73,18 @@ TEST(PackedAxis, GemmProducersKeepTheirNaturalOrder) {
   EXPECT_FALSE(choose_packed_axis(t).overridden);
 }
 
+TEST(ReshapeAxisMap, SplitsAndMerges) {
+  // [2,12] -> [2,3,4]: axis 1 split; both parts read along input axis 1.
+  EXPECT_EQ(reshape_axis_map({2, 12}, {2, 3, 4}), (std::vector<int>{0, 1, 1}));
+  // [2,3,4] -> [2,12]: merged, contiguous along the inner axis 2.
+  EXPECT_EQ(reshape_axis_map({2, 3, 4}, {2, 12}), (std::vector<int>{0, 2}));
+  // Unsqueeze and Squeeze: unit axes map to a neighbour in their group.
+  EXPECT_EQ(reshape_axis_map({8, 16}, {1, 8, 16}), (std::vector<int>{0, 0, 1}));
+  EXPECT_EQ(reshape_axis_map({1, 8, 16}, {8, 16}), (std::vector<int>{1, 2}));
+  EXPECT_TRUE(reshape_axis_map({2, -1}, {2, 3, 4}).empty());  // symbolic
+  EXPECT_TRUE(reshape_axis_map({2, 5}, {2, 3}).empty());      // counts differ
+}
+
 TEST(ImageFits, ChecksBothExtents) {
   EXPECT_TRUE(image_fits({1, 3, 48, 640}, 1, 16384));       // 640 x 48
   EXPECT_FALSE(image_fits({4, 64, 24, 19200}, 1, 16384));   // 16 * 19200 wide
