@@ -33,6 +33,7 @@ std::vector<std::string> name_list(const char* list) {
 kiln_status_t* session_options(const kiln_session_options_t* options, kiln::session::SessionOptions& out,
                                kiln_vulkan_device_t** out_device) {
   out.vulkan.max_signatures = 32;
+  out.storage_auto = true;  // KILN_STORAGE_AUTO, the default
   out.context_options.kernel_cache_dir = std::nullopt;
   *out_device = nullptr;
   if (!options) return nullptr;
@@ -62,9 +63,11 @@ kiln_status_t* session_options(const kiln_session_options_t* options, kiln::sess
   *out_device = device;
   if (KILN_HAS(device_selector) && options->device_selector) out.context_options.selector = options->device_selector;
   if (KILN_HAS(storage)) {
-    if (options->storage != KILN_STORAGE_BUFFER && options->storage != KILN_STORAGE_IMAGE)
+    if (options->storage != KILN_STORAGE_AUTO && options->storage != KILN_STORAGE_BUFFER &&
+        options->storage != KILN_STORAGE_IMAGE)
       return make_status(KILN_INVALID_ARGUMENT, "unknown storage " + std::to_string(static_cast<int>(options->storage)));
     if (options->storage == KILN_STORAGE_IMAGE) out.vulkan.plan.storage = kiln::planner::Storage::kImage;
+    out.storage_auto = options->storage == KILN_STORAGE_AUTO;
   }
   if (KILN_HAS(precision)) {
     if (options->precision != KILN_PRECISION_FP32 && options->precision != KILN_PRECISION_FP16)
@@ -252,6 +255,7 @@ kiln_status_t* kiln_session_create(kiln_model_t* model, const kiln_session_optio
   }
   s->engine = std::move(engine).value();
   if (so.vulkan.plan.storage == kiln::planner::Storage::kImage) s->storage = "image";
+  if (so.storage_auto) s->storage = "auto";
   if (so.vulkan.plan.precision == kiln::planner::ElemType::kF16) s->precision = "fp16";
   *out_session = s;
   return nullptr;

@@ -65,6 +65,16 @@ std::string session_json(const kiln_session_t& s) {
         ++fused;
     w.key("fused_dispatches").number(fused);
     w.key("fallbacks").number(static_cast<uint64_t>(plan.fallback_count()));
+    // Where the float activations the plan keeps on the device ended up
+    // (--storage auto: the layout pass's choice within the device's limits).
+    uint64_t image_tensors = 0, buffer_tensors = 0;
+    for (const kiln::planner::PlanTensor& t : plan.tensors) {
+      if (t.origin != kiln::planner::PlanTensor::Origin::kValue || t.host_resident ||
+          !kiln::planner::is_float(t.layout.type))
+        continue;
+      ++(t.layout.storage == kiln::planner::Storage::kImage ? image_tensors : buffer_tensors);
+    }
+    w.key("image_tensors").number(image_tensors).key("buffer_tensors").number(buffer_tensors);
     w.key("fallback_reasons").begin_array();
     for (const std::string& reason : plan.fallback_reasons) w.string(reason);
     w.end_array();

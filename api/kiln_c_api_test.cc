@@ -250,6 +250,31 @@ TEST(CApiToolTest, SessionOptionsSwitches) {
   kiln_session_destroy(old);
 }
 
+// KILN_STORAGE_AUTO (0, the zero-filled default), IMAGE and BUFFER are
+// accepted; any other number is refused, naming it.
+TEST(CApiTest, StorageOptionIsChecked) {
+  kiln::api::Model model;
+  ASSERT_FALSE(kiln::api::Model::load(kModel, model));
+  kiln_session_options_t o{};
+  o.struct_size = sizeof o;
+  o.backend = KILN_BACKEND_REFERENCE;
+  for (kiln_storage_t storage : {KILN_STORAGE_AUTO, KILN_STORAGE_IMAGE, KILN_STORAGE_BUFFER}) {
+    o.storage = storage;
+    kiln_session_t* session = nullptr;
+    kiln::api::Error err(kiln_session_create(model.get(), &o, &session));
+    EXPECT_FALSE(err) << storage << ": " << err.message();
+    kiln_session_destroy(session);
+  }
+  o.storage = static_cast<kiln_storage_t>(3);
+  kiln_session_t* session = nullptr;
+  kiln_status_t* s = kiln_session_create(model.get(), &o, &session);
+  EXPECT_EQ(kiln_status_code(s), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_status_message(s)).find("unknown storage 3"), std::string::npos)
+      << kiln_status_message(s);
+  kiln_status_free(s);
+  EXPECT_EQ(session, nullptr);
+}
+
 // KILN_BACKEND_PLUGIN names a backend a plugin offers; without a name, or
 // with one no loaded plugin offers, session creation says so.
 // tests/plugin_backend runs a model on a plugin backend.

@@ -594,7 +594,7 @@ TEST_F(CApiVulkanTest, ValidatedDeviceAndDescriptions) {
   ASSERT_FALSE(e) << e.message();
   std::string json;
   ASSERT_FALSE(session.describe_json(json));
-  for (const char* field : {"\"backend\": \"vulkan\"", "\"device\": ", "\"storage\": \"buffer\"",
+  for (const char* field : {"\"backend\": \"vulkan\"", "\"device\": ", "\"storage\": \"auto\"",
                             "\"precision\": \"fp32\"", "\"compile\": {\"plan_ms\": ", "\"fallback_reasons\": [",
                             "\"fusion_notes\": [", "\"kernel_cache\": {\"compiles\": "})
     EXPECT_NE(json.find(field), std::string::npos) << field << " in " << json;

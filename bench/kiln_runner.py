@@ -18,7 +18,7 @@ Writes a kiln-bench-v1 document (bench/README.md) with engines named
 kiln-vulkan-<storage> (kiln-reference for --backend reference, fp32 only).
 
 Usage: kiln_runner.py --kiln BIN --models-dir DIR --json OUT.json
-                      [--models a,b] [--precisions fp32,fp16] [--storages buffer,image]
+                      [--models a,b] [--precisions fp32,fp16] [--storages auto,buffer,image]
                       [--backend vulkan|reference] [--iters N] [--warmup N] [--budget-s S]
 """
 import argparse
@@ -34,7 +34,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_common  # noqa: E402
 
-STORAGES = ["buffer", "image"]
+STORAGES = ["auto", "buffer", "image"]
 TOLERANCE = {"fp32": 1e-3, "fp16": 2e-2}
 RUN_LINE = re.compile(r"^run (\d+): ([0-9.eE+-]+) ms", re.MULTILINE)
 
@@ -46,7 +46,7 @@ def parse_args():
     p.add_argument("--json", required=True, help="output kiln-bench-v1 file")
     p.add_argument("--models", default=",".join(bench_common.BENCH_MODELS))
     p.add_argument("--precisions", default="fp32,fp16")
-    p.add_argument("--storages", default="buffer,image")
+    p.add_argument("--storages", default="auto,buffer,image")
     p.add_argument("--backend", default="vulkan", choices=["vulkan", "reference"])
     p.add_argument("--kiln-arg", action="append", default=[],
                    help="extra argument for every `kiln run` (repeatable, e.g. --kiln-arg=--device --kiln-arg=0)")

@@ -20,6 +20,8 @@ const std::vector<std::string>& default_pipeline() {
                                                     "rdp",
                                                     // fusion groups on the refined shapes (plugins/fusion)
                                                     "fusion",
+                                                    // buffer/image and packed axis per tensor (plugins/layout)
+                                                    "layout",
                                                     // last: orders what the others left (plugins/memplan)
                                                     "memplan-order"};
   return kPasses;
@@ -50,7 +52,7 @@ Status load_standard_plugins(PluginRegistry& registry, const PipelineSetup& setu
     std::string looked;
     for (const std::string& d : in_tree_plugin_dir_candidates(setup.plugin_dir))
       looked += (looked.empty() ? "" : ", ") + d;
-    return not_found("Kiln's own plugins (kiln.canonicalize, kiln.rdp, kiln.fusion, kiln.memplan) were not found; looked in " +
+    return not_found("Kiln's own plugins (kiln.canonicalize, kiln.rdp, kiln.fusion, kiln.layout, kiln.memplan) were not found; looked in " +
                      (looked.empty() ? std::string("no directory") : looked) +
                      " (install Kiln with its plugins, name the directory, or build with KILN_STATIC_PLUGINS=ON)");
   }

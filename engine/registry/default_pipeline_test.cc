@@ -64,7 +64,8 @@ TEST(DefaultPipeline, FusionPlacedAndDisablable) {
   const std::vector<std::string>& passes = default_pipeline();
   const auto at = [&](const char* name) { return std::find(passes.begin(), passes.end(), name) - passes.begin(); };
   EXPECT_LT(at("rdp"), at("fusion"));
-  EXPECT_LT(at("fusion"), at("memplan-order"));
+  EXPECT_LT(at("fusion"), at("layout"));  // layout annotates the values fusion left materialized
+  EXPECT_LT(at("layout"), at("memplan-order"));
   EXPECT_LT(at("memplan-order"), static_cast<std::ptrdiff_t>(passes.size()));
   constexpr const char* kChain = R"(graph @g opset 17 {
   input %x : f32[4]
@@ -89,6 +90,37 @@ TEST(DefaultPipeline, FusionPlacedAndDisablable) {
   ASSERT_TRUE(records.ok()) << records.status().to_string();
   for (const PassRecord& r : *records) EXPECT_NE(r.name, "fusion");
   EXPECT_EQ(ir::print_graph(**plain).find("kiln.fusion_group"), std::string::npos);
+}
+
+// layout runs in the default pipeline and annotates packed axes (storage
+// too, given a device); --disable-pass layout is its ablation.
+TEST(DefaultPipeline, LayoutAnnotatesAndIsDisablable) {
+  constexpr const char* kSoftmax = R"(graph @g opset 17 {
+  input %x : f32[2,8,16]
+  %a = Exp(%x) : f32[2,8,16]
+  %s = Softmax(%a) {axis = 1} : f32[2,8,16]
+  return %s
+}
+)";
+  auto annotated = ir::parse_graph(kSoftmax);
+  ASSERT_TRUE(annotated.ok());
+  PipelineOptions options;
+  options.disabled = {"fusion"};  // keep %a materialized
+  auto records = run_default_pipeline(**annotated, options);
+  ASSERT_TRUE(records.ok()) << records.status().to_string();
+  // %a is read by the Softmax along axis 1: packed there.
+  const std::string text = ir::print_graph(**annotated);
+  const size_t exp = text.find("%a = Exp(%x)");
+  ASSERT_NE(exp, std::string::npos) << text;
+  const std::string line = text.substr(exp, text.find('\n', exp) - exp);
+  EXPECT_NE(line.find("#{kiln.packed_axis = \"1\"}"), std::string::npos) << text;
+  options.disabled.push_back("layout");
+  auto plain = ir::parse_graph(kSoftmax);
+  ASSERT_TRUE(plain.ok());
+  records = run_default_pipeline(**plain, options);
+  ASSERT_TRUE(records.ok()) << records.status().to_string();
+  for (const PassRecord& r : *records) EXPECT_NE(r.name, "layout");
+  EXPECT_EQ(ir::print_graph(**plain).find("kiln.packed_axis"), std::string::npos);
 }
 
 }  // namespace

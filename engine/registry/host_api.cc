@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/ir/verifier.h"
+#include "engine/ops/op_layout.h"
 #include "engine/ops/op_registry.h"
 #include "engine/ops/shape_inference.h"
 #include "engine/runtime/reference_executor.h"
@@ -652,6 +653,22 @@ int32_t h_target_info(const kiln_graph_t* g, kiln_target_info_t* out) {
   return 1;
 }
 
+// SmartMem's class of the node's op and its input's reduction axes (op_layout.h).
+int32_t h_op_layout(const kiln_graph_t* g, kiln_node_id_t id, size_t input, kiln_op_layout_t* out) {
+  PassRun& run = run_of(g);
+  if (!run.node_ok(id) || !out || out->struct_size < sizeof(uint32_t)) return 0;
+  const ir::Node& n = run.work.node(id);
+  if (input >= n.inputs.size()) return 0;
+  kiln_op_layout_t info{};
+  info.struct_size = std::min<uint32_t>(out->struct_size, static_cast<uint32_t>(sizeof(info)));
+  const ops::OpSchema* schema = ops::OpRegistry::builtin().find(n.domain, n.op);
+  info.layout_class = schema ? static_cast<int32_t>(ops::layout_class(*schema)) : KILN_LAYOUT_CLASS_UNKNOWN;
+  for (int axis : ops::reduction_axes(run.work, n, input))
+    if (axis < 64) info.reduction_axes |= uint64_t{1} << axis;
+  std::memcpy(out, &info, info.struct_size);
+  return 1;
+}
+
 // Constants the pass's edits left without a use are released (their tensor
 // dropped), so folded-away weights do not linger in the graph. Constants
 // that were already unused before the pass are the model's business.
@@ -756,7 +773,14 @@ const kiln_host_api_t kHostApi = {
     h_rw_remove_node_annotation,
     h_rw_remove_value_annotation,
     h_target_info,
+    h_op_layout,
 };
+static_assert(static_cast<int>(ops::LayoutClass::kUnknown) == KILN_LAYOUT_CLASS_UNKNOWN &&
+                  static_cast<int>(ops::LayoutClass::kIldVariable) == KILN_LAYOUT_CLASS_ILD_VARIABLE &&
+                  static_cast<int>(ops::LayoutClass::kIliVariable) == KILN_LAYOUT_CLASS_ILI_VARIABLE &&
+                  static_cast<int>(ops::LayoutClass::kIldFixed) == KILN_LAYOUT_CLASS_ILD_FIXED &&
+                  static_cast<int>(ops::LayoutClass::kIliFixed) == KILN_LAYOUT_CLASS_ILI_FIXED,
+              "the layout classes are kiln_layout_class_t's numbers");
 static_assert(static_cast<int>(ops::MappingType::kUnset) == KILN_MAPPING_UNKNOWN &&
                   static_cast<int>(ops::MappingType::kOneToOne) == KILN_MAPPING_ONE_TO_ONE &&
                   static_cast<int>(ops::MappingType::kOneToMany) == KILN_MAPPING_ONE_TO_MANY &&

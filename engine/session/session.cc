@@ -17,7 +17,8 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 // The device as the plugin ABI shows it to passes: the planner's view of it
 // (runtime::target_info) and its identity.
-kiln_target_info_t plugin_target_info(const vk::Device& device, const runtime::VulkanModelOptions& options) {
+kiln_target_info_t plugin_target_info(const vk::Device& device, const SessionOptions& session) {
+  const runtime::VulkanModelOptions& options = session.vulkan;
   const planner::TargetInfo t = runtime::target_info(device);
   const vk::Capabilities& c = device.capabilities();
   kiln_target_info_t out{};
@@ -31,6 +32,10 @@ kiln_target_info_t plugin_target_info(const vk::Device& device, const runtime::V
   out.fp16_arithmetic = t.fp16_arithmetic ? 1 : 0;
   out.vendor_id = c.vendor_id;
   std::snprintf(out.device_name, sizeof(out.device_name), "%s", c.device_name.c_str());
+  out.device_type = static_cast<int32_t>(c.device_type);
+  out.storage_mode = session.storage_auto                                  ? KILN_STORAGE_MODE_AUTO
+                     : options.plan.storage == planner::Storage::kImage ? KILN_STORAGE_MODE_IMAGE
+                                                                          : KILN_STORAGE_MODE_BUFFER;
   return out;
 }
 
@@ -77,7 +82,7 @@ Status Session::optimize(const SessionOptions& options) {
   KILN_RETURN_IF_ERROR(registry::load_standard_plugins(*plugins_, options.plugins, options.pipeline.log));
   if (options.run_passes) {
     registry::PipelineOptions pipeline = options.pipeline;
-    if (context_) pipeline.target = plugin_target_info(context_->device(), options.vulkan);
+    if (context_) pipeline.target = plugin_target_info(context_->device(), options);
     KILN_ASSIGN_OR_RETURN(pass_records_, registry::run_pipeline(*plugins_, *graph_, pipeline));
   }
   pipeline_ms_ = ms_since(t0);

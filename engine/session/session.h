@@ -44,6 +44,11 @@ struct SessionOptions {
   runtime::VulkanContext* context = nullptr;
   runtime::VulkanContextOptions context_options;
   runtime::VulkanModelOptions vulkan;
+  // true: the layout pass (plugins/layout) chooses buffer or image per
+  // tensor (KILN_STORAGE_AUTO); vulkan.plan.storage is then where the
+  // tensors it leaves unannotated live. false: vulkan.plan.storage is forced
+  // for every activation and passes see it as such (target_info).
+  bool storage_auto = false;
   // kAuto when a device exists but the model does not compile for it: true
   // runs the reference executor instead (the C API's documented default);
   // false reports the compile error (`kiln run`: a kernel bug must show).

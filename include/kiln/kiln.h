@@ -183,10 +183,15 @@ typedef enum kiln_backend_t {
   KILN_BACKEND_PLUGIN = 3
 } kiln_backend_t;
 
-/* Where the Vulkan backend keeps activations. */
+/* Where the Vulkan backend keeps activations. AUTO (\since 0.2, the
+ * default; before it 0 was BUFFER, whose graph inputs and outputs AUTO keeps)
+ * lets the layout pass choose buffer or image per tensor for the device, with
+ * graph inputs and outputs in buffers (bindable to host buffers); BUFFER and
+ * IMAGE force one storage for every activation (ablations). */
 typedef enum kiln_storage_t {
-  KILN_STORAGE_BUFFER = 0, /* storage buffers, row-major (bindable to host buffers) */
-  KILN_STORAGE_IMAGE = 1   /* RGBA images (texture memory) where they fit */
+  KILN_STORAGE_AUTO = 0,  /* per tensor, by the layout pass (plugins/layout) */
+  KILN_STORAGE_IMAGE = 1, /* RGBA images (texture memory) where they fit */
+  KILN_STORAGE_BUFFER = 2 /* storage buffers, row-major (bindable to host buffers) */
 } kiln_storage_t;
 
 /* The float element type of weights and activations on the Vulkan device. */

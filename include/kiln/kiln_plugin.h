@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define KILN_PLUGIN_ABI_MAJOR 1u
-#define KILN_PLUGIN_ABI_MINOR 3u
+#define KILN_PLUGIN_ABI_MINOR 4u
 #define KILN_PLUGIN_ABI_VERSION ((KILN_PLUGIN_ABI_MAJOR << 16) | KILN_PLUGIN_ABI_MINOR)
 #define KILN_PLUGIN_ABI_VERSION_MAJOR(v) ((uint32_t)(v) >> 16)
 #define KILN_PLUGIN_ABI_VERSION_MINOR(v) ((uint32_t)(v)&0xffffu)
@@ -221,6 +221,40 @@ typedef enum kiln_mapping_t {
   KILN_MAPPING_OTHER = 6         /* opaque to fusion: If, Loop, Shape, Gather, Slice, ... */
 } kiln_mapping_t;
 
+/* \since 1.4. SmartMem's operator layout class (what op_layout returns):
+ * whether an op's cost depends on its inputs' layout (ILD) or not (ILI), and
+ * whether its output layout is the op's to choose (Variable) or follows from
+ * its input's (Fixed). The numbering never changes. */
+typedef enum kiln_layout_class_t {
+  KILN_LAYOUT_CLASS_UNKNOWN = 0,      /* no such op, or not classifiable (If, Loop, LSTM) */
+  KILN_LAYOUT_CLASS_ILD_VARIABLE = 1, /* Conv, MatMul, Gemm, Softmax, LayerNorm, Reduce*, pooling */
+  KILN_LAYOUT_CLASS_ILI_VARIABLE = 2, /* elementwise and broadcasting: Add, Relu, Expand, Resize */
+  KILN_LAYOUT_CLASS_ILD_FIXED = 3,    /* layout transforms: Reshape, Transpose, Squeeze, DepthToSpace */
+  KILN_LAYOUT_CLASS_ILI_FIXED = 4     /* selections and placements: Slice, Gather, Concat, Split, Pad */
+} kiln_layout_class_t;
+
+/* \since 1.4. What op_layout says about one input of a node. Grows only at
+ * the end; the caller sets struct_size. */
+typedef struct kiln_op_layout_t {
+  uint32_t struct_size;
+  int32_t layout_class; /* a kiln_layout_class_t number */
+  /* The input's reduction dimensions: bit k set when the op aggregates or
+   * reads a window along axis k (0-based in the input's own rank, k < 64).
+   * MatMul: A's last axis, B's axis -2; Conv: the data input's channels and
+   * spatial window; Softmax/LayerNorm/Reduce*: their axes; 0 for
+   * elementwise ops, layout transforms and parameters (biases, scales). */
+  uint64_t reduction_axes;
+} kiln_op_layout_t;
+
+/* \since 1.4. The session's storage option as target_info reports it
+ * (kiln_target_info_t::storage_mode): AUTO lets a layout pass choose buffer
+ * or image per tensor; BUFFER and IMAGE are forced for every activation. */
+typedef enum kiln_storage_mode_t {
+  KILN_STORAGE_MODE_AUTO = 0,
+  KILN_STORAGE_MODE_BUFFER = 1,
+  KILN_STORAGE_MODE_IMAGE = 2
+} kiln_storage_mode_t;
+
 /* dtype is a kiln_plugin_dtype_t number. */
 typedef struct kiln_value_info_t {
   uint32_t struct_size;
@@ -259,6 +293,12 @@ typedef struct kiln_target_info_t {
   int32_t fp16_arithmetic;            /* 1: shaderFloat16 */
   uint32_t vendor_id;                 /* PCI vendor (0x10de NVIDIA, 0x1002 AMD, 0x13b5 ARM, 0x10005 Mesa) */
   char device_name[256];              /* NUL-terminated */
+  /* \since 1.4. VkPhysicalDeviceType numbering: 0 other, 1 integrated GPU,
+   * 2 discrete GPU, 3 virtual GPU, 4 CPU (lavapipe). */
+  int32_t device_type;
+  /* \since 1.4. A kiln_storage_mode_t number: where the session wants
+   * activations (a host of 1.3 leaves the caller's value). */
+  int32_t storage_mode;
 } kiln_target_info_t;
 
 /* The host's function table. Pointers stay valid while the plugin is loaded. */
@@ -399,6 +439,14 @@ typedef struct kiln_host_api_t {
    * compile) or out is NULL or its struct_size is too small to hold
    * struct_size itself. */
   int32_t (*target_info)(const kiln_graph_t* g, kiln_target_info_t* out);
+  /* \since 1.4, optional (check with KILN_PLUGIN_HAS_FIELD). SmartMem's
+   * layout class of `node`'s op and the reduction dimensions of its input
+   * `input_index`, from the host's op registry: fills *out (up to
+   * out->struct_size bytes, which the caller sets) and returns 1. Returns 0
+   * for a bad node id, an input index past the node's inputs, or out NULL
+   * or too small; an op the registry does not know is class UNKNOWN with
+   * no reduction axes (returns 1). */
+  int32_t (*op_layout)(const kiln_graph_t* g, kiln_node_id_t node, size_t input_index, kiln_op_layout_t* out);
 } kiln_host_api_t;
 
 /* ---- what a plugin provides --------------------------------------------- */

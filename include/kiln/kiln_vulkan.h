@@ -99,7 +99,8 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_vulkan_device_wrap(const kiln_vulkan
  * TRANSFER_SRC_BIT | TRANSFER_DST_BIT if the model runs steps on the host,
  * which then copy the tensor); `offset` must be a multiple of the device's
  * minStorageBufferOffsetAlignment. Sessions must use KILN_STORAGE_BUFFER
- * for the tensor to be bindable.
+ * or KILN_STORAGE_AUTO (graph inputs and outputs stay buffers) for the
+ * tensor to be bindable.
  *
  * Synchronization: each run's command buffers begin with a barrier that
  * makes writes by earlier commands on the same queue visible to Kiln's
@@ -213,7 +214,8 @@ KILN_API void kiln_session_forget_vulkan_buffer(kiln_session_t* session, VkBuffe
  * them with imageLoad. Outputs need VK_IMAGE_USAGE_STORAGE_BIT and
  * VK_IMAGE_LAYOUT_GENERAL. Kiln never changes an image's layout: the host
  * transitions it before the run and back after. The session must use
- * KILN_STORAGE_BUFFER (the default). An image-bound input tensor lives in
+ * KILN_STORAGE_BUFFER or KILN_STORAGE_AUTO (the default, which keeps graph
+ * inputs and outputs in buffers). An image-bound input tensor lives in
  * Kiln's activation memory like any intermediate tensor (no staging).
  * Vulkan cannot be asked for an image's usage or extent, so the binding
  * states them; a binding that misstates them is undefined behaviour (the

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fstream>
 #include <optional>
+#include <sstream>
 
 #include "engine/ir/text.h"
 #include "engine/registry/pass_manager.h"
@@ -82,6 +83,7 @@ std::vector<GoldenCase> load_golden_cases(const std::string& dir) {
       else if (take(t, "// CHECK-NOT:", rest)) c.directives.push_back({Directive::kCheckNot, rest});
       else if (take(t, "// CHECK:", rest)) c.directives.push_back({Directive::kCheck, rest});
       else if (take(t, "// ERROR:", rest)) c.expect_error = rest;
+      else if (take(t, "// TARGET:", rest)) c.target = rest;
       else if (t.rfind("//", 0) == 0) continue;
       else c.graph_text += line + "\n";
     }
@@ -114,6 +116,32 @@ std::string match_directives(const std::string& out, const std::vector<Directive
   return check_nots(out.size());
 }
 
+namespace {
+
+// The // TARGET: line as target_info reports it; an unknown key fails the case.
+std::optional<kiln_target_info_t> parse_target(const std::string& text) {
+  if (trim(text).empty()) return std::nullopt;
+  kiln_target_info_t t{};
+  t.struct_size = sizeof(t);
+  t.max_image_dimension_2d = 16384;
+  t.storage_mode = KILN_STORAGE_MODE_AUTO;
+  std::istringstream in(text);
+  std::string item;
+  while (in >> item) {
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (key == "device_type") t.device_type = std::stoi(value);
+    else if (key == "max_image") t.max_image_dimension_2d = static_cast<uint32_t>(std::stoul(value));
+    else if (key == "storage" && value == "auto") t.storage_mode = KILN_STORAGE_MODE_AUTO;
+    else if (key == "storage" && value == "buffer") t.storage_mode = KILN_STORAGE_MODE_BUFFER;
+    else if (key == "storage" && value == "image") t.storage_mode = KILN_STORAGE_MODE_IMAGE;
+    else ADD_FAILURE() << "unknown TARGET item '" << item << "'";
+  }
+  return t;
+}
+
+}  // namespace
+
 void run_golden_case(const GoldenCase& c, const LoadPlugins& load) {
   SCOPED_TRACE(c.file + ":" + std::to_string(c.line));
   registry::PluginRegistry reg;
@@ -126,6 +154,7 @@ void run_golden_case(const GoldenCase& c, const LoadPlugins& load) {
   registry::PassManager pm(reg);
   registry::PipelineOptions options;
   options.passes = c.passes;
+  options.target = parse_target(c.target);
   std::vector<std::string> warnings;
   options.log = [&](kiln_log_level_t level, const std::string& m) {
     if (level >= KILN_LOG_WARNING) warnings.push_back(m);

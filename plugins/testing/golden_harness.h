@@ -5,6 +5,9 @@
 //   // CHECK: text               must appear in the printed result, in order
 //   // CHECK-NOT: text           must not appear between the neighbouring CHECKs
 //   // ERROR: text               the pipeline must fail with this in its message
+//   // TARGET: key=value ...     the device the passes compile for (target_info):
+//                                device_type=N (VkPhysicalDeviceType), max_image=N,
+//                                storage=auto|buffer|image; without it, none
 // Besides the text checks, a case whose inputs all have static f32 shapes is
 // executed before and after the passes with the reference executor, and the
 // outputs must agree: a rewrite that prints right but computes wrong fails.
@@ -35,6 +38,7 @@ struct GoldenCase {
   std::vector<std::string> passes;
   std::vector<Directive> directives;
   std::string expect_error;
+  std::string target;  // the // TARGET: line's text; empty: no device
 };
 
 // Readable names in gtest's failure lines instead of a byte dump.

@@ -1,9 +1,10 @@
 // Whole models on the Vulkan backend against PyTorch.
 //
 // For every model export_zoo.py wrote (DIR/manifest.txt, or the models named
-// on the command line) and every configuration — buffer or image storage,
-// fp32 or fp16 — one test imports the model, runs the default pass pipeline
-// (what `kiln run` does), compiles it for the validated test device
+// on the command line) and every configuration — buffer, image or auto
+// storage, fp32 or fp16 — one test imports the model, runs the default pass pipeline
+// (what `kiln run` does; for auto again with the device as its target, so
+// that the layout pass chooses each tensor's storage), compiles it for the validated test device
 // (platform/vulkan/vk_test_env.h: a validation error fails the test), runs
 // it once and requires
 //   * max|Δ| <= tol * max(1, max|ref|) against PyTorch's output, with
@@ -45,16 +46,19 @@ constexpr double kMinReferenceMagnitude = 1e-3;
 
 struct Config {
   const char* name;
-  planner::Storage storage;
+  planner::Storage storage;  // auto: of what the layout pass leaves unannotated
+  bool auto_storage;
   planner::ElemType precision;
   double tolerance;  // relative to max(1, max|ref|)
 };
 
 constexpr Config kConfigs[] = {
-    {"buffer_fp32", planner::Storage::kBuffer, planner::ElemType::kF32, 1e-3},
-    {"image_fp32", planner::Storage::kImage, planner::ElemType::kF32, 1e-3},
-    {"buffer_fp16", planner::Storage::kBuffer, planner::ElemType::kF16, 2e-2},
-    {"image_fp16", planner::Storage::kImage, planner::ElemType::kF16, 2e-2},
+    {"buffer_fp32", planner::Storage::kBuffer, false, planner::ElemType::kF32, 1e-3},
+    {"image_fp32", planner::Storage::kImage, false, planner::ElemType::kF32, 1e-3},
+    {"auto_fp32", planner::Storage::kBuffer, true, planner::ElemType::kF32, 1e-3},
+    {"buffer_fp16", planner::Storage::kBuffer, false, planner::ElemType::kF16, 2e-2},
+    {"image_fp16", planner::Storage::kImage, false, planner::ElemType::kF16, 2e-2},
+    {"auto_fp16", planner::Storage::kBuffer, true, planner::ElemType::kF16, 2e-2},
 };
 
 double ms_since(std::chrono::steady_clock::time_point start) {
@@ -115,8 +119,24 @@ class ModelVulkanTest : public vk::testing::VulkanTest {
     runtime::VulkanModelOptions options;
     options.plan.storage = config_.storage;
     options.plan.precision = config_.precision;
+    // auto: the pipeline again, now telling the passes the device and the
+    // storage mode (as the engine session does), on a copy of the graph.
+    ir::Graph graph = *m.graph;
+    if (config_.auto_storage) {
+      registry::PipelineOptions pipeline;
+      kiln_target_info_t target{};
+      target.struct_size = sizeof(target);
+      target.max_image_dimension_2d = runtime::target_info(device()).max_image_dimension_2d;
+      target.device_type = static_cast<int32_t>(device().capabilities().device_type);
+      target.storage_mode = KILN_STORAGE_MODE_AUTO;
+      pipeline.target = target;
+      registry::PipelineSetup setup;
+      setup.load_environment = false;
+      auto passes = registry::run_default_pipeline(graph, pipeline, setup);
+      ASSERT_TRUE(passes.ok()) << passes.status().to_string();
+    }
     const auto t_compile = std::chrono::steady_clock::now();
-    auto compiled = runtime::VulkanModel::compile(device(), *vk::testing::test_kernel_cache(), *m.graph, options);
+    auto compiled = runtime::VulkanModel::compile(device(), *vk::testing::test_kernel_cache(), graph, options);
     ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
     const double compile_ms = ms_since(t_compile);
     const runtime::VulkanModel& model = **compiled;

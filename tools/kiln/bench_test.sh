@@ -126,7 +126,7 @@ if have_vulkan "$kiln"; then
 import json
 d = json.load(open('$tmp/vk.json'))
 env, m = d['environment'], d['models'][0]
-assert env['device']['name'] and env['precision'] == 'fp32' and env['storage'] == 'buffer', env
+assert env['device']['name'] and env['precision'] == 'fp32' and env['storage'] == 'auto', env
 assert env['coopmat'] == 'on' and env['inplace'] == 'on', env
 mem = m['memory']
 assert 0 < mem['live_lower_bound'] <= mem['arena_bytes'] <= mem['activation_bytes'] < mem['device_bytes'], mem

@@ -15,7 +15,7 @@ check "dynamic dims need a shape" 1 "dynamic shape \[n,3\].*--shape x=" -- "$kil
 check "wrong rank is named" 1 "input 'x'.*rank" -- "$kiln" run "$m" --shape x=2x3x4
 check "--then with new shapes" 0 "run 3:" -- "$kiln" run "$m" --shape x=1x3 --then --shape x=7x3 --then --shape x=2x3
 check "--backend reference runs on the CPU" 0 "run 1: .*reference backend" -- "$kiln" run "$m" --backend reference --shape x=2x3
-check "bad --storage" 1 "--storage must be buffer or image" -- "$kiln" run "$m" --backend vulkan --storage texture --shape x=1x3
+check "bad --storage" 1 "--storage must be auto, buffer or image" -- "$kiln" run "$m" --backend vulkan --storage texture --shape x=1x3
 check "bad --precision" 1 "--precision must be fp32 or fp16" -- "$kiln" run "$m" --backend vulkan --precision int8 --shape x=1x3
 check "bad --coopmat" 1 "--coopmat must be on or off" -- "$kiln" run "$m" --backend vulkan --coopmat maybe --shape x=1x3
 check "bad --inplace" 1 "--inplace must be on or off" -- "$kiln" run "$m" --backend vulkan --inplace maybe --shape x=1x3
@@ -23,7 +23,7 @@ check "bad --inplace" 1 "--inplace must be on or off" -- "$kiln" run "$m" --back
 # shapes after --then compile no shader.
 if have_vulkan "$kiln"; then
   check "vulkan run" 0 "run 2: .*vulkan backend" -- "$kiln" run "$m" --backend vulkan --validate --shape x=2x3 --then --shape x=5x3
-  for storage in buffer image; do
+  for storage in auto buffer image; do
     "$kiln" run "$m" --backend reference --seed 3 --shape x=4x3 --output "y=$tmp/ref.npy" >/dev/null 2>&1
     check "vulkan $storage output" 0 "" -- "$kiln" run "$m" --backend vulkan --storage $storage --seed 3 --shape x=4x3 --output "y=$tmp/vk_$storage.npy"
     check "vulkan $storage matches reference" 0 "" -- cmp "$tmp/ref.npy" "$tmp/vk_$storage.npy"

@@ -157,7 +157,7 @@ struct Settings {
   int warmup = 10;
   std::optional<int> iters;
   double min_time_s = 2.0;
-  std::string storage = "buffer", precision = "fp32", coopmat = "on", inplace = "on";
+  std::string storage = "auto", precision = "fp32", coopmat = "on", inplace = "on";
   // The device's peaks for the roofline; Vulkan does not report them.
   std::optional<double> peak_gbps, peak_gflops;
   bool ablation = false;
@@ -213,7 +213,9 @@ class Bench {
     kiln_session_options_t o = flags_.options();
     o.backend = device ? KILN_BACKEND_VULKAN : KILN_BACKEND_REFERENCE;
     o.vulkan_device = device ? device->get() : nullptr;
-    o.storage = settings_.storage == "image" ? KILN_STORAGE_IMAGE : KILN_STORAGE_BUFFER;
+    o.storage = settings_.storage == "image"    ? KILN_STORAGE_IMAGE
+                : settings_.storage == "buffer" ? KILN_STORAGE_BUFFER
+                                                : KILN_STORAGE_AUTO;
     o.precision = settings_.precision == "fp16" ? KILN_PRECISION_FP16 : KILN_PRECISION_FP32;
     o.disable_cooperative_matrix = settings_.coopmat == "off";
     o.disable_inplace = settings_.inplace == "off";
@@ -934,8 +936,9 @@ StatusOr<Settings> parse_settings(const Args& args) {
     if (t.empty() || *end != '\0' || !(s.min_time_s > 0) || s.min_time_s > 3600)
       return invalid_argument("--min-time expects seconds in (0, 3600], got '" + t + "'");
   }
-  s.storage = args.get("storage", "buffer");
-  if (s.storage != "image" && s.storage != "buffer") return invalid_argument("--storage must be buffer or image, got '" + s.storage + "'");
+  s.storage = args.get("storage", "auto");
+  if (s.storage != "auto" && s.storage != "image" && s.storage != "buffer")
+    return invalid_argument("--storage must be auto, buffer or image, got '" + s.storage + "'");
   s.precision = args.get("precision", "fp32");
   if (s.precision != "fp16" && s.precision != "fp32") return invalid_argument("--precision must be fp32 or fp16, got '" + s.precision + "'");
   s.coopmat = args.get("coopmat", "on");

@@ -49,10 +49,12 @@ std::string SessionFlags::set_backend(const Args& args) {
   }
   if (backend != "vulkan" && backend != "auto")
     return "INVALID_ARGUMENT: unknown backend '" + backend + "' (expected auto, vulkan or reference)";
-  storage_ = args.get("storage", "buffer");
-  if (storage_ != "buffer" && storage_ != "image")
-    return "INVALID_ARGUMENT: --storage must be buffer or image, got '" + storage_ + "'";
-  options_.storage = storage_ == "image" ? KILN_STORAGE_IMAGE : KILN_STORAGE_BUFFER;
+  storage_ = args.get("storage", "auto");
+  if (storage_ != "auto" && storage_ != "buffer" && storage_ != "image")
+    return "INVALID_ARGUMENT: --storage must be auto, buffer or image, got '" + storage_ + "'";
+  options_.storage = storage_ == "image"    ? KILN_STORAGE_IMAGE
+                     : storage_ == "buffer" ? KILN_STORAGE_BUFFER
+                                            : KILN_STORAGE_AUTO;
   precision_ = args.get("precision", "fp32");
   if (precision_ != "fp32" && precision_ != "fp16")
     return "INVALID_ARGUMENT: --precision must be fp32 or fp16, got '" + precision_ + "'";

@@ -39,7 +39,7 @@ class SessionFlags {
   void set_pipeline(const Args& args);
   // The backend flags; creates the Vulkan device (the fallback to the
   // reference executor is announced on stderr). Returns "" or the error
-  // ("--storage must be buffer or image, got 'texture'").
+  // ("--storage must be auto, buffer or image, got 'texture'").
   std::string set_backend(const Args& args);
 
   const kiln_session_options_t& options() const { return options_; }
@@ -49,7 +49,7 @@ class SessionFlags {
  private:
   kiln_session_options_t options_{};
   api::VulkanDevice device_;
-  std::string passes_, disabled_, selector_, storage_ = "buffer", precision_ = "fp32";
+  std::string passes_, disabled_, selector_, storage_ = "auto", precision_ = "fp32";
   std::vector<std::string> plugin_paths_;
   std::vector<const char*> plugin_files_;
 };
