@@ -19,7 +19,9 @@
 namespace kiln::planner {
 
 void register_quantize_lowerings(LoweringRegistry& r);        // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
-void register_integer_linalg_lowerings(LoweringRegistry& r);  // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
+void register_integer_linalg_lowerings(LoweringRegistry& r);  // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv,
+                                                              // com.microsoft QGemm, MatMulIntegerToFloat
+void register_qlinear_contrib_lowerings(LoweringRegistry& r);  // com.microsoft QLinearAdd, QLinearMul, ... (lower_qlinear_contrib.cc)
 
 namespace quant {
 

@@ -194,6 +194,9 @@ void register_quantize_lowerings(LoweringRegistry& r) {
   r.add("", "QuantizeLinear", lower_quantize_linear);
   r.add("", "DequantizeLinear", lower_dequantize_linear);
   r.add("", "DynamicQuantizeLinear", lower_dynamic_quantize_linear);
+  // ONNX Runtime's com.microsoft forms have the ONNX semantics.
+  r.add(ops::kMicrosoftDomain, "QuantizeLinear", lower_quantize_linear);
+  r.add(ops::kMicrosoftDomain, "DequantizeLinear", lower_dequantize_linear);
 }
 
 }  // namespace kiln::planner
