@@ -16,8 +16,9 @@
 //
 // ONNX Runtime's QGemm (2-D, transA/transB, int32 C, quantized or float
 // output) and MatMulIntegerToFloat (the float store: float32(acc) *
-// (a_scale * b_scale) + bias) are the same GEMMs with other stores;
-// DynamicQuantizeMatMul runs on the host.
+// (a_scale * b_scale) + bias) are the same GEMMs with other stores, and
+// DynamicQuantizeMatMul is DynamicQuantizeLinear's range pass, then the
+// GEMM quantizing its float A as it loads it.
 //
 // Supported on the device: operands of rank >= 2 (MatMul), 1 to 3 spatial
 // axes (Conv); zero points and scales of one value or one per row of A /
@@ -119,8 +120,11 @@ std::string batch_coords(size_t r) {
 // An integer MatMul as a GEMM over Y's batch: A and B read with numpy
 // broadcasting and their zero points subtracted. `store` is the GLSL value
 // stored for accumulator `acc` of element (oc0.., oc<r-2> = m, oc<r-1>).
+// `a_load`, when set, is a GLSL function (in `helpers`) that turns A's
+// element into the int operand (DynamicQuantizeMatMul's float A).
 Status emit_matmul(LoweringContext& ctx, const char* name, size_t a_in, size_t b_in, size_t za_in, size_t zb_in,
-                   std::vector<KernelTensor> params_ts, const std::string& store, std::string helpers) {
+                   std::vector<KernelTensor> params_ts, const std::string& store, std::string helpers,
+                   const std::string& a_load = "") {
   const std::vector<ir::Dim>& as = ctx.input_shape(a_in);
   const std::vector<ir::Dim>& bs = ctx.input_shape(b_in);
   const std::vector<ir::Dim>& ys = ctx.output_shape(0);
@@ -154,8 +158,9 @@ Status emit_matmul(LoweringContext& ctx, const char* name, size_t a_in, size_t b
   p.k = as.back();
   const std::string row = "  int " + oc(r - 2) + " = m;\n";
   std::string h = std::move(helpers);
-  h += "int gemm_a(int b, int m, int k) {\n" + batch_coords(r) + row + "  return A_at(" + join_args(ca) + ") - " +
-       za.value() + ";\n}\n";
+  const std::string a_value = "A_at(" + join_args(ca) + ")";
+  h += "int gemm_a(int b, int m, int k) {\n" + batch_coords(r) + row + "  return " +
+       (a_load.empty() ? a_value : a_load + "(" + a_value + ")") + " - " + za.value() + ";\n}\n";
   h += "int gemm_b(int b, int k, int n) {\n" + batch_coords(r) + "  int " + oc(r - 1) + " = n;\n  return B_at(" +
        join_args(cb) + ") - " + zb.value() + ";\n}\n";
   h += "void gemm_store4(int b, int m, int n, ivec4 v) {\n" + batch_coords(r) + row +
@@ -431,6 +436,30 @@ Status lower_qgemm(LoweringContext& ctx) {
   return ok_status();
 }
 
+enum DynamicMatMulInput : size_t { kDA = 0, kDB, kDBScale, kDBZero, kDBias };
+
+// DynamicQuantizeMatMul: DynamicQuantizeLinear's range pass over A writes
+// A's scale and zero point to a scratch buffer P; the GEMM quantizes A as it
+// loads it and stores float32(acc) * (P[0] * b_scale) + bias.
+Status lower_dynamic_quantize_matmul(LoweringContext& ctx) {
+  const size_t r = ctx.output_shape(0).size();
+  if (r < 2 || ctx.input_shape(kDB).size() < 2) return ctx.unsupported("a 1-D operand");
+  KILN_ASSIGN_OR_RETURN(const TensorId params, quant::emit_dynamic_quant_params(ctx, kDA, false, false));
+  std::vector<KernelTensor> ts = {ctx.bind("P", params)};
+  KILN_ASSIGN_OR_RETURN(BoundParam bs, bind_vector_param(ctx, kDBScale, "sb", oc(r - 1), "b_scale", ts));
+  std::string store = "float(acc) * (P_ld(0) * float(" + bs.value() + "))";
+  if (ctx.has_input(kDBias)) {
+    KILN_ASSIGN_OR_RETURN(BoundParam bias, bind_vector_param(ctx, kDBias, "bias", oc(r - 1), "bias", ts));
+    store = "(" + store + " + float(" + bias.value() + "))";
+  }
+  const std::string helpers = fill_shader("quantize.glsl#two_prod") + fill_shader("quantize.glsl#div_rn") +
+                              fill_shader("quantize.glsl#quantize") +
+                              "int kiln_dynamic_a(float a) {\n  int z = int(P_ld(1));\n"
+                              "  return kiln_quantize(kiln_div_rn(a, P_ld(0)), z, 0, 255) - z;\n}\n";
+  return emit_matmul(ctx, "dynamic_quantize_matmul", kDA, kDB, SIZE_MAX, kDBZero, std::move(ts), store, helpers,
+                     "kiln_dynamic_a");
+}
+
 }  // namespace
 
 void register_integer_linalg_lowerings(LoweringRegistry& r) {
@@ -440,6 +469,7 @@ void register_integer_linalg_lowerings(LoweringRegistry& r) {
   r.add("", "QLinearConv", lower_qlinear_conv);
   r.add(ops::kMicrosoftDomain, "QGemm", lower_qgemm);
   r.add(ops::kMicrosoftDomain, "MatMulIntegerToFloat", lower_matmul_integer_to_float);
+  r.add(ops::kMicrosoftDomain, "DynamicQuantizeMatMul", lower_dynamic_quantize_matmul);
 }
 
 }  // namespace kiln::planner

@@ -7,7 +7,8 @@
 //   QLinearSigmoid             1 / (1 + exp(-x_f))
 //   QLinearLeakyRelu           x_f < 0 ? alpha * x_f : x_f
 //   QLinearGlobalAveragePool   each invocation sums its channel's window
-//                              (channels_last = 0 only)
+//   QLinearAveragePool         each invocation walks its window (explicit
+//                              pads; the pools take channels_last = 0 only)
 //   QLinearConcat              each output element requantizes the one
 //                              input element it comes from
 //
@@ -18,12 +19,12 @@
 // reference's bits; Sigmoid's exp and the pool's summation order may move a
 // result by one quantization step, the tolerance ONNX Runtime's own tests
 // allow. Scales and zero points are one value each (per tensor), literals
-// when constant. QLinearAveragePool and channels_last pools run on the
-// host.
+// when constant. channels_last pools and auto_pad SAME_* run on the host.
 #include <string>
 #include <vector>
 
 #include "engine/ops/quantization.h"
+#include "engine/ops/window_util.h"
 #include "planner/lower_quantization.h"
 #include "planner/lower_util.h"
 #include "planner/shader_template.h"
@@ -156,6 +157,48 @@ Status lower_qlinear_global_average_pool(LoweringContext& ctx) {
   return ok_status();
 }
 
+// --- QLinearAveragePool ---------------------------------------------------------
+
+// Each output element walks its window as the float AveragePool's map
+// kernel does (lower_pooling.cc): taps in the padding are skipped and
+// counted only with count_include_pad, and then only within the explicit
+// pads. Explicit pads only (auto_pad SAME_* runs on the host).
+Status lower_qlinear_average_pool(LoweringContext& ctx) {
+  if (ctx.node().attr_int("channels_last", 0) != 0) return ctx.unsupported("channels_last = 1");
+  const std::vector<ir::Dim>& xs = ctx.input_shape(0);
+  if (xs.size() < 3 || xs.size() > 5) return ctx.unsupported("other than 1 to 3 spatial axes");
+  const size_t spatial = xs.size() - 2;
+  KILN_ASSIGN_OR_RETURN(const ops::WindowAttrs w, ops::read_window_attrs(ctx.node(), spatial, true));
+  if (w.auto_pad == ops::AutoPad::kSameUpper || w.auto_pad == ops::AutoPad::kSameLower)
+    return ctx.unsupported("auto_pad SAME_*");
+  const bool include_pad = ctx.node().attr_int("count_include_pad", 0) != 0;
+  std::vector<KernelTensor> ts = {ctx.bind("X", ctx.input(0))};
+  KILN_ASSIGN_OR_RETURN(const QuantOperand qx, bind_operand(ctx, 1, 2, "x", ts));
+  KILN_ASSIGN_OR_RETURN(const QuantOperand qy, bind_operand(ctx, 3, 4, "y", ts));
+  std::string body = "precise float acc = 0.0;\nint cnt = 0;\nint padded = 1;\n";
+  std::string open, close, args = "oc0, oc1";
+  for (size_t i = 0; i < spatial; ++i) {
+    const std::string s = std::to_string(i), ax = std::to_string(i + 2);
+    const std::string ks = glsl_int(w.kernel[i]), st = glsl_int(w.strides[i]), dl = glsl_int(w.dilations[i]);
+    const std::string pb = glsl_int(w.pads[i]), pe = glsl_int(w.pads[i + spatial]);
+    body += "int s" + s + " = oc" + ax + " * " + st + " - " + pb + ";\n";
+    if (include_pad)
+      body += "{\n  int n = 0;\n  for (int k = 0; k < " + ks + "; ++k) { int i = s" + s + " + k * " + dl +
+              "; n += (i >= -" + pb + " && i < X_D" + ax + " + " + pe + ") ? 1 : 0; }\n  padded *= n;\n}\n";
+    open += "for (int k" + s + " = 0; k" + s + " < " + ks + "; ++k" + s + ") {\n  int i" + s + " = s" + s + " + k" +
+            s + " * " + dl + ";\n  if (i" + s + " < 0 || i" + s + " >= X_D" + ax + ") continue;\n";
+    close += "}\n";
+    args += ", i" + s;
+  }
+  body += open + "  precise float f = " + qx.dequantize("X_at(" + args + ")") + ";\n  acc += f;\n  ++cnt;\n" + close;
+  body += std::string("int count = ") + (include_pad ? "padded" : "cnt") + ";\n";
+  body += "float r = count > 0 ? kiln_div_rn(acc, float(count)) : uintBitsToFloat(0x7fc00000u);\n";
+  body += store_quantized(ctx, qy, "r");
+  ts.push_back(ctx.bind("y", ctx.output(0), true));
+  ctx.emit(map_kernel("qlinear_average_pool", std::move(ts), body, helpers()));
+  return ok_status();
+}
+
 // --- QLinearConcat -----------------------------------------------------------------
 
 Status lower_qlinear_concat(LoweringContext& ctx) {
@@ -198,6 +241,7 @@ void register_qlinear_contrib_lowerings(LoweringRegistry& r) {
   r.add(ops::kMicrosoftDomain, "QLinearSigmoid", lower_qlinear_sigmoid);
   r.add(ops::kMicrosoftDomain, "QLinearLeakyRelu", lower_qlinear_leaky_relu);
   r.add(ops::kMicrosoftDomain, "QLinearGlobalAveragePool", lower_qlinear_global_average_pool);
+  r.add(ops::kMicrosoftDomain, "QLinearAveragePool", lower_qlinear_average_pool);
   r.add(ops::kMicrosoftDomain, "QLinearConcat", lower_qlinear_concat);
 }
 

@@ -81,6 +81,22 @@ TEST_F(LowerQLinearContrib, QLinearGlobalAveragePoolWithinOneStep) {
   EXPECT_TRUE(check_op(c));
 }
 
+TEST_F(LowerQLinearContrib, QLinearAveragePoolPaddedStridedWithinOneStep) {
+  for (const int64_t include_pad : {0, 1}) {
+    OpCheck c = contrib_check("QLinearAveragePool");
+    c.inputs = {random_ints<uint8_t>({2, 3, 9, 8}, 19, 0, 255), f32({}, {0.031f}), u8(127), f32({}, {0.017f}),
+                u8(120)};
+    c.constant_inputs = {1, 2, 3, 4};
+    c.attrs["kernel_shape"] = ir::Attribute::of_ints({3, 2});
+    c.attrs["strides"] = ir::Attribute::of_ints({2, 2});
+    c.attrs["pads"] = ir::Attribute::of_ints({1, 0, 1, 1});
+    c.attrs["ceil_mode"] = ir::Attribute::of_int(1);
+    c.attrs["count_include_pad"] = ir::Attribute::of_int(include_pad);
+    c.tol_f32 = c.tol_f16 = 1.0 / 255;
+    EXPECT_TRUE(check_op(c)) << "count_include_pad " << include_pad;
+  }
+}
+
 TEST_F(LowerQLinearContrib, QLinearConcatRequantizesEachInput) {
   OpCheck c = contrib_check("QLinearConcat");
   c.inputs = {f32({}, {0.05f}), u8(120),
@@ -119,6 +135,19 @@ TEST_F(LowerQLinearContrib, MatMulIntegerToFloatBatchedWithBias) {
               f32({}, {0.013f}), f32({6}, {0.002f, 0.003f, 0.004f, 0.005f, 0.006f, 0.007f}), u8(127),
               Tensor::from_vector<int8_t>({6}, {0, 1, 2, -1, -2, 0}), testing::random_tensor({6}, 16)};
   c.constant_inputs = {1, 2, 3, 4, 5, 6};
+  c.tol_f32 = 1e-6;
+  c.tol_f16 = 2e-2;
+  EXPECT_TRUE(check_op(c));
+}
+
+TEST_F(LowerQLinearContrib, DynamicQuantizeMatMulQuantizesAOnTheDevice) {
+  OpCheck c = contrib_check("DynamicQuantizeMatMul");
+  c.inputs = {testing::random_tensor({3, 7, 24}, 20, -1.5f, 4.0f), random_ints<int8_t>({24, 6}, 21, -127, 127),
+              f32({6}, {0.002f, 0.003f, 0.004f, 0.005f, 0.006f, 0.007f}),
+              Tensor::from_vector<int8_t>({6}, {0, 1, 2, -1, -2, 0}), testing::random_tensor({6}, 22)};
+  c.constant_inputs = {1, 2, 3, 4};
+  c.min_dispatches = 2;  // range, GEMM (and a copy into an image output)
+  c.max_dispatches = 3;
   c.tol_f32 = 1e-6;
   c.tol_f16 = 2e-2;
   EXPECT_TRUE(check_op(c));

@@ -45,5 +45,11 @@ Param bind_param(LoweringContext& ctx, size_t input, const std::string& name);
 // Appends the parameter's tensor (if any) to `tensors`.
 void add_tensor(const Param& p, std::vector<KernelTensor>& tensors);
 
+// DynamicQuantizeLinear's range pass over node input `input`: emits the
+// kernels that write its uint8 scale and zero point to a new fp32 scratch
+// buffer [scale, zero point] (returned), and, when asked, to the node's
+// outputs 1 (scale) and 2 (zero point), which must be buffers.
+StatusOr<TensorId> emit_dynamic_quant_params(LoweringContext& ctx, size_t input, bool scale_out, bool zero_out);
+
 }  // namespace quant
 }  // namespace kiln::planner

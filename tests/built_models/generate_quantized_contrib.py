@@ -8,10 +8,12 @@ saturation; the GEMMs as QLinearMatMul requantizes):
   * one case per op the Vulkan backend lowers: QLinearAdd (uint8,
     broadcast), QLinearMul (int8, no input zero points), QLinearLeakyRelu,
     QLinearConcat (three inputs, each with its own parameters),
-    QLinearGlobalAveragePool (power-of-two input scale: the mean is exact in
-    any summation order), QGemm (transB, per-column b_scale and b_zero_point,
-    int32 C; a uint8 and a float output), MatMulIntegerToFloat (batched,
-    bias), com.microsoft QuantizeLinear/DequantizeLinear (per axis);
+    QLinearGlobalAveragePool and QLinearAveragePool (strides, pads,
+    ceil_mode; power-of-two input scales: the sums are exact in any order),
+    QGemm (transB, per-column b_scale and b_zero_point, int32 C; a uint8 and
+    a float output), MatMulIntegerToFloat (batched, bias),
+    DynamicQuantizeMatMul, com.microsoft QuantizeLinear/DequantizeLinear
+    (per axis);
   * quant_ort_qoperator_convnet: a convnet as ORT's quantizer writes it in
     QOperator form — com.microsoft QuantizeLinear, QLinearConv,
     QLinearLeakyRelu, QLinearConv, a QLinearAdd residual, QLinearMul,
@@ -22,10 +24,9 @@ saturation; the GEMMs as QLinearMatMul requantizes):
     Concat, GlobalAveragePool and Gemm.
   The two convnets use power-of-two scales, so every float value is exact
   in any summation order: both forms must give the same, exact, outputs
-  (checked here before writing). Ops whose float step is not exact on a GPU
-  (QLinearSigmoid's exp) or that run on the host (QLinearAveragePool,
-  DynamicQuantizeMatMul) are checked by engine/ops/qlinear_contrib_test.cc
-  and planner/lower_qlinear_contrib_test.cc instead.
+  (checked here before writing). QLinearSigmoid, whose exp is not exact on
+  a GPU, is checked by engine/ops/qlinear_contrib_test.cc and
+  planner/lower_qlinear_contrib_test.cc instead.
 Deterministic (fixed seeds). Usage: generate_quantized_contrib.py OUTPUT_DIR
 """
 import os
@@ -34,7 +35,7 @@ import sys
 import numpy as np
 from onnx import TensorProto, helper, mapping
 
-from generate_quantized import RANGE, dequantize, init, quantize, requantize
+from generate_quantized import RANGE, dequantize, dynamic_quantize, init, quantize, requantize
 from generate_recurrent import write_case
 
 MS = "com.microsoft"
@@ -98,6 +99,23 @@ def conv_int(x, zx, w, b, pad):
         for j in range(y.shape[3]):
             y[:, :, i, j] = np.einsum("nckl,mckl->nm", xp[:, :, i:i + kh, j:j + kw], w.astype(np.int64))
     return y + b.reshape(1, -1, 1, 1)
+
+
+def average_pool(x, kernel, strides, pads):
+    """2-D AveragePool with ceil_mode, padding not counted (count_include_pad 0), in float64."""
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), (pt, pl, pb, pr) = kernel, strides, pads
+    oh = -(-(h + pt + pb - kh) // sh) + 1
+    ow = -(-(w + pl + pr - kw) // sw) + 1
+    oh -= 1 if (oh - 1) * sh >= h + pt else 0  # no window may start in the end padding
+    ow -= 1 if (ow - 1) * sw >= w + pl else 0
+    y = np.zeros((n, c, oh, ow), F32)
+    for i in range(oh):
+        for j in range(ow):
+            r0, c0 = i * sh - pt, j * sw - pl
+            win = x[:, :, max(r0, 0):min(r0 + kh, h), max(c0, 0):min(c0 + kw, w)].astype(np.float64)
+            y[:, :, i, j] = (win.sum(axis=(2, 3)) / (win.shape[2] * win.shape[3])).astype(F32)
+    return y
 
 
 def rand_u8(rng, shape):
@@ -180,6 +198,27 @@ def op_cases(root):
     acc = ((a.astype(np.int64) - 127) @ (b.astype(np.int64) - zb.astype(np.int64))).astype(np.int32)
     y = (acc.astype(F32) * (F32(0.013) * sb) + bias).astype(F32)
     write_case(root, "contrib_matmul_integer_to_float", m, [([a], [y])])
+
+    x = rand_u8(rng, (2, 3, 9, 8))
+    node = ms_node("QLinearAveragePool", ["x", "sx", "zx", "sy", "zy"], ["y"], kernel_shape=[3, 2], strides=[2, 2],
+                   pads=[1, 0, 1, 1], ceil_mode=1, count_include_pad=0)
+    m = ms_model([node], "qlinear_average_pool", [vi("x", x)], [out("y", TensorProto.UINT8)],
+                 [init("sx", F32(0.125)), init("zx", np.uint8(127)), init("sy", F32(0.017)), init("zy", np.uint8(120))])
+    y = q(average_pool(dq(x, 0.125, np.uint8(127)), (3, 2), (2, 2), (1, 0, 1, 1)), 0.017, np.uint8(120))
+    write_case(root, "contrib_qlinear_average_pool", m, [([x], [y])])
+
+    a = rng.uniform(-1.5, 4.0, (3, 7, 24)).astype(F32)
+    b = rng.integers(-127, 128, (24, 6)).astype(np.int8)
+    sb = rng.uniform(0.002, 0.008, 6).astype(F32)
+    zb = rng.integers(-2, 3, 6).astype(np.int8)
+    bias = rng.standard_normal(6).astype(F32)
+    node = ms_node("DynamicQuantizeMatMul", ["a", "b", "sb", "zb", "bias"], ["y"])
+    m = ms_model([node], "dynamic_quantize_matmul", [vi("a", a)], [out("y", TensorProto.FLOAT)],
+                 [init("b", b), init("sb", sb), init("zb", zb), init("bias", bias)])
+    aq, sa, za = dynamic_quantize(a)
+    acc = ((aq.astype(np.int64) - int(za)) @ (b.astype(np.int64) - zb.astype(np.int64))).astype(np.int32)
+    y = (acc.astype(F32) * (sa * sb) + bias).astype(F32)
+    write_case(root, "contrib_dynamic_quantize_matmul", m, [([a], [y])])
 
     x = rng.uniform(-3, 3, (3, 4, 5)).astype(F32)
     s = np.array([0.013, 0.027, 0.0091, 0.02], F32)
