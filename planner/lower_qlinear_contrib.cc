@@ -6,6 +6,7 @@
 //   QLinearAdd, QLinearMul     A_f + B_f, A_f * B_f (numpy broadcasting)
 //   QLinearSigmoid             1 / (1 + exp(-x_f))
 //   QLinearLeakyRelu           x_f < 0 ? alpha * x_f : x_f
+//   QLinearSoftmax             each invocation walks its row (max, sum)
 //   QLinearGlobalAveragePool   each invocation sums its channel's window
 //   QLinearAveragePool         each invocation walks its window (explicit
 //                              pads; the pools take channels_last = 0 only)
@@ -16,10 +17,12 @@
 // multiplies are single correctly rounded float32 operations marked
 // `precise`, and the quantizing quotient is correctly rounded (kiln_div_rn,
 // shaders/quantize.glsl), so Add, Mul, LeakyRelu and Concat give the
-// reference's bits; Sigmoid's exp and the pool's summation order may move a
-// result by one quantization step, the tolerance ONNX Runtime's own tests
+// reference's bits; Sigmoid's and Softmax's exp and the pools' summation
+// order may move a result by one quantization step, the tolerance ONNX Runtime's own tests
 // allow. Scales and zero points are one value each (per tensor), literals
 // when constant. channels_last pools and auto_pad SAME_* run on the host.
+#include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -120,6 +123,35 @@ Status lower_qlinear_sigmoid(LoweringContext& ctx) {
 Status lower_qlinear_leaky_relu(LoweringContext& ctx) {
   const std::string alpha = glsl_float(ctx.node().attr_float("alpha", 0.01f));
   return emit_unary(ctx, "qlinear_leaky_relu", "precise float r = f < 0.0 ? " + alpha + " * f : f;");
+}
+
+// --- QLinearSoftmax -----------------------------------------------------------
+
+// Each output element walks its row along `axis` twice (the max, then the
+// sum of exp(x_f - max)): O(n) per element, for the short rows of quantized
+// classifiers and attention blocks. `opset` below 13 flattens X at `axis`,
+// which is the same only when `axis` is the last one; otherwise the host.
+Status lower_qlinear_softmax(LoweringContext& ctx) {
+  const size_t rank = ctx.input_shape(0).size();
+  const std::optional<int64_t> axis = normalize_axis(ctx.node().attr_int("axis", -1), static_cast<int64_t>(rank));
+  if (!axis) return ctx.error("axis is out of range");
+  if (ctx.node().attr_int("opset", 13) < 13 && static_cast<size_t>(*axis) + 1 != rank)
+    return ctx.unsupported("opset < 13 semantics (X flattened at axis) with axis not the last");
+  std::vector<KernelTensor> ts = {ctx.bind("X", ctx.input(0))};
+  KILN_ASSIGN_OR_RETURN(const QuantOperand qx, bind_operand(ctx, 1, 2, "x", ts));
+  KILN_ASSIGN_OR_RETURN(const QuantOperand qy, bind_operand(ctx, 3, 4, "y", ts));
+  std::vector<std::string> row;
+  for (size_t i = 0; i < rank; ++i) row.push_back(i == static_cast<size_t>(*axis) ? "j" : "oc" + std::to_string(i));
+  const std::string extent = "X_D" + std::to_string(*axis);
+  const std::string at_j = qx.dequantize("X_at(" + join_args(row) + ")");
+  std::string body = "float m = " + glsl_float(-INFINITY) + ";\n";
+  body += "for (int j = 0; j < " + extent + "; ++j) m = max(m, " + at_j + ");\n";
+  body += "float s = 0.0;\nfor (int j = 0; j < " + extent + "; ++j) s += exp(" + at_j + " - m);\n";
+  body += "float r = exp(" + qx.dequantize("X_at(" + coord_list(rank) + ")") + " - m) / s;\n";
+  body += store_quantized(ctx, qy, "r");
+  ts.push_back(ctx.bind("y", ctx.output(0), true));
+  ctx.emit(map_kernel("qlinear_softmax", std::move(ts), body, helpers()));
+  return ok_status();
 }
 
 // --- QLinearGlobalAveragePool ----------------------------------------------------
@@ -240,6 +272,7 @@ void register_qlinear_contrib_lowerings(LoweringRegistry& r) {
   r.add(ops::kMicrosoftDomain, "QLinearMul", lower_qlinear_binary<true>);
   r.add(ops::kMicrosoftDomain, "QLinearSigmoid", lower_qlinear_sigmoid);
   r.add(ops::kMicrosoftDomain, "QLinearLeakyRelu", lower_qlinear_leaky_relu);
+  r.add(ops::kMicrosoftDomain, "QLinearSoftmax", lower_qlinear_softmax);
   r.add(ops::kMicrosoftDomain, "QLinearGlobalAveragePool", lower_qlinear_global_average_pool);
   r.add(ops::kMicrosoftDomain, "QLinearAveragePool", lower_qlinear_average_pool);
   r.add(ops::kMicrosoftDomain, "QLinearConcat", lower_qlinear_concat);

@@ -65,6 +65,19 @@ TEST_F(LowerQLinearContrib, QLinearSigmoidWithinOneStep) {
   EXPECT_TRUE(check_op(c));
 }
 
+TEST_F(LowerQLinearContrib, QLinearSoftmaxWithinOneStep) {
+  for (const int64_t axis : {-1, 1}) {
+    OpCheck c = contrib_check("QLinearSoftmax");
+    c.inputs = {random_ints<uint8_t>({2, 9, 12}, 23, 0, 255), f32({}, {0.07f}), u8(140), f32({}, {1.0f / 256}),
+                u8(0)};
+    c.constant_inputs = {1, 2, 3, 4};
+    c.attrs["axis"] = ir::Attribute::of_int(axis);
+    c.attrs["opset"] = ir::Attribute::of_int(13);
+    c.tol_f32 = c.tol_f16 = 1.0 / 255;
+    EXPECT_TRUE(check_op(c)) << "axis " << axis;
+  }
+}
+
 TEST_F(LowerQLinearContrib, QLinearLeakyRelu) {
   OpCheck c = contrib_check("QLinearLeakyRelu");
   c.inputs = {random_ints<int8_t>({2, 4, 6, 6}, 6, -128, 127), f32({}, {0.04f}), i8(3), f32({}, {0.03f}), i8(-10)};

@@ -1,10 +1,10 @@
 // The `com.microsoft` quantized ops that ONNX Runtime's quantizer emits in
 // its QOperator form and that have no ONNX equivalent: QLinearAdd,
-// QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool,
-// QLinearAveragePool and QLinearConcat (schemas, shape inference, reference
-// kernels). Their GEMM relatives (QGemm, MatMulIntegerToFloat,
-// DynamicQuantizeMatMul) live with the other integer products in
-// integer_linalg.cc; com.microsoft QuantizeLinear/DequantizeLinear are the
+// QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax,
+// QLinearGlobalAveragePool, QLinearAveragePool and QLinearConcat (schemas,
+// shape inference, reference kernels). Their GEMM relatives (QGemm,
+// MatMulIntegerToFloat, DynamicQuantizeMatMul) live with the other integer
+// products in integer_linalg.cc; com.microsoft QuantizeLinear/DequantizeLinear are the
 // ONNX kernels registered once more (quantize_linear.cc).
 //
 // ONNX Runtime defines each of these as "dequantize, run the float op,
@@ -16,7 +16,8 @@
 // with rint rounding half to even (quantization.h). QLinearAdd computes
 // A_f + B_f, QLinearMul A_f * B_f (numpy broadcasting), QLinearSigmoid
 // 1 / (1 + exp(-x_f)), QLinearLeakyRelu x_f < 0 ? alpha * x_f : x_f (alpha
-// default 0.01), the pools run Kiln's float AveragePool/GlobalAveragePool
+// default 0.01), QLinearSoftmax Kiln's float Softmax (double sums; `opset`
+// below 13: over X flattened to 2-D at `axis`), the pools run Kiln's float AveragePool/GlobalAveragePool
 // kernels on the dequantized tensor (channels_last = 1 reads and writes
 // NHWC), QLinearConcat requantizes each input to the output's parameters.
 // ORT's MLAS paths fold the scales differently (A_scale / C_scale first), so
@@ -25,6 +26,7 @@
 //
 // Scales and zero points are per tensor (one value) as ORT requires; a zero
 // point left out is 0 and the output takes the input's int8/uint8 type.
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <string>
@@ -177,9 +179,11 @@ ir::SymShape channels_last_shape(const ir::SymShape& s) {
 
 const OpSchema& float_op(const char* op) { return *OpRegistry::builtin().find("", op); }
 
-// Runs the float op `op` of the ONNX domain with this node's attributes on
-// float inputs; returns its first output.
-StatusOr<Tensor> run_float_op(const KernelContext& ctx, const char* op, const std::vector<const Tensor*>& inputs) {
+// Runs the float op `op` of the ONNX domain with the attributes of `node`
+// (this node's by default) on float inputs; returns its first output.
+StatusOr<Tensor> run_float_op(const KernelContext& ctx, const char* op, const std::vector<const Tensor*>& inputs,
+                              const ir::Node* node = nullptr) {
+  if (!node) node = &ctx.node();
   const OpSchema& schema = float_op(op);
   std::vector<ValueInfo> infos;
   for (const Tensor* t : inputs) {
@@ -188,9 +192,9 @@ StatusOr<Tensor> run_float_op(const KernelContext& ctx, const char* op, const st
     v.shape = ir::SymShape::from_concrete(t->shape());
     infos.push_back(std::move(v));
   }
-  InferContext ic(ctx.node(), std::move(infos), 1);
+  InferContext ic(*node, std::move(infos), 1);
   KILN_RETURN_IF_ERROR(schema.infer(ic));
-  KernelContext kc(ctx.node(), inputs, ic.outputs(), nullptr);
+  KernelContext kc(*node, inputs, ic.outputs(), nullptr);
   KILN_RETURN_IF_ERROR(schema.kernel(kc));
   return std::move(kc.outputs()[0]);
 }
@@ -301,6 +305,40 @@ Status pool_kernel(KernelContext& ctx) {
   return quantize_into(ctx, pooled, q.y);
 }
 
+// QLinearSoftmax: Softmax of the dequantized X along `axis` (default -1);
+// `opset` (required) below 13 selects the old semantics, Softmax over X
+// flattened to 2-D at `axis`.
+Status softmax_infer(InferContext& ctx) {
+  KILN_RETURN_IF_ERROR(unary_infer(ctx));
+  if (!ctx.node().attr("opset"))
+    return ctx.error("attribute 'opset' (the opset of the Softmax it replaces) is required");
+  const ir::SymShape& x = ctx.input_shape(kX);
+  const int64_t axis = ctx.node().attr_int("axis", -1);
+  if (x.has_rank && (axis < -x.rank() || axis >= std::max<int64_t>(x.rank(), 1)))
+    return ctx.error("axis " + std::to_string(axis) + " is out of range for X " + x.to_string());
+  return ok_status();
+}
+
+Status softmax_kernel(KernelContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(const UnaryQuant q, unary_quant(ctx));
+  const Tensor f = dequantize_tensor(ctx.input(kX), q.x);
+  Tensor y;
+  if (ctx.node().attr_int("opset", 13) >= 13) {
+    KILN_ASSIGN_OR_RETURN(y, run_float_op(ctx, "Softmax", {&f}));
+  } else {
+    int64_t axis = ctx.node().attr_int("axis", -1);
+    if (axis < 0) axis += f.rank();
+    int64_t outer = 1;
+    for (int64_t i = 0; i < axis; ++i) outer *= f.dim(i);
+    KILN_ASSIGN_OR_RETURN(const Tensor flat, f.reshaped({outer, outer == 0 ? 0 : f.numel() / outer}));
+    ir::Node last_axis = ctx.node();
+    last_axis.attrs["axis"] = ir::Attribute::of_int(-1);
+    KILN_ASSIGN_OR_RETURN(const Tensor flat_y, run_float_op(ctx, "Softmax", {&flat}, &last_axis));
+    KILN_ASSIGN_OR_RETURN(y, flat_y.reshaped(f.shape()));
+  }
+  return quantize_into(ctx, y, q.y);
+}
+
 constexpr char kAveragePool[] = "AveragePool";
 constexpr char kGlobalAveragePool[] = "GlobalAveragePool";
 
@@ -366,6 +404,7 @@ void register_contrib_quantization_ops(OpRegistry& r) {
   add({"QLinearMul", "", 2, 8, 1, 1, binary_infer, binary_kernel<true>}, MappingType::kOneToOne);
   add({"QLinearSigmoid", "", 2, 5, 1, 1, unary_infer, sigmoid_kernel}, MappingType::kOneToOne);
   add({"QLinearLeakyRelu", "", 2, 5, 1, 1, unary_infer, leaky_relu_kernel}, MappingType::kOneToOne);
+  add({"QLinearSoftmax", "", 2, 5, 1, 1, softmax_infer, softmax_kernel}, MappingType::kManyToMany);
   add({"QLinearAveragePool", "", 2, 5, 1, 1, pool_infer<kAveragePool>, pool_kernel<kAveragePool>},
       MappingType::kManyToMany);
   add({"QLinearGlobalAveragePool", "", 2, 5, 1, 1, pool_infer<kGlobalAveragePool>, pool_kernel<kGlobalAveragePool>},

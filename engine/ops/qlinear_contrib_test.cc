@@ -6,6 +6,8 @@
 // tests/built_models/generate_quantized_contrib.py.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "engine/ops/op_test_util.h"
 #include "engine/ops/quantization.h"
 
@@ -59,6 +61,22 @@ TEST(QLinearContrib, SigmoidAndLeakyRelu) {
                   {{"alpha", ir::Attribute::of_float(0.1f)}});
   ASSERT_TRUE(l.ok()) << l.status().message();
   EXPECT_EQ(values(l), (std::vector<int64_t>{0, 2, 16}));
+}
+
+TEST(QLinearContrib, SoftmaxOpset13AndFlattenedBefore13) {
+  // x_f = {0, ln 3} per row (scale ln 3, zero point 0): softmax {1/4, 3/4} * 256.
+  const float ln3 = std::log(3.0f);
+  const std::vector<Tensor> in = {t<uint8_t>({2, 2}, {0, 1, 1, 0}), f(ln3), u8(0), f(1.0f / 256), u8(0)};
+  auto y = run_ms("QLinearSoftmax", in, {{"opset", int_attr(13)}});
+  ASSERT_TRUE(y.ok()) << y.status().message();
+  EXPECT_EQ(values(y), (std::vector<int64_t>{64, 192, 192, 64}));
+  // opset 11, axis 0: one softmax over all four values {0, ln 3, ln 3, 0}: {1/8, 3/8, 3/8, 1/8}.
+  auto old = run_ms("QLinearSoftmax", in, {{"opset", int_attr(11)}, {"axis", int_attr(0)}});
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_EQ(values(old), (std::vector<int64_t>{32, 96, 96, 32}));
+  auto no_opset = run_ms("QLinearSoftmax", in);
+  ASSERT_FALSE(no_opset.ok());
+  EXPECT_NE(no_opset.status().message().find("opset"), std::string::npos) << no_opset.status().message();
 }
 
 TEST(QLinearContrib, GlobalAveragePoolNchwAndChannelsLast) {

@@ -24,9 +24,9 @@ saturation; the GEMMs as QLinearMatMul requantizes):
     Concat, GlobalAveragePool and Gemm.
   The two convnets use power-of-two scales, so every float value is exact
   in any summation order: both forms must give the same, exact, outputs
-  (checked here before writing). QLinearSigmoid, whose exp is not exact on
-  a GPU, is checked by engine/ops/qlinear_contrib_test.cc and
-  planner/lower_qlinear_contrib_test.cc instead.
+  (checked here before writing). QLinearSigmoid and QLinearSoftmax, whose
+  exp is not exact on a GPU, are checked by engine/ops/qlinear_contrib_test.cc
+  and planner/lower_qlinear_contrib_test.cc instead.
 Deterministic (fixed seeds). Usage: generate_quantized_contrib.py OUTPUT_DIR
 """
 import os
