@@ -21,7 +21,11 @@ saturation; the GEMMs as QLinearMatMul requantizes):
     com.microsoft DequantizeLinear;
   * quant_ort_qdq_convnet: the same network in QDQ form with com.microsoft
     QuantizeLinear/DequantizeLinear around float Conv, LeakyRelu, Add, Mul,
-    Concat, GlobalAveragePool and Gemm.
+    Concat, GlobalAveragePool and Gemm;
+  * quant_ort_transformer_block: ORT's optimized form of a dynamically
+    quantized attention block — DynamicQuantizeMatMul projections,
+    QuantizeLinear to int8 (exact), a MatMulIntegerToFloat QK^T, float
+    Softmax, PV, residual and LayerNormalization (float tolerance).
   The two convnets use power-of-two scales, so every float value is exact
   in any summation order: both forms must give the same, exact, outputs
   (checked here before writing). QLinearSigmoid and QLinearSoftmax, whose
@@ -368,6 +372,60 @@ def qdq_convnet(root, net):
     write_case(root, "quant_ort_qdq_convnet", m, [([net.x], list(net.expected_qdq()))])
 
 
+def transformer_block(root):
+    """ONNX Runtime's optimized form of a dynamically quantized attention
+    block: DynamicQuantizeMatMul projections (q and k without a bias, so
+    their float32 values are one rounding as in numpy, and their int8
+    quantization exact), QuantizeLinear to int8, a MatMulIntegerToFloat
+    QK^T with the 1/sqrt(d) folded into its b_scale, float Softmax, PV,
+    residual and LayerNormalization."""
+    rng = np.random.default_rng(42)
+    t, d = 8, 16
+    x = rng.standard_normal((1, t, d)).astype(F32)
+    ws = {n: rng.integers(-127, 128, (d, d)).astype(np.int8) for n in "qkv"}
+    w_scale = {n: F32(rng.uniform(0.002, 0.006)) for n in "qkv"}
+    bias_v = (rng.standard_normal(d) * 0.1).astype(F32)
+    s_q, s_k, zp8 = F32(0.02), F32(0.025), np.int8(0)
+    s_kd = F32(s_k / F32(4.0))  # 1 / sqrt(d) folded into K's scale
+    gamma = rng.uniform(0.5, 1.5, d).astype(F32)
+    beta = (rng.standard_normal(d) * 0.1).astype(F32)
+    nodes = [ms_node("DynamicQuantizeMatMul", ["x", "wq", "swq"], ["q"]),
+             ms_node("DynamicQuantizeMatMul", ["x", "wk", "swk"], ["k"]),
+             ms_node("DynamicQuantizeMatMul", ["x", "wv", "swv", "", "bias_v"], ["v"]),
+             helper.make_node("QuantizeLinear", ["q", "s_q", "zp8"], ["q8"]),
+             helper.make_node("QuantizeLinear", ["k", "s_k", "zp8"], ["k8"]),
+             helper.make_node("Transpose", ["k8"], ["k8t"], perm=[0, 2, 1]),
+             ms_node("MatMulIntegerToFloat", ["q8", "k8t", "s_q", "s_kd", "zp8", "zp8"], ["logits"]),
+             helper.make_node("Softmax", ["logits"], ["p"], axis=-1),
+             helper.make_node("MatMul", ["p", "v"], ["attn"]),
+             helper.make_node("Add", ["x", "attn"], ["res"]),
+             helper.make_node("LayerNormalization", ["res", "gamma", "beta"], ["y"], axis=-1, epsilon=1e-5)]
+    inits = [init("w" + n, ws[n]) for n in "qkv"] + [init("sw" + n, w_scale[n]) for n in "qkv"]
+    inits += [init("bias_v", bias_v), init("s_q", s_q), init("s_k", s_k), init("s_kd", s_kd), init("zp8", zp8),
+              init("gamma", gamma), init("beta", beta)]
+    graph = helper.make_graph(nodes, "ort_transformer_block", [vi("x", x)],
+                              [out("y", TensorProto.FLOAT), out("q8", TensorProto.INT8),
+                               out("logits", TensorProto.FLOAT)], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    m.ir_version = 8
+
+    xq, xs, xz = dynamic_quantize(x)
+    proj = {}
+    for n in "qkv":
+        acc = ((xq.astype(np.int64) - int(xz)) @ ws[n].astype(np.int64)).astype(np.int32)
+        proj[n] = (acc.astype(F32) * (xs * w_scale[n])).astype(F32)
+    proj["v"] = (proj["v"] + bias_v).astype(F32)
+    q8, k8 = quantize(proj["q"], s_q, np.asarray(zp8)), quantize(proj["k"], s_k, np.asarray(zp8))
+    scores = (q8.astype(np.int64) @ k8.astype(np.int64).transpose(0, 2, 1)).astype(np.int32)
+    logits = (scores.astype(F32) * (s_q * s_kd)).astype(F32)
+    e = np.exp(logits.astype(np.float64) - logits.max(axis=-1, keepdims=True))
+    p = e / e.sum(axis=-1, keepdims=True)
+    res = x.astype(np.float64) + p @ proj["v"].astype(np.float64)
+    mu, var = res.mean(axis=-1, keepdims=True), res.var(axis=-1, keepdims=True)
+    y = ((res - mu) / np.sqrt(var + 1e-5) * gamma + beta).astype(F32)
+    write_case(root, "quant_ort_transformer_block", m, [([x], [y, q8, logits])])
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -380,6 +438,7 @@ def main():
         raise AssertionError("the QOperator and QDQ forms of the power-of-two network differ")
     qoperator_convnet(sys.argv[1], net)
     qdq_convnet(sys.argv[1], net)
+    transformer_block(sys.argv[1])
     return 0
 
 
