@@ -404,7 +404,8 @@ Status lower_qgemm(LoweringContext& ctx) {
     quant::add_tensor(c, p.tensors);
     acc = "(acc + " + c.at(broadcast_coords("C", ctx.input_shape(kGC), ys)) + ")";
   }
-  const std::string scale = "(float(" + glsl_float(alpha) + " * float(" + sa.value() + ")) * float(" + sb.value() + "))";
+  const std::string scale =
+      "(float(" + glsl_float(alpha) + " * float(" + sa.value() + ")) * float(" + sb.value() + "))";
   std::string store = "float(" + acc + ") * " + scale;
   std::string helpers;
   if (ctx.has_input(kGYScale)) {

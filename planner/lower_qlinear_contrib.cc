@@ -37,7 +37,7 @@ namespace {
 
 using quant::Param;
 
-// One quantized operand: its tensor (when bound), scale and zero point.
+// The scale and zero point of one quantized operand (literals or bound tensors).
 struct QuantOperand {
   Param scale, zero;
   // (float(x) - float(zero)) * scale for the GLSL int expression `x`.
@@ -235,7 +235,8 @@ Status lower_qlinear_average_pool(LoweringContext& ctx) {
 
 Status lower_qlinear_concat(LoweringContext& ctx) {
   const size_t n = ctx.num_inputs();
-  if (n < 5 || (n - 2) % 3 != 0) return ctx.error("expects Y_scale, Y_zero_point and (X, X_scale, X_zero_point) triples");
+  if (n < 5 || (n - 2) % 3 != 0)
+    return ctx.error("expects Y_scale, Y_zero_point and (X, X_scale, X_zero_point) triples");
   const size_t rank = ctx.output_shape(0).size();
   const std::optional<int64_t> axis = normalize_axis(ctx.node().attr_int("axis", 0), static_cast<int64_t>(rank));
   if (!axis) return ctx.error("axis is out of range");

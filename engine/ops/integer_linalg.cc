@@ -462,7 +462,8 @@ Status qgemm_kernel(KernelContext& ctx) {
   std::vector<int32_t> acc;
   KILN_RETURN_IF_ERROR(matmul_int32(ctx, a32, {m, k}, b32, {k, n}, acc));
   if (ctx.has_input(kGC)) {
-    KILN_ASSIGN_OR_RETURN(std::vector<double> c, broadcast_param(ctx, ctx.input(kGC), ctx.input(kGC).shape(), {m, n}, "C"));
+    const Tensor& c_in = ctx.input(kGC);
+    KILN_ASSIGN_OR_RETURN(std::vector<double> c, broadcast_param(ctx, c_in, c_in.shape(), {m, n}, "C"));
     for (size_t i = 0; i < acc.size(); ++i) acc[i] = wrap_add(acc[i], static_cast<int32_t>(c[i]));
   }
   KILN_ASSIGN_OR_RETURN(std::vector<double> bs, column_param(ctx, kGBScale, n, "b_scale"));

@@ -263,7 +263,8 @@ Status unary_map(KernelContext& ctx, Fn fn) {
   const Tensor& x = ctx.input(kX);
   KILN_ASSIGN_OR_RETURN(const UnaryQuant q, unary_quant(ctx));
   KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0));
-  for (int64_t i = 0; i < x.numel(); ++i) y->set_f64(i, static_cast<double>(q.y.quantize(fn(q.x.dequantize(x.get_i64(i))))));
+  for (int64_t i = 0; i < x.numel(); ++i)
+    y->set_f64(i, static_cast<double>(q.y.quantize(fn(q.x.dequantize(x.get_i64(i))))));
   return ok_status();
 }
 
@@ -346,7 +347,8 @@ constexpr char kGlobalAveragePool[] = "GlobalAveragePool";
 
 Status concat_check_arity(size_t n, const std::string& who) {
   if (n < 5 || (n - 2) % 3 != 0)
-    return invalid_argument(who + ": expects Y_scale, Y_zero_point and a (X, X_scale, X_zero_point) triple per input, got " +
+    return invalid_argument(who +
+                            ": expects Y_scale, Y_zero_point and a (X, X_scale, X_zero_point) triple per input, got " +
                             std::to_string(n) + " inputs");
   return ok_status();
 }

@@ -359,7 +359,7 @@ DynamicQuant dynamic_quant_params(const float* x, int64_t n) {
   return q;
 }
 
-void register_integer_linalg_ops(OpRegistry& r);     // integer_linalg.cc
+void register_integer_linalg_ops(OpRegistry& r);        // integer_linalg.cc
 void register_contrib_quantization_ops(OpRegistry& r);  // qlinear_contrib.cc
 
 void register_quantization_ops(OpRegistry& r) {

@@ -229,8 +229,8 @@ def op_cases(root):
     z = np.array([0, -5, 7, 1], np.int8)
     nodes = [ms_node("QuantizeLinear", ["x", "s", "z"], ["xq"], axis=1),
              ms_node("DequantizeLinear", ["xq", "s", "z"], ["y"], axis=1)]
-    m = ms_model(nodes, "ms_quantize_dequantize", [vi("x", x)], [out("y", TensorProto.FLOAT), out("xq", TensorProto.INT8)],
-                 [init("s", s), init("z", z)])
+    m = ms_model(nodes, "ms_quantize_dequantize", [vi("x", x)],
+                 [out("y", TensorProto.FLOAT), out("xq", TensorProto.INT8)], [init("s", s), init("z", z)])
     xq = quantize(x, s, z, axis=1)
     write_case(root, "contrib_ms_quantize_dequantize", m, [([x], [dequantize(xq, s, z, axis=1), xq])])
 
