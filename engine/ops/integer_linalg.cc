@@ -410,6 +410,15 @@ Status qgemm_infer(InferContext& ctx) {
   if (ctx.has_input(kGC) && ctx.input_dtype(kGC) != DType::kInt32)
     return ctx.error("C has dtype " + dt_name(ctx.input_dtype(kGC)) + "; expected int32");
   KILN_ASSIGN_OR_RETURN(ir::SymShape out, gemm_2d_shape(ctx, kGA, kGB));
+  if (ctx.has_input(kGC) && out.has_rank) {
+    // C broadcasts to [M, N] without enlarging it (unidirectionally).
+    const ir::SymShape& c = ctx.input_shape(kGC);
+    auto b = broadcast_shapes(c, out);
+    bool fits = b.ok() && (!c.has_rank || c.rank() <= 2);
+    for (size_t i = 0; fits && b->has_rank && i < b->dims.size(); ++i)
+      if (b->dims[i].is_const() && out.dims[i].is_const() && b->dims[i].value() != out.dims[i].value()) fits = false;
+    if (!fits) return ctx.error("C " + c.to_string() + " does not broadcast to " + out.to_string());
+  }
   DType yt = DType::kFloat32;
   if (ctx.has_input(kGYScale)) {
     yt = ctx.has_input(kGYZero) ? ctx.input_dtype(kGYZero) : ctx.input_dtype(kGA);

@@ -160,6 +160,10 @@ TEST(QLinearContrib, ClearErrors) {
                                f(1.0f), i8(0)});
   ASSERT_FALSE(rank.ok());
   EXPECT_NE(rank.status().message().find("2-D"), std::string::npos) << rank.status().message();
+  auto bad_c = run_ms("QGemm", {t<uint8_t>({2, 3}, {1, 2, 3, 4, 5, 6}), f(1.0f), u8(0),
+                                t<int8_t>({3, 2}, {1, 0, 0, 1, 1, 1}), f(1.0f), i8(0), t<int32_t>({5}, {1, 2, 3, 4, 5})});
+  ASSERT_FALSE(bad_c.ok());
+  EXPECT_NE(bad_c.status().message().find("does not broadcast"), std::string::npos) << bad_c.status().message();
   auto missing = run_ms("QLinearSigmoid", {t<uint8_t>({1}, {1}), f(1.0f)});
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("required input 3"), std::string::npos) << missing.status().message();
