@@ -396,6 +396,23 @@ StatusOr<ir::SymShape> gemm_2d_shape(const InferContext& ctx, size_t a, size_t b
   return ir::SymShape(std::vector<ir::Dim>{m, n});
 }
 
+// A per-column parameter (b_scale, b_zero_point, bias) of a product whose
+// output is `out`: one value, or (`per_column_only`: exactly) one per
+// column, 1-D; checked where the dims are known.
+Status check_column_param(const InferContext& ctx, size_t i, const ir::SymShape& out, const char* what,
+                          bool per_column_only = false) {
+  if (!ctx.has_input(i) || !out.has_rank || out.rank() == 0) return ok_status();
+  const ir::SymShape& p = ctx.input_shape(i);
+  if (!p.has_rank) return ok_status();
+  const ir::Dim& n = out.dims.back();
+  const bool one = p.rank() == 0 || (p.rank() == 1 && p.dims[0].is_const() && p.dims[0].value() == 1);
+  const bool per_column = p.rank() == 1 && (!p.dims[0].is_const() || !n.is_const() || p.dims[0].value() == n.value());
+  if ((one && !per_column_only) || per_column) return ok_status();
+  return ctx.error(std::string(what) + " " + p.to_string() + " must hold " +
+                   (per_column_only ? "one value per column" : "one value, or one per column,") + " of " +
+                   out.to_string());
+}
+
 Status qgemm_infer(InferContext& ctx) {
   // a_zero_point and b_zero_point are optional between required inputs.
   for (size_t i : {kGB, kGBScale})
@@ -419,6 +436,8 @@ Status qgemm_infer(InferContext& ctx) {
       if (b->dims[i].is_const() && out.dims[i].is_const() && b->dims[i].value() != out.dims[i].value()) fits = false;
     if (!fits) return ctx.error("C " + c.to_string() + " does not broadcast to " + out.to_string());
   }
+  KILN_RETURN_IF_ERROR(check_column_param(ctx, kGBScale, out, "b_scale"));
+  KILN_RETURN_IF_ERROR(check_column_param(ctx, kGBZero, out, "b_zero_point"));
   DType yt = DType::kFloat32;
   if (ctx.has_input(kGYScale)) {
     yt = ctx.has_input(kGYZero) ? ctx.input_dtype(kGYZero) : ctx.input_dtype(kGA);
@@ -536,6 +555,8 @@ Status matmul_integer_to_float_infer(InferContext& ctx) {
   KILN_RETURN_IF_ERROR(check_float_scales(ctx, {kFAScale, kFBScale}));
   KILN_RETURN_IF_ERROR(check_bias(ctx, kFBias));
   KILN_ASSIGN_OR_RETURN(ir::SymShape out, shape_as_float_op(ctx, {kFA, kFB}, infer_matmul));
+  KILN_RETURN_IF_ERROR(check_column_param(ctx, kFBScale, out, "b_scale"));
+  KILN_RETURN_IF_ERROR(check_column_param(ctx, kFBias, out, "bias", true));
   ctx.set_output(0, DType::kFloat32, std::move(out));
   return ok_status();
 }
@@ -563,6 +584,9 @@ Status dynamic_quantize_matmul_infer(InferContext& ctx) {
   KILN_RETURN_IF_ERROR(check_float_scales(ctx, {kDBScale}));
   KILN_RETURN_IF_ERROR(check_bias(ctx, kDBias));
   KILN_ASSIGN_OR_RETURN(ir::SymShape out, shape_as_float_op(ctx, {kDA, kDB}, infer_matmul));
+  KILN_RETURN_IF_ERROR(check_column_param(ctx, kDBScale, out, "b_scale"));
+  KILN_RETURN_IF_ERROR(check_column_param(ctx, kDBZero, out, "b_zero_point"));
+  KILN_RETURN_IF_ERROR(check_column_param(ctx, kDBias, out, "bias", true));
   ctx.set_output(0, DType::kFloat32, std::move(out));
   return ok_status();
 }

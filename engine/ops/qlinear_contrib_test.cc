@@ -164,6 +164,10 @@ TEST(QLinearContrib, ClearErrors) {
                                 t<int8_t>({3, 2}, {1, 0, 0, 1, 1, 1}), f(1.0f), i8(0), t<int32_t>({5}, {1, 2, 3, 4, 5})});
   ASSERT_FALSE(bad_c.ok());
   EXPECT_NE(bad_c.status().message().find("does not broadcast"), std::string::npos) << bad_c.status().message();
+  auto bad_bias = run_ms("MatMulIntegerToFloat", {t<uint8_t>({1, 2}, {3, 5}), t<uint8_t>({2, 2}, {2, 4, 1, 1}),
+                                                  f(0.5f), f(0.25f), u8(1), u8(0), t<float>({3}, {1.0f, 2.0f, 3.0f})});
+  ASSERT_FALSE(bad_bias.ok());
+  EXPECT_NE(bad_bias.status().message().find("one value per column"), std::string::npos) << bad_bias.status().message();
   auto missing = run_ms("QLinearSigmoid", {t<uint8_t>({1}, {1}), f(1.0f)});
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("required input 3"), std::string::npos) << missing.status().message();
