@@ -27,7 +27,8 @@
 namespace kiln::planner {
 
 // Emits the kernel for `p` (its a_m_fastest as for emit_gemm; its hint is
-// not read): tiles of 32 x 32, or 16 x 32 when M is a constant of at most 16;
+// not read): tiles of 32 x 32, 16 x 32 when M is a constant of at most 16,
+// 64 x 64 when M and N are 64 or more (or symbolic);
 // ctx.unsupported when a constant grid dimension exceeds the device's
 // workgroup-count limit (the node then runs on the host).
 Status emit_int_gemm(LoweringContext& ctx, const GemmProblem& p);

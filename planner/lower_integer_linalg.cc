@@ -14,6 +14,12 @@
 // with kiln_requantize (shaders/quantize.glsl). Nothing is accumulated in
 // floating point.
 //
+// ONNX Runtime's QGemm (2-D, transA/transB, int32 C, quantized or float
+// output) and MatMulIntegerToFloat (the float store: float32(acc) *
+// (a_scale * b_scale) + bias) are the same GEMMs with other stores, and
+// DynamicQuantizeMatMul is DynamicQuantizeLinear's range pass, then the
+// GEMM quantizing its float A as it loads it.
+//
 // Supported on the device: operands of rank >= 2 (MatMul), 1 to 3 spatial
 // axes (Conv); zero points and scales of one value or one per row of A /
 // per column of B (MatMul) or per output channel (w's, Conv); auto_pad
@@ -114,8 +120,11 @@ std::string batch_coords(size_t r) {
 // An integer MatMul as a GEMM over Y's batch: A and B read with numpy
 // broadcasting and their zero points subtracted. `store` is the GLSL value
 // stored for accumulator `acc` of element (oc0.., oc<r-2> = m, oc<r-1>).
+// `a_load`, when set, is a GLSL function (in `helpers`) that turns A's
+// element into the int operand (DynamicQuantizeMatMul's float A).
 Status emit_matmul(LoweringContext& ctx, const char* name, size_t a_in, size_t b_in, size_t za_in, size_t zb_in,
-                   std::vector<KernelTensor> params_ts, const std::string& store, std::string helpers) {
+                   std::vector<KernelTensor> params_ts, const std::string& store, std::string helpers,
+                   const std::string& a_load = "") {
   const std::vector<ir::Dim>& as = ctx.input_shape(a_in);
   const std::vector<ir::Dim>& bs = ctx.input_shape(b_in);
   const std::vector<ir::Dim>& ys = ctx.output_shape(0);
@@ -149,8 +158,9 @@ Status emit_matmul(LoweringContext& ctx, const char* name, size_t a_in, size_t b
   p.k = as.back();
   const std::string row = "  int " + oc(r - 2) + " = m;\n";
   std::string h = std::move(helpers);
-  h += "int gemm_a(int b, int m, int k) {\n" + batch_coords(r) + row + "  return A_at(" + join_args(ca) + ") - " +
-       za.value() + ";\n}\n";
+  const std::string a_value = "A_at(" + join_args(ca) + ")";
+  h += "int gemm_a(int b, int m, int k) {\n" + batch_coords(r) + row + "  return " +
+       (a_load.empty() ? a_value : a_load + "(" + a_value + ")") + " - " + za.value() + ";\n}\n";
   h += "int gemm_b(int b, int k, int n) {\n" + batch_coords(r) + "  int " + oc(r - 1) + " = n;\n  return B_at(" +
        join_args(cb) + ") - " + zb.value() + ";\n}\n";
   h += "void gemm_store4(int b, int m, int n, ivec4 v) {\n" + batch_coords(r) + row +
@@ -341,6 +351,116 @@ Status lower_qlinear_conv(LoweringContext& ctx) {
   return emit_conv(ctx, "qlinear_conv", {kX, kW, kXZero, kWZero}, std::move(ts), store, helpers_requantize());
 }
 
+// --- ONNX Runtime's com.microsoft GEMMs ----------------------------------------------
+
+enum MatMulToFloatInput : size_t { kFA = 0, kFB, kFAScale, kFBScale, kFAZero, kFBZero, kFBias };
+
+// MatMulIntegerToFloat: MatMulInteger's GEMM, stored as float32(acc) *
+// (a_scale * b_scale) + bias.
+Status lower_matmul_integer_to_float(LoweringContext& ctx) {
+  const size_t r = ctx.output_shape(0).size();
+  if (r < 2) return ctx.unsupported("a 1-D operand");
+  if (const Tensor* c = ctx.input_constant(kFAScale); !c || c->numel() != 1)
+    return ctx.unsupported("a_scale that is not a one-value constant");
+  std::vector<KernelTensor> ts;
+  KILN_ASSIGN_OR_RETURN(BoundParam as, bind_vector_param(ctx, kFAScale, "sa", "0", "a_scale", ts));
+  KILN_ASSIGN_OR_RETURN(BoundParam bs, bind_vector_param(ctx, kFBScale, "sb", oc(r - 1), "b_scale", ts));
+  std::string store = "float(acc) * (float(" + as.value() + ") * float(" + bs.value() + "))";
+  if (ctx.has_input(kFBias)) {
+    KILN_ASSIGN_OR_RETURN(BoundParam bias, bind_vector_param(ctx, kFBias, "bias", oc(r - 1), "bias", ts));
+    store = "(" + store + " + float(" + bias.value() + "))";
+  }
+  return emit_matmul(ctx, "matmul_integer_to_float", kFA, kFB, kFAZero, kFBZero, std::move(ts), store, "");
+}
+
+enum QGemmInput : size_t { kGA = 0, kGAScale, kGAZero, kGB, kGBScale, kGBZero, kGC, kGYScale, kGYZero };
+
+// QGemm: a 2-D GEMM with transA/transB, the int32 C added to the
+// accumulator, requantized with float32(float32(alpha * a_scale) * b_scale)
+// / y_scale, or scaled to float32 without y_scale.
+Status lower_qgemm(LoweringContext& ctx) {
+  const std::vector<ir::Dim>& as_shape = ctx.input_shape(kGA);
+  const std::vector<ir::Dim>& ys = ctx.output_shape(0);
+  if (as_shape.size() != 2 || ctx.input_shape(kGB).size() != 2) return ctx.error("A and B must be 2-D");
+  const bool ta = ctx.node().attr_int("transA", 0) != 0, tb = ctx.node().attr_int("transB", 0) != 0;
+  const float alpha = ctx.node().attr_float("alpha", 1.0f);
+  GemmProblem p;
+  p.name = "qgemm";
+  p.tensors.push_back(ctx.bind("A", ctx.input(kGA)));
+  p.tensors.push_back(ctx.bind("B", ctx.input(kGB)));
+  BoundParam za = zero_literal(), zb = zero_literal();
+  if (ctx.has_input(kGAZero)) {
+    KILN_ASSIGN_OR_RETURN(za, bind_vector_param(ctx, kGAZero, "za", "0", "a_zero_point", p.tensors));
+    if (za.coords != std::vector<std::string>{"0"}) return ctx.unsupported("a_zero_point with more than one value");
+  }
+  if (ctx.has_input(kGBZero)) {
+    KILN_ASSIGN_OR_RETURN(zb, bind_vector_param(ctx, kGBZero, "zb", "n", "b_zero_point", p.tensors));
+  }
+  KILN_ASSIGN_OR_RETURN(BoundParam sa, bind_vector_param(ctx, kGAScale, "sa", "0", "a_scale", p.tensors));
+  KILN_ASSIGN_OR_RETURN(BoundParam sb, bind_vector_param(ctx, kGBScale, "sb", "oc1", "b_scale", p.tensors));
+  std::string acc = "acc";
+  if (ctx.has_input(kGC)) {
+    Param c = quant::bind_param(ctx, kGC, "C");
+    quant::add_tensor(c, p.tensors);
+    acc = "(acc + " + c.at(broadcast_coords("C", ctx.input_shape(kGC), ys)) + ")";
+  }
+  const std::string scale =
+      "(float(" + glsl_float(alpha) + " * float(" + sa.value() + ")) * float(" + sb.value() + "))";
+  std::string store = "float(" + acc + ") * " + scale;
+  std::string helpers;
+  if (ctx.has_input(kGYScale)) {
+    KILN_ASSIGN_OR_RETURN(BoundParam sy, bind_vector_param(ctx, kGYScale, "sy", "0", "y_scale", p.tensors));
+    BoundParam zy = zero_literal();
+    if (ctx.has_input(kGYZero)) {
+      KILN_ASSIGN_OR_RETURN(zy, bind_vector_param(ctx, kGYZero, "zy", "0", "y_zero_point", p.tensors));
+    }
+    store = "kiln_requantize(" + acc + ", kiln_div_rn(" + scale + ", float(" + sy.value() + ")), " + zy.value() +
+            ", " + out_range(ctx.output_dtype(0)) + ")";
+    helpers = helpers_requantize();
+  }
+  const GemmOutput out = bind_gemm_output(ctx, false);
+  p.tensors.push_back(out.y);
+  p.batch = ir::Dim(1);
+  p.m = ys[0];
+  p.n = ys[1];
+  p.k = as_shape[ta ? 0 : 1];
+  helpers += "int gemm_a(int b, int m, int k) {\n  return " + std::string(ta ? "A_at(k, m)" : "A_at(m, k)") + " - " +
+             za.value() + ";\n}\n";
+  helpers += "int gemm_b(int b, int k, int n) {\n  return " + std::string(tb ? "B_at(n, k)" : "B_at(k, n)") + " - " +
+             zb.value() + ";\n}\n";
+  helpers += "void gemm_store4(int b, int m, int n, ivec4 v) {\n  int oc0 = m;\n  for (int j = 0; j < 4; ++j) {\n"
+             "    int oc1 = n + j;\n    if (oc1 >= GEMM_N) break;\n    int acc = v[j];\n    Y_st(m * GEMM_N + oc1, " +
+             store + ");\n  }\n}\n";
+  p.helpers = std::move(helpers);
+  KILN_RETURN_IF_ERROR(emit_int_gemm(ctx, p));
+  finish_gemm_output(ctx, out);
+  return ok_status();
+}
+
+enum DynamicMatMulInput : size_t { kDA = 0, kDB, kDBScale, kDBZero, kDBias };
+
+// DynamicQuantizeMatMul: DynamicQuantizeLinear's range pass over A writes
+// A's scale and zero point to a scratch buffer P; the GEMM quantizes A as it
+// loads it and stores float32(acc) * (P[0] * b_scale) + bias.
+Status lower_dynamic_quantize_matmul(LoweringContext& ctx) {
+  const size_t r = ctx.output_shape(0).size();
+  if (r < 2 || ctx.input_shape(kDB).size() < 2) return ctx.unsupported("a 1-D operand");
+  KILN_ASSIGN_OR_RETURN(const TensorId params, quant::emit_dynamic_quant_params(ctx, kDA, false, false));
+  std::vector<KernelTensor> ts = {ctx.bind("P", params)};
+  KILN_ASSIGN_OR_RETURN(BoundParam bs, bind_vector_param(ctx, kDBScale, "sb", oc(r - 1), "b_scale", ts));
+  std::string store = "float(acc) * (P_ld(0) * float(" + bs.value() + "))";
+  if (ctx.has_input(kDBias)) {
+    KILN_ASSIGN_OR_RETURN(BoundParam bias, bind_vector_param(ctx, kDBias, "bias", oc(r - 1), "bias", ts));
+    store = "(" + store + " + float(" + bias.value() + "))";
+  }
+  const std::string helpers = fill_shader("quantize.glsl#two_prod") + fill_shader("quantize.glsl#div_rn") +
+                              fill_shader("quantize.glsl#quantize") +
+                              "int kiln_dynamic_a(float a) {\n  int z = int(P_ld(1));\n"
+                              "  return kiln_quantize(kiln_div_rn(a, P_ld(0)), z, 0, 255) - z;\n}\n";
+  return emit_matmul(ctx, "dynamic_quantize_matmul", kDA, kDB, SIZE_MAX, kDBZero, std::move(ts), store, helpers,
+                     "kiln_dynamic_a");
+}
+
 }  // namespace
 
 void register_integer_linalg_lowerings(LoweringRegistry& r) {
@@ -348,6 +468,9 @@ void register_integer_linalg_lowerings(LoweringRegistry& r) {
   r.add("", "QLinearMatMul", lower_qlinear_matmul);
   r.add("", "ConvInteger", lower_conv_integer);
   r.add("", "QLinearConv", lower_qlinear_conv);
+  r.add(ops::kMicrosoftDomain, "QGemm", lower_qgemm);
+  r.add(ops::kMicrosoftDomain, "MatMulIntegerToFloat", lower_matmul_integer_to_float);
+  r.add(ops::kMicrosoftDomain, "DynamicQuantizeMatMul", lower_dynamic_quantize_matmul);
 }
 
 }  // namespace kiln::planner

@@ -19,7 +19,9 @@
 namespace kiln::planner {
 
 void register_quantize_lowerings(LoweringRegistry& r);        // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
-void register_integer_linalg_lowerings(LoweringRegistry& r);  // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
+void register_integer_linalg_lowerings(LoweringRegistry& r);  // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv,
+                                                              // com.microsoft QGemm, MatMulIntegerToFloat
+void register_qlinear_contrib_lowerings(LoweringRegistry& r);  // com.microsoft QLinearAdd, QLinearMul, ... (lower_qlinear_contrib.cc)
 
 namespace quant {
 
@@ -42,6 +44,12 @@ Param bind_param(LoweringContext& ctx, size_t input, const std::string& name);
 
 // Appends the parameter's tensor (if any) to `tensors`.
 void add_tensor(const Param& p, std::vector<KernelTensor>& tensors);
+
+// DynamicQuantizeLinear's range pass over node input `input`: emits the
+// kernels that write its uint8 scale and zero point to a new fp32 scratch
+// buffer [scale, zero point] (returned), and, when asked, to the node's
+// outputs 1 (scale) and 2 (zero point), which must be buffers.
+StatusOr<TensorId> emit_dynamic_quant_params(LoweringContext& ctx, size_t input, bool scale_out, bool zero_out);
 
 }  // namespace quant
 }  // namespace kiln::planner

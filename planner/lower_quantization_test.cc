@@ -163,6 +163,28 @@ TEST_F(LowerQuantization, MatMulIntegerSeveralTilesWithEdges) {
   EXPECT_TRUE(check_op(c));
 }
 
+TEST_F(LowerQuantization, LargeProblemsUse64x64TilesWithEdges) {
+  // M and N of 64 or more take the 64 x 64 tile (128 invocations, 8 x 4
+  // each): partial tiles in M, N and K, batched; and a convolution (A loaded
+  // m-fastest through the im2col view) with 81 pixels and 66 channels.
+  OpCheck mm = device_check("MatMulInteger");
+  mm.inputs = {random_ints<uint8_t>({2, 70, 40}, 33, 0, 255), random_ints<int8_t>({40, 67}, 34, -128, 127),
+               Tensor::from_vector<uint8_t>({}, {131}), Tensor::from_vector<int8_t>({}, {2})};
+  mm.constant_inputs = {1, 2, 3};
+  mm.expect_kernel = "tile64x64";
+  mm.tol_f32 = mm.tol_f16 = 0;
+  EXPECT_TRUE(check_op(mm));
+
+  OpCheck conv = device_check("ConvInteger");
+  conv.inputs = {random_ints<uint8_t>({1, 5, 9, 9}, 35, 0, 255), random_ints<int8_t>({66, 5, 3, 3}, 36, -127, 127),
+                 Tensor::from_vector<uint8_t>({}, {128})};
+  conv.constant_inputs = {1, 2};
+  conv.attrs["pads"] = ir::Attribute::of_ints({1, 1, 1, 1});
+  conv.expect_kernel = "tile64x64";
+  conv.tol_f32 = conv.tol_f16 = 0;
+  EXPECT_TRUE(check_op(conv));
+}
+
 TEST_F(LowerQuantization, ConvIntegerOneAndThreeSpatialAxes) {
   OpCheck c1 = device_check("ConvInteger");
   c1.inputs = {random_ints<int8_t>({2, 3, 11}, 33, -128, 127), random_ints<int8_t>({5, 3, 4}, 34, -128, 127)};

@@ -139,16 +139,19 @@ constexpr uint32_t kRangeLocal = 256;
 constexpr int64_t kOnePassMaxElements = 65536;
 constexpr int64_t kRangeGroups = 256;
 
-Status lower_dynamic_quantize_linear(LoweringContext& ctx) {
+}  // namespace
+
+namespace quant {
+
+StatusOr<TensorId> emit_dynamic_quant_params(LoweringContext& ctx, size_t input, bool scale_out, bool zero_out) {
   const ElemType f32 = ElemType::kF32;
   // P[0] = scale, P[1] = zero point: fp32 whatever the precision.
   const TensorId params = ctx.add_temporary(DType::kFloat32, {ir::Dim(2)}, {Storage::kBuffer, f32, -1});
-  const bool scale_out = ctx.has_output(1), zero_out = ctx.has_output(2);
   for (size_t i = 1; i < 3; ++i)
-    if (ctx.has_output(i) && ctx.layout(ctx.output(i)).storage != Storage::kBuffer)
+    if ((i == 1 ? scale_out : zero_out) && ctx.layout(ctx.output(i)).storage != Storage::kBuffer)
       return ctx.unsupported("output " + std::to_string(i) + " is not a buffer");
   ir::Dim numel(1);
-  for (const ir::Dim& d : ctx.input_shape(0)) numel = numel * d;
+  for (const ir::Dim& d : ctx.input_shape(input)) numel = numel * d;
   const bool two_pass = !numel.is_const() || numel.value() > kOnePassMaxElements;
   const auto range_kernel = [&](const char* name, bool partial, bool from_partials) {
     KernelDesc k;
@@ -170,15 +173,24 @@ Status lower_dynamic_quantize_linear(LoweringContext& ctx) {
     partials = ctx.add_temporary(DType::kFloat32, {ir::Dim(2 * kRangeGroups)}, {Storage::kBuffer, f32, -1});
     KernelDesc k = range_kernel("dynamic_quantize_range_partial", true, false);
     k.groups = {ir::Dim(kRangeGroups), ir::Dim(1), ir::Dim(1)};
-    k.tensors = {ctx.bind("X", ctx.input(0)), ctx.bind("Q", partials, true)};
+    k.tensors = {ctx.bind("X", ctx.input(input)), ctx.bind("Q", partials, true)};
     ctx.emit(std::move(k));
   }
   KernelDesc range = range_kernel("dynamic_quantize_range", false, two_pass);
-  range.tensors = {two_pass ? ctx.bind("Q", partials) : ctx.bind("X", ctx.input(0)), ctx.bind("P", params, true)};
+  range.tensors = {two_pass ? ctx.bind("Q", partials) : ctx.bind("X", ctx.input(input)), ctx.bind("P", params, true)};
   if (scale_out) range.tensors.push_back(ctx.bind("S", ctx.output(1), true));
   if (zero_out) range.tensors.push_back(ctx.bind("Z", ctx.output(2), true));
   ctx.emit(std::move(range));
+  return params;
+}
 
+}  // namespace quant
+
+namespace {
+
+Status lower_dynamic_quantize_linear(LoweringContext& ctx) {
+  KILN_ASSIGN_OR_RETURN(const TensorId params,
+                        quant::emit_dynamic_quant_params(ctx, 0, ctx.has_output(1), ctx.has_output(2)));
   std::vector<KernelTensor> ts = {ctx.bind("x", ctx.input(0)), ctx.bind("p", params)};
   KernelTensor y = ctx.bind("y", ctx.output(0), true);
   const std::string body = "float q = kiln_div_rn(float(" + broadcast_load(ts[0], y.shape) +
@@ -194,6 +206,9 @@ void register_quantize_lowerings(LoweringRegistry& r) {
   r.add("", "QuantizeLinear", lower_quantize_linear);
   r.add("", "DequantizeLinear", lower_dequantize_linear);
   r.add("", "DynamicQuantizeLinear", lower_dynamic_quantize_linear);
+  // ONNX Runtime's com.microsoft forms have the ONNX semantics.
+  r.add(ops::kMicrosoftDomain, "QuantizeLinear", lower_quantize_linear);
+  r.add(ops::kMicrosoftDomain, "DequantizeLinear", lower_dequantize_linear);
 }
 
 }  // namespace kiln::planner

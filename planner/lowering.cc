@@ -178,6 +178,7 @@ const LoweringRegistry& LoweringRegistry::builtin() {
     register_einsum_lowerings(*r);
     register_quantize_lowerings(*r);
     register_integer_linalg_lowerings(*r);
+    register_qlinear_contrib_lowerings(*r);
     return r;
   }();
   return *registry;

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "engine/ops/quantization.h"
+
 namespace kiln::planner {
 
 namespace {
@@ -47,11 +49,17 @@ std::vector<ElemType> choose_float_types(const ir::Graph& graph, const std::vect
   }
   // What is quantized next is rounded to whole quantization steps, and an
   // input already rounded to fp16 moves values across the .5s: float inputs
-  // of QuantizeLinear and DynamicQuantizeLinear stay fp32 (their range too).
+  // of QuantizeLinear and DynamicQuantizeLinear stay fp32 (their range too),
+  // as do those of ONNX Runtime's com.microsoft QuantizeLinear and
+  // DynamicQuantizeMatMul.
   for (ir::NodeId nid : graph.main().nodes) {
     const ir::Node& node = graph.node(nid);
-    if (node.erased || !node.domain.empty() || (node.op != "QuantizeLinear" && node.op != "DynamicQuantizeLinear"))
-      continue;
+    if (node.erased) continue;
+    const bool onnx_quantize =
+        node.domain.empty() && (node.op == "QuantizeLinear" || node.op == "DynamicQuantizeLinear");
+    const bool ms_quantize =
+        node.domain == ops::kMicrosoftDomain && (node.op == "QuantizeLinear" || node.op == "DynamicQuantizeMatMul");
+    if (!onnx_quantize && !ms_quantize) continue;
     if (node.inputs.empty() || node.inputs[0] == ir::kNoValue) continue;
     if (dtype_is_float(graph.value(node.inputs[0]).dtype)) types[static_cast<size_t>(node.inputs[0])] = ElemType::kF32;
   }

@@ -1,5 +1,7 @@
-// MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv: schemas, shape
-// inference and reference kernels (see quantization.h).
+// MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv, and ONNX
+// Runtime's com.microsoft QGemm, MatMulIntegerToFloat and
+// DynamicQuantizeMatMul: schemas, shape inference and reference kernels
+// (see quantization.h and the section below for the com.microsoft ones).
 //
 // Every one subtracts the zero points from its int8/uint8 operands, forms
 // the products in int32 (wrapping modulo 2^32 as numpy's int32 arithmetic
@@ -362,6 +364,247 @@ Status qlinear_conv_kernel(KernelContext& ctx) {
   return ok_status();
 }
 
+// --- ONNX Runtime's com.microsoft GEMMs ------------------------------------------------
+//
+// QGemm (A, a_scale, a_zero_point, B, b_scale, b_zero_point, C, y_scale,
+// y_zero_point; 2-D, transA/transB, alpha): acc = (A - a_zp)(B - b_zp) + C
+// in int32, C an int32 bias broadcasting to [M, N]; with y_scale,
+// y = saturate(rint(double(acc) * double(float32(float32(alpha * a_scale) *
+// b_scale) / y_scale) + y_zero_point)), as QLinearMatMul requantizes; without
+// it y = float32(acc) * float32(float32(alpha * a_scale) * b_scale) in float32.
+// MatMulIntegerToFloat (A, B, a_scale, b_scale, a_zero_point, b_zero_point,
+// bias): MatMulInteger's product, then float32(acc) * float32(a_scale *
+// b_scale) + bias. DynamicQuantizeMatMul (A float, B, b_scale,
+// b_zero_point, bias): A quantized as DynamicQuantizeLinear does (uint8),
+// then MatMulIntegerToFloat with A's scale and zero point. a_scale and the
+// A zero point of QGemm hold one value; b_scale and b_zero_point one value
+// or one per column of the product ([N]); bias is [N].
+
+enum QGemmInput : size_t { kGA = 0, kGAScale, kGAZero, kGB, kGBScale, kGBZero, kGC, kGYScale, kGYZero };
+
+StatusOr<ir::SymShape> gemm_2d_shape(const InferContext& ctx, size_t a, size_t b) {
+  const ir::SymShape &as = ctx.input_shape(a), &bs = ctx.input_shape(b);
+  if (!as.has_rank || !bs.has_rank) return ir::SymShape::unranked();
+  if (as.rank() != 2 || bs.rank() != 2)
+    return ctx.error("A " + as.to_string() + " and B " + bs.to_string() + " must be 2-D");
+  const bool ta = ctx.node().attr_int("transA", 0) != 0, tb = ctx.node().attr_int("transB", 0) != 0;
+  const ir::Dim &m = as.dims[ta ? 1 : 0], &ka = as.dims[ta ? 0 : 1];
+  const ir::Dim &kb = bs.dims[tb ? 1 : 0], &n = bs.dims[tb ? 0 : 1];
+  if (ka.is_const() && kb.is_const() && ka.value() != kb.value())
+    return ctx.error("A " + as.to_string() + " and B " + bs.to_string() + " do not share K (transA " +
+                     std::to_string(ta) + ", transB " + std::to_string(tb) + ")");
+  return ir::SymShape(std::vector<ir::Dim>{m, n});
+}
+
+// A per-column parameter (b_scale, b_zero_point, bias) of a product whose
+// output is `out`: one value, or (`per_column_only`: exactly) one per
+// column, 1-D; checked where the dims are known.
+Status check_column_param(const InferContext& ctx, size_t i, const ir::SymShape& out, const char* what,
+                          bool per_column_only = false) {
+  if (!ctx.has_input(i) || !out.has_rank || out.rank() == 0) return ok_status();
+  const ir::SymShape& p = ctx.input_shape(i);
+  if (!p.has_rank) return ok_status();
+  const ir::Dim& n = out.dims.back();
+  const bool one = p.rank() == 0 || (p.rank() == 1 && p.dims[0].is_const() && p.dims[0].value() == 1);
+  const bool per_column = p.rank() == 1 && (!p.dims[0].is_const() || !n.is_const() || p.dims[0].value() == n.value());
+  if ((one && !per_column_only) || per_column) return ok_status();
+  return ctx.error(std::string(what) + " " + p.to_string() + " must hold " +
+                   (per_column_only ? "one value per column" : "one value, or one per column,") + " of " +
+                   out.to_string());
+}
+
+Status qgemm_infer(InferContext& ctx) {
+  // a_zero_point and b_zero_point are optional between required inputs.
+  for (size_t i : {kGB, kGBScale})
+    if (!ctx.has_input(i)) return ctx.error("required input " + std::to_string(i) + " is missing");
+  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kGA, "A"));
+  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kGB, "B"));
+  KILN_RETURN_IF_ERROR(check_zero_point(ctx, kGAZero, kGA, "a_zero_point"));
+  KILN_RETURN_IF_ERROR(check_zero_point(ctx, kGBZero, kGB, "b_zero_point"));
+  std::vector<size_t> scales = {kGAScale, kGBScale};
+  if (ctx.has_input(kGYScale)) scales.push_back(kGYScale);
+  KILN_RETURN_IF_ERROR(check_float_scales(ctx, scales));
+  if (ctx.has_input(kGC) && ctx.input_dtype(kGC) != DType::kInt32)
+    return ctx.error("C has dtype " + dt_name(ctx.input_dtype(kGC)) + "; expected int32");
+  KILN_ASSIGN_OR_RETURN(ir::SymShape out, gemm_2d_shape(ctx, kGA, kGB));
+  if (ctx.has_input(kGC) && out.has_rank) {
+    // C broadcasts to [M, N] without enlarging it (unidirectionally).
+    const ir::SymShape& c = ctx.input_shape(kGC);
+    auto b = broadcast_shapes(c, out);
+    bool fits = b.ok() && (!c.has_rank || c.rank() <= 2);
+    for (size_t i = 0; fits && b->has_rank && i < b->dims.size(); ++i)
+      if (b->dims[i].is_const() && out.dims[i].is_const() && b->dims[i].value() != out.dims[i].value()) fits = false;
+    if (!fits) return ctx.error("C " + c.to_string() + " does not broadcast to " + out.to_string());
+  }
+  KILN_RETURN_IF_ERROR(check_column_param(ctx, kGBScale, out, "b_scale"));
+  KILN_RETURN_IF_ERROR(check_column_param(ctx, kGBZero, out, "b_zero_point"));
+  DType yt = DType::kFloat32;
+  if (ctx.has_input(kGYScale)) {
+    yt = ctx.has_input(kGYZero) ? ctx.input_dtype(kGYZero) : ctx.input_dtype(kGA);
+    if (!is_quant_type(yt, false))
+      return unimplemented(ctx.node().describe() + ": y_zero_point has dtype " + dt_name(yt) +
+                           "; Kiln supports int8 and uint8");
+  } else if (ctx.has_input(kGYZero)) {
+    return ctx.error("y_zero_point is given without y_scale");
+  }
+  ctx.set_output(0, yt, std::move(out));
+  return ok_status();
+}
+
+// Rows x cols of a 2-D int32 matrix, transposed when `trans`.
+std::vector<int32_t> maybe_transpose(std::vector<int32_t> v, const Shape& s, bool trans) {
+  if (!trans) return v;
+  std::vector<int32_t> t(v.size());
+  for (int64_t i = 0; i < s[0]; ++i)
+    for (int64_t j = 0; j < s[1]; ++j) t[static_cast<size_t>(j * s[0] + i)] = v[static_cast<size_t>(i * s[1] + j)];
+  return t;
+}
+
+// A per-column parameter of the [M, N] product: one value or N values.
+StatusOr<std::vector<double>> column_param(const KernelContext& ctx, size_t i, int64_t n, const char* what) {
+  const Tensor& t = ctx.input(i);
+  if (t.numel() != 1 && t.numel() != n)
+    return ctx.error(std::string(what) + " " + shape_to_string(t.shape()) + " must hold one value or one per column (" +
+                     std::to_string(n) + ")");
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) v[static_cast<size_t>(j)] = t.get_f64(t.numel() == 1 ? 0 : j);
+  return v;
+}
+
+Status qgemm_kernel(KernelContext& ctx) {
+  const Tensor& a = ctx.input(kGA);
+  const Tensor& b = ctx.input(kGB);
+  KILN_RETURN_IF_ERROR(check_one_value(ctx, kGAZero, "a_zero_point"));
+  KILN_RETURN_IF_ERROR(check_one_value(ctx, kGAScale, "a_scale"));
+  const bool ta = ctx.node().attr_int("transA", 0) != 0, tb = ctx.node().attr_int("transB", 0) != 0;
+  const int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1), n = tb ? b.dim(0) : b.dim(1);
+  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> a32, subtract_zero_point(ctx, a, kGAZero, {}, "a_zero_point"));
+  std::vector<int32_t> b32(static_cast<size_t>(b.numel()));
+  for (size_t i = 0; i < b32.size(); ++i) b32[i] = static_cast<int32_t>(b.get_i64(static_cast<int64_t>(i)));
+  a32 = maybe_transpose(std::move(a32), a.shape(), ta);
+  b32 = maybe_transpose(std::move(b32), b.shape(), tb);
+  if (ctx.has_input(kGBZero)) {
+    KILN_ASSIGN_OR_RETURN(std::vector<double> zb, column_param(ctx, kGBZero, n, "b_zero_point"));
+    for (size_t i = 0; i < b32.size(); ++i) b32[i] -= static_cast<int32_t>(zb[i % static_cast<size_t>(n)]);
+  }
+  std::vector<int32_t> acc;
+  KILN_RETURN_IF_ERROR(matmul_int32(ctx, a32, {m, k}, b32, {k, n}, acc));
+  if (ctx.has_input(kGC)) {
+    const Tensor& c_in = ctx.input(kGC);
+    KILN_ASSIGN_OR_RETURN(std::vector<double> c, broadcast_param(ctx, c_in, c_in.shape(), {m, n}, "C"));
+    for (size_t i = 0; i < acc.size(); ++i) acc[i] = wrap_add(acc[i], static_cast<int32_t>(c[i]));
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<double> bs, column_param(ctx, kGBScale, n, "b_scale"));
+  const float alpha_a = ctx.node().attr_float("alpha", 1.0f) * static_cast<float>(ctx.input(kGAScale).get_f64(0));
+  KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0));
+  const bool quantized = ctx.has_input(kGYScale);
+  double yzp = 0.0;
+  float yscale = 1.0f;
+  if (quantized) {
+    KILN_RETURN_IF_ERROR(check_one_value(ctx, kGYScale, "y_scale"));
+    KILN_RETURN_IF_ERROR(check_one_value(ctx, kGYZero, "y_zero_point"));
+    yscale = static_cast<float>(ctx.input(kGYScale).get_f64(0));
+    if (ctx.has_input(kGYZero)) yzp = ctx.input(kGYZero).get_f64(0);
+  }
+  const double lo = static_cast<double>(quant_min(y->dtype())), hi = static_cast<double>(quant_max(y->dtype()));
+  for (int64_t i = 0; i < y->numel(); ++i) {
+    const float scale = alpha_a * static_cast<float>(bs[static_cast<size_t>(i % n)]);
+    const int32_t v = acc[static_cast<size_t>(i)];
+    if (quantized) y->set_f64(i, requantize(v, scale / yscale, yzp, lo, hi));
+    else y->data<float>()[i] = static_cast<float>(v) * scale;
+  }
+  return ok_status();
+}
+
+// float32(acc) * float32(a_scale * b_scale[column]) + bias[column] into
+// the float output (MatMulIntegerToFloat, DynamicQuantizeMatMul).
+Status store_scaled(KernelContext& ctx, const std::vector<int32_t>& acc, float a_scale, size_t b_scale, size_t bias) {
+  KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0));
+  const int64_t n = y->rank() == 0 ? 1 : y->dim(y->rank() - 1);
+  if (y->numel() == 0) return ok_status();
+  KILN_ASSIGN_OR_RETURN(std::vector<double> bs, column_param(ctx, b_scale, n, "b_scale"));
+  std::vector<double> bias_v(static_cast<size_t>(n), 0.0);
+  if (ctx.has_input(bias)) {
+    if (ctx.input(bias).numel() != n)
+      return ctx.error("bias " + shape_to_string(ctx.input(bias).shape()) + " must hold one value per column (" +
+                       std::to_string(n) + ")");
+    for (int64_t j = 0; j < n; ++j) bias_v[static_cast<size_t>(j)] = ctx.input(bias).get_f64(j);
+  }
+  float* yd = y->data<float>();
+  for (int64_t i = 0; i < y->numel(); ++i) {
+    const size_t j = static_cast<size_t>(i % n);
+    yd[i] = static_cast<float>(acc[static_cast<size_t>(i)]) * (a_scale * static_cast<float>(bs[j])) +
+            static_cast<float>(bias_v[j]);
+  }
+  return ok_status();
+}
+
+Status check_bias(const InferContext& ctx, size_t bias) {
+  if (ctx.has_input(bias) && ctx.input_dtype(bias) != DType::kFloat32)
+    return ctx.error("bias has dtype " + dt_name(ctx.input_dtype(bias)) + "; expected float32");
+  return ok_status();
+}
+
+enum MatMulToFloatInput : size_t { kFA = 0, kFB, kFAScale, kFBScale, kFAZero, kFBZero, kFBias };
+
+Status matmul_integer_to_float_infer(InferContext& ctx) {
+  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kFA, "A"));
+  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kFB, "B"));
+  KILN_RETURN_IF_ERROR(check_zero_point(ctx, kFAZero, kFA, "a_zero_point"));
+  KILN_RETURN_IF_ERROR(check_zero_point(ctx, kFBZero, kFB, "b_zero_point"));
+  KILN_RETURN_IF_ERROR(check_float_scales(ctx, {kFAScale, kFBScale}));
+  KILN_RETURN_IF_ERROR(check_bias(ctx, kFBias));
+  KILN_ASSIGN_OR_RETURN(ir::SymShape out, shape_as_float_op(ctx, {kFA, kFB}, infer_matmul));
+  KILN_RETURN_IF_ERROR(check_column_param(ctx, kFBScale, out, "b_scale"));
+  KILN_RETURN_IF_ERROR(check_column_param(ctx, kFBias, out, "bias", true));
+  ctx.set_output(0, DType::kFloat32, std::move(out));
+  return ok_status();
+}
+
+Status matmul_integer_to_float_kernel(KernelContext& ctx) {
+  const Tensor& a = ctx.input(kFA);
+  const Tensor& b = ctx.input(kFB);
+  KILN_RETURN_IF_ERROR(check_one_value(ctx, kFAScale, "a_scale"));
+  const Shape a_zp = ctx.has_input(kFAZero) ? row_param_shape(ctx.input(kFAZero).shape()) : Shape{};
+  const Shape b_zp = ctx.has_input(kFBZero) ? ctx.input(kFBZero).shape() : Shape{};
+  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> a32, subtract_zero_point(ctx, a, kFAZero, a_zp, "a_zero_point"));
+  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> b32, subtract_zero_point(ctx, b, kFBZero, b_zp, "b_zero_point"));
+  std::vector<int32_t> acc;
+  KILN_RETURN_IF_ERROR(matmul_int32(ctx, a32, a.shape(), b32, b.shape(), acc));
+  return store_scaled(ctx, acc, static_cast<float>(ctx.input(kFAScale).get_f64(0)), kFBScale, kFBias);
+}
+
+enum DynamicMatMulInput : size_t { kDA = 0, kDB, kDBScale, kDBZero, kDBias };
+
+Status dynamic_quantize_matmul_infer(InferContext& ctx) {
+  if (ctx.input_dtype(kDA) != DType::kFloat32)
+    return ctx.error("A has dtype " + dt_name(ctx.input_dtype(kDA)) + "; expected float32");
+  KILN_RETURN_IF_ERROR(check_quant_input(ctx, kDB, "B"));
+  KILN_RETURN_IF_ERROR(check_zero_point(ctx, kDBZero, kDB, "b_zero_point"));
+  KILN_RETURN_IF_ERROR(check_float_scales(ctx, {kDBScale}));
+  KILN_RETURN_IF_ERROR(check_bias(ctx, kDBias));
+  KILN_ASSIGN_OR_RETURN(ir::SymShape out, shape_as_float_op(ctx, {kDA, kDB}, infer_matmul));
+  KILN_RETURN_IF_ERROR(check_column_param(ctx, kDBScale, out, "b_scale"));
+  KILN_RETURN_IF_ERROR(check_column_param(ctx, kDBZero, out, "b_zero_point"));
+  KILN_RETURN_IF_ERROR(check_column_param(ctx, kDBias, out, "bias", true));
+  ctx.set_output(0, DType::kFloat32, std::move(out));
+  return ok_status();
+}
+
+Status dynamic_quantize_matmul_kernel(KernelContext& ctx) {
+  const Tensor& a = ctx.input(kDA);
+  const Tensor& b = ctx.input(kDB);
+  const DynamicQuant q = dynamic_quant_params(a.data<float>(), a.numel());
+  std::vector<int32_t> a32(static_cast<size_t>(a.numel()));
+  for (size_t i = 0; i < a32.size(); ++i)
+    a32[i] = static_cast<int32_t>(q.quantize(a.data<float>()[i])) - static_cast<int32_t>(q.zero_point);
+  const Shape b_zp = ctx.has_input(kDBZero) ? ctx.input(kDBZero).shape() : Shape{};
+  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> b32, subtract_zero_point(ctx, b, kDBZero, b_zp, "b_zero_point"));
+  std::vector<int32_t> acc;
+  KILN_RETURN_IF_ERROR(matmul_int32(ctx, a32, a.shape(), b32, b.shape(), acc));
+  return store_scaled(ctx, acc, q.scale, kDBScale, kDBias);
+}
+
 }  // namespace
 
 void register_integer_linalg_ops(OpRegistry& r) {
@@ -374,6 +617,11 @@ void register_integer_linalg_ops(OpRegistry& r) {
   add({"QLinearMatMul", "", 8, 8, 1, 1, qlinear_matmul_infer, qlinear_matmul_kernel});
   add({"ConvInteger", "", 2, 4, 1, 1, conv_integer_infer, conv_integer_kernel});
   add({"QLinearConv", "", 8, 9, 1, 1, qlinear_conv_infer, qlinear_conv_kernel});
+  add({"QGemm", kMicrosoftDomain, 2, 9, 1, 1, qgemm_infer, qgemm_kernel});
+  add({"MatMulIntegerToFloat", kMicrosoftDomain, 4, 7, 1, 1, matmul_integer_to_float_infer,
+       matmul_integer_to_float_kernel});
+  add({"DynamicQuantizeMatMul", kMicrosoftDomain, 3, 5, 1, 1, dynamic_quantize_matmul_infer,
+       dynamic_quantize_matmul_kernel});
 }
 
 }  // namespace kiln::ops

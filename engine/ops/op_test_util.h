@@ -19,10 +19,10 @@ namespace kiln::ops::testing {
 // Builds a one-node graph whose inputs are graph inputs (or constants when
 // `const_inputs[i]` is true: ops that read shape values need that for static
 // inference) and runs it. An undefined Tensor in `inputs` is an omitted
-// optional input.
+// optional input. `domain` is the op's ("" = ONNX).
 inline StatusOr<std::vector<Tensor>> run_op(const std::string& op, const std::vector<Tensor>& inputs,
                                             std::map<std::string, ir::Attribute> attrs = {}, size_t num_outputs = 1,
-                                            std::vector<bool> const_inputs = {}) {
+                                            std::vector<bool> const_inputs = {}, const std::string& domain = "") {
   ir::Graph g;
   std::vector<ir::ValueId> in_ids;
   std::vector<Tensor> feeds;
@@ -44,7 +44,8 @@ inline StatusOr<std::vector<Tensor>> run_op(const std::string& op, const std::ve
     out_ids.push_back(g.add_value("out" + std::to_string(i), DType::kUndefined, ir::SymShape()));
     g.add_output(out_ids.back());
   }
-  g.add_node(op, in_ids, out_ids, std::move(attrs), "test_" + op);
+  const ir::NodeId n = g.add_node(op, in_ids, out_ids, std::move(attrs), "test_" + op);
+  g.node(n).domain = domain;
   runtime::ReferenceExecutor exec(g);
   return exec.run(feeds);
 }

@@ -1,7 +1,9 @@
 // Op family 'quantization': QuantizeLinear, DequantizeLinear,
 // DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul and
 // QLinearConv — schemas, shape inference and reference kernels bit-exact
-// with the ONNX definitions (quantize_linear.cc, integer_linalg.cc).
+// with the ONNX definitions (quantize_linear.cc, integer_linalg.cc) — and
+// ONNX Runtime's com.microsoft quantized ops (qlinear_contrib.cc; QGemm,
+// MatMulIntegerToFloat and DynamicQuantizeMatMul in integer_linalg.cc).
 //
 // The rules every quantized op shares live here so that the reference
 // kernels and the device lowerings (planner/lower_quantize.cc,
@@ -30,6 +32,20 @@
 namespace kiln::ops {
 
 void register_quantization_ops(OpRegistry& r);
+
+// The domain of ONNX Runtime's contrib ops (QLinearAdd, QGemm, ...; see
+// qlinear_contrib.cc and integer_linalg.cc).
+inline constexpr const char* kMicrosoftDomain = "com.microsoft";
+
+// DynamicQuantizeLinear's uint8 parameters of `n` float32 values (the
+// formulas in quantize_linear.cc), shared with DynamicQuantizeMatMul.
+struct DynamicQuant {
+  float scale = 1.0f;
+  int64_t zero_point = 0;
+  // saturate(rint(x / scale) + zero_point) in uint8.
+  uint8_t quantize(float x) const;
+};
+DynamicQuant dynamic_quant_params(const float* x, int64_t n);
 
 // Whether `t` is a type the quantized ops store values in; `wide` admits
 // int16/uint16 (QuantizeLinear/DequantizeLinear only).

@@ -322,35 +322,45 @@ Status dynamic_quantize_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   KILN_ASSIGN_OR_RETURN(Tensor * y, ctx.allocate_output(0));
   const float* xd = x.data<float>();
-  // numpy's min/max propagate NaN; so does this fold.
-  float lo = 0.0f, hi = 0.0f;
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const float v = xd[i];
-    if (std::isnan(v) || std::isnan(lo)) lo = std::numeric_limits<float>::quiet_NaN();
-    else lo = std::min(lo, v);
-    if (std::isnan(v) || std::isnan(hi)) hi = std::numeric_limits<float>::quiet_NaN();
-    else hi = std::max(hi, v);
-  }
-  const float range = hi == lo ? 1.0f : hi - lo;
-  const float scale = range / 255.0f;
-  const float zp_f = 0.0f - lo / scale;
-  const int64_t zp = round_saturate(static_cast<double>(zp_f), 0, 0, 255);
-  for (int64_t i = 0; i < x.numel(); ++i)
-    y->data<uint8_t>()[i] = static_cast<uint8_t>(round_saturate(static_cast<double>(xd[i] / scale), zp, 0, 255));
+  const DynamicQuant q = dynamic_quant_params(xd, x.numel());
+  for (int64_t i = 0; i < x.numel(); ++i) y->data<uint8_t>()[i] = q.quantize(xd[i]);
   if (ctx.num_outputs() > 1) {
     KILN_ASSIGN_OR_RETURN(Tensor * s, ctx.allocate_output(1));
-    s->data<float>()[0] = scale;
+    s->data<float>()[0] = q.scale;
   }
   if (ctx.num_outputs() > 2) {
     KILN_ASSIGN_OR_RETURN(Tensor * z, ctx.allocate_output(2));
-    z->data<uint8_t>()[0] = static_cast<uint8_t>(zp);
+    z->data<uint8_t>()[0] = static_cast<uint8_t>(q.zero_point);
   }
   return ok_status();
 }
 
 }  // namespace
 
-void register_integer_linalg_ops(OpRegistry& r);  // integer_linalg.cc
+uint8_t DynamicQuant::quantize(float x) const {
+  return static_cast<uint8_t>(round_saturate(static_cast<double>(x / scale), zero_point, 0, 255));
+}
+
+DynamicQuant dynamic_quant_params(const float* x, int64_t n) {
+  // numpy's min/max propagate NaN; so does this fold.
+  float lo = 0.0f, hi = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    if (std::isnan(v) || std::isnan(lo)) lo = std::numeric_limits<float>::quiet_NaN();
+    else lo = std::min(lo, v);
+    if (std::isnan(v) || std::isnan(hi)) hi = std::numeric_limits<float>::quiet_NaN();
+    else hi = std::max(hi, v);
+  }
+  const float range = hi == lo ? 1.0f : hi - lo;
+  DynamicQuant q;
+  q.scale = range / 255.0f;
+  const float zp_f = 0.0f - lo / q.scale;
+  q.zero_point = round_saturate(static_cast<double>(zp_f), 0, 0, 255);
+  return q;
+}
+
+void register_integer_linalg_ops(OpRegistry& r);        // integer_linalg.cc
+void register_contrib_quantization_ops(OpRegistry& r);  // qlinear_contrib.cc
 
 void register_quantization_ops(OpRegistry& r) {
   auto add = [&](OpSchema s, MappingType m) {
@@ -364,7 +374,11 @@ void register_quantization_ops(OpRegistry& r) {
   // The scale depends on every element of x.
   add({"DynamicQuantizeLinear", "", 1, 1, 1, 3, dynamic_quantize_infer, dynamic_quantize_kernel},
       MappingType::kManyToMany);
+  // ONNX Runtime's com.microsoft forms: the ONNX semantics (opset 13).
+  add({"QuantizeLinear", kMicrosoftDomain, 2, 3, 1, 1, quantize_infer, quantize_kernel}, MappingType::kOneToOne);
+  add({"DequantizeLinear", kMicrosoftDomain, 2, 3, 1, 1, dequantize_infer, dequantize_kernel}, MappingType::kOneToOne);
   register_integer_linalg_ops(r);
+  register_contrib_quantization_ops(r);
 }
 
 }  // namespace kiln::ops

@@ -35,6 +35,13 @@ std::vector<OpClass> build() {
   // are scalars) or their float op's shape.
   add(DynClass::kISDOS, {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MatMulInteger", "ConvInteger",
                          "QLinearMatMul", "QLinearConv"});
+  // ONNX Runtime's com.microsoft quantized ops, likewise.
+  add(DynClass::kISDOS,
+      {"com.microsoft::QuantizeLinear", "com.microsoft::DequantizeLinear", "com.microsoft::QLinearAdd",
+       "com.microsoft::QLinearMul", "com.microsoft::QLinearSigmoid", "com.microsoft::QLinearLeakyRelu",
+       "com.microsoft::QLinearSoftmax", "com.microsoft::QLinearAveragePool", "com.microsoft::QLinearGlobalAveragePool",
+       "com.microsoft::QLinearConcat", "com.microsoft::QGemm", "com.microsoft::MatMulIntegerToFloat",
+       "com.microsoft::DynamicQuantizeMatMul"});
   add(DynClass::kISVDOS, {"Reshape", "Expand", "Squeeze", "Unsqueeze", "Tile", "OneHot", "TopK", "Split"}, {1});
   add(DynClass::kISVDOS, {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
                           "ReduceLogSumExp", "ReduceSumSquare"},

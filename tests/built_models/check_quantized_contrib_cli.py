@@ -1,0 +1,74 @@
+#!/usr/bin/python3
+"""Runs ONNX Runtime-style quantized convnets through `kiln run` (the default pass pipeline).
+
+For the QOperator (com.microsoft QLinear* ops) and QDQ (com.microsoft
+QuantizeLinear/DequantizeLinear) forms of one network that
+generate_quantized_contrib.py writes into NODE_DIR, runs `kiln run` on
+BACKEND (reference or vulkan) and requires the outputs to equal the
+expected ones bit for bit (power-of-two scales make them exact), and on
+Vulkan no host fallback. kiln_onnx_node_test runs the same cases without the
+pass pipeline; this checks that the passes keep the com.microsoft ops intact.
+Usage: check_quantized_contrib_cli.py KILN BACKEND WORKDIR NODE_DIR   (exit 77: no Vulkan device)
+"""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+CASES = ("quant_ort_qoperator_convnet", "quant_ort_qdq_convnet")
+
+
+def run_case(kiln, backend, work, case_dir):
+    name = os.path.basename(case_dir)
+    path = os.path.join(case_dir, "model.onnx")
+    model = onnx.load(path)
+    data = os.path.join(case_dir, "test_data_set_0")
+    x_file = os.path.join(work, f"{name}_x.npy")
+    np.save(x_file, numpy_helper.to_array(onnx.load_tensor(os.path.join(data, "input_0.pb"))))
+    cmd = [kiln, "run", path, "--backend", backend, "--input", f"{model.graph.input[0].name}={x_file}"]
+    outs = [o.name for o in model.graph.output]
+    for o in outs:
+        cmd += ["--output", f"{o}={os.path.join(work, f'{name}_{o}.npy')}"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    log = p.stdout + p.stderr
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}):\n{log}")
+    if backend == "vulkan":
+        fallbacks = re.search(r"(\d+) host fallbacks", log)
+        if not fallbacks or int(fallbacks.group(1)) != 0:
+            raise AssertionError(f"{name}: expected no host fallback on Vulkan:\n{log}")
+    for k, o in enumerate(outs):
+        want = numpy_helper.to_array(onnx.load_tensor(os.path.join(data, f"output_{k}.pb")))
+        got = np.load(os.path.join(work, f"{name}_{o}.npy"))
+        if got.dtype != want.dtype or not np.array_equal(got, want):
+            bad = int(np.count_nonzero(got != want)) if got.shape == want.shape else got.size
+            raise AssertionError(f"{name} [{backend}]: output {o}: {bad} of {want.size} values differ from ORT's "
+                                 f"semantics")
+    print(f"{name} [{backend}]: {len(outs)} outputs exact")
+
+
+def main():
+    if len(sys.argv) != 5 or sys.argv[2] not in ("reference", "vulkan"):
+        print(__doc__)
+        return 2
+    kiln, backend, work, node_dir = sys.argv[1:5]
+    os.makedirs(work, exist_ok=True)
+    if backend == "vulkan":  # the convention of tools/kiln/check_lib.sh's have_vulkan
+        info = subprocess.run([kiln, "info"], capture_output=True, text=True).stdout
+        if not re.search(r"^device 0", info, re.M):
+            if os.environ.get("KILN_REQUIRE_VULKAN", "0") != "0" or os.environ.get("CI") == "true":
+                print("FAIL no Vulkan device, and KILN_REQUIRE_VULKAN=1 or CI=true require one")
+                return 1
+            print("note: no Vulkan device; skipped")
+            return 77
+    for case in CASES:
+        run_case(kiln, backend, work, os.path.join(node_dir, case))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
