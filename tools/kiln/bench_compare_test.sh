@@ -39,7 +39,7 @@ fast=(--iters 3 --warmup 1 --shape x=2x3)
 check "bench A" 0 "" -- "$kiln" bench "$m1" "$m2" --backend reference "${fast[@]}" --json "$tmp/a.json"
 if have_vulkan "$kiln"; then
   check "bench B (vulkan)" 0 "" -- "$kiln" bench "$m1" "$m2" --backend vulkan "${fast[@]}" --json "$tmp/b.json"
-  blabel="fp32 buffer"
+  blabel="fp32 auto"  # the default storage
 else
   check "bench B (reference)" 0 "" -- "$kiln" bench "$m1" "$m2" --backend reference "${fast[@]}" --json "$tmp/b.json"
   blabel="b.json"
