@@ -7,10 +7,12 @@
 namespace kiln::tmmodel {
 namespace {
 
-Profile profile_with_groups_in_flight(double groups_of_64) {
+// Warps of 32; `warps` of them in flight for every group size.
+Profile profile_with_warps_in_flight(double warps) {
   Profile p;
   p.beta_image = p.beta_buffer = {10, 5, 5, 2, 2, 1, 1, 1, 1};
-  p.groups_in_flight = {{64, groups_of_64}};  // other sizes: the same invocations in flight
+  p.warp_width = 32;
+  p.warps_in_flight = {{64, warps}};
   return p;
 }
 
@@ -21,10 +23,10 @@ TEST(TmmodelGemm, TileShapes) {
 }
 
 TEST(TmmodelGemm, AWideDeviceKeepsSmallGemmsInOneWaveOfSmallTiles) {
-  // 1000 groups of 64 in flight: every tile of a 128 x 128 GEMM runs in one
+  // 2000 warps in flight: every tile of a 128 x 128 GEMM runs in one
   // wave, so the least work per invocation wins: one row of four outputs
   // (BM = 16), with the staging spread over the most invocations (BN = 64).
-  const Profile p = profile_with_groups_in_flight(1000);
+  const Profile p = profile_with_warps_in_flight(2000);
   GemmChoice c = choose_gemm_tile(p, {1, 128, 128, 256}, 1024, 49152);
   ASSERT_TRUE(c.ok);
   EXPECT_EQ(c.tile.bm, 16);
@@ -32,9 +34,9 @@ TEST(TmmodelGemm, AWideDeviceKeepsSmallGemmsInOneWaveOfSmallTiles) {
 }
 
 TEST(TmmodelGemm, ANarrowDeviceTakesTheLargestTiles) {
-  // One group of 64 at a time: waves dominate, and 128 x 64 needs the fewest
+  // Two warps at a time: waves dominate, and 128 x 64 needs the fewest
   // invocation-steps per output.
-  const Profile p = profile_with_groups_in_flight(1);
+  const Profile p = profile_with_warps_in_flight(2);
   GemmChoice c = choose_gemm_tile(p, {1, 1024, 1024, 256}, 1024, 49152);
   ASSERT_TRUE(c.ok);
   EXPECT_EQ(c.tile.bm, 128);
@@ -44,7 +46,7 @@ TEST(TmmodelGemm, ANarrowDeviceTakesTheLargestTiles) {
 }
 
 TEST(TmmodelGemm, DeviceLimitsNarrowTheMenu) {
-  const Profile p = profile_with_groups_in_flight(1);
+  const Profile p = profile_with_warps_in_flight(2);
   GemmChoice c = choose_gemm_tile(p, {1, 1024, 1024, 256}, 64, 0);  // 64 invocations: BN = 16 only
   ASSERT_TRUE(c.ok);
   EXPECT_EQ(c.tile.bn, 16);

@@ -82,16 +82,17 @@ double warp_factor(const Profile& p, int threads, int reuse) {
   return std::pow(p.thrash_d, static_cast<double>((over + c - 1) / c));
 }
 
-double groups_in_flight(const Profile& p, int group_size) {
-  if (p.groups_in_flight.empty()) return 1.0;
-  auto it = p.groups_in_flight.lower_bound(group_size);
-  if (it == p.groups_in_flight.end()) --it;
-  return std::max(1.0, it->second * static_cast<double>(it->first) / static_cast<double>(group_size));
+double warps_in_flight(const Profile& p, int group_size) {
+  if (p.warps_in_flight.empty()) return 1.0;
+  auto it = p.warps_in_flight.lower_bound(group_size);
+  if (it == p.warps_in_flight.end()) --it;
+  return std::max(1.0, it->second);
 }
 
 int64_t waves(const Profile& p, int64_t work_groups, int group_size) {
-  const double k = groups_in_flight(p, group_size);
-  return static_cast<int64_t>(std::ceil(static_cast<double>(std::max<int64_t>(work_groups, 1)) / k - 1e-9));
+  const int64_t w = std::max(p.warp_width, 1);
+  const double warps = static_cast<double>(std::max<int64_t>(work_groups, 1) * ((std::max(group_size, 1) + w - 1) / w));
+  return static_cast<int64_t>(std::ceil(warps / warps_in_flight(p, group_size) - 1e-9));
 }
 
 double predict_stream_ns(const Profile& p, const StreamConfig& c) {

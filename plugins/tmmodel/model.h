@@ -8,9 +8,12 @@
 // Warp level (Eq. 2): |W| threads each keeping s lines live thrash a cache
 // of C lines once |W| s > C, multiplying the latency by D per further C.
 // Work-group level (Eq. 4-6): WGs = prod ceil(O_j / (T_j G_j)) work groups
-// run in ceil(WGs / K_G) serial waves, K_G = SPs x occupancy the work groups
-// of G invocations the device keeps in flight (measured per G, since Vulkan
-// reports neither the shader cores of every driver nor register footprints).
+// of ceil(G / w) warps each (w the subgroup width) run in
+// ceil(WGs ceil(G / w) / K_G) serial waves, K_G = SPs x occupancy the warps
+// the device keeps in flight with groups of G (§3.2.2: warps beyond the
+// occupancy run serially, also within a work group). K_G is measured per G,
+// since Vulkan reports neither the shader cores of every driver nor
+// register footprints.
 // Integrated (Eq. 7): the product, times the thread's number of accesses
 // (the paper's implementations of one kernel do equal work per thread; the
 // tile choice here does not, so the count is explicit).
@@ -78,8 +81,10 @@ struct Profile {
   double thrash_d = 1.0;
   int cache_lines = 1 << 20;
   double stream_scale_image = 1.0, stream_scale_buffer = 1.0;
-  // Eq. 6: work groups in flight (SPs x occupancy) by work-group size G.
-  std::map<int, double> groups_in_flight;
+  // Eq. 6: warps in flight (SPs x occupancy) by work-group size G, warps
+  // of warp_width invocations (the subgroup size; 32 when unknown).
+  int warp_width = 32;
+  std::map<int, double> warps_in_flight;
   // How well the model ranked held-out measurements (Spearman), -2 = unset:
   // thread level per storage and both pooled, and integrated (Eq. 7).
   double spearman_image = -2, spearman_buffer = -2, spearman_thread = -2, spearman_integrated = -2;
@@ -93,11 +98,11 @@ double thread_latency(const std::vector<double>& beta, const std::vector<double>
 // Eq. 2's factor D^ceil((|W| s - C) / C) (1 without thrashing), |W| =
 // min(threads, 64).
 double warp_factor(const Profile& p, int threads, int reuse);
-// Eq. 6's K_G for `group_size` invocations: the measured value of the
-// nearest measured size at or above it, scaled by the ratio of sizes
-// (invocations in flight stay about constant); 1 without measurements.
-double groups_in_flight(const Profile& p, int group_size);
-// Eq. 6: ceil(WGs / K_G).
+// Eq. 6's K_G for groups of `group_size` invocations: the value measured
+// for the nearest size at or above it (else the largest); 1 without
+// measurements.
+double warps_in_flight(const Profile& p, int group_size);
+// Eq. 6: ceil(WGs ceil(G / w) / K_G).
 int64_t waves(const Profile& p, int64_t work_groups, int group_size);
 
 // One stream configuration of the integrated benchmark (and of the model):

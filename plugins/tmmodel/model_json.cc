@@ -172,9 +172,10 @@ std::string profile_model_json(const Profile& p, int indent) {
   o << in << "\"cache_lines\": " << p.cache_lines << ",\n";
   o << in << "\"stream_scale_image\": " << number(p.stream_scale_image) << ",\n";
   o << in << "\"stream_scale_buffer\": " << number(p.stream_scale_buffer) << ",\n";
-  o << in << "\"groups_in_flight\": {";
+  o << in << "\"warp_width\": " << p.warp_width << ",\n";
+  o << in << "\"warps_in_flight\": {";
   bool first = true;
-  for (const auto& [g, k] : p.groups_in_flight) {
+  for (const auto& [g, k] : p.warps_in_flight) {
     o << (first ? "" : ", ") << "\"" << g << "\": " << number(k);
     first = false;
   }
@@ -230,12 +231,16 @@ std::optional<Profile> parse_profile(const std::string& text, std::string* error
   p.cache_lines = static_cast<int>(std::min(lines, 1e9));
   if (!num("stream_scale_image", &p.stream_scale_image) || !num("stream_scale_buffer", &p.stream_scale_buffer))
     return failed("\"stream_scale_image\" / \"stream_scale_buffer\" missing");
-  const Json* g = m->get("groups_in_flight");
-  if (!g || g->kind != Json::kObject || g->members.empty()) return failed("\"groups_in_flight\" is not a non-empty object");
+  double width = 0;
+  if (!num("warp_width", &width) || width < 1 || width > 1024) return failed("\"warp_width\" is not a number in 1..1024");
+  p.warp_width = static_cast<int>(width);
+  const Json* g = m->get("warps_in_flight");
+  if (!g || g->kind != Json::kObject || g->members.empty()) return failed("\"warps_in_flight\" is not a non-empty object");
   for (const auto& [key, v] : g->members) {
     const int size = std::atoi(key.c_str());
-    if (size <= 0 || v.kind != Json::kNumber || !(v.num > 0)) return failed("\"groups_in_flight\" entry '" + key + "' is not size: count");
-    p.groups_in_flight[size] = v.num;
+    if (size <= 0 || v.kind != Json::kNumber || !(v.num > 0))
+      return failed("\"warps_in_flight\" entry '" + key + "' is not group size: warps");
+    p.warps_in_flight[size] = v.num;
   }
   num("spearman_image", &p.spearman_image);
   num("spearman_buffer", &p.spearman_buffer);

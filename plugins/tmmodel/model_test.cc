@@ -54,12 +54,15 @@ TEST(TmmodelModel, WarpAndGroupLevels) {
   EXPECT_EQ(warp_factor(p, 32, 2), 1.0);   // 64 lines: fits
   EXPECT_EQ(warp_factor(p, 64, 2), 2.0);   // 128: one cache over
   EXPECT_EQ(warp_factor(p, 256, 4), 8.0);  // |W| = 64: 256 lines, 3 over
-  EXPECT_EQ(waves(p, 10, 64), 10);         // no measurements: one group at a time
-  p.groups_in_flight = {{64, 4.0}, {256, 2.0}};
-  EXPECT_EQ(waves(p, 10, 64), 3);
+  p.warp_width = 32;
+  EXPECT_EQ(waves(p, 10, 64), 20);  // no measurements: one warp at a time
+  p.warps_in_flight = {{64, 8.0}, {256, 4.0}};
+  EXPECT_EQ(waves(p, 10, 64), 3);   // 20 warps, 8 at a time
   EXPECT_EQ(waves(p, 8, 64), 2);
-  EXPECT_DOUBLE_EQ(groups_in_flight(p, 128), 4.0);  // from G=256: 512 invocations
-  EXPECT_DOUBLE_EQ(groups_in_flight(p, 512), 1.0);  // above every measurement, at least 1
+  EXPECT_EQ(waves(p, 1, 256), 2);   // one group's 8 warps, 4 at a time: serial within the group
+  EXPECT_EQ(waves(p, 1, 16), 1);    // a partial warp is one warp
+  EXPECT_DOUBLE_EQ(warps_in_flight(p, 128), 4.0);  // the next measured size up
+  EXPECT_DOUBLE_EQ(warps_in_flight(p, 512), 4.0);  // above every measurement: the largest
 }
 
 TEST(TmmodelModel, Spearman) {
@@ -80,7 +83,8 @@ Profile sample_profile() {
   p.beta_buffer = {1, 2, 2, 1, 1, 0.5, 0.5, 0.2, 0.2};
   p.thrash_d = 1.5;
   p.cache_lines = 128;
-  p.groups_in_flight = {{64, 8}, {256, 2}};
+  p.warp_width = 16;
+  p.warps_in_flight = {{64, 8}, {256, 2}};
   p.spearman_image = 0.8;
   return p;
 }
@@ -93,7 +97,8 @@ TEST(TmmodelModel, ProfileJsonRoundTrip) {
   EXPECT_EQ(back->device_name, p.device_name);
   EXPECT_EQ(back->beta_buffer, p.beta_buffer);
   EXPECT_EQ(back->cache_lines, 128);
-  EXPECT_EQ(back->groups_in_flight, p.groups_in_flight);
+  EXPECT_EQ(back->warps_in_flight, p.warps_in_flight);
+  EXPECT_EQ(back->warp_width, 16);
   EXPECT_DOUBLE_EQ(back->spearman_image, 0.8);
   StreamConfig c{Storage::kImage, AccessPattern::kBlock4, 256, 5, 128};
   EXPECT_DOUBLE_EQ(predict_stream_ns(*back, c), predict_stream_ns(p, c));

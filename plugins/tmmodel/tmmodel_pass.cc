@@ -10,6 +10,10 @@
 // device (model.h: profile_directory). Without one the pass changes nothing
 // and says so (statistic profile-missing, and a log line).
 //
+// $KILN_TMMODEL_TILE=BMxBN (one of the menu) puts that tile on every GEMM
+// instead, profile or not: the exhaustive baseline (exhaustive.py) times
+// each tile this way.
+//
 // Left alone: nodes that already carry a kiln.kernel annotation (a user's
 // or another pass's choice), GEMVs (M <= 4: no tiles), depthwise Convs (a
 // map kernel), and every GEMM on a device where the planner may use
@@ -77,10 +81,11 @@ class TmmodelPass : public kiln::plugin::Pass {
  public:
   void run(GraphView& g, Rewriter& rw) override {
     const std::optional<kiln_target_info_t> target = g.target_info();
-    const LoadedProfile loaded = load(target, rw);
+    const std::optional<tm::GemmTile> forced = forced_tile();
+    const LoadedProfile loaded = forced ? LoadedProfile{tm::Profile{}, "KILN_TMMODEL_TILE"} : load(target, rw);
     if (!loaded.profile) return;
     const tm::Profile& profile = *loaded.profile;
-    if (target && profile.device_name != target->device_name) {
+    if (!forced && target && profile.device_name != target->device_name) {
       rw.log(KILN_LOG_WARNING, "tmmodel: the profile " + loaded.path + " is for '" + profile.device_name +
                                    "', not this device ('" + target->device_name + "'); using it as given");
     }
@@ -101,7 +106,14 @@ class TmmodelPass : public kiln::plugin::Pass {
         rw.add_statistic("skipped-coopmat-device", 1);
         continue;
       }
-      const tm::GemmChoice choice = tm::choose_gemm_tile(profile, *shape, max_invocations, shared);
+      tm::GemmChoice choice;
+      if (forced) {
+        const bool fits = (max_invocations == 0 || uint32_t(tm::tile_invocations(*forced)) <= max_invocations) &&
+                          (shared == 0 || uint64_t(tm::tile_shared_bytes(*forced)) <= shared);
+        choice = {*forced, 0, fits};
+      } else {
+        choice = tm::choose_gemm_tile(profile, *shape, max_invocations, shared);
+      }
       if (!choice.ok) continue;
       rw.annotate_node(n, KILN_ANNOTATION_KERNEL,
                        "tile=" + std::to_string(choice.tile.bm) + "x" + std::to_string(choice.tile.bn));
@@ -112,6 +124,18 @@ class TmmodelPass : public kiln::plugin::Pass {
   }
 
  private:
+  // $KILN_TMMODEL_TILE; an entry outside the menu is an error naming it.
+  static std::optional<tm::GemmTile> forced_tile() {
+    const char* env = std::getenv("KILN_TMMODEL_TILE");
+    if (env == nullptr || *env == '\0') return std::nullopt;
+    for (tm::GemmTile t : tm::kGemmTiles)
+      if (std::to_string(t.bm) + "x" + std::to_string(t.bn) == env) return t;
+    std::string menu;
+    for (tm::GemmTile t : tm::kGemmTiles) menu += (menu.empty() ? "" : ", ") + std::to_string(t.bm) + "x" + std::to_string(t.bn);
+    throw kiln::plugin::Error("tmmodel: KILN_TMMODEL_TILE='" + std::string(env) + "' is not a tile of the menu (" + menu + ")",
+                              KILN_PLUGIN_INVALID_ARGUMENT);
+  }
+
   LoadedProfile load(const std::optional<kiln_target_info_t>& target, Rewriter& rw) {
     LoadedProfile out;
     const char* env = std::getenv("KILN_TMMODEL_PROFILE");

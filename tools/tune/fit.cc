@@ -154,19 +154,21 @@ StatusOr<Fit> fit_profile(const std::vector<ChaseRun>& chase, const std::vector<
     }
   }
 
-  // Work-group level (Eq. 6): per G, the K_G whose waves best explain the
-  // training runs (least squares on log time, the levels below fixed).
+  // Work-group level (Eq. 6): per G, the K_G (warps in flight) whose waves
+  // best explain the training runs (least squares on log time, the levels
+  // below fixed).
   std::map<int, std::vector<size_t>> by_group;
-  int64_t most = 1;
+  int64_t most = 1;  // warps of the largest run
+  const int64_t w = std::max(p.warp_width, 1);
   for (size_t i = 0; i < stream.size(); ++i) {
     if (!held_out(i)) by_group[stream[i].config.group_size].push_back(i);
-    most = std::max(most, stream[i].config.work_groups);
+    most = std::max(most, stream[i].config.work_groups * ((stream[i].config.group_size + w - 1) / w));
   }
   for (const auto& [g, runs] : by_group) {
     double best = INFINITY;
     int64_t best_k = 1;
     for (int64_t k = 1; k <= 2 * most; ++k) {
-      p.groups_in_flight[g] = static_cast<double>(k);
+      p.warps_in_flight[g] = static_cast<double>(k);
       double sse = 0;
       for (size_t i : runs) {
         const double e = std::log(stream[i].ns) - std::log(tmmodel::predict_stream_ns(p, stream[i].config));
@@ -174,7 +176,7 @@ StatusOr<Fit> fit_profile(const std::vector<ChaseRun>& chase, const std::vector<
       }
       if (sse < best - 1e-9) best = sse, best_k = k;  // ties keep the fewer
     }
-    p.groups_in_flight[g] = static_cast<double>(best_k);
+    p.warps_in_flight[g] = static_cast<double>(best_k);
   }
 
   std::vector<double> pred, meas;

@@ -41,7 +41,7 @@ struct StreamRun {
 struct MicrobenchOptions {
   int image_size = 2048;  // the chased image is image_size^2 texels (a power of two)
   int chase_steps = 16384;
-  int chase_runs = 64;   // per storage
+  int chase_runs = 96;   // per storage
   int stream_steps = 128;
   std::vector<int> group_sizes = {16, 64, 256};
   std::vector<int64_t> work_groups = {1, 2, 3, 4, 6, 8, 12, 16};

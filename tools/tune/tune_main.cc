@@ -129,6 +129,7 @@ int run(const Args& args) {
   identity.kiln_version = std::to_string(KILN_VERSION_MAJOR) + "." + std::to_string(KILN_VERSION_MINOR) + "." +
                           std::to_string(KILN_VERSION_PATCH);
   identity.subgroup_size = caps.subgroup_size;
+  identity.warp_width = caps.subgroup_size > 0 ? static_cast<int>(caps.subgroup_size) : 32;
   auto fit = tune::fit_profile(*chase, *stream, identity);
   if (!fit.ok()) return fail(fit.status());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -166,8 +167,8 @@ int run(const Args& args) {
   print_beta("buffer", p.beta_buffer);
   std::printf("thrash D %.3g over C = %d lines; stream scale image %.3g buffer %.3g\n", p.thrash_d, p.cache_lines,
               p.stream_scale_image, p.stream_scale_buffer);
-  std::printf("work groups in flight:");
-  for (const auto& [g, k] : p.groups_in_flight) std::printf(" G=%d:%g", g, k);
+  std::printf("warps of %d in flight:", p.warp_width);
+  for (const auto& [g, k] : p.warps_in_flight) std::printf(" G=%d:%g", g, k);
   std::printf("\nheld-out Spearman: thread %.3f (image %.3f, buffer %.3f), integrated %.3f\n", p.spearman_thread,
               p.spearman_image, p.spearman_buffer, p.spearman_integrated);
   std::printf("tuning time %.2f s; profile:", seconds);
