@@ -82,6 +82,9 @@ usage:
       Characterizes the device for the tmmodel pass (plugins/tmmodel): TMModel's
       micro-benchmarks, the fitted latency model and held-out rank correlations;
       writes the profile to FILE and to the cache ($KILN_CACHE_DIR/tmmodel, ...).
+  kiln tune --exhaustive MODEL --profile FILE [--repeat N] [--json OUT]
+      Times every GEMM tile of the menu on each GEMM node of MODEL and compares
+      the tmmodel pass's pick (and the planner's) with the best (python3).
   kiln passes [--plugin FILE.so ...]
       Loaded plugins (in-tree, $KILN_PLUGIN_PATH, --plugin), their passes and
       the facts each requires and invalidates, and the default pipeline.
