@@ -104,7 +104,7 @@ int run(const Args& args) {
   if (!args.short_mode) {
     mo.image_size = 2048;
     mo.chase_steps = 32768;
-    mo.chase_runs = 64;
+    mo.chase_runs = 128;
     mo.stream_steps = 256;
     mo.repetitions = 5;
     mo.group_sizes.clear();
