@@ -196,7 +196,7 @@ class TmmodelPass : public kiln::plugin::Pass {
     auto a = extents(g, in[0]), b = extents(g, in[1]), y = extents(g, out[0]);
     if (!a || !b || !y) return std::nullopt;
     tm::GemmShape s;
-    if (info->op == "MatMul" && a->size() >= 2 && y->size() >= 2) {
+    if (info->op == "MatMul" && a->size() >= 2 && b->size() >= 2 && y->size() >= 2) {  // 1-D operands: GEMVs
       s.m = (*y)[y->size() - 2];
       s.n = y->back();
       s.k = a->back();
