@@ -17,6 +17,8 @@ int cmd_passes(const std::vector<std::string>& argv);
 int cmd_bench(const std::vector<std::string>& argv);
 // `kiln bench compare FILE.json...` (cmd_bench_compare.cc), reached through cmd_bench.
 int cmd_bench_compare(const std::vector<std::string>& argv);
+// `kiln tune ...`: runs the kiln-tune program (cmd_tune.cc, tools/tune).
+int cmd_tune(const std::vector<std::string>& argv);
 
 // Prints "kiln: <status>" to stderr; returns the process exit code (1).
 int fail(const Status& status);

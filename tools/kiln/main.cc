@@ -79,6 +79,13 @@ usage:
       Compares kiln bench documents (and bench/'s kiln-bench-v1 peer files,
       e.g. PyTorch): a table of medians and ratios to the baseline series,
       and compare.md + compare.svg (bars per model, one colour per series).
+  kiln tune [--device SEL] [--short] [--out FILE] [--no-cache] [--validation] [--seed N]
+      Characterizes the device for the tmmodel pass (plugins/tmmodel): TMModel's
+      micro-benchmarks, the fitted latency model and held-out rank correlations;
+      writes the profile to FILE and to the cache ($KILN_CACHE_DIR/tmmodel, ...).
+  kiln tune --exhaustive MODEL --profile FILE [--repeat N] [--json OUT]
+      Times every GEMM tile of the menu on each GEMM node of MODEL and compares
+      the tmmodel pass's pick (and the planner's) with the best (python3).
   kiln passes [--plugin FILE.so ...]
       Loaded plugins (in-tree, $KILN_PLUGIN_PATH, --plugin), their passes and
       the facts each requires and invalidates, and the default pipeline.
@@ -99,6 +106,7 @@ int main(int argc, char** argv) {
   if (cmd == "graph") return kiln::cli::cmd_graph(rest);
   if (cmd == "passes") return kiln::cli::cmd_passes(rest);
   if (cmd == "bench") return kiln::cli::cmd_bench(rest);
+  if (cmd == "tune") return kiln::cli::cmd_tune(rest);
   if (cmd == "version" || cmd == "--version") {
     std::printf("kiln %s\n", kiln_version_string());
     return 0;
