@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/ir/text.h"
 #include "engine/ir/verifier.h"
 #include "engine/ops/op_registry.h"
 #include "engine/ops/shape_inference.h"
@@ -652,6 +653,13 @@ int32_t h_target_info(const kiln_graph_t* g, kiln_target_info_t* out) {
   return 1;
 }
 
+const char* h_graph_text(const kiln_graph_t* g, size_t* out_length) {
+  PassRun& run = run_of(g);
+  const char* text = run.keep(ir::print_graph(run.work));
+  if (out_length) *out_length = run.strings.back().size();
+  return text;
+}
+
 // Constants the pass's edits left without a use are released (their tensor
 // dropped), so folded-away weights do not linger in the graph. Constants
 // that were already unused before the pass are the model's business.
@@ -756,6 +764,7 @@ const kiln_host_api_t kHostApi = {
     h_rw_remove_node_annotation,
     h_rw_remove_value_annotation,
     h_target_info,
+    h_graph_text,
 };
 static_assert(static_cast<int>(ops::MappingType::kUnset) == KILN_MAPPING_UNKNOWN &&
                   static_cast<int>(ops::MappingType::kOneToOne) == KILN_MAPPING_ONE_TO_ONE &&

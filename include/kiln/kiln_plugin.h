@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define KILN_PLUGIN_ABI_MAJOR 1u
-#define KILN_PLUGIN_ABI_MINOR 3u
+#define KILN_PLUGIN_ABI_MINOR 4u
 #define KILN_PLUGIN_ABI_VERSION ((KILN_PLUGIN_ABI_MAJOR << 16) | KILN_PLUGIN_ABI_MINOR)
 #define KILN_PLUGIN_ABI_VERSION_MAJOR(v) ((uint32_t)(v) >> 16)
 #define KILN_PLUGIN_ABI_VERSION_MINOR(v) ((uint32_t)(v)&0xffffu)
@@ -399,6 +399,15 @@ typedef struct kiln_host_api_t {
    * compile) or out is NULL or its struct_size is too small to hold
    * struct_size itself. */
   int32_t (*target_info)(const kiln_graph_t* g, kiln_target_info_t* out);
+  /* \since 1.4, optional (check with KILN_PLUGIN_HAS_FIELD). The graph in
+   * Kiln's textual IR (engine/ir/text.h), every constant's elements printed
+   * exactly (floats to 9, doubles to 17 significant digits): a backend
+   * plugin built from Kiln's own sources (the OpenCL backend) rebuilds the
+   * graph with the IR's parser and plans it with Kiln's planner, through
+   * this one call rather than a walk of the whole view. Stores the length
+   * in *out_length when it is not NULL. Owned by the host and valid until
+   * the call (pass or compile) returns. */
+  const char* (*graph_text)(const kiln_graph_t* g, size_t* out_length);
 } kiln_host_api_t;
 
 /* ---- what a plugin provides --------------------------------------------- */

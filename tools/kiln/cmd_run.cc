@@ -57,6 +57,8 @@ void print_summary(const std::string& name, const api::Tensor& t) {
 std::string summary(const JsonValue& session) {
   const std::string* device = session.get_string("device");
   const JsonValue* compile = session.get("compile");
+  const std::string* backend = session.get_string("backend");
+  if (backend && *backend != "vulkan" && *backend != "reference") return *backend + " backend (plugin)";
   if (!device || !compile) return "reference executor (CPU)";
   auto num = [&](const char* key) {
     const double* v = compile->get_number(key);
@@ -142,7 +144,9 @@ int cmd_run(const std::vector<std::string>& argv) {
   auto described = parse_json(session_json);
   if (!described.ok()) return fail(described.status());
   const double* passes_ms = described->get_number("passes_ms");
-  const std::string backend = session.backend() == KILN_BACKEND_VULKAN ? "vulkan" : "reference";
+  const std::string backend = session.backend() == KILN_BACKEND_VULKAN   ? "vulkan"
+                              : session.backend() == KILN_BACKEND_PLUGIN ? flags.options().backend_plugin
+                                                                         : "reference";
   std::fprintf(stderr, "kiln: %s\n", summary(*described).c_str());
 
   JsonWriter stats;
