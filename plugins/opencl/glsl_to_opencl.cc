@@ -130,6 +130,10 @@ class Translator {
       params.push_back("local " + sh.decl);
       args.push_back(sh.name);
     }
+    for (const Shared& p : privates_) {
+      params.push_back(p.decl);
+      args.push_back(p.name);
+    }
     s << "#define KILN_PARAMS " << join(params) << "\n";
     s << "#define KILN_ARGS " << join(args) << "\n";
     s << aliases_.str() << "\n";
@@ -137,6 +141,7 @@ class Translator {
     s << "kernel __attribute__((reqd_work_group_size(" << out_.local_size[0] << ", " << out_.local_size[1] << ", "
       << out_.local_size[2] << "))) void kiln_kernel(" << join(kernel_params) << ") {\n";
     for (const Shared& sh : shared_) s << "  local " << sh.decl << ";\n";
+    for (const Shared& p : privates_) s << "  " << p.decl << ";\n";
     s << "  kg_main(KILN_ARGS);\n}\n";
     out_.source = s.str();
     out_.bindings = buffers_.size();
@@ -160,6 +165,7 @@ class Translator {
     static const std::regex buffer(
         R"(^layout\(std430, set = 0, binding = (\d+)\) ([a-z ]*)buffer \w+ \{ (\w+) (\w+)\[\]; \};)");
     static const std::regex shared(R"(^shared (\w+) ((\w+)(\[[^;]*\])+);)");
+    static const std::regex shared_scalar(R"(^shared (\w+) (\w+);)");
     std::istringstream in(glsl_);
     std::string line;
     bool saw_local_size = false;
@@ -196,6 +202,11 @@ class Translator {
         }
       } else if (std::regex_search(line, m, shared)) {
         shared_.push_back({m[1].str() + " " + m[2].str(), m[3].str()});
+      } else if (std::regex_search(line, m, shared_scalar)) {
+        // A one-element local array under another name; the macro makes
+        // the GLSL name its element.
+        shared_.push_back({m[1].str() + " " + m[2].str() + "_kiln_local[1]", m[2].str() + "_kiln_local"});
+        aliases_ << "#define " << m[2].str() << " (" << m[2].str() << "_kiln_local[0])\n";
       } else if (line.rfind("layout(", 0) == 0) {
         return unimplemented("the OpenCL backend runs buffer kernels only; the shader declares `" + line + "`");
       } else {
@@ -266,17 +277,28 @@ class Translator {
         // parameter list included): a macro, as C wants a constant
         // expression, placed before every function (KILN_PARAMS uses it).
         if (k.text == "const") {
-          if (const size_t end = scalar_constant_end(t, i); end != 0) {
-            const size_t type = next_solid(t, i + 1), name = next_solid(t, type + 1);
-            constants_ << "#define " << t[name].text << " ((" << t[type].text << ")(";
-            for (size_t j = next_solid(t, next_solid(t, name + 1) + 1); j < end; ++j)
-              if (t[j].kind != Token::kSpace || t[j].text == " ") constants_ << t[j].text;
-            constants_ << "))\n";
+          std::vector<std::pair<std::string, std::string>> constants;
+          if (const size_t end = scalar_constants(t, i, constants); end != 0) {
+            const std::string type = t[next_solid(t, i + 1)].text;
+            for (const auto& [name, expr] : constants)
+              constants_ << "#define " << name << " ((" << type << ")(" << expr << "))\n";
             i = end;
             continue;
           }
           s << "constant";
           statement_start = false;
+          continue;
+        }
+        // A per-invocation global (`int oc0;`): OpenCL C 1.2 has no
+        // program-scope private variables, so it is a one-element array of
+        // the kernel, passed down like the buffers, and a macro naming its
+        // element.
+        if (const size_t n = next_solid(t, i + 1), semi = next_solid(t, n + 1);
+            k.text != "const" && k.text != "struct" && semi < t.size() && t[n].kind == Token::kIdent &&
+            t[semi].text == ";") {
+          privates_.push_back({k.text + " " + t[n].text + "_kiln_private[1]", t[n].text + "_kiln_private"});
+          aliases_ << "#define " << t[n].text << " (" << t[n].text << "_kiln_private[0])\n";
+          i = semi;
           continue;
         }
         if (k.text == "struct") {
@@ -312,18 +334,32 @@ class Translator {
     return s.str();
   }
 
-  // For `const T NAME = EXPR;` with a scalar T: the index of the `;`, else 0.
-  static size_t scalar_constant_end(const std::vector<Token>& t, size_t i) {
+  // For `const T NAME = EXPR, NAME2 = EXPR2;` with a scalar T: the
+  // (name, expression) pairs and the index of the `;`; 0 for anything else.
+  static size_t scalar_constants(const std::vector<Token>& t, size_t i,
+                                 std::vector<std::pair<std::string, std::string>>& out) {
     static const std::set<std::string> scalars = {"int", "uint", "float", "bool"};
     const size_t type = next_solid(t, i + 1);
     if (type >= t.size() || !scalars.count(t[type].text)) return 0;
-    const size_t name = next_solid(t, type + 1);
-    if (name >= t.size() || t[name].kind != Token::kIdent) return 0;
-    const size_t eq = next_solid(t, name + 1);
-    if (eq >= t.size() || t[eq].text != "=") return 0;
-    for (size_t j = eq + 1; j < t.size(); ++j) {
+    size_t j = next_solid(t, type + 1);
+    while (j < t.size()) {
+      if (t[j].kind != Token::kIdent) return 0;
+      const std::string name = t[j].text;
+      const size_t eq = next_solid(t, j + 1);
+      if (eq >= t.size() || t[eq].text != "=") return 0;
+      std::string expr;
+      int depth = 0;
+      for (j = eq + 1; j < t.size(); ++j) {
+        const std::string& x = t[j].text;
+        if (depth == 0 && (x == "," || x == ";")) break;
+        if (x == "(" || x == "[") ++depth;
+        if (x == ")" || x == "]") --depth;
+        if (t[j].kind != Token::kSpace) expr += (expr.empty() ? "" : " ") + x;
+      }
+      if (j >= t.size()) return 0;
+      out.emplace_back(name, expr);
       if (t[j].text == ";") return j;
-      if (t[j].text == "\n" && t[j].in_directive) return 0;
+      j = next_solid(t, j + 1);
     }
     return 0;
   }
@@ -347,6 +383,7 @@ class Translator {
   std::ostringstream defines_, constants_, aliases_, code_;
   std::map<size_t, Buffer> buffers_;
   std::vector<Shared> shared_;
+  std::vector<Shared> privates_;  // per-invocation globals
 };
 
 }  // namespace
