@@ -280,7 +280,19 @@ kiln_status_t* kiln_plugins_describe_json(const kiln_session_options_t* options,
       facts(w, pass->invalidates_facts);
       w.key("description").string(pass->description ? pass->description : "").end_object();
     }
-    w.end_array().end_object();
+    w.end_array();
+    if (p.backend) {
+      // The devices a backend plugin sees (kiln info), where it says (ABI 1.4).
+      w.key("backend").begin_object().key("name").string(p.backend->name);
+      const char* devices = KILN_PLUGIN_HAS_FIELD(p.backend, kiln_backend_v1_t, describe) && p.backend->describe
+                                ? p.backend->describe(p.backend->state)
+                                : nullptr;
+      w.key("devices");
+      if (devices) w.string(devices);
+      else w.null();
+      w.end_object();
+    }
+    w.end_object();
   }
   w.end_array().key("default_pipeline").begin_array();
   for (const std::string& name : kiln::registry::default_pipeline(reg)) w.string(name);

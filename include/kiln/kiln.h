@@ -520,8 +520,9 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_session_graph(const kiln_session_t* 
  * $KILN_PLUGIN_PATH unless ignore_plugin_path, plugin_dir; other fields are
  * ignored; NULL for the defaults), as JSON: {"plugins": [{"name",
  * "version", "abi_major", "abi_minor", "origin", "passes": [{"name",
- * "requires": [...], "invalidates": [...], "description"}]}],
- * "default_pipeline": [...]}. Load warnings go to options->log. Errors: as
+ * "requires": [...], "invalidates": [...], "description"}], and for a
+ * backend plugin "backend": {"name", "devices": its device listing or
+ * null} (plugins of ABI 1.4)}], "default_pipeline": [...]}. Load warnings go to options->log. Errors: as
  * kiln_session_create for plugin files. */
 KILN_API KILN_NODISCARD kiln_status_t* kiln_plugins_describe_json(const kiln_session_options_t* options,
                                                                   char** out_text);

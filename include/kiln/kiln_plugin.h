@@ -471,6 +471,12 @@ typedef struct kiln_backend_v1_t {
                                size_t input_count, kiln_backend_alloc_output_fn alloc_output, void* alloc_ctx);
   /* Frees a compiled model. */
   void (*destroy)(void* model);
+  /* \since 1.4, optional (check with KILN_PLUGIN_HAS_FIELD; NULL when the
+   * backend has nothing to list). A readable listing of the devices the
+   * backend can run on (`kiln info` prints it): platforms, devices, their
+   * limits and extensions, or why there are none. Owned by the plugin,
+   * valid until the next call; NULL on failure. */
+  const char* (*describe)(void* state);
 } kiln_backend_v1_t;
 
 typedef struct kiln_plugin_t {

@@ -261,11 +261,44 @@ class Translator {
       functions.insert(t[n].text);
       definitions.insert(n);
     }
+    // GLSL array constructors (`int[2](a, b)`, only ever initializers in
+    // the kernels) are C initializer lists.
+    std::map<size_t, size_t> array_ctors;  // first token -> its `(`; the matching `)` becomes `}`
+    std::set<size_t> ctor_closes;
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (t[i].kind != Token::kIdent) continue;
+      const size_t open = next_solid(t, i + 1);
+      if (open >= t.size() || t[open].text != "[") continue;
+      size_t close = open + 1;
+      while (close < t.size() && t[close].text != "]" && t[close].text != ";") ++close;
+      const size_t paren = next_solid(t, close + 1);
+      if (close >= t.size() || t[close].text != "]" || paren >= t.size() || t[paren].text != "(") continue;
+      int depth = 0;
+      for (size_t j = paren; j < t.size(); ++j) {
+        if (t[j].text == "(") ++depth;
+        if (t[j].text == ")" && --depth == 0) {
+          array_ctors[i] = paren;
+          ctor_closes.insert(j);
+          break;
+        }
+      }
+    }
     std::ostringstream s;
     braces = parens = 0;
     bool statement_start = true;
     for (size_t i = 0; i < t.size(); ++i) {
       const Token& k = t[i];
+      if (const auto ctor = array_ctors.find(i); ctor != array_ctors.end()) {
+        s << "{";
+        i = ctor->second;
+        ++parens;
+        continue;
+      }
+      if (ctor_closes.count(i)) {
+        s << "}";
+        --parens;
+        continue;
+      }
       if (!k.in_directive && k.kind == Token::kPunct) {
         if (k.text == "{") ++braces;
         else if (k.text == "}") --braces;

@@ -2,6 +2,8 @@
 // run is opencl_model_run.cc).
 #include "plugins/opencl/opencl_model.h"
 
+#include <map>
+
 #include "planner/glsl_codegen.h"
 
 namespace kiln::opencl {
@@ -38,11 +40,18 @@ OpenClModel::~OpenClModel() {
 
 Status OpenClModel::compile_steps() {
   const planner::TargetInfo target = device_->target();
+  // If and Loop run on the host, sub-graphs and all (the runtime skips
+  // their ranges of steps): their kernels are not compiled.
+  std::map<size_t, size_t> control_end;
+  for (const auto& [head, end] : planner::control_ranges(plan_)) control_end[head] = end;
   for (size_t i = 0; i < plan_.steps.size(); ++i) {
     const planner::PlanStep& step = plan_.steps[i];
     const std::string what = node_text(*graph_, step.node);
-    if (step.kind == planner::PlanStep::Kind::kIf || step.kind == planner::PlanStep::Kind::kLoop)
-      return unimplemented(what + ": the OpenCL backend does not run If/Loop yet");
+    if (const auto end = control_end.find(i); end != control_end.end()) {
+      ++host_control_flow_;
+      i = end->second - 1;
+      continue;
+    }
     if (step.kind != planner::PlanStep::Kind::kDispatch) continue;
     for (const planner::KernelTensor& t : step.kernel.tensors)
       if (t.layout.storage != planner::Storage::kBuffer || t.layout.type == planner::ElemType::kF16)
@@ -90,6 +99,6 @@ Status OpenClModel::upload_constants() {
   return ok_status();
 }
 
-ModelStats OpenClModel::stats() const { return {plan_.dispatch_count(), plan_.fallback_count()}; }
+ModelStats OpenClModel::stats() const { return {dispatches_.size(), plan_.fallback_count() + host_control_flow_}; }
 
 }  // namespace kiln::opencl

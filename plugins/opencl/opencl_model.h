@@ -9,8 +9,8 @@
 // its own buffer, uploads inputs and host values where a kernel reads them,
 // evaluates host steps and host fallbacks with the reference kernels (as
 // the Vulkan runtime does), enqueues the dispatches and downloads the
-// outputs. Device control flow (If/Loop steps) is refused at compile time,
-// naming the node.
+// outputs. If and Loop run on the host with the reference executor (their
+// sub-graphs included), reading what they need from the device.
 //
 // Thread-safety: run() is serialized per device (ClDevice::run_mutex).
 #pragma once
@@ -38,15 +38,15 @@ struct CompiledDispatch {
 };
 
 struct ModelStats {
-  size_t dispatches = 0;  // kernel dispatches in the plan
-  size_t fallbacks = 0;   // nodes run by the reference kernels between dispatches
+  size_t dispatches = 0;  // kernels compiled (dispatches outside If/Loop)
+  size_t fallbacks = 0;   // nodes the reference kernels run (If/Loop included)
 };
 
 class OpenClModel {
  public:
   // Takes the graph (shapes inferred). Errors: kUnimplemented naming the
-  // node and op for what the backend cannot run (control flow, a kernel
-  // whose translation does not build), the planner's errors.
+  // node and op for what the backend cannot run (a kernel whose
+  // translation does not build), the planner's errors.
   static StatusOr<std::unique_ptr<OpenClModel>> compile(std::unique_ptr<ir::Graph> graph,
                                                         std::shared_ptr<ClDevice> device);
   ~OpenClModel();
@@ -68,6 +68,7 @@ class OpenClModel {
   planner::ExecutionPlan plan_;
   std::vector<CompiledDispatch> dispatches_;       // in step order
   std::map<planner::TensorId, cl_mem> constants_;  // uploaded once, by memory root
+  size_t host_control_flow_ = 0;                   // If/Loop nodes run on the host
 };
 
 }  // namespace kiln::opencl

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "engine/ops/op_registry.h"
+#include "engine/runtime/reference_executor.h"
 #include "plugins/opencl/opencl_model.h"
 
 namespace kiln::opencl {
@@ -43,8 +44,13 @@ class Run {
     return ok_status();
   }
 
+  // A dispatch, or a node on the host: a host step, a fallback, or an If or
+  // Loop with everything in it (the caller skips its branches' or body's steps).
   Status run_step(const PlanStep& step, const CompiledDispatch* dispatch) {
-    if (step.kind == PlanStep::Kind::kDispatch) return run_dispatch(step, *dispatch);
+    if (step.kind == PlanStep::Kind::kDispatch) {
+      if (!dispatch) return internal_error("step of kernel '" + step.kernel.name + "' was not compiled");
+      return run_dispatch(step, *dispatch);
+    }
     return run_on_host(step.node);
   }
 
@@ -175,7 +181,19 @@ class Run {
       infos[i].value = &values[i];
     }
     KILN_ASSIGN_OR_RETURN(std::vector<ops::ValueInfo> inferred, ops::infer_node(*schema, node, std::move(infos)));
-    ops::KernelContext ctx(node, pointers, std::move(inferred), nullptr);
+    // If and Loop run their sub-graphs on the reference executor, seeing
+    // the enclosing values they read from the host.
+    std::map<ir::ValueId, Tensor> env;
+    for (ir::ValueId v : planner::subgraph_reads(graph_, node)) {
+      const bool known = plan_.value_tensor.count(v) || graph_.value(v).is_constant();
+      if (!known) continue;  // the sub-graph's own value
+      KILN_ASSIGN_OR_RETURN(env[v], value_on_host(v));
+    }
+    const runtime::ReferenceExecutor executor(graph_);
+    ops::RegionRunner runner = [&](ir::RegionId region, std::vector<Tensor> in) {
+      return executor.run_region(region, std::move(in), env);
+    };
+    ops::KernelContext ctx(node, pointers, std::move(inferred), runner);
     KILN_RETURN_IF_ERROR(schema->kernel(ctx));
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       const auto it = plan_.value_tensor.find(node.outputs[i]);
@@ -282,11 +300,14 @@ StatusOr<std::vector<Tensor>> OpenClModel::run(const std::vector<Tensor>& inputs
   std::lock_guard<std::mutex> lock(device_->run_mutex());
   Run run(*graph_, plan_, *device_, constants_);
   KILN_RETURN_IF_ERROR(run.set_inputs(inputs));
-  size_t next = 0;
+  std::map<size_t, const CompiledDispatch*> by_step;
+  for (const CompiledDispatch& d : dispatches_) by_step[d.step] = &d;
+  std::map<size_t, size_t> control_end;  // If/Loop head -> the step after its range
+  for (const auto& [head, end] : planner::control_ranges(plan_)) control_end[head] = end;
   for (size_t i = 0; i < plan_.steps.size(); ++i) {
-    const CompiledDispatch* d = nullptr;
-    if (next < dispatches_.size() && dispatches_[next].step == i) d = &dispatches_[next++];
-    KILN_RETURN_IF_ERROR(run.run_step(plan_.steps[i], d));
+    const auto d = by_step.find(i);
+    KILN_RETURN_IF_ERROR(run.run_step(plan_.steps[i], d == by_step.end() ? nullptr : d->second));
+    if (const auto end = control_end.find(i); end != control_end.end()) i = end->second - 1;
   }
   auto outputs = run.outputs();
   clFinish(device_->queue());

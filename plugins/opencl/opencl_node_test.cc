@@ -7,11 +7,15 @@
 //       (one name a line, '#' comments) must match; the CI gate
 //   kiln_opencl_node_test --data DIR --all          every case of DIR; prints
 //       the pass rate and each failure's reason (what the README reports)
+//   kiln_opencl_node_test --zoo DIR MODEL...         zoo models (DIR/MODEL/
+//       model.onnx, input.npy, output.npy from PyTorch) must match as in
+//       tests/models: max|d| <= 1e-3 * max(1, max|ref|)
 //
 // Exit 77 (skipped) when the machine has no OpenCL platform. One process
 // runs every case: the plugin caches built programs per process, and PoCL
 // compiles each with LLVM.
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -21,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/base/npy.h"
 #include "engine/session/session.h"
 #include "frontends/onnx/onnx_importer.h"
 #include "tests/onnx_node/node_case.h"
@@ -66,6 +71,49 @@ Result run_case(const fs::path& dir) {
   return {Outcome::kPass, ""};
 }
 
+// One zoo model on the plugin against PyTorch's output; "" when it matches.
+std::string run_zoo_model(const fs::path& dir) {
+  auto graph = kiln::onnx::import_model_file((dir / "model.onnx").string());
+  if (!graph.ok()) return "import: " + graph.status().to_string();
+  auto input = kiln::read_npy((dir / "input.npy").string());
+  auto expected = kiln::read_npy((dir / "output.npy").string());
+  if (!input.ok() || !expected.ok()) return "no input.npy/output.npy";
+  SessionOptions options;
+  options.backend = BackendChoice::kPlugin;
+  options.backend_plugin = "opencl";
+  auto session = Session::create(**graph, options);
+  if (!session.ok()) return session.status().to_string();
+  auto outputs = (*session)->run({*input});
+  if (!outputs.ok()) return outputs.status().to_string();
+  const kiln::Tensor& got = (*outputs)[0];
+  if (got.shape() != expected->shape() || got.dtype() != kiln::DType::kFloat32) return "output shape or dtype differs";
+  double max_diff = 0, max_ref = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double e = expected->data<float>()[i];
+    max_diff = std::max(max_diff, std::abs(static_cast<double>(got.data<float>()[i]) - e));
+    max_ref = std::max(max_ref, std::abs(e));
+  }
+  std::printf("%s: max|d| = %.3g, max|ref| = %.3g\n", dir.filename().c_str(), max_diff, max_ref);
+  if (!(max_diff <= 1e-3 * std::max(1.0, max_ref))) return "outputs differ: max|d| = " + std::to_string(max_diff);
+  return "";
+}
+
+int run_zoo(const std::string& dir, const std::vector<std::string>& models) {
+  int failed = 0;
+  for (const std::string& m : models) {
+    const std::string e = run_zoo_model(fs::path(dir) / m);
+    if (e.find("no OpenCL platform") != std::string::npos) {
+      std::cout << "SKIPPED: " << e << "\n";
+      return 77;
+    }
+    if (!e.empty()) {
+      std::printf("FAIL %s: %s\n", m.c_str(), e.c_str());
+      ++failed;
+    }
+  }
+  return failed == 0 ? 0 : 1;
+}
+
 std::vector<std::string> read_case_list(const std::string& file) {
   std::vector<std::string> names;
   std::ifstream in(file);
@@ -84,6 +132,7 @@ std::vector<std::string> read_case_list(const std::string& file) {
 int main(int argc, char** argv) {
   std::string data, cases_file, results_file;
   bool all = false;
+  if (argc >= 3 && std::string(argv[1]) == "--zoo") return run_zoo(argv[2], std::vector<std::string>(argv + 3, argv + argc));
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -92,7 +141,8 @@ int main(int argc, char** argv) {
     else if (a == "--results") results_file = value();
     else if (a == "--all") all = true;
     else {
-      std::cerr << "usage: kiln_opencl_node_test --data DIR (--cases FILE | --all) [--results FILE]\n";
+      std::cerr << "usage: kiln_opencl_node_test --data DIR (--cases FILE | --all) [--results FILE]\n"
+                   "       kiln_opencl_node_test --zoo DIR MODEL...\n";
       return 2;
     }
   }

@@ -79,7 +79,39 @@ kiln_plugin_status_t* run(void* opaque, const kiln_host_api_t* host, const kiln_
 
 void destroy(void* model) { delete static_cast<OpenClModel*>(model); }
 
-const kiln_backend_v1_t backend = {sizeof(kiln_backend_v1_t), "opencl", nullptr, compile, run, destroy};
+// `kiln info`: every platform and device, the limits the backend plans with,
+// image support (for the 2.5D texture storage to come) and the extensions.
+const char* describe(void*) {
+  static thread_local std::string text;
+  auto platforms = kiln::opencl::list_devices();
+  if (!platforms.ok()) {
+    text = "no OpenCL: " + platforms.status().message() + "\n";
+    return text.c_str();
+  }
+  text.clear();
+  for (size_t p = 0; p < platforms->size(); ++p) {
+    const auto& devices = (*platforms)[p];
+    text += "platform " + std::to_string(p) + ": " + (devices.empty() ? std::string("(no devices)") : devices[0].platform) +
+            (devices.empty() ? "" : " (" + devices[0].platform_version + ")") + "\n";
+    for (size_t d = 0; d < devices.size(); ++d) {
+      const kiln::opencl::DeviceDescription& x = devices[d];
+      const char* type = (x.type & CL_DEVICE_TYPE_GPU) ? "gpu" : (x.type & CL_DEVICE_TYPE_CPU) ? "cpu" : "other";
+      text += "  device " + std::to_string(p) + ":" + std::to_string(d) + ": " + x.name + " (" + type + ")\n";
+      text += "    version: " + x.version + ", driver " + x.driver + "\n";
+      text += "    global memory: " + std::to_string(x.global_memory >> 20) + " MiB (max allocation " +
+              std::to_string(x.max_alloc >> 20) + " MiB), local memory: " + std::to_string(x.local_memory >> 10) +
+              " KiB, max workgroup: " + std::to_string(x.max_workgroup) + "\n";
+      text += "    images: " + (x.images ? "yes, image2d up to " + std::to_string(x.image2d_width) + " x " +
+                                               std::to_string(x.image2d_height)
+                                         : std::string("no")) + "\n";
+      text += "    fp16: " + std::string(x.extensions.find("cl_khr_fp16") != std::string::npos ? "yes" : "no") +
+              "\n    extensions: " + x.extensions + "\n";
+    }
+  }
+  return text.c_str();
+}
+
+const kiln_backend_v1_t backend = {sizeof(kiln_backend_v1_t), "opencl", nullptr, compile, run, destroy, describe};
 
 const void* get_interface(const char* name) {
   return std::strcmp(name, KILN_INTERFACE_BACKEND_V1) == 0 ? &backend : nullptr;

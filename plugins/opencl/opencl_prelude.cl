@@ -2,9 +2,9 @@
 // types, constructors, built-in variables and the built-in functions whose
 // OpenCL names or semantics differ, so that the planner's generated GLSL
 // (accessors, lowering helpers, kernel bodies) compiles as OpenCL C 1.2
-// after glsl_to_opencl.cc's rewrite. Booleans of vectors follow OpenCL's
-// convention (a comparison gives -1 per true lane); GLSL kernels use them
-// only as conditions (mix, any, all), where both conventions agree.
+// after glsl_to_opencl.cc's rewrite. A bvecN is an intN holding GLSL's
+// 1 / 0 per lane (what vecN(bvecN) converts); the consumers of boolean
+// vectors (mix, any, all) also accept OpenCL's -1 (isnan on vectors).
 #define KILN_OVL __attribute__((overloadable))
 typedef float2 vec2;
 typedef float3 vec3;
@@ -44,9 +44,9 @@ KILN_OVL uint4 kiln_uvec4(uint a, uint b, uint c, uint d) { return (uint4)(a, b,
 KILN_OVL uint4 kiln_uvec4(uint4 a) { return a; }
 KILN_OVL uint4 kiln_uvec4(int4 a) { return as_uint4(a); }
 KILN_OVL uint4 kiln_uvec4(float4 a) { return convert_uint4_rtz(a); }
-KILN_OVL int4 kiln_bvec4(int4 a) { return a != 0; }
-KILN_OVL int4 kiln_bvec4(uint4 a) { return a != 0u; }
-KILN_OVL int4 kiln_bvec4(int a) { return (int4)(a ? -1 : 0); }
+KILN_OVL int4 kiln_bvec4(int4 a) { return -(a != 0); }
+KILN_OVL int4 kiln_bvec4(uint4 a) { return -(a != 0u); }
+KILN_OVL int4 kiln_bvec4(int a) { return (int4)(a ? 1 : 0); }
 #define vec4(...) kiln_vec4(__VA_ARGS__)
 #define vec2(...) kiln_vec2(__VA_ARGS__)
 #define ivec4(...) kiln_ivec4(__VA_ARGS__)
@@ -78,7 +78,9 @@ KILN_OVL float kiln_mix(float x, float y, float a) { return mix(x, y, a); }
 KILN_OVL float4 kiln_mix(float4 x, float4 y, float4 a) { return mix(x, y, a); }
 KILN_OVL float4 kiln_mix(float4 x, float4 y, float a) { return mix(x, y, a); }
 KILN_OVL float kiln_mix(float x, float y, bool b) { return b ? y : x; }
-KILN_OVL float4 kiln_mix(float4 x, float4 y, int4 b) { return select(x, y, b); }
+KILN_OVL float4 kiln_mix(float4 x, float4 y, int4 b) { return select(x, y, b != 0); }
+KILN_OVL int kiln_any(int4 b) { return any(b != 0); }
+KILN_OVL int kiln_all(int4 b) { return all(b != 0); }
 KILN_OVL uint kiln_float_bits_to_uint(float x) { return as_uint(x); }
 KILN_OVL uint4 kiln_float_bits_to_uint(float4 x) { return as_uint4(x); }
 KILN_OVL int kiln_float_bits_to_int(float x) { return as_int(x); }
@@ -100,12 +102,14 @@ KILN_OVL float4 kiln_int_bits_to_float(int4 x) { return as_float4(x); }
 #define floatBitsToInt(x) kiln_float_bits_to_int(x)
 #define uintBitsToFloat(x) kiln_uint_bits_to_float(x)
 #define intBitsToFloat(x) kiln_int_bits_to_float(x)
-#define lessThan(a, b) ((a) < (b))
-#define lessThanEqual(a, b) ((a) <= (b))
-#define greaterThan(a, b) ((a) > (b))
-#define greaterThanEqual(a, b) ((a) >= (b))
-#define equal(a, b) ((a) == (b))
-#define notEqual(a, b) ((a) != (b))
+#define any(b) kiln_any(b)
+#define all(b) kiln_all(b)
+#define lessThan(a, b) (-((a) < (b)))
+#define lessThanEqual(a, b) (-((a) <= (b)))
+#define greaterThan(a, b) (-((a) > (b)))
+#define greaterThanEqual(a, b) (-((a) >= (b)))
+#define equal(a, b) (-((a) == (b)))
+#define notEqual(a, b) (-((a) != (b)))
 
 // Synchronization and atomics (GLSL passes the memory, OpenCL its address).
 #define barrier() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
