@@ -283,11 +283,34 @@ class Translator {
         }
       }
     }
+    Edits edits = out_parameters(t, definitions);
     std::ostringstream s;
     braces = parens = 0;
     bool statement_start = true;
     for (size_t i = 0; i < t.size(); ++i) {
       const Token& k = t[i];
+      if (const auto b = edits.before.find(i); b != edits.before.end()) s << b->second;
+      if (const auto r = edits.replace.find(i); r != edits.replace.end()) {
+        s << r->second;
+        if (const auto a = edits.after.find(i); a != edits.after.end()) s << a->second;
+        continue;
+      }
+      if (const auto a = edits.after.find(i); a != edits.after.end()) {
+        // Emitted after the token (below) unless the token is handled first.
+        if (k.kind != Token::kIdent || !functions.count(k.text)) {
+          const Token& tok = k;
+          if (!tok.in_directive && tok.kind == Token::kPunct) {
+            if (tok.text == "{") ++braces;
+            else if (tok.text == "}") --braces;
+            else if (tok.text == "(") ++parens;
+            else if (tok.text == ")") --parens;
+          }
+          if (tok.kind != Token::kSpace && !tok.in_directive)
+            statement_start = braces == 0 && parens == 0 && (tok.text == ";" || tok.text == "}");
+          s << tok.text << a->second;
+          continue;
+        }
+      }
       if (const auto ctor = array_ctors.find(i); ctor != array_ctors.end()) {
         s << "{";
         i = ctor->second;
@@ -348,7 +371,6 @@ class Translator {
           const size_t after = next_solid(t, p + 1);
           const bool empty = after < t.size() && t[after].text == ")";
           const bool definition = definitions.count(i) > 0;
-          if (definition) KILN_RETURN_IF_ERROR(check_parameters(t, p, k.text));
           s << "kg_" << k.text;
           for (size_t j = i + 1; j <= p; ++j) s << t[j].text;
           s << (definition ? "KILN_PARAMS" : "KILN_ARGS") << (empty ? "" : ", ");
@@ -397,17 +419,85 @@ class Translator {
     return 0;
   }
 
-  // GLSL out/inout parameters are references; OpenCL C has none.
-  static Status check_parameters(const std::vector<Token>& t, size_t open, const std::string& name) {
+  // Token edits the main rewrite applies: text before or after a token, a
+  // token replaced (by "" to drop it).
+  struct Edits {
+    std::map<size_t, std::string> before, after, replace;
+  };
+
+  // The index of the `)` matching the `(` at `open`.
+  static size_t matching_paren(const std::vector<Token>& t, size_t open) {
     int depth = 0;
     for (size_t j = open; j < t.size(); ++j) {
       if (t[j].text == "(") ++depth;
-      if (t[j].text == ")" && --depth == 0) break;
-      if (t[j].kind == Token::kIdent && (t[j].text == "out" || t[j].text == "inout"))
-        return unimplemented("function '" + name + "' has an `" + t[j].text +
-                             "` parameter, which the OpenCL translation does not support yet");
+      if (t[j].text == ")" && --depth == 0) return j;
     }
-    return ok_status();
+    return t.size();
+  }
+
+  // The [first, last] solid tokens of each comma-separated item in (open, close).
+  static std::vector<std::pair<size_t, size_t>> items(const std::vector<Token>& t, size_t open, size_t close) {
+    std::vector<std::pair<size_t, size_t>> out;
+    int depth = 0;
+    size_t first = t.size(), last = t.size();
+    for (size_t j = open + 1; j <= close; ++j) {
+      const std::string& x = t[j].text;
+      if (j == close || (depth == 0 && x == ",")) {
+        if (first != t.size()) out.emplace_back(first, last);
+        first = last = t.size();
+        continue;
+      }
+      if (x == "(" || x == "[") ++depth;
+      if (x == ")" || x == "]") --depth;
+      if (t[j].kind == Token::kSpace) continue;
+      if (first == t.size()) first = j;
+      last = j;
+    }
+    return out;
+  }
+
+  // GLSL out/inout parameters are references; OpenCL C passes pointers:
+  // the parameter becomes `T* name`, its uses in the body `(*name)`, and
+  // the caller's argument `&(arg)`.
+  static Edits out_parameters(const std::vector<Token>& t, const std::set<size_t>& definitions) {
+    Edits e;
+    std::map<std::string, std::set<size_t>> out_args;  // function -> indices of its out parameters
+    for (size_t d : definitions) {
+      const size_t open = next_solid(t, d + 1), close = matching_paren(t, open);
+      const auto params = items(t, open, close);
+      for (size_t k = 0; k < params.size(); ++k) {
+        const auto [first, last] = params[k];
+        if (t[first].text != "out" && t[first].text != "inout") continue;
+        out_args[t[d].text].insert(k);
+        e.replace[first] = "";
+        e.before[last] = "*";
+        size_t body = next_solid(t, close + 1);
+        if (body >= t.size() || t[body].text != "{") continue;  // a prototype
+        int depth = 0;
+        for (size_t j = body; j < t.size(); ++j) {
+          if (t[j].text == "{") ++depth;
+          if (t[j].text == "}" && --depth == 0) break;
+          if (t[j].kind != Token::kIdent || t[j].text != t[last].text) continue;
+          size_t prev = j;
+          while (prev > 0 && t[prev - 1].kind == Token::kSpace) --prev;
+          if (prev > 0 && t[prev - 1].text == ".") continue;  // a member, not the parameter
+          e.replace[j] = "(*" + t[j].text + ")";
+        }
+      }
+    }
+    for (size_t i = 0; i < t.size(); ++i) {
+      const auto f = out_args.find(t[i].text);
+      if (t[i].kind != Token::kIdent || f == out_args.end() || definitions.count(i)) continue;
+      const size_t open = next_solid(t, i + 1);
+      if (open >= t.size() || t[open].text != "(") continue;
+      const auto args = items(t, open, matching_paren(t, open));
+      for (size_t k : f->second) {
+        if (k >= args.size()) continue;
+        e.before[args[k].first] += "&(";
+        e.after[args[k].second] += ")";
+      }
+    }
+    return e;
   }
 
   const std::string& glsl_;

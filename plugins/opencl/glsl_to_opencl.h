@@ -16,13 +16,15 @@
 //     leading parameters (KILN_PARAMS / KILN_ARGS), and is renamed kg_NAME
 //     (no clash with OpenCL built-ins) and made overloadable (GLSL
 //     overloads by parameter types);
-//   * program-scope `const` variables move to the `constant` address space,
-//     structs get a typedef; main() is called by the kernel `kiln_kernel`.
+//   * program-scope scalar `const`s become macros (they size arrays),
+//     program-scope variables one-element arrays of the kernel passed down
+//     like the buffers; structs get a typedef; array constructors become
+//     initializer lists; `out`/`inout` parameters become pointers;
+//     main() is called by the kernel `kiln_kernel`.
 // The GLSL built-ins whose OpenCL form differs are macros and overloads of
 // the prelude (opencl_prelude.cl). What the rewrite cannot express is an
-// error naming the construct: image bindings (buffers only so far) and
-// `out`/`inout` parameters. One rewrite works around PoCL: see
-// TranslatedKernel::requires_exact_grid.
+// error naming the construct: image bindings (buffers only so far). One
+// rewrite works around PoCL: see TranslatedKernel::requires_exact_grid.
 #pragma once
 
 #include <array>
