@@ -292,24 +292,7 @@ class Translator {
       if (const auto b = edits.before.find(i); b != edits.before.end()) s << b->second;
       if (const auto r = edits.replace.find(i); r != edits.replace.end()) {
         s << r->second;
-        if (const auto a = edits.after.find(i); a != edits.after.end()) s << a->second;
         continue;
-      }
-      if (const auto a = edits.after.find(i); a != edits.after.end()) {
-        // Emitted after the token (below) unless the token is handled first.
-        if (k.kind != Token::kIdent || !functions.count(k.text)) {
-          const Token& tok = k;
-          if (!tok.in_directive && tok.kind == Token::kPunct) {
-            if (tok.text == "{") ++braces;
-            else if (tok.text == "}") --braces;
-            else if (tok.text == "(") ++parens;
-            else if (tok.text == ")") --parens;
-          }
-          if (tok.kind != Token::kSpace && !tok.in_directive)
-            statement_start = braces == 0 && parens == 0 && (tok.text == ";" || tok.text == "}");
-          s << tok.text << a->second;
-          continue;
-        }
       }
       if (const auto ctor = array_ctors.find(i); ctor != array_ctors.end()) {
         s << "{";
@@ -419,10 +402,10 @@ class Translator {
     return 0;
   }
 
-  // Token edits the main rewrite applies: text before or after a token, a
-  // token replaced (by "" to drop it).
+  // Token edits the main rewrite applies: text before a token (text after
+  // token i goes before token i + 1), a token replaced (by "" to drop it).
   struct Edits {
-    std::map<size_t, std::string> before, after, replace;
+    std::map<size_t, std::string> before, replace;
   };
 
   // The index of the `)` matching the `(` at `open`.
@@ -494,7 +477,7 @@ class Translator {
       for (size_t k : f->second) {
         if (k >= args.size()) continue;
         e.before[args[k].first] += "&(";
-        e.after[args[k].second] += ")";
+        e.before[args[k].second + 1] += ")";
       }
     }
     return e;
