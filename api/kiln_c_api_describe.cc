@@ -78,6 +78,12 @@ std::string session_json(const kiln_session_t& s) {
     w.key("pipeline_hits").number(k.pipeline_hits).key("pipelines_created").number(k.pipelines_created);
     w.key("pipeline_cache_bytes_loaded").number(k.pipeline_cache_bytes_loaded);
     w.end_object().end_object();
+  } else if (engine.backend() != "reference") {
+    // A plugin backend: what it says it runs (plugin ABI 1.4; else zeros).
+    w.newline().key("compile").begin_object();
+    w.key("dispatches").number(static_cast<uint64_t>(engine.compiled().dispatch_count()));
+    w.key("fallbacks").number(static_cast<uint64_t>(engine.compiled().fallback_count()));
+    w.end_object();
   }
   if (!engine.fallback_reason().empty()) w.newline().key("fallback_reason").string(engine.fallback_reason());
   w.newline().key("passes");

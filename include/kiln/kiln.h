@@ -491,7 +491,8 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_model_input_shape(const kiln_model_t
  * "fallback_reasons": [...], "kernel_cache": {"compiles", "disk_hits",
  * "memory_hits", "pipeline_hits", "pipelines_created",
  * "pipeline_cache_bytes_loaded"} (what the device's kernel cache did during
- * this session's compile)}}; "fallback_reason" when KILN_BACKEND_DEFAULT
+ * this session's compile)}}, for a plugin backend "compile": {"dispatches",
+ * "fallbacks"} (as the plugin reports them); "fallback_reason" when KILN_BACKEND_DEFAULT
  * fell back to the reference executor. */
 KILN_API KILN_NODISCARD kiln_status_t* kiln_session_describe_json(const kiln_session_t* session, char** out_text);
 

@@ -477,6 +477,10 @@ typedef struct kiln_backend_v1_t {
    * limits and extensions, or why there are none. Owned by the plugin,
    * valid until the next call; NULL on failure. */
   const char* (*describe)(void* state);
+  /* \since 1.4, optional (check with KILN_PLUGIN_HAS_FIELD). What a
+   * compiled model runs: kernel dispatches per run and nodes on the host
+   * (fallbacks), for the session's statistics (`kiln run`). */
+  void (*model_counts)(void* model, size_t* dispatches, size_t* fallbacks);
 } kiln_backend_v1_t;
 
 typedef struct kiln_plugin_t {

@@ -111,7 +111,14 @@ const char* describe(void*) {
   return text.c_str();
 }
 
-const kiln_backend_v1_t backend = {sizeof(kiln_backend_v1_t), "opencl", nullptr, compile, run, destroy, describe};
+void model_counts(void* model, size_t* dispatches, size_t* fallbacks) {
+  const kiln::opencl::ModelStats stats = static_cast<const OpenClModel*>(model)->stats();
+  if (dispatches) *dispatches = stats.dispatches;
+  if (fallbacks) *fallbacks = stats.fallbacks;
+}
+
+const kiln_backend_v1_t backend = {sizeof(kiln_backend_v1_t), "opencl", nullptr, compile, run, destroy, describe,
+                                   model_counts};
 
 const void* get_interface(const char* name) {
   return std::strcmp(name, KILN_INTERFACE_BACKEND_V1) == 0 ? &backend : nullptr;

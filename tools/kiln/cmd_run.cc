@@ -58,12 +58,17 @@ std::string summary(const JsonValue& session) {
   const std::string* device = session.get_string("device");
   const JsonValue* compile = session.get("compile");
   const std::string* backend = session.get_string("backend");
-  if (backend && *backend != "vulkan" && *backend != "reference") return *backend + " backend (plugin)";
-  if (!device || !compile) return "reference executor (CPU)";
   auto num = [&](const char* key) {
-    const double* v = compile->get_number(key);
+    const double* v = compile ? compile->get_number(key) : nullptr;
     return v ? *v : 0.0;
   };
+  if (backend && *backend != "vulkan" && *backend != "reference") {
+    char buf[256];
+    std::snprintf(buf, sizeof(buf), "%s backend (plugin): dispatches %.0f, %.0f host fallbacks", backend->c_str(),
+                  num("dispatches"), num("fallbacks"));
+    return buf;
+  }
+  if (!device || !compile) return "reference executor (CPU)";
   const std::string* storage = session.get_string("storage");
   const std::string* precision = session.get_string("precision");
   char buf[512];
