@@ -88,6 +88,12 @@ std::string session_json(const kiln_session_t& s) {
     w.key("pipeline_hits").number(k.pipeline_hits).key("pipelines_created").number(k.pipelines_created);
     w.key("pipeline_cache_bytes_loaded").number(k.pipeline_cache_bytes_loaded);
     w.end_object().end_object();
+  } else if (engine.backend() != "reference") {
+    // A plugin backend: what it says it runs (plugin ABI 1.4; else zeros).
+    w.newline().key("compile").begin_object();
+    w.key("dispatches").number(static_cast<uint64_t>(engine.compiled().dispatch_count()));
+    w.key("fallbacks").number(static_cast<uint64_t>(engine.compiled().fallback_count()));
+    w.end_object();
   }
   if (!engine.fallback_reason().empty()) w.newline().key("fallback_reason").string(engine.fallback_reason());
   w.newline().key("passes");
@@ -290,7 +296,19 @@ kiln_status_t* kiln_plugins_describe_json(const kiln_session_options_t* options,
       facts(w, pass->invalidates_facts);
       w.key("description").string(pass->description ? pass->description : "").end_object();
     }
-    w.end_array().end_object();
+    w.end_array();
+    if (p.backend) {
+      // The devices a backend plugin sees (kiln info), where it says (ABI 1.4).
+      w.key("backend").begin_object().key("name").string(p.backend->name);
+      const char* devices = KILN_PLUGIN_HAS_FIELD(p.backend, kiln_backend_v1_t, describe) && p.backend->describe
+                                ? p.backend->describe(p.backend->state)
+                                : nullptr;
+      w.key("devices");
+      if (devices) w.string(devices);
+      else w.null();
+      w.end_object();
+    }
+    w.end_object();
   }
   w.end_array().key("default_pipeline").begin_array();
   for (const std::string& name : kiln::registry::default_pipeline(reg)) w.string(name);

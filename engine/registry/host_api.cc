@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/ir/text.h"
 #include "engine/ir/verifier.h"
 #include "engine/ops/op_layout.h"
 #include "engine/ops/op_registry.h"
@@ -669,6 +670,13 @@ int32_t h_op_layout(const kiln_graph_t* g, kiln_node_id_t id, size_t input, kiln
   return 1;
 }
 
+const char* h_graph_text(const kiln_graph_t* g, size_t* out_length) {
+  PassRun& run = run_of(g);
+  const char* text = run.keep(ir::print_graph(run.work));
+  if (out_length) *out_length = run.strings.back().size();
+  return text;
+}
+
 // Constants the pass's edits left without a use are released (their tensor
 // dropped), so folded-away weights do not linger in the graph. Constants
 // that were already unused before the pass are the model's business.
@@ -774,6 +782,7 @@ const kiln_host_api_t kHostApi = {
     h_rw_remove_value_annotation,
     h_target_info,
     h_op_layout,
+    h_graph_text,
 };
 static_assert(static_cast<int>(ops::LayoutClass::kUnknown) == KILN_LAYOUT_CLASS_UNKNOWN &&
                   static_cast<int>(ops::LayoutClass::kIldVariable) == KILN_LAYOUT_CLASS_ILD_VARIABLE &&

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <new>
+#include <utility>
 
 namespace kiln::registry {
 namespace {
@@ -13,6 +14,8 @@ class PluginModel : public runtime::CompiledModel {
       : backend_(backend), model_(model), outputs_(outputs) {}
   ~PluginModel() override { backend_.destroy(model_); }
   std::string_view backend() const override { return backend_.name; }
+  size_t dispatch_count() const override { return counts().first; }
+  size_t fallback_count() const override { return counts().second; }
 
   StatusOr<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, runtime::RunStats* stats) const override {
     const auto t0 = std::chrono::steady_clock::now();
@@ -40,6 +43,14 @@ class PluginModel : public runtime::CompiledModel {
   }
 
  private:
+  // (dispatches, fallbacks) where the plugin says (ABI 1.4), else (0, 0).
+  std::pair<size_t, size_t> counts() const {
+    size_t dispatches = 0, fallbacks = 0;
+    if (KILN_PLUGIN_HAS_FIELD(&backend_, kiln_backend_v1_t, model_counts) && backend_.model_counts)
+      backend_.model_counts(model_, &dispatches, &fallbacks);
+    return {dispatches, fallbacks};
+  }
+
   struct Outputs {
     std::vector<Tensor> tensors;
     std::string error;  // the first refused allocation

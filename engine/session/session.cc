@@ -1,10 +1,13 @@
 // The engine session (see session.h).
 #include "engine/session/session.h"
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cstdio>
 #include <new>
 
+#include "engine/registry/in_tree_plugins.h"
 #include "engine/registry/plugin_backend.h"
 #include "engine/runtime/reference_backend.h"
 
@@ -37,6 +40,21 @@ kiln_target_info_t plugin_target_info(const vk::Device& device, const SessionOpt
                      : options.plan.storage == planner::Storage::kImage ? KILN_STORAGE_MODE_IMAGE
                                                                           : KILN_STORAGE_MODE_BUFFER;
   return out;
+}
+
+// Why a backend Kiln ships as a plugin (opencl) is not loaded: not built,
+// or present but refused by the loader.
+std::string missing_builtin_backend(const std::string& name, const std::string& plugin_dir) {
+  if (name != "opencl") return "";
+  const std::string dir = registry::in_tree_plugin_dir(plugin_dir);
+  const std::string file = "libkiln_opencl_backend.so";
+  struct stat st;
+  if (dir.empty() || stat((dir + "/" + file).c_str(), &st) != 0)
+    return ": the OpenCL backend plugin is not available: " + file + " is not in " +
+           (dir.empty() ? std::string("the plugin directory") : dir) +
+           " (Kiln was built without it: no OpenCL headers or ICD loader were found, or KILN_WITH_OPENCL=OFF)";
+  return ": the OpenCL backend plugin " + dir + "/" + file +
+         " failed to load (see the warning above; is the OpenCL ICD loader libOpenCL.so.1 installed?)";
 }
 
 }  // namespace
@@ -97,7 +115,8 @@ Status Session::compile(const SessionOptions& options) {
       for (const registry::LoadedPlugin& p : plugins_->plugins())
         if (p.backend) offered += (offered.empty() ? "" : ", ") + std::string(p.backend->name);
       return not_found("no loaded plugin offers a backend named '" + options.backend_plugin + "' (loaded: " +
-                       (offered.empty() ? std::string("none") : offered) + ")");
+                       (offered.empty() ? std::string("none") : offered) + ")" +
+                       missing_builtin_backend(options.backend_plugin, options.plugins.plugin_dir));
     }
     registry::PluginBackend plugin(*backend, options.pipeline.log);
     KILN_ASSIGN_OR_RETURN(compiled_, plugin.compile(*graph_));

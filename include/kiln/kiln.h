@@ -496,7 +496,8 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_model_input_shape(const kiln_model_t
  * "fallback_reasons": [...], "kernel_cache": {"compiles", "disk_hits",
  * "memory_hits", "pipeline_hits", "pipelines_created",
  * "pipeline_cache_bytes_loaded"} (what the device's kernel cache did during
- * this session's compile)}}; "fallback_reason" when KILN_BACKEND_DEFAULT
+ * this session's compile)}}, for a plugin backend "compile": {"dispatches",
+ * "fallbacks"} (as the plugin reports them); "fallback_reason" when KILN_BACKEND_DEFAULT
  * fell back to the reference executor. */
 KILN_API KILN_NODISCARD kiln_status_t* kiln_session_describe_json(const kiln_session_t* session, char** out_text);
 
@@ -525,8 +526,9 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_session_graph(const kiln_session_t* 
  * $KILN_PLUGIN_PATH unless ignore_plugin_path, plugin_dir; other fields are
  * ignored; NULL for the defaults), as JSON: {"plugins": [{"name",
  * "version", "abi_major", "abi_minor", "origin", "passes": [{"name",
- * "requires": [...], "invalidates": [...], "description"}]}],
- * "default_pipeline": [...]}. Load warnings go to options->log. Errors: as
+ * "requires": [...], "invalidates": [...], "description"}], and for a
+ * backend plugin "backend": {"name", "devices": its device listing or
+ * null} (plugins of ABI 1.4)}], "default_pipeline": [...]}. Load warnings go to options->log. Errors: as
  * kiln_session_create for plugin files. */
 KILN_API KILN_NODISCARD kiln_status_t* kiln_plugins_describe_json(const kiln_session_options_t* options,
                                                                   char** out_text);

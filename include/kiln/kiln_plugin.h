@@ -447,6 +447,15 @@ typedef struct kiln_host_api_t {
    * or too small; an op the registry does not know is class UNKNOWN with
    * no reduction axes (returns 1). */
   int32_t (*op_layout)(const kiln_graph_t* g, kiln_node_id_t node, size_t input_index, kiln_op_layout_t* out);
+  /* \since 1.4, optional (check with KILN_PLUGIN_HAS_FIELD). The graph in
+   * Kiln's textual IR (engine/ir/text.h), every constant's elements printed
+   * exactly (floats to 9, doubles to 17 significant digits): a backend
+   * plugin built from Kiln's own sources (the OpenCL backend) rebuilds the
+   * graph with the IR's parser and plans it with Kiln's planner, through
+   * this one call rather than a walk of the whole view. Stores the length
+   * in *out_length when it is not NULL. Owned by the host and valid until
+   * the call (pass or compile) returns. */
+  const char* (*graph_text)(const kiln_graph_t* g, size_t* out_length);
 } kiln_host_api_t;
 
 /* ---- what a plugin provides --------------------------------------------- */
@@ -510,6 +519,16 @@ typedef struct kiln_backend_v1_t {
                                size_t input_count, kiln_backend_alloc_output_fn alloc_output, void* alloc_ctx);
   /* Frees a compiled model. */
   void (*destroy)(void* model);
+  /* \since 1.4, optional (check with KILN_PLUGIN_HAS_FIELD; NULL when the
+   * backend has nothing to list). A readable listing of the devices the
+   * backend can run on (`kiln info` prints it): platforms, devices, their
+   * limits and extensions, or why there are none. Owned by the plugin,
+   * valid until the next call; NULL on failure. */
+  const char* (*describe)(void* state);
+  /* \since 1.4, optional (check with KILN_PLUGIN_HAS_FIELD). What a
+   * compiled model runs: kernel dispatches per run and nodes on the host
+   * (fallbacks), for the session's statistics (`kiln run`). */
+  void (*model_counts)(void* model, size_t* dispatches, size_t* fallbacks);
 } kiln_backend_v1_t;
 
 typedef struct kiln_plugin_t {

@@ -57,11 +57,18 @@ void print_summary(const std::string& name, const api::Tensor& t) {
 std::string summary(const JsonValue& session) {
   const std::string* device = session.get_string("device");
   const JsonValue* compile = session.get("compile");
-  if (!device || !compile) return "reference executor (CPU)";
+  const std::string* backend = session.get_string("backend");
   auto num = [&](const char* key) {
-    const double* v = compile->get_number(key);
+    const double* v = compile ? compile->get_number(key) : nullptr;
     return v ? *v : 0.0;
   };
+  if (backend && *backend != "vulkan" && *backend != "reference") {
+    char buf[256];
+    std::snprintf(buf, sizeof(buf), "%s backend (plugin): dispatches %.0f, %.0f host fallbacks", backend->c_str(),
+                  num("dispatches"), num("fallbacks"));
+    return buf;
+  }
+  if (!device || !compile) return "reference executor (CPU)";
   const std::string* storage = session.get_string("storage");
   const std::string* precision = session.get_string("precision");
   char buf[512];
@@ -142,7 +149,9 @@ int cmd_run(const std::vector<std::string>& argv) {
   auto described = parse_json(session_json);
   if (!described.ok()) return fail(described.status());
   const double* passes_ms = described->get_number("passes_ms");
-  const std::string backend = session.backend() == KILN_BACKEND_VULKAN ? "vulkan" : "reference";
+  const std::string backend = session.backend() == KILN_BACKEND_VULKAN   ? "vulkan"
+                              : session.backend() == KILN_BACKEND_PLUGIN ? flags.options().backend_plugin
+                                                                         : "reference";
   std::fprintf(stderr, "kiln: %s\n", summary(*described).c_str());
 
   JsonWriter stats;

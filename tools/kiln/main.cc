@@ -32,15 +32,16 @@ constexpr const char* kUsage = R"(kiln — a Vulkan-first neural-network inferen
 
 usage:
   kiln info [--json]
-      Vulkan devices and their capabilities.
-  kiln run MODEL [--backend auto|vulkan|reference] [--device N|NAME]
+      Vulkan devices and their capabilities; the devices of backend plugins (OpenCL).
+  kiln run MODEL [--backend auto|vulkan|reference|opencl] [--device N|NAME]
                  [--storage auto|buffer|image] [--precision fp32|fp16] [--coopmat on|off] [--inplace on|off]
                  [--profile] [--validate] [--input NAME=FILE.npy|FILE.pb ...] [--shape NAME=AxBxC ...] [--seed N]
                  [--output NAME=FILE.npy ...] [--stats FILE.json]
                  [--passes a,b,c|none] [--disable-pass NAME ...] [--plugin FILE.so ...]
                  [--then [--input ...] [--shape ...] [--output ...]] ...
       Runs MODEL (ONNX). The default backend (auto) is Vulkan when a device
-      exists, else the CPU reference executor. --storage auto (the default)
+      exists, else the CPU reference executor; opencl is the OpenCL backend
+      plugin (plugins/opencl, when built). --storage auto (the default)
       lets the layout pass choose per tensor for the device; buffer or image
       force storage buffers or images used as 2.5D texture memory; --precision
       fp16 stores tensors as fp16 (fp32 accumulation); --coopmat off keeps

@@ -47,8 +47,17 @@ std::string SessionFlags::set_backend(const Args& args) {
       if (args.has(flag)) std::fprintf(stderr, "kiln: note: --%s applies to the Vulkan backend only\n", flag);
     return "";
   }
+  if (backend == "opencl") {
+    // The OpenCL backend plugin (plugins/opencl), loaded from the plugin
+    // directory like Kiln's other plugins.
+    options_.backend = KILN_BACKEND_PLUGIN;
+    options_.backend_plugin = "opencl";
+    for (const char* flag : {"device", "storage", "precision", "coopmat", "inplace"})
+      if (args.has(flag)) std::fprintf(stderr, "kiln: note: --%s applies to the Vulkan backend only\n", flag);
+    return "";
+  }
   if (backend != "vulkan" && backend != "auto")
-    return "INVALID_ARGUMENT: unknown backend '" + backend + "' (expected auto, vulkan or reference)";
+    return "INVALID_ARGUMENT: unknown backend '" + backend + "' (expected auto, vulkan, reference or opencl)";
   storage_ = args.get("storage", "auto");
   if (storage_ != "auto" && storage_ != "buffer" && storage_ != "image")
     return "INVALID_ARGUMENT: --storage must be auto, buffer or image, got '" + storage_ + "'";

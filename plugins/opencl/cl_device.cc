@@ -1,0 +1,216 @@
+// ClDevice and the device listing (see cl_device.h).
+#include "plugins/opencl/cl_device.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+
+namespace kiln::opencl {
+namespace {
+
+// CL_PLATFORM_NOT_FOUND_KHR (cl_ext.h): the ICD loader found no driver.
+constexpr cl_int kPlatformNotFoundKhr = -1001;
+
+std::string platform_string(cl_platform_id p, cl_platform_info what) {
+  size_t n = 0;
+  if (clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
+  std::string s(n, '\0');
+  clGetPlatformInfo(p, what, n, s.data(), nullptr);
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  return s;
+}
+
+std::string device_string(cl_device_id d, cl_device_info what) {
+  size_t n = 0;
+  if (clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
+  std::string s(n, '\0');
+  clGetDeviceInfo(d, what, n, s.data(), nullptr);
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  return s;
+}
+
+template <typename T>
+T device_value(cl_device_id d, cl_device_info what) {
+  T v{};
+  clGetDeviceInfo(d, what, sizeof(T), &v, nullptr);
+  return v;
+}
+
+StatusOr<std::vector<cl_platform_id>> platforms() {
+  cl_uint n = 0;
+  const cl_int rc = clGetPlatformIDs(0, nullptr, &n);
+  if (rc == kPlatformNotFoundKhr || n == 0)
+    return unavailable("no OpenCL platform (the ICD loader found no installed driver)");
+  if (rc != CL_SUCCESS) return cl_status(rc, "clGetPlatformIDs");
+  std::vector<cl_platform_id> ids(n);
+  KILN_RETURN_IF_ERROR(cl_status(clGetPlatformIDs(n, ids.data(), nullptr), "clGetPlatformIDs"));
+  return ids;
+}
+
+std::vector<cl_device_id> devices_of(cl_platform_id p) {
+  cl_uint n = 0;
+  if (clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
+  std::vector<cl_device_id> ids(n);
+  clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, n, ids.data(), nullptr);
+  return ids;
+}
+
+DeviceDescription describe(cl_platform_id p, cl_device_id d) {
+  DeviceDescription s;
+  s.platform = platform_string(p, CL_PLATFORM_NAME);
+  s.platform_version = platform_string(p, CL_PLATFORM_VERSION);
+  s.name = device_string(d, CL_DEVICE_NAME);
+  s.version = device_string(d, CL_DEVICE_VERSION);
+  s.driver = device_string(d, CL_DRIVER_VERSION);
+  s.type = device_value<cl_device_type>(d, CL_DEVICE_TYPE);
+  s.global_memory = device_value<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE);
+  s.local_memory = device_value<cl_ulong>(d, CL_DEVICE_LOCAL_MEM_SIZE);
+  s.max_alloc = device_value<cl_ulong>(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+  s.max_workgroup = device_value<size_t>(d, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+  s.images = device_value<cl_bool>(d, CL_DEVICE_IMAGE_SUPPORT) == CL_TRUE;
+  s.image2d_width = device_value<size_t>(d, CL_DEVICE_IMAGE2D_MAX_WIDTH);
+  s.image2d_height = device_value<size_t>(d, CL_DEVICE_IMAGE2D_MAX_HEIGHT);
+  s.extensions = device_string(d, CL_DEVICE_EXTENSIONS);
+  return s;
+}
+
+}  // namespace
+
+std::string cl_error_name(cl_int code) {
+  static const std::map<cl_int, const char*> names = {
+      {CL_DEVICE_NOT_FOUND, "CL_DEVICE_NOT_FOUND"},
+      {CL_OUT_OF_RESOURCES, "CL_OUT_OF_RESOURCES"},
+      {CL_OUT_OF_HOST_MEMORY, "CL_OUT_OF_HOST_MEMORY"},
+      {CL_MEM_OBJECT_ALLOCATION_FAILURE, "CL_MEM_OBJECT_ALLOCATION_FAILURE"},
+      {CL_BUILD_PROGRAM_FAILURE, "CL_BUILD_PROGRAM_FAILURE"},
+      {CL_INVALID_VALUE, "CL_INVALID_VALUE"},
+      {CL_INVALID_KERNEL_ARGS, "CL_INVALID_KERNEL_ARGS"},
+      {CL_INVALID_WORK_GROUP_SIZE, "CL_INVALID_WORK_GROUP_SIZE"},
+      {CL_INVALID_BUFFER_SIZE, "CL_INVALID_BUFFER_SIZE"},
+      {CL_INVALID_ARG_SIZE, "CL_INVALID_ARG_SIZE"},
+      {CL_INVALID_GLOBAL_WORK_SIZE, "CL_INVALID_GLOBAL_WORK_SIZE"},
+  };
+  const auto it = names.find(code);
+  return std::string(it == names.end() ? "OpenCL error" : it->second) + " (" + std::to_string(code) + ")";
+}
+
+Status cl_status(cl_int code, const std::string& what) {
+  if (code == CL_SUCCESS) return ok_status();
+  if (code == CL_OUT_OF_HOST_MEMORY || code == CL_MEM_OBJECT_ALLOCATION_FAILURE)
+    return out_of_memory(what + ": " + cl_error_name(code));
+  return internal_error(what + ": " + cl_error_name(code));
+}
+
+StatusOr<std::vector<std::vector<DeviceDescription>>> list_devices() {
+  KILN_ASSIGN_OR_RETURN(std::vector<cl_platform_id> ps, platforms());
+  std::vector<std::vector<DeviceDescription>> out;
+  for (cl_platform_id p : ps) {
+    out.emplace_back();
+    for (cl_device_id d : devices_of(p)) out.back().push_back(describe(p, d));
+  }
+  return out;
+}
+
+StatusOr<std::shared_ptr<ClDevice>> ClDevice::shared() {
+  static std::mutex mutex;
+  static std::weak_ptr<ClDevice> current;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto d = current.lock()) return d;
+  KILN_ASSIGN_OR_RETURN(std::vector<cl_platform_id> ps, platforms());
+  cl_platform_id platform = nullptr;
+  cl_device_id device = nullptr;
+  if (const char* env = std::getenv("KILN_OPENCL_DEVICE"); env && *env) {
+    char* end = nullptr;
+    const unsigned long pi = std::strtoul(env, &end, 10);
+    const unsigned long di = end && *end == ':' ? std::strtoul(end + 1, nullptr, 10) : 0;
+    if (pi >= ps.size() || di >= devices_of(ps[pi]).size())
+      return not_found(std::string("KILN_OPENCL_DEVICE=") + env + " names no device (see `kiln info`)");
+    platform = ps[pi];
+    device = devices_of(platform)[di];
+  } else {
+    for (cl_device_type want : {cl_device_type(CL_DEVICE_TYPE_GPU), cl_device_type(CL_DEVICE_TYPE_ALL)}) {
+      for (cl_platform_id p : ps) {
+        for (cl_device_id d : devices_of(p))
+          if (device_value<cl_device_type>(d, CL_DEVICE_TYPE) & want) {
+            platform = p;
+            device = d;
+            break;
+          }
+        if (device) break;
+      }
+      if (device) break;
+    }
+  }
+  if (!device) return unavailable("the OpenCL platforms offer no device");
+  auto d = std::shared_ptr<ClDevice>(new ClDevice);
+  d->platform_ = platform;
+  d->device_ = device;
+  d->desc_ = describe(platform, device);
+  cl_int rc = CL_SUCCESS;
+  d->context_ = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &rc);
+  KILN_RETURN_IF_ERROR(cl_status(rc, "clCreateContext on " + d->desc_.name));
+  d->queue_ = clCreateCommandQueue(d->context_, device, 0, &rc);
+  KILN_RETURN_IF_ERROR(cl_status(rc, "clCreateCommandQueue on " + d->desc_.name));
+  current = d;
+  return d;
+}
+
+ClDevice::~ClDevice() {
+  for (auto& [source, program] : programs_) clReleaseProgram(program);
+  if (queue_) clReleaseCommandQueue(queue_);
+  if (context_) clReleaseContext(context_);
+}
+
+planner::TargetInfo ClDevice::target() const {
+  planner::TargetInfo t;
+  t.max_storage_buffer_range = desc_.max_alloc;
+  t.max_push_constants_size = 4096;  // dynamic dims are one struct argument
+  t.max_shared_memory = static_cast<uint32_t>(std::min<uint64_t>(desc_.local_memory, 1u << 30));
+  t.max_workgroup_invocations = static_cast<uint32_t>(std::min<size_t>(desc_.max_workgroup, 1024));
+  // OpenCL grids have no per-dimension group limit: kernels that number
+  // their groups linearly get exact 1-D grids (glsl_to_opencl.h relies on it).
+  t.max_workgroup_count_x = 0x7fffffff;
+  // No subgroups, fp16, cooperative matrices or float atomics: the kernels
+  // the planner then picks are the portable ones.
+  return t;
+}
+
+StatusOr<cl_kernel> ClDevice::create_kernel(const std::string& source, const std::string& what) {
+  std::lock_guard<std::mutex> lock(programs_mutex_);
+  auto it = programs_.find(source);
+  if (it == programs_.end()) {
+    // $KILN_OPENCL_DUMP=DIR: every program's source, for debugging the translation.
+    if (const char* dump = std::getenv("KILN_OPENCL_DUMP"); dump && *dump) {
+      std::ofstream(std::string(dump) + "/kernel_" + std::to_string(programs_.size()) + ".cl") << "// " << what << "\n"
+                                                                                               << source;
+    }
+    const char* text = source.c_str();
+    const size_t length = source.size();
+    cl_int rc = CL_SUCCESS;
+    cl_program program = clCreateProgramWithSource(context_, 1, &text, &length, &rc);
+    KILN_RETURN_IF_ERROR(cl_status(rc, what + ": clCreateProgramWithSource"));
+    // GLSL's float literals are single precision.
+    rc = clBuildProgram(program, 1, &device_, "-cl-single-precision-constant -w", nullptr, nullptr);
+    if (rc != CL_SUCCESS) {
+      size_t n = 0;
+      clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+      std::string log(n, '\0');
+      clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+      clReleaseProgram(program);
+      if (log.size() > 2000) log = log.substr(0, 2000) + "...";
+      return unimplemented(what + ": the OpenCL C translation does not build (" + cl_error_name(rc) + "): " + log);
+    }
+    it = programs_.emplace(source, program).first;
+  }
+  cl_int rc = CL_SUCCESS;
+  cl_kernel kernel = clCreateKernel(it->second, "kiln_kernel", &rc);
+  KILN_RETURN_IF_ERROR(cl_status(rc, what + ": clCreateKernel"));
+  return kernel;
+}
+
+size_t ClDevice::programs_built() const {
+  std::lock_guard<std::mutex> lock(programs_mutex_);
+  return programs_.size();
+}
+
+}  // namespace kiln::opencl

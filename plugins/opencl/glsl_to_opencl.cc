@@ -1,0 +1,501 @@
+// GLSL compute shader -> OpenCL C (see glsl_to_opencl.h).
+#include "plugins/opencl/glsl_to_opencl.h"
+
+#include <cctype>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace kiln::opencl {
+namespace {
+
+struct Buffer {
+  std::string type;   // element type as GLSL spells it (float, int, vec4, ...)
+  std::string array;  // the array's name (x_data)
+  bool readonly = false;
+  bool restrict_ = false;
+  bool coherent = false;
+};
+
+struct Shared {
+  std::string decl;  // "float tile[64][65]"
+  std::string name;
+};
+
+// One token of the shader body: identifiers and numbers whole, every other
+// character alone; spaces and comments kept as they are.
+struct Token {
+  enum Kind { kIdent, kNumber, kPunct, kSpace } kind;
+  std::string text;
+  bool in_directive = false;  // part of a preprocessor line
+};
+
+std::vector<Token> lex(const std::string& s) {
+  std::vector<Token> out;
+  bool line_start = true, directive = false;
+  size_t i = 0;
+  while (i < s.size()) {
+    const char c = s[i];
+    if (c == '\n') {
+      // A directive continues over a backslash-newline.
+      const bool continued = directive && !out.empty() && out.back().text == "\\";
+      if (!continued) directive = false;
+      out.push_back({Token::kSpace, "\n", directive});
+      line_start = true;
+      ++i;
+      continue;
+    }
+    if (c == '/' && i + 1 < s.size() && s[i + 1] == '/') {
+      size_t e = s.find('\n', i);
+      if (e == std::string::npos) e = s.size();
+      out.push_back({Token::kSpace, s.substr(i, e - i), directive});
+      i = e;
+      continue;
+    }
+    if (c == '/' && i + 1 < s.size() && s[i + 1] == '*') {
+      size_t e = s.find("*/", i + 2);
+      e = e == std::string::npos ? s.size() : e + 2;
+      out.push_back({Token::kSpace, s.substr(i, e - i), directive});
+      i = e;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') {
+      out.push_back({Token::kSpace, std::string(1, c), directive});
+      ++i;
+      continue;
+    }
+    if (c == '#' && line_start) directive = true;
+    line_start = false;
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      size_t e = i;
+      while (e < s.size() && (std::isalnum(static_cast<unsigned char>(s[e])) || s[e] == '_')) ++e;
+      out.push_back({Token::kIdent, s.substr(i, e - i), directive});
+      i = e;
+      continue;
+    }
+    if (std::isdigit(static_cast<unsigned char>(c)) ||
+        (c == '.' && i + 1 < s.size() && std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
+      size_t e = i;
+      while (e < s.size() && (std::isalnum(static_cast<unsigned char>(s[e])) || s[e] == '.' ||
+                              ((s[e] == '+' || s[e] == '-') && (s[e - 1] == 'e' || s[e - 1] == 'E'))))
+        ++e;
+      out.push_back({Token::kNumber, s.substr(i, e - i), directive});
+      i = e;
+      continue;
+    }
+    out.push_back({Token::kPunct, std::string(1, c), directive});
+    ++i;
+  }
+  return out;
+}
+
+size_t next_solid(const std::vector<Token>& t, size_t i) {
+  while (i < t.size() && t[i].kind == Token::kSpace) ++i;
+  return i;
+}
+
+std::string cl_type(const std::string& glsl_type) {
+  static const std::map<std::string, std::string> types = {
+      {"vec4", "float4"}, {"ivec4", "int4"}, {"uvec4", "uint4"}, {"vec2", "float2"}, {"ivec2", "int2"}};
+  const auto it = types.find(glsl_type);
+  return it == types.end() ? glsl_type : it->second;
+}
+
+class Translator {
+ public:
+  Translator(const std::string& glsl, const std::vector<int64_t>& spec) : glsl_(glsl), spec_(spec) {}
+
+  StatusOr<TranslatedKernel> run() {
+    KILN_RETURN_IF_ERROR(split_declarations());
+    KILN_ASSIGN_OR_RETURN(std::string body, rewrite_functions(code_.str()));
+    std::ostringstream s;
+    s << opencl_prelude() << "\n";
+    s << defines_.str() << constants_.str();
+    if (out_.has_push) s << "typedef struct { int p[" << out_.push_count << "]; } KilnPush;\n";
+    // The buffers every function sees (hidden parameters).
+    std::vector<std::string> params, args;
+    for (const auto& [binding, b] : buffers_) {
+      params.push_back(std::string(b.readonly ? "const " : "") + "global " + (b.coherent ? "volatile " : "") +
+                       cl_type(b.type) + "* " + (b.restrict_ ? "restrict " : "") + b.array);
+      args.push_back(b.array);
+    }
+    std::vector<std::string> kernel_params = params;
+    if (out_.has_push) {
+      params.push_back("KilnPush kiln_pc");
+      kernel_params.push_back("KilnPush kiln_pc");
+      args.push_back("kiln_pc");
+    }
+    for (const Shared& sh : shared_) {
+      params.push_back("local " + sh.decl);
+      args.push_back(sh.name);
+    }
+    for (const Shared& p : privates_) {
+      params.push_back(p.decl);
+      args.push_back(p.name);
+    }
+    s << "#define KILN_PARAMS " << join(params) << "\n";
+    s << "#define KILN_ARGS " << join(args) << "\n";
+    s << aliases_.str() << "\n";
+    s << body << "\n";
+    s << "kernel __attribute__((reqd_work_group_size(" << out_.local_size[0] << ", " << out_.local_size[1] << ", "
+      << out_.local_size[2] << "))) void kiln_kernel(" << join(kernel_params) << ") {\n";
+    for (const Shared& sh : shared_) s << "  local " << sh.decl << ";\n";
+    for (const Shared& p : privates_) s << "  " << p.decl << ";\n";
+    s << "  kg_main(KILN_ARGS);\n}\n";
+    out_.source = s.str();
+    out_.bindings = buffers_.size();
+    return std::move(out_);
+  }
+
+ private:
+  static std::string join(const std::vector<std::string>& parts) {
+    std::string s;
+    for (const std::string& p : parts) s += (s.empty() ? "" : ", ") + p;
+    return s;
+  }
+
+  // The declarations glsl_codegen emits one per line: version, extensions,
+  // workgroup size, specialization and push constants, buffers, shared
+  // arrays. Everything else is code.
+  Status split_declarations() {
+    static const std::regex local_size(R"(^layout\(local_size_x = (\d+), local_size_y = (\d+), local_size_z = (\d+)\) in;)");
+    static const std::regex spec(R"(^layout\(constant_id = (\d+)\) const int (\w+) = 1;)");
+    static const std::regex push(R"(^layout\(push_constant\) uniform KilnPush \{ int p\[(\d+)\]; \} kiln_pc;)");
+    static const std::regex buffer(
+        R"(^layout\(std430, set = 0, binding = (\d+)\) ([a-z ]*)buffer \w+ \{ (\w+) (\w+)\[\]; \};)");
+    static const std::regex shared(R"(^shared (\w+) ((\w+)(\[[^;]*\])+);)");
+    static const std::regex shared_scalar(R"(^shared (\w+) (\w+);)");
+    std::istringstream in(glsl_);
+    std::string line;
+    bool saw_local_size = false;
+    while (std::getline(in, line)) {
+      std::smatch m;
+      if (line.rfind("#version", 0) == 0 || line.rfind("#extension", 0) == 0) continue;
+      if (std::regex_search(line, m, local_size)) {
+        for (int k = 0; k < 3; ++k) out_.local_size[k] = static_cast<uint32_t>(std::stoul(m[k + 1].str()));
+        saw_local_size = true;
+      } else if (std::regex_search(line, m, spec)) {
+        const size_t id = std::stoul(m[1].str());
+        if (id >= spec_.size()) return invalid_argument("specialization constant " + m[1].str() + " has no value");
+        defines_ << "#define " << m[2].str() << " (" << spec_[id] << ")\n";
+      } else if (std::regex_search(line, m, push)) {
+        out_.has_push = true;
+        out_.push_count = std::stoul(m[1].str());
+      } else if (std::regex_search(line, m, buffer)) {
+        const size_t binding = std::stoul(m[1].str());
+        Buffer b;
+        const std::string quals = m[2].str();
+        b.readonly = quals.find("readonly") != std::string::npos;
+        b.restrict_ = quals.find("restrict") != std::string::npos;
+        b.coherent = quals.find("coherent") != std::string::npos;
+        b.type = m[3].str();
+        b.array = m[4].str();
+        const auto first = buffers_.find(binding);
+        if (first == buffers_.end()) {
+          buffers_[binding] = b;
+        } else {
+          // Another view of the same binding: the same memory, another type.
+          aliases_ << "#define " << b.array << " ((" << (first->second.readonly ? "const " : "") << "global "
+                   << (first->second.coherent ? "volatile " : "") << cl_type(b.type) << "*)" << first->second.array
+                   << ")\n";
+        }
+      } else if (std::regex_search(line, m, shared)) {
+        shared_.push_back({m[1].str() + " " + m[2].str(), m[3].str()});
+      } else if (std::regex_search(line, m, shared_scalar)) {
+        // A one-element local array under another name; the macro makes
+        // the GLSL name its element.
+        shared_.push_back({m[1].str() + " " + m[2].str() + "_kiln_local[1]", m[2].str() + "_kiln_local"});
+        aliases_ << "#define " << m[2].str() << " (" << m[2].str() << "_kiln_local[0])\n";
+      } else if (line.rfind("layout(", 0) == 0) {
+        return unimplemented("the OpenCL backend runs buffer kernels only; the shader declares `" + line + "`");
+      } else {
+        code_ << line << "\n";
+      }
+    }
+    if (!saw_local_size) return invalid_argument("the shader declares no workgroup size");
+    // PoCL (3.1) miscompiles a kernel whose barriers follow a return, even
+    // one that whole workgroups take (it reads stale private values after
+    // the barrier). The linearly numbered kernels return from the groups
+    // past KILN_GROUPS, which a 1-D grid of exactly KILN_GROUPS groups never
+    // launches: with barriers, the guard goes and the runtime checks that
+    // grid (requires_exact_grid).
+    std::string code = code_.str();
+    static const std::string guard = "if (kiln_group >= KILN_GROUPS) return;";
+    if (code.find("barrier()") != std::string::npos) {
+      for (size_t at = code.find(guard); at != std::string::npos; at = code.find(guard, at)) {
+        code.replace(at, guard.size(), "/* group guard removed: exact grid */");
+        out_.requires_exact_grid = true;
+      }
+      code_.str(code);
+    }
+    // Bindings are kernel arguments in binding order; a gap would shift them.
+    size_t expect = 0;
+    for (const auto& [binding, b] : buffers_)
+      if (binding != expect++) return invalid_argument("the shader's buffer bindings are not 0..n-1");
+    return ok_status();
+  }
+
+  // Functions: hidden parameters, kg_ names, overloadable; program-scope
+  // constants and structs made OpenCL C.
+  StatusOr<std::string> rewrite_functions(const std::string& code) {
+    std::vector<Token> t = lex(code);
+    std::set<std::string> functions;
+    std::set<size_t> definitions;  // token index of a definition's name
+    int braces = 0, parens = 0;
+    for (size_t i = 0; i < t.size(); ++i) {
+      const Token& k = t[i];
+      if (k.in_directive) continue;
+      if (k.kind == Token::kPunct) {
+        if (k.text == "{") ++braces;
+        else if (k.text == "}") --braces;
+        else if (k.text == "(") ++parens;
+        else if (k.text == ")") --parens;
+        continue;
+      }
+      if (k.kind != Token::kIdent || braces != 0 || parens != 0) continue;
+      const size_t n = next_solid(t, i + 1);
+      if (n >= t.size() || t[n].kind != Token::kIdent) continue;
+      const size_t p = next_solid(t, n + 1);
+      if (p >= t.size() || t[p].text != "(") continue;
+      functions.insert(t[n].text);
+      definitions.insert(n);
+    }
+    // GLSL array constructors (`int[2](a, b)`, only ever initializers in
+    // the kernels) are C initializer lists.
+    std::map<size_t, size_t> array_ctors;  // first token -> its `(`; the matching `)` becomes `}`
+    std::set<size_t> ctor_closes;
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (t[i].kind != Token::kIdent) continue;
+      const size_t open = next_solid(t, i + 1);
+      if (open >= t.size() || t[open].text != "[") continue;
+      size_t close = open + 1;
+      while (close < t.size() && t[close].text != "]" && t[close].text != ";") ++close;
+      const size_t paren = next_solid(t, close + 1);
+      if (close >= t.size() || t[close].text != "]" || paren >= t.size() || t[paren].text != "(") continue;
+      int depth = 0;
+      for (size_t j = paren; j < t.size(); ++j) {
+        if (t[j].text == "(") ++depth;
+        if (t[j].text == ")" && --depth == 0) {
+          array_ctors[i] = paren;
+          ctor_closes.insert(j);
+          break;
+        }
+      }
+    }
+    Edits edits = out_parameters(t, definitions);
+    std::ostringstream s;
+    braces = parens = 0;
+    bool statement_start = true;
+    for (size_t i = 0; i < t.size(); ++i) {
+      const Token& k = t[i];
+      if (const auto b = edits.before.find(i); b != edits.before.end()) s << b->second;
+      if (const auto r = edits.replace.find(i); r != edits.replace.end()) {
+        s << r->second;
+        continue;
+      }
+      if (const auto ctor = array_ctors.find(i); ctor != array_ctors.end()) {
+        s << "{";
+        i = ctor->second;
+        ++parens;
+        continue;
+      }
+      if (ctor_closes.count(i)) {
+        s << "}";
+        --parens;
+        continue;
+      }
+      if (!k.in_directive && k.kind == Token::kPunct) {
+        if (k.text == "{") ++braces;
+        else if (k.text == "}") --braces;
+        else if (k.text == "(") ++parens;
+        else if (k.text == ")") --parens;
+      }
+      if (k.kind == Token::kIdent && !k.in_directive && braces == 0 && parens == 0 && statement_start) {
+        // A scalar constant may size arrays (shared ones in the kernel's
+        // parameter list included): a macro, as C wants a constant
+        // expression, placed before every function (KILN_PARAMS uses it).
+        if (k.text == "const") {
+          std::vector<std::pair<std::string, std::string>> constants;
+          if (const size_t end = scalar_constants(t, i, constants); end != 0) {
+            const std::string type = t[next_solid(t, i + 1)].text;
+            for (const auto& [name, expr] : constants)
+              constants_ << "#define " << name << " ((" << type << ")(" << expr << "))\n";
+            i = end;
+            continue;
+          }
+          s << "constant";
+          statement_start = false;
+          continue;
+        }
+        // A per-invocation global (`int oc0;`): OpenCL C 1.2 has no
+        // program-scope private variables, so it is a one-element array of
+        // the kernel, passed down like the buffers, and a macro naming its
+        // element.
+        if (const size_t n = next_solid(t, i + 1), semi = next_solid(t, n + 1);
+            k.text != "const" && k.text != "struct" && semi < t.size() && t[n].kind == Token::kIdent &&
+            t[semi].text == ";") {
+          privates_.push_back({k.text + " " + t[n].text + "_kiln_private[1]", t[n].text + "_kiln_private"});
+          aliases_ << "#define " << t[n].text << " (" << t[n].text << "_kiln_private[0])\n";
+          i = semi;
+          continue;
+        }
+        if (k.text == "struct") {
+          const size_t n = next_solid(t, i + 1);
+          if (n < t.size() && t[n].kind == Token::kIdent)
+            s << "typedef struct " << t[n].text << " " << t[n].text << "; ";
+        }
+      }
+      if (k.kind != Token::kSpace && !k.in_directive)
+        statement_start = braces == 0 && parens == 0 && (k.text == ";" || k.text == "}");
+      if (k.kind == Token::kIdent && functions.count(k.text)) {
+        const size_t p = next_solid(t, i + 1);
+        if (p < t.size() && t[p].text == "(") {
+          const size_t after = next_solid(t, p + 1);
+          const bool empty = after < t.size() && t[after].text == ")";
+          const bool definition = definitions.count(i) > 0;
+          s << "kg_" << k.text;
+          for (size_t j = i + 1; j <= p; ++j) s << t[j].text;
+          s << (definition ? "KILN_PARAMS" : "KILN_ARGS") << (empty ? "" : ", ");
+          i = p;
+          ++parens;
+          continue;
+        }
+      }
+      // A definition's return type: make the function overloadable.
+      if (k.kind == Token::kIdent && !k.in_directive && braces == 0 && parens == 0) {
+        const size_t n = next_solid(t, i + 1);
+        if (n < t.size() && definitions.count(n)) s << "KILN_OVL ";
+      }
+      s << k.text;
+    }
+    return s.str();
+  }
+
+  // For `const T NAME = EXPR, NAME2 = EXPR2;` with a scalar T: the
+  // (name, expression) pairs and the index of the `;`; 0 for anything else.
+  static size_t scalar_constants(const std::vector<Token>& t, size_t i,
+                                 std::vector<std::pair<std::string, std::string>>& out) {
+    static const std::set<std::string> scalars = {"int", "uint", "float", "bool"};
+    const size_t type = next_solid(t, i + 1);
+    if (type >= t.size() || !scalars.count(t[type].text)) return 0;
+    size_t j = next_solid(t, type + 1);
+    while (j < t.size()) {
+      if (t[j].kind != Token::kIdent) return 0;
+      const std::string name = t[j].text;
+      const size_t eq = next_solid(t, j + 1);
+      if (eq >= t.size() || t[eq].text != "=") return 0;
+      std::string expr;
+      int depth = 0;
+      for (j = eq + 1; j < t.size(); ++j) {
+        const std::string& x = t[j].text;
+        if (depth == 0 && (x == "," || x == ";")) break;
+        if (x == "(" || x == "[") ++depth;
+        if (x == ")" || x == "]") --depth;
+        if (t[j].kind != Token::kSpace) expr += (expr.empty() ? "" : " ") + x;
+      }
+      if (j >= t.size()) return 0;
+      out.emplace_back(name, expr);
+      if (t[j].text == ";") return j;
+      j = next_solid(t, j + 1);
+    }
+    return 0;
+  }
+
+  // Token edits the main rewrite applies: text before a token (text after
+  // token i goes before token i + 1), a token replaced (by "" to drop it).
+  struct Edits {
+    std::map<size_t, std::string> before, replace;
+  };
+
+  // The index of the `)` matching the `(` at `open`.
+  static size_t matching_paren(const std::vector<Token>& t, size_t open) {
+    int depth = 0;
+    for (size_t j = open; j < t.size(); ++j) {
+      if (t[j].text == "(") ++depth;
+      if (t[j].text == ")" && --depth == 0) return j;
+    }
+    return t.size();
+  }
+
+  // The [first, last] solid tokens of each comma-separated item in (open, close).
+  static std::vector<std::pair<size_t, size_t>> items(const std::vector<Token>& t, size_t open, size_t close) {
+    std::vector<std::pair<size_t, size_t>> out;
+    int depth = 0;
+    size_t first = t.size(), last = t.size();
+    for (size_t j = open + 1; j <= close; ++j) {
+      const std::string& x = t[j].text;
+      if (j == close || (depth == 0 && x == ",")) {
+        if (first != t.size()) out.emplace_back(first, last);
+        first = last = t.size();
+        continue;
+      }
+      if (x == "(" || x == "[") ++depth;
+      if (x == ")" || x == "]") --depth;
+      if (t[j].kind == Token::kSpace) continue;
+      if (first == t.size()) first = j;
+      last = j;
+    }
+    return out;
+  }
+
+  // GLSL out/inout parameters are references; OpenCL C passes pointers:
+  // the parameter becomes `T* name`, its uses in the body `(*name)`, and
+  // the caller's argument `&(arg)`.
+  static Edits out_parameters(const std::vector<Token>& t, const std::set<size_t>& definitions) {
+    Edits e;
+    std::map<std::string, std::set<size_t>> out_args;  // function -> indices of its out parameters
+    for (size_t d : definitions) {
+      const size_t open = next_solid(t, d + 1), close = matching_paren(t, open);
+      const auto params = items(t, open, close);
+      for (size_t k = 0; k < params.size(); ++k) {
+        const auto [first, last] = params[k];
+        if (t[first].text != "out" && t[first].text != "inout") continue;
+        out_args[t[d].text].insert(k);
+        e.replace[first] = "";
+        e.before[last] = "*";
+        size_t body = next_solid(t, close + 1);
+        if (body >= t.size() || t[body].text != "{") continue;  // a prototype
+        int depth = 0;
+        for (size_t j = body; j < t.size(); ++j) {
+          if (t[j].text == "{") ++depth;
+          if (t[j].text == "}" && --depth == 0) break;
+          if (t[j].kind != Token::kIdent || t[j].text != t[last].text) continue;
+          size_t prev = j;
+          while (prev > 0 && t[prev - 1].kind == Token::kSpace) --prev;
+          if (prev > 0 && t[prev - 1].text == ".") continue;  // a member, not the parameter
+          e.replace[j] = "(*" + t[j].text + ")";
+        }
+      }
+    }
+    for (size_t i = 0; i < t.size(); ++i) {
+      const auto f = out_args.find(t[i].text);
+      if (t[i].kind != Token::kIdent || f == out_args.end() || definitions.count(i)) continue;
+      const size_t open = next_solid(t, i + 1);
+      if (open >= t.size() || t[open].text != "(") continue;
+      const auto args = items(t, open, matching_paren(t, open));
+      for (size_t k : f->second) {
+        if (k >= args.size()) continue;
+        e.before[args[k].first] += "&(";
+        e.before[args[k].second + 1] += ")";
+      }
+    }
+    return e;
+  }
+
+  const std::string& glsl_;
+  const std::vector<int64_t>& spec_;
+  TranslatedKernel out_;
+  std::ostringstream defines_, constants_, aliases_, code_;
+  std::map<size_t, Buffer> buffers_;
+  std::vector<Shared> shared_;
+  std::vector<Shared> privates_;  // per-invocation globals
+};
+
+}  // namespace
+
+StatusOr<TranslatedKernel> glsl_to_opencl(const std::string& glsl, const std::vector<int64_t>& spec) {
+  return Translator(glsl, spec).run();
+}
+
+}  // namespace kiln::opencl

@@ -1,0 +1,74 @@
+// A graph compiled for an OpenCL device: the planner's ExecutionPlan (the
+// same one Vulkan runs, planned for buffer storage and fp32 with the
+// portable kernels), every dispatch's GLSL translated to OpenCL C
+// (glsl_to_opencl.h) and built at compile time, run on the device's
+// in-order queue.
+//
+// A run binds the plan's symbols from the input shapes (and from the
+// shapes of values the host computes), gives every memory root of the plan
+// its own buffer, uploads inputs and host values where a kernel reads them,
+// evaluates host steps and host fallbacks with the reference kernels (as
+// the Vulkan runtime does), enqueues the dispatches and downloads the
+// outputs. If and Loop run on the host with the reference executor (their
+// sub-graphs included), reading what they need from the device.
+//
+// Thread-safety: run() is serialized per device (ClDevice::run_mutex).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/base/status.h"
+#include "engine/base/tensor.h"
+#include "engine/ir/graph.h"
+#include "planner/execution_plan.h"
+#include "plugins/opencl/cl_device.h"
+#include "plugins/opencl/glsl_to_opencl.h"
+
+namespace kiln::opencl {
+
+struct CompiledDispatch {
+  size_t step = 0;
+  cl_kernel kernel = nullptr;
+  TranslatedKernel code;                // argument layout (the source is in the device's cache)
+  std::vector<ir::Dim> push;            // push-constant values, evaluated per run
+  std::array<ir::Dim, 3> groups;
+};
+
+struct ModelStats {
+  size_t dispatches = 0;  // kernels compiled (dispatches outside If/Loop)
+  size_t fallbacks = 0;   // nodes the reference kernels run (If/Loop included)
+};
+
+class OpenClModel {
+ public:
+  // Takes the graph (shapes inferred). Errors: kUnimplemented naming the
+  // node and op for what the backend cannot run (a kernel whose
+  // translation does not build), the planner's errors.
+  static StatusOr<std::unique_ptr<OpenClModel>> compile(std::unique_ptr<ir::Graph> graph,
+                                                        std::shared_ptr<ClDevice> device);
+  ~OpenClModel();
+
+  const ir::Graph& graph() const { return *graph_; }
+  const planner::ExecutionPlan& plan() const { return plan_; }
+  ModelStats stats() const;
+  const std::string& device_name() const { return device_->description().name; }
+  // Inputs in graph input order; outputs in graph output order.
+  StatusOr<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) const;
+
+ private:
+  OpenClModel() = default;
+  Status compile_steps();
+  Status upload_constants();
+
+  std::unique_ptr<ir::Graph> graph_;
+  std::shared_ptr<ClDevice> device_;
+  planner::ExecutionPlan plan_;
+  std::vector<CompiledDispatch> dispatches_;       // in step order
+  std::map<planner::TensorId, cl_mem> constants_;  // uploaded once, by memory root
+  size_t host_control_flow_ = 0;                   // If/Loop nodes run on the host
+};
+
+}  // namespace kiln::opencl

@@ -1,0 +1,317 @@
+// OpenClModel::run (see opencl_model.h): one run's symbol bindings, host
+// values and device buffers.
+#include <set>
+
+#include "engine/ops/op_registry.h"
+#include "engine/runtime/reference_executor.h"
+#include "plugins/opencl/opencl_model.h"
+
+namespace kiln::opencl {
+namespace {
+
+using planner::PlanStep;
+using planner::PlanTensor;
+using planner::TensorId;
+
+DType device_dtype(const PlanTensor& t) {
+  return t.layout.type == planner::ElemType::kI32 ? DType::kInt32 : DType::kFloat32;
+}
+
+class Run {
+ public:
+  Run(const ir::Graph& graph, const planner::ExecutionPlan& plan, ClDevice& device,
+      const std::map<TensorId, cl_mem>& constants)
+      : graph_(graph), plan_(plan), device_(device), constants_(constants) {}
+  ~Run() {
+    for (auto& [root, mem] : buffers_) clReleaseMemObject(mem);
+  }
+
+  Status set_inputs(const std::vector<Tensor>& inputs) {
+    if (inputs.size() != plan_.inputs.size())
+      return invalid_argument("expected " + std::to_string(plan_.inputs.size()) + " inputs, got " +
+                              std::to_string(inputs.size()));
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const TensorId id = plan_.inputs[i];
+      const PlanTensor& t = plan_.tensors[static_cast<size_t>(id)];
+      const std::string name = "input " + std::to_string(i) + " ('" + graph_.value(t.value).name + "')";
+      if (!inputs[i].defined()) return invalid_argument(name + " is missing");
+      if (inputs[i].dtype() != t.dtype)
+        return invalid_argument(name + " has dtype " + std::string(dtype_name(inputs[i].dtype())) + ", the model takes " +
+                                std::string(dtype_name(t.dtype)));
+      KILN_RETURN_IF_ERROR(bind_shape(id, inputs[i].shape(), name));
+      host_[id] = inputs[i];
+    }
+    return ok_status();
+  }
+
+  // A dispatch, or a node on the host: a host step, a fallback, or an If or
+  // Loop with everything in it (the caller skips its branches' or body's steps).
+  Status run_step(const PlanStep& step, const CompiledDispatch* dispatch) {
+    if (step.kind == PlanStep::Kind::kDispatch) {
+      if (!dispatch) return internal_error("step of kernel '" + step.kernel.name + "' was not compiled");
+      return run_dispatch(step, *dispatch);
+    }
+    return run_on_host(step.node);
+  }
+
+  StatusOr<std::vector<Tensor>> outputs() {
+    std::vector<Tensor> out;
+    for (TensorId id : plan_.outputs) {
+      KILN_ASSIGN_OR_RETURN(Tensor t, host_value(id));
+      out.push_back(std::move(t));
+    }
+    return out;
+  }
+
+ private:
+  const PlanTensor& tensor(TensorId id) const { return plan_.tensors[static_cast<size_t>(id)]; }
+
+  std::string tensor_name(TensorId id) const {
+    const PlanTensor& t = tensor(id);
+    return t.value != ir::kNoValue ? "'" + graph_.value(t.value).name + "'" : "plan tensor " + std::to_string(id);
+  }
+
+  // Binds the symbols of `id`'s plan shape from a concrete shape, and checks
+  // the rest.
+  Status bind_shape(TensorId id, const Shape& shape, const std::string& what) {
+    const std::vector<ir::Dim>& dims = tensor(id).shape;
+    if (dims.size() != shape.size())
+      return invalid_argument(what + " has rank " + std::to_string(shape.size()) + ", expected " +
+                              std::to_string(dims.size()));
+    for (size_t k = 0; k < dims.size(); ++k) {
+      if (dims[k].is_symbol() && !bindings_.count(dims[k].symbol_name())) bindings_[dims[k].symbol_name()] = shape[k];
+      const std::optional<int64_t> want = dims[k].evaluate(bindings_);
+      if (want && *want != shape[k])
+        return invalid_argument(what + " has dim " + std::to_string(k) + " = " + std::to_string(shape[k]) +
+                                ", expected " + dims[k].to_string() + " = " + std::to_string(*want));
+    }
+    return ok_status();
+  }
+
+  StatusOr<Shape> concrete_shape(TensorId id) const {
+    Shape shape;
+    for (const ir::Dim& d : tensor(id).shape) {
+      const std::optional<int64_t> v = d.evaluate(bindings_);
+      if (!v || *v < 0)
+        return unimplemented("the shape of " + tensor_name(id) + " (dim " + d.to_string() +
+                             ") depends on values the OpenCL backend does not compute on the host yet");
+      shape.push_back(*v);
+    }
+    return shape;
+  }
+
+  StatusOr<cl_mem> buffer(TensorId id) {
+    const TensorId root = planner::memory_root(plan_, id);
+    if (const auto c = constants_.find(root); c != constants_.end()) return c->second;
+    if (const auto b = buffers_.find(root); b != buffers_.end()) return b->second;
+    KILN_ASSIGN_OR_RETURN(Shape shape, concrete_shape(root));
+    const size_t bytes = std::max<size_t>(4, static_cast<size_t>(shape_numel(shape)) *
+                                                 planner::elem_bytes(tensor(root).layout.type));
+    cl_int rc = CL_SUCCESS;
+    cl_mem mem = clCreateBuffer(device_.context(), CL_MEM_READ_WRITE, bytes, nullptr, &rc);
+    KILN_RETURN_IF_ERROR(cl_status(rc, "allocating " + std::to_string(bytes) + " bytes for " + tensor_name(root)));
+    buffers_[root] = mem;
+    if (tensor(root).origin == PlanTensor::Origin::kState) {
+      const cl_int zero = 0;
+      KILN_RETURN_IF_ERROR(cl_status(
+          clEnqueueFillBuffer(device_.queue(), mem, &zero, sizeof zero, 0, bytes, 0, nullptr, nullptr), "zero-filling"));
+    }
+    return mem;
+  }
+
+  // Uploads a host value a kernel reads (once per run).
+  Status ensure_on_device(TensorId id) {
+    const TensorId data = planner::data_root(plan_, id);
+    if (uploaded_.count(data)) return ok_status();
+    const auto h = host_.find(data);
+    if (h == host_.end()) return ok_status();  // device data, or a constant uploaded at compile time
+    KILN_ASSIGN_OR_RETURN(Tensor converted, h->second.cast(device_dtype(tensor(data))));
+    KILN_ASSIGN_OR_RETURN(cl_mem mem, buffer(data));
+    if (converted.nbytes() > 0)
+      KILN_RETURN_IF_ERROR(cl_status(clEnqueueWriteBuffer(device_.queue(), mem, CL_TRUE, 0, converted.nbytes(),
+                                                          converted.raw_data(), 0, nullptr, nullptr),
+                                     "uploading " + tensor_name(data)));
+    uploaded_.insert(data);
+    return ok_status();
+  }
+
+  // The value of a plan tensor on the host, downloading device data.
+  StatusOr<Tensor> host_value(TensorId id) {
+    const TensorId data = planner::data_root(plan_, id);
+    KILN_ASSIGN_OR_RETURN(Shape shape, concrete_shape(id));
+    const PlanTensor& t = tensor(id);
+    Tensor found;
+    if (const auto h = host_.find(data); h != host_.end()) found = h->second;
+    else if (tensor(data).constant.defined()) found = tensor(data).constant;
+    if (found.defined()) {
+      if (found.shape() == shape && found.dtype() == t.dtype) return found;
+      KILN_ASSIGN_OR_RETURN(Tensor cast, found.cast(t.dtype));
+      return cast.reshaped(shape);
+    }
+    KILN_ASSIGN_OR_RETURN(Tensor device, Tensor::allocate(device_dtype(t), shape));
+    KILN_ASSIGN_OR_RETURN(cl_mem mem, buffer(id));
+    if (device.nbytes() > 0)
+      KILN_RETURN_IF_ERROR(cl_status(clEnqueueReadBuffer(device_.queue(), mem, CL_TRUE, 0, device.nbytes(),
+                                                         device.raw_data(), 0, nullptr, nullptr),
+                                     "downloading " + tensor_name(id)));
+    return device.cast(t.dtype);
+  }
+
+  StatusOr<Tensor> value_on_host(ir::ValueId v) {
+    if (const auto it = plan_.value_tensor.find(v); it != plan_.value_tensor.end()) return host_value(it->second);
+    if (graph_.value(v).is_constant()) return graph_.value(v).constant;
+    return internal_error("value '" + graph_.value(v).name + "' has no plan tensor");
+  }
+
+  // A host step (shape arithmetic) or a host fallback: the node's reference
+  // kernel on its inputs' host values.
+  Status run_on_host(ir::NodeId node_id) {
+    const ir::Node& node = graph_.node(node_id);
+    const ops::OpSchema* schema = ops::OpRegistry::builtin().find(node.domain, node.op);
+    if (!schema) return unimplemented(node.describe() + ": no reference kernel to run it on the host");
+    std::vector<Tensor> values(node.inputs.size());
+    std::vector<const Tensor*> pointers(node.inputs.size(), nullptr);
+    std::vector<ops::ValueInfo> infos(node.inputs.size());
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (node.inputs[i] == ir::kNoValue) continue;
+      KILN_ASSIGN_OR_RETURN(values[i], value_on_host(node.inputs[i]));
+      pointers[i] = &values[i];
+      infos[i].dtype = values[i].dtype();
+      infos[i].shape = ir::SymShape::from_concrete(values[i].shape());
+      infos[i].value = &values[i];
+    }
+    KILN_ASSIGN_OR_RETURN(std::vector<ops::ValueInfo> inferred, ops::infer_node(*schema, node, std::move(infos)));
+    // If and Loop run their sub-graphs on the reference executor, seeing
+    // the enclosing values they read from the host.
+    std::map<ir::ValueId, Tensor> env;
+    for (ir::ValueId v : planner::subgraph_reads(graph_, node)) {
+      const bool known = plan_.value_tensor.count(v) || graph_.value(v).is_constant();
+      if (!known) continue;  // the sub-graph's own value
+      KILN_ASSIGN_OR_RETURN(env[v], value_on_host(v));
+    }
+    const runtime::ReferenceExecutor executor(graph_);
+    ops::RegionRunner runner = [&](ir::RegionId region, std::vector<Tensor> in) {
+      return executor.run_region(region, std::move(in), env);
+    };
+    ops::KernelContext ctx(node, pointers, std::move(inferred), runner);
+    KILN_RETURN_IF_ERROR(schema->kernel(ctx));
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      const auto it = plan_.value_tensor.find(node.outputs[i]);
+      if (node.outputs[i] == ir::kNoValue || it == plan_.value_tensor.end()) continue;
+      Tensor& out = ctx.outputs()[i];
+      if (!out.defined()) return internal_error(node.describe() + ": no output " + std::to_string(i));
+      KILN_RETURN_IF_ERROR(bind_shape(it->second, out.shape(), node.describe() + " output " + std::to_string(i)));
+      host_[planner::data_root(plan_, it->second)] = std::move(out);
+    }
+    return ok_status();
+  }
+
+  // The host parameters of `node`'s kernels (planner::HostParam).
+  Status bind_host_params(ir::NodeId node_id) {
+    for (const planner::HostParam& p : plan_.host_params) {
+      if (p.node != node_id || bindings_.count(p.symbol)) continue;
+      const ir::Node& node = graph_.node(node_id);
+      planner::HostParamInputs in;
+      std::vector<Tensor> values;
+      values.reserve(node.inputs.size());
+      for (ir::ValueId v : node.inputs) {
+        if (v == ir::kNoValue) {
+          in.shapes.emplace_back();
+          in.values.push_back(nullptr);
+          continue;
+        }
+        const auto it = plan_.value_tensor.find(v);
+        const bool on_host = graph_.value(v).is_constant() ||
+                             (it != plan_.value_tensor.end() && host_.count(planner::data_root(plan_, it->second)));
+        if (on_host) {
+          KILN_ASSIGN_OR_RETURN(Tensor t, value_on_host(v));
+          values.push_back(std::move(t));
+          in.shapes.push_back(values.back().shape());
+          in.values.push_back(&values.back());
+        } else {
+          if (it == plan_.value_tensor.end()) return internal_error("value '" + graph_.value(v).name + "' has no plan tensor");
+          KILN_ASSIGN_OR_RETURN(Shape shape, concrete_shape(it->second));
+          in.shapes.push_back(std::move(shape));
+          in.values.push_back(nullptr);
+        }
+      }
+      auto value = p.fn(in);
+      if (!value.ok()) return Status(value.status().code(), node.describe() + ": " + value.status().message());
+      bindings_[p.symbol] = *value;
+    }
+    return ok_status();
+  }
+
+  Status run_dispatch(const PlanStep& step, const CompiledDispatch& d) {
+    KILN_RETURN_IF_ERROR(bind_host_params(step.node));
+    const std::vector<planner::KernelTensor>& tensors = step.kernel.tensors;
+    for (size_t b = 0; b < tensors.size(); ++b) {
+      if (!tensors[b].written) KILN_RETURN_IF_ERROR(ensure_on_device(tensors[b].tensor));
+      KILN_ASSIGN_OR_RETURN(cl_mem mem, buffer(tensors[b].tensor));
+      KILN_RETURN_IF_ERROR(cl_status(clSetKernelArg(d.kernel, static_cast<cl_uint>(b), sizeof(cl_mem), &mem),
+                                     "kernel '" + step.kernel.name + "' argument " + std::to_string(b)));
+    }
+    if (d.code.has_push) {
+      std::vector<cl_int> push;
+      for (const ir::Dim& dim : d.push) {
+        const std::optional<int64_t> v = dim.evaluate(bindings_);
+        if (!v) return unimplemented("kernel '" + step.kernel.name + "': parameter " + dim.to_string() + " is unbound");
+        push.push_back(static_cast<cl_int>(*v));
+      }
+      KILN_RETURN_IF_ERROR(cl_status(clSetKernelArg(d.kernel, static_cast<cl_uint>(tensors.size()),
+                                                    push.size() * sizeof(cl_int), push.data()),
+                                     "kernel '" + step.kernel.name + "' parameters"));
+    }
+    size_t global[3];
+    size_t local[3];
+    for (int k = 0; k < 3; ++k) {
+      const std::optional<int64_t> g = d.groups[k].evaluate(bindings_);
+      if (!g) return unimplemented("kernel '" + step.kernel.name + "': grid " + d.groups[k].to_string() + " is unbound");
+      if (*g <= 0) return ok_status();  // nothing to do
+      local[k] = d.code.local_size[k];
+      global[k] = static_cast<size_t>(*g) * local[k];
+    }
+    if (d.code.requires_exact_grid) {
+      std::optional<int64_t> want;
+      for (const planner::KernelParam& p : step.kernel.params)
+        if (p.name == "KILN_GROUPS") want = p.value.evaluate(bindings_);
+      const size_t launched = global[0] / local[0] * (global[1] / local[1]) * (global[2] / local[2]);
+      if (!want || static_cast<size_t>(*want) != launched)
+        return internal_error("kernel '" + step.kernel.name + "' needs a grid of exactly KILN_GROUPS workgroups, got " +
+                              std::to_string(launched));
+    }
+    return cl_status(clEnqueueNDRangeKernel(device_.queue(), d.kernel, 3, nullptr, global, local, 0, nullptr, nullptr),
+                     graph_.node(step.node).describe() + ": kernel '" + step.kernel.name + "'");
+  }
+
+  const ir::Graph& graph_;
+  const planner::ExecutionPlan& plan_;
+  ClDevice& device_;
+  const std::map<TensorId, cl_mem>& constants_;
+  std::map<std::string, int64_t> bindings_;
+  std::map<TensorId, Tensor> host_;  // by data root
+  std::set<TensorId> uploaded_;
+  std::map<TensorId, cl_mem> buffers_;
+};
+
+}  // namespace
+
+StatusOr<std::vector<Tensor>> OpenClModel::run(const std::vector<Tensor>& inputs) const {
+  std::lock_guard<std::mutex> lock(device_->run_mutex());
+  Run run(*graph_, plan_, *device_, constants_);
+  KILN_RETURN_IF_ERROR(run.set_inputs(inputs));
+  std::map<size_t, const CompiledDispatch*> by_step;
+  for (const CompiledDispatch& d : dispatches_) by_step[d.step] = &d;
+  std::map<size_t, size_t> control_end;  // If/Loop head -> the step after its range
+  for (const auto& [head, end] : planner::control_ranges(plan_)) control_end[head] = end;
+  for (size_t i = 0; i < plan_.steps.size(); ++i) {
+    const auto d = by_step.find(i);
+    KILN_RETURN_IF_ERROR(run.run_step(plan_.steps[i], d == by_step.end() ? nullptr : d->second));
+    if (const auto end = control_end.find(i); end != control_end.end()) i = end->second - 1;
+  }
+  auto outputs = run.outputs();
+  clFinish(device_->queue());
+  return outputs;
+}
+
+}  // namespace kiln::opencl

@@ -1,0 +1,137 @@
+// kiln.opencl: the OpenCL backend as a plugin (kiln_backend_v1_t, named
+// "opencl"). The host hands the optimized graph over as Kiln's textual IR
+// (kiln_host_api_t::graph_text, ABI 1.4); the plugin parses it with the
+// IR's own parser, plans and compiles it (OpenClModel) and runs it. Nothing
+// touches OpenCL until the first compile, so a host that loads every
+// installed plugin pays nothing for this one unless a session names it.
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "engine/ir/text.h"
+#include "kiln/kiln_plugin.hpp"
+#include "plugins/opencl/opencl_model.h"
+
+namespace {
+
+using kiln::opencl::OpenClModel;
+
+kiln_plugin_status_t* to_plugin(const kiln_host_api_t* host, const kiln::Status& s) {
+  if (s.ok()) return nullptr;
+  kiln_plugin_code_t code = KILN_PLUGIN_INTERNAL;
+  switch (s.code()) {
+    case kiln::StatusCode::kInvalidArgument: code = KILN_PLUGIN_INVALID_ARGUMENT; break;
+    case kiln::StatusCode::kNotFound: code = KILN_PLUGIN_NOT_FOUND; break;
+    case kiln::StatusCode::kUnimplemented: code = KILN_PLUGIN_UNIMPLEMENTED; break;
+    case kiln::StatusCode::kOutOfMemory: code = KILN_PLUGIN_OUT_OF_MEMORY; break;
+    case kiln::StatusCode::kUnavailable: code = KILN_PLUGIN_FAILED_PRECONDITION; break;
+    default: break;
+  }
+  return host->make_status(code, s.message().c_str());
+}
+
+kiln::StatusOr<std::unique_ptr<OpenClModel>> compile_model(const kiln_host_api_t* host, const kiln_graph_t* graph) {
+  if (!KILN_PLUGIN_HAS_FIELD(host, kiln_host_api_t, graph_text) || !host->graph_text)
+    return kiln::failed_precondition("the host is older than plugin ABI 1.4 (no graph_text)");
+  size_t length = 0;
+  const char* text = host->graph_text(graph, &length);
+  if (!text) return kiln::out_of_memory("the host could not print the graph");
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<kiln::ir::Graph> g, kiln::ir::parse_graph(std::string_view(text, length)));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<kiln::opencl::ClDevice> device, kiln::opencl::ClDevice::shared());
+  return OpenClModel::compile(std::move(g), std::move(device));
+}
+
+kiln_plugin_status_t* compile(void*, const kiln_host_api_t* host, const kiln_graph_t* graph, void** out_model) {
+  auto model = compile_model(host, graph);
+  if (!model.ok()) return to_plugin(host, model.status());
+  const auto stats = (*model)->stats();
+  const std::string note = "opencl: " + (*model)->device_name() + ": " + std::to_string(stats.dispatches) +
+                           " dispatches, " + std::to_string(stats.fallbacks) + " host fallbacks";
+  host->log(KILN_LOG_INFO, note.c_str());
+  *out_model = model->release();
+  return nullptr;
+}
+
+kiln_plugin_status_t* run(void* opaque, const kiln_host_api_t* host, const kiln_tensor_view_t* const* inputs,
+                          size_t input_count, kiln_backend_alloc_output_fn alloc_output, void* alloc_ctx) {
+  const OpenClModel& model = *static_cast<const OpenClModel*>(opaque);
+  std::vector<kiln::Tensor> in;
+  for (size_t i = 0; i < input_count; ++i) {
+    const kiln_tensor_view_t& v = *inputs[i];
+    if (v.dtype <= KILN_PLUGIN_DTYPE_UNDEFINED || v.dtype > KILN_PLUGIN_DTYPE_UINT64 || (v.rank > 0 && !v.dims))
+      return host->make_status(KILN_PLUGIN_INVALID_ARGUMENT, ("input " + std::to_string(i) + " is malformed").c_str());
+    auto t = kiln::Tensor::allocate(static_cast<kiln::DType>(v.dtype), kiln::Shape(v.dims, v.dims + v.rank));
+    if (!t.ok()) return to_plugin(host, t.status());
+    if (t->nbytes() > 0) std::memcpy(t->raw_data(), v.data, t->nbytes());
+    in.push_back(std::move(t).value());
+  }
+  auto outputs = model.run(in);
+  if (!outputs.ok()) return to_plugin(host, outputs.status());
+  for (size_t i = 0; i < outputs->size(); ++i) {
+    const kiln::Tensor& t = (*outputs)[i];
+    void* out = alloc_output(alloc_ctx, i, static_cast<int32_t>(t.dtype()), t.shape().size(), t.shape().data());
+    if (!out) return host->make_status(KILN_PLUGIN_INTERNAL, "the host refused an output");
+    if (t.nbytes() > 0) std::memcpy(out, t.raw_data(), t.nbytes());
+  }
+  return nullptr;
+}
+
+void destroy(void* model) { delete static_cast<OpenClModel*>(model); }
+
+// `kiln info`: every platform and device, the limits the backend plans with,
+// image support (for the 2.5D texture storage to come) and the extensions.
+const char* describe(void*) {
+  static thread_local std::string text;
+  auto platforms = kiln::opencl::list_devices();
+  if (!platforms.ok()) {
+    text = "no OpenCL: " + platforms.status().message() + "\n";
+    return text.c_str();
+  }
+  text.clear();
+  for (size_t p = 0; p < platforms->size(); ++p) {
+    const auto& devices = (*platforms)[p];
+    text += "platform " + std::to_string(p) + ": " + (devices.empty() ? std::string("(no devices)") : devices[0].platform) +
+            (devices.empty() ? "" : " (" + devices[0].platform_version + ")") + "\n";
+    for (size_t d = 0; d < devices.size(); ++d) {
+      const kiln::opencl::DeviceDescription& x = devices[d];
+      const char* type = (x.type & CL_DEVICE_TYPE_GPU) ? "gpu" : (x.type & CL_DEVICE_TYPE_CPU) ? "cpu" : "other";
+      text += "  device " + std::to_string(p) + ":" + std::to_string(d) + ": " + x.name + " (" + type + ")\n";
+      text += "    version: " + x.version + ", driver " + x.driver + "\n";
+      text += "    global memory: " + std::to_string(x.global_memory >> 20) + " MiB (max allocation " +
+              std::to_string(x.max_alloc >> 20) + " MiB), local memory: " + std::to_string(x.local_memory >> 10) +
+              " KiB, max workgroup: " + std::to_string(x.max_workgroup) + "\n";
+      text += "    images: " + (x.images ? "yes, image2d up to " + std::to_string(x.image2d_width) + " x " +
+                                               std::to_string(x.image2d_height)
+                                         : std::string("no")) + "\n";
+      text += "    fp16: " + std::string(x.extensions.find("cl_khr_fp16") != std::string::npos ? "yes" : "no") +
+              "\n    extensions: " + x.extensions + "\n";
+    }
+  }
+  return text.c_str();
+}
+
+void model_counts(void* model, size_t* dispatches, size_t* fallbacks) {
+  const kiln::opencl::ModelStats stats = static_cast<const OpenClModel*>(model)->stats();
+  if (dispatches) *dispatches = stats.dispatches;
+  if (fallbacks) *fallbacks = stats.fallbacks;
+}
+
+const kiln_backend_v1_t backend = {sizeof(kiln_backend_v1_t), "opencl", nullptr, compile, run, destroy, describe,
+                                   model_counts};
+
+const void* get_interface(const char* name) {
+  return std::strcmp(name, KILN_INTERFACE_BACKEND_V1) == 0 ? &backend : nullptr;
+}
+
+kiln_plugin_t make_descriptor() {
+  kiln_plugin_t p = kiln::plugin::make_plugin("kiln.opencl", "0.1.0", nullptr, 0);
+  p.get_interface = get_interface;
+  return p;
+}
+
+const kiln_plugin_t plugin = make_descriptor();
+
+}  // namespace
+
+KILN_PLUGIN_DEFINE_QUERY(kiln_plugin_query, plugin)
