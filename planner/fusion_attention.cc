@@ -119,6 +119,15 @@ std::optional<CoopMatTiling> choose_coopmat_tiling(const ir::Dim& m, const ir::D
   return best;
 }
 
+// The output's batch dims followed by x's last two: the frame in which an
+// operand's helper reads it (its batch coordinates are the workgroup's).
+std::vector<ir::Dim> with_last2(const std::vector<ir::Dim>& ys, const std::vector<ir::Dim>& x) {
+  std::vector<ir::Dim> s(ys.begin(), ys.end() - 2);
+  s.push_back(x[x.size() - 2]);
+  s.push_back(x.back());
+  return s;
+}
+
 // `t` (rank >= 2, maybe read through a view) seen with its last two axes
 // swapped, as binding `name`.
 KernelTensor transposed_last2(const KernelTensor& t, std::string name) {
@@ -166,16 +175,9 @@ std::string staging_helper(const std::string& fn, const KernelTensor& x, const s
 std::string staging_helpers(const KernelTensor& q, const KernelTensor& kt, const KernelTensor& v,
                             const std::vector<ir::Dim>& ys, int64_t d, int64_t dv) {
   const size_t r = ys.size();
-  std::vector<ir::Dim> batch_dims(ys.begin(), ys.end() - 2);
-  const auto frame = [&](const std::vector<ir::Dim>& x) {
-    std::vector<ir::Dim> s = batch_dims;
-    s.push_back(x[x.size() - 2]);
-    s.push_back(x.back());
-    return s;
-  };
   const std::string last2 = "int oc" + std::to_string(r - 2) + ", int oc" + std::to_string(r - 1);
   std::string h = "float attn_kt(" + last2 + ") { return KT_at(" +
-                  join_args(broadcast_coords("KT", kt.shape, frame(kt.shape))) + "); }\n";
+                  join_args(broadcast_coords("KT", kt.shape, with_last2(ys, kt.shape))) + "); }\n";
   h += staging_helper("attn_q8", q, ys, d, "attn_q");
   h += staging_helper("attn_k8", kt, ys, d, "attn_kt");
   h += staging_helper("attn_v8", v, ys, dv, "attn_v");
@@ -369,19 +371,12 @@ Status lower_attention(PlanBuilder& builder, const ir::Graph& graph, const Fusio
   // Batch coordinates are globals oc0..; a helper's own two coordinates are
   // its parameters oc<r-2>, oc<r-1>, so broadcast_coords' text applies.
   const std::string last2 = "int oc" + std::to_string(r - 2) + ", int oc" + std::to_string(r - 1);
-  std::vector<ir::Dim> batch_dims(ys.begin(), ys.end() - 2);
-  const auto with_last2 = [&](const std::vector<ir::Dim>& x) {
-    std::vector<ir::Dim> s = batch_dims;
-    s.push_back(x[x.size() - 2]);
-    s.push_back(x.back());
-    return s;
-  };
   std::string h;
   if (r > 2) h += "int " + dim_list(0, r - 2, "oc") + ";  // the workgroup's batch coordinates\n";
-  h += "float attn_q(" + last2 + ") { return Q_at(" + join_args(broadcast_coords("Q", as, with_last2(as))) + "); }\n";
+  h += "float attn_q(" + last2 + ") { return Q_at(" + join_args(broadcast_coords("Q", as, with_last2(ys, as))) + "); }\n";
   const std::string attn_k =
-      "float attn_k(" + last2 + ") { return K_at(" + join_args(broadcast_coords("K", bs, with_last2(bs))) + "); }\n";
-  h += "float attn_v(" + last2 + ") { return V_at(" + join_args(broadcast_coords("V", vs, with_last2(vs))) + "); }\n";
+      "float attn_k(" + last2 + ") { return K_at(" + join_args(broadcast_coords("K", bs, with_last2(ys, bs))) + "); }\n";
+  h += "float attn_v(" + last2 + ") { return V_at(" + join_args(broadcast_coords("V", vs, with_last2(ys, vs))) + "); }\n";
   h += "int att_b;  // the workgroup's batch element, row-major over Y's batch dims\n";
   h += "float attn_score(int att_m, int att_n, float s) {\n  s *= " + glsl_float(pat.scale) + ";\n";
   size_t biases = 0;

@@ -35,6 +35,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from vulkan_gate import vulkan_gate
+
 U8, I8 = (0, 255), (-128, 127)
 
 
@@ -227,14 +229,10 @@ def main():
         return 2
     kiln, backend, work = sys.argv[1:4]
     os.makedirs(work, exist_ok=True)
-    if backend == "vulkan":  # the convention of tools/kiln/check_lib.sh's have_vulkan
-        info = subprocess.run([kiln, "info"], capture_output=True, text=True).stdout
-        if not re.search(r"^device 0", info, re.M):
-            if os.environ.get("KILN_REQUIRE_VULKAN", "0") != "0" or os.environ.get("CI") == "true":
-                print("FAIL no Vulkan device, and KILN_REQUIRE_VULKAN=1 or CI=true require one")
-                return 1
-            print("note: no Vulkan device; skipped")
-            return 77
+    if backend == "vulkan":
+        gate = vulkan_gate(kiln)
+        if gate is not None:
+            return gate
     for name, (model, ops, outs) in (("qdq_convnet", qdq_convnet()), ("qdq_matmul", qdq_matmul())):
         check(kiln, backend, work, name, model, ops, outs)
     if len(sys.argv) == 5:
