@@ -40,20 +40,7 @@ void conv_direct_plane(const Geometry3& g, const X* x, const W* w, int64_t chann
         for (int64_t ic = 0; ic < channels; ++ic) {
           const X* xp = x + ic * in_sz;
           const W* wp = w + ic * kk;
-          for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-            const int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
-            if (id < 0 || id >= g.in[0]) continue;
-            for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-              const int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
-              if (ih < 0 || ih >= g.in[1]) continue;
-              for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-                const int64_t iw = ow * g.stride[2] - g.pad_begin[2] + kw * g.dilation[2];
-                if (iw < 0 || iw >= g.in[2]) continue;
-                acc = mul_add(acc, xp[(id * g.in[1] + ih) * g.in[2] + iw],
-                              wp[(kd * g.kernel[1] + kh) * g.kernel[2] + kw]);
-              }
-            }
-          }
+          for_each_tap(g, od, oh, ow, g.in, [&](int64_t xi, int64_t ki) { acc = mul_add(acc, xp[xi], wp[ki]); });
         }
         y[(od * g.out[1] + oh) * g.out[2] + ow] = finish(acc);
       }

@@ -558,20 +558,7 @@ Status conv_transpose_direct(const Tensor& x, const Tensor& w, const Tensor* bia
             for (int64_t oc = 0; oc < mg; ++oc) {
               double* out = acc.get() + (img * m + gi * mg + oc) * out_sz;
               const T* wp = wd + (ic * mg + oc) * kk;
-              for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-                const int64_t od = id * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
-                if (od < 0 || od >= g.out[0]) continue;
-                for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-                  const int64_t oh = ih * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
-                  if (oh < 0 || oh >= g.out[1]) continue;
-                  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-                    const int64_t ow = iw * g.stride[2] - g.pad_begin[2] + kw * g.dilation[2];
-                    if (ow < 0 || ow >= g.out[2]) continue;
-                    out[(od * g.out[1] + oh) * g.out[2] + ow] +=
-                        xv * to_f64(wp[(kd * g.kernel[1] + kh) * g.kernel[2] + kw]);
-                  }
-                }
-              }
+              for_each_tap(g, id, ih, iw, g.out, [&](int64_t oi, int64_t ki) { out[oi] += xv * to_f64(wp[ki]); });
             }
           }
     }

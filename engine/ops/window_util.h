@@ -66,6 +66,29 @@ struct Geometry3 {
   int64_t kernel_size() const { return kernel[0] * kernel[1] * kernel[2]; }
 };
 
+// The kernel taps of a window at position p = (p0, p1, p2): for each tap k
+// whose coordinate q = p * stride - pad_begin + k * dilation lies inside
+// `extent` on every axis, in row-major tap order, fn(linear index of q in
+// `extent`, linear index of k). A convolution gathers its input this way
+// (p an output position, extent g.in); a transposed convolution scatters
+// into its output (p an input position, extent g.out).
+template <typename Fn>
+inline void for_each_tap(const Geometry3& g, int64_t p0, int64_t p1, int64_t p2, const int64_t (&extent)[3], Fn fn) {
+  for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
+    const int64_t q0 = p0 * g.stride[0] - g.pad_begin[0] + k0 * g.dilation[0];
+    if (q0 < 0 || q0 >= extent[0]) continue;
+    for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
+      const int64_t q1 = p1 * g.stride[1] - g.pad_begin[1] + k1 * g.dilation[1];
+      if (q1 < 0 || q1 >= extent[1]) continue;
+      for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2) {
+        const int64_t q2 = p2 * g.stride[2] - g.pad_begin[2] + k2 * g.dilation[2];
+        if (q2 < 0 || q2 >= extent[2]) continue;
+        fn((q0 * extent[1] + q1) * extent[2] + q2, (k0 * g.kernel[1] + k1) * g.kernel[2] + k2);
+      }
+    }
+  }
+}
+
 // Fills a Geometry3 from concrete spatial sizes. UNIMPLEMENTED for more than
 // three spatial axes.
 StatusOr<Geometry3> make_geometry3(const std::vector<int64_t>& in, const std::vector<int64_t>& out,
