@@ -155,7 +155,7 @@ std::string staging_helper(const std::string& fn, const KernelTensor& x, const s
   const size_t r = ys.size();
   bool direct = x.shape.size() == r && inner % 8 == 0;
   for (size_t k = 0; direct && k + 2 < r; ++k) direct = x.shape[k].same_as(ys[k]);
-  const std::string n = x.name, rank = std::to_string(r);
+  const std::string& n = x.name;
   std::string s = "uvec4 " + fn + "(int row, int col) {\n";
   if (direct) {
     s += "  return col < " + std::to_string(inner) + " ? " + n + "_ld8h((att_b * " + n + "_D" + std::to_string(r - 2) +
