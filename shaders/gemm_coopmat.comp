@@ -256,8 +256,12 @@ void main() {
 //@end
 //@if SPLIT_K
         int p = ((slice * GEMM_BATCH + b) * GEMM_M + m) * GEMM_N + n;
-        for (int j = 0; j < 4; ++j)
-          if (n + j < GEMM_N) GP_data[p + j] = v[j];
+        if (n + 4 <= GEMM_N) {
+          GP_store4(p, v);  // one 16-byte store where N keeps it aligned
+        } else {
+          for (int j = 0; j < 4; ++j)
+            if (n + j < GEMM_N) GP_data[p + j] = v[j];
+        }
 //@else
         gemm_store4(b, m, n, v);
 //@end

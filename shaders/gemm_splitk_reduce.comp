@@ -1,6 +1,10 @@
 //! Split-K second pass: one invocation per four columns of one output row
-//! sums the GEMM_SPLIT partial tiles of GP (written by gemm_tile.comp with
-//! SPLIT_K) and stores through the op's gemm_store4. No placeholders.
+//! sums the GEMM_SPLIT partial tiles of GP (written by gemm_tile.comp or
+//! gemm_coopmat.comp with SPLIT_K) and stores through the op's gemm_store4.
+//! Each slice is one 16-byte load where N keeps the four columns aligned
+//! (GP_load4), all of them independent: the pass is bound by load latency,
+//! and a batch-1 pass has too few invocations to hide it otherwise.
+//! No placeholders.
 
 void main() {
   int q = int(gl_GlobalInvocationID.x);
@@ -8,11 +12,11 @@ void main() {
   if (q >= GEMM_BATCH * GEMM_M * nq) return;
   int n = (q % nq) * 4, r = q / nq;
   int m = r % GEMM_M, b = r / GEMM_M;
+  int p = (b * GEMM_M + m) * GEMM_N + n;
+  int slice_stride = GEMM_BATCH * GEMM_M * GEMM_N;
   vec4 v = vec4(0.0);
-  for (int s = 0; s < GEMM_SPLIT; ++s) {
-    int p = ((s * GEMM_BATCH + b) * GEMM_M + m) * GEMM_N + n;
-    for (int j = 0; j < 4; ++j)
-      if (n + j < GEMM_N) v[j] += GP_data[p + j];
-  }
+  // Lanes past N read the next row's partials (or stop at GP's end); the
+  // store ignores them.
+  for (int s = 0; s < GEMM_SPLIT; ++s) v += GP_load4(p + s * slice_stride);
   gemm_store4(b, m, n, v);
 }

@@ -142,8 +142,12 @@ void main() {
 //@else
       if (m < GEMM_M) {
         int p = ((slice * GEMM_BATCH + b) * GEMM_M + m) * GEMM_N + n;
-        for (int j = 0; j < 4; ++j)
-          if (n + j < GEMM_N) GP_data[p + j] = acc[i][j];
+        if (n + 4 <= GEMM_N) {
+          GP_store4(p, acc[i]);  // one 16-byte store where N keeps it aligned
+        } else {
+          for (int j = 0; j < 4; ++j)
+            if (n + j < GEMM_N) GP_data[p + j] = acc[i][j];
+        }
       }
 //@end
 //@else
