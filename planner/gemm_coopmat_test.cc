@@ -98,6 +98,11 @@ TEST(GemmCoopMatChoice, OnlyFp16AndLargeEnoughProblems) {
   c = choose_coopmat(problem(ir::Dim(100), ir::Dim(20), ir::Dim(64)), t, ElemType::kF16);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->bn, 32);
+  // A batch-1 transformer projection (197 tokens): 32 x 64 tiles.
+  c = choose_coopmat(problem(ir::Dim(197), ir::Dim(3072), ir::Dim(768)), t, ElemType::kF16);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->bm, 32);
+  EXPECT_EQ(c->bn, 64);
   c = choose_coopmat(problem(ir::Dim(4096), ir::Dim(512), ir::Dim(64)), t, ElemType::kF16);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->bm, 128);
@@ -182,11 +187,14 @@ void expect_valid(const ir::Graph& g, const TargetInfo& target, Storage storage,
 TEST(GemmCoopMatKernels, MatMulGemmConvAreValidSpirv) {
   const TargetInfo t = nv_target();
   const ir::Dim s = ir::Dim::symbol("s");
-  // Constant sizes, none a multiple of the tile.
+  // Constant sizes, none a multiple of the tile (up to 4096 rows: 32-row tiles).
   expect_valid(testing::one_node_graph("MatMul", ir::SymShape::from_concrete({100, 72}), {random_tensor({72, 90}, 1)}, {}), t,
+               Storage::kBuffer, "matmul_coopmat32x64");
+  expect_valid(testing::one_node_graph("MatMul", ir::SymShape::from_concrete({100, 72}), {random_tensor({72, 90}, 1)}, {}), t,
+               Storage::kImage, "matmul_coopmat32x64");
+  // Symbolic rows: 64 x 64.
+  expect_valid(testing::one_node_graph("MatMul", ir::SymShape({s, ir::Dim(72)}), {random_tensor({72, 90}, 1)}, {}), t,
                Storage::kBuffer, "matmul_coopmat64x64");
-  expect_valid(testing::one_node_graph("MatMul", ir::SymShape::from_concrete({100, 72}), {random_tensor({72, 90}, 1)}, {}), t,
-               Storage::kImage, "matmul_coopmat64x64");
   // Symbolic rows, N <= 32.
   expect_valid(testing::one_node_graph("MatMul", ir::SymShape({s, ir::Dim(40)}), {random_tensor({40, 24}, 2)}, {}), t,
                Storage::kBuffer, "matmul_coopmat64x32");
@@ -247,8 +255,8 @@ TEST(GemmCoopMatKernels, FusedEpiloguesAndDepthwisePointwiseAreValidSpirv) {
   // MatMul + bias + Relu: the cooperative-matrix kernel stores through the tail.
   const ir::Graph mm = fused_graph(ir::SymShape::from_concrete({100, 72}),
                                    {{"MatMul", {random_tensor({72, 90}, 1)}}, {"Add", {random_tensor({90}, 2)}}, {"Relu", {}}}, {});
-  expect_valid(mm, t, Storage::kBuffer, "matmul_coopmat64x64+add+relu");
-  expect_valid(mm, t, Storage::kImage, "matmul_coopmat64x64+add+relu");
+  expect_valid(mm, t, Storage::kBuffer, "matmul_coopmat32x64+add+relu");
+  expect_valid(mm, t, Storage::kImage, "matmul_coopmat32x64+add+relu");
   // Depthwise 3x3 + Clip + pointwise 32 -> 64 + Relu, symbolic spatial dims.
   const ir::SymShape x({ir::Dim(1), ir::Dim(32), ir::Dim::symbol("h"), ir::Dim::symbol("w")});
   const ir::Graph dwpw = fused_graph(
@@ -268,7 +276,7 @@ TEST(GemmCoopMatKernels, FusedEpiloguesAndDepthwisePointwiseAreValidSpirv) {
       {{"Transpose", {}}, {"Reshape", {Tensor::from_vector<int64_t>({2}, {70, 64})}}, {"MatMul", {random_tensor({64, 40}, 6)}}},
       {{{"perm", ir::Attribute::of_ints({1, 0, 2})}}});
   std::string text;
-  expect_valid(proj, t, Storage::kBuffer, "fused_transpose_reshape_matmul_coopmat64x64", &text);
+  expect_valid(proj, t, Storage::kBuffer, "fused_transpose_reshape_matmul_coopmat32x64", &text);
   EXPECT_NE(text.find("uvec4 A_ld8h(int i) {"), std::string::npos);
   EXPECT_NE(text.find("return A_src_data8[A_src_index("), std::string::npos) << text;
 }

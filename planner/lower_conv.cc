@@ -217,6 +217,47 @@ Status conv_depthwise_texels(LoweringContext& ctx, const ConvGeometry& g, const 
   return ok_status();
 }
 
+// 2-D depthwise convolution into a buffer (or a store view along W) with
+// constant weights: shaders/conv_depthwise_rows.comp, R outputs of a row per
+// invocation sharing each window row's reads. R = 8 at stride 1 (the
+// 7x7 windows of convnext read 14 values per row for 8 outputs), else 4.
+Status conv_depthwise_rows(LoweringContext& ctx, const ConvGeometry& g, const Tensor& w) {
+  const int64_t cout = ctx.input_shape(1)[0].value();
+  std::vector<KernelTensor> t = {ctx.bind("X", ctx.input(0)), ctx.bind("W", upload_weights(ctx, w))};
+  const bool bias = ctx.has_input(2);
+  if (bias) t.push_back(ctx.bind("Bias", ctx.input(2)));
+  t.push_back(ctx.bind("Y", ctx.output(0), true));
+  const int64_t r = g.strides[1] == 1 ? 8 : 4;
+  std::string body = fill_shader("conv_depthwise_rows.comp", ShaderArgs()
+                                                                .set("R", std::to_string(r))
+                                                                .set("KH", std::to_string(g.kernel[0]))
+                                                                .set("KW", std::to_string(g.kernel[1]))
+                                                                .set("SX", std::to_string(g.strides[1]))
+                                                                .set("DX", std::to_string(g.dilations[1]))
+                                                                .flag("BIAS", bias));
+  const std::vector<ir::Dim>& sy = ctx.output_shape(0);
+  const ir::Dim rows = sy[0] * sy[1] * sy[2];
+  const ir::Dim invocations = rows * ir::Dim::ceil_div(sy[3], ir::Dim(r));
+  KernelDesc d;
+  d.name = "conv_depthwise_rows";
+  d.family = KernelDesc::Family::kCustom;
+  d.tensors = std::move(t);
+  d.params = geometry_params(g);
+  d.params.push_back({"CV_MULT", ir::Dim(cout / g.group)});
+  d.params.push_back({"CV_ROWS", rows});
+  d.body = std::move(body);
+  d.extensions = {"GL_EXT_control_flow_attributes"};
+  d.local_size = {64, 1, 1};
+  const ir::Dim wg = ir::Dim::ceil_div(invocations, ir::Dim(64));
+  const ir::Dim max_x(static_cast<int64_t>(ctx.target().max_workgroup_count_x));
+  d.groups = {ir::Dim::min(wg, max_x), ir::Dim::ceil_div(wg, max_x), ir::Dim(1)};
+  ir::Dim outs(1);
+  for (const ir::Dim& x : sy) outs = outs * x;
+  d.flops = ir::Dim(2 * kernel_size(g)) * outs;
+  ctx.emit(std::move(d));
+  return ok_status();
+}
+
 Status conv_depthwise(LoweringContext& ctx, const ConvGeometry& g) {
   const int64_t cout = ctx.input_shape(1)[0].value();
   const int64_t kk = kernel_size(g);
@@ -224,6 +265,9 @@ Status conv_depthwise(LoweringContext& ctx, const ConvGeometry& g) {
   if (wc && cout == g.group && ctx.layout(ctx.input(0)).packed_axis == 1 &&
       ctx.layout(ctx.output(0)).packed_axis == 1)
     return conv_depthwise_texels(ctx, g, *wc);
+  // Rows along W: Y a buffer, whose vector axis (that of Y_store4) is W.
+  if (wc && g.spatial == 2 && ctx.layout(ctx.output(0)).storage == Storage::kBuffer)
+    return conv_depthwise_rows(ctx, g, *wc);
   std::vector<KernelTensor> t = {ctx.bind("X", ctx.input(0))};
   std::string wload;
   std::string kidx = "k0";

@@ -59,6 +59,19 @@ TEST_F(LowerConvTest, Depthwise) {
                             {{"group", ir::Attribute::of_int(6)}, {"pads", ints({2, 2, 2, 2})},
                              {"strides", ints({2, 2})}},
                             23)));  // channel multiplier 2
+  // The row kernel into buffers (conv_depthwise_rows): a 7x7 window whose
+  // rows end in a partial block of 8, and a dilated window with different
+  // y and x strides, padded unevenly.
+  EXPECT_TRUE(check_op(conv({1, 4, 13, 19}, {4, 1, 7, 7}, true,
+                            {{"group", ir::Attribute::of_int(4)}, {"pads", ints({3, 3, 3, 3})}}, 25)));
+  EXPECT_TRUE(check_op(conv({1, 3, 11, 12}, {3, 1, 3, 3}, false,
+                            {{"group", ir::Attribute::of_int(3)}, {"pads", ints({2, 1, 0, 2})},
+                             {"dilations", ints({2, 2})}, {"strides", ints({2, 1})}},
+                            27)));
+  EXPECT_TRUE(check_op(conv({1, 3, 11, 17}, {3, 1, 3, 3}, true,
+                            {{"group", ir::Attribute::of_int(3)}, {"pads", ints({1, 1, 1, 1})},
+                             {"strides", ints({1, 2})}},
+                            29)));
 }
 
 TEST_F(LowerConvTest, Grouped) {

@@ -552,6 +552,9 @@ TEST(LowerLinalgKernels, VariantsAreValidSpirv) {
   std::map<std::string, ir::Attribute> dw = same;
   dw["group"] = ir::Attribute::of_int(8);
   expect_kernels_valid(testing::one_node_graph("Conv", x, {random_tensor({8, 1, 3, 3}, 79)}, dw), t, ElemType::kF32,
+                       Storage::kBuffer, "conv_depthwise_rows");
+  const ir::SymShape x1({ir::Dim(1), ir::Dim(8), ir::Dim::symbol("w")});  // 1-D: the map kernel
+  expect_kernels_valid(testing::one_node_graph("Conv", x1, {random_tensor({8, 1, 3}, 79)}, dw), t, ElemType::kF16,
                        Storage::kBuffer, "conv_depthwise");
   expect_kernels_valid(testing::one_node_graph("Conv", x, {random_tensor({8, 1, 3, 3}, 79), random_tensor({8}, 81)}, dw), t,
                        ElemType::kF16, Storage::kImage, "conv_depthwise_texel");
