@@ -263,9 +263,13 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
       const int64_t slices = (p.k.value() + chunk - 1) / chunk;
       const TensorId scratch = ctx.add_temporary(DType::kFloat32, {ir::Dim(slices) * p.batch * p.m * p.n},
                                                  {Storage::kBuffer, ElemType::kF32});
-      // Only on request (kiln.kernel splitk_reduce=fused): on the H100 the
-      // tensor-core fix-up gave NaNs and wrong logits (resnet18 and
-      // mobilenet_v2 in fp16) where the reduce pass is right.
+      // Only on request (kiln.kernel splitk_reduce=fused). On an H100 it
+      // is right (the device tests and the zoo, session 13; an earlier
+      // build gave NaNs) but slower: every default split as a fix-up took
+      // resnet50 1.07 -> 1.74 GPU ms, vit_b_16 1.25 -> 1.34, convnext_tiny
+      // 0.84 -> 0.98 with 43, 25 and 21 fewer dispatches
+      // (bench/results/h100-2026-11-26-session13): the last workgroup of a
+      // tile adds up to 16 slices alone while the rest of the GPU idles.
       if (p.hint.splitk_reduce == SplitKReduce::kFused && slices > 1 && cm_tiles.value() <= kMaxFixupTiles) {
         KernelDesc f = make_coopmat_gemm_kernel(p, *c, CoopMatSplitK::kFixup);
         f.name += "_splitk_fixup";

@@ -288,11 +288,8 @@ void main() {
     int m = m0 + q / (BN / 4), n = n0 + (q % (BN / 4)) * 4;
     if (m >= GEMM_M || n >= GEMM_N) continue;
     vec4 v = vec4(0.0);
-    for (int s = 0; s < GEMM_SPLIT; ++s) {
-      int p = ((s * GEMM_BATCH + b) * GEMM_M + m) * GEMM_N + n;
-      for (int j = 0; j < 4; ++j)
-        if (n + j < GEMM_N) v[j] += GP_data[p + j];
-    }
+    int p = (b * GEMM_M + m) * GEMM_N + n;
+    for (int s = 0; s < GEMM_SPLIT; ++s) v += GP_load4(p + s * GEMM_BATCH * GEMM_M * GEMM_N);
     gemm_store4(b, m, n, v);
   }
 //@end
