@@ -57,7 +57,8 @@ using kiln::plugin::Rewriter;
 // A symbolic dim's loop extent in Eq. 1.
 constexpr int64_t kNominalExtent = 64;
 // The data-movement ops an anchor may store through (planner/fusion_store_views.h).
-const std::set<std::string> kStoreViewOps = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze"};
+const std::set<std::string> kStoreViewOps = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                                             "DepthToSpace", "SpaceToDepth"};
 // Td: a group weighs less than this many times the heaviest node.
 constexpr double kThresholdFactor = 8.0;
 // What the planner keeps on the host among graph inputs (execution_plan.h).
