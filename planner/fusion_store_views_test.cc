@@ -134,6 +134,14 @@ std::string pixel_shuffle_model() {
          "  %y = Relu(%a)" + kG + " : f32[1,2,10,12]\n  return %y\n}\n";
 }
 
+// ESPCN's last op: the pixel shuffle is the graph's output, with no tail.
+std::string pixel_shuffle_output_model() {
+  return std::string("graph @g opset 17 {\n  input %x : f32[1,3,5,6]\n") +
+         "  const %w : f32[8,3,3,3] = " + values(216, 12) + "\n"
+         "  %c = Conv(%x, %w) {kernel_shape = [3,3], pads = [1,1,1,1]}" + kG + " : f32[1,8,5,6]\n"
+         "  %y = DepthToSpace(%c) {blocksize = 2}" + kG + " : f32[1,2,10,12]\n  return %y\n}\n";
+}
+
 // Every storage x precision: `dispatches` kernels (or, for images with
 // `image_refused`, the group refused with that reason), a kernel named
 // with `name`, the views' values bound by no kernel, and the reference's
@@ -266,6 +274,11 @@ TEST_F(FusionStoreViews, ConvPixelShuffleAddRelu) {
   expect_store_view(pixel_shuffle_model(), {{random_tensor({1, 3, 5, 6}, 32), random_tensor({1, 2, 10, 12}, 33)}},
                     {.name = "+depthtospace+add+relu", .image_dispatches = 2, .image_refused = "moves the packed axis"},
                     {"d"});
+}
+
+TEST_F(FusionStoreViews, ConvPixelShuffleAsTheGraphOutput) {
+  expect_store_view(pixel_shuffle_output_model(), {{random_tensor({1, 3, 5, 6}, 34)}},
+                    {.name = "+depthtospace", .image_dispatches = 2, .image_refused = "moves the packed axis"}, {});
 }
 
 // ---------------------------------------------------------------- refusals
