@@ -3,8 +3,9 @@
 //
 // A group anchor -> view nodes -> elementwise tail: the anchor (any node
 // epilogue fusion takes, fusion.h shape 2) is followed by a chain of
-// Transpose / Reshape / Flatten / Squeeze / Unsqueeze / Identity nodes (or
-// a Slice or Expand that keeps the shape), each
+// Transpose / Reshape / Flatten / Squeeze / Unsqueeze / Identity /
+// DepthToSpace / SpaceToDepth nodes (or a Slice or Expand that keeps the
+// shape), each
 // reading the previous one's output (the first the anchor's) as its input
 // 0, each output read only by the next one (the last by the tail), then
 // an elementwise tail as in shape 2 that reads the last view's value at the

@@ -123,6 +123,25 @@ std::string both_sides_model() {
          "  %y = Sub(%f, %r)" + kG + " : f32[2,5,3,3]\n  return %y\n}\n";
 }
 
+// A super-resolution head: a conv's channels shuffled into space (pixel
+// shuffle, CRD as torch exports it), a residual and a Relu.
+std::string pixel_shuffle_model() {
+  return std::string("graph @g opset 17 {\n  input %x : f32[1,3,5,6]\n  input %r : f32[1,2,10,12]\n") +
+         "  const %w : f32[8,3,3,3] = " + values(216, 11) + "\n"
+         "  %c = Conv(%x, %w) {kernel_shape = [3,3], pads = [1,1,1,1]}" + kG + " : f32[1,8,5,6]\n"
+         "  %d = DepthToSpace(%c) {blocksize = 2, mode = \"CRD\"}" + kG + " : f32[1,2,10,12]\n"
+         "  %a = Add(%d, %r)" + kG + " : f32[1,2,10,12]\n"
+         "  %y = Relu(%a)" + kG + " : f32[1,2,10,12]\n  return %y\n}\n";
+}
+
+// ESPCN's last op: the pixel shuffle is the graph's output, with no tail.
+std::string pixel_shuffle_output_model() {
+  return std::string("graph @g opset 17 {\n  input %x : f32[1,3,5,6]\n") +
+         "  const %w : f32[8,3,3,3] = " + values(216, 12) + "\n"
+         "  %c = Conv(%x, %w) {kernel_shape = [3,3], pads = [1,1,1,1]}" + kG + " : f32[1,8,5,6]\n"
+         "  %y = DepthToSpace(%c) {blocksize = 2}" + kG + " : f32[1,2,10,12]\n  return %y\n}\n";
+}
+
 // Every storage x precision: `dispatches` kernels (or, for images with
 // `image_refused`, the group refused with that reason), a kernel named
 // with `name`, the views' values bound by no kernel, and the reference's
@@ -247,6 +266,19 @@ TEST_F(FusionStoreViews, SymbolicRowsThroughReshapes) {
 TEST_F(FusionStoreViews, ALoadSidePrologueComposes) {
   expect_store_view(both_sides_model(), {{random_tensor({2, 9, 5}, 28), random_tensor({2, 5, 3, 3}, 29)}},
                     {.name = "fused_transpose_", .image_dispatches = 2}, {"t", "f"});
+}
+
+TEST_F(FusionStoreViews, ConvPixelShuffleAddRelu) {
+  // Images: the output's packed channels merge with the block offsets in
+  // the conv's channels, so the texel lanes cannot stay together.
+  expect_store_view(pixel_shuffle_model(), {{random_tensor({1, 3, 5, 6}, 32), random_tensor({1, 2, 10, 12}, 33)}},
+                    {.name = "+depthtospace+add+relu", .image_dispatches = 2, .image_refused = "moves the packed axis"},
+                    {"d"});
+}
+
+TEST_F(FusionStoreViews, ConvPixelShuffleAsTheGraphOutput) {
+  expect_store_view(pixel_shuffle_output_model(), {{random_tensor({1, 3, 5, 6}, 34)}},
+                    {.name = "+depthtospace", .image_dispatches = 2, .image_refused = "moves the packed axis"}, {});
 }
 
 // ---------------------------------------------------------------- refusals

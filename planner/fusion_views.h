@@ -2,8 +2,8 @@
 // (the "prologue" of a fused kernel).
 //
 // A group may begin with view nodes — Transpose, Reshape, Flatten, Squeeze,
-// Unsqueeze, Identity, Slice, Expand, Gather of a constant one-element index
-// (index_view.h) — each reading, as its
+// Unsqueeze, Identity, Slice, Expand, Gather of a constant one-element
+// index, DepthToSpace, SpaceToDepth (index_view.h) — each reading, as its
 // input 0, a value from outside the group or another view node's output,
 // and each output read only by nodes of the group. The rest of the group,
 // its *core*, is lowered as usual: one node by its own lowering (any kernel

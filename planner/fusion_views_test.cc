@@ -460,6 +460,46 @@ TEST_F(FusionViewsDevice, ASourceAlsoReadDirectlyIsNeverOverwrittenInPlace) {
   expect_matches_reference(text, {testing::random_tensor({2, 5, 5}, 9)}, 2);
 }
 
+// A super-resolution head's pixel shuffle (DepthToSpace, DCR and CRD) read by
+// the conv after it, and a SpaceToDepth read by a Relu: the shuffles cost no
+// kernel of their own — the plan has the dispatches of the same graph
+// without them — in every storage and precision.
+std::string pixel_shuffle_model(const std::string& mode, bool shuffled = true) {
+  std::string w = "dense<[";
+  for (int i = 0; i < 72; ++i) w += (i ? "," : "") + std::to_string((i * 37 % 19 - 9) / 8.0);
+  w += "]>";
+  const std::string x = shuffled ? "%d" : "%x";
+  return "graph @g opset 17 {\n  input %x : f32[1," + std::string(shuffled ? "8,3,4" : "2,6,8") + "]\n"
+         "  const %w : f32[4,2,3,3] = " + w + "\n" +
+         (shuffled ? "  %d = DepthToSpace(%x) {blocksize = 2, mode = \"" + mode + "\"}" + kG + " : f32[1,2,6,8]\n" : "") +
+         "  %y = Conv(" + x + ", %w) {kernel_shape = [3,3], pads = [1,1,1,1]}" + kG + " : f32[1,4,6,8]\n"
+         "  return %y\n}\n";
+}
+
+TEST_F(FusionViewsDevice, PixelShuffleIntoAConvIsReadByTheConv) {
+  auto plain = parse_shaped_graph(pixel_shuffle_model("DCR", false));
+  ASSERT_TRUE(plain);
+  const size_t conv_dispatches = plan_or_fail(*plain).dispatch_count();
+  for (const char* mode : {"DCR", "CRD"}) {
+    SCOPED_TRACE(mode);
+    auto g = parse_shaped_graph(pixel_shuffle_model(mode));
+    ASSERT_TRUE(g);
+    const ExecutionPlan plan = plan_or_fail(*g);
+    EXPECT_FALSE(bound_by_a_kernel(plan, *g, "d")) << describe_plan(plan, *g);
+    expect_matches_reference(pixel_shuffle_model(mode), {testing::random_tensor({1, 8, 3, 4}, 17)}, conv_dispatches);
+  }
+}
+
+TEST_F(FusionViewsDevice, SpaceToDepthIntoARelu) {
+  const std::string text = "graph @g opset 17 {\n  input %x : f32[2,3,4,6]\n"
+                           "  %s = SpaceToDepth(%x) {blocksize = 2}" + kG + " : f32[2,12,2,3]\n"
+                           "  %y = Relu(%s)" + kG + " : f32[2,12,2,3]\n  return %y\n}\n";
+  auto g = parse_shaped_graph(text);
+  ASSERT_TRUE(g);
+  expect_fused_view(plan_or_fail(*g), *g, "x", {"s"}, "fused_spacetodepth_relu");
+  expect_matches_reference(text, {testing::random_tensor({2, 3, 4, 6}, 18)}, 1);
+}
+
 // A dynamic batch through the view: one plan, and a second batch size
 // compiles no shader.
 TEST_F(FusionViewsDevice, ASymbolicBatchCompilesNothingNew) {

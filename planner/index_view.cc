@@ -353,7 +353,8 @@ std::string IndexView::describe() const {
 
 bool is_view_op(const std::string& domain, const std::string& op) {
   if (!domain.empty()) return false;
-  for (const char* v : {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Slice", "Expand", "Gather"})
+  for (const char* v : {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Slice", "Expand", "Gather",
+                        "DepthToSpace", "SpaceToDepth"})
     if (op == v) return true;
   return false;
 }
@@ -418,6 +419,44 @@ bool is_view_node(const ir::Graph& graph, const ir::Node& node) {
   return index.is_constant() && index.constant.numel() == 1 && dtype_is_integer(index.constant.dtype()) &&
          index.constant.rank() <= 1;
 }
+
+namespace {
+
+// DepthToSpace and SpaceToDepth as ONNX defines them: a reshape that splits
+// the blocks out of an axis, a transpose that moves them, a reshape that
+// merges them into the others. Composed so, the view compiles to split and
+// merge maps (a shift and a mask per block index for a power-of-two
+// blocksize) and merges with reshapes and transposes around it.
+Status append_depth_space(IndexView& view, LoweringContext& ctx, const std::vector<Dim>& in,
+                          const std::vector<Dim>& out) {
+  const ir::Node& node = ctx.node();
+  const int64_t b = node.attr_int("blocksize", 0);
+  if (b <= 0) return ctx.error("blocksize must be positive, got " + std::to_string(b));
+  if (in.size() != 4 || out.size() != 4) return ctx.error("input must be 4-D [N,C,H,W]");
+  const Dim block(b);
+  if (node.op == "SpaceToDepth") {
+    // [N, C, H/b, b, W/b, b] -> [N, b, b, C, H/b, W/b].
+    view.reshape({in[0], in[1], out[2], block, out[3], block});
+    view.transpose({0, 3, 5, 1, 2, 4});
+  } else {
+    const std::string mode = node.attr_string("mode", "DCR");
+    if (mode == "DCR") {
+      // [N, b, b, C/b^2, H, W] -> [N, C/b^2, H, b, W, b].
+      view.reshape({in[0], block, block, out[1], in[2], in[3]});
+      view.transpose({0, 3, 4, 1, 5, 2});
+    } else if (mode == "CRD") {
+      // [N, C/b^2, b, b, H, W] -> [N, C/b^2, H, b, W, b].
+      view.reshape({in[0], out[1], block, block, in[2], in[3]});
+      view.transpose({0, 1, 4, 2, 5, 3});
+    } else {
+      return ctx.error("mode must be DCR or CRD, got '" + mode + "'");
+    }
+  }
+  view.reshape(out);
+  return ok_status();
+}
+
+}  // namespace
 
 Status append_view_node(IndexView& view, LoweringContext& ctx) {
   const ir::Node& node = ctx.node();
@@ -504,6 +543,8 @@ Status append_view_node(IndexView& view, LoweringContext& ctx) {
         return refuse("dim " + std::to_string(k) + " (" + in[k].to_string() +
                                ") may or may not be broadcast");
     view.broadcast(out);
+  } else if (op == "DepthToSpace" || op == "SpaceToDepth") {
+    KILN_RETURN_IF_ERROR(append_depth_space(view, ctx, in, out));
   } else {
     view.reshape(out);  // Reshape, Flatten, Squeeze, Unsqueeze, Identity: row-major order kept
   }

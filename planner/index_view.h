@@ -27,6 +27,9 @@
 //     a group that is neither re-linearizes and decomposes. Unit axes
 //     vanish. Division and remainder by a constant power of two become a
 //     shift and a mask.
+//   * DepthToSpace, SpaceToDepth: ONNX's reshape -> transpose -> reshape,
+//     composed as such (a split of the block indices off one axis and their
+//     merge into another: a shift and a mask each for a power-of-two block).
 // Dims stay symbolic: every extent the program needs is a parameter (a
 // specialization constant when it is a plan-time constant, a push constant
 // otherwise), so the GLSL text depends on the view's structure only and a
@@ -113,7 +116,8 @@ std::optional<Roll> roll_of(const ir::Graph& graph, const ir::Node& concat);
 
 // Whether `op` (default domain) is an op append_view_node understands:
 // Transpose, Reshape, Flatten, Squeeze, Unsqueeze, Identity, Slice, Expand,
-// Gather (only with a constant one-element index: see is_view_node).
+// Gather (only with a constant one-element index: see is_view_node),
+// DepthToSpace (DCR and CRD), SpaceToDepth.
 bool is_view_op(const std::string& domain, const std::string& op);
 
 // is_view_op() plus what the node's inputs must be for its kind: a Gather

@@ -448,5 +448,60 @@ TEST(IndexView, AppendComposesAViewOfTheView) {
   EXPECT_EQ(back.steps[0].kind, ViewStep::Kind::kReshape);
 }
 
+// Pixel shuffle (DepthToSpace, both modes) and its inverse (SpaceToDepth):
+// ONNX's reshape -> transpose -> reshape as one view. A power-of-two block
+// splits and merges with shifts, masks and multiply-adds only.
+TEST(IndexView, DepthToSpaceDcrIsASplitAndAMergeOfBlocks) {
+  const CoordProgram p = expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[2,8,3,5]\n"
+      "  %y = DepthToSpace(%x) {blocksize = 2} : f32[2,2,6,10]\n  return %y\n}\n",
+      {2, 8, 3, 5});
+  EXPECT_EQ(count_ops(p, CoordOp::Kind::kDiv) + count_ops(p, CoordOp::Kind::kMod), 0);
+  EXPECT_EQ(count_ops(p, CoordOp::Kind::kShr), 2);  // h = y >> 1, w = x >> 1
+  EXPECT_EQ(count_ops(p, CoordOp::Kind::kAnd), 2);  // the block offsets y & 1, x & 1
+  EXPECT_LE(arithmetic_ops(p), 8);
+}
+
+TEST(IndexView, DepthToSpaceCrdWithAnOddBlock) {
+  const CoordProgram p = expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[1,18,2,3]\n"
+      "  %y = DepthToSpace(%x) {blocksize = 3, mode = \"CRD\"} : f32[1,2,6,9]\n  return %y\n}\n",
+      {1, 18, 2, 3});
+  EXPECT_EQ(count_ops(p, CoordOp::Kind::kDiv), 2);  // by 3: no strength reduction
+  EXPECT_EQ(count_ops(p, CoordOp::Kind::kMod), 2);
+}
+
+TEST(IndexView, SpaceToDepthIsTheInverseMap) {
+  expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[1,3,4,6]\n"
+      "  %y = SpaceToDepth(%x) {blocksize = 2} : f32[1,12,2,3]\n  return %y\n}\n",
+      {1, 3, 4, 6});
+  // Through a reshape before it and a DepthToSpace after it, and with a
+  // symbolic batch, which never enters the map.
+  const CoordProgram chain = expect_view_matches(
+      "graph @g opset 17 {\n  input %x : f32[n,12,16]\n  const %shape : i64[4] = dense<[0,3,4,16]>\n"
+      "  %r = Reshape(%x, %shape) : f32[n,3,4,16]\n"
+      "  %s = SpaceToDepth(%r) {blocksize = 2} : f32[n,12,2,8]\n"
+      "  %y = DepthToSpace(%s) {blocksize = 2, mode = \"CRD\"} : f32[n,3,4,16]\n  return %y\n}\n",
+      {2, 12, 16}, {{"n", 2}});
+  for (const ir::Dim& d : chain.params) EXPECT_TRUE(d.is_const()) << d.to_string();
+}
+
+TEST(IndexView, DepthToSpaceNeedsItsAttributesRight) {
+  auto parsed = ir::parse_graph(
+      "graph @g opset 17 {\n  input %x : f32[1,8,2,2]\n"
+      "  %y = DepthToSpace(%x) {blocksize = 2} : f32[1,2,4,4]\n  return %y\n}\n");
+  ASSERT_TRUE(parsed.ok());
+  ir::Graph& g = **parsed;
+  ASSERT_TRUE(ops::infer_graph_shapes(g).ok());
+  g.node(g.main().nodes[0]).attrs["mode"] = ir::Attribute::of_string("XYZ");
+  PlanBuilder builder(g, TargetInfo{}, PlanOptions{});
+  IndexView view = IndexView::identity(builder.value_shape(g.main().inputs[0]));
+  LoweringContext ctx(builder, g, g.main().nodes[0]);
+  const Status s = append_view_node(view, ctx);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.to_string().find("DCR or CRD"), std::string::npos) << s.to_string();
+}
+
 }  // namespace
 }  // namespace kiln::planner

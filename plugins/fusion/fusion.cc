@@ -57,7 +57,8 @@ using kiln::plugin::Rewriter;
 // A symbolic dim's loop extent in Eq. 1.
 constexpr int64_t kNominalExtent = 64;
 // The data-movement ops an anchor may store through (planner/fusion_store_views.h).
-const std::set<std::string> kStoreViewOps = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze"};
+const std::set<std::string> kStoreViewOps = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                                             "DepthToSpace", "SpaceToDepth"};
 // Td: a group weighs less than this many times the heaviest node.
 constexpr double kThresholdFactor = 8.0;
 // What the planner keeps on the host among graph inputs (execution_plan.h).
@@ -424,6 +425,24 @@ class Partitioner {
     return out.size() == 1 && out[0] != KILN_NO_ID && !host_.count(out[0]) && !shape_key(out[0]).empty();
   }
 
+  // Whether store-view node `i` ends a chain at the graph: its one output is
+  // a graph output that no node of the main graph reads (a super-resolution
+  // net's final pixel shuffle), its input a device tensor.
+  bool ends_at_graph_output(int i) const {
+    const kiln::fusion::DagNode& d = dag_.nodes[static_cast<size_t>(i)];
+    if (!d.store_view || !d.succs.empty()) return false;
+    const kiln_node_id_t n = nodes_[static_cast<size_t>(i)];
+    const auto in = g_.inputs(n);
+    const auto out = g_.outputs(n);
+    if (in.empty() || in[0] == KILN_NO_ID || out.size() != 1 || out[0] == KILN_NO_ID || host_.count(in[0]) ||
+        g_.is_constant(in[0]))
+      return false;
+    for (const auto& use : g_.uses(out[0]))
+      if (use.node != KILN_NO_ID) return false;  // read by a sub-graph or another region
+    const std::vector<kiln_value_id_t> outputs = g_.region_outputs(0);
+    return std::find(outputs.begin(), outputs.end(), out[0]) != outputs.end();
+  }
+
   // The one DAG node reading view node `i` (Shape/Size aside), if `i` may be
   // a view and exactly one node reads it.
   std::optional<int> sole_view_consumer(int i) const {
@@ -459,28 +478,38 @@ class Partitioner {
       } else if (dag_.nodes[static_cast<size_t>(a)].role != Role::kAnchor) {
         continue;
       }
-      // The chain, each link the only reader of the one before.
+      // The chain, each link the only reader of the one before; or ending
+      // at a graph output (then there is no tail: the anchor stores the
+      // graph's output through the chain).
       std::vector<int> views;
+      bool to_graph_output = false;
       int at = a;
       while (dag_.nodes[static_cast<size_t>(at)].succs.size() == 1) {
         const int next = dag_.nodes[static_cast<size_t>(at)].succs[0];
-        if (!dag_.nodes[static_cast<size_t>(next)].store_view || group_of[static_cast<size_t>(next)] >= 0 ||
-            !sole_view_consumer(next))
+        if (!dag_.nodes[static_cast<size_t>(next)].store_view || group_of[static_cast<size_t>(next)] >= 0) break;
+        if (!sole_view_consumer(next)) {
+          to_graph_output = ends_at_graph_output(next);
+          if (to_graph_output) views.push_back(next);
           break;
+        }
         views.push_back(next);
         at = next;
       }
       if (views.empty()) continue;
-      const std::optional<int> c = sole_view_consumer(views.back());
-      if (!c || dag_.nodes[static_cast<size_t>(*c)].role != Role::kElementwise) continue;
-      // The tail: the consumer, or the elementwise group it starts.
-      const int gc = group_of[static_cast<size_t>(*c)];
-      std::vector<int> tail{*c};
-      if (gc >= 0) {
-        if (dropped[static_cast<size_t>(gc)] || groups[static_cast<size_t>(gc)].front() != *c ||
-            kiln::fusion::classify(dag_, groups[static_cast<size_t>(gc)]) != GroupKind::kElementwise)
-          continue;
-        tail = groups[static_cast<size_t>(gc)];
+      int gc = -1;
+      std::vector<int> tail;
+      if (!to_graph_output) {
+        const std::optional<int> c = sole_view_consumer(views.back());
+        if (!c || dag_.nodes[static_cast<size_t>(*c)].role != Role::kElementwise) continue;
+        // The tail: the consumer, or the elementwise group it starts.
+        gc = group_of[static_cast<size_t>(*c)];
+        tail = {*c};
+        if (gc >= 0) {
+          if (dropped[static_cast<size_t>(gc)] || groups[static_cast<size_t>(gc)].front() != *c ||
+              kiln::fusion::classify(dag_, groups[static_cast<size_t>(gc)]) != GroupKind::kElementwise)
+            continue;
+          tail = groups[static_cast<size_t>(gc)];
+        }
       }
       std::vector<int> merged = anchor_part;
       merged.insert(merged.end(), views.begin(), views.end());

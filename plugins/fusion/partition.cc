@@ -178,7 +178,7 @@ GroupKind classify_dwpw(const Dag& dag, const std::vector<int>& members, int dw,
 }  // namespace
 
 GroupKind classify_store_view(const Dag& dag, const std::vector<int>& members) {
-  if (members.size() < 3 || !std::is_sorted(members.begin(), members.end())) return GroupKind::kIllegal;
+  if (members.size() < 2 || !std::is_sorted(members.begin(), members.end())) return GroupKind::kIllegal;
   const auto node = [&](int m) -> const DagNode& { return dag.nodes[static_cast<size_t>(m)]; };
   // Split in order: the anchor part, the views, the tail.
   std::vector<int> anchor_part, views, tail;
@@ -186,7 +186,7 @@ GroupKind classify_store_view(const Dag& dag, const std::vector<int>& members) {
     if (node(m).store_view && tail.empty() && !anchor_part.empty()) views.push_back(m);
     else (views.empty() ? anchor_part : tail).push_back(m);
   }
-  if (views.empty() || tail.empty()) return GroupKind::kIllegal;
+  if (views.empty()) return GroupKind::kIllegal;
   if (anchor_part.size() == 1 ? node(anchor_part[0]).role != Role::kAnchor
                               : classify(dag, anchor_part) != GroupKind::kAnchor)
     return GroupKind::kIllegal;
@@ -200,6 +200,8 @@ GroupKind classify_store_view(const Dag& dag, const std::vector<int>& members) {
     prev = v;
   }
   const DagNode& last = node(prev);
+  // No tail: the chain ends at a graph output no node reads.
+  if (tail.empty()) return last.succs.empty() && last.shape_class >= 0 ? GroupKind::kStoreView : GroupKind::kIllegal;
   if (last.escapes || last.shape_class < 0) return GroupKind::kIllegal;
   for (int s : last.succs)
     if (!contains(tail, s)) return GroupKind::kIllegal;

@@ -95,7 +95,8 @@ bool compatible(const Dag& dag, const std::vector<int>& members);
 // the only reader of the node before (the first of the anchor part's
 // sink), none escaping, then a tail of elementwise nodes of the last view's
 // shape class, the first reading the last view and nothing else of the
-// group, each other reading the tail. kStoreView or kIllegal.
+// group, each other reading the tail — or no tail, when the last view is
+// read by no node (a graph output only). kStoreView or kIllegal.
 GroupKind classify_store_view(const Dag& dag, const std::vector<int>& members);
 
 // Which legal group `members` (ascending, the last is the sink) is, if any.

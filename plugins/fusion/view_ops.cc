@@ -12,7 +12,8 @@ using kiln::plugin::GraphView;
 
 bool is_view_op(const GraphView& g, kiln_node_id_t n) {
   static const std::set<std::string> kViews = {"Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-                                               "Identity",  "Slice",   "Expand",  "Gather",  "Concat"};
+                                               "Identity",  "Slice",   "Expand",  "Gather",  "Concat",
+                                               "DepthToSpace", "SpaceToDepth"};
   auto info = g.node(n);
   return info && info->domain.empty() && kViews.count(info->op) > 0;
 }

@@ -13,8 +13,9 @@
 namespace kiln_fusion {
 
 // Transpose, Reshape, Flatten, Squeeze, Unsqueeze, Identity, Slice, Expand,
-// Gather, Concat (default domain): the ops a view may be. Gather and Concat
-// only in the forms gather_is_view and is_roll accept.
+// Gather, Concat, DepthToSpace, SpaceToDepth (default domain): the ops a
+// view may be. Gather and Concat only in the forms gather_is_view and
+// is_roll accept.
 bool is_view_op(const kiln::plugin::GraphView& g, kiln_node_id_t n);
 
 // Shape and Size: they read their input's dims (on the host), never its data.

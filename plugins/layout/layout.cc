@@ -97,12 +97,13 @@ class Selector {
   }
 
   // The readers of `v`, whose axis k is axis source_axis[k] of the tensor
-  // decided (-1: none). Through a Transpose or a Reshape/Flatten/Squeeze/
-  // Unsqueeze (kiln.fusion's index views, or copy kernels; either way they
-  // read the tensor) the readers of their output count, their axes mapped
-  // back through the perm or the reshape's split and merge map
-  // (reshape_axis_map, static shapes only): SmartMem's layout selection
-  // looks through eliminated layout transforms, up to four deep.
+  // decided (-1: none). Through a Transpose, a Reshape/Flatten/Squeeze/
+  // Unsqueeze or a DepthToSpace/SpaceToDepth (kiln.fusion's index views, or
+  // copy kernels; either way they read the tensor) the readers of their
+  // output count, their axes mapped back through the perm, the reshape's
+  // split and merge map (reshape_axis_map, static shapes only) or axis for
+  // axis: SmartMem's layout selection looks through eliminated layout
+  // transforms, up to four deep.
   void add_consumers(kiln_value_id_t v, const std::vector<int>& source_axis, int depth, TensorFacts& t) {
     constexpr int kMaxViews = 4;
     const int rank = static_cast<int>(source_axis.size());
@@ -121,6 +122,13 @@ class Selector {
         std::vector<int> mapped;
         for (int k : map) mapped.push_back(k < 0 ? -1 : source_axis[static_cast<size_t>(k)]);
         add_consumers(outs[0], mapped, depth + 1, t);
+        continue;
+      }
+      if (node->domain.empty() && (node->op == "DepthToSpace" || node->op == "SpaceToDepth") && depth < kMaxViews &&
+          rank == 4) {
+        // Each output axis reads along the input axis of the same index: the
+        // blocks move between channels and space, the axes keep their roles.
+        for (kiln_value_id_t out : g_.outputs(use.node)) add_consumers(out, source_axis, depth + 1, t);
         continue;
       }
       if (node->domain.empty() && node->op == "Transpose" && depth < kMaxViews) {

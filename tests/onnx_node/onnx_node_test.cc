@@ -17,7 +17,8 @@
 // claimed cases pass.
 //
 // --backend vulkan: the Vulkan backend (--storage, --precision) on a device
-// with the validation layer, in worker processes (vulkan_runner.h). A case
+// with the validation layer (--storage auto: each case through the default
+// pass pipeline for the device first, as `kiln run` compiles), in worker processes (vulkan_runner.h). A case
 // passes on Vulkan only when its outputs match and its plan has no host
 // fallbacks. Fails if any claimed case that neither exclusions.txt nor
 // --vulkan-exclusions (exclusions_vulkan.txt) names fails or falls back, if
@@ -28,7 +29,7 @@
 //
 // Usage: kiln_onnx_node_test [--data DIR] [--exclusions FILE] [--vulkan-exclusions FILE] [--results FILE]
 //                            [--filter SUBSTRING] [--timeout SECONDS] [--no-fork]
-//                            [--backend reference|vulkan] [--storage buffer|image]
+//                            [--backend reference|vulkan] [--storage buffer|image|auto]
 //                            [--precision fp32|fp16] [--min-pass-rate PERCENT]
 // DIR defaults to $KILN_ONNX_NODE_DIR, then to the build's generated data.
 #include <poll.h>
@@ -436,7 +437,7 @@ int main(int argc, char** argv) {
   if (const char* env = std::getenv("KILN_ONNX_NODE_DIR"); env && *env) opt.data_dir = env;
   const char* usage =
       " [--data DIR] [--exclusions FILE] [--vulkan-exclusions FILE] [--results FILE] [--filter SUBSTRING] [--timeout S] [--no-fork]\n"
-      "    [--backend reference|vulkan] [--storage buffer|image] [--precision fp32|fp16] [--min-pass-rate PERCENT]\n";
+      "    [--backend reference|vulkan] [--storage buffer|image|auto] [--precision fp32|fp16] [--min-pass-rate PERCENT]\n";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -466,8 +467,8 @@ int main(int argc, char** argv) {
     std::cerr << "--backend must be reference or vulkan, got '" << opt.backend << "'\n";
     return 2;
   }
-  if (opt.storage != "buffer" && opt.storage != "image") {
-    std::cerr << "--storage must be buffer or image, got '" << opt.storage << "'\n";
+  if (opt.storage != "buffer" && opt.storage != "image" && opt.storage != "auto") {
+    std::cerr << "--storage must be buffer, image or auto, got '" << opt.storage << "'\n";
     return 2;
   }
   if (opt.precision != "fp32" && opt.precision != "fp16") {
@@ -479,6 +480,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   opt.vulkan.storage = opt.storage == "image" ? kiln::planner::Storage::kImage : kiln::planner::Storage::kBuffer;
+  opt.vulkan.auto_storage = opt.storage == "auto";
   opt.vulkan.precision = opt.precision == "fp16" ? kiln::planner::ElemType::kF16 : kiln::planner::ElemType::kF32;
   opt.vulkan.timeout_s = opt.timeout_s;
   return kiln::run(opt);

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <utility>
 
+#include "engine/registry/default_pipeline.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "frontends/onnx/onnx_importer.h"
 #include "platform/vulkan/device.h"
@@ -85,8 +86,30 @@ std::string op_name(const ir::Node& node) { return node.domain.empty() ? node.op
 
 // ---- Worker side.
 
+// The device as the pass pipeline sees it in auto storage mode: what the
+// engine session tells passes (engine/session/session.cc), so that a case
+// compiles as `kiln run --storage auto` would compile it.
+kiln_target_info_t auto_target(const vk::Device& device) {
+  const planner::TargetInfo t = runtime::target_info(device);
+  const vk::Capabilities& c = device.capabilities();
+  kiln_target_info_t out{};
+  out.struct_size = sizeof(out);
+  out.shared_memory_bytes = t.max_shared_memory;
+  out.compute_units = t.compute_units;
+  out.subgroup_size = t.subgroup_size;
+  out.max_workgroup_invocations = t.max_workgroup_invocations;
+  out.max_image_dimension_2d = t.max_image_dimension_2d;
+  out.cooperative_matrix = t.coopmat != planner::CoopMatFlavour::kNone ? 1 : 0;
+  out.fp16_arithmetic = t.fp16_arithmetic ? 1 : 0;
+  out.vendor_id = c.vendor_id;
+  std::snprintf(out.device_name, sizeof(out.device_name), "%s", c.device_name.c_str());
+  out.device_type = static_cast<int32_t>(c.device_type);
+  out.storage_mode = KILN_STORAGE_MODE_AUTO;
+  return out;
+}
+
 VulkanCaseResult run_case(const fs::path& case_dir, const VulkanConfig& config, vk::Device& device,
-                          vk::KernelCache& cache) {
+                          vk::KernelCache& cache, const registry::PluginRegistry* plugins) {
   VulkanCaseResult r;
   auto graph = onnx::import_model_file((case_dir / "model.onnx").string());
   if (!graph.ok()) {
@@ -100,6 +123,15 @@ VulkanCaseResult run_case(const fs::path& case_dir, const VulkanConfig& config, 
   if (std::string e = load_data_sets(case_dir, sets); !e.empty()) {
     r.message = e;
     return r;
+  }
+  if (plugins) {
+    registry::PipelineOptions pipeline;
+    pipeline.target = auto_target(device);
+    auto passes = registry::run_pipeline(*plugins, **graph, pipeline);
+    if (!passes.ok()) {
+      r.message = "pass pipeline: " + passes.status().to_string();
+      return r;
+    }
   }
   runtime::VulkanModelOptions options;
   options.plan.storage = config.storage;
@@ -170,11 +202,22 @@ VulkanCaseResult run_case(const fs::path& case_dir, const VulkanConfig& config, 
     write_all(fd, "S\tno kernel cache: " + sanitize(cache.status().to_string()) + "\n");
     ::_exit(0);
   }
+  // Auto storage: the in-tree passes only, whatever the machine has installed.
+  std::unique_ptr<registry::PluginRegistry> plugins;
+  if (config.auto_storage) {
+    plugins = std::make_unique<registry::PluginRegistry>();
+    registry::PipelineSetup setup;
+    setup.load_environment = false;
+    if (Status s = registry::load_standard_plugins(*plugins, setup, {}); !s.ok()) {
+      write_all(fd, "X\tno pass pipeline for --storage auto: " + sanitize(s.to_string()) + "\n");
+      ::_exit(0);
+    }
+  }
   write_all(fd, "D\t" + sanitize((*device)->capabilities().device_name) + "\n");
   vk::Instance& inst = **instance;
   inst.clear_messages();
   for (size_t i = first; i < cases.size(); ++i) {
-    VulkanCaseResult r = run_case(cases[i], config, **device, **cache);
+    VulkanCaseResult r = run_case(cases[i], config, **device, **cache, plugins.get());
     r.validation_errors = inst.error_count();
     r.validation_warnings = inst.warning_count();
     if (r.validation_warnings > 0) r.warning = first_warning(inst);

@@ -24,7 +24,14 @@
 namespace kiln::node_test {
 
 struct VulkanConfig {
+  // With auto_storage the storage of what the layout pass leaves unannotated.
   planner::Storage storage = planner::Storage::kBuffer;
+  // `--storage auto`, what `kiln run` does by default: each case first goes
+  // through the default pass pipeline compiling for the worker's device in
+  // auto mode (the layout pass chooses buffer or image per tensor, fusion
+  // groups and index views form), then compiles. Without it no pass runs:
+  // each op's own kernels are what is tested.
+  bool auto_storage = false;
   planner::ElemType precision = planner::ElemType::kF32;
   int timeout_s = 120;  // per case, device creation included for a worker's first
 };
