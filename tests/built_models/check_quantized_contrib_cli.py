@@ -6,7 +6,9 @@ QuantizeLinear/DequantizeLinear) forms of one network that
 generate_quantized_contrib.py writes into NODE_DIR, runs `kiln run` on
 BACKEND (reference or vulkan) and requires the outputs to equal the
 expected ones bit for bit (power-of-two scales make them exact), and on
-Vulkan no host fallback. kiln_onnx_node_test runs the same cases without the
+Vulkan no host fallback, with the integer GEMMs on packed int8 dot products
+(--int8-dot on, where the device has them) and on the scalar int32 kernel
+(--int8-dot off). kiln_onnx_node_test runs the same cases without the
 pass pipeline; this checks that the passes keep the com.microsoft ops intact.
 Usage: check_quantized_contrib_cli.py KILN BACKEND WORKDIR NODE_DIR   (exit 77: no Vulkan device)
 """
@@ -24,14 +26,15 @@ from vulkan_gate import vulkan_gate
 CASES = ("quant_ort_qoperator_convnet", "quant_ort_qdq_convnet")
 
 
-def run_case(kiln, backend, work, case_dir):
+def run_case(kiln, backend, work, case_dir, extra=()):
     name = os.path.basename(case_dir)
+    label = " ".join(extra)
     path = os.path.join(case_dir, "model.onnx")
     model = onnx.load(path)
     data = os.path.join(case_dir, "test_data_set_0")
     x_file = os.path.join(work, f"{name}_x.npy")
     np.save(x_file, numpy_helper.to_array(onnx.load_tensor(os.path.join(data, "input_0.pb"))))
-    cmd = [kiln, "run", path, "--backend", backend, "--input", f"{model.graph.input[0].name}={x_file}"]
+    cmd = [kiln, "run", path, "--backend", backend, "--input", f"{model.graph.input[0].name}={x_file}"] + list(extra)
     outs = [o.name for o in model.graph.output]
     for o in outs:
         cmd += ["--output", f"{o}={os.path.join(work, f'{name}_{o}.npy')}"]
@@ -48,9 +51,9 @@ def run_case(kiln, backend, work, case_dir):
         got = np.load(os.path.join(work, f"{name}_{o}.npy"))
         if got.dtype != want.dtype or not np.array_equal(got, want):
             bad = int(np.count_nonzero(got != want)) if got.shape == want.shape else got.size
-            raise AssertionError(f"{name} [{backend}]: output {o}: {bad} of {want.size} values differ from ORT's "
-                                 f"semantics")
-    print(f"{name} [{backend}]: {len(outs)} outputs exact")
+            raise AssertionError(f"{name} [{backend} {label}]: output {o}: {bad} of {want.size} values differ from "
+                                 f"ORT's semantics")
+    print(f"{name} [{backend} {label}]: {len(outs)} outputs exact")
 
 
 def main():
@@ -63,8 +66,10 @@ def main():
         gate = vulkan_gate(kiln)
         if gate is not None:
             return gate
+    flags = [["--int8-dot", "on"], ["--int8-dot", "off"]] if backend == "vulkan" else [[]]
     for case in CASES:
-        run_case(kiln, backend, work, os.path.join(node_dir, case))
+        for extra in flags:
+            run_case(kiln, backend, work, os.path.join(node_dir, case), extra)
     return 0
 
 
