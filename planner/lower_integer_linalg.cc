@@ -100,22 +100,26 @@ std::optional<std::function<int64_t(int64_t)>> constant_zero_point(const Lowerin
   return [z, one](int64_t c) { return z->get_i64(one ? 0 : c); };
 }
 
-// B of the dot-product path (gemm_int.h): B minus its zero point packed
-// at plan time, bound as BP (words) and BS (column sums) in `ts`; false
-// (the scalar kernel) when the device lacks the dot products, A is not
-// 8-bit, B is not a constant or does not fit int8 after its zero point.
-// value(g, k, n) reads B; zero(g, n) is its zero point.
-bool int8_dot_operand(LoweringContext& ctx, size_t a_in, int64_t groups, const GemmProblem& p,
-                      const std::function<int64_t(int64_t, int64_t, int64_t)>& value, std::vector<KernelTensor>& ts) {
+// B of the dot-product path (gemm_int.h) packed at plan time from
+// value(g, k, n), B minus its zero point; nullopt (the scalar kernel) when
+// the device lacks the dot products, A is not 8-bit, or B does not fit int8
+// after its zero point. The caller binds it (bind_packed) once every check
+// that could still send the node to the host has passed.
+std::optional<PackedInt8Operand> int8_dot_operand(const LoweringContext& ctx, size_t a_in, int64_t groups,
+                                                  const GemmProblem& p,
+                                                  const std::function<int64_t(int64_t, int64_t, int64_t)>& value) {
   const DType a = ctx.input_dtype(a_in);
-  if (!int8_dot_available(ctx) || (a != DType::kInt8 && a != DType::kUInt8)) return false;
-  if (!p.k.is_const() || !p.n.is_const()) return false;
-  std::optional<PackedInt8Operand> packed = pack_int8_operand(groups, p.k.value(), p.n.value(), value);
-  if (!packed) return false;
+  if (!int8_dot_available(ctx) || (a != DType::kInt8 && a != DType::kUInt8)) return std::nullopt;
+  if (!p.k.is_const() || !p.n.is_const()) return std::nullopt;
+  return pack_int8_operand(groups, p.k.value(), p.n.value(), value);
+}
+
+// Uploads the packed B and binds it as BP (words) and BS (column sums).
+void bind_packed(LoweringContext& ctx, std::optional<PackedInt8Operand>& packed, std::vector<KernelTensor>& ts) {
+  if (!packed) return;
   const DeviceLayout i32{Storage::kBuffer, ElemType::kI32};
   ts.push_back(ctx.bind("BP", ctx.add_constant(std::move(packed->words), i32)));
   ts.push_back(ctx.bind("BS", ctx.add_constant(std::move(packed->colsum), i32)));
-  return true;
 }
 
 // The dot path's B helpers over BP and BS for group index `group` (GLSL).
@@ -182,14 +186,14 @@ Status emit_matmul(LoweringContext& ctx, const char* name, size_t a_in, size_t b
   p.n = ys[r - 1];
   p.k = as.back();
   // The dot-product path for a constant 2-D B (every batch element's B).
-  bool dot = false;
-  std::vector<KernelTensor> packed;
+  std::optional<PackedInt8Operand> packed;
   if (const Tensor* b = ctx.input_constant(b_in); b && a_load.empty() && bs.size() == 2 && p.n.is_const()) {
     const int64_t n = p.n.value();
     if (auto zb = constant_zero_point(ctx, zb_in, n))
-      dot = int8_dot_operand(
-          ctx, a_in, 1, p, [&](int64_t, int64_t k, int64_t j) { return b->get_i64(k * n + j) - (*zb)(j); }, packed);
+      packed = int8_dot_operand(ctx, a_in, 1, p,
+                                [&](int64_t, int64_t k, int64_t j) { return b->get_i64(k * n + j) - (*zb)(j); });
   }
+  const bool dot = packed.has_value();
   p.tensors.push_back(ctx.bind("A", ctx.input(a_in)));
   if (!dot) p.tensors.push_back(ctx.bind("B", ctx.input(b_in)));
   std::vector<ir::Dim> a_in_shape = as, b_in_shape = bs;
@@ -207,7 +211,7 @@ Status emit_matmul(LoweringContext& ctx, const char* name, size_t a_in, size_t b
     KILN_ASSIGN_OR_RETURN(zb, bind_vector_param(ctx, zb_in, "zb", oc(r - 1), "b_zero_point", p.tensors));
   }
   for (KernelTensor& t : params_ts) p.tensors.push_back(std::move(t));
-  for (KernelTensor& t : packed) p.tensors.push_back(std::move(t));
+  bind_packed(ctx, packed, p.tensors);
   const GemmOutput out = bind_gemm_output(ctx, false);
   p.tensors.push_back(out.y);
   const std::string row = "  int " + oc(r - 2) + " = m;\n";
@@ -340,17 +344,16 @@ Status emit_conv(LoweringContext& ctx, const char* name, const ConvInputs& in, s
       group > 1 && out_channels.is_const() && out_channels.value() / group <= kDirectMaxChannelsPerGroup;
   // The dot-product path for a constant W: W's rows [C/group, k0, ...] are
   // the GEMM's K, per output channel g * N + n.
-  bool dot = false;
-  std::vector<KernelTensor> packed;
+  std::optional<PackedInt8Operand> packed;
   const Tensor* w = ctx.input_constant(in.w);
   if (w && !direct && p.n.is_const() && p.k.is_const()) {
     const int64_t n = p.n.value(), k = p.k.value();
     if (auto zw = constant_zero_point(ctx, in.w_zero, w->dim(0)))
-      dot = int8_dot_operand(
-          ctx, in.x, group, p,
-          [&](int64_t g, int64_t kk, int64_t j) { return w->get_i64((g * n + j) * k + kk) - (*zw)(g * n + j); },
-          packed);
+      packed = int8_dot_operand(ctx, in.x, group, p, [&](int64_t g, int64_t kk, int64_t j) {
+        return w->get_i64((g * n + j) * k + kk) - (*zw)(g * n + j);
+      });
   }
+  const bool dot = packed.has_value();
   p.tensors.push_back(ctx.bind("X", ctx.input(in.x)));
   if (!dot) p.tensors.push_back(ctx.bind("W", ctx.input(in.w)));
   BoundParam zx = zero_literal(), zw = zero_literal();
@@ -363,7 +366,7 @@ Status emit_conv(LoweringContext& ctx, const char* name, const ConvInputs& in, s
     KILN_ASSIGN_OR_RETURN(zw, bind_vector_param(ctx, in.w_zero, "zw", "oc", "w_zero_point", p.tensors));
   }
   for (KernelTensor& t : params_ts) p.tensors.push_back(std::move(t));
-  for (KernelTensor& t : packed) p.tensors.push_back(std::move(t));
+  bind_packed(ctx, packed, p.tensors);
   if (direct)
     return emit_direct_conv(ctx, std::string(name) + "_direct", std::move(p.tensors), wa.strides, pad_begin,
                             wa.dilations, group, zx.value(), zw.value(), store, std::move(helpers));
@@ -489,19 +492,17 @@ Status lower_qgemm(LoweringContext& ctx) {
   p.n = ys[1];
   p.k = as_shape[ta ? 0 : 1];
   // The dot-product path for a constant B ([K, N], or [N, K] with transB).
-  bool dot = false;
-  std::vector<KernelTensor> packed;
+  std::optional<PackedInt8Operand> packed;
   if (const Tensor* b = ctx.input_constant(kGB); b && p.n.is_const() && p.k.is_const()) {
     const int64_t n = p.n.value(), k = p.k.value();
     if (auto zb = constant_zero_point(ctx, kGBZero, n))
-      dot = int8_dot_operand(
-          ctx, kGA, 1, p,
-          [&](int64_t, int64_t kk, int64_t j) { return b->get_i64(tb ? j * k + kk : kk * n + j) - (*zb)(j); },
-          packed);
+      packed = int8_dot_operand(ctx, kGA, 1, p, [&](int64_t, int64_t kk, int64_t j) {
+        return b->get_i64(tb ? j * k + kk : kk * n + j) - (*zb)(j);
+      });
   }
+  const bool dot = packed.has_value();
   p.tensors.push_back(ctx.bind("A", ctx.input(kGA)));
   if (!dot) p.tensors.push_back(ctx.bind("B", ctx.input(kGB)));
-  for (KernelTensor& t : packed) p.tensors.push_back(std::move(t));
   BoundParam za = zero_literal(), zb = zero_literal();
   if (ctx.has_input(kGAZero)) {
     KILN_ASSIGN_OR_RETURN(za, bind_vector_param(ctx, kGAZero, "za", "0", "a_zero_point", p.tensors));
@@ -532,6 +533,7 @@ Status lower_qgemm(LoweringContext& ctx) {
             ", " + out_range(ctx.output_dtype(0)) + ")";
     helpers = helpers_requantize();
   }
+  bind_packed(ctx, packed, p.tensors);
   const GemmOutput out = bind_gemm_output(ctx, false);
   p.tensors.push_back(out.y);
   const std::string a_value = ta ? "A_at(k, m)" : "A_at(m, k)";
