@@ -100,6 +100,8 @@ kiln_status_t* session_options(const kiln_session_options_t* options, kiln::sess
   if (KILN_HAS(disable_cooperative_matrix) && options->disable_cooperative_matrix)
     out.vulkan.plan.cooperative_matrix = false;
   if (KILN_HAS(disable_inplace) && options->disable_inplace) out.vulkan.plan.inplace = false;
+  if (KILN_HAS(disable_integer_dot_product) && options->disable_integer_dot_product)
+    out.vulkan.plan.integer_dot_product = false;
   if (KILN_HAS(save_pipeline_cache)) out.save_pipeline_cache = options->save_pipeline_cache != 0;
   if (KILN_HAS(validation) && options->validation) out.context_options.validation = kiln::vk::Validation::kRequired;
   if (KILN_HAS(device_memory_limit)) out.vulkan.device_memory_limit = options->device_memory_limit;

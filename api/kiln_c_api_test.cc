@@ -239,6 +239,7 @@ TEST(CApiToolTest, SessionOptionsSwitches) {
   o.backend = KILN_BACKEND_REFERENCE;
   o.disable_cooperative_matrix = 1;
   o.disable_inplace = 1;
+  o.disable_integer_dot_product = 1;
   kiln::api::Session session;
   kiln::api::Error err = kiln::api::Session::create(model, o, session);
   EXPECT_FALSE(err) << err.message();

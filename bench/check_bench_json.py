@@ -53,9 +53,10 @@ COMPILE_VULKAN_OPTIONAL = {"shaders_ms": NUM, "pipelines_ms": NUM, "compile_thre
 MODEL_OPTIONAL = {"memory": (dict, type(None)), "fused_dispatches": int, "bytes_read": int, "bytes_written": int}
 MEMORY = {"device_bytes": int, "activation_bytes": int, "arena_bytes": int, "live_lower_bound": int,
           "no_reuse_bytes": int}
-# inplace: in-place elementwise writes ("on"/"off"; absent in documents from before the option).
+# inplace: in-place elementwise writes; int8_dot: integer GEMMs on packed int8
+# dot products ("on"/"off"; each absent in documents from before its option).
 ENVIRONMENT_OPTIONAL = {"peak_gbps": NUM_OR_NULL, "peak_gflops": NUM_OR_NULL, "ablation": bool,
-                        "inplace": (str, type(None))}
+                        "inplace": (str, type(None)), "int8_dot": (str, type(None))}
 ABLATION = {"added": (str, type(None)), "passes": list, "status": str, "error": (str, type(None)),
             "nodes": (int, type(None)), "dispatches": int, "wall": (dict, type(None)), "gpu": (dict, type(None)),
             "median_ms": NUM_OR_NULL, "speedup": NUM_OR_NULL, "speedup_vs_none": NUM_OR_NULL}

@@ -113,6 +113,9 @@ struct PlanOptions {
   // them (planner/inplace.h); off keeps every tensor in its own block (for
   // A/B measurements and debugging).
   bool inplace = true;
+  // Use the target's packed int8 dot products for integer GEMMs when it has
+  // them (gemm_int.h); off forces the scalar int32 kernel (A/B measurements).
+  bool integer_dot_product = true;
 };
 
 struct ExecutionPlan {

@@ -15,9 +15,24 @@
 //       multiple of 4, m < GEMM_M, n < GEMM_N; lanes n + j >= GEMM_N dropped.
 // GEMM_BATCH, GEMM_M, GEMM_N, GEMM_K are int parameters the helpers may use.
 //
-// This is the correctness baseline: no split-K, no GEMV variant, and no
-// int8 dot-product instructions (VK_KHR_shader_integer_dot_product) or
-// integer cooperative matrices yet; operands are int32 on the device.
+// The dot-product path (shaders/gemm_int8_dot.comp), where the device has
+// packed int8 dot products (TargetInfo::integer_dot_product) and B is a
+// constant whose values minus its zero point fit int8 (weights): B' = B -
+// zb is packed at plan time, 4 k to an int32 word (gemm_int8_pack.h), A's
+// raw 8-bit values are packed as the tile is loaded, and each word pair is
+// one OpSDot/OpSUDot; A's zero point comes out once per element at the end.
+// Its helpers instead of gemm_a/gemm_b:
+//   int gemm_a_raw(int b, int m, int k);   A's raw int8/uint8 value, A's
+//                                          zero point where a convolution
+//                                          pads (not 0); m < GEMM_M, k < GEMM_K
+//   int gemm_a_zero(int b, int m);         A's zero point for row m
+//   int gemm_b_packed(int b, int kw, int n);  the word of B'(b, 4kw .. 4kw+3, n),
+//                                          0 past K; kw < ceil(K/4), n < GEMM_N
+//   int gemm_b_colsum(int b, int n);       sum over k of B'(b, k, n)
+//   gemm_store4 as above.
+//
+// Neither has split-K or a GEMV variant, nor integer cooperative matrices;
+// operands are int32 on the device (A is packed in the kernel).
 #pragma once
 
 #include "engine/base/status.h"
@@ -32,5 +47,14 @@ namespace kiln::planner {
 // ctx.unsupported when a constant grid dimension exceeds the device's
 // workgroup-count limit (the node then runs on the host).
 Status emit_int_gemm(LoweringContext& ctx, const GemmProblem& p);
+
+// Whether this node may take the dot-product path: the device has packed
+// int8 dot products with SPIR-V 1.6 (Vulkan 1.3), and the node's kiln.kernel
+// hint does not say int8_dot=off.
+bool int8_dot_available(const LoweringContext& ctx);
+
+// Emits the dot-product kernel for `p` (helpers as above; tiles as
+// emit_int_gemm's); `a_unsigned` when A's raw values are uint8.
+Status emit_int8_dot_gemm(LoweringContext& ctx, const GemmProblem& p, bool a_unsigned);
 
 }  // namespace kiln::planner

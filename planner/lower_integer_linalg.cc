@@ -14,6 +14,12 @@
 // with kiln_requantize (shaders/quantize.glsl). Nothing is accumulated in
 // floating point.
 //
+// With a constant B (the weights) whose values minus their zero point fit
+// int8, and an int8/uint8 A, the GEMM runs on packed int8 dot products
+// where the device has them (gemm_int.h's dot-product path; B packed here
+// at plan time, int8_dot_operand); else, or with the kiln.kernel hint
+// int8_dot=off, on the scalar int32 kernel. Both give the same bits.
+//
 // ONNX Runtime's QGemm (2-D, transA/transB, int32 C, quantized or float
 // output) and MatMulIntegerToFloat (the float store: float32(acc) *
 // (a_scale * b_scale) + bias) are the same GEMMs with other stores, and
@@ -24,6 +30,7 @@
 // axes (Conv); zero points and scales of one value or one per row of A /
 // per column of B (MatMul) or per output channel (w's, Conv); auto_pad
 // SAME_* needs constant spatial sizes. Anything else runs on the host.
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +38,7 @@
 #include "engine/ops/quantization.h"
 #include "engine/ops/window_util.h"
 #include "planner/gemm_int.h"
+#include "planner/gemm_int8_pack.h"
 #include "planner/lower_quantization.h"
 #include "planner/lower_util.h"
 #include "planner/shader_template.h"
@@ -78,6 +86,46 @@ BoundParam zero_literal() {
   BoundParam b;
   b.param.literal = "0";
   return b;
+}
+
+// The zero point `input` of a constant operand as a function of its index
+// along the operand's channel axis (0 when absent); nullopt when it is not
+// a constant of one value or `channels` values.
+std::optional<std::function<int64_t(int64_t)>> constant_zero_point(const LoweringContext& ctx, size_t input,
+                                                                   int64_t channels) {
+  if (!ctx.has_input(input)) return [](int64_t) { return int64_t{0}; };
+  const Tensor* z = ctx.input_constant(input);
+  if (!z || z->rank() > 1 || (z->numel() != 1 && z->numel() != channels)) return std::nullopt;
+  const bool one = z->numel() == 1;
+  return [z, one](int64_t c) { return z->get_i64(one ? 0 : c); };
+}
+
+// B of the dot-product path (gemm_int.h) packed at plan time from
+// value(g, k, n), B minus its zero point; nullopt (the scalar kernel) when
+// the device lacks the dot products, A is not 8-bit, or B does not fit int8
+// after its zero point. The caller binds it (bind_packed) once every check
+// that could still send the node to the host has passed.
+std::optional<PackedInt8Operand> int8_dot_operand(const LoweringContext& ctx, size_t a_in, int64_t groups,
+                                                  const GemmProblem& p,
+                                                  const std::function<int64_t(int64_t, int64_t, int64_t)>& value) {
+  const DType a = ctx.input_dtype(a_in);
+  if (!int8_dot_available(ctx) || (a != DType::kInt8 && a != DType::kUInt8)) return std::nullopt;
+  if (!p.k.is_const() || !p.n.is_const()) return std::nullopt;
+  return pack_int8_operand(groups, p.k.value(), p.n.value(), value);
+}
+
+// Uploads the packed B and binds it as BP (words) and BS (column sums).
+void bind_packed(LoweringContext& ctx, std::optional<PackedInt8Operand>& packed, std::vector<KernelTensor>& ts) {
+  if (!packed) return;
+  const DeviceLayout i32{Storage::kBuffer, ElemType::kI32};
+  ts.push_back(ctx.bind("BP", ctx.add_constant(std::move(packed->words), i32)));
+  ts.push_back(ctx.bind("BS", ctx.add_constant(std::move(packed->colsum), i32)));
+}
+
+// The dot path's B helpers over BP and BS for group index `group` (GLSL).
+std::string packed_b_helpers(const std::string& group) {
+  return "int gemm_b_packed(int b, int kw, int n) {\n  return BP_at(" + group +
+         ", kw, n);\n}\nint gemm_b_colsum(int b, int n) {\n  return BS_at(" + group + ", n);\n}\n";
 }
 
 float host_multiplier(double a_scale, double b_scale, double y_scale) {
@@ -132,8 +180,22 @@ Status emit_matmul(LoweringContext& ctx, const char* name, size_t a_in, size_t b
   const size_t r = ys.size();
   GemmProblem p;
   p.name = name;
+  p.batch = ir::Dim(1);
+  for (size_t j = 0; j + 2 < r; ++j) p.batch = p.batch * ys[j];
+  p.m = ys[r - 2];
+  p.n = ys[r - 1];
+  p.k = as.back();
+  // The dot-product path for a constant 2-D B (every batch element's B).
+  std::optional<PackedInt8Operand> packed;
+  if (const Tensor* b = ctx.input_constant(b_in); b && a_load.empty() && bs.size() == 2 && p.n.is_const()) {
+    const int64_t n = p.n.value();
+    if (auto zb = constant_zero_point(ctx, zb_in, n))
+      packed = int8_dot_operand(ctx, a_in, 1, p,
+                                [&](int64_t, int64_t k, int64_t j) { return b->get_i64(k * n + j) - (*zb)(j); });
+  }
+  const bool dot = packed.has_value();
   p.tensors.push_back(ctx.bind("A", ctx.input(a_in)));
-  p.tensors.push_back(ctx.bind("B", ctx.input(b_in)));
+  if (!dot) p.tensors.push_back(ctx.bind("B", ctx.input(b_in)));
   std::vector<ir::Dim> a_in_shape = as, b_in_shape = bs;
   a_in_shape.back() = ir::Dim(1);
   b_in_shape[b_in_shape.size() - 2] = ir::Dim(1);
@@ -145,30 +207,37 @@ Status emit_matmul(LoweringContext& ctx, const char* name, size_t a_in, size_t b
   if (ctx.has_input(za_in)) {
     KILN_ASSIGN_OR_RETURN(za, bind_vector_param(ctx, za_in, "za", oc(r - 2), "a_zero_point", p.tensors));
   }
-  if (ctx.has_input(zb_in)) {
+  if (ctx.has_input(zb_in) && !dot) {
     KILN_ASSIGN_OR_RETURN(zb, bind_vector_param(ctx, zb_in, "zb", oc(r - 1), "b_zero_point", p.tensors));
   }
   for (KernelTensor& t : params_ts) p.tensors.push_back(std::move(t));
+  bind_packed(ctx, packed, p.tensors);
   const GemmOutput out = bind_gemm_output(ctx, false);
   p.tensors.push_back(out.y);
-  p.batch = ir::Dim(1);
-  for (size_t j = 0; j + 2 < r; ++j) p.batch = p.batch * ys[j];
-  p.m = ys[r - 2];
-  p.n = ys[r - 1];
-  p.k = as.back();
   const std::string row = "  int " + oc(r - 2) + " = m;\n";
   std::string h = std::move(helpers);
   const std::string a_value = "A_at(" + join_args(ca) + ")";
-  h += "int gemm_a(int b, int m, int k) {\n" + batch_coords(r) + row + "  return " +
-       (a_load.empty() ? a_value : a_load + "(" + a_value + ")") + " - " + za.value() + ";\n}\n";
-  h += "int gemm_b(int b, int k, int n) {\n" + batch_coords(r) + "  int " + oc(r - 1) + " = n;\n  return B_at(" +
-       join_args(cb) + ") - " + zb.value() + ";\n}\n";
+  const std::string a_raw = a_load.empty() ? a_value : a_load + "(" + a_value + ")";
+  if (dot) {
+    h += "int gemm_a_raw(int b, int m, int k) {\n" + batch_coords(r) + row + "  return " + a_raw + ";\n}\n";
+    h += "int gemm_a_zero(int b, int m) {\n" + batch_coords(r) + row + "  return " + za.value() + ";\n}\n";
+    h += packed_b_helpers("0");
+  } else {
+    h += "int gemm_a(int b, int m, int k) {\n" + batch_coords(r) + row + "  return " + a_raw + " - " + za.value() +
+         ";\n}\n";
+    h += "int gemm_b(int b, int k, int n) {\n" + batch_coords(r) + "  int " + oc(r - 1) + " = n;\n  return B_at(" +
+         join_args(cb) + ") - " + zb.value() + ";\n}\n";
+  }
   h += "void gemm_store4(int b, int m, int n, ivec4 v) {\n" + batch_coords(r) + row +
        "  for (int j = 0; j < 4; ++j) {\n    int " + oc(r - 1) + " = n + j;\n    if (" + oc(r - 1) +
        " >= GEMM_N) break;\n    int acc = v[j];\n    Y_st((b * GEMM_M + m) * GEMM_N + " + oc(r - 1) + ", " + store +
        ");\n  }\n}\n";
   p.helpers = std::move(h);
-  KILN_RETURN_IF_ERROR(emit_int_gemm(ctx, p));
+  if (dot) {
+    KILN_RETURN_IF_ERROR(emit_int8_dot_gemm(ctx, p, ctx.input_dtype(a_in) == DType::kUInt8));
+  } else {
+    KILN_RETURN_IF_ERROR(emit_int_gemm(ctx, p));
+  }
   finish_gemm_output(ctx, out);
   return ok_status();
 }
@@ -260,26 +329,6 @@ Status emit_conv(LoweringContext& ctx, const char* name, const ConvInputs& in, s
   const int64_t group = ctx.node().attr_int("group", 1);
   GemmProblem p;
   p.name = name;
-  p.tensors.push_back(ctx.bind("X", ctx.input(in.x)));
-  p.tensors.push_back(ctx.bind("W", ctx.input(in.w)));
-  BoundParam zx = zero_literal(), zw = zero_literal();
-  if (ctx.has_input(in.x_zero)) {
-    if (const Tensor* c = ctx.input_constant(in.x_zero); c && c->numel() != 1)
-      return ctx.unsupported("x_zero_point with more than one value");
-    KILN_ASSIGN_OR_RETURN(zx, bind_vector_param(ctx, in.x_zero, "zx", "0", "x_zero_point", p.tensors));
-  }
-  if (ctx.has_input(in.w_zero)) {
-    KILN_ASSIGN_OR_RETURN(zw, bind_vector_param(ctx, in.w_zero, "zw", "oc", "w_zero_point", p.tensors));
-  }
-  for (KernelTensor& t : params_ts) p.tensors.push_back(std::move(t));
-  // Depthwise (at most kDirectMaxChannelsPerGroup output channels per
-  // group): a GEMM tile would be almost all padding along N.
-  const ir::Dim& out_channels = ws[0];
-  if (group > 1 && out_channels.is_const() && out_channels.value() / group <= kDirectMaxChannelsPerGroup)
-    return emit_direct_conv(ctx, std::string(name) + "_direct", std::move(p.tensors), wa.strides, pad_begin,
-                            wa.dilations, group, zx.value(), zw.value(), store, std::move(helpers));
-  const GemmOutput out = bind_gemm_output(ctx, false);
-  p.tensors.push_back(out.y);
   p.batch = xs[0] * ir::Dim(group);
   p.m = ir::Dim(1);
   p.k = ws[1];
@@ -288,19 +337,61 @@ Status emit_conv(LoweringContext& ctx, const char* name, const ConvInputs& in, s
     p.k = p.k * ws[2 + i];
   }
   p.n = ir::Dim::floor_div(ws[0], ir::Dim(group));
+  // Depthwise (at most kDirectMaxChannelsPerGroup output channels per
+  // group): a GEMM tile would be almost all padding along N.
+  const ir::Dim& out_channels = ws[0];
+  const bool direct =
+      group > 1 && out_channels.is_const() && out_channels.value() / group <= kDirectMaxChannelsPerGroup;
+  // The dot-product path for a constant W: W's rows [C/group, k0, ...] are
+  // the GEMM's K, per output channel g * N + n.
+  std::optional<PackedInt8Operand> packed;
+  const Tensor* w = ctx.input_constant(in.w);
+  if (w && !direct && p.n.is_const() && p.k.is_const()) {
+    const int64_t n = p.n.value(), k = p.k.value();
+    if (auto zw = constant_zero_point(ctx, in.w_zero, w->dim(0)))
+      packed = int8_dot_operand(ctx, in.x, group, p, [&](int64_t g, int64_t kk, int64_t j) {
+        return w->get_i64((g * n + j) * k + kk) - (*zw)(g * n + j);
+      });
+  }
+  const bool dot = packed.has_value();
+  p.tensors.push_back(ctx.bind("X", ctx.input(in.x)));
+  if (!dot) p.tensors.push_back(ctx.bind("W", ctx.input(in.w)));
+  BoundParam zx = zero_literal(), zw = zero_literal();
+  if (ctx.has_input(in.x_zero)) {
+    if (const Tensor* c = ctx.input_constant(in.x_zero); c && c->numel() != 1)
+      return ctx.unsupported("x_zero_point with more than one value");
+    KILN_ASSIGN_OR_RETURN(zx, bind_vector_param(ctx, in.x_zero, "zx", "0", "x_zero_point", p.tensors));
+  }
+  if (ctx.has_input(in.w_zero) && !dot) {
+    KILN_ASSIGN_OR_RETURN(zw, bind_vector_param(ctx, in.w_zero, "zw", "oc", "w_zero_point", p.tensors));
+  }
+  for (KernelTensor& t : params_ts) p.tensors.push_back(std::move(t));
+  bind_packed(ctx, packed, p.tensors);
+  if (direct)
+    return emit_direct_conv(ctx, std::string(name) + "_direct", std::move(p.tensors), wa.strides, pad_begin,
+                            wa.dilations, group, zx.value(), zw.value(), store, std::move(helpers));
+  const GemmOutput out = bind_gemm_output(ctx, false);
+  p.tensors.push_back(out.y);
   p.a_m_fastest = true;  // neighbouring output pixels read neighbouring input pixels
   p.params.push_back({"CV_G", ir::Dim(group)});
 
+  // W's dims: literals on the dot path, where W itself is not bound.
+  auto w_dim = [&](size_t i) {
+    return dot ? std::to_string(w->dim(static_cast<int64_t>(i))) : "W_D" + std::to_string(i);
+  };
   // k = (ic, kernel offsets) row-major over W's [C/group, k0, k1, ...].
   std::string split_k = "  int t = k;\n";
   for (size_t i = spatial; i-- > 0;) {
-    const std::string a = std::to_string(i), d = "W_D" + std::to_string(2 + i);
+    const std::string a = std::to_string(i), d = w_dim(2 + i);
     split_k += "  int k" + a + " = t % " + d + "; t /= " + d + ";\n";
   }
   split_k += "  int ic = t;\n";
-  std::vector<std::string> xc = {"img", "g * W_D1 + ic"}, wc = {"oc", "ic"};
+  std::vector<std::string> xc = {"img", "g * " + w_dim(1) + " + ic"}, wc = {"oc", "ic"};
+  // A = X - x_zero_point, padding 0; on the dot path X raw, padding x_zero_point.
+  const std::string pad_value = dot ? zx.value() : "0";
   std::string h = std::move(helpers);
-  h += "int gemm_a(int b, int m, int k) {\n  int img = b / CV_G, g = b % CV_G;\n" + split_k + "  t = m;\n";
+  h += std::string(dot ? "int gemm_a_raw" : "int gemm_a") +
+       "(int b, int m, int k) {\n  int img = b / CV_G, g = b % CV_G;\n" + split_k + "  t = m;\n";
   for (size_t i = spatial; i-- > 0;) {
     const std::string a = std::to_string(i), d = "Y_D" + std::to_string(2 + i);
     h += "  int o" + a + " = t % " + d + "; t /= " + d + ";\n";
@@ -309,19 +400,29 @@ Status emit_conv(LoweringContext& ctx, const char* name, const ConvInputs& in, s
     const std::string a = std::to_string(i);
     h += "  int i" + a + " = o" + a + " * " + std::to_string(wa.strides[i]) + " - " + std::to_string(pad_begin[i]) +
          " + k" + a + " * " + std::to_string(wa.dilations[i]) + ";\n";
-    h += "  if (i" + a + " < 0 || i" + a + " >= X_D" + std::to_string(2 + i) + ") return 0;\n";
+    h += "  if (i" + a + " < 0 || i" + a + " >= X_D" + std::to_string(2 + i) + ") return " + pad_value + ";\n";
     xc.push_back("i" + a);
     wc.push_back("k" + a);
   }
-  h += "  return X_at(" + join_args(xc) + ") - " + zx.value() + ";\n}\n";
-  h += "int gemm_b(int b, int k, int n) {\n  int oc = (b % CV_G) * GEMM_N + n;\n" + split_k + "  return W_at(" +
-       join_args(wc) + ") - " + zw.value() + ";\n}\n";
+  if (dot) {
+    h += "  return X_at(" + join_args(xc) + ");\n}\n";
+    h += "int gemm_a_zero(int b, int m) {\n  return " + zx.value() + ";\n}\n";
+    h += packed_b_helpers("b % CV_G");
+  } else {
+    h += "  return X_at(" + join_args(xc) + ") - " + zx.value() + ";\n}\n";
+    h += "int gemm_b(int b, int k, int n) {\n  int oc = (b % CV_G) * GEMM_N + n;\n" + split_k + "  return W_at(" +
+         join_args(wc) + ") - " + zw.value() + ";\n}\n";
+  }
   h += "void gemm_store4(int b, int m, int n, ivec4 v) {\n  int img = b / CV_G, g = b % CV_G;\n"
        "  for (int j = 0; j < 4; ++j) {\n    if (n + j >= GEMM_N) break;\n    int oc = g * GEMM_N + n + j;\n"
        "    int acc = v[j];\n    Y_st((img * Y_D1 + oc) * GEMM_M + m, " +
        store + ");\n  }\n}\n";
   p.helpers = std::move(h);
-  KILN_RETURN_IF_ERROR(emit_int_gemm(ctx, p));
+  if (dot) {
+    KILN_RETURN_IF_ERROR(emit_int8_dot_gemm(ctx, p, ctx.input_dtype(in.x) == DType::kUInt8));
+  } else {
+    KILN_RETURN_IF_ERROR(emit_int_gemm(ctx, p));
+  }
   finish_gemm_output(ctx, out);
   return ok_status();
 }
@@ -386,14 +487,28 @@ Status lower_qgemm(LoweringContext& ctx) {
   const float alpha = ctx.node().attr_float("alpha", 1.0f);
   GemmProblem p;
   p.name = "qgemm";
+  p.batch = ir::Dim(1);
+  p.m = ys[0];
+  p.n = ys[1];
+  p.k = as_shape[ta ? 0 : 1];
+  // The dot-product path for a constant B ([K, N], or [N, K] with transB).
+  std::optional<PackedInt8Operand> packed;
+  if (const Tensor* b = ctx.input_constant(kGB); b && p.n.is_const() && p.k.is_const()) {
+    const int64_t n = p.n.value(), k = p.k.value();
+    if (auto zb = constant_zero_point(ctx, kGBZero, n))
+      packed = int8_dot_operand(ctx, kGA, 1, p, [&](int64_t, int64_t kk, int64_t j) {
+        return b->get_i64(tb ? j * k + kk : kk * n + j) - (*zb)(j);
+      });
+  }
+  const bool dot = packed.has_value();
   p.tensors.push_back(ctx.bind("A", ctx.input(kGA)));
-  p.tensors.push_back(ctx.bind("B", ctx.input(kGB)));
+  if (!dot) p.tensors.push_back(ctx.bind("B", ctx.input(kGB)));
   BoundParam za = zero_literal(), zb = zero_literal();
   if (ctx.has_input(kGAZero)) {
     KILN_ASSIGN_OR_RETURN(za, bind_vector_param(ctx, kGAZero, "za", "0", "a_zero_point", p.tensors));
     if (za.coords != std::vector<std::string>{"0"}) return ctx.unsupported("a_zero_point with more than one value");
   }
-  if (ctx.has_input(kGBZero)) {
+  if (ctx.has_input(kGBZero) && !dot) {
     KILN_ASSIGN_OR_RETURN(zb, bind_vector_param(ctx, kGBZero, "zb", "n", "b_zero_point", p.tensors));
   }
   KILN_ASSIGN_OR_RETURN(BoundParam sa, bind_vector_param(ctx, kGAScale, "sa", "0", "a_scale", p.tensors));
@@ -418,21 +533,27 @@ Status lower_qgemm(LoweringContext& ctx) {
             ", " + out_range(ctx.output_dtype(0)) + ")";
     helpers = helpers_requantize();
   }
+  bind_packed(ctx, packed, p.tensors);
   const GemmOutput out = bind_gemm_output(ctx, false);
   p.tensors.push_back(out.y);
-  p.batch = ir::Dim(1);
-  p.m = ys[0];
-  p.n = ys[1];
-  p.k = as_shape[ta ? 0 : 1];
-  helpers += "int gemm_a(int b, int m, int k) {\n  return " + std::string(ta ? "A_at(k, m)" : "A_at(m, k)") + " - " +
-             za.value() + ";\n}\n";
-  helpers += "int gemm_b(int b, int k, int n) {\n  return " + std::string(tb ? "B_at(n, k)" : "B_at(k, n)") + " - " +
-             zb.value() + ";\n}\n";
+  const std::string a_value = ta ? "A_at(k, m)" : "A_at(m, k)";
+  if (dot) {
+    helpers += "int gemm_a_raw(int b, int m, int k) {\n  return " + a_value + ";\n}\n";
+    helpers += "int gemm_a_zero(int b, int m) {\n  return " + za.value() + ";\n}\n" + packed_b_helpers("0");
+  } else {
+    helpers += "int gemm_a(int b, int m, int k) {\n  return " + a_value + " - " + za.value() + ";\n}\n";
+    helpers += "int gemm_b(int b, int k, int n) {\n  return " + std::string(tb ? "B_at(n, k)" : "B_at(k, n)") +
+               " - " + zb.value() + ";\n}\n";
+  }
   helpers += "void gemm_store4(int b, int m, int n, ivec4 v) {\n  int oc0 = m;\n  for (int j = 0; j < 4; ++j) {\n"
              "    int oc1 = n + j;\n    if (oc1 >= GEMM_N) break;\n    int acc = v[j];\n    Y_st(m * GEMM_N + oc1, " +
              store + ");\n  }\n}\n";
   p.helpers = std::move(helpers);
-  KILN_RETURN_IF_ERROR(emit_int_gemm(ctx, p));
+  if (dot) {
+    KILN_RETURN_IF_ERROR(emit_int8_dot_gemm(ctx, p, ctx.input_dtype(kGA) == DType::kUInt8));
+  } else {
+    KILN_RETURN_IF_ERROR(emit_int_gemm(ctx, p));
+  }
   finish_gemm_output(ctx, out);
   return ok_status();
 }

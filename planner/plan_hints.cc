@@ -90,6 +90,9 @@ StatusOr<KernelHint> kernel_hint(const ir::Node& node) {
     } else if (key == "coopmat") {
       if (val != "on" && val != "off") return bad("coopmat must be on or off");
       hint.coopmat = val == "on";
+    } else if (key == "int8_dot") {
+      if (val != "on" && val != "off") return bad("int8_dot must be on or off");
+      hint.int8_dot = val == "on";
     } else if (key == "attention_rows") {
       const std::optional<int> rows = parse_int(val);
       if (!rows || !one_of(*rows, {8, 16, 32, 64})) return bad("attention_rows must be 8, 16, 32 or 64");
@@ -100,7 +103,7 @@ StatusOr<KernelHint> kernel_hint(const ir::Node& node) {
       hint.gemv_columns = *columns;
     } else {
       return bad("unknown key '" + std::string(key) +
-                 "' (tile, split_k, splitk_reduce, coopmat, attention_rows, gemv_columns)");
+                 "' (tile, split_k, splitk_reduce, coopmat, int8_dot, attention_rows, gemv_columns)");
     }
   }
   return hint;

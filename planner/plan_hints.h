@@ -4,7 +4,7 @@
 //
 //   value  "kiln.storage"      "buffer" | "image"   where the tensor lives
 //   value  "kiln.packed_axis"  "<axis>"             an image's axis in the 4 texel channels
-//   node   "kiln.kernel"       "tile=64x32,split_k=2,splitk_reduce=atomic,coopmat=off,gemv_columns=8"
+//   node   "kiln.kernel"       "tile=64x32,split_k=2,splitk_reduce=atomic,coopmat=off,gemv_columns=8,int8_dot=off"
 //                              the kernel configuration of a GEMM-family
 //                              node (MatMul, Gemm, Conv lowered as GEMM; the
 //                              pointwise Conv of a depthwise-pointwise
@@ -60,6 +60,10 @@ struct KernelHint {
   std::optional<SplitKReduce> splitk_reduce;
   // false: never the cooperative-matrix kernel for this node.
   std::optional<bool> coopmat;
+  // false: never the packed int8 dot-product kernel for this integer GEMM
+  // (gemm_int.h); the scalar int32 one instead. on is the default where the
+  // device has the dot products.
+  std::optional<bool> int8_dot;
   // On an attention group's last MatMul (fusion_attention.h): query rows per
   // workgroup of the attention kernel, 8, 16, 32 or 64 (when its tiles fit
   // the shared memory; else the planner's choice).
@@ -68,7 +72,7 @@ struct KernelHint {
   // (else the planner's choice by the device's compute units).
   std::optional<int> gemv_columns;
   bool empty() const {
-    return !tile_m && !split_k && !splitk_reduce && !coopmat && !attention_rows && !gemv_columns;
+    return !tile_m && !split_k && !splitk_reduce && !coopmat && !int8_dot && !attention_rows && !gemv_columns;
   }
 };
 

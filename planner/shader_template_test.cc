@@ -356,6 +356,22 @@ std::vector<Case> cases() {
                       Tensor::from_vector<float>({3}, {0.1f, 0.2f, 0.3f}), Tensor::from_vector<int8_t>({}, {0}),
                       Tensor::from_vector<float>({}, {0.05f}), Tensor::from_vector<uint8_t>({}, {120})}),
                {"quantize.glsl#requantize", "gemm_int_tile.comp"}, t});
+  TargetInfo dot = t;  // packed int8 dot products: SPIR-V 1.6 (Vulkan 1.3)
+  dot.vulkan_version = (1u << 22) | (3u << 12);
+  dot.integer_dot_product = true;
+  c.push_back({"qlinear_conv_int8_dot",
+               graph("QLinearConv", DType::kUInt8, {dims({1, 3, 9, 9})},
+                     {Tensor::from_vector<float>({}, {0.02f}), Tensor::from_vector<uint8_t>({}, {128}),
+                      Tensor::from_vector<int8_t>({5, 3, 3, 3}, std::vector<int8_t>(135, -3)),
+                      Tensor::from_vector<float>({}, {0.1f}), Tensor::from_vector<int8_t>({}, {0}),
+                      Tensor::from_vector<float>({}, {0.05f}), Tensor::from_vector<uint8_t>({}, {120})},
+                     {{"pads", ir::Attribute::of_ints({1, 1, 1, 1})}}),
+               {"quantize.glsl#requantize", "gemm_int8_dot.comp"}, dot});
+  c.push_back({"matmul_integer_int8_dot",
+               graph("MatMulInteger", DType::kInt8, {dims({9, 10})},
+                     {Tensor::from_vector<uint8_t>({10, 3}, std::vector<uint8_t>(30, 200)),
+                      Tensor::from_vector<int8_t>({}, {1}), Tensor::from_vector<uint8_t>({}, {128})}),
+               {"gemm_int8_dot.comp"}, dot});
   return c;
 }
 
@@ -379,7 +395,7 @@ std::vector<std::string> planned_glsl(const Case& c) {
         auto glsl = generate_glsl(step.kernel, c.target);
         EXPECT_TRUE(glsl.ok()) << config << ": " << glsl.status().to_string();
         if (!glsl.ok()) continue;
-        expect_valid_spirv(glsl->glsl, config + "_" + std::to_string(++k));
+        expect_valid_spirv(glsl->glsl, config + "_" + std::to_string(++k), c.target.vulkan_version);
         out.push_back(glsl->glsl);
       }
     }

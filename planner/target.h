@@ -41,6 +41,10 @@ struct TargetInfo {
   bool fp16_arithmetic = false;        // shaderFloat16
   bool int64 = false;
   bool float32_atomic_add = false;     // atomicAdd on float storage-buffer members
+  // Packed int8 dot products (Vulkan 1.3 shaderIntegerDotProduct: SPIR-V
+  // OpSDot/OpSUDot on 4 x 8 bits in a 32-bit word): the integer GEMM's
+  // dot-product path (gemm_int.h); without it the scalar int32 kernel.
+  bool integer_dot_product = false;
   bool cooperative_matrix = false;     // VK_KHR_cooperative_matrix, fp16 x fp16 -> fp32 16x16x16
   // Cooperative matrices the planner may use for fp16 GEMMs: the dialect and
   // the device's fp16-operand shapes in it (empty with kNone).

@@ -291,6 +291,11 @@ typedef struct kiln_session_options_t {
    * all slots together (a run that would pass it, counting the memory the
    * other slots held after their last run, fails with OUT_OF_MEMORY). */
   uint32_t max_concurrent_runs;
+  /* \since 0.2. A/B switch of the Vulkan planner. Nonzero: integer GEMMs
+   * (QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger) stay off the
+   * packed int8 dot products (VK_KHR_shader_integer_dot_product) and run
+   * the scalar int32 kernel. */
+  uint32_t disable_integer_dot_product;
 } kiln_session_options_t;
 
 /* A model prepared for one backend. Single owner: create/destroy. */

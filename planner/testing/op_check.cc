@@ -204,12 +204,13 @@ ir::Graph one_node_graph(const std::string& op, const ir::SymShape& x_shape, con
   return g;
 }
 
-void expect_valid_spirv(const std::string& glsl, const std::string& what) {
+void expect_valid_spirv(const std::string& glsl, const std::string& what, uint32_t vulkan_version) {
   auto compiler = vk::ShaderCompiler::create();
   ASSERT_TRUE(compiler.ok()) << compiler.status().to_string();
   vk::CompileOptions options;
   options.source_name = what + ".comp";
-  options.vulkan_version = (1u << 22) | (1u << 12);  // VK_API_VERSION_1_1
+  options.vulkan_version = vulkan_version;
+  const std::string env = "vulkan1." + std::to_string((vulkan_version >> 12) & 0x3ffu);
   auto spirv = (*compiler)->compile(glsl, options);
   ASSERT_TRUE(spirv.ok()) << what << ":\n" << spirv.status().to_string() << "\n" << glsl;
   const std::string path = ::testing::TempDir() + "kiln_spirv_" + what + ".spv";
@@ -217,7 +218,7 @@ void expect_valid_spirv(const std::string& glsl, const std::string& what) {
     std::ofstream out(path, std::ios::binary);
     out.write(reinterpret_cast<const char*>(spirv->data()), static_cast<std::streamsize>(spirv->size() * 4));
   }
-  FILE* pipe = popen(("spirv-val --target-env vulkan1.1 " + path + " 2>&1").c_str(), "r");
+  FILE* pipe = popen(("spirv-val --target-env " + env + " " + path + " 2>&1").c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string output;
   char buf[256];

@@ -86,9 +86,12 @@ Status finish_one_node_graph(ir::Graph& g, ir::NodeId n);
 ir::Graph one_node_graph(const std::string& op, const ir::SymShape& x_shape, const std::vector<Tensor>& constants,
                          std::map<std::string, ir::Attribute> attrs = {});
 
-// Compiles `glsl` with shaderc (Vulkan 1.1) and checks the module with the
-// spirv-val tool; gtest failures name the kernel `what` and show the source.
-void expect_valid_spirv(const std::string& glsl, const std::string& what);
+// Compiles `glsl` with shaderc (for Vulkan 1.1 unless `vulkan_version`, a
+// VK_MAKE_API_VERSION, says otherwise) and checks the module with the
+// spirv-val tool for that version; gtest failures name the kernel `what` and
+// show the source.
+void expect_valid_spirv(const std::string& glsl, const std::string& what,
+                        uint32_t vulkan_version = (1u << 22) | (1u << 12));
 
 // Plans `g` for every storage x precision on a target with 16-bit storage
 // (Vulkan 1.1), expects no host fallback, and checks every dispatch's SPIR-V

@@ -244,6 +244,7 @@ StatusOr<Capabilities> query_capabilities(const InstanceTable& fn, VkPhysicalDev
     caps.synchronization2 = f13.synchronization2 == VK_TRUE;
     caps.subgroup_size_control = f13.subgroupSizeControl == VK_TRUE;
     caps.compute_full_subgroups = f13.computeFullSubgroups == VK_TRUE;
+    caps.shader_integer_dot_product = f13.shaderIntegerDotProduct == VK_TRUE;
     if (p13.minSubgroupSize != 0) caps.min_subgroup_size = p13.minSubgroupSize;
     if (p13.maxSubgroupSize != 0) caps.max_subgroup_size = p13.maxSubgroupSize;
   }
@@ -394,6 +395,7 @@ std::string Capabilities::to_json() const {
   num("buffer_image_granularity", buffer_image_granularity);
   boolean("shader_float16", shader_float16);
   boolean("buffer_float32_atomic_add", buffer_float32_atomic_add);
+  boolean("shader_integer_dot_product", shader_integer_dot_product);
   boolean("shader_int8", shader_int8);
   boolean("shader_int16", shader_int16);
   boolean("shader_int64", shader_int64);
@@ -470,7 +472,8 @@ std::string Capabilities::to_text() const {
   line("compute units", compute_units ? std::to_string(compute_units) : std::string("unknown"));
   line("fp16", std::string("arithmetic ") + b(shader_float16) + ", 16-bit storage " + b(storage_buffer_16bit));
   line("float atomics", std::string("buffer add ") + b(buffer_float32_atomic_add));
-  line("int8", std::string("arithmetic ") + b(shader_int8) + ", 8-bit storage " + b(storage_buffer_8bit));
+  line("int8", std::string("arithmetic ") + b(shader_int8) + ", 8-bit storage " + b(storage_buffer_8bit) +
+                   ", packed dot products " + b(shader_integer_dot_product));
   line("subgroup", std::to_string(subgroup_size) + " (" + std::to_string(min_subgroup_size) + ".." +
                        std::to_string(max_subgroup_size) + "), ops " + subgroup_ops_string(subgroup_operations) +
                        (subgroup_size_control ? ", size control" : ""));

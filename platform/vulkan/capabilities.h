@@ -78,6 +78,10 @@ struct Capabilities {
   // VK_EXT_shader_atomic_float's shaderBufferFloat32AtomicAdd: atomicAdd on
   // float storage-buffer members (the split-K GEMM's atomic fix-up).
   bool buffer_float32_atomic_add = false;
+  // Vulkan 1.3's shaderIntegerDotProduct (VK_KHR_shader_integer_dot_product,
+  // core): OpSDot/OpUDot/OpSUDot on 4 int8 packed in 32 bits (the integer
+  // GEMM's dot-product path, planner/gemm_int.h).
+  bool shader_integer_dot_product = false;
 
   // Compute units (SMs, CUs, shader cores) where the driver says, through
   // VK_NV_shader_sm_builtins (shaderSMCount), VK_AMD_shader_core_properties2

@@ -140,8 +140,14 @@ EnabledFeatures features_from_host_chain(const VkPhysicalDeviceFeatures2* chain)
         e.synchronization2 |= f->synchronization2 == VK_TRUE;
         e.subgroup_size_control |= f->subgroupSizeControl == VK_TRUE;
         e.compute_full_subgroups |= f->computeFullSubgroups == VK_TRUE;
+        e.shader_integer_dot_product |= f->shaderIntegerDotProduct == VK_TRUE;
         break;
       }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES:
+        e.shader_integer_dot_product |=
+            reinterpret_cast<const VkPhysicalDeviceShaderIntegerDotProductFeatures*>(s)->shaderIntegerDotProduct ==
+            VK_TRUE;
+        break;
       case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SYNCHRONIZATION_2_FEATURES:
         e.synchronization2 |=
             reinterpret_cast<const VkPhysicalDeviceSynchronization2Features*>(s)->synchronization2 == VK_TRUE;
@@ -190,6 +196,7 @@ void clamp_to_capabilities(const Capabilities& c, EnabledFeatures* e) {
   e->cooperative_matrix_khr &= c.cooperative_matrix_khr;
   e->cooperative_matrix_nv &= c.cooperative_matrix_nv;
   e->buffer_float32_atomic_add &= c.buffer_float32_atomic_add;
+  e->shader_integer_dot_product &= c.shader_integer_dot_product;
   e->memory_budget &= c.memory_budget;
 }
 
@@ -302,6 +309,7 @@ StatusOr<std::unique_ptr<Device>> Device::create(const Instance& instance, const
     en.v13.subgroupSizeControl = sup.v13.subgroupSizeControl;
     en.v13.computeFullSubgroups = sup.v13.computeFullSubgroups;
     en.v13.maintenance4 = sup.v13.maintenance4;
+    en.v13.shaderIntegerDotProduct = sup.v13.shaderIntegerDotProduct;
   }
   en.cm.cooperativeMatrix = sup.cm.cooperativeMatrix;
   en.cm_nv.cooperativeMatrix = sup.cm_nv.cooperativeMatrix;
@@ -344,6 +352,7 @@ StatusOr<std::unique_ptr<Device>> Device::create(const Instance& instance, const
   e.synchronization2 = shape.v13 && en.v13.synchronization2 == VK_TRUE;
   e.subgroup_size_control = shape.v13 && en.v13.subgroupSizeControl == VK_TRUE;
   e.compute_full_subgroups = shape.v13 && en.v13.computeFullSubgroups == VK_TRUE;
+  e.shader_integer_dot_product = shape.v13 && en.v13.shaderIntegerDotProduct == VK_TRUE;
   e.cooperative_matrix_khr = shape.cm && en.cm.cooperativeMatrix == VK_TRUE;
   e.cooperative_matrix_nv = shape.cm_nv && en.cm_nv.cooperativeMatrix == VK_TRUE;
   e.buffer_float32_atomic_add = shape.atomic_float && en.atomic_float.shaderBufferFloat32AtomicAdd == VK_TRUE;

@@ -49,6 +49,7 @@ struct EnabledFeatures {
   bool cooperative_matrix_khr = false;
   bool cooperative_matrix_nv = false;  // VK_NV_cooperative_matrix (GL_NV_cooperative_matrix kernels)
   bool buffer_float32_atomic_add = false;  // VK_EXT_shader_atomic_float: atomicAdd(float) on buffers
+  bool shader_integer_dot_product = false;  // Vulkan 1.3 shaderIntegerDotProduct: packed int8 dot products
   bool memory_budget = false;  // VK_EXT_memory_budget enabled
 };
 

@@ -56,6 +56,11 @@ TEST_F(VulkanTest, CapabilitiesAreSane) {
   EXPECT_EQ(e.shader_float16, caps.shader_float16);
   EXPECT_EQ(e.cooperative_matrix_nv, caps.cooperative_matrix_nv);
   EXPECT_EQ(e.buffer_float32_atomic_add, caps.buffer_float32_atomic_add);
+  EXPECT_EQ(e.shader_integer_dot_product, caps.shader_integer_dot_product);
+  // Vulkan 1.3 requires shaderIntegerDotProduct.
+  if (caps.api_version >= VK_API_VERSION_1_3) {
+    EXPECT_TRUE(caps.shader_integer_dot_product);
+  }
   // NV shapes are listed exactly when the NV extension is usable.
   EXPECT_EQ(caps.cooperative_matrix_nv_shapes.empty(), !caps.cooperative_matrix_nv);
   EXPECT_EQ(e.storage_buffer_16bit, caps.storage_buffer_16bit);

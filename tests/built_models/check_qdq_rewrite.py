@@ -23,6 +23,9 @@ cases (quant_qdq_convnet, quant_qdq_matmul_gemm: power-of-two scales)
 through the CLI's default pipeline, where the rewrite must fire and match
 the expected outputs bit for bit (kiln_onnx_node_test runs them without the
 pipeline).
+On Vulkan every rewritten run is made twice, with the integer GEMMs on
+packed int8 dot products (--int8-dot on, where the device has them) and on
+the scalar int32 kernel (--int8-dot off): the two must agree bit for bit.
 Usage: check_qdq_rewrite.py KILN BACKEND WORKDIR [NODE_DIR]   (exit 77: no Vulkan device)
 """
 import json
@@ -162,6 +165,21 @@ def output_step(model, name):
     raise KeyError(name)
 
 
+def runs(backend, opt_in):
+    """(label, extra flags) of each run: the rewritten graph (on Vulkan with
+    and without the int8 dot products) and the float graph."""
+    if backend != "vulkan":
+        return [("int", opt_in), ("float", [])]
+    return [("int", opt_in + ["--int8-dot", "on"]), ("int_scalar", opt_in + ["--int8-dot", "off"]), ("float", [])]
+
+
+def same_int_bits(name, outputs, results):
+    """The dot-product and the scalar integer GEMM give the same bits."""
+    for o, a, b in zip(outputs, results["int"], results.get("int_scalar", results["int"])):
+        if a.dtype != b.dtype or not np.array_equal(a, b):
+            raise AssertionError(f"{name}: output {o} differs between --int8-dot on and off")
+
+
 def check(kiln, backend, work, name, model, want_ops, outputs):
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
@@ -183,13 +201,14 @@ def check(kiln, backend, work, name, model, want_ops, outputs):
     x = np.random.default_rng(5).uniform(-2.2, 2.2, shape).astype(np.float32)
     np.save(os.path.join(d, "x.npy"), x)
     results = {}
-    for label, extra in (("int", opt_in), ("float", [])):
+    for label, extra in runs(backend, opt_in):
         files = [f"{o}={os.path.join(d, f'{label}_{o}.npy')}" for o in outputs]
         cmd = [kiln, "run", path, "--backend", backend, "--input", f"x={os.path.join(d, 'x.npy')}"] + extra
         for f in files:
             cmd += ["--output", f]
         run(cmd)
         results[label] = [np.load(f.split("=", 1)[1]) for f in files]
+    same_int_bits(name, outputs, results)
     for o, a, f in zip(outputs, results["int"], results["float"]):
         step = output_step(model, o)
         diff = np.abs(a.astype(np.float64) - f.astype(np.float64)).max() / step
@@ -210,17 +229,21 @@ def check_exact_case(kiln, backend, work, case_dir):
     x = numpy_helper.to_array(onnx.load_tensor(os.path.join(data, "input_0.pb")))
     x_file = os.path.join(work, f"{name}_x.npy")
     np.save(x_file, x)
-    cmd = [kiln, "run", path, "--backend", backend, "--input", f"{model.graph.input[0].name}={x_file}"] + opt_in
     outs = [o.name for o in model.graph.output]
-    for o in outs:
-        cmd += ["--output", f"{o}={os.path.join(work, f'{name}_{o}.npy')}"]
-    run(cmd)
-    for k, o in enumerate(outs):
-        want = numpy_helper.to_array(onnx.load_tensor(os.path.join(data, f"output_{k}.pb")))
-        got = np.load(os.path.join(work, f"{name}_{o}.npy"))
-        if got.dtype != want.dtype or not np.array_equal(got, want):
-            raise AssertionError(f"{name} [{backend}]: output {o} differs from the ONNX semantics: {got} vs {want}")
-    print(f"{name} [{backend}]: rewritten, outputs exact")
+    for label, extra in runs(backend, opt_in):
+        if label == "float":
+            continue
+        cmd = [kiln, "run", path, "--backend", backend, "--input", f"{model.graph.input[0].name}={x_file}"] + extra
+        for o in outs:
+            cmd += ["--output", f"{o}={os.path.join(work, f'{name}_{label}_{o}.npy')}"]
+        run(cmd)
+        for k, o in enumerate(outs):
+            want = numpy_helper.to_array(onnx.load_tensor(os.path.join(data, f"output_{k}.pb")))
+            got = np.load(os.path.join(work, f"{name}_{label}_{o}.npy"))
+            if got.dtype != want.dtype or not np.array_equal(got, want):
+                raise AssertionError(f"{name} [{backend}, {' '.join(extra[-2:])}]: output {o} differs from the "
+                                     f"ONNX semantics: {got} vs {want}")
+    print(f"{name} [{backend}]: rewritten, outputs exact" + (" with --int8-dot on and off" if backend == "vulkan" else ""))
 
 
 def main():

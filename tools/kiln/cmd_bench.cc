@@ -157,7 +157,7 @@ struct Settings {
   int warmup = 10;
   std::optional<int> iters;
   double min_time_s = 2.0;
-  std::string storage = "auto", precision = "fp32", coopmat = "on", inplace = "on";
+  std::string storage = "auto", precision = "fp32", coopmat = "on", int8_dot = "on", inplace = "on";
   // The device's peaks for the roofline; Vulkan does not report them.
   std::optional<double> peak_gbps, peak_gflops;
   bool ablation = false;
@@ -218,6 +218,7 @@ class Bench {
                                                 : KILN_STORAGE_AUTO;
     o.precision = settings_.precision == "fp16" ? KILN_PRECISION_FP16 : KILN_PRECISION_FP32;
     o.disable_cooperative_matrix = settings_.coopmat == "off";
+    o.disable_integer_dot_product = settings_.int8_dot == "off";
     o.disable_inplace = settings_.inplace == "off";
     o.profile = profile;
     o.save_pipeline_cache = device != nullptr;
@@ -789,6 +790,7 @@ void environment_json(JsonWriter& w, const std::string& device_json, const Args&
   vulkan_only("precision", settings.precision);
   vulkan_only("storage", settings.storage);
   vulkan_only("coopmat", settings.coopmat);
+  vulkan_only("int8_dot", settings.int8_dot);
   vulkan_only("inplace", settings.inplace);
   w.newline().key("pipeline").string(args.has("passes") ? args.get("passes") : "default");
   w.newline().key("disabled_passes").begin_array();
@@ -943,6 +945,8 @@ StatusOr<Settings> parse_settings(const Args& args) {
   if (s.precision != "fp16" && s.precision != "fp32") return invalid_argument("--precision must be fp32 or fp16, got '" + s.precision + "'");
   s.coopmat = args.get("coopmat", "on");
   if (s.coopmat != "off" && s.coopmat != "on") return invalid_argument("--coopmat must be on or off, got '" + s.coopmat + "'");
+  s.int8_dot = args.get("int8-dot", "on");
+  if (s.int8_dot != "off" && s.int8_dot != "on") return invalid_argument("--int8-dot must be on or off, got '" + s.int8_dot + "'");
   s.inplace = args.get("inplace", "on");
   if (s.inplace != "off" && s.inplace != "on") return invalid_argument("--inplace must be on or off, got '" + s.inplace + "'");
   for (const char* flag : {"peak-gbps", "peak-gflops"}) {

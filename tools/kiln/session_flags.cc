@@ -6,7 +6,8 @@
 namespace kiln::cli {
 
 const std::vector<std::string>& runner_value_flags() {
-  static const std::vector<std::string> flags = {"backend", "device", "storage", "precision", "coopmat", "inplace"};
+  static const std::vector<std::string> flags = {"backend", "device",   "storage", "precision",
+                                                 "coopmat", "int8-dot", "inplace"};
   return flags;
 }
 
@@ -43,7 +44,7 @@ std::string SessionFlags::set_backend(const Args& args) {
   const std::string backend = args.get("backend", "auto");
   if (backend == "reference") {
     options_.backend = KILN_BACKEND_REFERENCE;
-    for (const char* flag : {"device", "storage", "precision", "coopmat", "inplace"})
+    for (const char* flag : {"device", "storage", "precision", "coopmat", "int8-dot", "inplace"})
       if (args.has(flag)) std::fprintf(stderr, "kiln: note: --%s applies to the Vulkan backend only\n", flag);
     return "";
   }
@@ -52,7 +53,7 @@ std::string SessionFlags::set_backend(const Args& args) {
     // directory like Kiln's other plugins.
     options_.backend = KILN_BACKEND_PLUGIN;
     options_.backend_plugin = "opencl";
-    for (const char* flag : {"device", "storage", "precision", "coopmat", "inplace"})
+    for (const char* flag : {"device", "storage", "precision", "coopmat", "int8-dot", "inplace"})
       if (args.has(flag)) std::fprintf(stderr, "kiln: note: --%s applies to the Vulkan backend only\n", flag);
     return "";
   }
@@ -72,6 +73,10 @@ std::string SessionFlags::set_backend(const Args& args) {
   if (coopmat != "on" && coopmat != "off")
     return "INVALID_ARGUMENT: --coopmat must be on or off, got '" + coopmat + "'";
   options_.disable_cooperative_matrix = coopmat == "off";
+  const std::string int8_dot = args.get("int8-dot", "on");
+  if (int8_dot != "on" && int8_dot != "off")
+    return "INVALID_ARGUMENT: --int8-dot must be on or off, got '" + int8_dot + "'";
+  options_.disable_integer_dot_product = int8_dot == "off";
   const std::string inplace = args.get("inplace", "on");
   if (inplace != "on" && inplace != "off")
     return "INVALID_ARGUMENT: --inplace must be on or off, got '" + inplace + "'";

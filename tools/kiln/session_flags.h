@@ -1,7 +1,7 @@
 // The command-line flags that become libkiln session options, shared by
 // `kiln run`, `kiln graph` and `kiln passes`: the pass pipeline (--passes
 // a,b,c|none, --disable-pass NAME, --plugin FILE) and the backend (--backend,
-// --device, --storage, --precision, --coopmat, --inplace, --profile,
+// --device, --storage, --precision, --coopmat, --int8-dot, --inplace, --profile,
 // --validate). Everything goes through kiln.hpp: the tool has no engine.
 //
 // `--backend auto` (the default) runs on Vulkan when a device can be

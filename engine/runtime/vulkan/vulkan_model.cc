@@ -42,6 +42,7 @@ planner::TargetInfo target_info(const vk::Device& device) {
   t.fp16_arithmetic = e.shader_float16;
   t.int64 = e.shader_int64;
   t.float32_atomic_add = e.buffer_float32_atomic_add;
+  t.integer_dot_product = e.shader_integer_dot_product;
   t.cooperative_matrix = e.cooperative_matrix_khr && c.api_version >= VK_API_VERSION_1_3;
   // fp16 GEMMs on tensor cores: the NV dialect (what the shader compiler
   // speaks), its fp16 x fp16 shapes at subgroup scope accumulating in fp32
@@ -68,6 +69,7 @@ StatusOr<std::unique_ptr<VulkanModel>> VulkanModel::compile(vk::Device& device, 
   auto impl = std::make_unique<Impl>(device, cache, graph);
   impl->options = options;
   impl->target = target_info(device);
+  if (!options.plan.integer_dot_product) impl->target.integer_dot_product = false;
   if (!options.plan.cooperative_matrix) {
     impl->target.coopmat = planner::CoopMatFlavour::kNone;
     impl->target.coopmat_f16_shapes.clear();
