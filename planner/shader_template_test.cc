@@ -296,7 +296,7 @@ std::vector<Case> cases() {
   c.push_back({"conv_depthwise",
                graph("Conv", f32, {dims({1, 8, 10, 10})}, {random_tensor({8, 1, 3, 3}, 6), random_tensor({8}, 7)},
                      {{"group", i_attr(8)}, {"pads", ir::Attribute::of_ints({1, 1, 1, 1})}}),
-               {"conv_depthwise_texel.comp"}, t});
+               {"conv_depthwise_texel.comp", "conv_depthwise_rows.comp"}, t});
   c.push_back({"matmul_coopmat", graph("MatMul", f32, {dims({100, 72})}, {random_tensor({72, 90}, 8)}),
                {"gemm_coopmat.comp"}, coopmat_target()});
   c.push_back({"conv_coopmat", graph("Conv", f32, {dims({1, 16, 12, 12})}, {random_tensor({32, 16, 3, 3}, 9)}),
