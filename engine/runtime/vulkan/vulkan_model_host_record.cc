@@ -7,9 +7,11 @@
 // and outputs all live in the host's VkBuffers, can be handed over like
 // this: staging copies and readbacks need Kiln to know when the GPU is done.
 // A game records every frame, mostly with the bindings of the frame before:
-// those reuse the last call's checks (host_check) and the signature's flat
+// those reuse a recent call's checks (host_checks) and the signature's flat
 // commands (HostCommands), so a frame's call costs little more than the
 // Vulkan commands it records.
+#include <algorithm>
+#include <cstddef>
 #include <string>
 
 #include "engine/runtime/vulkan/recorder.h"
@@ -18,16 +20,18 @@
 namespace kiln::runtime {
 
 StatusOr<Signature*> VulkanModel::Impl::host_recordable(const DeviceBindings& bindings) {
-  // A game's every frame: the bindings of the last call, whose signature
+  // A game's every frame: the bindings of a recent call, whose signature
   // is still recorded (release() forgets it otherwise). The checks below
   // depend on the bindings and the signature only, so they hold again.
-  if (host_check && host_check->bindings == bindings) {
-    Signature* sig = host_check->sig;
+  for (size_t i = 0; i < host_checks.size(); ++i) {
+    if (host_checks[i].bindings != bindings) continue;
+    if (i != 0) std::rotate(host_checks.begin(), host_checks.begin() + static_cast<std::ptrdiff_t>(i),
+                            host_checks.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    Signature* sig = host_checks.front().sig;
     sig->last_run = ++runs;
     if (!owns_memory(*sig)) KILN_RETURN_IF_ERROR(restore_arena(*sig));
     return sig;
   }
-  host_check.reset();
   const ir::Region& main = graph.main();
   const std::string why = "recorded into the host's command buffer: ";
   for (ir::ValueId v : main.inputs)
@@ -55,7 +59,8 @@ StatusOr<Signature*> VulkanModel::Impl::host_recordable(const DeviceBindings& bi
         blocker = "output '" + graph.value(main.outputs[i]).name + "' is computed on the host or is a constant";
   if (!blocker.empty()) return failed_precondition("this run cannot be " + why + blocker);
   if (!owns_memory(*sig)) KILN_RETURN_IF_ERROR(restore_arena(*sig));
-  host_check = HostRecordCheck{bindings, sig};
+  if (host_checks.size() == kHostRecordChecks) host_checks.pop_back();
+  host_checks.insert(host_checks.begin(), HostRecordCheck{bindings, sig});
   return sig;
 }
 

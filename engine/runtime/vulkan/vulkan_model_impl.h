@@ -382,17 +382,19 @@ struct VulkanModel::Impl {
   // its arena restored), or kFailedPrecondition naming why not. Call with
   // `mutex` held.
   StatusOr<Signature*> host_recordable(const DeviceBindings& bindings);
-  // The last bindings host_recordable accepted and the signature it gave
-  // for them: a game records with the same bindings every frame, and
-  // equal bindings give the same signature and the same verdict, so the
-  // next call with equal bindings skips the checks, the signature key and
-  // the lookup (vulkan_model_host_record.cc). release() drops it with its
-  // signature. Guarded by `mutex`.
+  // The last few bindings host_recordable accepted and the signature it
+  // gave for each, most recent first: a game records with the same
+  // bindings every frame (or with one set per frame in flight), and equal
+  // bindings give the same signature and the same verdict, so a call with
+  // bindings equal to one of these skips the checks, the signature key and
+  // the lookup (vulkan_model_host_record.cc). release() drops an entry
+  // with its signature. Guarded by `mutex`.
   struct HostRecordCheck {
     DeviceBindings bindings;
     Signature* sig = nullptr;
   };
-  std::optional<HostRecordCheck> host_check;
+  static constexpr size_t kHostRecordChecks = 4;  // frames in flight of a game, with room to spare
+  std::vector<HostRecordCheck> host_checks;
   // A Recorder for the host's command buffers (no timestamps; debug labels
   // as options say). Call with `mutex` held.
   Recorder host_recorder();

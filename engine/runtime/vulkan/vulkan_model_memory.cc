@@ -120,7 +120,8 @@ void VulkanModel::Impl::release(Signature& sig) {
   for (const Signature*& owner : memory_owner)
     if (owner == &sig) owner = nullptr;
   if (sliced && sliced->sig == &sig) sliced->sig = nullptr;  // interrupts the sliced run (record_slice)
-  if (host_check && host_check->sig == &sig) host_check.reset();  // the next record checks its bindings again
+  // A later record with those bindings checks them again.
+  std::erase_if(host_checks, [&](const HostRecordCheck& c) { return c.sig == &sig; });
   for (auto& [key, next] : sig.continuations) release(*next);
 }
 
