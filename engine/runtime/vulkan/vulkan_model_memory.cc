@@ -115,6 +115,7 @@ void VulkanModel::Impl::release(Signature& sig) {
     submitter->release(seg.cmd);
     seg.cmd = VK_NULL_HANDLE;
   }
+  sig.host_commands = HostCommands{};  // its descriptor sets were just freed
   for (ImageConversion& c : sig.image_conversions) descriptors->free(c.sets);
   sig.image_conversions.clear();
   for (const Signature*& owner : memory_owner)
