@@ -120,12 +120,10 @@ kiln_status_t* kiln_session_record(kiln_session_t* session, VkCommandBuffer comm
   if (!session) return null_arg("session");
   if (command_buffer == VK_NULL_HANDLE) return null_arg("command_buffer");
   if (!session->vulkan_model()) return not_vulkan("kiln_session_record");
-  kiln::runtime::DeviceBindings bindings;
-  {
-    std::lock_guard<std::mutex> lock(session->bindings_mutex);
-    bindings = session->bindings;
-  }
-  return to_c(session->vulkan_model()->record_into(command_buffer, bindings));
+  // A game's every frame: the bindings are read in place, under their lock
+  // (recording is short and submits nothing), rather than copied.
+  std::lock_guard<std::mutex> lock(session->bindings_mutex);
+  return to_c(session->vulkan_model()->record_into(command_buffer, session->bindings));
 }
 
 kiln_status_t* kiln_session_memory(const kiln_session_t* session, kiln_device_memory_t* out_memory) {

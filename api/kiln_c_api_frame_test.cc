@@ -390,6 +390,66 @@ TEST_F(CApiFrameTest, RecordMatchesRun) {
   session.forget_vulkan_buffer(by.handle());
 }
 
+// Recording again every frame reuses the checks of the last recording only
+// while the bindings are the same: a frame that binds the output elsewhere
+// (another buffer, another offset, back to the first) records into there,
+// and forgetting the bound buffer (which drops the recorded signature) makes
+// the next recording check the new bindings afresh.
+TEST_F(CApiFrameTest, RecordFollowsTheBindings) {
+  Model mlp = load("mlp", kiln::capi::testing::mlp_model(kRows, 3));
+  Session session;
+  ASSERT_NO_FATAL_FAILURE(wrapped_session(mlp, session));
+  const std::vector<int64_t> shape{kRows, 3};
+  HostBuffer bx(device(), kBytes), by(device(), 2 * kBytes), bz(device(), kBytes);
+  ASSERT_TRUE(bx.ok() && by.ok() && bz.ok());
+  const std::vector<float> x = inputs_for(1.5f);
+  bx.write(0, x);
+  ASSERT_FALSE(session.bind_vulkan_buffer("x", bx.handle(), 0, kBytes, shape));
+  ASSERT_FALSE(session.bind_vulkan_buffer("y", bz.handle(), 0, kBytes));
+  const kiln_tensor_t* none[] = {nullptr};
+  kiln_tensor_t* out[] = {nullptr};
+  ASSERT_FALSE(Error(kiln_session_run(session.get(), none, 1, out, 1)));
+  const std::vector<float> want = bz.read(0, x.size());
+  const std::vector<float> stale(kRows * 3, -99.0f);
+
+  GameCommands game(device());
+  // Records one frame with the bindings as they are, runs it, and returns
+  // what each output place holds: by at 0, by at kBytes, bz.
+  auto frame = [&]() {
+    by.write(0, stale);
+    by.write(kBytes, stale);
+    bz.write(0, stale);
+    VkCommandBuffer cmd = game.allocate(VK_COMMAND_BUFFER_LEVEL_PRIMARY);
+    game.begin(cmd);
+    Error e(kiln_session_record(session.get(), cmd));
+    EXPECT_FALSE(e) << e.message();
+    EXPECT_EQ(device().fn().vkEndCommandBuffer(cmd), VK_SUCCESS);
+    game.submit_and_wait(cmd);
+    return std::vector<std::vector<float>>{by.read(0, x.size()), by.read(kBytes, x.size()), bz.read(0, x.size())};
+  };
+  using Places = std::vector<std::vector<float>>;
+  EXPECT_EQ(frame(), (Places{stale, stale, want}));
+  EXPECT_EQ(frame(), (Places{stale, stale, want}));  // the same bindings again
+  ASSERT_FALSE(session.bind_vulkan_buffer("y", by.handle(), 0, kBytes));
+  EXPECT_EQ(frame(), (Places{want, stale, stale}));
+  ASSERT_FALSE(session.bind_vulkan_buffer("y", by.handle(), kBytes, kBytes));
+  EXPECT_EQ(frame(), (Places{stale, want, stale}));
+  ASSERT_FALSE(session.bind_vulkan_buffer("y", bz.handle(), 0, kBytes));
+  EXPECT_EQ(frame(), (Places{stale, stale, want}));
+  // The recorded signatures that write into by go; z's stays.
+  session.forget_vulkan_buffer(by.handle());
+  EXPECT_EQ(frame(), (Places{stale, stale, want}));
+  ASSERT_FALSE(session.bind_vulkan_buffer("y", by.handle(), 0, kBytes));
+  EXPECT_EQ(frame(), (Places{want, stale, stale}));
+  session.forget_vulkan_buffer(bz.handle());  // not bound now: nothing the frame uses goes
+  EXPECT_EQ(frame(), (Places{want, stale, stale}));
+  session.forget_vulkan_buffer(bx.handle());  // x's binding and every signature go
+  Error e(kiln_session_record(session.get(), game.allocate(VK_COMMAND_BUFFER_LEVEL_PRIMARY)));
+  EXPECT_EQ(e.code(), KILN_FAILED_PRECONDITION) << e.to_string();
+  EXPECT_NE(e.message().find("input 'x' is not bound"), std::string::npos) << e.message();
+  session.forget_vulkan_buffer(by.handle());
+}
+
 TEST_F(CApiFrameTest, RecordRefusals) {
   GameCommands game(device());
   VkCommandBuffer frame = game.allocate(VK_COMMAND_BUFFER_LEVEL_PRIMARY);

@@ -59,12 +59,10 @@ kiln_status_t* kiln_session_record_slice(kiln_session_t* session, VkCommandBuffe
   if (KILN_SLICE_HAS(options, Options, flags) && (options->flags & ~KILN_RECORD_SLICE_RESTART) != 0)
     return make_status(KILN_INVALID_ARGUMENT, "kiln_record_slice_options_t.flags has unknown bits " +
                                                   std::to_string(options->flags & ~KILN_RECORD_SLICE_RESTART));
-  kiln::runtime::DeviceBindings bindings;
-  {
-    std::lock_guard<std::mutex> lock(session->bindings_mutex);
-    bindings = session->bindings;
-  }
-  auto progress = vulkan->record_slice(command_buffer, bindings, opts);
+  // Every frame, as kiln_session_record: the bindings read in place, under their lock.
+  std::unique_lock<std::mutex> lock(session->bindings_mutex);
+  auto progress = vulkan->record_slice(command_buffer, session->bindings, opts);
+  lock.unlock();
   if (!progress.ok()) return to_c(progress.status());
   if (out_progress) fill_progress(*progress, out_progress);
   return nullptr;

@@ -5,7 +5,7 @@
 //
 //   game_frame MODEL.onnx [--frames N] [--mode submit|record|replay|sliced] [--budget-us N]
 //              [--in-flight N] [--buffers shared|per-frame] [--validate] [--device N]
-//              [--keep 0,15,29] [--png-dir DIR] [--dump DIR]
+//              [--keep 0,15,29] [--png-dir DIR] [--dump DIR] [--record-cost N]
 //
 // Exit status: 0 when every kept frame's model output matches
 // kiln_session_run on the same input and the validation layer (with
@@ -27,6 +27,7 @@
 #include "kiln/kiln.h"
 #include "kiln/kiln_vulkan.h"
 #include "png_writer.h"
+#include "record_cost.h"
 
 namespace {
 
@@ -46,6 +47,7 @@ struct Options {
   bool buffers_per_frame = false;
   std::string png_dir;
   std::string dump_dir;
+  int record_cost = 0;  // repetitions of the record-only measurement (record_cost.h); 0: none
 };
 
 int usage(const char* problem) {
@@ -53,7 +55,7 @@ int usage(const char* problem) {
                "game_frame: %s\n"
                "usage: game_frame MODEL.onnx [--frames N] [--mode submit|record|replay|sliced] [--budget-us N]\n"
                "                  [--in-flight N] [--buffers shared|per-frame] [--validate] [--device N]\n"
-               "                  [--keep F,F,...] [--png-dir DIR] [--dump DIR]\n",
+               "                  [--keep F,F,...] [--png-dir DIR] [--dump DIR] [--record-cost N]\n",
                problem);
   return 2;
 }
@@ -116,6 +118,8 @@ int parse(int argc, char** argv, Options* o) {
       o->keep_given = true;
     } else if (arg == "--png-dir" && has_value) {
       o->png_dir = argv[++i];
+    } else if (arg == "--record-cost" && has_value) {
+      if (!parse_int(argv[++i], 1, &o->record_cost)) return usage("--record-cost needs a positive number");
     } else if (arg == "--dump" && has_value) {
       o->dump_dir = argv[++i];
     } else if (arg == "--help" || arg == "-h") {
@@ -346,6 +350,15 @@ int main(int argc, char** argv) {
               buffers.width, buffers.classes, o.loop.frames,
               mode_name(o.loop.mode), o.loop.in_flight,
               o.buffers_per_frame ? "per-frame" : "shared", o.gpu.validate ? "on (with synchronization validation)" : "off");
+  if (o.record_cost > 0) {
+    // Before the frames: kiln_session_record alone, into a command buffer
+    // that is never submitted (record_cost.h).
+    const game::RecordCost cost = game::measure_record_cost(*gpu, session, o.record_cost);
+    std::printf("record cost, 2 x %d recordings into an unsubmitted command buffer (no GPU work):\n", o.record_cost);
+    print_times("CPU in kiln_session_record, hot caches:", cost.hot_us, "us");
+    print_times("CPU in kiln_session_record, cold caches:", cost.cold_us, "us");
+    print_times("CPU in the driver's begin + end (no Kiln):", cost.empty_us, "us");
+  }
   bool ok = true;
   {
     FrameLoop loop(*gpu, session, buffers, o.loop);

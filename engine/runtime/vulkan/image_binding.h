@@ -63,6 +63,8 @@ struct ExternalImage {
   std::array<float, 4> bias{0, 0, 0, 0};
   bool srgb = false;  // inputs: decode sRGB in the shader; outputs: encode linear values to sRGB
   bool nhwc = false;  // the tensor is [1, H, W, C] (else [1, C, H, W])
+
+  bool operator==(const ExternalImage&) const = default;
 };
 
 // What Kiln knows of an image format it converts.

@@ -261,35 +261,57 @@ void Recorder::record_exit_barrier(VkCommandBuffer cmd) {
 }
 
 Status Recorder::record_into(Signature& sig, VkCommandBuffer cmd) {
-  size_t all = 0;
-  for (const Segment& seg : sig.segments) all += seg.dispatches.size();
-  return record_slice_into(sig, cmd, 0, all);
+  return record_slice_into(sig, cmd, 0, sig.dispatches);
 }
 
+// The host's recordings replay sig.host_commands: the segments' dispatches
+// with the barriers plan_barriers gave them, and between segments (each was
+// planned on its own, as its own command buffer) a compute barrier.
+Status Recorder::build_host_commands(Signature& sig) {
+  if (sig.host_commands.built) return ok_status();
+  // Images born mid-run need layout transitions that the flat commands do
+  // not carry; host_recordable refuses image-stored plans.
+  if (!sig.image_births.empty())
+    return internal_error("a run with image tensors cannot be recorded into the host's command buffer");
+  HostCommands commands;
+  bool first_segment = true;
+  for (const Segment& seg : sig.segments) {
+    for (size_t i = 0; i < seg.dispatches.size(); ++i) {
+      const RecordedDispatch& d = seg.dispatches[i];
+      const vk::ComputePipeline& pipeline = *pipelines_[d.step];
+      HostDispatch h;
+      h.pipeline = pipeline.handle();
+      h.layout = pipeline.layout();
+      h.groups[0] = d.groups[0];
+      h.groups[1] = d.groups[1];
+      h.groups[2] = d.groups[2];
+      h.step = static_cast<uint32_t>(d.step);
+      h.planned_barrier = d.barrier_before;
+      h.segment_start = i == 0 && !first_segment;
+      commands.add(h, d.sets, d.push);
+    }
+    if (!seg.dispatches.empty()) first_segment = false;
+  }
+  if (commands.dispatches.size() != sig.dispatches)
+    return internal_error("the signature counts " + std::to_string(sig.dispatches) + " dispatches, its segments hold " +
+                          std::to_string(commands.dispatches.size()));
+  commands.built = true;
+  sig.host_commands = std::move(commands);
+  return ok_status();
+}
+
+// A slice that starts mid-segment follows the entry barrier, which orders
+// everything before it, so the barriers planned within the segment stay
+// sufficient.
 Status Recorder::record_slice_into(Signature& sig, VkCommandBuffer cmd, size_t first, size_t end) {
-  size_t all = 0;
-  for (const Segment& seg : sig.segments) all += seg.dispatches.size();
+  KILN_RETURN_IF_ERROR(build_host_commands(sig));
+  const size_t all = sig.host_commands.dispatches.size();
   if (end > all || (first >= end && all != 0))  // (a run of no dispatch records only the barriers)
     return internal_error("slice [" + std::to_string(first) + ", " + std::to_string(end) + ") of a run of " +
                           std::to_string(all) + " dispatches");
   record_entry_barrier(cmd);
   if (first == 0) KILN_RETURN_IF_ERROR(record_image_inputs(sig, cmd));
-  // Segments start with no barrier planned against the one before (each
-  // was its own command buffer): a full compute barrier between them.
-  bool opened = false;
-  size_t seen = 0;  // dispatches of the segments before `seg`
-  for (const Segment& seg : sig.segments) {
-    const size_t n = seg.dispatches.size();
-    const size_t begin = std::max(first, seen), stop = std::min(end, seen + n);
-    if (begin < stop) {
-      if (opened)
-        vk::cmd_memory_barrier(device_.fn(), cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                               VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, kShaderAccess, kShaderAccess);
-      opened = true;
-      KILN_RETURN_IF_ERROR(record_dispatches(sig, seg, cmd, nullptr, begin - seen, stop - seen));
-    }
-    seen += n;
-  }
+  sig.host_commands.record(device_.fn(), cmd, first, end, labels_, label_names_);
   if (end == all) KILN_RETURN_IF_ERROR(record_image_outputs(sig, cmd));
   record_exit_barrier(cmd);
   return ok_status();
@@ -316,16 +338,14 @@ void Recorder::plan_barriers(Signature& sig, Segment& seg) {
   }
 }
 
-// The segment's dispatches [begin, end) into `cmd`, each after the barrier
-// plan_barriers gave it (a slice that starts mid-segment follows an entry
-// barrier that orders everything before it, so the plan stays sufficient);
-// a timestamp after each when `timestamps` is given.
+// The segment's dispatches into its own command buffer `cmd`, each after
+// the barrier plan_barriers gave it; a timestamp after each when
+// `timestamps` is given. (The host's command buffers get them from
+// sig.host_commands instead: record_slice_into.)
 Status Recorder::record_dispatches(Signature& sig, const Segment& seg, VkCommandBuffer cmd,
-                                   vk::TimestampQueries* timestamps, size_t begin, size_t end) {
+                                   vk::TimestampQueries* timestamps) {
   const VolkDeviceTable& fn = device_.fn();
-  end = std::min(end, seg.dispatches.size());
-  for (size_t i = begin; i < end; ++i) {
-    const RecordedDispatch& d = seg.dispatches[i];
+  for (const RecordedDispatch& d : seg.dispatches) {
     if (auto born = sig.image_births.find(d.step); born != sig.image_births.end()) {
       // Images whose memory earlier tensors of this run (or the previous
       // run) used: UNDEFINED -> GENERAL here, after every earlier access

@@ -58,6 +58,8 @@ class Recorder {
   // signatures that are one device submission with no staging; the caller
   // checks. Errors: Vulkan errors.
   Status record_into(Signature& sig, VkCommandBuffer cmd);
+  // Both replay sig.host_commands (made by the first call): no checks,
+  // lookups or allocations per call, only the Vulkan commands.
   // record_into for dispatches [first, end) of sig's run (counted over its
   // segments in order; first < end <= the run's dispatch count): the same
   // entry barrier, the input image conversions when first is 0, the
@@ -95,9 +97,10 @@ class Recorder {
   Status record_segment(Signature& sig, Segment& seg, bool first, bool last);
   // Sets each dispatch's barrier_before from the memory it reads and writes.
   void plan_barriers(Signature& sig, Segment& seg);
-  // Dispatches [begin, end) of `seg` (all of them by default).
-  Status record_dispatches(Signature& sig, const Segment& seg, VkCommandBuffer cmd, vk::TimestampQueries* timestamps,
-                           size_t begin = 0, size_t end = SIZE_MAX);
+  Status record_dispatches(Signature& sig, const Segment& seg, VkCommandBuffer cmd, vk::TimestampQueries* timestamps);
+  // Fills sig.host_commands (host_commands.h) from its segments' prepared
+  // dispatches, once per signature: what record_slice_into replays.
+  Status build_host_commands(Signature& sig);
   void record_entry_barrier(VkCommandBuffer cmd);
   void record_exit_barrier(VkCommandBuffer cmd);
   void record_input_copies(Signature& sig, VkCommandBuffer cmd);

@@ -158,6 +158,8 @@ struct ExternalBuffer {
   // from or into a host image instead (image_binding.h): it then lives in
   // Kiln's memory, and `shape` is image_tensor_shape(image).
   ExternalImage image;
+
+  bool operator==(const ExternalBuffer&) const = default;
 };
 
 // Graph input or output value name -> the host buffer range it lives in, or

@@ -20,6 +20,7 @@
 
 #include "engine/runtime/vulkan/device_data.h"
 #include "engine/runtime/vulkan/hazard_tracker.h"
+#include "engine/runtime/vulkan/host_commands.h"
 #include "engine/runtime/vulkan/signature_cache.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "planner/glsl_codegen.h"
@@ -189,6 +190,10 @@ struct Signature {
   // (contents discarded) right before that dispatch, after every earlier
   // access to its memory, in every run.
   std::map<size_t, std::vector<vk::Image*>> image_births;
+  // The dispatches flattened for the host's command buffers
+  // (host_commands.h): made by the first record_into or record_slice of
+  // this signature, replayed by every later one.
+  HostCommands host_commands;
 
   // Value-dependent shapes (vulkan_model_dynamic_shape.cc). A signature
   // records the steps [first_step, end_step): all of them unless some node's
@@ -377,6 +382,19 @@ struct VulkanModel::Impl {
   // its arena restored), or kFailedPrecondition naming why not. Call with
   // `mutex` held.
   StatusOr<Signature*> host_recordable(const DeviceBindings& bindings);
+  // The last few bindings host_recordable accepted and the signature it
+  // gave for each, most recent first: a game records with the same
+  // bindings every frame (or with one set per frame in flight), and equal
+  // bindings give the same signature and the same verdict, so a call with
+  // bindings equal to one of these skips the checks, the signature key and
+  // the lookup (vulkan_model_host_record.cc). release() drops an entry
+  // with its signature. Guarded by `mutex`.
+  struct HostRecordCheck {
+    DeviceBindings bindings;
+    Signature* sig = nullptr;
+  };
+  static constexpr size_t kHostRecordChecks = 4;  // frames in flight of a game, with room to spare
+  std::vector<HostRecordCheck> host_checks;
   // A Recorder for the host's command buffers (no timestamps; debug labels
   // as options say). Call with `mutex` held.
   Recorder host_recorder();

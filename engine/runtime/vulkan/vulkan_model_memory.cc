@@ -115,11 +115,14 @@ void VulkanModel::Impl::release(Signature& sig) {
     submitter->release(seg.cmd);
     seg.cmd = VK_NULL_HANDLE;
   }
+  sig.host_commands = HostCommands{};  // its descriptor sets were just freed
   for (ImageConversion& c : sig.image_conversions) descriptors->free(c.sets);
   sig.image_conversions.clear();
   for (const Signature*& owner : memory_owner)
     if (owner == &sig) owner = nullptr;
   if (sliced && sliced->sig == &sig) sliced->sig = nullptr;  // interrupts the sliced run (record_slice)
+  // A later record with those bindings checks them again.
+  std::erase_if(host_checks, [&](const HostRecordCheck& c) { return c.sig == &sig; });
   for (auto& [key, next] : sig.continuations) release(*next);
 }
 
