@@ -233,7 +233,9 @@ kiln_status_t* kiln_session_last_run_json(const kiln_session_t* session, char** 
   {
     std::lock_guard<std::mutex> lock(session->stats_mutex);
     if (!session->has_last) return make_status(KILN_FAILED_PRECONDITION, "the session has not run yet");
-    text = session->vulkan_model() ? run_json(session->last) : "{}";
+    // The reference executor reports nothing but wall time; Vulkan and
+    // backend plugins (what they report, ABI 1.5) the run's document.
+    text = session->engine->backend() != "reference" ? run_json(session->last) : "{}";
   }
   return return_string(text, out_text);
 }

@@ -118,7 +118,15 @@ Status Session::compile(const SessionOptions& options) {
                        (offered.empty() ? std::string("none") : offered) + ")" +
                        missing_builtin_backend(options.backend_plugin, options.plugins.plugin_dir));
     }
-    registry::PluginBackend plugin(*backend, options.pipeline.log);
+    // The Vulkan options that mean the same on any backend.
+    kiln_backend_options_t backend_options = registry::PluginBackend::default_options();
+    backend_options.precision = options.vulkan.plan.precision == planner::ElemType::kF16 ? KILN_PLUGIN_PRECISION_FP16
+                                                                                       : KILN_PLUGIN_PRECISION_FP32;
+    backend_options.storage = options.storage_auto ? KILN_PLUGIN_STORAGE_AUTO
+                              : options.vulkan.plan.storage == planner::Storage::kImage ? KILN_PLUGIN_STORAGE_IMAGE
+                                                                                        : KILN_PLUGIN_STORAGE_BUFFER;
+    backend_options.profile = options.vulkan.profile ? 1 : 0;
+    registry::PluginBackend plugin(*backend, options.pipeline.log, backend_options);
     KILN_ASSIGN_OR_RETURN(compiled_, plugin.compile(*graph_));
     return ok_status();
   }
