@@ -130,6 +130,13 @@ StatusOr<std::unique_ptr<runtime::CompiledModel>> PluginBackend::compile(const i
                          : backend_.compile(backend_.state, host, g, &model);
   }));
   if (!model) return internal_error("backend '" + std::string(backend_.name) + "' compiled no model");
+  compile_stats_.reset();
+  if (KILN_PLUGIN_HAS_FIELD(&backend_, kiln_backend_v1_t, model_compile_stats) && backend_.model_compile_stats) {
+    kiln_backend_compile_stats_t stats{};
+    stats.struct_size = sizeof(stats);
+    backend_.model_compile_stats(model, &stats);
+    compile_stats_ = stats;
+  }
   auto compiled = std::unique_ptr<runtime::CompiledModel>(
       new (std::nothrow) PluginModel(backend_, model, graph.main().outputs.size()));
   if (!compiled) {

@@ -5,6 +5,8 @@
 // and its compiled models live.
 #pragma once
 
+#include <optional>
+
 #include "engine/registry/host_api.h"
 #include "engine/runtime/backend.h"
 #include "kiln/kiln_plugin.h"
@@ -26,11 +28,15 @@ class PluginBackend : public runtime::Backend {
   std::string_view name() const override { return backend_.name; }
   // Errors: the plugin's compile status, prefixed with the backend's name.
   StatusOr<std::unique_ptr<runtime::CompiledModel>> compile(const ir::Graph& graph) override;
+  // What the last compile did to the plugin's kernel cache (ABI 1.5
+  // model_compile_stats); nullopt when the plugin does not say.
+  const std::optional<kiln_backend_compile_stats_t>& compile_stats() const { return compile_stats_; }
 
  private:
   const kiln_backend_v1_t& backend_;
   LogFn log_;
   kiln_backend_options_t options_;
+  std::optional<kiln_backend_compile_stats_t> compile_stats_;
 };
 
 }  // namespace kiln::registry

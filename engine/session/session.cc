@@ -128,6 +128,13 @@ Status Session::compile(const SessionOptions& options) {
     backend_options.profile = options.vulkan.profile ? 1 : 0;
     registry::PluginBackend plugin(*backend, options.pipeline.log, backend_options);
     KILN_ASSIGN_OR_RETURN(compiled_, plugin.compile(*graph_));
+    if (const auto& c = plugin.compile_stats()) {
+      plugin_reports_cache_ = true;
+      compile_cache_.compiles = c->kernels_built;
+      compile_cache_.disk_hits = c->disk_hits;
+      compile_cache_.memory_hits = c->memory_hits;
+      compile_cache_.corrupt_files = c->rejected_files;
+    }
     return ok_status();
   }
   if (options.backend != BackendChoice::kReference) {

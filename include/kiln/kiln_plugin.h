@@ -514,6 +514,16 @@ typedef struct kiln_backend_options_t {
   uint32_t profile;  /* nonzero: time every kernel of every run (run_with_stats reports them) */
 } kiln_backend_options_t;
 
+/* \since 1.5: what compiling a model did to the backend's kernel cache
+ * (kiln_backend_v1_t::model_compile_stats). Grows only at the end. */
+typedef struct kiln_backend_compile_stats_t {
+  uint32_t struct_size;
+  uint64_t kernels_built;  /* kernels compiled from source */
+  uint64_t disk_hits;      /* kernels loaded from the backend's on-disk cache */
+  uint64_t memory_hits;    /* kernels this process had compiled or loaded before */
+  uint64_t rejected_files; /* cache files found corrupt or foreign (then rebuilt) */
+} kiln_backend_compile_stats_t;
+
 /* \since 1.5: one dispatch of a run (kiln_backend_run_stats_t::add_kernel).
  * Grows only at the end (struct_size); the strings live for the call. */
 typedef struct kiln_backend_kernel_stats_t {
@@ -583,6 +593,10 @@ typedef struct kiln_backend_v1_t {
                                           const kiln_tensor_view_t* const* inputs, size_t input_count,
                                           kiln_backend_alloc_output_fn alloc_output, void* alloc_ctx,
                                           kiln_backend_run_stats_t* stats);
+  /* \since 1.5, optional. What compiling `model` did to the backend's
+   * kernel cache, for the session's description (`kiln run`, `kiln bench`);
+   * the host sets struct_size and zeroes the rest. */
+  void (*model_compile_stats)(void* model, kiln_backend_compile_stats_t* out);
 } kiln_backend_v1_t;
 
 typedef struct kiln_plugin_t {

@@ -3,7 +3,8 @@
 # end to end on a tiny model: the kiln-bench-cli-v1 document (validated by
 # bench/check_bench_json.py) with wall times and the per-kernel times of
 # OpenCL profiling events, and the clear errors for what the backend does
-# not offer (fp16 without cl_khr_fp16, image storage). Exit 77 (skipped)
+# not offer (fp16 without cl_khr_fp16, image storage), and the program cache
+# across processes (hits, corrupted files rebuilt). Exit 77 (skipped)
 # without an OpenCL platform.
 # Usage: opencl_bench_test.sh KILN_BINARY TEST_DATA_DIR CHECK_BENCH_JSON_PY
 set -u
@@ -35,6 +36,11 @@ assert m['wall']['count'] == 3 and m['gpu'] is None, m
 assert m['dispatches'] > 0 and m['fallbacks'] == 0, m
 cs = m['cold_start']
 assert cs['compile_cold']['wall_ms'] > 0 and cs['compile_warm']['wall_ms'] > 0 and cs['first_run_ms'] > 0, cs
+# The program cache: the cold compile builds every program, the warm one
+# (a new process as far as the plugin can tell) loads them all from disk.
+cold, warm = cs['compile_cold'], cs['compile_warm']
+assert cold['shader_compiles'] > 0 and cold['shader_disk_hits'] == 0, cold
+assert warm['shader_compiles'] == 0 and warm['shader_disk_hits'] == cold['shader_compiles'], warm
 # The profile: one row per dispatch, named, timed by the device's events.
 ks = m['kernels']
 assert len(ks) == m['dispatches'], (len(ks), m['dispatches'])
@@ -60,6 +66,15 @@ r = json.load(open('$tmp/plain.json'))['runs'][0]
 assert 'kernels' not in r and r['gpu_ms'] == -1 and r['dispatches'] > 0, r
 print('ok')\""
 check "opencl program cache written" 0 "clbin" -- ls "$KILN_CACHE_DIR/opencl"
+# Another process loads the programs; a corrupted file is rejected and rebuilt, never trusted.
+check "opencl programs from the disk cache" 0 "kernels: 0 compiled, [1-9][0-9]* from the disk cache" -- \
+  "$kiln" run "$m" --backend opencl --shape x=2x3
+for f in "$KILN_CACHE_DIR"/opencl/*.clbin; do printf 'garbage' >"$f"; done
+check "opencl corrupt cache files rebuilt" 0 \
+  "kernels: [1-9][0-9]* compiled, 0 from the disk cache, 0 in memory, [1-9][0-9]* cache files rejected" -- \
+  "$kiln" run "$m" --backend opencl --shape x=2x3
+check "opencl rebuilt files load again" 0 "kernels: 0 compiled, [1-9][0-9]* from the disk cache, 0 in memory, 0 cache" -- \
+  "$kiln" run "$m" --backend opencl --shape x=2x3
 
 # What the backend cannot honour is an error naming it, not a silent fp32 or buffer model.
 check "opencl fp16 names the extension" 1 "cl_khr_fp16" -- "$kiln" run "$m" --backend opencl --precision fp16 \

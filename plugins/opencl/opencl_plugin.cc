@@ -159,8 +159,17 @@ void model_counts(void* model, size_t* dispatches, size_t* fallbacks) {
   if (fallbacks) *fallbacks = stats.fallbacks;
 }
 
+void model_compile_stats(void* model, kiln_backend_compile_stats_t* out) {
+  if (!out || !KILN_PLUGIN_HAS_FIELD(out, kiln_backend_compile_stats_t, rejected_files)) return;
+  const kiln::opencl::ProgramCacheStats& s = static_cast<const OpenClModel*>(model)->program_stats();
+  out->kernels_built = s.builds;
+  out->disk_hits = s.disk_hits;
+  out->memory_hits = s.memory_hits;
+  out->rejected_files = s.rejected_files;
+}
+
 const kiln_backend_v1_t backend = {sizeof(kiln_backend_v1_t), "opencl", nullptr, compile, run, destroy, describe,
-                                   model_counts, compile_with_options, run_with_stats};
+                                   model_counts, compile_with_options, run_with_stats, model_compile_stats};
 
 const void* get_interface(const char* name) {
   return std::strcmp(name, KILN_INTERFACE_BACKEND_V1) == 0 ? &backend : nullptr;

@@ -92,6 +92,7 @@ std::optional<Summary> summarize(std::vector<double> v) {
 struct CompileRecord {
   double wall_ms = 0;  // the session's compile, as the host sees it (its pass pipeline left out)
   bool has_details = false;  // Vulkan: the fields below are set
+  bool has_cache = false;    // a backend plugin's kernel cache counts (compiles, disk_hits, memory_hits)
   double plan_ms = 0, kernels_ms = 0, upload_ms = 0;
   double shaders_ms = 0, pipelines_ms = 0;  // of kernels_ms: the shader and pipeline batches
   uint64_t compile_threads = 0;             // threads those batches ran on
@@ -277,6 +278,14 @@ CompileRecord compile_record(const Compiled& c) {
   rec.wall_ms = c.wall_ms - c.passes_ms;
   const JsonValue* s = c.description.get("compile");
   if (!s) return rec;
+  if (!s->get("plan_ms")) {  // a backend plugin: its kernel cache, when it reports one
+    const JsonValue* k = s->get("kernel_cache");
+    rec.has_cache = k != nullptr;
+    rec.compiles = count(k, "compiles");
+    rec.disk_hits = count(k, "disk_hits");
+    rec.memory_hits = count(k, "memory_hits");
+    return rec;
+  }
   rec.has_details = true;
   rec.plan_ms = number(s, "plan_ms");
   rec.kernels_ms = number(s, "kernels_ms");
@@ -686,6 +695,9 @@ void compile_json(JsonWriter& w, const std::optional<CompileRecord>& c) {
     w.key("pipelines_created").number(c->pipelines_created);
     w.key("pipeline_cache_bytes_loaded").number(c->pipeline_cache_bytes_loaded);
     w.key("weight_bytes").number(c->weight_bytes);
+  } else if (c->has_cache) {
+    w.key("shader_compiles").number(c->compiles);
+    w.key("shader_disk_hits").number(c->disk_hits).key("shader_memory_hits").number(c->memory_hits);
   }
   w.end_object();
 }
