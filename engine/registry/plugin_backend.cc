@@ -45,6 +45,7 @@ class PluginModel : public runtime::CompiledModel {
       reported.fallbacks = s.fallbacks;
       reported.bytes_read = s.bytes_read;
       reported.bytes_written = s.bytes_written;
+      reported.fused_dispatches = s.fused_dispatches;
     } else {
       KILN_RETURN_IF_ERROR(take_plugin_status(
           backend_.run(model_, host_api(), pointers.data(), pointers.size(), &Outputs::alloc, &out), what));
@@ -55,8 +56,6 @@ class PluginModel : public runtime::CompiledModel {
     if (stats) {
       *stats = std::move(reported);
       stats->wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      for (const runtime::KernelTiming& k : stats->kernels)
-        if (runtime::is_fused_kernel(k.kernel)) ++stats->fused_dispatches;
     }
     return std::move(out.tensors);
   }

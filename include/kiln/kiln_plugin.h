@@ -545,6 +545,7 @@ typedef struct kiln_backend_run_stats_t {
   uint32_t dispatches; /* kernels enqueued */
   uint32_t fallbacks;  /* nodes run on the host (reference kernels) */
   uint64_t bytes_read, bytes_written; /* summed over the dispatches (kiln_backend_kernel_stats_t) */
+  uint32_t fused_dispatches;          /* of the dispatches, fused kernels ("fused..." or a '+' in the name) */
   /* Profiled compiles only: one call per dispatch, in execution order. */
   void (*add_kernel)(void* ctx, const kiln_backend_kernel_stats_t* kernel);
   void* ctx;

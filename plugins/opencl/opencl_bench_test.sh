@@ -63,7 +63,7 @@ check "opencl run unprofiled: no kernels" 0 "^ok$" -- bash -c "'$kiln' run '$m' 
   --stats '$tmp/plain.json' >/dev/null && $py -c \"
 import json
 r = json.load(open('$tmp/plain.json'))['runs'][0]
-assert 'kernels' not in r and r['gpu_ms'] == -1 and r['dispatches'] > 0, r
+assert 'kernels' not in r and r['gpu_ms'] == -1 and r['dispatches'] > 0 and r['fused_dispatches'] == 1, r
 print('ok')\""
 check "opencl program cache written" 0 "clbin" -- ls "$KILN_CACHE_DIR/opencl"
 # Another process loads the programs; a corrupted file is rejected and rebuilt, never trusted.

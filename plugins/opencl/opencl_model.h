@@ -58,6 +58,7 @@ struct RunReport {
   double device_ms = -1;  // profiled: first kernel start to last kernel end
   uint32_t dispatches = 0, fallbacks = 0;
   uint64_t bytes_read = 0, bytes_written = 0;  // summed over the dispatches
+  uint32_t fused_dispatches = 0;               // of the dispatches, fused kernels ("fused...", or '+' in the name)
   std::vector<KernelTime> kernels;             // profiled: one per dispatch, in order
 };
 

@@ -15,6 +15,13 @@ using planner::PlanStep;
 using planner::PlanTensor;
 using planner::TensorId;
 
+// The engine's rule for a fused kernel (runtime::is_fused_kernel, which the
+// plugin's layering keeps out of reach): the planner's fusion groups
+// ("fused_...") and kernels that name their parts with '+' ("matmul+add").
+bool is_fused_kernel(const std::string& name) {
+  return name.rfind("fused", 0) == 0 || name.find('+') != std::string::npos;
+}
+
 DType device_dtype(const PlanTensor& t) {
   return t.layout.type == planner::ElemType::kI32 ? DType::kInt32 : DType::kFloat32;
 }
@@ -40,6 +47,7 @@ class Run {
     for (const Timed& t : timed_) {
       out.bytes_read += t.traffic.bytes_read;
       out.bytes_written += t.traffic.bytes_written;
+      if (is_fused_kernel(t.traffic.kernel)) ++out.fused_dispatches;
     }
     if (!profile_) return ok_status();
     cl_ulong first = 0, last = 0;

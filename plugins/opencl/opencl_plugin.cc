@@ -98,6 +98,8 @@ kiln_plugin_status_t* run_with_stats(void* opaque, const kiln_host_api_t* host,
       stats->bytes_read = report.bytes_read;
       stats->bytes_written = report.bytes_written;
     }
+    if (KILN_PLUGIN_HAS_FIELD(stats, kiln_backend_run_stats_t, fused_dispatches))
+      stats->fused_dispatches = report.fused_dispatches;
     if (KILN_PLUGIN_HAS_FIELD(stats, kiln_backend_run_stats_t, ctx) && stats->add_kernel)
       for (const kiln::opencl::KernelTime& k : report.kernels) {
         const kiln_backend_kernel_stats_t row = {sizeof(row), k.kernel.c_str(), k.node.c_str(), k.ms,
