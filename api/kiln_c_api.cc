@@ -374,7 +374,8 @@ kiln_status_t* kiln_session_last_run_stats(const kiln_session_t* session, kiln_r
   if (!session->has_last) return make_status(KILN_FAILED_PRECONDITION, "the session has not run yet");
   const kiln::runtime::RunStats& s = session->last;
   out_stats->wall_ms = s.wall_ms;
-  out_stats->gpu_ms = session->vulkan_model() ? s.gpu_ms : -1;
+  // Vulkan, and a backend plugin's device time (profiled runs; ABI 1.5).
+  out_stats->gpu_ms = session->engine->backend() != "reference" ? s.gpu_ms : -1;
   out_stats->dispatches = s.dispatches;
   out_stats->fallbacks = s.fallbacks;
   out_stats->recorded = s.recorded ? 1 : 0;

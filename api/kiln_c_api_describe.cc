@@ -93,6 +93,12 @@ std::string session_json(const kiln_session_t& s) {
     w.newline().key("compile").begin_object();
     w.key("dispatches").number(static_cast<uint64_t>(engine.compiled().dispatch_count()));
     w.key("fallbacks").number(static_cast<uint64_t>(engine.compiled().fallback_count()));
+    if (engine.plugin_reports_cache()) {  // ABI 1.5: the plugin's kernel cache during this compile
+      const kiln::vk::KernelCacheStats& k = engine.compile_cache_stats();
+      w.key("kernel_cache").begin_object();
+      w.key("compiles").number(k.compiles).key("disk_hits").number(k.disk_hits).key("memory_hits").number(k.memory_hits);
+      w.key("corrupt_files").number(k.corrupt_files).end_object();
+    }
     w.end_object();
   }
   if (!engine.fallback_reason().empty()) w.newline().key("fallback_reason").string(engine.fallback_reason());
@@ -233,7 +239,9 @@ kiln_status_t* kiln_session_last_run_json(const kiln_session_t* session, char** 
   {
     std::lock_guard<std::mutex> lock(session->stats_mutex);
     if (!session->has_last) return make_status(KILN_FAILED_PRECONDITION, "the session has not run yet");
-    text = session->vulkan_model() ? run_json(session->last) : "{}";
+    // The reference executor reports nothing but wall time; Vulkan and
+    // backend plugins (what they report, ABI 1.5) the run's document.
+    text = session->engine->backend() != "reference" ? run_json(session->last) : "{}";
   }
   return return_string(text, out_text);
 }

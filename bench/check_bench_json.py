@@ -243,10 +243,10 @@ def check_document(doc, problems):
     if check_fields(env, ENVIRONMENT, "$.environment", problems):
         if peer:
             check_fields(env.get("engine"), ENGINE, "$.environment.engine", problems)
-            if backend in ("vulkan", "reference"):
+            if backend in ("vulkan", "reference", "opencl"):
                 problems.append(f"$.environment.backend: a peer names its own engine, got {backend!r}")
-        elif backend not in ("vulkan", "reference"):
-            problems.append(f"$.environment.backend: expected vulkan or reference, got {backend!r}")
+        elif backend not in ("vulkan", "reference", "opencl"):
+            problems.append(f"$.environment.backend: expected vulkan, reference or opencl, got {backend!r}")
         if backend == "vulkan":
             check_fields(env["device"], DEVICE, "$.environment.device", problems)
             if not re.fullmatch(r"\d+\.\d+\.\d+", str((env["device"] or {}).get("api_version"))):

@@ -30,19 +30,52 @@ class PluginModel : public runtime::CompiledModel {
     }
     Outputs out{std::vector<Tensor>(outputs_), {}};
     const std::string what = "backend '" + std::string(backend_.name) + "'";
-    KILN_RETURN_IF_ERROR(take_plugin_status(
-        backend_.run(model_, host_api(), pointers.data(), pointers.size(), &Outputs::alloc, &out), what));
+    runtime::RunStats reported;
+    if (KILN_PLUGIN_HAS_FIELD(&backend_, kiln_backend_v1_t, run_with_stats) && backend_.run_with_stats) {
+      kiln_backend_run_stats_t s{};
+      s.struct_size = sizeof(s);
+      s.device_ms = -1;
+      s.add_kernel = &add_kernel;
+      s.ctx = &reported;
+      KILN_RETURN_IF_ERROR(take_plugin_status(
+          backend_.run_with_stats(model_, host_api(), pointers.data(), pointers.size(), &Outputs::alloc, &out, &s),
+          what));
+      reported.gpu_ms = s.device_ms;
+      reported.dispatches = s.dispatches;
+      reported.fallbacks = s.fallbacks;
+      reported.bytes_read = s.bytes_read;
+      reported.bytes_written = s.bytes_written;
+      reported.fused_dispatches = s.fused_dispatches;
+    } else {
+      KILN_RETURN_IF_ERROR(take_plugin_status(
+          backend_.run(model_, host_api(), pointers.data(), pointers.size(), &Outputs::alloc, &out), what));
+    }
     if (!out.error.empty()) return internal_error(what + ": " + out.error);
     for (size_t i = 0; i < out.tensors.size(); ++i)
       if (!out.tensors[i].defined()) return internal_error(what + " did not produce output " + std::to_string(i));
     if (stats) {
-      *stats = runtime::RunStats{};
+      *stats = std::move(reported);
       stats->wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
     return std::move(out.tensors);
   }
 
  private:
+  static void add_kernel(void* ctx, const kiln_backend_kernel_stats_t* kernel) {
+    if (!kernel) return;
+    runtime::KernelTiming k;
+    k.kernel = kernel->kernel ? kernel->kernel : "";
+    k.node = kernel->node ? kernel->node : "";
+    k.gpu_ms = kernel->device_ms;
+    if (KILN_PLUGIN_HAS_FIELD(kernel, kiln_backend_kernel_stats_t, flops)) {
+      k.bytes_read = kernel->bytes_read;
+      k.bytes_written = kernel->bytes_written;
+      k.bytes = k.bytes_read + k.bytes_written;
+      k.flops = kernel->flops;
+    }
+    static_cast<runtime::RunStats*>(ctx)->kernels.push_back(std::move(k));
+  }
+
   // (dispatches, fallbacks) where the plugin says (ABI 1.4), else (0, 0).
   std::pair<size_t, size_t> counts() const {
     size_t dispatches = 0, fallbacks = 0;
@@ -85,10 +118,24 @@ class PluginModel : public runtime::CompiledModel {
 StatusOr<std::unique_ptr<runtime::CompiledModel>> PluginBackend::compile(const ir::Graph& graph) {
   void* model = nullptr;
   const std::string what = "backend '" + std::string(backend_.name) + "' cannot compile the model";
+  const bool takes_options =
+      KILN_PLUGIN_HAS_FIELD(&backend_, kiln_backend_v1_t, compile_with_options) && backend_.compile_with_options;
+  if (!takes_options && (options_.precision != KILN_PLUGIN_PRECISION_FP32 ||
+                         options_.storage == KILN_PLUGIN_STORAGE_IMAGE || options_.profile))
+    return unimplemented("backend '" + std::string(backend_.name) +
+                         "' takes no fp16, image-storage or profiling option (a plugin older than ABI 1.5)");
   KILN_RETURN_IF_ERROR(with_graph_view(graph, log_, what, [&](const kiln_host_api_t* host, const kiln_graph_t* g) {
-    return backend_.compile(backend_.state, host, g, &model);
+    return takes_options ? backend_.compile_with_options(backend_.state, host, g, &options_, &model)
+                         : backend_.compile(backend_.state, host, g, &model);
   }));
   if (!model) return internal_error("backend '" + std::string(backend_.name) + "' compiled no model");
+  compile_stats_.reset();
+  if (KILN_PLUGIN_HAS_FIELD(&backend_, kiln_backend_v1_t, model_compile_stats) && backend_.model_compile_stats) {
+    kiln_backend_compile_stats_t stats{};
+    stats.struct_size = sizeof(stats);
+    backend_.model_compile_stats(model, &stats);
+    compile_stats_ = stats;
+  }
   auto compiled = std::unique_ptr<runtime::CompiledModel>(
       new (std::nothrow) PluginModel(backend_, model, graph.main().outputs.size()));
   if (!compiled) {

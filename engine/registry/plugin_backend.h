@@ -5,6 +5,8 @@
 // and its compiled models live.
 #pragma once
 
+#include <optional>
+
 #include "engine/registry/host_api.h"
 #include "engine/runtime/backend.h"
 #include "kiln/kiln_plugin.h"
@@ -14,15 +16,27 @@ namespace kiln::registry {
 class PluginBackend : public runtime::Backend {
  public:
   // `backend` is borrowed (the plugin's); `log` receives the plugin's log
-  // messages during compile.
-  PluginBackend(const kiln_backend_v1_t& backend, LogFn log) : backend_(backend), log_(std::move(log)) {}
+  // messages during compile. `options` (precision, storage, profiling) go to
+  // a plugin that takes them (ABI 1.5 compile_with_options); an older one
+  // compiles with its defaults, which is refused when `options` asks for
+  // fp16, image storage or profiling.
+  PluginBackend(const kiln_backend_v1_t& backend, LogFn log, const kiln_backend_options_t& options = default_options())
+      : backend_(backend), log_(std::move(log)), options_(options) {}
+  static kiln_backend_options_t default_options() {
+    return {sizeof(kiln_backend_options_t), KILN_PLUGIN_PRECISION_FP32, KILN_PLUGIN_STORAGE_AUTO, 0};
+  }
   std::string_view name() const override { return backend_.name; }
   // Errors: the plugin's compile status, prefixed with the backend's name.
   StatusOr<std::unique_ptr<runtime::CompiledModel>> compile(const ir::Graph& graph) override;
+  // What the last compile did to the plugin's kernel cache (ABI 1.5
+  // model_compile_stats); nullopt when the plugin does not say.
+  const std::optional<kiln_backend_compile_stats_t>& compile_stats() const { return compile_stats_; }
 
  private:
   const kiln_backend_v1_t& backend_;
   LogFn log_;
+  kiln_backend_options_t options_;
+  std::optional<kiln_backend_compile_stats_t> compile_stats_;
 };
 
 }  // namespace kiln::registry

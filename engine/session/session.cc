@@ -118,8 +118,23 @@ Status Session::compile(const SessionOptions& options) {
                        (offered.empty() ? std::string("none") : offered) + ")" +
                        missing_builtin_backend(options.backend_plugin, options.plugins.plugin_dir));
     }
-    registry::PluginBackend plugin(*backend, options.pipeline.log);
+    // The Vulkan options that mean the same on any backend.
+    kiln_backend_options_t backend_options = registry::PluginBackend::default_options();
+    backend_options.precision = options.vulkan.plan.precision == planner::ElemType::kF16 ? KILN_PLUGIN_PRECISION_FP16
+                                                                                       : KILN_PLUGIN_PRECISION_FP32;
+    backend_options.storage = options.storage_auto ? KILN_PLUGIN_STORAGE_AUTO
+                              : options.vulkan.plan.storage == planner::Storage::kImage ? KILN_PLUGIN_STORAGE_IMAGE
+                                                                                        : KILN_PLUGIN_STORAGE_BUFFER;
+    backend_options.profile = options.vulkan.profile ? 1 : 0;
+    registry::PluginBackend plugin(*backend, options.pipeline.log, backend_options);
     KILN_ASSIGN_OR_RETURN(compiled_, plugin.compile(*graph_));
+    if (const auto& c = plugin.compile_stats()) {
+      plugin_reports_cache_ = true;
+      compile_cache_.compiles = c->kernels_built;
+      compile_cache_.disk_hits = c->disk_hits;
+      compile_cache_.memory_hits = c->memory_hits;
+      compile_cache_.corrupt_files = c->rejected_files;
+    }
     return ok_status();
   }
   if (options.backend != BackendChoice::kReference) {

@@ -83,6 +83,10 @@ class Session {
   // What the device's kernel cache did during this session's compile
   // (Vulkan; pipeline_cache_bytes_loaded is the cache's, from its open).
   const vk::KernelCacheStats& compile_cache_stats() const { return compile_cache_; }
+  // A backend plugin's kernel cache during the compile (ABI 1.5): compiles,
+  // disk_hits, memory_hits and corrupt_files of compile_cache_stats() are
+  // set; false when the plugin does not say (and for Vulkan and reference).
+  bool plugin_reports_cache() const { return plugin_reports_cache_; }
   // Why kAuto ran on the reference executor ("" when it did not fall back).
   const std::string& fallback_reason() const { return fallback_reason_; }
   // Vulkan sessions only (null otherwise).
@@ -111,6 +115,7 @@ class Session {
   runtime::VulkanCompiledModel* vulkan_ = nullptr;  // compiled_, when it is Vulkan
   std::string fallback_reason_;
   vk::KernelCacheStats compile_cache_;
+  bool plugin_reports_cache_ = false;
 };
 
 }  // namespace kiln::session

@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define KILN_PLUGIN_ABI_MAJOR 1u
-#define KILN_PLUGIN_ABI_MINOR 4u
+#define KILN_PLUGIN_ABI_MINOR 5u
 #define KILN_PLUGIN_ABI_VERSION ((KILN_PLUGIN_ABI_MAJOR << 16) | KILN_PLUGIN_ABI_MINOR)
 #define KILN_PLUGIN_ABI_VERSION_MAJOR(v) ((uint32_t)(v) >> 16)
 #define KILN_PLUGIN_ABI_VERSION_MINOR(v) ((uint32_t)(v)&0xffffu)
@@ -499,6 +499,58 @@ typedef struct kiln_tensor_view_t {
 typedef void* (*kiln_backend_alloc_output_fn)(void* alloc_ctx, size_t index, int32_t dtype, size_t rank,
                                               const int64_t* dims);
 
+/* \since 1.5: what the session asks of a backend's compile
+ * (kiln_backend_v1_t::compile_with_options), from its options. Grows only at
+ * the end (struct_size). */
+#define KILN_PLUGIN_PRECISION_FP32 0
+#define KILN_PLUGIN_PRECISION_FP16 1
+#define KILN_PLUGIN_STORAGE_AUTO 0   /* the backend chooses */
+#define KILN_PLUGIN_STORAGE_IMAGE 1  /* activations in images (2.5D textures) */
+#define KILN_PLUGIN_STORAGE_BUFFER 2 /* activations in buffers */
+typedef struct kiln_backend_options_t {
+  uint32_t struct_size;
+  int32_t precision; /* KILN_PLUGIN_PRECISION_*: the float type of weights and activations */
+  int32_t storage;   /* KILN_PLUGIN_STORAGE_* */
+  uint32_t profile;  /* nonzero: time every kernel of every run (run_with_stats reports them) */
+} kiln_backend_options_t;
+
+/* \since 1.5: what compiling a model did to the backend's kernel cache
+ * (kiln_backend_v1_t::model_compile_stats). Grows only at the end. */
+typedef struct kiln_backend_compile_stats_t {
+  uint32_t struct_size;
+  uint64_t kernels_built;  /* kernels compiled from source */
+  uint64_t disk_hits;      /* kernels loaded from the backend's on-disk cache */
+  uint64_t memory_hits;    /* kernels this process had compiled or loaded before */
+  uint64_t rejected_files; /* cache files found corrupt or foreign (then rebuilt) */
+} kiln_backend_compile_stats_t;
+
+/* \since 1.5: one dispatch of a run (kiln_backend_run_stats_t::add_kernel).
+ * Grows only at the end (struct_size); the strings live for the call. */
+typedef struct kiln_backend_kernel_stats_t {
+  uint32_t struct_size;
+  const char* kernel; /* the kernel's name ("conv2d_1x1") */
+  const char* node;   /* the graph node it implements (name, else op) */
+  double device_ms;   /* its time on the device; -1: not measured */
+  /* Global memory it moves (each tensor it binds, whole: those it only
+   * reads, those it writes) and its FLOPs (0: not counted). */
+  uint64_t bytes_read, bytes_written, flops;
+} kiln_backend_kernel_stats_t;
+
+/* \since 1.5: what one run did (kiln_backend_v1_t::run_with_stats). The
+ * host sets struct_size, add_kernel and ctx and zeroes the rest; the plugin
+ * writes the fields its struct_size holds. */
+typedef struct kiln_backend_run_stats_t {
+  uint32_t struct_size;
+  double device_ms;    /* the run's kernels on the device, first start to last end; -1: not measured */
+  uint32_t dispatches; /* kernels enqueued */
+  uint32_t fallbacks;  /* nodes run on the host (reference kernels) */
+  uint64_t bytes_read, bytes_written; /* summed over the dispatches (kiln_backend_kernel_stats_t) */
+  uint32_t fused_dispatches;          /* of the dispatches, fused kernels ("fused..." or a '+' in the name) */
+  /* Profiled compiles only: one call per dispatch, in execution order. */
+  void (*add_kernel)(void* ctx, const kiln_backend_kernel_stats_t* kernel);
+  void* ctx;
+} kiln_backend_run_stats_t;
+
 /* What get_interface(KILN_INTERFACE_BACKEND_V1) returns: a backend the
  * engine session compiles and runs models on (the OpenCL backend is one),
  * chosen by name. Grows only at the end (struct_size). */
@@ -529,6 +581,23 @@ typedef struct kiln_backend_v1_t {
    * compiled model runs: kernel dispatches per run and nodes on the host
    * (fallbacks), for the session's statistics (`kiln run`). */
   void (*model_counts)(void* model, size_t* dispatches, size_t* fallbacks);
+  /* \since 1.5, optional (check with KILN_PLUGIN_HAS_FIELD). compile with
+   * the session's precision, storage and profiling; the host prefers it to
+   * compile. A choice the backend cannot honour is a status naming it
+   * (fp16 without the device's half-precision support), never a silent
+   * fp32 or buffer model. */
+  kiln_plugin_status_t* (*compile_with_options)(void* state, const kiln_host_api_t* host, const kiln_graph_t* graph,
+                                                const kiln_backend_options_t* options, void** out_model);
+  /* \since 1.5, optional. run, also filling `stats` (see
+   * kiln_backend_run_stats_t); the host prefers it to run. */
+  kiln_plugin_status_t* (*run_with_stats)(void* model, const kiln_host_api_t* host,
+                                          const kiln_tensor_view_t* const* inputs, size_t input_count,
+                                          kiln_backend_alloc_output_fn alloc_output, void* alloc_ctx,
+                                          kiln_backend_run_stats_t* stats);
+  /* \since 1.5, optional. What compiling `model` did to the backend's
+   * kernel cache, for the session's description (`kiln run`, `kiln bench`);
+   * the host sets struct_size and zeroes the rest. */
+  void (*model_compile_stats)(void* model, kiln_backend_compile_stats_t* out);
 } kiln_backend_v1_t;
 
 typedef struct kiln_plugin_t {

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 
 namespace kiln::opencl {
 namespace {
@@ -151,12 +150,20 @@ StatusOr<std::shared_ptr<ClDevice>> ClDevice::shared() {
   KILN_RETURN_IF_ERROR(cl_status(rc, "clCreateContext on " + d->desc_.name));
   d->queue_ = clCreateCommandQueue(d->context_, device, 0, &rc);
   KILN_RETURN_IF_ERROR(cl_status(rc, "clCreateCommandQueue on " + d->desc_.name));
+  // A binary is valid for this device under this driver and platform
+  // version; GLSL's float literals are single precision.
+  const std::string device_key = "device: " + d->desc_.name + "\ndevice version: " + d->desc_.version +
+                                 "\ndriver: " + d->desc_.driver + "\nplatform: " + d->desc_.platform + " " +
+                                 d->desc_.platform_version;
+  d->programs_ = std::make_unique<ProgramCache>(d->context_, device, ProgramCache::default_directory(), device_key,
+                                                "-cl-single-precision-constant -w");
   current = d;
   return d;
 }
 
 ClDevice::~ClDevice() {
-  for (auto& [source, program] : programs_) clReleaseProgram(program);
+  programs_.reset();
+  if (profiling_queue_) clReleaseCommandQueue(profiling_queue_);
   if (queue_) clReleaseCommandQueue(queue_);
   if (context_) clReleaseContext(context_);
 }
@@ -175,42 +182,22 @@ planner::TargetInfo ClDevice::target() const {
   return t;
 }
 
-StatusOr<cl_kernel> ClDevice::create_kernel(const std::string& source, const std::string& what) {
-  std::lock_guard<std::mutex> lock(programs_mutex_);
-  auto it = programs_.find(source);
-  if (it == programs_.end()) {
-    // $KILN_OPENCL_DUMP=DIR: every program's source, for debugging the translation.
-    if (const char* dump = std::getenv("KILN_OPENCL_DUMP"); dump && *dump) {
-      std::ofstream(std::string(dump) + "/kernel_" + std::to_string(programs_.size()) + ".cl") << "// " << what << "\n"
-                                                                                               << source;
-    }
-    const char* text = source.c_str();
-    const size_t length = source.size();
+StatusOr<cl_command_queue> ClDevice::profiling_queue() {
+  std::lock_guard<std::mutex> lock(queue_mutex_);
+  if (!profiling_queue_) {
     cl_int rc = CL_SUCCESS;
-    cl_program program = clCreateProgramWithSource(context_, 1, &text, &length, &rc);
-    KILN_RETURN_IF_ERROR(cl_status(rc, what + ": clCreateProgramWithSource"));
-    // GLSL's float literals are single precision.
-    rc = clBuildProgram(program, 1, &device_, "-cl-single-precision-constant -w", nullptr, nullptr);
-    if (rc != CL_SUCCESS) {
-      size_t n = 0;
-      clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
-      std::string log(n, '\0');
-      clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
-      clReleaseProgram(program);
-      if (log.size() > 2000) log = log.substr(0, 2000) + "...";
-      return unimplemented(what + ": the OpenCL C translation does not build (" + cl_error_name(rc) + "): " + log);
-    }
-    it = programs_.emplace(source, program).first;
+    profiling_queue_ = clCreateCommandQueue(context_, device_, CL_QUEUE_PROFILING_ENABLE, &rc);
+    KILN_RETURN_IF_ERROR(cl_status(rc, "clCreateCommandQueue(CL_QUEUE_PROFILING_ENABLE) on " + desc_.name));
   }
-  cl_int rc = CL_SUCCESS;
-  cl_kernel kernel = clCreateKernel(it->second, "kiln_kernel", &rc);
-  KILN_RETURN_IF_ERROR(cl_status(rc, what + ": clCreateKernel"));
-  return kernel;
+  return profiling_queue_;
 }
 
-size_t ClDevice::programs_built() const {
-  std::lock_guard<std::mutex> lock(programs_mutex_);
-  return programs_.size();
+StatusOr<cl_kernel> ClDevice::create_kernel(const std::string& source, const std::string& what) {
+  KILN_ASSIGN_OR_RETURN(cl_program program, programs_->get(source, what));
+  cl_int rc = CL_SUCCESS;
+  cl_kernel kernel = clCreateKernel(program, "kiln_kernel", &rc);
+  KILN_RETURN_IF_ERROR(cl_status(rc, what + ": clCreateKernel"));
+  return kernel;
 }
 
 }  // namespace kiln::opencl

@@ -1,12 +1,14 @@
-// One OpenCL device, its context and in-order queue, and a process-wide
-// program cache: the OpenCL backend's view of the driver (no Kiln types
-// beyond Status and the planner's TargetInfo).
+// One OpenCL device, its context and in-order queues, and its program
+// cache (program_cache.h: in memory for the process, on disk across
+// processes): the OpenCL backend's view of the driver (no Kiln types beyond
+// Status and the planner's TargetInfo).
 //
 // The device: $KILN_OPENCL_DEVICE ("<platform>:<device>" indices, as
 // `kiln info` lists them) or else the first GPU, else the first device of
 // any type. Programs are built once per (device, source) in a process and
-// shared by every model on the device: PoCL compiles each with LLVM, which
-// dominates a small model's compile time.
+// shared by every model on the device (PoCL compiles each with LLVM, which
+// dominates a small model's compile time), and their binaries are kept on
+// disk for the next process.
 #pragma once
 
 #define CL_TARGET_OPENCL_VERSION 120
@@ -20,6 +22,7 @@
 
 #include "engine/base/status.h"
 #include "planner/target.h"
+#include "plugins/opencl/program_cache.h"
 
 namespace kiln::opencl {
 
@@ -51,13 +54,18 @@ class ClDevice {
 
   const DeviceDescription& description() const { return desc_; }
   planner::TargetInfo target() const;
+  bool has_fp16() const { return desc_.extensions.find("cl_khr_fp16") != std::string::npos; }
   cl_context context() const { return context_; }
+  cl_device_id device() const { return device_; }
   cl_command_queue queue() const { return queue_; }
-  // A new kernel object of `source`'s kiln_kernel (the program built once).
-  // Errors: the build log, prefixed with `what`.
+  // The in-order queue with CL_QUEUE_PROFILING_ENABLE (profiled models),
+  // created on first use: profiling costs some drivers time per command.
+  StatusOr<cl_command_queue> profiling_queue();
+  // A new kernel object of `source`'s kiln_kernel (the program built or
+  // loaded once). Errors: the build log, prefixed with `what`.
   StatusOr<cl_kernel> create_kernel(const std::string& source, const std::string& what);
-  // Programs built so far by this process (for tests and stats).
-  size_t programs_built() const;
+  // What the program cache did so far (for tests and the compile's note).
+  ProgramCacheStats program_stats() const { return programs_->stats(); }
   // Serializes the runs of every model on the device (kernel arguments
   // are per kernel object, the queue is shared).
   std::mutex& run_mutex() { return run_mutex_; }
@@ -68,9 +76,10 @@ class ClDevice {
   cl_device_id device_ = nullptr;
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
+  cl_command_queue profiling_queue_ = nullptr;
   DeviceDescription desc_;
-  mutable std::mutex programs_mutex_;
-  std::map<std::string, cl_program> programs_;
+  std::unique_ptr<ProgramCache> programs_;
+  std::mutex queue_mutex_;  // guards profiling_queue_'s creation
   std::mutex run_mutex_;
 };
 

@@ -18,17 +18,40 @@ std::string node_text(const ir::Graph& graph, ir::NodeId node) {
 }  // namespace
 
 StatusOr<std::unique_ptr<OpenClModel>> OpenClModel::compile(std::unique_ptr<ir::Graph> graph,
-                                                            std::shared_ptr<ClDevice> device) {
+                                                            std::shared_ptr<ClDevice> device,
+                                                            const CompileOptions& options) {
+  const std::string& name = device->description().name;
+  if (options.fp16) {
+    if (!device->has_fp16())
+      return failed_precondition("--precision fp16: the OpenCL device '" + name +
+                                 "' lacks the cl_khr_fp16 extension (half-precision arithmetic); use fp32");
+    return unimplemented("--precision fp16: the OpenCL backend translates fp32 kernels only (the device '" + name +
+                         "' has cl_khr_fp16, but the half-precision translation is not written)");
+  }
+  if (options.image_storage)
+    return unimplemented("--storage image: the OpenCL backend keeps activations in buffers only (image2d_t is "
+                         "not implemented); use --storage buffer or auto");
   auto model = std::unique_ptr<OpenClModel>(new OpenClModel);
   model->graph_ = std::move(graph);
   model->device_ = std::move(device);
-  planner::PlanOptions options;
-  options.storage = planner::Storage::kBuffer;
-  options.precision = planner::ElemType::kF32;
-  options.cooperative_matrix = false;
-  KILN_ASSIGN_OR_RETURN(model->plan_, planner::build_plan(*model->graph_, model->device_->target(), options));
+  model->profile_ = options.profile;
+  if (options.profile) {
+    KILN_ASSIGN_OR_RETURN(model->queue_, model->device_->profiling_queue());
+  } else {
+    model->queue_ = model->device_->queue();
+  }
+  const ProgramCacheStats before = model->device_->program_stats();
+  planner::PlanOptions plan_options;
+  plan_options.storage = planner::Storage::kBuffer;
+  plan_options.precision = planner::ElemType::kF32;
+  plan_options.cooperative_matrix = false;
+  KILN_ASSIGN_OR_RETURN(model->plan_, planner::build_plan(*model->graph_, model->device_->target(), plan_options));
   KILN_RETURN_IF_ERROR(model->compile_steps());
   KILN_RETURN_IF_ERROR(model->upload_constants());
+  const ProgramCacheStats after = model->device_->program_stats();
+  model->program_stats_ = {after.builds - before.builds, after.disk_hits - before.disk_hits,
+                           after.memory_hits - before.memory_hits, after.rejected_files - before.rejected_files,
+                           after.write_failures - before.write_failures};
   return model;
 }
 
@@ -92,7 +115,7 @@ Status OpenClModel::upload_constants() {
     KILN_RETURN_IF_ERROR(cl_status(rc, "allocating a constant of " + std::to_string(bytes) + " bytes"));
     constants_[id] = mem;
     if (data.nbytes() > 0)
-      KILN_RETURN_IF_ERROR(cl_status(clEnqueueWriteBuffer(device_->queue(), mem, CL_TRUE, 0, data.nbytes(),
+      KILN_RETURN_IF_ERROR(cl_status(clEnqueueWriteBuffer(queue_, mem, CL_TRUE, 0, data.nbytes(),
                                                           data.raw_data(), 0, nullptr, nullptr),
                                      "uploading a constant"));
   }

@@ -37,6 +37,31 @@ struct CompiledDispatch {
   std::array<ir::Dim, 3> groups;
 };
 
+// What the session asks for (kiln_backend_options_t).
+struct CompileOptions {
+  bool fp16 = false;           // --precision fp16
+  bool image_storage = false;  // --storage image
+  bool profile = false;        // per-kernel device times on every run
+};
+
+// One dispatch of a run: its time on the device (profiled models) and the
+// memory it moves (each tensor it binds, whole: a roofline count, as the
+// Vulkan runtime's) and its FLOPs for the run's shapes.
+struct KernelTime {
+  std::string kernel, node;
+  double ms = -1;
+  uint64_t bytes_read = 0, bytes_written = 0, flops = 0;
+};
+
+// What one run did.
+struct RunReport {
+  double device_ms = -1;  // profiled: first kernel start to last kernel end
+  uint32_t dispatches = 0, fallbacks = 0;
+  uint64_t bytes_read = 0, bytes_written = 0;  // summed over the dispatches
+  uint32_t fused_dispatches = 0;               // of the dispatches, fused kernels ("fused...", or '+' in the name)
+  std::vector<KernelTime> kernels;             // profiled: one per dispatch, in order
+};
+
 struct ModelStats {
   size_t dispatches = 0;  // kernels compiled (dispatches outside If/Loop)
   size_t fallbacks = 0;   // nodes the reference kernels run (If/Loop included)
@@ -46,17 +71,23 @@ class OpenClModel {
  public:
   // Takes the graph (shapes inferred). Errors: kUnimplemented naming the
   // node and op for what the backend cannot run (a kernel whose
-  // translation does not build), the planner's errors.
+  // translation does not build) and for image storage;
+  // kFailedPrecondition for fp16 on a device without cl_khr_fp16; the
+  // planner's errors.
   static StatusOr<std::unique_ptr<OpenClModel>> compile(std::unique_ptr<ir::Graph> graph,
-                                                        std::shared_ptr<ClDevice> device);
+                                                        std::shared_ptr<ClDevice> device,
+                                                        const CompileOptions& options = {});
   ~OpenClModel();
 
   const ir::Graph& graph() const { return *graph_; }
   const planner::ExecutionPlan& plan() const { return plan_; }
   ModelStats stats() const;
   const std::string& device_name() const { return device_->description().name; }
-  // Inputs in graph input order; outputs in graph output order.
-  StatusOr<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) const;
+  // What the device's program cache did while this model compiled.
+  const ProgramCacheStats& program_stats() const { return program_stats_; }
+  // Inputs in graph input order; outputs in graph output order. `report`
+  // may be null.
+  StatusOr<std::vector<Tensor>> run(const std::vector<Tensor>& inputs, RunReport* report = nullptr) const;
 
  private:
   OpenClModel() = default;
@@ -69,6 +100,9 @@ class OpenClModel {
   std::vector<CompiledDispatch> dispatches_;       // in step order
   std::map<planner::TensorId, cl_mem> constants_;  // uploaded once, by memory root
   size_t host_control_flow_ = 0;                   // If/Loop nodes run on the host
+  cl_command_queue queue_ = nullptr;               // the device's queue, or its profiling queue
+  bool profile_ = false;
+  ProgramCacheStats program_stats_;
 };
 
 }  // namespace kiln::opencl

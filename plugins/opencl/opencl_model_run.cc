@@ -1,9 +1,11 @@
 // OpenClModel::run (see opencl_model.h): one run's symbol bindings, host
 // values and device buffers.
+#include <algorithm>
 #include <set>
 
 #include "engine/ops/op_registry.h"
 #include "engine/runtime/reference_executor.h"
+#include "planner/index_view.h"
 #include "plugins/opencl/opencl_model.h"
 
 namespace kiln::opencl {
@@ -13,17 +15,56 @@ using planner::PlanStep;
 using planner::PlanTensor;
 using planner::TensorId;
 
+// The engine's rule for a fused kernel (runtime::is_fused_kernel, which the
+// plugin's layering keeps out of reach): the planner's fusion groups
+// ("fused_...") and kernels that name their parts with '+' ("matmul+add").
+bool is_fused_kernel(const std::string& name) {
+  return name.rfind("fused", 0) == 0 || name.find('+') != std::string::npos;
+}
+
 DType device_dtype(const PlanTensor& t) {
   return t.layout.type == planner::ElemType::kI32 ? DType::kInt32 : DType::kFloat32;
 }
 
 class Run {
  public:
-  Run(const ir::Graph& graph, const planner::ExecutionPlan& plan, ClDevice& device,
-      const std::map<TensorId, cl_mem>& constants)
-      : graph_(graph), plan_(plan), device_(device), constants_(constants) {}
+  // `queue`: the model's (a profiling queue when `profile`).
+  Run(const ir::Graph& graph, const planner::ExecutionPlan& plan, ClDevice& device, cl_command_queue queue,
+      bool profile, const std::map<TensorId, cl_mem>& constants)
+      : graph_(graph), plan_(plan), device_(device), queue_(queue), profile_(profile), constants_(constants) {}
   ~Run() {
     for (auto& [root, mem] : buffers_) clReleaseMemObject(mem);
+    for (const Timed& t : timed_)
+      if (t.event) clReleaseEvent(t.event);
+  }
+
+  // Counts, and for a profiled model each kernel's time from its event (the
+  // queue must be finished).
+  Status report(RunReport& out) const {
+    out = RunReport{};
+    out.dispatches = dispatches_;
+    out.fallbacks = fallbacks_;
+    for (const Timed& t : timed_) {
+      out.bytes_read += t.traffic.bytes_read;
+      out.bytes_written += t.traffic.bytes_written;
+      if (is_fused_kernel(t.traffic.kernel)) ++out.fused_dispatches;
+    }
+    if (!profile_) return ok_status();
+    cl_ulong first = 0, last = 0;
+    for (const Timed& t : timed_) {
+      cl_ulong start = 0, end = 0;
+      KILN_RETURN_IF_ERROR(cl_status(
+          clGetEventProfilingInfo(t.event, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr), "profiling"));
+      KILN_RETURN_IF_ERROR(
+          cl_status(clGetEventProfilingInfo(t.event, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr), "profiling"));
+      if (out.kernels.empty() || start < first) first = start;
+      last = std::max(last, end);
+      KernelTime k = t.traffic;
+      k.ms = static_cast<double>(end - start) * 1e-6;
+      out.kernels.push_back(std::move(k));
+    }
+    out.device_ms = timed_.empty() ? 0.0 : static_cast<double>(last - first) * 1e-6;
+    return ok_status();
   }
 
   Status set_inputs(const std::vector<Tensor>& inputs) {
@@ -51,6 +92,7 @@ class Run {
       if (!dispatch) return internal_error("step of kernel '" + step.kernel.name + "' was not compiled");
       return run_dispatch(step, *dispatch);
     }
+    if (step.kind != PlanStep::Kind::kHost) ++fallbacks_;
     return run_on_host(step.node);
   }
 
@@ -114,7 +156,7 @@ class Run {
     if (tensor(root).origin == PlanTensor::Origin::kState) {
       const cl_int zero = 0;
       KILN_RETURN_IF_ERROR(cl_status(
-          clEnqueueFillBuffer(device_.queue(), mem, &zero, sizeof zero, 0, bytes, 0, nullptr, nullptr), "zero-filling"));
+          clEnqueueFillBuffer(queue_, mem, &zero, sizeof zero, 0, bytes, 0, nullptr, nullptr), "zero-filling"));
     }
     return mem;
   }
@@ -128,7 +170,7 @@ class Run {
     KILN_ASSIGN_OR_RETURN(Tensor converted, h->second.cast(device_dtype(tensor(data))));
     KILN_ASSIGN_OR_RETURN(cl_mem mem, buffer(data));
     if (converted.nbytes() > 0)
-      KILN_RETURN_IF_ERROR(cl_status(clEnqueueWriteBuffer(device_.queue(), mem, CL_TRUE, 0, converted.nbytes(),
+      KILN_RETURN_IF_ERROR(cl_status(clEnqueueWriteBuffer(queue_, mem, CL_TRUE, 0, converted.nbytes(),
                                                           converted.raw_data(), 0, nullptr, nullptr),
                                      "uploading " + tensor_name(data)));
     uploaded_.insert(data);
@@ -151,7 +193,7 @@ class Run {
     KILN_ASSIGN_OR_RETURN(Tensor device, Tensor::allocate(device_dtype(t), shape));
     KILN_ASSIGN_OR_RETURN(cl_mem mem, buffer(id));
     if (device.nbytes() > 0)
-      KILN_RETURN_IF_ERROR(cl_status(clEnqueueReadBuffer(device_.queue(), mem, CL_TRUE, 0, device.nbytes(),
+      KILN_RETURN_IF_ERROR(cl_status(clEnqueueReadBuffer(queue_, mem, CL_TRUE, 0, device.nbytes(),
                                                          device.raw_data(), 0, nullptr, nullptr),
                                      "downloading " + tensor_name(id)));
     return device.cast(t.dtype);
@@ -280,14 +322,51 @@ class Run {
         return internal_error("kernel '" + step.kernel.name + "' needs a grid of exactly KILN_GROUPS workgroups, got " +
                               std::to_string(launched));
     }
-    return cl_status(clEnqueueNDRangeKernel(device_.queue(), d.kernel, 3, nullptr, global, local, 0, nullptr, nullptr),
-                     graph_.node(step.node).describe() + ": kernel '" + step.kernel.name + "'");
+    cl_event event = nullptr;
+    KILN_RETURN_IF_ERROR(
+        cl_status(clEnqueueNDRangeKernel(queue_, d.kernel, 3, nullptr, global, local, 0, nullptr, profile_ ? &event : nullptr),
+                  graph_.node(step.node).describe() + ": kernel '" + step.kernel.name + "'"));
+    ++dispatches_;
+    const ir::Node& node = graph_.node(step.node);
+    timed_.push_back(Timed{event, traffic(step.kernel)});
+    timed_.back().traffic.kernel = step.kernel.name;
+    timed_.back().traffic.node = node.name.empty() ? node.op : node.name;
+    return ok_status();
   }
+
+  // The bytes a dispatch moves (each bound tensor once, whole, as the Vulkan
+  // runtime counts them) and its FLOPs, for this run's shapes.
+  KernelTime traffic(const planner::KernelDesc& k) const {
+    KernelTime out;
+    for (const planner::KernelTensor& t : k.tensors) {
+      // A tensor read through an index view binds its source.
+      const std::vector<ir::Dim>& shape = t.view ? t.view->source_shape : t.shape;
+      uint64_t elements = 1;
+      for (const ir::Dim& d : shape) {
+        const std::optional<int64_t> v = d.evaluate(bindings_);
+        elements *= v ? static_cast<uint64_t>(std::max<int64_t>(*v, 0)) : 0;
+      }
+      (t.written ? out.bytes_written : out.bytes_read) += elements * planner::elem_bytes(t.layout.type);
+    }
+    const std::optional<int64_t> flops = k.flops.evaluate(bindings_);
+    out.flops = flops && *flops > 0 ? static_cast<uint64_t>(*flops) : 0;
+    return out;
+  }
+
+  // A dispatch of this run: its profiling event (profiled models) and traffic.
+  struct Timed {
+    cl_event event;
+    KernelTime traffic;
+  };
 
   const ir::Graph& graph_;
   const planner::ExecutionPlan& plan_;
   ClDevice& device_;
+  cl_command_queue queue_;
+  bool profile_;
   const std::map<TensorId, cl_mem>& constants_;
+  uint32_t dispatches_ = 0, fallbacks_ = 0;
+  std::vector<Timed> timed_;  // every dispatch (events: profiled models only)
   std::map<std::string, int64_t> bindings_;
   std::map<TensorId, Tensor> host_;  // by data root
   std::set<TensorId> uploaded_;
@@ -296,9 +375,9 @@ class Run {
 
 }  // namespace
 
-StatusOr<std::vector<Tensor>> OpenClModel::run(const std::vector<Tensor>& inputs) const {
+StatusOr<std::vector<Tensor>> OpenClModel::run(const std::vector<Tensor>& inputs, RunReport* report) const {
   std::lock_guard<std::mutex> lock(device_->run_mutex());
-  Run run(*graph_, plan_, *device_, constants_);
+  Run run(*graph_, plan_, *device_, queue_, profile_, constants_);
   KILN_RETURN_IF_ERROR(run.set_inputs(inputs));
   std::map<size_t, const CompiledDispatch*> by_step;
   for (const CompiledDispatch& d : dispatches_) by_step[d.step] = &d;
@@ -310,7 +389,8 @@ StatusOr<std::vector<Tensor>> OpenClModel::run(const std::vector<Tensor>& inputs
     if (const auto end = control_end.find(i); end != control_end.end()) i = end->second - 1;
   }
   auto outputs = run.outputs();
-  clFinish(device_->queue());
+  clFinish(queue_);
+  if (report && outputs.ok()) KILN_RETURN_IF_ERROR(run.report(*report));
   return outputs;
 }
 

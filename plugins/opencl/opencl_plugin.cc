@@ -26,12 +26,14 @@ kiln_plugin_status_t* to_plugin(const kiln_host_api_t* host, const kiln::Status&
     case kiln::StatusCode::kUnimplemented: code = KILN_PLUGIN_UNIMPLEMENTED; break;
     case kiln::StatusCode::kOutOfMemory: code = KILN_PLUGIN_OUT_OF_MEMORY; break;
     case kiln::StatusCode::kUnavailable: code = KILN_PLUGIN_FAILED_PRECONDITION; break;
+    case kiln::StatusCode::kFailedPrecondition: code = KILN_PLUGIN_FAILED_PRECONDITION; break;
     default: break;
   }
   return host->make_status(code, s.message().c_str());
 }
 
-kiln::StatusOr<std::unique_ptr<OpenClModel>> compile_model(const kiln_host_api_t* host, const kiln_graph_t* graph) {
+kiln::StatusOr<std::unique_ptr<OpenClModel>> compile_model(const kiln_host_api_t* host, const kiln_graph_t* graph,
+                                                           const kiln::opencl::CompileOptions& options) {
   if (!KILN_PLUGIN_HAS_FIELD(host, kiln_host_api_t, graph_text) || !host->graph_text)
     return kiln::failed_precondition("the host is older than plugin ABI 1.4 (no graph_text)");
   size_t length = 0;
@@ -39,22 +41,41 @@ kiln::StatusOr<std::unique_ptr<OpenClModel>> compile_model(const kiln_host_api_t
   if (!text) return kiln::out_of_memory("the host could not print the graph");
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<kiln::ir::Graph> g, kiln::ir::parse_graph(std::string_view(text, length)));
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<kiln::opencl::ClDevice> device, kiln::opencl::ClDevice::shared());
-  return OpenClModel::compile(std::move(g), std::move(device));
+  return OpenClModel::compile(std::move(g), std::move(device), options);
 }
 
-kiln_plugin_status_t* compile(void*, const kiln_host_api_t* host, const kiln_graph_t* graph, void** out_model) {
-  auto model = compile_model(host, graph);
+kiln_plugin_status_t* compile_with_options(void*, const kiln_host_api_t* host, const kiln_graph_t* graph,
+                                           const kiln_backend_options_t* options, void** out_model) {
+  kiln::opencl::CompileOptions o;
+  if (options) {
+    if (KILN_PLUGIN_HAS_FIELD(options, kiln_backend_options_t, precision))
+      o.fp16 = options->precision == KILN_PLUGIN_PRECISION_FP16;
+    if (KILN_PLUGIN_HAS_FIELD(options, kiln_backend_options_t, storage))
+      o.image_storage = options->storage == KILN_PLUGIN_STORAGE_IMAGE;
+    if (KILN_PLUGIN_HAS_FIELD(options, kiln_backend_options_t, profile)) o.profile = options->profile != 0;
+  }
+  auto model = compile_model(host, graph, o);
   if (!model.ok()) return to_plugin(host, model.status());
   const auto stats = (*model)->stats();
+  const kiln::opencl::ProgramCacheStats& programs = (*model)->program_stats();
   const std::string note = "opencl: " + (*model)->device_name() + ": " + std::to_string(stats.dispatches) +
-                           " dispatches, " + std::to_string(stats.fallbacks) + " host fallbacks";
+                           " dispatches, " + std::to_string(stats.fallbacks) + " host fallbacks; programs: " +
+                           std::to_string(programs.builds) + " built, " + std::to_string(programs.disk_hits) +
+                           " from the disk cache, " + std::to_string(programs.memory_hits) + " in memory, " +
+                           std::to_string(programs.rejected_files) + " cache files rejected";
   host->log(KILN_LOG_INFO, note.c_str());
   *out_model = model->release();
   return nullptr;
 }
 
-kiln_plugin_status_t* run(void* opaque, const kiln_host_api_t* host, const kiln_tensor_view_t* const* inputs,
-                          size_t input_count, kiln_backend_alloc_output_fn alloc_output, void* alloc_ctx) {
+kiln_plugin_status_t* compile(void* state, const kiln_host_api_t* host, const kiln_graph_t* graph, void** out_model) {
+  return compile_with_options(state, host, graph, nullptr, out_model);
+}
+
+kiln_plugin_status_t* run_with_stats(void* opaque, const kiln_host_api_t* host,
+                                     const kiln_tensor_view_t* const* inputs, size_t input_count,
+                                     kiln_backend_alloc_output_fn alloc_output, void* alloc_ctx,
+                                     kiln_backend_run_stats_t* stats) {
   const OpenClModel& model = *static_cast<const OpenClModel*>(opaque);
   std::vector<kiln::Tensor> in;
   for (size_t i = 0; i < input_count; ++i) {
@@ -66,8 +87,26 @@ kiln_plugin_status_t* run(void* opaque, const kiln_host_api_t* host, const kiln_
     if (t->nbytes() > 0) std::memcpy(t->raw_data(), v.data, t->nbytes());
     in.push_back(std::move(t).value());
   }
-  auto outputs = model.run(in);
+  kiln::opencl::RunReport report;
+  auto outputs = model.run(in, stats ? &report : nullptr);
   if (!outputs.ok()) return to_plugin(host, outputs.status());
+  if (stats) {
+    if (KILN_PLUGIN_HAS_FIELD(stats, kiln_backend_run_stats_t, device_ms)) stats->device_ms = report.device_ms;
+    if (KILN_PLUGIN_HAS_FIELD(stats, kiln_backend_run_stats_t, dispatches)) stats->dispatches = report.dispatches;
+    if (KILN_PLUGIN_HAS_FIELD(stats, kiln_backend_run_stats_t, fallbacks)) stats->fallbacks = report.fallbacks;
+    if (KILN_PLUGIN_HAS_FIELD(stats, kiln_backend_run_stats_t, bytes_written)) {
+      stats->bytes_read = report.bytes_read;
+      stats->bytes_written = report.bytes_written;
+    }
+    if (KILN_PLUGIN_HAS_FIELD(stats, kiln_backend_run_stats_t, fused_dispatches))
+      stats->fused_dispatches = report.fused_dispatches;
+    if (KILN_PLUGIN_HAS_FIELD(stats, kiln_backend_run_stats_t, ctx) && stats->add_kernel)
+      for (const kiln::opencl::KernelTime& k : report.kernels) {
+        const kiln_backend_kernel_stats_t row = {sizeof(row), k.kernel.c_str(), k.node.c_str(), k.ms,
+                                                 k.bytes_read, k.bytes_written, k.flops};
+        stats->add_kernel(stats->ctx, &row);
+      }
+  }
   for (size_t i = 0; i < outputs->size(); ++i) {
     const kiln::Tensor& t = (*outputs)[i];
     void* out = alloc_output(alloc_ctx, i, static_cast<int32_t>(t.dtype()), t.shape().size(), t.shape().data());
@@ -75,6 +114,11 @@ kiln_plugin_status_t* run(void* opaque, const kiln_host_api_t* host, const kiln_
     if (t.nbytes() > 0) std::memcpy(out, t.raw_data(), t.nbytes());
   }
   return nullptr;
+}
+
+kiln_plugin_status_t* run(void* model, const kiln_host_api_t* host, const kiln_tensor_view_t* const* inputs,
+                          size_t input_count, kiln_backend_alloc_output_fn alloc_output, void* alloc_ctx) {
+  return run_with_stats(model, host, inputs, input_count, alloc_output, alloc_ctx, nullptr);
 }
 
 void destroy(void* model) { delete static_cast<OpenClModel*>(model); }
@@ -117,8 +161,17 @@ void model_counts(void* model, size_t* dispatches, size_t* fallbacks) {
   if (fallbacks) *fallbacks = stats.fallbacks;
 }
 
+void model_compile_stats(void* model, kiln_backend_compile_stats_t* out) {
+  if (!out || !KILN_PLUGIN_HAS_FIELD(out, kiln_backend_compile_stats_t, rejected_files)) return;
+  const kiln::opencl::ProgramCacheStats& s = static_cast<const OpenClModel*>(model)->program_stats();
+  out->kernels_built = s.builds;
+  out->disk_hits = s.disk_hits;
+  out->memory_hits = s.memory_hits;
+  out->rejected_files = s.rejected_files;
+}
+
 const kiln_backend_v1_t backend = {sizeof(kiln_backend_v1_t), "opencl", nullptr, compile, run, destroy, describe,
-                                   model_counts};
+                                   model_counts, compile_with_options, run_with_stats, model_compile_stats};
 
 const void* get_interface(const char* name) {
   return std::strcmp(name, KILN_INTERFACE_BACKEND_V1) == 0 ? &backend : nullptr;

@@ -67,6 +67,23 @@ TEST(PluginBackend, AGraphItCannotRunIsAnErrorNamingTheNode) {
   EXPECT_NE(s.status().message().find("test.eltwise"), std::string::npos) << s.status().message();
 }
 
+// test.eltwise predates ABI 1.5 (no compile_with_options): what it could
+// not honour is refused, naming the options, instead of ignored.
+TEST(PluginBackend, APluginWithoutOptionsRefusesFp16AndProfiling) {
+  auto model = ir::parse_graph(kEltwise);
+  ASSERT_TRUE(model.ok());
+  for (int choice = 0; choice < 2; ++choice) {
+    session::SessionOptions o = plugin_options();
+    if (choice == 0) o.vulkan.plan.precision = planner::ElemType::kF16;
+    else o.vulkan.profile = true;
+    auto s = session::Session::create(**model, o);
+    ASSERT_FALSE(s.ok()) << choice;
+    EXPECT_EQ(s.status().code(), StatusCode::kUnimplemented);
+    EXPECT_NE(s.status().message().find("takes no fp16, image-storage or profiling option"), std::string::npos)
+        << s.status().message();
+  }
+}
+
 TEST(PluginBackend, AnUnknownBackendNameListsTheLoadedOnes) {
   auto model = ir::parse_graph(kEltwise);
   ASSERT_TRUE(model.ok());

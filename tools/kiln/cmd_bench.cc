@@ -10,6 +10,10 @@
 // time of its command buffers; finally one run of a profiled compile for the
 // per-kernel GPU times, bytes moved and FLOPs (with achieved GB/s, GFLOP/s
 // and, given --peak-gbps/--peak-gflops, the fraction of the roofline).
+// On the OpenCL backend plugin (--backend opencl) the same, with the
+// plugin's program cache in a fresh $KILN_CACHE_DIR for the cold compile
+// and OpenCL profiling events for the per-kernel times (no GPU time of the
+// timed runs, bytes or memory: the plugin does not report them).
 // --ablation then re-imports the model once per prefix of the pass pipeline
 // that ran (none, +first pass, ...) and times each, for the speed-up each
 // pass adds. A model that fails is recorded with its error and the others
@@ -88,6 +92,7 @@ std::optional<Summary> summarize(std::vector<double> v) {
 struct CompileRecord {
   double wall_ms = 0;  // the session's compile, as the host sees it (its pass pipeline left out)
   bool has_details = false;  // Vulkan: the fields below are set
+  bool has_cache = false;    // a backend plugin's kernel cache counts (compiles, disk_hits, memory_hits)
   double plan_ms = 0, kernels_ms = 0, upload_ms = 0;
   double shaders_ms = 0, pipelines_ms = 0;  // of kernels_ms: the shader and pipeline batches
   uint64_t compile_threads = 0;             // threads those batches ran on
@@ -153,7 +158,7 @@ struct ModelResult {
 };
 
 struct Settings {
-  std::string backend;  // "vulkan" or "reference", after auto is resolved
+  std::string backend;  // "vulkan", "reference" or "opencl", after auto is resolved
   int warmup = 10;
   std::optional<int> iters;
   double min_time_s = 2.0;
@@ -213,6 +218,10 @@ class Bench {
     kiln_session_options_t o = flags_.options();
     o.backend = device ? KILN_BACKEND_VULKAN : KILN_BACKEND_REFERENCE;
     o.vulkan_device = device ? device->get() : nullptr;
+    if (settings_.backend == "opencl") {  // the OpenCL backend plugin (plugins/opencl)
+      o.backend = KILN_BACKEND_PLUGIN;
+      o.backend_plugin = "opencl";
+    }
     o.storage = settings_.storage == "image"    ? KILN_STORAGE_IMAGE
                 : settings_.storage == "buffer" ? KILN_STORAGE_BUFFER
                                                 : KILN_STORAGE_AUTO;
@@ -270,6 +279,14 @@ CompileRecord compile_record(const Compiled& c) {
   rec.wall_ms = c.wall_ms - c.passes_ms;
   const JsonValue* s = c.description.get("compile");
   if (!s) return rec;
+  if (!s->get("plan_ms")) {  // a backend plugin: its kernel cache, when it reports one
+    const JsonValue* k = s->get("kernel_cache");
+    rec.has_cache = k != nullptr;
+    rec.compiles = count(k, "compiles");
+    rec.disk_hits = count(k, "disk_hits");
+    rec.memory_hits = count(k, "memory_hits");
+    return rec;
+  }
   rec.has_details = true;
   rec.plan_ms = number(s, "plan_ms");
   rec.kernels_ms = number(s, "kernels_ms");
@@ -323,7 +340,7 @@ StatusOr<double> run_once(api::Session& session, const Inputs& inputs, size_t ou
   KILN_API_RETURN_IF_ERROR(session.run(inputs, outputs_count, outputs ? *outputs : out));
   kiln_run_stats_t s;
   KILN_API_RETURN_IF_ERROR(session.last_run_stats(s));
-  return session.backend() == KILN_BACKEND_VULKAN ? s.gpu_ms : -1.0;
+  return session.backend() != KILN_BACKEND_REFERENCE ? s.gpu_ms : -1.0;  // -1 unless measured
 }
 
 // Warmup, then the timed runs (--iters N, or until --min-time has passed).
@@ -422,6 +439,19 @@ Status bench_reference(Bench& bench, const api::Model& model, const std::vector<
   return time_runs(settings, c.session, pointers(inputs), model.output_count(), r);
 }
 
+// The per-kernel profile of a run (kiln_session_last_run_json's "kernels").
+std::vector<KernelRow> kernel_rows(const JsonValue& run) {
+  std::vector<KernelRow> rows;
+  if (const JsonValue* kernels = run.get("kernels"))
+    for (const JsonValue& k : kernels->items) {
+      const std::string* kernel = k.get_string("kernel");
+      const std::string* node = k.get_string("node");
+      rows.push_back(KernelRow{kernel ? *kernel : "", node ? *node : "", number(&k, "gpu_ms"), count(&k, "bytes"),
+                               count(&k, "flops"), count(&k, "bytes_read"), count(&k, "bytes_written")});
+    }
+  return rows;
+}
+
 Status bench_vulkan(Bench& bench, const api::Model& model, const std::vector<api::Tensor>& inputs,
                     const Settings& settings, ModelResult& r) {
   TempDir dir;
@@ -470,16 +500,67 @@ Status bench_vulkan(Bench& bench, const api::Model& model, const std::vector<api
   KILN_RETURN_IF_ERROR(run_once(profiled.session, in, model.output_count()).status());
   KILN_API_RETURN_IF_ERROR(profiled.session.last_run_json(run_json));
   KILN_ASSIGN_OR_RETURN(run, parse_json(run_json));
-  if (const JsonValue* kernels = run.get("kernels"))
-    for (const JsonValue& k : kernels->items) {
-      const std::string* kernel = k.get_string("kernel");
-      const std::string* node = k.get_string("node");
-      r.kernels.push_back(KernelRow{kernel ? *kernel : "", node ? *node : "", number(&k, "gpu_ms"),
-                                    count(&k, "bytes"), count(&k, "flops"), count(&k, "bytes_read"),
-                                    count(&k, "bytes_written")});
-    }
+  r.kernels = kernel_rows(run);
   profiled.session = api::Session();
   bench.close_device(device);
+  return Status();
+}
+
+// Sets an environment variable for a scope and restores what was there.
+class ScopedEnvironment {
+ public:
+  ScopedEnvironment(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnvironment() {
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// The OpenCL backend plugin: as bench_vulkan, the plugin's program cache in
+// a fresh $KILN_CACHE_DIR (cold, then warm from the files the cold compile
+// wrote; the driver's own cache, PoCL's, is not the plugin's to empty), and
+// the per-kernel times from a profiled session (OpenCL profiling events).
+Status bench_opencl(Bench& bench, const api::Model& model, const std::vector<api::Tensor>& inputs,
+                    const Settings& settings, ModelResult& r) {
+  TempDir dir;
+  KILN_ASSIGN_OR_RETURN(dir.path, make_temp_dir());
+  const ScopedEnvironment cache_dir("KILN_CACHE_DIR", dir.path);
+  {  // Cold; the session goes, and the plugin's device (its memory cache) with it.
+    KILN_ASSIGN_OR_RETURN(Compiled cold, compile(model, bench.options(nullptr, nullptr, false)));
+    record_passes(cold, r);
+    r.cold = compile_record(cold);
+  }
+  KILN_ASSIGN_OR_RETURN(Compiled warm, compile(model, bench.options(nullptr, nullptr, false)));
+  r.warm = compile_record(warm);
+  r.dispatches = count(warm.description.get("compile"), "dispatches");
+  r.fallbacks = count(warm.description.get("compile"), "fallbacks");
+  const Inputs in = pointers(inputs);
+  const auto t1 = Clock::now();
+  std::vector<api::Tensor> first;
+  KILN_RETURN_IF_ERROR(run_once(warm.session, in, model.output_count(), &first).status());
+  r.first_run_ms = ms_since(t1);
+  std::string run_json;
+  KILN_API_RETURN_IF_ERROR(warm.session.last_run_json(run_json));
+  KILN_ASSIGN_OR_RETURN(JsonValue run, parse_json(run_json));
+  r.bytes_read = count(&run, "bytes_read");
+  r.bytes_written = count(&run, "bytes_written");
+  r.fused_dispatches = count(&run, "fused_dispatches");
+  if (r.reference_output && first.size() == 1) r.reference_max_abs_diff = max_abs_diff(first[0], *r.reference_output);
+  KILN_RETURN_IF_ERROR(time_runs(settings, warm.session, in, model.output_count(), r));
+  // The profiled session, apart from the timed runs; its second run is kept
+  // (the first launches each kernel for the first time, which PoCL pays for).
+  KILN_ASSIGN_OR_RETURN(Compiled profiled, compile(model, bench.options(nullptr, nullptr, true)));
+  KILN_RETURN_IF_ERROR(run_once(profiled.session, in, model.output_count()).status());
+  KILN_API_RETURN_IF_ERROR(profiled.session.last_run_json(run_json));
+  KILN_ASSIGN_OR_RETURN(run, parse_json(run_json));
+  r.kernels = kernel_rows(run);
   return Status();
 }
 
@@ -541,6 +622,7 @@ Status bench_model(Bench& bench, const Args& args, const Settings& settings, Mod
   KILN_RETURN_IF_ERROR(bench_inputs(model, args, r.path, inputs, &r.reference_output));
   for (size_t i = 0; i < inputs.size(); ++i) r.input_shapes.emplace_back(model.input_name(i), shape_text(inputs[i].shape()));
   if (settings.backend == "vulkan") KILN_RETURN_IF_ERROR(bench_vulkan(bench, model, inputs, settings, r));
+  else if (settings.backend == "opencl") KILN_RETURN_IF_ERROR(bench_opencl(bench, model, inputs, settings, r));
   else KILN_RETURN_IF_ERROR(bench_reference(bench, model, inputs, settings, r));
   r.wall = summarize(r.wall_ms);
   r.gpu = summarize(r.gpu_ms);
@@ -614,6 +696,9 @@ void compile_json(JsonWriter& w, const std::optional<CompileRecord>& c) {
     w.key("pipelines_created").number(c->pipelines_created);
     w.key("pipeline_cache_bytes_loaded").number(c->pipeline_cache_bytes_loaded);
     w.key("weight_bytes").number(c->weight_bytes);
+  } else if (c->has_cache) {
+    w.key("shader_compiles").number(c->compiles);
+    w.key("shader_disk_hits").number(c->disk_hits).key("shader_memory_hits").number(c->memory_hits);
   }
   w.end_object();
 }
@@ -787,8 +872,13 @@ void environment_json(JsonWriter& w, const std::string& device_json, const Args&
     if (vulkan) w.string(value);
     else w.null();
   };
-  vulkan_only("precision", settings.precision);
-  vulkan_only("storage", settings.storage);
+  const bool device = settings.backend != "reference";  // Vulkan or OpenCL
+  w.newline().key("precision");
+  if (device) w.string(settings.precision);
+  else w.null();
+  w.newline().key("storage");
+  if (device) w.string(settings.storage);
+  else w.null();
   vulkan_only("coopmat", settings.coopmat);
   vulkan_only("int8_dot", settings.int8_dot);
   vulkan_only("inplace", settings.inplace);
@@ -828,10 +918,10 @@ constexpr const char* kCsvHeader =
 std::string csv_row(const ModelResult& r, const Settings& settings, const std::string& device) {
   auto stat = [](const std::optional<Summary>& s, double Summary::*field) { return s ? num((*s).*field) : ""; };
   auto opt = [](const std::optional<double>& v) { return v ? num(*v) : ""; };
-  const bool vulkan = settings.backend == "vulkan";
+  const bool on_device = settings.backend != "reference";  // Vulkan or OpenCL
   const bool noisy = (r.wall && r.wall->noisy) || (r.gpu && r.gpu->noisy);
   return csv_field(r.model) + "," + r.status + "," + settings.backend + "," + csv_field(device) + "," +
-         (vulkan ? settings.precision : "") + "," + (vulkan ? settings.storage : "") + "," + opt(r.import_ms) + "," +
+         (on_device ? settings.precision : "") + "," + (on_device ? settings.storage : "") + "," + opt(r.import_ms) + "," +
          opt(r.passes_ms) + "," + (r.cold ? num(r.cold->wall_ms) : "") + "," + (r.warm ? num(r.warm->wall_ms) : "") +
          "," + opt(r.first_run_ms) + "," + stat(r.wall, &Summary::median) + "," + stat(r.wall, &Summary::p10) + "," +
          stat(r.wall, &Summary::p90) + "," + stat(r.wall, &Summary::min) + "," + stat(r.wall, &Summary::max) + "," +
@@ -960,15 +1050,15 @@ StatusOr<Settings> parse_settings(const Args& args) {
   }
   s.ablation = args.has("ablation");
   s.backend = args.get("backend", "auto");
-  if (s.backend != "auto" && s.backend != "vulkan" && s.backend != "reference")
-    return invalid_argument("unknown backend '" + s.backend + "' (expected auto, vulkan or reference)");
+  if (s.backend != "auto" && s.backend != "vulkan" && s.backend != "reference" && s.backend != "opencl")
+    return invalid_argument("unknown backend '" + s.backend + "' (expected auto, vulkan, reference or opencl)");
   return s;
 }
 
 // Resolves --backend auto: Vulkan when a device can be created (its
 // capabilities JSON in `device_json`), else the reference executor, saying so.
 Status open_backend(Bench& bench, Settings& settings, std::string& device_json) {
-  if (settings.backend == "reference") return Status();
+  if (settings.backend == "reference" || settings.backend == "opencl") return Status();  // opencl: the plugin opens it
   api::VulkanDevice device;
   Status status = bench.open_device("", device);
   if (!status.ok()) {
@@ -1004,7 +1094,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
   bench.selector_ = args->get("device", "");
   std::string device_json;
   if (Status s = open_backend(bench, *settings, device_json); !s.ok()) return fail(s);
-  std::string device_name = "cpu";
+  std::string device_name = settings->backend == "opencl" ? "OpenCL device (kiln info)" : "cpu";
   if (auto caps = parse_json(device_json); caps.ok())
     if (const std::string* name = caps->get_string("device_name")) device_name = *name;
 

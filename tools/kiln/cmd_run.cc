@@ -63,9 +63,18 @@ std::string summary(const JsonValue& session) {
     return v ? *v : 0.0;
   };
   if (backend && *backend != "vulkan" && *backend != "reference") {
-    char buf[256];
-    std::snprintf(buf, sizeof(buf), "%s backend (plugin): dispatches %.0f, %.0f host fallbacks", backend->c_str(),
-                  num("dispatches"), num("fallbacks"));
+    char buf[384];
+    int n = std::snprintf(buf, sizeof(buf), "%s backend (plugin): dispatches %.0f, %.0f host fallbacks", backend->c_str(),
+                          num("dispatches"), num("fallbacks"));
+    if (const JsonValue* cache = compile ? compile->get("kernel_cache") : nullptr; cache && n > 0) {
+      auto count = [&](const char* key) {
+        const double* v = cache->get_number(key);
+        return v ? *v : 0.0;
+      };
+      std::snprintf(buf + n, sizeof(buf) - static_cast<size_t>(n),
+                    "; kernels: %.0f compiled, %.0f from the disk cache, %.0f in memory, %.0f cache files rejected",
+                    count("compiles"), count("disk_hits"), count("memory_hits"), count("corrupt_files"));
+    }
     return buf;
   }
   if (!device || !compile) return "reference executor (CPU)";

@@ -72,7 +72,9 @@ usage:
       wall and GPU time (median, p10, p90, min, max, mean; "noisy" when
       (p90 - p10) / median > 0.25); then one profiled run for per-kernel GPU
       times, bytes moved and FLOPs (GB/s, GFLOP/s, and the roofline fraction
-      against --peak-gbps/--peak-gflops). --ablation times every prefix of
+      against --peak-gbps/--peak-gflops). --backend opencl: the OpenCL plugin,
+      its program cache cold then warm, per-kernel times from OpenCL
+      profiling events. --ablation times every prefix of
       the pass pipeline and prints the speed-up each pass adds. One line per
       model on stdout; --json writes the kiln-bench-cli-v1 document
       (bench/README.md), --csv one row per model. A failing model is

@@ -48,16 +48,7 @@ std::string SessionFlags::set_backend(const Args& args) {
       if (args.has(flag)) std::fprintf(stderr, "kiln: note: --%s applies to the Vulkan backend only\n", flag);
     return "";
   }
-  if (backend == "opencl") {
-    // The OpenCL backend plugin (plugins/opencl), loaded from the plugin
-    // directory like Kiln's other plugins.
-    options_.backend = KILN_BACKEND_PLUGIN;
-    options_.backend_plugin = "opencl";
-    for (const char* flag : {"device", "storage", "precision", "coopmat", "int8-dot", "inplace"})
-      if (args.has(flag)) std::fprintf(stderr, "kiln: note: --%s applies to the Vulkan backend only\n", flag);
-    return "";
-  }
-  if (backend != "vulkan" && backend != "auto")
+  if (backend != "vulkan" && backend != "auto" && backend != "opencl")
     return "INVALID_ARGUMENT: unknown backend '" + backend + "' (expected auto, vulkan, reference or opencl)";
   storage_ = args.get("storage", "auto");
   if (storage_ != "auto" && storage_ != "buffer" && storage_ != "image")
@@ -69,6 +60,17 @@ std::string SessionFlags::set_backend(const Args& args) {
   if (precision_ != "fp32" && precision_ != "fp16")
     return "INVALID_ARGUMENT: --precision must be fp32 or fp16, got '" + precision_ + "'";
   options_.precision = precision_ == "fp16" ? KILN_PRECISION_FP16 : KILN_PRECISION_FP32;
+  options_.profile = args.has("profile");
+  if (backend == "opencl") {
+    // The OpenCL backend plugin (plugins/opencl), loaded from the plugin
+    // directory like Kiln's other plugins; it takes --storage, --precision
+    // and --profile (and says which it cannot honour).
+    options_.backend = KILN_BACKEND_PLUGIN;
+    options_.backend_plugin = "opencl";
+    for (const char* flag : {"device", "coopmat", "int8-dot", "inplace"})
+      if (args.has(flag)) std::fprintf(stderr, "kiln: note: --%s applies to the Vulkan backend only\n", flag);
+    return "";
+  }
   const std::string coopmat = args.get("coopmat", "on");
   if (coopmat != "on" && coopmat != "off")
     return "INVALID_ARGUMENT: --coopmat must be on or off, got '" + coopmat + "'";
@@ -81,7 +83,6 @@ std::string SessionFlags::set_backend(const Args& args) {
   if (inplace != "on" && inplace != "off")
     return "INVALID_ARGUMENT: --inplace must be on or off, got '" + inplace + "'";
   options_.disable_inplace = inplace == "off";
-  options_.profile = args.has("profile");
   options_.save_pipeline_cache = 1;
 
   kiln_vulkan_device_options_t device{};
