@@ -10,6 +10,7 @@
 #include "engine/registry/in_tree_plugins.h"
 #include "engine/registry/plugin_backend.h"
 #include "engine/runtime/reference_backend.h"
+#include "engine/runtime/vulkan/plugin_target.h"
 
 namespace kiln::session {
 namespace {
@@ -18,28 +19,14 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The device as the plugin ABI shows it to passes: the planner's view of it
-// (runtime::target_info) and its identity.
+// The device as the plugin ABI shows it to passes, with this session's
+// options.
 kiln_target_info_t plugin_target_info(const vk::Device& device, const SessionOptions& session) {
   const runtime::VulkanModelOptions& options = session.vulkan;
-  const planner::TargetInfo t = runtime::target_info(device);
-  const vk::Capabilities& c = device.capabilities();
-  kiln_target_info_t out{};
-  out.struct_size = sizeof(out);
-  out.shared_memory_bytes = t.max_shared_memory;
-  out.compute_units = t.compute_units;
-  out.subgroup_size = t.subgroup_size;
-  out.max_workgroup_invocations = t.max_workgroup_invocations;
-  out.max_image_dimension_2d = t.max_image_dimension_2d;
-  out.cooperative_matrix = t.coopmat != planner::CoopMatFlavour::kNone && options.plan.cooperative_matrix ? 1 : 0;
-  out.fp16_arithmetic = t.fp16_arithmetic ? 1 : 0;
-  out.vendor_id = c.vendor_id;
-  std::snprintf(out.device_name, sizeof(out.device_name), "%s", c.device_name.c_str());
-  out.device_type = static_cast<int32_t>(c.device_type);
-  out.storage_mode = session.storage_auto                                  ? KILN_STORAGE_MODE_AUTO
-                     : options.plan.storage == planner::Storage::kImage ? KILN_STORAGE_MODE_IMAGE
-                                                                          : KILN_STORAGE_MODE_BUFFER;
-  return out;
+  return runtime::plugin_target_info(device, options.plan.cooperative_matrix,
+                                     session.storage_auto                                  ? KILN_STORAGE_MODE_AUTO
+                                     : options.plan.storage == planner::Storage::kImage ? KILN_STORAGE_MODE_IMAGE
+                                                                                          : KILN_STORAGE_MODE_BUFFER);
 }
 
 // Why a backend Kiln ships as a plugin (opencl) is not loaded: not built,

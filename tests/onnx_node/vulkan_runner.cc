@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "engine/registry/default_pipeline.h"
+#include "engine/runtime/vulkan/plugin_target.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "frontends/onnx/onnx_importer.h"
 #include "platform/vulkan/device.h"
@@ -86,27 +87,6 @@ std::string op_name(const ir::Node& node) { return node.domain.empty() ? node.op
 
 // ---- Worker side.
 
-// The device as the pass pipeline sees it in auto storage mode: what the
-// engine session tells passes (engine/session/session.cc), so that a case
-// compiles as `kiln run --storage auto` would compile it.
-kiln_target_info_t auto_target(const vk::Device& device) {
-  const planner::TargetInfo t = runtime::target_info(device);
-  const vk::Capabilities& c = device.capabilities();
-  kiln_target_info_t out{};
-  out.struct_size = sizeof(out);
-  out.shared_memory_bytes = t.max_shared_memory;
-  out.compute_units = t.compute_units;
-  out.subgroup_size = t.subgroup_size;
-  out.max_workgroup_invocations = t.max_workgroup_invocations;
-  out.max_image_dimension_2d = t.max_image_dimension_2d;
-  out.cooperative_matrix = t.coopmat != planner::CoopMatFlavour::kNone ? 1 : 0;
-  out.fp16_arithmetic = t.fp16_arithmetic ? 1 : 0;
-  out.vendor_id = c.vendor_id;
-  std::snprintf(out.device_name, sizeof(out.device_name), "%s", c.device_name.c_str());
-  out.device_type = static_cast<int32_t>(c.device_type);
-  out.storage_mode = KILN_STORAGE_MODE_AUTO;
-  return out;
-}
 
 VulkanCaseResult run_case(const fs::path& case_dir, const VulkanConfig& config, vk::Device& device,
                           vk::KernelCache& cache, const registry::PluginRegistry* plugins) {
@@ -126,7 +106,7 @@ VulkanCaseResult run_case(const fs::path& case_dir, const VulkanConfig& config, 
   }
   if (plugins) {
     registry::PipelineOptions pipeline;
-    pipeline.target = auto_target(device);
+    pipeline.target = runtime::plugin_target_info(device, true, KILN_STORAGE_MODE_AUTO);  // as `kiln run --storage auto`
     auto passes = registry::run_pipeline(*plugins, **graph, pipeline);
     if (!passes.ok()) {
       r.message = "pass pipeline: " + passes.status().to_string();
