@@ -402,6 +402,26 @@ std::optional<double> max_abs_diff(const api::Tensor& a, const api::Tensor& b) {
   return worst;
 }
 
+// The first run of a warm session (timed as r.first_run_ms, checked against
+// the reference output when there is one, its bytes moved recorded), then
+// the timed runs. Returns the first run's statistics (last_run_json).
+StatusOr<JsonValue> first_and_timed_runs(const Settings& settings, api::Session& session, const Inputs& in,
+                                         size_t outputs_count, ModelResult& r) {
+  const auto t1 = Clock::now();
+  std::vector<api::Tensor> first;
+  KILN_RETURN_IF_ERROR(run_once(session, in, outputs_count, &first).status());
+  r.first_run_ms = ms_since(t1);
+  std::string run_json;
+  KILN_API_RETURN_IF_ERROR(session.last_run_json(run_json));
+  KILN_ASSIGN_OR_RETURN(JsonValue run, parse_json(run_json));
+  r.bytes_read = count(&run, "bytes_read");
+  r.bytes_written = count(&run, "bytes_written");
+  if (r.reference_output && first.size() == 1) r.reference_max_abs_diff = max_abs_diff(first[0], *r.reference_output);
+  KILN_RETURN_IF_ERROR(time_runs(settings, session, in, outputs_count, r));
+  return run;
+}
+
+
 // The pass records, node count and pass time of the session the model's
 // numbers come from.
 void record_passes(const Compiled& c, ModelResult& r) {
@@ -475,20 +495,10 @@ Status bench_vulkan(Bench& bench, const api::Model& model, const std::vector<api
   r.fused_dispatches = count(warm.description.get("compile"), "fused_dispatches");
 
   const Inputs in = pointers(inputs);
-  const auto t1 = Clock::now();
-  std::vector<api::Tensor> first;
-  KILN_RETURN_IF_ERROR(run_once(warm.session, in, model.output_count(), &first).status());
-  r.first_run_ms = ms_since(t1);
-  std::string run_json;
-  KILN_API_RETURN_IF_ERROR(warm.session.last_run_json(run_json));
-  KILN_ASSIGN_OR_RETURN(JsonValue run, parse_json(run_json));
+  KILN_ASSIGN_OR_RETURN(JsonValue run, first_and_timed_runs(settings, warm.session, in, model.output_count(), r));
   const JsonValue* mem = run.get("memory");
   r.memory = MemoryRecord{count(&run, "device_bytes"), count(&run, "activation_bytes"), count(mem, "arena_bytes"),
                           count(mem, "live_lower_bound"), count(mem, "no_reuse_bytes")};
-  r.bytes_read = count(&run, "bytes_read");
-  r.bytes_written = count(&run, "bytes_written");
-  if (r.reference_output && first.size() == 1) r.reference_max_abs_diff = max_abs_diff(first[0], *r.reference_output);
-  KILN_RETURN_IF_ERROR(time_runs(settings, warm.session, in, model.output_count(), r));
   warm.session = api::Session();
 
   // The per-kernel profile: a session with timestamps around every dispatch
@@ -498,6 +508,7 @@ Status bench_vulkan(Bench& bench, const api::Model& model, const std::vector<api
   KILN_ASSIGN_OR_RETURN(Compiled profiled, compile(model, bench.options(&device, nullptr, true)));
   KILN_RETURN_IF_ERROR(run_once(profiled.session, in, model.output_count()).status());
   KILN_RETURN_IF_ERROR(run_once(profiled.session, in, model.output_count()).status());
+  std::string run_json;
   KILN_API_RETURN_IF_ERROR(profiled.session.last_run_json(run_json));
   KILN_ASSIGN_OR_RETURN(run, parse_json(run_json));
   r.kernels = kernel_rows(run);
@@ -542,22 +553,13 @@ Status bench_opencl(Bench& bench, const api::Model& model, const std::vector<api
   r.dispatches = count(warm.description.get("compile"), "dispatches");
   r.fallbacks = count(warm.description.get("compile"), "fallbacks");
   const Inputs in = pointers(inputs);
-  const auto t1 = Clock::now();
-  std::vector<api::Tensor> first;
-  KILN_RETURN_IF_ERROR(run_once(warm.session, in, model.output_count(), &first).status());
-  r.first_run_ms = ms_since(t1);
-  std::string run_json;
-  KILN_API_RETURN_IF_ERROR(warm.session.last_run_json(run_json));
-  KILN_ASSIGN_OR_RETURN(JsonValue run, parse_json(run_json));
-  r.bytes_read = count(&run, "bytes_read");
-  r.bytes_written = count(&run, "bytes_written");
+  KILN_ASSIGN_OR_RETURN(JsonValue run, first_and_timed_runs(settings, warm.session, in, model.output_count(), r));
   r.fused_dispatches = count(&run, "fused_dispatches");
-  if (r.reference_output && first.size() == 1) r.reference_max_abs_diff = max_abs_diff(first[0], *r.reference_output);
-  KILN_RETURN_IF_ERROR(time_runs(settings, warm.session, in, model.output_count(), r));
   // The profiled session, apart from the timed runs; its second run is kept
   // (the first launches each kernel for the first time, which PoCL pays for).
   KILN_ASSIGN_OR_RETURN(Compiled profiled, compile(model, bench.options(nullptr, nullptr, true)));
   KILN_RETURN_IF_ERROR(run_once(profiled.session, in, model.output_count()).status());
+  std::string run_json;
   KILN_API_RETURN_IF_ERROR(profiled.session.last_run_json(run_json));
   KILN_ASSIGN_OR_RETURN(run, parse_json(run_json));
   r.kernels = kernel_rows(run);
