@@ -189,7 +189,7 @@ class CApiImageTest : public kiln::vk::testing::VulkanTest {
  protected:
   // A session on the wrapped test device (timeline semaphores told).
   void wrapped_session(const Model& model, Session& session, kiln_storage_t storage = KILN_STORAGE_BUFFER,
-                       kiln_precision_t precision = KILN_PRECISION_FP32) {
+                       kiln_precision_t precision = KILN_PRECISION_FP32, const char* disabled_passes = nullptr) {
     VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
     f11.storageBuffer16BitAccess = device().enabled().storage_buffer_16bit ? VK_TRUE : VK_FALSE;
     VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
@@ -207,6 +207,7 @@ class CApiImageTest : public kiln::vk::testing::VulkanTest {
     o.vulkan_device = host.get();
     o.storage = storage;
     o.precision = precision;
+    o.disabled_passes = disabled_passes;
     e = Session::create(model, o, session);
     ASSERT_FALSE(e) << e.message();
   }
@@ -459,11 +460,12 @@ TEST_F(CApiImageTest, RecordAndSubmitMatchRun) {
 // in the first slice, the output conversion in the last, and slices of one
 // dispatch each, submitted one after another, write kiln_session_run's
 // output image byte for byte (NHWC: Transposes around the Conv make
-// several dispatches).
+// several dispatches — without the fusion pass, which folds them all into
+// the Conv's kernel).
 TEST_F(CApiImageTest, SlicedRecordMatchesRun) {
   Model model = load(false, true);
   Session session;
-  ASSERT_NO_FATAL_FAILURE(wrapped_session(model, session));
+  ASSERT_NO_FATAL_FAILURE(wrapped_session(model, session, KILN_STORAGE_BUFFER, KILN_PRECISION_FP32, "fusion"));
   HostImage in(device(), kRGBA8.format, kW, kH, kRGBA8.texel_bytes, VK_IMAGE_USAGE_SAMPLED_BIT);
   HostImage out(device(), kRGBA32F.format, kW, kH, kRGBA32F.texel_bytes, VK_IMAGE_USAGE_STORAGE_BIT);
   ASSERT_TRUE(in.ok() && out.ok());
