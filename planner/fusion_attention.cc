@@ -436,6 +436,13 @@ Status lower_attention(PlanBuilder& builder, const ir::Graph& graph, const Fusio
     kd.helpers += staging_helpers(kd.tensors[0], kd.tensors[1], kd.tensors[2], ys, hd, hdv);
     kd.extensions = {"GL_EXT_control_flow_attributes", "GL_EXT_shader_explicit_arithmetic_types_float16",
                      "GL_KHR_memory_scope_semantics", "GL_KHR_shader_subgroup_basic", "GL_NV_cooperative_matrix"};
+    // Rows' maxima and sums meet through subgroup shuffles, and the
+    // rescale test is one subgroup reduction, where the device has them.
+    const bool shuffle = ctx.target().subgroup_shuffle, arith = ctx.target().subgroup_arithmetic;
+    if (shuffle) kd.extensions.push_back("GL_KHR_shader_subgroup_shuffle");
+    if (arith) kd.extensions.push_back("GL_KHR_shader_subgroup_arithmetic");
+    kd.helpers += std::string("#define ATT_SHUFFLE ") + (shuffle ? "1" : "0") + "\n#define ATT_SUBGROUP_ARITH " +
+                  (arith ? "1" : "0") + "\n";
     kd.body = fill_shader("attention_coopmat.comp", ShaderArgs()
                                                         .set("FM", cm->shape.m)
                                                         .set("FN", cm->shape.n)

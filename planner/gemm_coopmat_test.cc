@@ -322,6 +322,15 @@ TEST(GemmCoopMatKernels, AttentionThroughViewsIsValidSpirv) {
   EXPECT_NE(glsl.find("return col < 8 ? Q_ld8h("), std::string::npos) << glsl;
   EXPECT_NE(glsl.find("KT_src_data8[") , std::string::npos) << glsl;
   expect_valid(*graph, nv_target(), Storage::kImage, name);
+  // With subgroup shuffles and arithmetic (an H100's), rows' maxima meet
+  // through shuffles and the rescale test is one subgroup reduction.
+  TargetInfo with_subgroup_ops = nv_target();
+  with_subgroup_ops.subgroup_shuffle = with_subgroup_ops.subgroup_arithmetic = true;
+  std::string fast;
+  expect_valid(*graph, with_subgroup_ops, Storage::kBuffer, name, &fast);
+  EXPECT_NE(fast.find("#define ATT_SHUFFLE 1"), std::string::npos);
+  EXPECT_NE(fast.find("GL_KHR_shader_subgroup_arithmetic"), std::string::npos);
+  EXPECT_NE(glsl.find("#define ATT_SHUFFLE 0"), std::string::npos);
 }
 
 TEST(GemmCoopMatKernels, SmallGridsOverDeepKSplitK) {

@@ -11,16 +11,24 @@
 //! of FM-row workgroups fills the GPU even for one image's 197 tokens.
 //! Q, K and V are staged 8 halves (one uvec4) at a time; a subgroup fetches
 //! its next block into registers while it computes the current one. Flash
-//! attention's online softmax: the NV fragments' element layout is opaque,
-//! so a row cannot rescale its accumulator fragments: per block the scores
-//! (Q K^T, fp32 fragments) go to shared memory, the row's lanes run
-//! attn_score (scale, biases, masks), update the running maximum and sum
-//! and write the probabilities as fp16, P * V multiplies into fresh
-//! fragments staged back to shared memory, and each lane adds its share of
-//! them to the output columns it holds in registers after rescaling those.
-//! RL = SG / FM lanes share a row; their partial maxima and sums meet in
-//! shared memory. Offsets and strides of every fragment are multiples of
-//! 16 bytes.
+//! attention's online softmax: per block the scores (Q K^T, fp32
+//! fragments) go to shared memory, where the row's lanes run attn_score
+//! (scale, biases, masks) and write the probabilities as fp16; P * V
+//! accumulates into the output fragments on the tensor cores. The NV
+//! fragments' element layout is opaque, so rows cannot rescale their
+//! accumulators in registers: probabilities are taken against a reference
+//! maximum per row, and the output fragments go through shared memory to
+//! be rescaled only when a row's maximum passes its reference by more than
+//! TAU (the first block sets it; later ones seldom do). RL = SG / FM lanes
+//! share a row; their partial maxima and sums meet through subgroup
+//! shuffles (ATT_SHUFFLE) or shared memory. Offsets and strides of every
+//! fragment are multiples of 16 bytes.
+//! Measured on an H100 (vit_b_16, the 12 layers' attention in a profiled
+//! run, bench/results/h100-2026-11-27-session14): 0.306 ms with per-block
+//! rescaling through shared memory, 0.284 ms so; of those, without the
+//! K/V fetches 0.177, without both GEMMs, the softmax and the fetches
+//! 0.123: the kernel is bound by the latency of its chain of blocks, not
+//! by its math.
 //! The helpers it calls come from C++ (through the accessors, so any input
 //! may be an index view):
 //!   uvec4 attn_q8(int m, int d), uvec4 attn_k8(int n, int d),
@@ -35,6 +43,8 @@
 //!   @BATCH_COORDS@       statements setting the batch coordinates of `bi`
 //!   @STORE@              statements storing vec4 `o` (columns c .. c + 3,
 //!                        lanes from DV on dropped) of query row `row`
+//!   ATT_SHUFFLE, ATT_SUBGROUP_ARITH (macros, 0 or 1): the device's
+//!                        subgroup shuffles and arithmetic
 const int FM = @FM@, FN = @FN@, FK = @FK@;
 const int NSG = @NSG@, SG = @SG@, NT = NSG * SG;
 const int BKEY = @BKEY@;
@@ -82,14 +92,35 @@ void store_block(int sg, int lane) {
   }
 }
 
-// The RL partial values of this lane's row combined (max or sum).
+// The RL partial values of this lane's row combined (max or sum): the
+// row's lanes are adjacent, so subgroup shuffles do it without shared
+// memory where the device has them.
 float combine_row(float v, bool is_max, int lane_slot, int row_slot) {
+#if ATT_SHUFFLE
+  [[unroll]] for (int o = 1; o < RL; o <<= 1) {
+    const float w = subgroupShuffleXor(v, uint(o));
+    v = is_max ? max(v, w) : v + w;
+  }
+  return v;
+#else
   ared[lane_slot] = v;
   att_sync();
   float r = ared[row_slot];
   [[unroll]] for (int i = 1; i < RL; ++i) r = is_max ? max(r, ared[row_slot + i]) : r + ared[row_slot + i];
   att_sync();
   return r;
+#endif
+}
+
+// Whether `b` holds on any lane of the subgroup (a uniform answer for the
+// cooperative-matrix operations it guards); without subgroup arithmetic,
+// always (the caller's work is then done every time, still correct).
+bool any_lane(bool b) {
+#if ATT_SUBGROUP_ARITH
+  return subgroupMax(b ? 1u : 0u) != 0u;
+#else
+  return true;
+#endif
 }
 
 void main() {
@@ -113,9 +144,16 @@ void main() {
   const int lane_slot = sg * SG + lane, row_slot = sg * SG + lr * RL;
   const float neg_inf = uintBitsToFloat(0xff800000u);
   // A finite start: a block whose scores are all -inf (masked) adds 0.
-  float mrow = -3.0e38, lsum = 0.0;
-  vec4 oacc[OC];  // columns (lc + q * RL) * 4 .. +3 of the row
-  [[unroll]] for (int q = 0; q < OC; ++q) oacc[q] = vec4(0.0);
+  // mref is the row's reference maximum: probabilities are exp(s - mref),
+  // so the output fragments accumulate across blocks on the tensor cores
+  // and are rescaled (through shared memory: their element layout is
+  // opaque) only when a row's maximum passes mref by more than TAU, i.e.
+  // rarely after the first block. exp(TAU) bounds the fp16 probabilities.
+  const float TAU = 8.0;
+  float mref = -3.0e38, lsum = 0.0;
+  fcoopmatNV<32, gl_ScopeSubgroup, FM, FN> fo[DVP / FN];
+  [[unroll]] for (int c = 0; c < DVP / FN; ++c) fo[c] = fcoopmatNV<32, gl_ScopeSubgroup, FM, FN>(0.0);
+  bool started = false;  // fo holds a block's products (uniform in the subgroup)
   for (int k0 = sg * BKEY; k0 < nk; k0 += NSG * BKEY) {
     att_sync();  // the subgroup's previous block is consumed
     store_block(sg, lane);
@@ -132,24 +170,32 @@ void main() {
       }
     [[unroll]] for (int j = 0; j < BKEY / FN; ++j) coopMatStoreNV(fs[j], as_, uint(sg * FM * LDS + j * FN), uint(LDS), false);
     att_sync();
-    float bm = mrow;
+    float bm = mref;
     for (int j = lc; j < BKEY; j += RL) {
       const float s = k0 + j < nk && row < nq ? attn_score(row, k0 + j, as_[srow * LDS + j]) : neg_inf;
       as_[srow * LDS + j] = s;
       bm = max(bm, s);
     }
     bm = combine_row(bm, true, lane_slot, row_slot);
-    const float corr = exp(mrow - bm);
-    mrow = bm;
+    const bool grow = bm > mref + TAU;
+    const float corr = grow ? exp(mref - bm) : 1.0;
+    if (grow) mref = bm;
     lsum *= corr;
     for (int j = lc; j < BKEY; j += RL) {
-      const float p = exp(as_[srow * LDS + j] - mrow);
+      const float p = exp(as_[srow * LDS + j] - mref);
       lsum += p;
       ap[srow * LDP + j] = float16_t(p);
     }
+    if (started && any_lane(grow)) {
+      att_sync();  // the scores are consumed: as_ takes the output rows
+      [[unroll]] for (int c = 0; c < DVP / FN; ++c) coopMatStoreNV(fo[c], as_, uint(sg * FM * LDS + c * FN), uint(LDS), false);
+      att_sync();
+      for (int c = lc; c < DVP; c += RL) as_[srow * LDS + c] *= corr;
+      att_sync();
+      [[unroll]] for (int c = 0; c < DVP / FN; ++c) coopMatLoadNV(fo[c], as_, uint(sg * FM * LDS + c * FN), uint(LDS), false);
+    }
+    started = true;
     att_sync();
-    fcoopmatNV<32, gl_ScopeSubgroup, FM, FN> fo[DVP / FN];
-    [[unroll]] for (int c = 0; c < DVP / FN; ++c) fo[c] = fcoopmatNV<32, gl_ScopeSubgroup, FM, FN>(0.0);
     [[unroll]] for (int t = 0; t < BKEY / FK; ++t) {
       fcoopmatNV<16, gl_ScopeSubgroup, FM, FK> fp;
       coopMatLoadNV(fp, ap, uint(sg * FM * LDP + t * FK), uint(LDP), false);
@@ -159,31 +205,15 @@ void main() {
         fo[c] = coopMatMulAddNV(fp, fv, fo[c]);
       }
     }
-    [[unroll]] for (int c = 0; c < DVP / FN; ++c) coopMatStoreNV(fo[c], as_, uint(sg * FM * LDS + c * FN), uint(LDS), false);
-    att_sync();
-    [[unroll]] for (int q = 0; q < OC; ++q) {
-      const int c = (lc + q * RL) * 4;
-      if (c < DVP)
-        oacc[q] = oacc[q] * corr + vec4(as_[srow * LDS + c], as_[srow * LDS + c + 1], as_[srow * LDS + c + 2],
-                                        as_[srow * LDS + c + 3]);
-    }
   }
   lsum = combine_row(lsum, false, lane_slot, row_slot);
   // The subgroups' partial results meet: each leaves its rows' maximum, sum
   // and unnormalized output in shared memory; subgroup 0 combines them.
-  barrier();
+  att_sync();  // the last block's probabilities and scores are consumed
+  [[unroll]] for (int c = 0; c < DVP / FN; ++c) coopMatStoreNV(fo[c], as_, uint(sg * FM * LDS + c * FN), uint(LDS), false);
   if (lc == 0) {
-    arow[srow * 2] = mrow;
+    arow[srow * 2] = mref;
     arow[srow * 2 + 1] = lsum;
-  }
-  [[unroll]] for (int q = 0; q < OC; ++q) {
-    const int c = (lc + q * RL) * 4;
-    if (c < DVP) {
-      as_[srow * LDS + c] = oacc[q].x;
-      as_[srow * LDS + c + 1] = oacc[q].y;
-      as_[srow * LDS + c + 2] = oacc[q].z;
-      as_[srow * LDS + c + 3] = oacc[q].w;
-    }
   }
   barrier();
   if (sg != 0 || row >= nq) return;

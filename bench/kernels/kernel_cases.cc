@@ -2,6 +2,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <sstream>
@@ -47,6 +48,19 @@ KernelCase rows(const std::string& name, const std::string& op, Shape shape, boo
   return c;
 }
 
+// Scaled dot-product attention of `heads` heads over `tokens` tokens of
+// head dim `d`: Q K^T * d^-1/2 -> Softmax -> * V (four ONNX nodes that the
+// fusion plugin turns into one attention kernel). Inputs Q, K, V, each
+// [heads, tokens, d]; K is transposed inside the graph as exporters do.
+KernelCase attention(int64_t heads, int64_t tokens, int64_t d, bool smoke = false) {
+  KernelCase c{"attention_h" + std::to_string(heads) + "_s" + std::to_string(tokens) + "_d" + std::to_string(d),
+               "Attention"};
+  c.inputs = {{heads, tokens, d}, {heads, tokens, d}, {heads, tokens, d}};
+  c.flops = 4.0 * static_cast<double>(heads * tokens * tokens * d);
+  c.smoke = smoke;
+  return c;
+}
+
 KernelCase elementwise(const std::string& op, int64_t elements, bool smoke = false) {
   KernelCase c{op == "Add" ? "add_" : "relu_", op};
   c.name += std::to_string(elements * 4 >> 20) + "mib";
@@ -54,6 +68,43 @@ KernelCase elementwise(const std::string& op, int64_t elements, bool smoke = fal
   c.inputs = op == "Add" ? std::vector<Shape>{{elements}, {elements}} : std::vector<Shape>{{elements}};
   c.smoke = smoke;
   return c;
+}
+
+onnx::NodeProto* add_node(onnx::GraphProto* g, const std::string& op, std::vector<std::string> inputs,
+                          const std::string& output) {
+  onnx::NodeProto* node = g->add_node();
+  node->set_op_type(op);
+  node->set_name(output);
+  for (std::string& i : inputs) node->add_input(std::move(i));
+  node->add_output(output);
+  return node;
+}
+
+// The attention case's graph: out = Softmax(Q K^T * scale) V.
+template <typename Declare>
+void add_attention_nodes(const KernelCase& c, onnx::GraphProto* g, Declare declare) {
+  const char* names[] = {"q", "k", "v"};
+  for (size_t i = 0; i < 3; ++i) declare(g->add_input(), names[i], c.inputs[i]);
+  onnx::NodeProto* kt = add_node(g, "Transpose", {"k"}, "kt");
+  auto* perm = kt->add_attribute();
+  perm->set_name("perm");
+  perm->set_type(onnx::AttributeProto::INTS);
+  for (int64_t p : {0, 2, 1}) perm->add_ints(p);
+  add_node(g, "MatMul", {"q", "kt"}, "scores");
+  auto* scale = g->add_initializer();
+  scale->set_name("scale");
+  scale->set_data_type(onnx::TensorProto::FLOAT);
+  scale->add_float_data(static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.inputs[0].back()))));
+  add_node(g, "Mul", {"scores", "scale"}, "scaled");
+  onnx::NodeProto* softmax = add_node(g, "Softmax", {"scaled"}, "probs");
+  auto* axis = softmax->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(-1);
+  add_node(g, "MatMul", {"probs", "v"}, "out");
+  onnx::ValueInfoProto* out = g->add_output();
+  out->set_name("out");
+  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
 }
 
 }  // namespace
@@ -79,6 +130,9 @@ std::vector<KernelCase> kernel_cases(bool smoke_only) {
       // Row kernels: attention scores of vit/bert, the layernorms.
       rows("softmax_12x197x197", "Softmax", {12, 197, 197}), rows("softmax_12x128x128", "Softmax", {12, 128, 128}),
       rows("layernorm_197x768", "LayerNormalization", {197, 768}),
+      // Whole attention: vit_b_16 (197 tokens), bert-base at 128, a swin_t
+      // stage-1 batch of windows (64 windows x 3 heads, 49 tokens, d 32).
+      attention(12, 197, 64), attention(12, 128, 64), attention(192, 49, 32), attention(2, 16, 8, true),
       rows("softmax_4x64", "Softmax", {4, 64}, true), rows("layernorm_4x64", "LayerNormalization", {4, 64}, true),
       // Memory-bound: 64 MiB of fp32 per operand.
       elementwise("Relu", 16 << 20), elementwise("Add", 16 << 20), elementwise("Relu", 4096, true),
@@ -105,6 +159,10 @@ std::string case_model(const KernelCase& c) {
     t->set_elem_type(onnx::TensorProto::FLOAT);
     for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
   };
+  if (c.op == "Attention") {
+    add_attention_nodes(c, g, declare);
+    return m.SerializeAsString();
+  }
   onnx::NodeProto* node = g->add_node();
   node->set_op_type(c.op);
   node->set_name(c.name);

@@ -16,7 +16,7 @@ using Shape = std::vector<int64_t>;
 
 struct KernelCase {
   std::string name;               // "gemm_m197_n768_k768", unique
-  std::string op;                 // ONNX op type
+  std::string op;                 // ONNX op type, or "Attention" (a graph)
   std::vector<Shape> inputs;      // graph inputs, in the op's input order
   std::vector<Shape> weights;     // initializers after the inputs (random)
   std::map<std::string, std::vector<int64_t>> ints;  // integer(-list) attributes
@@ -28,7 +28,9 @@ struct KernelCase {
 std::vector<KernelCase> kernel_cases(bool smoke_only);
 
 // Serialized ONNX ModelProto (opset 17) running the case's one op, inputs
-// named in0, in1, ..., weights w0, w1, ..., the output `out`.
+// named in0, in1, ..., weights w0, w1, ..., the output `out`; the
+// "Attention" case is a small graph instead (inputs q, k, v: Transpose,
+// MatMul, Mul by the scale, Softmax, MatMul).
 std::string case_model(const KernelCase& c);
 
 // The case list as JSON (for bench/kernels/torch_kernels.py, which runs the

@@ -33,6 +33,8 @@ def make_op(case, dtype):
         return lambda: torch.softmax(xs[0], dim=-1)
     if op == "LayerNormalization":
         return lambda: F.layer_norm(xs[0], (xs[0].shape[-1],), ws[0], ws[1])
+    if op == "Attention":
+        return lambda: F.scaled_dot_product_attention(xs[0], xs[1], xs[2])
     if op == "Add":
         return lambda: torch.add(xs[0], xs[1])
     if op == "Relu":
