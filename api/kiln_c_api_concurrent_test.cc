@@ -323,7 +323,7 @@ TEST_F(CApiConcurrentTest, ThreadsRunAndSubmitOneShapeAtOnce) {
 // inside the host's bracket of the call, on the one queue a wrapped device
 // gives. Whether runs overlap is not asserted: lavapipe has one queue and
 // runs on the CPU, and overlap is a benchmark figure (kiln bench
-// --concurrent, whose computation kiln_bench_concurrent_test checks).
+// --concurrent, whose computation kiln_overlap_test checks).
 TEST_F(CApiConcurrentTest, RunStatsGiveEachRunsDeviceInterval) {
   ASSERT_TRUE(device().enabled().calibrated_timestamps)
       << "the CI device (lavapipe) offers VK_EXT_calibrated_timestamps with the device and monotonic clocks";

@@ -19,28 +19,10 @@
 
 #include "engine/base/status.h"
 #include "kiln/kiln.hpp"
+#include "tools/kiln/overlap.h"
 
 namespace kiln::cli {
 
-struct GpuInterval {
-  int64_t begin_ns = 0;
-  int64_t end_ns = 0;
-};
-
-// What a set of device intervals says about overlap: the time at least one
-// run was on the device (the union), the time at least two were, their
-// ratio, the summed interval lengths over the union (the mean number in
-// flight while any was), and the most at once. Touching intervals (one ends
-// where the next begins) do not overlap. Empty or zero-length input: zeros.
-struct Overlap {
-  double busy_ms = 0;
-  double overlapped_ms = 0;
-  double fraction = 0;
-  double summed_ms = 0;
-  double mean_in_flight = 0;
-  int max_in_flight = 0;
-};
-Overlap compute_overlap(const std::vector<GpuInterval>& intervals);
 
 // One timed run of the concurrent phase.
 struct ConcurrentRun {

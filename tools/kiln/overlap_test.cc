@@ -1,7 +1,7 @@
-// compute_overlap (bench_concurrent.h): the overlap figures `kiln bench
+// compute_overlap (overlap.h): the overlap figures `kiln bench
 // --concurrent` reports, from synthetic device intervals whose answers are
 // known.
-#include "tools/kiln/bench_concurrent.h"
+#include "tools/kiln/overlap.h"
 
 #include <gtest/gtest.h>
 
