@@ -179,6 +179,9 @@ Status run_concurrent(api::Session& session, const std::vector<std::vector<api::
   for (const ConcurrentRun& r : concurrent.runs) queues.insert(r.queue);
   out.queues.assign(queues.begin(), queues.end());
   out.runs = std::move(concurrent.runs);
+  // In device order (the threads recorded them in completion order).
+  std::stable_sort(out.runs.begin(), out.runs.end(),
+                   [](const ConcurrentRun& a, const ConcurrentRun& b) { return a.gpu.begin_ns < b.gpu.begin_ns; });
   out.wall_begin_ns = concurrent.wall_begin_ns;
   out.wall_end_ns = concurrent.wall_end_ns;
   return Status();
@@ -224,8 +227,8 @@ std::string concurrent_json(const ConcurrentResult& r) {
   w.key("runs_per_s").number(r.concurrent_runs_per_s).key("overlap"), overlap(r.concurrent);
   w.end_object();
   w.newline().key("speedup").number(r.sequential_runs_per_s > 0 ? r.concurrent_runs_per_s / r.sequential_runs_per_s : 0);
-  // Each concurrent run: thread, queue, and its device interval relative to
-  // the phase's start (ms), for a timeline plot.
+  // Each concurrent run in device order: thread, queue, and its device
+  // interval relative to the phase's start (ms), for a timeline plot.
   w.newline().key("runs").begin_array();
   for (const ConcurrentRun& run : r.runs) {
     w.newline().begin_object().key("thread").number(run.thread).key("queue").number(run.queue);
