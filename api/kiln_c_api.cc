@@ -278,9 +278,53 @@ kiln_backend_t kiln_session_backend(const kiln_session_t* session) {
   return session->engine->backend() == "reference" ? KILN_BACKEND_REFERENCE : KILN_BACKEND_PLUGIN;
 }
 
+namespace {
+
+// kiln_run_stats_t from `s`, each field only when the caller's struct_size
+// holds it (the size was checked to cover kernel_timings).
+void fill_c_run_stats(const kiln_session_t& session, const kiln::runtime::RunStats& s, kiln_run_stats_t* out_stats) {
+  out_stats->wall_ms = s.wall_ms;
+  // Vulkan, and a backend plugin's device time (profiled runs; ABI 1.5).
+  const bool device = session.engine->backend() != "reference";
+  out_stats->gpu_ms = device ? s.gpu_ms : -1;
+  out_stats->dispatches = s.dispatches;
+  out_stats->fallbacks = s.fallbacks;
+  out_stats->recorded = s.recorded ? 1 : 0;
+  out_stats->kernel_timings = static_cast<uint32_t>(s.kernels.size());
+  // Fields past an older caller's struct_size are left alone.
+  if (out_stats->struct_size >= offsetof(kiln_run_stats_t, activation_bytes) + sizeof(out_stats->activation_bytes)) {
+    out_stats->device_bytes = s.device_bytes;
+    out_stats->activation_bytes = s.activation_bytes;
+  }
+  if (out_stats->struct_size >= offsetof(kiln_run_stats_t, fused_dispatches) + sizeof(out_stats->fused_dispatches)) {
+    out_stats->bytes_read = s.bytes_read;
+    out_stats->bytes_written = s.bytes_written;
+    out_stats->fused_dispatches = s.fused_dispatches;
+  }
+  if (out_stats->struct_size >= offsetof(kiln_run_stats_t, queue) + sizeof(out_stats->queue)) {
+    out_stats->gpu_begin_ns = device ? s.gpu_begin_ns : 0;
+    out_stats->gpu_end_ns = device ? s.gpu_end_ns : 0;
+    out_stats->queue = s.queue;
+  }
+}
+
+bool run_stats_size_ok(const kiln_run_stats_t* out_stats) {
+  return out_stats->struct_size >= offsetof(kiln_run_stats_t, kernel_timings) + sizeof(out_stats->kernel_timings);
+}
+
+}  // namespace
+
 kiln_status_t* kiln_session_run(kiln_session_t* session, const kiln_tensor_t* const* inputs, size_t input_count,
                                 kiln_tensor_t** out_outputs, size_t output_count) {
+  return kiln_session_run_with_stats(session, inputs, input_count, out_outputs, output_count, nullptr);
+}
+
+kiln_status_t* kiln_session_run_with_stats(kiln_session_t* session, const kiln_tensor_t* const* inputs,
+                                           size_t input_count, kiln_tensor_t** out_outputs, size_t output_count,
+                                           kiln_run_stats_t* out_stats) {
   if (!session) return null_arg("session");
+  if (out_stats && !run_stats_size_ok(out_stats))
+    return make_status(KILN_INVALID_ARGUMENT, "kiln_run_stats_t.struct_size is too small");
   kiln::runtime::VulkanModel* vulkan = session->vulkan_model();
   if (input_count && !inputs && !vulkan) return null_arg("inputs");
   if (!out_outputs) return null_arg("out_outputs");
@@ -311,6 +355,7 @@ kiln_status_t* kiln_session_run(kiln_session_t* session, const kiln_tensor_t* co
     out = session->engine->run(in, &stats);
   }
   if (!out.ok()) return to_c(out.status());
+  if (out_stats) fill_c_run_stats(*session, stats, out_stats);
   {
     std::lock_guard<std::mutex> lock(session->stats_mutex);
     session->last = std::move(stats);
@@ -368,28 +413,10 @@ size_t kiln_session_node_count(const kiln_session_t* session) {
 kiln_status_t* kiln_session_last_run_stats(const kiln_session_t* session, kiln_run_stats_t* out_stats) {
   if (!session) return null_arg("session");
   if (!out_stats) return null_arg("out_stats");
-  if (out_stats->struct_size < offsetof(kiln_run_stats_t, kernel_timings) + sizeof(out_stats->kernel_timings))
-    return make_status(KILN_INVALID_ARGUMENT, "kiln_run_stats_t.struct_size is too small");
+  if (!run_stats_size_ok(out_stats)) return make_status(KILN_INVALID_ARGUMENT, "kiln_run_stats_t.struct_size is too small");
   std::lock_guard<std::mutex> lock(session->stats_mutex);
   if (!session->has_last) return make_status(KILN_FAILED_PRECONDITION, "the session has not run yet");
-  const kiln::runtime::RunStats& s = session->last;
-  out_stats->wall_ms = s.wall_ms;
-  // Vulkan, and a backend plugin's device time (profiled runs; ABI 1.5).
-  out_stats->gpu_ms = session->engine->backend() != "reference" ? s.gpu_ms : -1;
-  out_stats->dispatches = s.dispatches;
-  out_stats->fallbacks = s.fallbacks;
-  out_stats->recorded = s.recorded ? 1 : 0;
-  out_stats->kernel_timings = static_cast<uint32_t>(s.kernels.size());
-  // Fields past an older caller's struct_size are left alone.
-  if (out_stats->struct_size >= offsetof(kiln_run_stats_t, activation_bytes) + sizeof(out_stats->activation_bytes)) {
-    out_stats->device_bytes = s.device_bytes;
-    out_stats->activation_bytes = s.activation_bytes;
-  }
-  if (out_stats->struct_size >= offsetof(kiln_run_stats_t, fused_dispatches) + sizeof(out_stats->fused_dispatches)) {
-    out_stats->bytes_read = s.bytes_read;
-    out_stats->bytes_written = s.bytes_written;
-    out_stats->fused_dispatches = s.fused_dispatches;
-  }
+  fill_c_run_stats(*session, session->last, out_stats);
   return nullptr;
 }
 

@@ -24,6 +24,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -70,7 +71,15 @@ class CApiConcurrentTest : public kiln::vk::testing::VulkanTest {
     f12.timelineSemaphore = VK_TRUE;
     VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     features.pNext = &f12;
-    e = VulkanDevice::wrap(kiln::capi::testing::host_device(instance(), device(), &features), host_);
+    kiln_vulkan_host_device_t host = kiln::capi::testing::host_device(instance(), device(), &features);
+    // Calibrated timestamps (the runs' device intervals), as the test
+    // device enabled them.
+    static const char* const kCalibrated[] = {VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME};
+    if (device().enabled().calibrated_timestamps) {
+      host.enabled_extensions = kCalibrated;
+      host.enabled_extension_count = 1;
+    }
+    e = VulkanDevice::wrap(host, host_);
     ASSERT_FALSE(e) << e.message();
   }
   void TearDown() override {
@@ -306,6 +315,76 @@ TEST_F(CApiConcurrentTest, ThreadsRunAndSubmitOneShapeAtOnce) {
   EXPECT_EQ(m.run_slots, static_cast<uint32_t>(kThreads));
   EXPECT_GT(m.per_run_bytes, 0u);
   EXPECT_LE(m.activation_bytes + m.staging_bytes, kThreads * m.per_run_bytes);
+}
+
+// kiln_session_run_with_stats from several threads at once: every run's
+// outputs equal a single run's, and its device interval (calibrated GPU
+// timestamps on the host's steady clock) is well formed: begin <= end,
+// inside the host's bracket of the call, on the one queue a wrapped device
+// gives. Whether runs overlap is not asserted: lavapipe has one queue and
+// runs on the CPU, and overlap is a benchmark figure (kiln bench
+// --concurrent, whose computation kiln_overlap_test checks).
+TEST_F(CApiConcurrentTest, RunStatsGiveEachRunsDeviceInterval) {
+  ASSERT_TRUE(device().enabled().calibrated_timestamps)
+      << "the CI device (lavapipe) offers VK_EXT_calibrated_timestamps with the device and monotonic clocks";
+  constexpr int kThreads = 3, kRounds = 3;
+  Session session;
+  ASSERT_NO_FATAL_FAILURE(create(session, kThreads));
+  std::vector<std::vector<float>> want;
+  for (int k = 0; k < kThreads * kRounds; ++k) want.push_back(run(session, k));
+  struct Record {
+    int64_t call_begin = 0, call_end = 0;
+    kiln_run_stats_t stats{};
+    bool outputs_match = false;
+    std::string error;
+  };
+  std::vector<Record> records(kThreads * kRounds);
+  const auto now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  std::atomic<int> arrived{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      arrived.fetch_add(1);
+      while (arrived.load() < kThreads) std::this_thread::yield();
+      for (int r = 0; r < kRounds; ++r) {
+        const int k = t * kRounds + r;
+        Record& rec = records[static_cast<size_t>(k)];
+        Tensor x = input(k);
+        std::vector<Tensor> out;
+        rec.call_begin = now_ns();
+        Error e = session.run({&x}, 1, out, &rec.stats);
+        rec.call_end = now_ns();
+        if (e) {
+          rec.error = e.to_string();
+          return;
+        }
+        rec.outputs_match = values(out[0]) == want[static_cast<size_t>(k)];
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (size_t k = 0; k < records.size(); ++k) {
+    const Record& rec = records[k];
+    SCOPED_TRACE("input " + std::to_string(k));
+    ASSERT_EQ(rec.error, "");
+    EXPECT_TRUE(rec.outputs_match);
+    EXPECT_GT(rec.stats.gpu_ms, 0);
+    EXPECT_GT(rec.stats.gpu_begin_ns, 0);
+    EXPECT_LE(rec.stats.gpu_begin_ns, rec.stats.gpu_end_ns);
+    EXPECT_GE(rec.stats.gpu_begin_ns, rec.call_begin);
+    EXPECT_LE(rec.stats.gpu_end_ns, rec.call_end);
+    EXPECT_EQ(rec.stats.queue, 0u);  // a wrapped device: the host's one queue
+  }
+  // A struct_size too small for the fields every version has is refused.
+  kiln_run_stats_t tiny{};
+  tiny.struct_size = 8;
+  Tensor x = input(0);
+  const kiln_tensor_t* in[] = {x.get()};
+  kiln_tensor_t* y = nullptr;
+  Error e(kiln_session_run_with_stats(session.get(), in, 1, &y, 1, &tiny));
+  EXPECT_EQ(e.code(), KILN_INVALID_ARGUMENT) << e.message();
 }
 
 }  // namespace

@@ -111,7 +111,10 @@ std::string session_json(const kiln_session_t& s) {
 std::string run_json(const kiln::runtime::RunStats& s) {
   JsonWriter w;
   w.begin_object();
-  w.key("gpu_ms").number(s.gpu_ms).key("dispatches").number(s.dispatches).key("fallbacks").number(s.fallbacks);
+  w.key("gpu_ms").number(s.gpu_ms);
+  // The device interval on the host's steady clock (0: unknown) and queue.
+  w.key("gpu_begin_ns").number(s.gpu_begin_ns).key("gpu_end_ns").number(s.gpu_end_ns).key("queue").number(s.queue);
+  w.key("dispatches").number(s.dispatches).key("fallbacks").number(s.fallbacks);
   w.key("fused_dispatches").number(s.fused_dispatches);
   w.key("bytes_read").number(s.bytes_read).key("bytes_written").number(s.bytes_written);
   w.key("recorded").boolean(s.recorded).key("shader_compiles").number(s.shader_compiles);

@@ -13,4 +13,6 @@ cd "$build"
 # this a machine that lost lavapipe would pass the Vulkan suite by skipping
 # it (platform/vulkan/vk_test_requirement.h). KILN_REQUIRE_VULKAN=0 relaxes it.
 export KILN_REQUIRE_VULKAN=${KILN_REQUIRE_VULKAN:-1}
+# The same for the OpenCL backend's tests and PoCL (plugins/opencl/cl_test_requirement.h).
+export KILN_REQUIRE_OPENCL=${KILN_REQUIRE_OPENCL:-1}
 ctest --output-on-failure --timeout 1500 -j "$(nproc)" "$@"

@@ -35,6 +35,19 @@ struct RunStats {
   // Whole command buffers on the GPU; -1 without timestamps. Profiled, from
   // the end of the input uploads to the last kernel.
   double gpu_ms = -1;
+  // The run's device interval, on the host's steady clock (ns since
+  // std::chrono::steady_clock's epoch) so that runs on different queues,
+  // and host times, compare: from the first command buffer's opening
+  // timestamp (written once the queue's earlier work is done) to the last
+  // one's closing timestamp (with profile on, the last kernel's). Host
+  // steps between segments lie inside it. Both 0 when unknown: no
+  // timestamps, or no calibrated clock (vk::DeviceClock needs
+  // VK_EXT_calibrated_timestamps).
+  int64_t gpu_begin_ns = 0;
+  int64_t gpu_end_ns = 0;
+  // The device queue the run was submitted to (its run slot's: slot s
+  // takes queue s mod the device's queue count).
+  uint32_t queue = 0;
   uint32_t dispatches = 0;     // dispatches submitted (an If's untaken branch: none; a Loop's body: per iteration)
   uint32_t fused_dispatches = 0;  // of them, dispatches of fused kernels (is_fused_kernel)
   // Global memory the dispatches moved, profile or not: per dispatch, every

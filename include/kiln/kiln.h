@@ -358,6 +358,20 @@ typedef struct kiln_run_stats_t {
   /* \since 0.2. Of `dispatches`, those of fused kernels (a name that starts
    * with "fused" or contains '+'). */
   uint32_t fused_dispatches;
+  /* \since 0.2. The run's device interval on the host's monotonic clock
+   * (CLOCK_MONOTONIC, i.e. std::chrono::steady_clock; ns): from the first
+   * command buffer's opening timestamp (written once the queue's earlier
+   * work is done) to the last one's closing timestamp. Runs on different
+   * queues compare. Both 0 when unknown: no timestamps, or the device lacks
+   * VK_EXT_calibrated_timestamps (device timestamps are then not converted
+   * rather than guessed). */
+  int64_t gpu_begin_ns;
+  int64_t gpu_end_ns;
+  /* \since 0.2. The device queue the run was submitted to: run slot s uses
+   * queue s mod the number of queues Kiln opened on the device (every queue
+   * of its compute family, up to 16; a wrapped device's one queue), so runs
+   * of different slots on different queues may execute at once. */
+  uint32_t queue;
 } kiln_run_stats_t;
 
 /* One kernel's GPU time in the last run (profile on). Names are truncated
@@ -372,6 +386,19 @@ typedef struct kiln_kernel_timing_t {
   uint64_t bytes_read;
   uint64_t bytes_written;
 } kiln_kernel_timing_t;
+
+/* \since 0.2. kiln_session_run that also gives this run's statistics in
+ * `out_stats` (may be NULL; set its struct_size), as
+ * kiln_session_last_run_stats would right after the call, but for this call
+ * even while other threads run the session at once (max_concurrent_runs),
+ * when "the last run" may be another thread's. kernel_timings counts this
+ * run's profile, which kiln_session_kernel_timing reads only while it is
+ * the last run. Errors: as kiln_session_run; INVALID_ARGUMENT for a
+ * struct_size too small. */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_session_run_with_stats(kiln_session_t* session,
+                                                                   const kiln_tensor_t* const* inputs,
+                                                                   size_t input_count, kiln_tensor_t** out_outputs,
+                                                                   size_t output_count, kiln_run_stats_t* out_stats);
 
 /* Errors: FAILED_PRECONDITION before the first successful run. */
 KILN_API KILN_NODISCARD kiln_status_t* kiln_session_last_run_stats(const kiln_session_t* session,

@@ -350,11 +350,18 @@ class Session {
 
   // Runs with `inputs` in model order (nullptr for inputs bound to Vulkan
   // buffers); fills `outputs` in model order (empty for bound outputs).
-  Error run(const std::vector<const Tensor*>& inputs, size_t output_count, std::vector<Tensor>& outputs) {
+  // With `stats`, this run's numbers (kiln_session_run_with_stats: right
+  // even while other threads run the session).
+  Error run(const std::vector<const Tensor*>& inputs, size_t output_count, std::vector<Tensor>& outputs,
+            kiln_run_stats_t* stats = nullptr) {
     std::vector<const kiln_tensor_t*> in;
     for (const Tensor* t : inputs) in.push_back(t ? t->get() : nullptr);
     std::vector<kiln_tensor_t*> out(output_count, nullptr);
-    Error e(kiln_session_run(s_, in.data(), in.size(), out.data(), out.size()));
+    if (stats) {
+      *stats = kiln_run_stats_t{};
+      stats->struct_size = sizeof(*stats);
+    }
+    Error e(kiln_session_run_with_stats(s_, in.data(), in.size(), out.data(), out.size(), stats));
     if (!e) {
       outputs.clear();
       for (kiln_tensor_t* t : out) outputs.emplace_back(t);

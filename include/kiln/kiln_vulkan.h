@@ -341,10 +341,17 @@ KILN_API void kiln_session_forget_vulkan_image(kiln_session_t* session, VkImage 
  * per_run_bytes). Synchronization: a slot's submissions run one after
  * another on its own timeline; submissions of different slots are not
  * ordered against each other by Kiln (order them with sync semaphores if
- * they must be). Every slot submits to the session's one queue, where each
- * run's entry barrier (ALL_COMMANDS -> COMPUTE_SHADER) still makes the
- * device execute them one after another; what the slots remove is the
- * CPU-side serialization and the shared staging. Tickets then encode the
+ * they must be). Queues: on a device Kiln created (kiln_vulkan_device_create),
+ * slot s submits to queue s mod Q, Q being every queue of its compute
+ * family up to 16 (NVIDIA: 16; lavapipe: 1), so runs of slots on different
+ * queues execute on the device at once; slots sharing a queue (and every
+ * slot of a wrapped host device, which gives Kiln its one queue) still run
+ * one after another there, each run's entry barrier (ALL_COMMANDS ->
+ * COMPUTE_SHADER) waiting for the queue's earlier work: what the slots
+ * remove there is the CPU-side serialization and the shared staging.
+ * kiln_run_stats_t.queue says which queue a run used, gpu_begin_ns and
+ * gpu_end_ns its device interval (kiln_session_run_with_stats gives a
+ * call its own statistics while other threads run). Tickets then encode the
  * slot (slot timeline value * N + slot) and are no values of one semaphore:
  * kiln_session_timeline is FAILED_PRECONDITION, and a host that must wait
  * on the GPU passes a semaphore of its own in sync->signals.

@@ -57,6 +57,21 @@ bool contains(const std::vector<std::string>& list, const char* name) {
   return std::find(list.begin(), list.end(), name) != list.end();
 }
 
+// Whether VK_EXT_calibrated_timestamps offers the two time domains
+// DeviceClock reads (the extension is listed in `ext`).
+bool calibrateable(const InstanceTable& fn, VkPhysicalDevice pd, const std::vector<std::string>& ext) {
+  if (!contains(ext, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME) ||
+      fn.vkGetPhysicalDeviceCalibrateableTimeDomainsEXT == nullptr)
+    return false;
+  uint32_t count = 0;
+  if (fn.vkGetPhysicalDeviceCalibrateableTimeDomainsEXT(pd, &count, nullptr) != VK_SUCCESS) return false;
+  std::vector<VkTimeDomainEXT> domains(count);
+  if (fn.vkGetPhysicalDeviceCalibrateableTimeDomainsEXT(pd, &count, domains.data()) != VK_SUCCESS) return false;
+  domains.resize(count);
+  auto has = [&](VkTimeDomainEXT d) { return std::find(domains.begin(), domains.end(), d) != domains.end(); };
+  return has(VK_TIME_DOMAIN_DEVICE_EXT) && has(VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT);
+}
+
 std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -322,14 +337,20 @@ StatusOr<std::unique_ptr<Device>> Device::create(const Instance& instance, const
   if (shape.cm_nv) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   if (shape.atomic_float) extensions.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
   if (caps.memory_budget) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  const bool calibrated = calibrateable(ifn, pd, ext);
+  if (calibrated) extensions.push_back(VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME);
   // Required by the spec whenever the device advertises it (MoltenVK).
   if (caps.has_extension_portability_subset) extensions.push_back("VK_KHR_portability_subset");
 
-  float priority = 1.0f;
+  // Every queue of the family (up to kMaxQueues), at one priority: run
+  // slots take them in turn, so runs on different queues need no barrier
+  // between them and may execute together.
+  self->created_queue_count_ = std::min(families[self->queue_family_].queueCount, kMaxQueues);
+  const std::vector<float> priorities(self->created_queue_count_, 1.0f);
   VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   queue_info.queueFamilyIndex = self->queue_family_;
-  queue_info.queueCount = 1;
-  queue_info.pQueuePriorities = &priority;
+  queue_info.queueCount = self->created_queue_count_;
+  queue_info.pQueuePriorities = priorities.data();
   VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   info.pNext = &en.f2;
   info.queueCreateInfoCount = 1;
@@ -357,6 +378,7 @@ StatusOr<std::unique_ptr<Device>> Device::create(const Instance& instance, const
   e.cooperative_matrix_nv = shape.cm_nv && en.cm_nv.cooperativeMatrix == VK_TRUE;
   e.buffer_float32_atomic_add = shape.atomic_float && en.atomic_float.shaderBufferFloat32AtomicAdd == VK_TRUE;
   e.memory_budget = caps.memory_budget;
+  e.calibrated_timestamps = calibrated;
   clamp_to_capabilities(caps, &e);
 
   KILN_RETURN_IF_ERROR(self->finish_init());
@@ -405,6 +427,9 @@ StatusOr<std::unique_ptr<Device>> Device::wrap(const HostVulkanHandles& host) {
   self->device_ = host.device;
   self->enabled_ = features_from_host_chain(host.enabled_features);
   self->enabled_.memory_budget = contains(host.enabled_extensions, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  self->enabled_.calibrated_timestamps =
+      contains(host.enabled_extensions, VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME) &&
+      calibrateable(ifn, host.physical_device, host.enabled_extensions);
   if (!contains(host.enabled_extensions, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
     self->enabled_.cooperative_matrix_khr = false;
   }
@@ -415,8 +440,10 @@ StatusOr<std::unique_ptr<Device>> Device::wrap(const HostVulkanHandles& host) {
   KILN_RETURN_IF_ERROR_CTX(self->finish_init(), "wrapping the host VkDevice");
   // vkGetDeviceQueue is only valid for queues the host created; fetched after
   // the table is loaded.
-  self->fn_.vkGetDeviceQueue(self->device_, host.queue_family_index, host.queue_index, &self->queue_);
-  if (self->queue_ == VK_NULL_HANDLE) {
+  VkQueue queue = VK_NULL_HANDLE;
+  self->fn_.vkGetDeviceQueue(self->device_, host.queue_family_index, host.queue_index, &queue);
+  self->queues_.assign(1, queue);
+  if (queue == VK_NULL_HANDLE) {
     return invalid_argument("HostVulkanHandles: the host device has no queue " + std::to_string(host.queue_index) +
                             " in family " + std::to_string(host.queue_family_index));
   }
@@ -429,9 +456,14 @@ Status Device::finish_init() {
   if (fn_.vkGetDeviceQueue == nullptr || fn_.vkCreateBuffer == nullptr || fn_.vkCmdDispatch == nullptr) {
     return unavailable("the Vulkan device does not expose its core entry points through vkGetDeviceProcAddr");
   }
-  if (!borrowed_) fn_.vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+  if (!borrowed_) {
+    queues_.assign(created_queue_count_, VK_NULL_HANDLE);
+    for (uint32_t q = 0; q < created_queue_count_; ++q) fn_.vkGetDeviceQueue(device_, queue_family_, q, &queues_[q]);
+  }
   std::vector<VkQueueFamilyProperties> families = queue_families(ifn, physical_device_);
   timestamp_valid_bits_ = families[queue_family_].timestampValidBits;
+  if (enabled_.calibrated_timestamps)
+    clock_.enable(device_, fn_.vkGetCalibratedTimestampsEXT, caps_.timestamp_period_ns, timestamp_valid_bits_);
   ifn.vkGetPhysicalDeviceMemoryProperties(physical_device_, &memory_properties_);
 
   VkSamplerCreateInfo sampler_info{VK_STRUCTURE_TYPE_SAMPLER_CREATE_INFO};
@@ -454,28 +486,38 @@ Device::~Device() {
     }
     return;
   }
-  if (queue_ != VK_NULL_HANDLE && !borrowed_) {
+  if (!borrowed_) {
     // Best effort: a lost device returns an error here, which changes nothing.
     // A borrowed queue is left alone: Kiln's own submissions were all waited
     // for, and the host may be using the queue.
-    std::lock_guard<std::mutex> lock(queue_mutex_);
-    (void)fn_.vkQueueWaitIdle(queue_);
+    for (size_t q = 0; q < queues_.size(); ++q) {
+      if (queues_[q] == VK_NULL_HANDLE) continue;
+      std::lock_guard<std::mutex> lock(queue_mutexes_[q]);
+      (void)fn_.vkQueueWaitIdle(queues_[q]);
+    }
   }
   if (sampler_ != VK_NULL_HANDLE) fn_.vkDestroySampler(device_, sampler_, nullptr);
   if (!borrowed_) fn_.vkDestroyDevice(device_, nullptr);
 }
 
-Status Device::queue_submit(uint32_t count, const VkSubmitInfo* submits, VkFence fence) {
+Status Device::queue_submit(uint32_t count, const VkSubmitInfo* submits, VkFence fence, uint32_t queue_index) {
   KILN_RETURN_IF_ERROR(status());
-  std::lock_guard<std::mutex> lock(queue_mutex_);
-  return check(call_unless_fault(FaultSite::kSubmission, [&] { return fn_.vkQueueSubmit(queue_, count, submits, fence); }),
+  if (queue_index >= queues_.size())
+    return invalid_argument("queue " + std::to_string(queue_index) + " of a device with " +
+                            std::to_string(queues_.size()) + " queues");
+  std::lock_guard<std::mutex> lock(queue_mutexes_[queue_index]);
+  VkQueue queue = queues_[queue_index];
+  return check(call_unless_fault(FaultSite::kSubmission, [&] { return fn_.vkQueueSubmit(queue, count, submits, fence); }),
                "vkQueueSubmit");
 }
 
 Status Device::wait_idle() {
   KILN_RETURN_IF_ERROR(status());
-  std::lock_guard<std::mutex> lock(queue_mutex_);
-  return check(fn_.vkQueueWaitIdle(queue_), "vkQueueWaitIdle");
+  for (size_t q = 0; q < queues_.size(); ++q) {
+    std::lock_guard<std::mutex> lock(queue_mutexes_[q]);
+    KILN_RETURN_IF_ERROR(check(fn_.vkQueueWaitIdle(queues_[q]), "vkQueueWaitIdle"));
+  }
+  return ok_status();
 }
 
 StatusOr<uint32_t> Device::find_memory_type(uint32_t type_bits, VkMemoryPropertyFlags required,

@@ -17,6 +17,7 @@
 
 #include "engine/base/status.h"
 #include "platform/vulkan/capabilities.h"
+#include "platform/vulkan/device_clock.h"
 #include "platform/vulkan/instance.h"
 #include "platform/vulkan/vk_status.h"
 
@@ -51,6 +52,9 @@ struct EnabledFeatures {
   bool buffer_float32_atomic_add = false;  // VK_EXT_shader_atomic_float: atomicAdd(float) on buffers
   bool shader_integer_dot_product = false;  // Vulkan 1.3 shaderIntegerDotProduct: packed int8 dot products
   bool memory_budget = false;  // VK_EXT_memory_budget enabled
+  // VK_EXT_calibrated_timestamps enabled, with the device and
+  // CLOCK_MONOTONIC time domains (Device::clock()).
+  bool calibrated_timestamps = false;
 };
 
 // What a host hands Kiln to run on its device. All handles are borrowed: they
@@ -76,8 +80,9 @@ struct HostVulkanHandles {
 class Device {
  public:
   // Creates a device on the physical device `options.selector` names, with
-  // one compute queue and every optional feature Kiln uses that the device
-  // supports. `instance` is borrowed and must outlive the Device.
+  // up to kMaxQueues queues of one compute family (as many as the family
+  // has: runs submitted to different queues may execute at once) and every
+  // optional feature Kiln uses that the device supports. `instance` is borrowed and must outlive the Device.
   // Errors: kNotFound (no device matches; the message lists the devices),
   // kUnavailable (no Vulkan device, device older than 1.1, no compute queue),
   // VkResult errors from vkCreateDevice.
@@ -105,11 +110,19 @@ class Device {
   VkDevice handle() const { return device_; }
   VkPhysicalDevice physical_device() const { return physical_device_; }
   uint32_t queue_family() const { return queue_family_; }
-  VkQueue queue() const { return queue_; }
+  // The first queue (a wrapped device's only one: the host's).
+  VkQueue queue() const { return queues_.empty() ? VK_NULL_HANDLE : queues_[0]; }
+  // How many queues of queue_family() Kiln may submit to: 1 for a wrapped
+  // device, else min(the family's queueCount, kMaxQueues).
+  uint32_t queue_count() const { return static_cast<uint32_t>(queues_.size()); }
+  static constexpr uint32_t kMaxQueues = 16;
   bool borrowed() const { return borrowed_; }
   uint32_t api_version() const { return caps_.api_version; }
   // Valid bits of timestamps on this device's queue; 0 = no timestamps.
   uint32_t timestamp_valid_bits() const { return timestamp_valid_bits_; }
+  // Converts timestamps of any of the device's queues to the host's steady
+  // clock (available() only with calibrated_timestamps). Thread-safe.
+  DeviceClock& clock() const { return clock_; }
 
   // The device's own dispatch table; never call Vulkan device functions
   // through anything else. Immutable after construction, so thread-safe.
@@ -127,11 +140,12 @@ class Device {
   // Thread-safe.
   Status check(VkResult result, std::string_view what) { return sticky_.check(result, what); }
 
-  // vkQueueSubmit under the device's queue lock (Vulkan requires external
-  // synchronization of a queue). A host sharing a wrapped queue must not
-  // submit to it concurrently with Kiln. Thread-safe.
-  Status queue_submit(uint32_t count, const VkSubmitInfo* submits, VkFence fence);
-  // vkQueueWaitIdle under the queue lock. Thread-safe.
+  // vkQueueSubmit to queue `queue_index` (< queue_count()) under that
+  // queue's lock (Vulkan requires external synchronization of a queue). A
+  // host sharing a wrapped queue must not submit to it concurrently with
+  // Kiln. Thread-safe.
+  Status queue_submit(uint32_t count, const VkSubmitInfo* submits, VkFence fence, uint32_t queue_index = 0);
+  // vkQueueWaitIdle on every queue, each under its lock. Thread-safe.
   Status wait_idle();
 
   // The index of a memory type allowed by `type_bits` that has all of
@@ -154,8 +168,9 @@ class Device {
   const Instance* instance_ = nullptr;
   VkPhysicalDevice physical_device_ = VK_NULL_HANDLE;
   VkDevice device_ = VK_NULL_HANDLE;
-  VkQueue queue_ = VK_NULL_HANDLE;
+  std::vector<VkQueue> queues_;
   uint32_t queue_family_ = 0;
+  uint32_t created_queue_count_ = 1;  // queues vkCreateDevice made (create())
   uint32_t timestamp_valid_bits_ = 0;
   bool borrowed_ = false;
   VolkDeviceTable fn_{};
@@ -164,7 +179,8 @@ class Device {
   VkPhysicalDeviceMemoryProperties memory_properties_{};
   VkSampler sampler_ = VK_NULL_HANDLE;
   StickyStatus sticky_;
-  std::mutex queue_mutex_;
+  mutable DeviceClock clock_;
+  std::unique_ptr<std::mutex[]> queue_mutexes_{new std::mutex[kMaxQueues]};
 };
 
 }  // namespace kiln::vk

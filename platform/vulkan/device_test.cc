@@ -242,5 +242,45 @@ TEST(VulkanInstanceTest, RejectsTooOldApiVersion) {
   EXPECT_NE(inst.status().message().find("1.1"), std::string::npos);
 }
 
+// Submitter::wait_before_next: the next submission (only it) waits on the
+// GPU for another timeline -- how a run slot on a second queue waits for
+// the weights the first slot's queue wrote. Here the "other queue" is the
+// host, which signals the semaphore itself.
+TEST_F(VulkanTest, WaitBeforeNextGatesOnlyTheNextSubmission) {
+  ASSERT_TRUE(device().enabled().timeline_semaphore);
+  auto submitter = Submitter::create(device(), device().queue_count() - 1);
+  ASSERT_TRUE(submitter.ok()) << submitter.status().to_string();
+  EXPECT_EQ((*submitter)->queue_index(), device().queue_count() - 1);
+  VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+  type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+  VkSemaphoreCreateInfo info{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+  info.pNext = &type;
+  VkSemaphore other = VK_NULL_HANDLE;
+  ASSERT_EQ(device().fn().vkCreateSemaphore(device().handle(), &info, nullptr, &other), VK_SUCCESS);
+  auto cmd = (*submitter)->allocate();
+  ASSERT_TRUE(cmd.ok());
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  begin.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
+  ASSERT_EQ(device().fn().vkBeginCommandBuffer(*cmd, &begin), VK_SUCCESS);
+  ASSERT_EQ(device().fn().vkEndCommandBuffer(*cmd), VK_SUCCESS);
+
+  (*submitter)->wait_before_next({other, 1, 0});
+  auto gated = (*submitter)->submit_async({*cmd});
+  ASSERT_TRUE(gated.ok()) << gated.status().to_string();
+  // Not before the other timeline reaches 1.
+  EXPECT_EQ((*submitter)->wait(*gated, 20'000'000).code(), StatusCode::kUnavailable);
+  VkSemaphoreSignalInfo signal{VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO};
+  signal.semaphore = other;
+  signal.value = 1;
+  ASSERT_EQ(device().fn().vkSignalSemaphore(device().handle(), &signal), VK_SUCCESS);
+  EXPECT_TRUE((*submitter)->wait(*gated).ok());
+  // The wait was consumed: the next submission does not wait for value 2.
+  auto next = (*submitter)->submit_async({*cmd});
+  ASSERT_TRUE(next.ok());
+  EXPECT_TRUE((*submitter)->wait(*next, 5'000'000'000ull).ok());
+  submitter->reset();
+  device().fn().vkDestroySemaphore(device().handle(), other, nullptr);
+}
+
 }  // namespace
 }  // namespace kiln::vk

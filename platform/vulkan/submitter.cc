@@ -17,11 +17,11 @@ int64_t steady_ns() {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Submitter>> Submitter::create(Device& device) {
+StatusOr<std::unique_ptr<Submitter>> Submitter::create(Device& device, uint32_t queue_index) {
   KILN_RETURN_IF_ERROR(device.status());
   const VolkDeviceTable& fn = device.fn();
   VkDevice dev = device.handle();
-  std::unique_ptr<Submitter> s(new Submitter(device));
+  std::unique_ptr<Submitter> s(new Submitter(device, queue_index % std::max(device.queue_count(), 1u)));
 
   VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT | VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
@@ -136,6 +136,11 @@ StatusOr<uint64_t> Submitter::submit_locked(const std::vector<VkCommandBuffer>& 
     signal_values.push_back(s.value);
   }
   if (timeline_ != VK_NULL_HANDLE) {
+    for (const SemaphoreUse& w : next_waits_) {
+      wait_semaphores.push_back(w.semaphore);
+      wait_values.push_back(w.value);
+      wait_stages.push_back(w.stage != 0 ? w.stage : VkPipelineStageFlags{VK_PIPELINE_STAGE_ALL_COMMANDS_BIT});
+    }
     // After the previous submission: its signal covers every command before
     // it on the queue, and the wait makes their memory writes visible.
     if (previous > 0) {
@@ -160,7 +165,8 @@ StatusOr<uint64_t> Submitter::submit_locked(const std::vector<VkCommandBuffer>& 
   submit.pCommandBuffers = cmds.data();
   submit.signalSemaphoreCount = static_cast<uint32_t>(signal_semaphores.size());
   submit.pSignalSemaphores = signal_semaphores.data();
-  KILN_RETURN_IF_ERROR(device_.queue_submit(1, &submit, fence_));
+  KILN_RETURN_IF_ERROR(device_.queue_submit(1, &submit, fence_, queue_index_));
+  next_waits_.clear();
   submitted_.store(value, std::memory_order_release);
   last_submit_ns_.store(steady_ns(), std::memory_order_relaxed);
   last_submit_value_.store(value, std::memory_order_relaxed);
@@ -176,6 +182,12 @@ Status Submitter::wait_submitted(uint64_t value) {
   KILN_RETURN_IF_ERROR(device_.check(fn.vkResetFences(device_.handle(), 1, &fence_), "vkResetFences"));
   fence_pending_ = false;
   return ok_status();
+}
+
+void Submitter::wait_before_next(const SemaphoreUse& use) {
+  if (use.semaphore == VK_NULL_HANDLE || timeline_ == VK_NULL_HANDLE) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  next_waits_.push_back(use);
 }
 
 StatusOr<bool> Submitter::reached(uint64_t value) {

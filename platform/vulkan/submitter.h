@@ -40,9 +40,10 @@ struct SubmitSync {
 
 class Submitter {
  public:
-  // `device` is borrowed and must outlive the Submitter.
+  // `device` is borrowed and must outlive the Submitter. Submissions go to
+  // the device's queue `queue_index` (taken modulo Device::queue_count()).
   // Errors: VkResult errors creating the pool, command buffer or semaphore.
-  static StatusOr<std::unique_ptr<Submitter>> create(Device& device);
+  static StatusOr<std::unique_ptr<Submitter>> create(Device& device, uint32_t queue_index = 0);
   ~Submitter();
   Submitter(const Submitter&) = delete;
   Submitter& operator=(const Submitter&) = delete;
@@ -86,6 +87,15 @@ class Submitter {
   // Waits for every submission made so far.
   Status wait_all() { return wait(submitted()); }
 
+  // Makes the next submission (of any kind) also wait for `use` on the GPU:
+  // work of another queue whose memory writes this queue's commands read
+  // (on one queue, submission order and barriers suffice; across queues
+  // only a semaphore orders them). Ignored without timeline semaphores
+  // (then the device has one queue). Thread-safe.
+  void wait_before_next(const SemaphoreUse& use);
+  // The device queue this Submitter submits to.
+  uint32_t queue_index() const { return queue_index_; }
+
   // How long wait() (and so run() and submit()) polls before blocking:
   // kAutoSpin (the default) follows the submissions' durations; see
   // wait_spin.h.
@@ -102,7 +112,7 @@ class Submitter {
   Device& device() const { return device_; }
 
  private:
-  explicit Submitter(Device& device) : device_(device) {}
+  Submitter(Device& device, uint32_t queue_index) : device_(device), queue_index_(queue_index) {}
   // Submits `cmds` with `sync`, signals the next timeline value (or the
   // fence) and returns it. Caller holds mutex_.
   StatusOr<uint64_t> submit_locked(const std::vector<VkCommandBuffer>& cmds, const SubmitSync& sync);
@@ -111,6 +121,8 @@ class Submitter {
   Status wait_submitted(uint64_t value);
 
   Device& device_;
+  const uint32_t queue_index_;
+  std::vector<SemaphoreUse> next_waits_;  // guarded by mutex_; see wait_before_next()
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
   VkSemaphore timeline_ = VK_NULL_HANDLE;

@@ -29,12 +29,12 @@ Status check_range(const Buffer& buffer, size_t size, VkDeviceSize offset, const
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Transfer>> Transfer::create(Device& device, VkDeviceSize staging_bytes) {
+StatusOr<std::unique_ptr<Transfer>> Transfer::create(Device& device, VkDeviceSize staging_bytes, uint32_t queue_index) {
   KILN_RETURN_IF_ERROR(device.status());
   if (staging_bytes == 0) return invalid_argument("Transfer staging size must be positive");
   std::unique_ptr<Transfer> t(new Transfer(device));
   t->staging_cap_ = staging_bytes;
-  KILN_ASSIGN_OR_RETURN(t->submitter_, Submitter::create(device));
+  KILN_ASSIGN_OR_RETURN(t->submitter_, Submitter::create(device, queue_index));
   return t;
 }
 

@@ -26,7 +26,9 @@ class Transfer {
   // `device` is borrowed and must outlive the Transfer. `staging_bytes`
   // bounds the host-visible staging memory (and so the chunk size).
   // Errors: VkResult errors, kNotFound when no host-visible memory exists.
-  static StatusOr<std::unique_ptr<Transfer>> create(Device& device, VkDeviceSize staging_bytes = kDefaultStagingBytes);
+  // `queue_index`: the device queue its submissions go to (Submitter::create).
+  static StatusOr<std::unique_ptr<Transfer>> create(Device& device, VkDeviceSize staging_bytes = kDefaultStagingBytes,
+                                                    uint32_t queue_index = 0);
   ~Transfer();
   Transfer(const Transfer&) = delete;
   Transfer& operator=(const Transfer&) = delete;

@@ -83,6 +83,7 @@ Status load_instance_table(VkInstance instance, PFN_vkGetInstanceProcAddr gipa, 
   load(t.vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR",
        false);
   load(t.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV", false);
+  load(t.vkGetPhysicalDeviceCalibrateableTimeDomainsEXT, "vkGetPhysicalDeviceCalibrateableTimeDomainsEXT", false);
   if (missing != nullptr) {
     return unavailable(std::string("the Vulkan instance does not provide ") + missing +
                        " (Kiln needs an instance created with apiVersion >= 1.1)");

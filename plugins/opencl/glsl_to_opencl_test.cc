@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "plugins/opencl/cl_device.h"
+#include "plugins/opencl/cl_test_requirement.h"
 #include "plugins/opencl/glsl_to_opencl.h"
 
 namespace kiln::opencl {
@@ -53,7 +54,11 @@ TEST(GlslToOpenCl, TranslatesAndRunsWhatThePlannersKernelsUse) {
   EXPECT_NE(code->source.find("float *hi"), std::string::npos) << code->source;
 
   auto device = ClDevice::shared();
-  if (!device.ok()) GTEST_SKIP() << device.status().to_string();
+  if (!device.ok()) {
+    if (kiln::opencl::opencl_required())
+      FAIL() << kiln::opencl::opencl_required_failure(device.status().to_string());
+    GTEST_SKIP() << device.status().to_string();
+  }
   auto kernel = (*device)->create_kernel(code->source, "test shader");
   ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
   const float x[4] = {1.5f, 2.5f, 3.5f, 4.5f};

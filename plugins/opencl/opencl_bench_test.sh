@@ -22,6 +22,11 @@ fast=(--iters 3 --warmup 1 --shape x=2x3)
 
 out=$("$kiln" bench "$m" --backend opencl "${fast[@]}" --json "$tmp/cl.json" --csv "$tmp/cl.csv" 2>&1)
 if grep -q "no OpenCL platform\|no loaded plugin offers a backend named 'opencl'" <<<"$out"; then
+  # Required in CI (cl_test_requirement.h): a lost PoCL must not pass by skipping.
+  if [ "${KILN_REQUIRE_OPENCL:-0}" != 0 ] || [ "${CI:-}" = true ]; then
+    echo "FAIL no OpenCL platform, and KILN_REQUIRE_OPENCL=1 or CI=true require one (set KILN_REQUIRE_OPENCL=0 to skip): $out" | head -5
+    exit 1
+  fi
   echo "skipped: $out" | head -5
   exit 77
 fi

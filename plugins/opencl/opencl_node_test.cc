@@ -11,7 +11,8 @@
 //       model.onnx, input.npy, output.npy from PyTorch) must match as in
 //       tests/models: max|d| <= 1e-3 * max(1, max|ref|)
 //
-// Exit 77 (skipped) when the machine has no OpenCL platform. One process
+// Exit 77 (skipped) when the machine has no OpenCL platform (1 where one is
+// required: KILN_REQUIRE_OPENCL=1 or CI=true, cl_test_requirement.h). One process
 // runs every case: the plugin caches built programs per process, and PoCL
 // compiles each with LLVM.
 #include <algorithm>
@@ -28,6 +29,7 @@
 #include "engine/base/npy.h"
 #include "engine/session/session.h"
 #include "frontends/onnx/onnx_importer.h"
+#include "plugins/opencl/cl_test_requirement.h"
 #include "tests/onnx_node/node_case.h"
 
 namespace {
@@ -103,6 +105,10 @@ int run_zoo(const std::string& dir, const std::vector<std::string>& models) {
   for (const std::string& m : models) {
     const std::string e = run_zoo_model(fs::path(dir) / m);
     if (e.find("no OpenCL platform") != std::string::npos) {
+      if (kiln::opencl::opencl_required()) {
+        std::cout << "FAIL: " << kiln::opencl::opencl_required_failure(e) << "\n";
+        return 1;
+      }
       std::cout << "SKIPPED: " << e << "\n";
       return 77;
     }
@@ -178,6 +184,10 @@ int main(int argc, char** argv) {
     const Result r = run_case(dir);
     // No platform at all: nothing can pass on this machine.
     if (r.message.find("no OpenCL platform") != std::string::npos) {
+      if (kiln::opencl::opencl_required()) {
+        std::cout << "FAIL: " << kiln::opencl::opencl_required_failure(r.message) << "\n";
+        return 1;
+      }
       std::cout << "SKIPPED: " << r.message << "\n";
       return 77;
     }

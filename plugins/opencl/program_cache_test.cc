@@ -13,6 +13,7 @@
 
 #include "engine/base/scoped_env.h"
 #include "plugins/opencl/cl_device.h"
+#include "plugins/opencl/cl_test_requirement.h"
 
 namespace kiln::opencl {
 namespace {
@@ -27,7 +28,11 @@ class ProgramCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto device = ClDevice::shared();
-    if (!device.ok()) GTEST_SKIP() << device.status().to_string();
+    if (!device.ok()) {
+      if (kiln::opencl::opencl_required())
+        FAIL() << kiln::opencl::opencl_required_failure(device.status().to_string());
+      GTEST_SKIP() << device.status().to_string();
+    }
     device_ = *device;
     std::string tmpl = (fs::temp_directory_path() / "kiln-opencl-cache-XXXXXX").string();
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);

@@ -220,7 +220,35 @@ print('ok')"
   fi
   check "vulkan image fp16" 0 "^add_relu +ok" -- "$kiln" bench "$m" --backend vulkan --storage image \
     --precision fp16 "${fast[@]}"
+  # --concurrent: three threads on one session with three run slots, each
+  # output checked against a single run; every run's device interval lies
+  # in the phase's wall bracket. The overlap is reported, not asserted
+  # (lavapipe has one queue), but it must be a fraction computed from
+  # the intervals.
+  check "vulkan --concurrent" 0 "device overlap: >=2 runs in flight [0-9.]+% of" -- "$kiln" bench "$m" \
+    --backend vulkan --validate --iters 4 --warmup 1 --shape x=2x3 --concurrent 3 --json "$tmp/conc.json"
+  check "--concurrent JSON valid" 0 "^ok$" -- "$py" "$checker" "$tmp/conc.json" --models 1 --ok 1
+  check "--concurrent record" 0 "^ok$" -- "$py" -c "
+import json
+c = json.load(open('$tmp/conc.json'))['models'][0]['concurrent']
+assert c['threads'] == 3 and c['runs_per_thread'] == 4 and len(c['runs']) == 12, c
+assert c['mismatches'] == 0 and c['timestamps'] and c['within_wall'], c
+assert sorted({r['thread'] for r in c['runs']}) == [0, 1, 2], c['runs']
+assert all(0 <= r['gpu_begin_ms'] <= r['gpu_end_ms'] <= c['concurrent']['wall_ms'] + 0.05 for r in c['runs']), c['runs']
+o = c['concurrent']['overlap']
+assert 0 <= o['fraction'] <= 1 and o['overlapped_ms'] <= o['busy_ms'] and o['max_in_flight'] >= 1, o
+assert abs(o['summed_ms'] - sum(r['gpu_end_ms'] - r['gpu_begin_ms'] for r in c['runs'])) < 1e-3, o
+assert c['sequential']['overlap']['fraction'] == 0, c['sequential']
+print('ok')"
+  check "no --concurrent: null" 0 "^ok$" -- "$py" -c "
+import json
+assert json.load(open('$tmp/vk.json'))['models'][0]['concurrent'] is None
+print('ok')"
 fi
+check "--concurrent needs Vulkan" 1 "--concurrent needs the Vulkan backend" -- "$kiln" bench "$m" \
+  --backend reference --iters 1 --warmup 0 --shape x=2x3 --concurrent 2
+check "--concurrent range" 1 "--concurrent expects 1 to 64" -- "$kiln" bench "$m" --backend reference \
+  --iters 1 --shape x=2x3 --concurrent 65
 
 # A zoo directory (bench/zoo): NAME/model.onnx with input.npy and output.npy.
 # Without --shape the model's own input.npy is fed, the record is named by

@@ -36,6 +36,7 @@
 #include "engine/base/status.h"
 #include "kiln/kiln.hpp"
 #include "tools/common/sha256.h"
+#include "tools/kiln/bench_concurrent.h"
 #include "tools/kiln/commands.h"
 #include "tools/kiln/inputs.h"
 #include "tools/kiln/json_reader.h"
@@ -155,6 +156,7 @@ struct ModelResult {
   std::optional<double> reference_max_abs_diff;
   std::optional<api::Tensor> reference_output;
   std::optional<MemoryRecord> memory;  // Vulkan
+  std::optional<ConcurrentResult> concurrent;  // --concurrent N
 };
 
 struct Settings {
@@ -166,6 +168,7 @@ struct Settings {
   // The device's peaks for the roofline; Vulkan does not report them.
   std::optional<double> peak_gbps, peak_gflops;
   bool ablation = false;
+  int concurrent = 0;  // --concurrent N: threads on one session with N run slots (0: off)
 };
 
 // An api::Error or "CODE: message" text as the tool's Status.
@@ -613,6 +616,47 @@ Status run_ablation(Bench& bench, const api::Model& model, const Args& args, con
   return Status();
 }
 
+std::string num(double v);  // %.6g (below, with the output)
+
+// --concurrent N: one session with N run slots, N threads with inputs of
+// their own (seeds --seed + 1000 + t), checked against single runs
+// (bench_concurrent.h). Its own device with a memory-only kernel cache:
+// compile time is not what this measures.
+Status bench_concurrent(Bench& bench, const api::Model& model, const Args& args, const Settings& settings,
+                        ModelResult& r) {
+  if (settings.backend != "vulkan") return invalid_argument("--concurrent needs the Vulkan backend");
+  std::vector<std::vector<api::Tensor>> variants(static_cast<size_t>(settings.concurrent));
+  for (size_t t = 0; t < variants.size(); ++t) {
+    std::string error;
+    if (!build_inputs(model, args, 1000 + static_cast<int>(t), variants[t], error))
+      return text_status(error).add_context("--concurrent: inputs of thread " + std::to_string(t));
+  }
+  api::VulkanDevice device;
+  KILN_RETURN_IF_ERROR(bench.open_device("", device));
+  kiln_session_options_t options = bench.options(&device, nullptr, false);
+  options.max_concurrent_runs = static_cast<uint32_t>(settings.concurrent);
+  Status status;
+  {
+    StatusOr<Compiled> c = compile(model, options);
+    if (!c.ok()) {
+      status = c.status();
+    } else {
+      ConcurrentResult result;
+      const double tolerance = settings.precision == "fp16" ? 1e-2 : 1e-4;
+      status = run_concurrent(c->session, variants, model.output_count(), settings.iters.value_or(20),
+                              std::max(settings.warmup, 1), tolerance, result);
+      if (status.ok()) r.concurrent = std::move(result);
+    }
+  }
+  bench.close_device(device);
+  KILN_RETURN_IF_ERROR(status);
+  if (r.concurrent->mismatches > 0)
+    return data_loss("--concurrent: " + std::to_string(r.concurrent->mismatches) +
+                     " concurrent or sequential run(s) differ from the single-run reference by more than " +
+                     num(r.concurrent->tolerance) + " (max|d| " + num(r.concurrent->max_abs_diff) + ")");
+  return Status();
+}
+
 Status bench_model(Bench& bench, const Args& args, const Settings& settings, ModelResult& r) {
   std::string error;
   if (!tools::file_sha256(r.path, r.sha256, error)) return text_status(error);
@@ -629,6 +673,7 @@ Status bench_model(Bench& bench, const Args& args, const Settings& settings, Mod
   r.wall = summarize(r.wall_ms);
   r.gpu = summarize(r.gpu_ms);
   if (settings.ablation) KILN_RETURN_IF_ERROR(run_ablation(bench, model, args, settings, r));
+  if (settings.concurrent > 0) KILN_RETURN_IF_ERROR(bench_concurrent(bench, model, args, settings, r));
   return Status();
 }
 
@@ -826,6 +871,9 @@ void model_json(JsonWriter& w, const ModelResult& r, const Settings& settings) {
   else w.null();
   w.newline().key("reference_max_abs_diff"), number(w, r.reference_max_abs_diff);
   w.newline().key("memory"), memory_json(w, r.memory);
+  w.newline().key("concurrent");  // --concurrent only (bench_concurrent.h)
+  if (r.concurrent) w.raw(concurrent_json(*r.concurrent));
+  else w.null();
   w.newline().end_object();
 }
 
@@ -1051,6 +1099,8 @@ StatusOr<Settings> parse_settings(const Args& args) {
     (std::string(flag) == "peak-gbps" ? s.peak_gbps : s.peak_gflops) = peak;
   }
   s.ablation = args.has("ablation");
+  KILN_ASSIGN_OR_RETURN(s.concurrent, parse_int_flag(args, "concurrent", 0, 1));
+  if (s.concurrent > 64) return invalid_argument("--concurrent expects 1 to 64 threads (run slots), got " + std::to_string(s.concurrent));
   s.backend = args.get("backend", "auto");
   if (s.backend != "auto" && s.backend != "vulkan" && s.backend != "reference" && s.backend != "opencl")
     return invalid_argument("unknown backend '" + s.backend + "' (expected auto, vulkan, reference or opencl)");
@@ -1077,7 +1127,8 @@ Status open_backend(Bench& bench, Settings& settings, std::string& device_json) 
 }
 
 const std::vector<std::string> kBenchValueFlags = {"warmup", "iters", "min-time", "json",      "csv",
-                                                   "shape",  "input", "seed",     "peak-gbps", "peak-gflops"};
+                                                   "shape",  "input", "seed",     "peak-gbps", "peak-gflops",
+                                                   "concurrent"};
 
 }  // namespace
 
@@ -1119,6 +1170,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
     }
     print_table_row(r);
     print_ablation(r);
+    if (r.concurrent) std::printf("%s", concurrent_text(*r.concurrent).c_str());
     results.push_back(std::move(r));
   }
 

@@ -64,7 +64,7 @@ usage:
                  [--int8-dot ...] [--passes ...|none] [--disable-pass NAME ...] [--plugin FILE.so ...]
                  [--warmup N] [--iters N | --min-time S] [--shape NAME=AxB ...] [--input NAME=FILE ...]
                  [--seed N] [--json FILE] [--csv FILE] [--validate]
-                 [--peak-gbps X] [--peak-gflops Y] [--ablation]
+                 [--peak-gbps X] [--peak-gflops Y] [--ablation] [--concurrent N]
       Benchmarks each MODEL (options as for kiln run): import, pass and
       compile times (the Vulkan compile twice: with an empty kernel cache,
       then with the cache it filled) and the first run; then --warmup runs
@@ -78,7 +78,12 @@ usage:
       the pass pipeline and prints the speed-up each pass adds. One line per
       model on stdout; --json writes the kiln-bench-cli-v1 document
       (bench/README.md), --csv one row per model. A failing model is
-      recorded as an error and the others still run.
+      recorded as an error and the others still run. --concurrent N (Vulkan)
+      then runs one session with N run slots from N threads, each with its
+      own random inputs (--iters runs per thread, default 20), checks every
+      output against a single run of the same inputs, and reports throughput
+      against the same runs from one thread and, from each run's calibrated
+      GPU timestamps, the share of device time with >= 2 runs in flight.
   kiln bench compare FILE.json... [--out DIR] [--baseline N]
       Compares kiln bench documents (and bench/'s kiln-bench-v1 peer files,
       e.g. PyTorch): a table of medians and ratios to the baseline series,

@@ -64,6 +64,7 @@ std::string ControlFlowExecutor::node_name(size_t step) const {
 
 Status ControlFlowExecutor::run(Signature& sig, VulkanRunStats& out) {
   out.gpu_ms = 0;
+  out.gpu_begin_ns = out.gpu_end_ns = 0;
   have_gpu_time_ = true;
   untaken_.clear();
   loops_.clear();
@@ -130,6 +131,11 @@ Status ControlFlowExecutor::submit(Signature& sig, Segment& seg, VulkanRunStats&
   }
   const size_t end = profile_ ? n : 1;
   out.gpu_ms += seg.timestamps->elapsed_ns(ticks[0], ticks[end]) / 1e6;
+  // The run's interval on the host's clock: its first segment's start,
+  // its last segment's end (0 without a calibrated clock).
+  vk::DeviceClock& clock = submitter_.device().clock();
+  if (out.gpu_begin_ns == 0) out.gpu_begin_ns = clock.to_host_ns(ticks[0]).value_or(0);
+  out.gpu_end_ns = out.gpu_begin_ns != 0 ? clock.to_host_ns(ticks[end]).value_or(0) : 0;
   if (!profile_) return ok_status();
   seg.measured_ms.assign(n, 0.0);  // kept for sliced recordings' budgets (record_slice)
   for (size_t d = 0; d < n; ++d) {

@@ -44,7 +44,8 @@ class ControlFlowExecutor {
       : plan_(plan), graph_(graph), submitter_(submitter), profile_(profile), hooks_(std::move(hooks)) {}
 
   // Runs sig's segments once (one run of the model up to sig's boundary).
-  // Fills gpu_ms (-1 when some segment has no timestamps), dispatches,
+  // Fills gpu_ms (-1 when some segment has no timestamps), gpu_begin_ns
+  // and gpu_end_ns (the first and last segment's stamps), dispatches,
   // fallbacks, kernels (when profiling), branches and loops of `out`.
   // Errors: the hooks' and the submitter's; kInvalidArgument for a trip
   // count that is not one element or a Loop that would never end. Not

@@ -221,8 +221,13 @@ Status Recorder::record_segment(Signature& sig, Segment& seg, bool first, bool l
   begin.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
   KILN_RETURN_IF_ERROR(device_.check(fn.vkBeginCommandBuffer(seg.cmd, &begin), "vkBeginCommandBuffer"));
   if (seg.timestamps) seg.timestamps->reset(seg.cmd);
-  // Unprofiled, two stamps bracket the whole segment, copies included.
-  if (seg.timestamps && !profile_) (void)seg.timestamps->write(seg.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT);
+  // Unprofiled, two stamps bracket the whole segment, copies included. The
+  // first is bottom-of-pipe: written once every earlier command on the
+  // queue is done (the entry barrier waits for them anyway), so that the
+  // segment's time and a run's start (RunStats::gpu_begin_ns) exclude
+  // waiting behind other work; a top-of-pipe stamp could be written while
+  // another run on the same queue still executes.
+  if (seg.timestamps && !profile_) (void)seg.timestamps->write(seg.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT);
   if (first) record_input_copies(sig, seg.cmd);
   // Profiled, the first kernel's time starts when the input copies are done
   // (a bottom-of-pipe stamp waits for every earlier command), so that a

@@ -107,6 +107,8 @@ StatusOr<std::vector<Tensor>> VulkanModel::Impl::run(const std::vector<Tensor>& 
     VulkanRunStats more;
     KILN_RETURN_IF_ERROR(run_segments(*sig, more));
     ran.gpu_ms = ran.gpu_ms < 0 || more.gpu_ms < 0 ? -1 : ran.gpu_ms + more.gpu_ms;
+    if (ran.gpu_begin_ns == 0) ran.gpu_begin_ns = more.gpu_begin_ns;
+    if (more.gpu_end_ns != 0) ran.gpu_end_ns = more.gpu_end_ns;
     ran.dispatches += more.dispatches;
     ran.fused_dispatches += more.fused_dispatches;
     ran.bytes_read += more.bytes_read;
@@ -215,6 +217,11 @@ StatusOr<std::vector<Tensor>> VulkanModel::Impl::download_outputs(Signature& sig
 void VulkanModel::Impl::fill_run_stats(const Signature& sig, VulkanRunStats& ran, VulkanRunStats& stats) const {
   stats.wall_ms = ran.wall_ms;
   stats.gpu_ms = ran.gpu_ms;
+  // An interval needs both ends (a continuation without timestamps loses it).
+  const bool interval = ran.gpu_begin_ns != 0 && ran.gpu_end_ns >= ran.gpu_begin_ns;
+  stats.gpu_begin_ns = interval ? ran.gpu_begin_ns : 0;
+  stats.gpu_end_ns = interval ? ran.gpu_end_ns : 0;
+  stats.queue = submitter->queue_index();
   stats.dispatches = ran.dispatches;
   stats.fused_dispatches = ran.fused_dispatches;
   stats.bytes_read = ran.bytes_read;

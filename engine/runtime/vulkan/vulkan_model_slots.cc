@@ -8,8 +8,11 @@
 // compile() (CompiledPlan); activation memory, staging, descriptor sets,
 // command buffers, timestamp queries and model state are written by runs,
 // so each slot has its own, and runs in different slots never write the
-// same memory. All slots submit to the device's one queue; each slot's
-// submissions are ordered on its own timeline, not against other slots'.
+// same memory. Slot s submits to the device's queue s mod queue_count
+// (vk::Device opens every queue of its compute family, up to kMaxQueues);
+// each slot's submissions are ordered on its own timeline, not against
+// other slots', so on several queues nothing orders two slots' runs and
+// the device may execute them at once.
 #include <algorithm>
 #include <string>
 
@@ -153,8 +156,23 @@ StatusOr<std::unique_ptr<VulkanModel::Impl>> VulkanModel::Impl::make_slot(size_t
   slot->slot_index = index;
   slot->options = options;
   slot->target = target;
-  KILN_ASSIGN_OR_RETURN(slot->transfer, vk::Transfer::create(device));
-  KILN_ASSIGN_OR_RETURN(slot->submitter, vk::Submitter::create(device));
+  // Slots take the device's queues in turn: slot s submits to queue
+  // s mod queue_count, so that runs of different slots need no barrier
+  // between them and the device may execute them together.
+  const uint32_t queue = static_cast<uint32_t>(index % std::max<uint32_t>(device.queue_count(), 1));
+  KILN_ASSIGN_OR_RETURN(slot->transfer, vk::Transfer::create(device, vk::Transfer::kDefaultStagingBytes, queue));
+  KILN_ASSIGN_OR_RETURN(slot->submitter, vk::Submitter::create(device, queue));
+  if (queue != submitter->queue_index()) {
+    // The weights (and everything else this first slot wrote at compile)
+    // came through another queue: only a semaphore makes those writes
+    // visible here. Both submitters' first submissions wait for them.
+    for (vk::Submitter* first : {&transfer->submitter(), submitter.get()}) {
+      if (first->timeline() == VK_NULL_HANDLE || first->submitted() == 0) continue;
+      const vk::SemaphoreUse written{first->timeline(), first->submitted(), 0};
+      slot->transfer->submitter().wait_before_next(written);
+      slot->submitter->wait_before_next(written);
+    }
+  }
   KILN_ASSIGN_OR_RETURN(slot->descriptors, vk::DescriptorAllocator::create(device));
   KILN_ASSIGN_OR_RETURN(const auto shapes, state_shapes());
   if (shapes.empty()) return slot;
