@@ -379,5 +379,32 @@ TEST_F(FusionAttentionDevice, TensorCoresWhereTheDeviceHasThem) {
   }
 }
 
+// The same through VK_KHR_cooperative_matrix forced ($KILN_COOPMAT=khr:
+// the NV kernel rewritten into SPV_KHR_cooperative_matrix), on a device
+// with fp16 shapes (fp32 accumulators) through it; others skip.
+TEST_F(FusionAttentionDevice, TensorCoresThroughKhrCooperativeMatrix) {
+  const TargetInfo target = runtime::target_info(device(), runtime::CoopMatMode::kKHR);
+  const std::optional<CoopMatShape> shape = pick_coopmat_shape(target);
+  if (!shape || !shape->f32_accumulator)
+    GTEST_SKIP() << "the device has no fp16 shape with fp32 accumulators through VK_KHR_cooperative_matrix"
+                 << (device().capabilities().cooperative_matrix_khr_hidden
+                         ? " (it offers it, hidden from the old validation layer: KILN_TEST_VALIDATION=off)"
+                         : "");
+  testing::ScopedCoopMatEnv khr("khr");
+  for (const auto& [d, dv, n] : {std::tuple<int64_t, int64_t, int64_t>{64, 64, 197}, {24, 40, 170}, {128, 128, 161}}) {
+    SCOPED_TRACE("d " + std::to_string(d) + " dv " + std::to_string(dv) + " n " + std::to_string(n));
+    AttentionCase c;
+    c.heads = "2", c.m = std::to_string(n), c.n = std::to_string(n), c.d = d, c.dv = dv;
+    c.mask = true;
+    auto g = parse_shaped_graph(attention_model(c));
+    ASSERT_TRUE(g);
+    auto model = testing::compile_on_test_device(*g, {Storage::kBuffer, ElemType::kF16});
+    ASSERT_TRUE(model.ok()) << model.status().to_string();
+    EXPECT_NE((*model)->plan().steps.back().kernel.name.find("_coopmat"), std::string::npos)
+        << (*model)->plan().steps.back().kernel.name;
+    expect_matches_reference(attention_model(c), {inputs_of(c, n, n, 80 + static_cast<uint64_t>(d))});
+  }
+}
+
 }  // namespace
 }  // namespace kiln::planner

@@ -65,7 +65,7 @@ std::string coopmat_body(const CoopMatConfig& c, bool a_m_fastest, CoopMatSplitK
 }  // namespace
 
 std::optional<CoopMatShape> pick_coopmat_shape(const TargetInfo& target) {
-  if (target.coopmat != CoopMatFlavour::kNV) return std::nullopt;
+  if (target.coopmat == CoopMatFlavour::kNone) return std::nullopt;
   std::optional<CoopMatShape> best;
   for (const CoopMatShape& s : target.coopmat_f16_shapes) {
     const bool fits = s.m > 0 && 16 % s.m == 0 && s.n >= 8 && 16 % s.n == 0 && s.k >= 8 && kBK % s.k == 0;

@@ -13,9 +13,10 @@
 // gemm_store4 (so any output layout and epilogue works). The next K step's
 // tile elements are read into registers while the current step multiplies.
 //
-// Dialect: GL_NV_cooperative_matrix (TargetInfo::coopmat == kNV), the one
-// the available glslang compiles; a KHR flavour would change only the
-// emitted type and function names.
+// Dialect: GL_NV_cooperative_matrix, the one the available glslang
+// compiles. On a kKHR target (TargetInfo::coopmat) the runtime rewrites the
+// compiled SPIR-V into SPV_KHR_cooperative_matrix (platform/vulkan/
+// coopmat_khr.h); the GLSL is the same.
 #pragma once
 
 #include <optional>

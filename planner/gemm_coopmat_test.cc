@@ -15,7 +15,10 @@
 #include <cmath>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/ir/graph.h"
@@ -26,6 +29,7 @@
 #include "planner/glsl_codegen.h"
 #include "planner/plan_hints.h"
 #include "planner/testing/op_check.h"
+#include "platform/vulkan/coopmat_khr.h"
 #include "platform/vulkan/shader_compiler.h"
 #include "platform/vulkan/vk_test_env.h"
 
@@ -48,6 +52,16 @@ TargetInfo nv_target() {
   t.max_shared_memory = 49152;
   t.coopmat = CoopMatFlavour::kNV;
   t.coopmat_f16_shapes = {{16, 8, 8, false}, {16, 8, 16, false}, {16, 8, 8, true}, {16, 8, 16, true}};
+  return t;
+}
+
+// A device with only VK_KHR_cooperative_matrix and the 16x16x16 shape
+// (AMD RDNA3, Intel Arc; NVIDIA lists it too): the kernels' fp16 A and B
+// fragments then share one NV type, which the KHR rewrite must split.
+TargetInfo khr_target(bool f32_accumulators = true) {
+  TargetInfo t = nv_target();
+  t.coopmat = CoopMatFlavour::kKHR;
+  t.coopmat_f16_shapes = {{16, 16, 16, f32_accumulators}};
   return t;
 }
 
@@ -138,11 +152,84 @@ std::string spirv_validate(const std::vector<uint32_t>& spirv, spv_target_env en
   return out;
 }
 
+// What a KHR cooperative-matrix module holds, read back from its words
+// (independently of vk::check_khr_cooperative_matrix).
+struct KhrFragments {
+  size_t muladds = 0, loads = 0, stores = 0;
+  bool nv_left = false;
+  bool uses_ok = true;     // every MulAdd's A, B, C, result of Uses 0, 1, 2, 2
+  bool layouts_ok = true;  // every Load / Store layout an OpConstant 0 or 1
+  bool ids_ok = true;      // every result id under the bound
+  // (component type, rows id, columns id) -> the Uses declared for it
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::set<uint32_t>> uses_per_shape;
+};
+
+KhrFragments read_khr(const std::vector<uint32_t>& spirv) {
+  KhrFragments f;
+  std::map<uint32_t, uint32_t> constant, type_of, matrix_use;
+  std::vector<std::vector<uint32_t>> insts;
+  for (size_t i = 5; i < spirv.size() && (spirv[i] >> 16) != 0; i += spirv[i] >> 16)
+    insts.emplace_back(spirv.begin() + i, spirv.begin() + i + (spirv[i] >> 16));
+  for (const auto& w : insts) {
+    const uint32_t op = w[0] & 0xffffu;
+    if (op == 43) constant[w[2]] = w[3];  // OpConstant
+    if ((op == 17 && w[1] == 5357) || (op >= 5358 && op <= 5362)) f.nv_left = true;
+    if (op == 4456) {
+      matrix_use[w[1]] = constant.count(w[6]) ? constant[w[6]] : 99;
+      f.uses_per_shape[{w[2], w[4], w[5]}].insert(matrix_use[w[1]]);
+      f.ids_ok &= w[1] < spirv[3];
+    }
+    if (op == 4457 || op == 4459 || op == 61 || op == 59 || op == 65 || op == 44 || op == 80 || op == 81 || op == 245) {
+      type_of[w[2]] = w[1];
+      f.ids_ok &= w[2] < spirv[3];
+    }
+  }
+  const auto use = [&](uint32_t value) {
+    auto t = type_of.find(value);
+    return t != type_of.end() && matrix_use.count(t->second) ? matrix_use[t->second] : 99u;
+  };
+  const auto layout_ok = [&](uint32_t id) { return constant.count(id) && constant[id] <= 1; };
+  for (const auto& w : insts) {
+    const uint32_t op = w[0] & 0xffffu;
+    if (op == 4459) {
+      ++f.muladds;
+      f.uses_ok &= use(w[3]) == 0 && use(w[4]) == 1 && use(w[5]) == 2 && use(w[2]) == 2;
+    }
+    if (op == 4457) ++f.loads, f.layouts_ok &= layout_ok(w[4]);
+    if (op == 4458) ++f.stores, f.layouts_ok &= layout_ok(w[3]);
+  }
+  return f;
+}
+
+// The KHR form of a tensor-core kernel, checked: the pass's own check, the
+// structure read back here, and SPIRV-Cross's reflection (the runtime's
+// pipeline layout). spirv-val cannot judge it (this SPIRV-Tools rejects
+// the KHR capability). Returns whether an fp16 NV type served as both A
+// and B and was split.
+bool expect_khr_kernel(const std::vector<uint32_t>& spirv, const std::string& what) {
+  const Status check = vk::check_khr_cooperative_matrix(spirv);
+  EXPECT_TRUE(check.ok()) << what << ": " << check.to_string();
+  const KhrFragments f = read_khr(spirv);
+  EXPECT_FALSE(f.nv_left) << what;
+  EXPECT_GT(f.muladds, 0u) << what;
+  EXPECT_GT(f.loads, 0u) << what;
+  EXPECT_TRUE(f.uses_ok) << what;
+  EXPECT_TRUE(f.layouts_ok) << what;
+  EXPECT_TRUE(f.ids_ok) << what;
+  EXPECT_TRUE(vk::reflect(spirv).ok()) << what;
+  bool split = false;
+  for (const auto& [shape, uses] : f.uses_per_shape) split |= uses.count(0) && uses.count(1);
+  return split;
+}
+
 // Plans `g`, compiles every kernel for Vulkan 1.1 and 1.3 and validates it;
-// expects a kernel named `expect_name`.
+// expects a kernel named `expect_name`. On a kKHR target the tensor-core
+// kernels are rewritten (as the runtime does) and checked with
+// expect_khr_kernel instead; `khr_split` (optional) counts the kernels
+// whose fp16 type was split into A and B variants.
 // `glsl_of_expected` (optional) receives the GLSL of the kernel named `expect_name`.
 void expect_valid(const ir::Graph& g, const TargetInfo& target, Storage storage, const std::string& expect_name,
-                  std::string* glsl_of_expected = nullptr) {
+                  std::string* glsl_of_expected = nullptr, int* khr_split = nullptr) {
   PlanOptions options;
   options.precision = ElemType::kF16;
   options.storage = storage;
@@ -159,10 +246,17 @@ void expect_valid(const ir::Graph& g, const TargetInfo& target, Storage storage,
       vk::CompileOptions co;
       co.vulkan_version = version;
       co.source_name = glsl->name + ".comp";
+      co.cooperative_matrix_khr = target.coopmat == CoopMatFlavour::kKHR &&
+                                  glsl->glsl.find("GL_NV_cooperative_matrix") != std::string::npos;
       auto spirv = (*compiler)->compile(glsl->glsl, co);
       ASSERT_TRUE(spirv.ok()) << spirv.status().to_string() << "\n" << glsl->glsl;
       const spv_target_env env = version == VK_API_VERSION_1_1 ? SPV_ENV_VULKAN_1_1 : SPV_ENV_VULKAN_1_3;
-      EXPECT_EQ(spirv_validate(*spirv, env), "") << glsl->glsl;
+      if (co.cooperative_matrix_khr) {
+        const bool split = expect_khr_kernel(*spirv, glsl->name);
+        if (khr_split && split) ++*khr_split;
+      } else {
+        EXPECT_EQ(spirv_validate(*spirv, env), "") << glsl->glsl;
+      }
       // The runtime reflects every module for its pipeline layout. The
       // passes of a split GEMM declare all of its tensors but use only
       // theirs (the partial tiles do not store Y; the reduce pass reads only
@@ -331,6 +425,11 @@ TEST(GemmCoopMatKernels, AttentionThroughViewsIsValidSpirv) {
   EXPECT_NE(fast.find("#define ATT_SHUFFLE 1"), std::string::npos);
   EXPECT_NE(fast.find("GL_KHR_shader_subgroup_arithmetic"), std::string::npos);
   EXPECT_NE(glsl.find("#define ATT_SHUFFLE 0"), std::string::npos);
+  // The same kernel rewritten for KHR: its fp16 Q / P (A) and K / V (B)
+  // fragments share a 16x16 type with the 16x16x16 shape.
+  int split = 0;
+  expect_valid(*graph, khr_target(), Storage::kBuffer, name, nullptr, &split);
+  EXPECT_EQ(split, 2);
 }
 
 TEST(GemmCoopMatKernels, SmallGridsOverDeepKSplitK) {
@@ -372,6 +471,42 @@ TEST(GemmCoopMatKernels, SmallGridsOverDeepKSplitK) {
   }
 }
 
+// The KHR path (a device with only VK_KHR_cooperative_matrix): every
+// tensor-core kernel kind rewritten from NV into KHR SPIR-V and checked
+// structurally; with the 16x16x16 shape the fp16 A and B fragments share
+// one NV type, which each kernel splits into MatrixA and MatrixB variants.
+TEST(GemmCoopMatKernels, KhrRewriteOfEveryTensorCoreKernel) {
+  const ir::Dim s = ir::Dim::symbol("s");
+  for (bool f32_acc : {true, false}) {
+    SCOPED_TRACE(f32_acc ? "fp32 accumulators" : "fp16 accumulators");
+    const TargetInfo t = khr_target(f32_acc);
+    ASSERT_TRUE(pick_coopmat_shape(t).has_value());
+    int split = 0;
+    expect_valid(testing::one_node_graph("MatMul", ir::SymShape::from_concrete({100, 72}), {random_tensor({72, 90}, 1)}, {}),
+                 t, Storage::kBuffer, "matmul_coopmat32x64", nullptr, &split);
+    expect_valid(testing::one_node_graph("MatMul", ir::SymShape({s, ir::Dim(40)}), {random_tensor({40, 24}, 2)}, {}), t,
+                 Storage::kBuffer, "matmul_coopmat64x32", nullptr, &split);
+    const ir::SymShape x({ir::Dim(1), ir::Dim(8), ir::Dim::symbol("h"), ir::Dim::symbol("w")});
+    const std::map<std::string, ir::Attribute> same = {{"auto_pad", ir::Attribute::of_string("SAME_UPPER")}};
+    expect_valid(testing::one_node_graph("Conv", x, {random_tensor({128, 8, 3, 3}, 10)}, same), t, Storage::kImage,
+                 "conv_coopmat64x128", nullptr, &split);
+    const ir::Graph mm = fused_graph(ir::SymShape::from_concrete({100, 72}),
+                                     {{"MatMul", {random_tensor({72, 90}, 1)}}, {"Add", {random_tensor({90}, 2)}}, {"Relu", {}}}, {});
+    expect_valid(mm, t, Storage::kBuffer, "matmul_coopmat32x64+add+relu", nullptr, &split);
+    // Split K: partial tiles (and the scalar reduce pass, left alone).
+    ir::Graph deep = testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 512, 7, 7}),
+                                             {random_tensor({512, 512, 3, 3}, 11)}, {{"pads", ir::Attribute::of_ints({1, 1, 1, 1})}});
+    expect_valid(deep, t, Storage::kBuffer, "conv_splitk_coopmat64x128", nullptr, &split);
+    EXPECT_EQ(split, 2 * 5) << "every kernel, at Vulkan 1.1 and 1.3, splits its fp16 fragment type";
+    if (f32_acc) {
+      // fp32 weights in an fp16 plan: B as two fp16 halves (B_SPLIT).
+      expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 64, 20, 20}),
+                                           {random_tensor({96, 64, 1, 1}, 9)}, {{"strides", ir::Attribute::of_ints({2, 2})}}),
+                   t, Storage::kBuffer, "conv_coopmat64x64");
+    }
+  }
+}
+
 TEST(GemmCoopMatKernels, Fp32PlansKeepTheScalarKernel) {
   PlanOptions options;
   options.precision = ElemType::kF32;
@@ -384,15 +519,35 @@ TEST(GemmCoopMatKernels, Fp32PlansKeepTheScalarKernel) {
 
 // ---------------------------------------------------------------------------
 // On a device with fp16 cooperative matrices: results against the reference.
+// Each test runs twice: "device" with the device's choice (NV on NVIDIA, or
+// what $KILN_COOPMAT says) and "khr" with the KHR path forced
+// ($KILN_COOPMAT=khr: the NV kernels rewritten into SPV_KHR_cooperative_
+// matrix), which skips on a device without fp16 shapes through
+// VK_KHR_cooperative_matrix.
 
-class GemmCoopMatDeviceTest : public vk::testing::VulkanTest {
+class GemmCoopMatDeviceTest : public vk::testing::VulkanTest, public ::testing::WithParamInterface<const char*> {
  protected:
   void SetUp() override {
     VulkanTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    target_ = runtime::target_info(device());
-    if (!pick_coopmat_shape(target_)) GTEST_SKIP() << "the device has no fp16 cooperative-matrix shape (NV)";
-    std::cout << "GemmCoopMat: device " << device().capabilities().device_name << ", subgroup "
+    const bool khr = std::string(GetParam()) == "khr";
+    runtime::CoopMatMode mode = runtime::CoopMatMode::kKHR;
+    if (khr) {
+      env_ = std::make_unique<testing::ScopedCoopMatEnv>("khr");
+    } else {
+      auto from_env = runtime::coopmat_mode_from_env();
+      ASSERT_TRUE(from_env.ok()) << from_env.status().to_string();
+      mode = *from_env == runtime::CoopMatMode::kAuto ? runtime::CoopMatMode::kDevice : *from_env;
+    }
+    target_ = runtime::target_info(device(), mode);
+    if (!pick_coopmat_shape(target_))
+      GTEST_SKIP() << "the device has no fp16 cooperative-matrix shape" << (khr ? " through VK_KHR_cooperative_matrix" : "")
+                   << (device().capabilities().cooperative_matrix_khr_hidden
+                           ? " (it offers VK_KHR_cooperative_matrix, hidden from the old validation layer: "
+                             "KILN_TEST_VALIDATION=off)"
+                           : "");
+    std::cout << "GemmCoopMat: device " << device().capabilities().device_name << ", "
+              << (target_.coopmat == CoopMatFlavour::kKHR ? "KHR" : "NV") << " cooperative matrices, subgroup "
               << target_.subgroup_size << ", fp16 shapes:";
     for (const CoopMatShape& s : target_.coopmat_f16_shapes)
       std::cout << " " << s.m << "x" << s.n << "x" << s.k << (s.f32_accumulator ? "/f32" : "/f16");
@@ -460,8 +615,68 @@ class GemmCoopMatDeviceTest : public vk::testing::VulkanTest {
     return model;
   }
 
+  void TearDown() override {
+    env_.reset();
+    VulkanTest::TearDown();
+  }
+
   TargetInfo target_;
+  std::unique_ptr<testing::ScopedCoopMatEnv> env_;
 };
+
+// $KILN_COOPMAT and VulkanModelOptions::coopmat: a forced dialect the
+// device lacks is an error (lavapipe has neither), an unknown value names
+// itself.
+class GemmCoopMatForcedTest : public vk::testing::VulkanTest {};
+
+TEST_F(GemmCoopMatForcedTest, ForcedDialectsAndTheEnvironmentSwitch) {
+  const ir::Graph g =
+      testing::one_node_graph("MatMul", ir::SymShape::from_concrete({100, 72}), {random_tensor({72, 90}, 1)}, {});
+  runtime::VulkanModelOptions options;
+  options.plan.precision = ElemType::kF16;
+  for (runtime::CoopMatMode mode : {runtime::CoopMatMode::kNV, runtime::CoopMatMode::kKHR}) {
+    options.coopmat = mode;
+    const bool has = runtime::target_info(device(), mode).coopmat != CoopMatFlavour::kNone;
+    auto model = runtime::VulkanModel::compile(device(), *vk::testing::test_kernel_cache(), g, options);
+    if (has) {
+      ASSERT_TRUE(model.ok()) << model.status().to_string();
+    } else {
+      ASSERT_FALSE(model.ok());
+      EXPECT_EQ(model.status().code(), StatusCode::kUnavailable) << model.status().to_string();
+      EXPECT_NE(model.status().message().find(mode == runtime::CoopMatMode::kNV ? "forced to nv" : "forced to khr"),
+                std::string::npos)
+          << model.status().to_string();
+    }
+  }
+  options.coopmat = runtime::CoopMatMode::kOff;
+  auto off = runtime::VulkanModel::compile(device(), *vk::testing::test_kernel_cache(), g, options);
+  ASSERT_TRUE(off.ok()) << off.status().to_string();
+  for (const PlanStep& step : (*off)->plan().steps) EXPECT_EQ(step.kernel.name.find("_coopmat"), std::string::npos);
+
+  {
+    testing::ScopedCoopMatEnv env("tensorcores");
+    auto mode = runtime::coopmat_mode_from_env();
+    ASSERT_FALSE(mode.ok());
+    EXPECT_NE(mode.status().message().find("KILN_COOPMAT='tensorcores'"), std::string::npos) << mode.status().to_string();
+    options.coopmat = runtime::CoopMatMode::kAuto;
+    auto model = runtime::VulkanModel::compile(device(), *vk::testing::test_kernel_cache(), g, options);
+    ASSERT_FALSE(model.ok());
+    EXPECT_NE(model.status().message().find("tensorcores"), std::string::npos) << model.status().to_string();
+  }
+  for (const auto& [value, want] : {std::pair<const char*, runtime::CoopMatMode>{"nv", runtime::CoopMatMode::kNV},
+                                    {"khr", runtime::CoopMatMode::kKHR},
+                                    {"off", runtime::CoopMatMode::kOff},
+                                    {"auto", runtime::CoopMatMode::kAuto},
+                                    {"", runtime::CoopMatMode::kAuto}}) {
+    testing::ScopedCoopMatEnv env(value);
+    auto mode = runtime::coopmat_mode_from_env();
+    ASSERT_TRUE(mode.ok()) << value;
+    EXPECT_EQ(*mode, want) << value;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Flavours, GemmCoopMatDeviceTest, ::testing::Values("device", "khr"),
+                         [](const ::testing::TestParamInfo<const char*>& param) { return std::string(param.param); });
 
 OpCheck matmul(Shape a, Shape b, bool const_b, uint64_t seed) {
   OpCheck c;
@@ -471,7 +686,7 @@ OpCheck matmul(Shape a, Shape b, bool const_b, uint64_t seed) {
   return c;
 }
 
-TEST_F(GemmCoopMatDeviceTest, MatMul) {
+TEST_P(GemmCoopMatDeviceTest, MatMul) {
   check(matmul({100, 72}, {72, 90}, true, 11));          // edges in M, N and K
   check(matmul({64, 64}, {64, 64}, false, 13));          // exact tiles
   check(matmul({2, 3, 50, 40}, {40, 24}, true, 15));     // batch folds into M, N <= 32
@@ -480,7 +695,7 @@ TEST_F(GemmCoopMatDeviceTest, MatMul) {
 }
 
 // Small grids over deep K: partial tiles of K slices and the reduce pass.
-TEST_F(GemmCoopMatDeviceTest, SplitK) {
+TEST_P(GemmCoopMatDeviceTest, SplitK) {
   check(matmul({197, 3072}, {3072, 768}, true, 51));     // a transformer's second MLP projection, batch 1
   check(matmul({2, 40, 1000}, {1000, 64}, true, 53));    // batch with split, K not a multiple of a slice
   OpCheck conv;
@@ -491,7 +706,7 @@ TEST_F(GemmCoopMatDeviceTest, SplitK) {
   check(conv);
 }
 
-TEST_F(GemmCoopMatDeviceTest, Gemm) {
+TEST_P(GemmCoopMatDeviceTest, Gemm) {
   OpCheck g;
   g.op = "Gemm";
   g.inputs = {random_tensor({37, 70}, 21), random_tensor({50, 37}, 22), random_tensor({50}, 23)};
@@ -503,7 +718,7 @@ TEST_F(GemmCoopMatDeviceTest, Gemm) {
   check(g);
 }
 
-TEST_F(GemmCoopMatDeviceTest, Conv) {
+TEST_P(GemmCoopMatDeviceTest, Conv) {
   OpCheck c;
   c.op = "Conv";
   c.inputs = {random_tensor({2, 16, 13, 11}, 31), random_tensor({40, 16, 3, 3}, 32), random_tensor({40}, 33)};
@@ -527,7 +742,7 @@ TEST_F(GemmCoopMatDeviceTest, Conv) {
   check(s);
 }
 
-TEST_F(GemmCoopMatDeviceTest, SymbolicRows) {
+TEST_P(GemmCoopMatDeviceTest, SymbolicRows) {
   // One compiled model, several row counts (M is a push constant).
   ir::Graph g =testing::one_node_graph("MatMul", ir::SymShape({ir::Dim::symbol("s"), ir::Dim(72)}), {random_tensor({72, 90}, 41)}, {});
   runtime::ReferenceExecutor reference(g);
@@ -547,7 +762,7 @@ TEST_F(GemmCoopMatDeviceTest, SymbolicRows) {
 
 // A read through Transpose + Reshape with 16-byte loads (the view's runs of
 // 8 are contiguous in the source), as vit's attention output projection.
-TEST_F(GemmCoopMatDeviceTest, ViewWithContiguousRuns) {
+TEST_P(GemmCoopMatDeviceTest, ViewWithContiguousRuns) {
   const ir::Graph g = fused_graph(
       ir::SymShape::from_concrete({12, 197, 64}),
       {{"Transpose", {}}, {"Reshape", {Tensor::from_vector<int64_t>({2}, {197, 768})}}, {"MatMul", {random_tensor({768, 96}, 80, -0.05f, 0.05f)}}},
@@ -568,7 +783,7 @@ TEST_F(GemmCoopMatDeviceTest, ViewWithContiguousRuns) {
 // but for results within ~2^-22 of a rounding boundary. With the weights
 // rounded to fp16 (relative error ~2^-12 per product) a large share of the
 // outputs would round the other way.
-TEST_F(GemmCoopMatDeviceTest, Fp32WeightsKeepTheirPrecision) {
+TEST_P(GemmCoopMatDeviceTest, Fp32WeightsKeepTheirPrecision) {
   Tensor x = random_tensor({1, 16, 40, 40}, 70);
   for (int64_t i = 0; i < x.numel(); ++i) x.set_f64(i, half_to_float(float_to_half(static_cast<float>(x.get_f64(i)))));
   const Tensor w = random_tensor({72, 16, 3, 3}, 71), bias = random_tensor({72}, 72);
@@ -627,7 +842,7 @@ ir::Graph chain(const std::string& op, const Shape& shape, const Shape& w_shape,
 // two precisions' results must agree within the fp16 tolerance. A chain,
 // and the fastest of its kernels, because a kernel's timestamps also span
 // the upload of the input before it.
-TEST_F(GemmCoopMatDeviceTest, ThroughputAgainstScalarFp32) {
+TEST_P(GemmCoopMatDeviceTest, ThroughputAgainstScalarFp32) {
   struct Case {
     std::string what;
     ir::Graph graph;

@@ -10,10 +10,12 @@
 
 namespace kiln::planner {
 
-// Which GLSL cooperative-matrix dialect the device's compiler path speaks.
-// kNV: GL_NV_cooperative_matrix / SPV_NV_cooperative_matrix (what glslang 12
-// compiles). kKHR is reserved for GL_KHR_cooperative_matrix once the shader
-// toolchain knows it; no kernel uses it yet.
+// Which cooperative-matrix extension the device's tensor-core kernels use.
+// The kernels' GLSL is GL_NV_cooperative_matrix either way (what glslang 12
+// compiles). kNV: the SPIR-V runs as compiled (VK_NV_cooperative_matrix).
+// kKHR: the compiled module is rewritten into SPV_KHR_cooperative_matrix
+// (platform/vulkan/coopmat_khr.h; vk::CompileOptions::cooperative_matrix_khr)
+// for VK_KHR_cooperative_matrix, the portable extension.
 enum class CoopMatFlavour : uint8_t { kNone, kNV, kKHR };
 
 // One cooperative-matrix shape with fp16 A (m x k) and B (k x n) operands,

@@ -1,6 +1,7 @@
 // Differential op tests against the reference executor (see op_check.h).
 #include "planner/testing/op_check.h"
 
+#include <cstdlib>
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -280,6 +281,18 @@ StatusOr<std::unique_ptr<runtime::VulkanModel>> compile_on_test_device(const ir:
   options.plan.storage = config.storage;
   options.plan.precision = config.precision;
   return runtime::VulkanModel::compile(*device, *cache, g, options);
+}
+
+ScopedCoopMatEnv::ScopedCoopMatEnv(const char* value) {
+  if (const char* old = std::getenv("KILN_COOPMAT")) had_ = true, old_ = old;
+  setenv("KILN_COOPMAT", value, 1);
+}
+
+ScopedCoopMatEnv::~ScopedCoopMatEnv() {
+  if (had_)
+    setenv("KILN_COOPMAT", old_.c_str(), 1);
+  else
+    unsetenv("KILN_COOPMAT");
 }
 
 }  // namespace kiln::planner::testing

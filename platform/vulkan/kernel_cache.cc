@@ -237,6 +237,8 @@ KernelCache::ShaderKey KernelCache::shader_key(std::string_view glsl, const Comp
   append_field(&material, "vulkan", std::to_string(options.vulkan_version));
   append_field(&material, "opt", options.optimize ? "1" : "0");
   append_field(&material, "debug", options.debug_info ? options.source_name : "");
+  // Only when set, so keys of every other shader stay what they were.
+  if (options.cooperative_matrix_khr) append_field(&material, "coopmat", "khr-v1");
   for (const auto& [name, value] : options.defines) {
     append_field(&material, "D", name);
     append_field(&material, "=", value);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "platform/vulkan/coopmat_khr.h"
 #include "platform/vulkan/fault_injection.h"
 #include "platform/vulkan/vk_status.h"
 
@@ -149,6 +150,11 @@ StatusOr<std::vector<uint32_t>> ShaderCompiler::compile(std::string_view glsl, c
   }
   shaderc_result_release(result);
   if (!status.ok()) return status;
+  if (options.cooperative_matrix_khr) {
+    auto khr = nv_to_khr_cooperative_matrix(words);
+    if (!khr.ok()) return std::move(khr).status().add_context("KHR cooperative matrices for " + options.source_name);
+    return std::move(khr).value();
+  }
   return words;
 }
 

@@ -36,6 +36,11 @@ struct CompileOptions {
   uint32_t vulkan_version = VK_API_VERSION_1_1;
   bool optimize = true;
   bool debug_info = false;
+  // Rewrite the compiled module's SPV_NV_cooperative_matrix (the GLSL
+  // dialect glslang 12 knows) into SPV_KHR_cooperative_matrix for devices
+  // with only VK_KHR_cooperative_matrix (coopmat_khr.h); a module without
+  // NV cooperative matrices is unchanged. Part of the kernel cache key.
+  bool cooperative_matrix_khr = false;
 };
 
 // One descriptor binding a shader declares.

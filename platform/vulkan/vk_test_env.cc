@@ -1,7 +1,9 @@
 // Shared instance/device for the platform tests; see vk_test_env.h.
 #include "platform/vulkan/vk_test_env.h"
 
+#include <cstdlib>
 #include <memory>
+#include <string>
 
 namespace kiln::vk::testing {
 namespace {
@@ -28,6 +30,12 @@ void initialize() {
   options.application_name = "kiln_vulkan_test";
   options.validation = Validation::kRequired;
   options.synchronization_validation = true;
+  if (const char* v = std::getenv("KILN_TEST_VALIDATION"); v != nullptr && *v != '\0') {
+    if (std::string(v) == "off")
+      options.validation = Validation::kOff, options.synchronization_validation = false;
+    else
+      ADD_FAILURE() << "KILN_TEST_VALIDATION='" << v << "' is not 'off' (unset: validated)";
+  }
   StatusOr<std::unique_ptr<Instance>> instance = Instance::create(options);
   if (!instance.ok()) {
     // No loader at all is a skip; a missing validation layer is a failure

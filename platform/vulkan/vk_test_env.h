@@ -11,6 +11,12 @@
 // or CI=true in the environment (scripts/test.sh sets the first) a missing
 // device FAILS every Vulkan test instead, so a broken driver setup (no
 // lavapipe, a bad VK_ICD_FILENAMES) cannot turn the Vulkan suite green.
+//
+// KILN_TEST_VALIDATION=off runs the tests without the validation layer: a
+// layer older than the driver's extensions keeps Kiln from querying them
+// (Debian 12's 1.3.239 layer predates VK_KHR_cooperative_matrix, which Kiln
+// then hides: Capabilities::cooperative_matrix_khr_hidden), so the KHR
+// cooperative-matrix device tests need it on such a machine.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -23,7 +24,51 @@ using planner::PlanTensor;
 using planner::Storage;
 using planner::TensorId;
 
-planner::TargetInfo target_info(const vk::Device& device) {
+namespace {
+
+// The fp16 x fp16 shapes among `shapes` at subgroup scope accumulating in
+// fp32 or fp16. VkComponentTypeKHR and VkComponentTypeNV agree on these
+// (0 = FLOAT16, 1 = FLOAT32), as do VkScopeKHR / NV (3 = SUBGROUP).
+std::vector<planner::CoopMatShape> f16_shapes(const std::vector<vk::CooperativeMatrixShape>& shapes) {
+  constexpr uint32_t kF16 = 0, kF32 = 1, kSubgroup = 3;
+  std::vector<planner::CoopMatShape> out;
+  for (const vk::CooperativeMatrixShape& s : shapes) {
+    const bool f32_acc = s.c_type == kF32 && s.result_type == kF32;
+    const bool f16_acc = s.c_type == kF16 && s.result_type == kF16;
+    if (s.a_type == kF16 && s.b_type == kF16 && s.scope == kSubgroup && !s.saturating_accumulation &&
+        (f32_acc || f16_acc))
+      out.push_back({s.m, s.n, s.k, f32_acc});
+  }
+  return out;
+}
+
+const char* coopmat_mode_name(CoopMatMode mode) {
+  switch (mode) {
+    case CoopMatMode::kNV:
+      return "nv";
+    case CoopMatMode::kKHR:
+      return "khr";
+    case CoopMatMode::kOff:
+      return "off";
+    default:
+      return "auto";
+  }
+}
+
+}  // namespace
+
+StatusOr<CoopMatMode> coopmat_mode_from_env() {
+  const char* env = std::getenv("KILN_COOPMAT");
+  if (env == nullptr || *env == '\0') return CoopMatMode::kAuto;
+  const std::string v = env;
+  if (v == "auto") return CoopMatMode::kAuto;
+  if (v == "nv") return CoopMatMode::kNV;
+  if (v == "khr") return CoopMatMode::kKHR;
+  if (v == "off") return CoopMatMode::kOff;
+  return invalid_argument("KILN_COOPMAT='" + v + "' is not one of nv, khr, off, auto");
+}
+
+planner::TargetInfo target_info(const vk::Device& device, CoopMatMode mode) {
   const vk::Capabilities& c = device.capabilities();
   const vk::EnabledFeatures& e = device.enabled();
   planner::TargetInfo t;
@@ -44,17 +89,23 @@ planner::TargetInfo target_info(const vk::Device& device) {
   t.float32_atomic_add = e.buffer_float32_atomic_add;
   t.integer_dot_product = e.shader_integer_dot_product;
   t.cooperative_matrix = e.cooperative_matrix_khr && c.api_version >= VK_API_VERSION_1_3;
-  // fp16 GEMMs on tensor cores: the NV dialect (what the shader compiler
-  // speaks), its fp16 x fp16 shapes at subgroup scope accumulating in fp32
-  // or fp16 (VkComponentTypeNV: 0 = fp16, 1 = fp32; scope 3 = subgroup).
-  if (e.cooperative_matrix_nv && t.fp16_storage && t.subgroup_size > 0) {
-    for (const vk::CooperativeMatrixShape& s : c.cooperative_matrix_nv_shapes) {
-      const bool f32_acc = s.c_type == 1 && s.result_type == 1;
-      const bool f16_acc = s.c_type == 0 && s.result_type == 0;
-      if (s.a_type == 0 && s.b_type == 0 && s.scope == 3 && (f32_acc || f16_acc))
-        t.coopmat_f16_shapes.push_back({s.m, s.n, s.k, f32_acc});
+  // fp16 GEMMs on tensor cores: NV first (what the kernels' GLSL speaks),
+  // else KHR (the same kernels rewritten at the SPIR-V level), each with
+  // the fp16 shapes the device advertises through that extension.
+  if (t.fp16_storage && t.subgroup_size > 0 && mode != CoopMatMode::kOff) {
+    const bool nv_allowed = mode != CoopMatMode::kKHR, khr_allowed = mode != CoopMatMode::kNV;
+    if (nv_allowed && e.cooperative_matrix_nv) {
+      t.coopmat_f16_shapes = f16_shapes(c.cooperative_matrix_nv_shapes);
+      if (!t.coopmat_f16_shapes.empty()) t.coopmat = planner::CoopMatFlavour::kNV;
     }
-    if (!t.coopmat_f16_shapes.empty()) t.coopmat = planner::CoopMatFlavour::kNV;
+    // Capabilities::cooperative_matrix_shapes holds the KHR shapes only
+    // when the KHR extension was queried (else a copy of NV's).
+    if (t.coopmat == planner::CoopMatFlavour::kNone && khr_allowed && e.cooperative_matrix_khr &&
+        c.cooperative_matrix_khr) {
+      t.coopmat_f16_shapes = f16_shapes(c.cooperative_matrix_shapes);
+      if (!t.coopmat_f16_shapes.empty()) t.coopmat = planner::CoopMatFlavour::kKHR;
+    }
+    if (t.coopmat == planner::CoopMatFlavour::kNone) t.coopmat_f16_shapes.clear();
   }
   t.vulkan_version = std::min<uint32_t>(c.api_version, VK_API_VERSION_1_3);
   return t;
@@ -68,7 +119,20 @@ StatusOr<std::unique_ptr<VulkanModel>> VulkanModel::compile(vk::Device& device, 
                             std::to_string(options.concurrent_runs));
   auto impl = std::make_unique<Impl>(device, cache, graph);
   impl->options = options;
-  impl->target = target_info(device);
+  CoopMatMode coopmat = options.coopmat;
+  if (coopmat == CoopMatMode::kAuto) {
+    KILN_ASSIGN_OR_RETURN(coopmat, coopmat_mode_from_env());
+  }
+  impl->target = target_info(device, coopmat);
+  const planner::CoopMatFlavour forced = coopmat == CoopMatMode::kNV    ? planner::CoopMatFlavour::kNV
+                                         : coopmat == CoopMatMode::kKHR ? planner::CoopMatFlavour::kKHR
+                                                                        : planner::CoopMatFlavour::kNone;
+  if (forced != planner::CoopMatFlavour::kNone && options.plan.cooperative_matrix && impl->target.coopmat != forced)
+    return unavailable(std::string("cooperative matrices forced to ") + coopmat_mode_name(coopmat) +
+                       (options.coopmat == CoopMatMode::kAuto ? " (KILN_COOPMAT)" : "") + ", but '" +
+                       device.capabilities().device_name + "' has no fp16 subgroup shape through VK_" +
+                       (forced == planner::CoopMatFlavour::kNV ? "NV" : "KHR") +
+                       "_cooperative_matrix (or no 16-bit storage and subgroups)");
   if (!options.plan.integer_dot_product) impl->target.integer_dot_product = false;
   if (!options.plan.cooperative_matrix) {
     impl->target.coopmat = planner::CoopMatFlavour::kNone;
@@ -117,6 +181,10 @@ Status VulkanModel::Impl::compile_kernels() {
     vk::CompileOptions co;
     co.source_name = kernels[i].name + ".comp";
     co.vulkan_version = target.vulkan_version;
+    // Tensor-core kernels are NV GLSL; on the KHR path their SPIR-V is
+    // rewritten (only theirs, so other kernels keep their cache keys).
+    co.cooperative_matrix_khr = target.coopmat == planner::CoopMatFlavour::kKHR &&
+                                kernels[i].glsl.find("GL_NV_cooperative_matrix") != std::string::npos;
     dispatch_steps.push_back(i);
     compile_options.push_back(std::move(co));
   }

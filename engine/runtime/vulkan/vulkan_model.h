@@ -45,6 +45,19 @@
 
 namespace kiln::runtime {
 
+// Which cooperative-matrix dialect the tensor-core kernels (planner/
+// gemm_coopmat.h, the fused attention) use. Their GLSL is always the NV
+// dialect; with KHR the compiled module is rewritten into
+// SPV_KHR_cooperative_matrix (platform/vulkan/coopmat_khr.h).
+enum class CoopMatMode : uint8_t {
+  kAuto,    // $KILN_COOPMAT when set, else kDevice
+  kDevice,  // NV where the device enabled VK_NV_cooperative_matrix, else KHR
+            // where it enabled VK_KHR_cooperative_matrix with fp16 shapes
+  kNV,      // only VK_NV_cooperative_matrix
+  kKHR,     // only VK_KHR_cooperative_matrix (for testing it where both exist)
+  kOff,     // no cooperative matrices
+};
+
 struct VulkanModelOptions {
   planner::PlanOptions plan;
   // Per-kernel GPU timestamps on every run (stats.kernels).
@@ -75,6 +88,10 @@ struct VulkanModelOptions {
   // others' memory as of their last run or submission). At least 1, at most
   // kMaxConcurrentRuns.
   size_t concurrent_runs = 1;
+  // Cooperative-matrix dialect (CoopMatMode). kAuto: $KILN_COOPMAT, else the
+  // device's choice. A forced NV or KHR the device cannot use fails compile
+  // with kUnavailable (unless plan.cooperative_matrix is off).
+  CoopMatMode coopmat = CoopMatMode::kAuto;
 };
 
 // The most run slots a model may have (VulkanModelOptions::concurrent_runs).
@@ -115,8 +132,15 @@ struct SliceProgress {
   bool measured = false;   // estimates from a profiled run's timestamps, else the rate model (slice_plan.h)
 };
 
-// What the planner may assume about `device` (limits, fp16, subgroups).
-planner::TargetInfo target_info(const vk::Device& device);
+// The one place $KILN_COOPMAT is read: "nv", "khr", "off" or "auto" (or
+// unset / empty: kAuto, meaning the device's choice). Errors:
+// kInvalidArgument naming any other value.
+StatusOr<CoopMatMode> coopmat_mode_from_env();
+
+// What the planner may assume about `device` (limits, fp16, subgroups) with
+// cooperative matrices as `mode` allows (kAuto reads nothing: it is
+// kDevice here). A forced dialect the device lacks leaves coopmat kNone.
+planner::TargetInfo target_info(const vk::Device& device, CoopMatMode mode = CoopMatMode::kDevice);
 
 // What a run did (engine/runtime/run_stats.h); the name predates the
 // reference backend filling it too.
