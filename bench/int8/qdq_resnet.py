@@ -19,8 +19,9 @@ weights are not needed for latency. Then, in ONNX Runtime's QDQ format:
     output is quantized instead, so Conv -> Relu -> QuantizeLinear folds).
 
 The float graph is evaluated by a small numpy interpreter (Conv, Relu,
-MaxPool, AveragePool, Add, GlobalAveragePool, Flatten, Gemm, QuantizeLinear,
-DequantizeLinear), once for calibration and once on the QDQ graph for the
+MaxPool, AveragePool, Add, BatchNormalization, GlobalAveragePool, Flatten,
+Gemm, QuantizeLinear, DequantizeLinear; anything else is an error naming
+the node), once for calibration and once on the QDQ graph for the
 reference output: OUT/model.onnx, input.npy and output.npy, the benchmark
 zoo's layout, so `kiln bench OUT/model.onnx` feeds input.npy and reports
 max|d| against output.npy (the QDQ graph's float semantics, fp32 sums in
@@ -30,10 +31,10 @@ Usage: qdq_resnet.py OUT [--model resnet50] [--size 224] [--calib 4]
                          [--activations uint8|int8] [--seed 0]
 """
 import argparse
-import io
 import json
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -62,11 +63,11 @@ def export_float(name, size):
     export_zoo.initialize_zero_heads(model)
     export_zoo.calibrate_batchnorm(model, example)
     model.eval()
-    buf = io.BytesIO()
-    with torchscript_exporter():
-        torch.onnx.export(model, (example,), buf, opset_version=OPSET, input_names=["input"], output_names=["output"],
+    with tempfile.TemporaryDirectory() as tmp, torchscript_exporter():
+        path = os.path.join(tmp, "float.onnx")
+        torch.onnx.export(model, (example,), path, opset_version=OPSET, input_names=["input"], output_names=["output"],
                           do_constant_folding=True)
-    return onnx.load_from_string(buf.getvalue()), list(example.shape)
+        return onnx.load(path), list(example.shape)
 
 
 # ---- a numpy interpreter for the ops these networks use ------------------------------------
@@ -143,6 +144,9 @@ def run_node(node, ins):
         if any(pads) and not a.get("count_include_pad", 0):
             raise ValueError("AveragePool with pads and count_include_pad=0 is not supported by this interpreter")
         return windows(ins[0], k, a.get("strides", [1, 1]), pads, 0.0).mean(axis=(4, 5)).astype(np.float32)
+    if op == "BatchNormalization":  # when the exporter did not fold it into the Conv
+        scale, bias, mean, var = (per_axis(v, ins[0], 1) for v in ins[1:5])
+        return ((ins[0] - mean) / np.sqrt(var + a.get("epsilon", 1e-5)) * scale + bias).astype(np.float32)
     if op == "GlobalAveragePool":
         return ins[0].mean(axis=(2, 3), keepdims=True, dtype=np.float64).astype(np.float32)
     if op == "Flatten":
