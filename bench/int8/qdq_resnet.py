@@ -99,7 +99,11 @@ def conv(x, w, b, a):
     win = windows(x, (kh, kw), a.get("strides", [1, 1]), pads_of(a, 2), 0.0)
     n, c, ho, wo = win.shape[:4]
     cols = np.ascontiguousarray(win.transpose(0, 2, 3, 1, 4, 5)).reshape(n * ho * wo, c * kh * kw)
-    y = cols @ w.reshape(m, -1).T
+    # Sums in float64: the products of a QDQ conv are multiples of sx*sw, so
+    # exact sums (as the integer kernels compute them) are what the float
+    # graph means; float32 BLAS sums in blocks and rounds near-ties the
+    # other way, and a deep network amplifies each such flip.
+    y = cols.astype(np.float64) @ w.reshape(m, -1).T.astype(np.float64)
     if b is not None:
         y = y + b
     return np.ascontiguousarray(y.reshape(n, ho, wo, m).transpose(0, 3, 1, 2)).astype(np.float32)
@@ -155,7 +159,7 @@ def run_node(node, ins):
     if op == "Gemm":
         A = ins[0].T if a.get("transA", 0) else ins[0]
         B = ins[1].T if a.get("transB", 0) else ins[1]
-        y = a.get("alpha", 1.0) * (A @ B)
+        y = a.get("alpha", 1.0) * (A.astype(np.float64) @ B.astype(np.float64))
         if len(ins) > 2 and ins[2] is not None:
             y = y + a.get("beta", 1.0) * ins[2]
         return y.astype(np.float32)
