@@ -20,30 +20,36 @@
 # semantics in numpy, with the output's quantization step; the float model:
 # PyTorch's output).
 #   ROUNDS (default 2) rounds, alternating the configurations, so the table
-#   shows the spread; MIN_TIME (default 1) seconds of timed runs each.
+#   shows the spread; MIN_TIME (default 1) seconds of timed runs and WARMUP
+#   (default 20) warm-up runs each; SIZE (default 224) the QDQ model's input
+#   side. KILN and VK_DRIVER_FILES override the staged binary and the NVIDIA
+#   driver (a local trial on lavapipe: KILN=build/tools/kiln/kiln
+#   VK_DRIVER_FILES=... SIZE=64 ROUNDS=1 WARMUP=1 MIN_TIME=0.1).
 # Leaves $OUT/int8.tar.gz (JSON, text, table) and prints the tables.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=/tmp/kiln-int8-bench
 mkdir -p "$out" "${OUT:-$root/out}"
-for f in "$root"/.gl/*.deb; do dpkg -x "$f" / 2>/dev/null; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+for f in "$root"/.gl/*.deb; do [ -e "$f" ] && dpkg -x "$f" / 2>/dev/null; done; ldconfig
+export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
 export LD_LIBRARY_PATH=$root/devcarry/lib PYTHONUNBUFFERED=1 KILN_CACHE_DIR=/tmp/kiln-cache
 K=${KILN:-$root/devcarry/bin/kiln}
-Q=/tmp/kiln-int8/resnet50_qdq
-Z=/tmp/kiln-zoo
+size=${SIZE:-224}
+Q=/tmp/kiln-int8/resnet50_qdq_$size
+Z=${ZOO:-/tmp/kiln-zoo}
 rounds=${ROUNDS:-2}
 min_time=${MIN_TIME:-1}
+warmup=${WARMUP:-20}
 
 t0=$(date +%s)
-[ -f $Q/model.onnx ] || timeout 300 python3 "$root/bench/int8/qdq_resnet.py" $Q --model resnet50 --size 224 --calib 4 \
+[ -f $Q/model.onnx ] || timeout 300 python3 "$root/bench/int8/qdq_resnet.py" $Q --model resnet50 --size "$size" --calib 4 \
   > "$out/qdq_export.log" 2>&1
 tail -1 "$out/qdq_export.log"
 [ -f $Z/resnet50/model.onnx ] || timeout 200 python3 "$root/bench/zoo/export.py" $Z --models resnet50 \
   > "$out/zoo_export.log" 2>&1
 tail -1 "$out/zoo_export.log"
 echo "models ready after $(( $(date +%s) - t0 )) s"
-"$K" info | grep -E "^device|int8" | head -4
+"$K" info | grep -E "^device|^  int8:" | head -4
 
 # The default pipeline with fuse-qdq placed before fold-constants, once
 # (what --int8-dot on does, spelled out, so --int8-dot off can keep the
@@ -62,7 +68,7 @@ for round in $(seq 1 "$rounds"); do
   for c in "${configs[@]}"; do
     IFS='|' read -r name model flags <<< "$c"
     # shellcheck disable=SC2086
-    timeout 120 "$K" bench "$model" $flags --warmup 20 --min-time "$min_time" \
+    timeout 120 "$K" bench "$model" $flags --warmup "$warmup" --min-time "$min_time" \
       --json "$out/${name}_$round.json" > "$out/${name}_$round.txt" 2>&1 || echo "$name round $round: failed (rc $?)"
   done
 done
