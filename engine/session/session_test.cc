@@ -226,10 +226,11 @@ TEST_F(SessionVulkan, Int8KernelsFollowTheDevice) {
     const bool want = mode == runtime::Int8Kernels::kOn || (mode == runtime::Int8Kernels::kAuto && accelerated);
     EXPECT_EQ((*s)->int8_kernels().integer, want) << (*s)->int8_kernels().reason;
     EXPECT_EQ(has_op((*s)->graph(), "QLinearConv"), want);
-    if (mode == runtime::Int8Kernels::kAuto && !accelerated)
+    if (mode == runtime::Int8Kernels::kAuto && !accelerated) {
       EXPECT_NE((*s)->int8_kernels().reason.find(caps.shader_integer_dot_product ? "not accelerated" : "no packed"),
                 std::string::npos)
           << (*s)->int8_kernels().reason;
+    }
     expect_qdq_output(*model, **s);
   }
 }
