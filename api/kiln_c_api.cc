@@ -100,8 +100,18 @@ kiln_status_t* session_options(const kiln_session_options_t* options, kiln::sess
   if (KILN_HAS(disable_cooperative_matrix) && options->disable_cooperative_matrix)
     out.vulkan.plan.cooperative_matrix = false;
   if (KILN_HAS(disable_inplace) && options->disable_inplace) out.vulkan.plan.inplace = false;
-  if (KILN_HAS(disable_integer_dot_product) && options->disable_integer_dot_product)
+  if (KILN_HAS(disable_integer_dot_product) && options->disable_integer_dot_product) {
     out.vulkan.plan.integer_dot_product = false;
+    out.int8_kernels = kiln::runtime::Int8Kernels::kOff;  // unless int8_kernels says ON
+  }
+  if (KILN_HAS(int8_kernels) && options->int8_kernels != KILN_INT8_KERNELS_AUTO) {
+    if (options->int8_kernels != KILN_INT8_KERNELS_ON && options->int8_kernels != KILN_INT8_KERNELS_OFF)
+      return make_status(KILN_INVALID_ARGUMENT, "kiln_session_options_t.int8_kernels is " +
+                                                    std::to_string(options->int8_kernels) +
+                                                    "; KILN_INT8_KERNELS_AUTO (0), _ON (1) or _OFF (2)");
+    out.int8_kernels = options->int8_kernels == KILN_INT8_KERNELS_ON ? kiln::runtime::Int8Kernels::kOn
+                                                                      : kiln::runtime::Int8Kernels::kOff;
+  }
   if (KILN_HAS(save_pipeline_cache)) out.save_pipeline_cache = options->save_pipeline_cache != 0;
   if (KILN_HAS(validation) && options->validation) out.context_options.validation = kiln::vk::Validation::kRequired;
   if (KILN_HAS(device_memory_limit)) out.vulkan.device_memory_limit = options->device_memory_limit;

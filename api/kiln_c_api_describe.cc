@@ -102,6 +102,15 @@ std::string session_json(const kiln_session_t& s) {
     w.end_object();
   }
   if (!engine.fallback_reason().empty()) w.newline().key("fallback_reason").string(engine.fallback_reason());
+  // Static QDQ patterns: integer kernels or the float graph, and why.
+  int64_t rewritten = 0;
+  for (const kiln::registry::PassRecord& r : engine.pass_records())
+    if (r.name == "fuse-qdq" && r.committed)
+      for (const char* key : {"qdq-convs", "qdq-matmuls", "qdq-gemms"})
+        if (auto it = r.statistics.find(key); it != r.statistics.end()) rewritten += it->second;
+  w.newline().key("int8_kernels").begin_object();
+  w.key("integer").boolean(engine.int8_kernels().integer).key("reason").string(engine.int8_kernels().reason);
+  w.key("rewritten").number(rewritten).end_object();
   w.newline().key("passes");
   pass_records(w, engine.pass_records());
   w.newline().end_object();

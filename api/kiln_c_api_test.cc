@@ -251,6 +251,49 @@ TEST(CApiToolTest, SessionOptionsSwitches) {
   kiln_session_destroy(old);
 }
 
+// int8_kernels: AUTO, ON and OFF are accepted and the description says
+// which the session chose and why (the reference executor has no device,
+// so AUTO keeps QDQ graphs float); disable_integer_dot_product means OFF
+// unless int8_kernels says ON; any other number is refused, naming it.
+TEST(CApiTest, Int8KernelsOptionIsCheckedAndDescribed) {
+  kiln::api::Model model;
+  ASSERT_FALSE(kiln::api::Model::load(kModel, model));
+  struct Case {
+    uint32_t int8_kernels, disable_dot;
+    const char* want;
+  };
+  const Case cases[] = {
+      {KILN_INT8_KERNELS_AUTO, 0, "\"integer\": false, \"reason\": \"no device"},
+      {KILN_INT8_KERNELS_ON, 0, "\"integer\": true, \"reason\": \"integer kernels requested"},
+      {KILN_INT8_KERNELS_OFF, 0, "\"integer\": false, \"reason\": \"integer kernels turned off"},
+      {KILN_INT8_KERNELS_AUTO, 1, "\"integer\": false, \"reason\": \"integer kernels turned off"},
+      {KILN_INT8_KERNELS_ON, 1, "\"integer\": true"},
+  };
+  for (const Case& c : cases) {
+    kiln_session_options_t o{};
+    o.struct_size = sizeof o;
+    o.backend = KILN_BACKEND_REFERENCE;
+    o.int8_kernels = c.int8_kernels;
+    o.disable_integer_dot_product = c.disable_dot;
+    kiln::api::Session session;
+    kiln::api::Error err = kiln::api::Session::create(model, o, session);
+    ASSERT_FALSE(err) << err.message();
+    std::string json;
+    ASSERT_FALSE(session.describe_json(json));
+    EXPECT_NE(json.find("\"int8_kernels\": {" + std::string(c.want)), std::string::npos) << json;
+    EXPECT_NE(json.find("\"rewritten\": 0"), std::string::npos) << json;  // add_relu has no QDQ
+  }
+  kiln_session_options_t o{};
+  o.struct_size = sizeof o;
+  o.backend = KILN_BACKEND_REFERENCE;
+  o.int8_kernels = 3;
+  kiln_session_t* session = nullptr;
+  kiln_status_t* s = kiln_session_create(model.get(), &o, &session);
+  EXPECT_EQ(kiln_status_code(s), KILN_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kiln_status_message(s)).find("int8_kernels is 3"), std::string::npos) << kiln_status_message(s);
+  kiln_status_free(s);
+}
+
 // KILN_STORAGE_AUTO (0, the zero-filled default), IMAGE and BUFFER are
 // accepted; any other number is refused, naming it.
 TEST(CApiTest, StorageOptionIsChecked) {

@@ -50,11 +50,14 @@ KERNEL_OPTIONAL = {"bytes": int, "flops": (int, type(None)), "gbps": NUM_OR_NULL
 COMPILE_VULKAN_OPTIONAL = {"shaders_ms": NUM, "pipelines_ms": NUM, "compile_threads": int}
 # A Kiln Vulkan model's device memory after its first run (null elsewhere);
 # the plan's fused kernels and the global memory one run's dispatches moved.
-MODEL_OPTIONAL = {"memory": (dict, type(None)), "fused_dispatches": int, "bytes_read": int, "bytes_written": int}
+MODEL_OPTIONAL = {"memory": (dict, type(None)), "fused_dispatches": int, "bytes_read": int, "bytes_written": int,
+                  # static QDQ as integer kernels or the float graph: {"integer", "reason", "rewritten"}
+                  "int8_kernels": (dict, type(None))}
 MEMORY = {"device_bytes": int, "activation_bytes": int, "arena_bytes": int, "live_lower_bound": int,
           "no_reuse_bytes": int}
 # inplace: in-place elementwise writes; int8_dot: integer GEMMs on packed int8
-# dot products ("on"/"off"; each absent in documents from before its option).
+# dot products and static QDQ as integer kernels ("auto"/"on"/"off"; each
+# absent in documents from before its option).
 ENVIRONMENT_OPTIONAL = {"peak_gbps": NUM_OR_NULL, "peak_gflops": NUM_OR_NULL, "ablation": bool,
                         "inplace": (str, type(None)), "int8_dot": (str, type(None))}
 ABLATION = {"added": (str, type(None)), "passes": list, "status": str, "error": (str, type(None)),

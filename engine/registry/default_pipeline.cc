@@ -11,9 +11,9 @@ const std::vector<std::string>& default_pipeline() {
   // No-ops first so folding sees through them; shape folding feeds constant
   // folding; CSE before DCE so merged nodes' producers are collected.
   // Not here: kiln.canonicalize's fuse-qdq (static QDQ as integer kernels),
-  // slower than the float path on the integer kernels Kiln has so far
-  // (plugins/canonicalize/README.md); opt in with --passes, placing it
-  // before fold-constants, which would fold the weights' DequantizeLinear.
+  // which pays only where the device has accelerated int8 dot products
+  // (plugins/canonicalize/README.md): default_pipeline(registry, true) adds
+  // it where the session chose integer kernels.
   static const std::vector<std::string> kPasses = {"remove-noops", "fold-shapes", "fold-constants",
                                                     "fuse-conv-batchnorm", "cse", "dce",
                                                     // refines the shapes the clean graph has (plugins/rdp)
@@ -27,8 +27,11 @@ const std::vector<std::string>& default_pipeline() {
   return kPasses;
 }
 
-std::vector<std::string> default_pipeline(const PluginRegistry& registry) {
+std::vector<std::string> default_pipeline(const PluginRegistry& registry, bool integer_qdq) {
   std::vector<std::string> passes = default_pipeline();
+  // Before fold-constants, which would fold the weights' DequantizeLinear
+  // into float weights and hide the pattern.
+  if (integer_qdq) passes.insert(std::find(passes.begin(), passes.end(), "fold-constants"), "fuse-qdq");
   for (const LoadedPlugin& p : registry.plugins()) {
     if (is_in_tree_plugin_name(p.name)) continue;  // its passes are placed above
     for (size_t i = 0; i < p.descriptor->pass_count; ++i) passes.emplace_back(p.descriptor->passes[i]->name);
@@ -74,7 +77,7 @@ StatusOr<std::vector<PassRecord>> run_default_pipeline(ir::Graph& graph, const P
 StatusOr<std::vector<PassRecord>> run_pipeline(const PluginRegistry& registry, ir::Graph& graph,
                                                const PipelineOptions& options) {
   PassManager manager(registry);
-  manager.define_pipeline("default", default_pipeline(registry));
+  manager.define_pipeline("default", default_pipeline(registry, options.integer_qdq));
   // Folding one level of a shape computation exposes the next (a Shape
   // folds only once its input's shape has re-inferred as static), so the
   // default pipeline — all canonicalization today — runs to a fixed point.

@@ -31,8 +31,9 @@ const std::vector<std::string>& default_pipeline();
 // pass of each third-party plugin (any name outside "kiln.*": from
 // $KILN_PLUGIN_PATH, --plugin, or dropped in the plugin directory) in load
 // order, so that loading a third-party plugin is enough to run it;
-// --disable-pass NAME leaves one out.
-std::vector<std::string> default_pipeline(const PluginRegistry& registry);
+// --disable-pass NAME leaves one out. `integer_qdq` adds fuse-qdq before
+// fold-constants (PipelineOptions::integer_qdq).
+std::vector<std::string> default_pipeline(const PluginRegistry& registry, bool integer_qdq = false);
 
 // Registers the in-tree plugins (linked-in copies first, then the files of
 // the plugin directory whose names are not linked in), then the

@@ -123,5 +123,35 @@ TEST(DefaultPipeline, LayoutAnnotatesAndIsDisablable) {
   EXPECT_EQ(ir::print_graph(**plain).find("kiln.packed_axis"), std::string::npos);
 }
 
+// integer_qdq puts fuse-qdq into the default pipeline just before
+// fold-constants (which would fold the weights' DequantizeLinear away), and
+// --disable-pass fuse-qdq still removes it.
+TEST(DefaultPipeline, IntegerQdqPlacesFuseQdqBeforeFoldConstants) {
+  PluginRegistry registry;
+  ASSERT_TRUE(load_standard_plugins(registry, PipelineSetup{}, nullptr).ok());
+  const std::vector<std::string> plain = default_pipeline(registry);
+  EXPECT_EQ(std::find(plain.begin(), plain.end(), "fuse-qdq"), plain.end());
+  const std::vector<std::string> with = default_pipeline(registry, true);
+  ASSERT_EQ(with.size(), plain.size() + 1);
+  const auto fuse = std::find(with.begin(), with.end(), "fuse-qdq");
+  ASSERT_NE(fuse, with.end());
+  ASSERT_NE(fuse + 1, with.end());
+  EXPECT_EQ(*(fuse + 1), "fold-constants");
+
+  auto g = ir::parse_graph(kTwoLevels);
+  ASSERT_TRUE(g.ok());
+  PipelineOptions options;
+  options.integer_qdq = true;
+  auto records = run_default_pipeline(**g, options);
+  ASSERT_TRUE(records.ok()) << records.status().to_string();
+  EXPECT_TRUE(std::any_of(records->begin(), records->end(), [](const PassRecord& r) { return r.name == "fuse-qdq"; }));
+  options.disabled = {"fuse-qdq"};
+  auto again = ir::parse_graph(kTwoLevels);
+  ASSERT_TRUE(again.ok());
+  records = run_default_pipeline(**again, options);
+  ASSERT_TRUE(records.ok()) << records.status().to_string();
+  for (const PassRecord& r : *records) EXPECT_NE(r.name, "fuse-qdq");
+}
+
 }  // namespace
 }  // namespace kiln::registry

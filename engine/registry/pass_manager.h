@@ -29,6 +29,11 @@ struct PipelineOptions {
   // kiln_host_api_t::target_info; nullopt when it runs for none (`kiln
   // graph` without a device, the reference backend).
   std::optional<kiln_target_info_t> target;
+  // Static QDQ patterns as integer kernels: the default pipeline runs
+  // kiln.canonicalize's fuse-qdq (before fold-constants, which would fold the
+  // weights' DequantizeLinear away). The session decides from the device
+  // (runtime::choose_int8_kernels); an explicit `passes` list ignores it.
+  bool integer_qdq = false;
 };
 
 struct PassRecord {

@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <new>
@@ -81,6 +82,7 @@ void Session::open_device(const SessionOptions& options) {
 }
 
 Status Session::optimize(const SessionOptions& options) {
+  int8_kernels_ = {false, "no pass pipeline: the graph as written"};
   if (!options.run_passes && options.backend != BackendChoice::kPlugin) return ok_status();
   const auto t0 = std::chrono::steady_clock::now();
   plugins_ = std::make_unique<registry::PluginRegistry>();
@@ -88,6 +90,19 @@ Status Session::optimize(const SessionOptions& options) {
   if (options.run_passes) {
     registry::PipelineOptions pipeline = options.pipeline;
     if (context_) pipeline.target = plugin_target_info(context_->device(), options);
+    int8_kernels_ = runtime::choose_int8_kernels(options.int8_kernels, context_ ? &context_->device() : nullptr,
+                                                 options.vulkan.plan.integer_dot_product);
+    pipeline.integer_qdq = int8_kernels_.integer;
+    // What the pipeline will actually do, for --stats: an explicit pass
+    // list, or --disable-pass fuse-qdq, has the last word.
+    auto names = [](const std::vector<std::string>& list) {
+      return std::find(list.begin(), list.end(), "fuse-qdq") != list.end();
+    };
+    if (!pipeline.passes.empty())
+      int8_kernels_ = names(pipeline.passes) ? runtime::Int8KernelsChoice{true, "the pass list names fuse-qdq"}
+                                             : runtime::Int8KernelsChoice{false, "the pass list leaves out fuse-qdq"};
+    else if (int8_kernels_.integer && names(pipeline.disabled))
+      int8_kernels_ = {false, "fuse-qdq disabled: the float graph"};
     KILN_ASSIGN_OR_RETURN(pass_records_, registry::run_pipeline(*plugins_, *graph_, pipeline));
   }
   pipeline_ms_ = ms_since(t0);

@@ -18,6 +18,7 @@
 #include "engine/ir/graph.h"
 #include "engine/registry/default_pipeline.h"
 #include "engine/runtime/backend.h"
+#include "engine/runtime/vulkan/plugin_target.h"
 #include "engine/runtime/vulkan/vulkan_backend.h"
 #include "platform/vulkan/kernel_cache.h"
 
@@ -56,6 +57,9 @@ struct SessionOptions {
   // Write the device's pipeline cache to disk after compiling (the tools do;
   // libkiln leaves persistence to the host).
   bool save_pipeline_cache = false;
+  // Static QDQ patterns as integer kernels or as the float graph
+  // (runtime::choose_int8_kernels decides kAuto from the device).
+  runtime::Int8Kernels int8_kernels = runtime::Int8Kernels::kAuto;
 };
 
 class Session {
@@ -78,6 +82,9 @@ class Session {
   // What each pass did (in order; empty when no pipeline ran).
   const std::vector<registry::PassRecord>& pass_records() const { return pass_records_; }
   double pipeline_ms() const { return pipeline_ms_; }
+  // Whether static QDQ patterns run as integer kernels, and why (the
+  // choice the pipeline was given; fuse-qdq's statistics say what it found).
+  const runtime::Int8KernelsChoice& int8_kernels() const { return int8_kernels_; }
   const runtime::CompiledModel& compiled() const { return *compiled_; }
   std::string_view backend() const { return compiled_->backend(); }
   // What the device's kernel cache did during this session's compile
@@ -105,6 +112,7 @@ class Session {
   std::unique_ptr<ir::Graph> graph_;
   std::vector<registry::PassRecord> pass_records_;
   double pipeline_ms_ = 0;
+  runtime::Int8KernelsChoice int8_kernels_;
   std::unique_ptr<runtime::VulkanContext> owned_context_;
   runtime::VulkanContext* context_ = nullptr;
   // Why no device could be opened for a Vulkan or automatic session (the

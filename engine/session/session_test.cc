@@ -128,6 +128,113 @@ TEST_F(SessionVulkan, VulkanAndReferenceSessionsAgree) {
   EXPECT_EQ((*s)->vulkan_context()->validation_errors(), 0u);
 }
 
+// A static QDQ Conv (plugins/canonicalize/testdata/qdq.kir's first case):
+// power-of-two scales, so the float graph and the integer kernel agree bit
+// for bit.
+constexpr const char* kQdqConv = R"(graph @conv opset 13 {
+  input %x : f32[1,2,4,4]
+  const %sx : f32[] = dense<[0.0625]>
+  const %zx : u8[] = dense<[128]>
+  const %w : i8[3,2,3,3] = dense<[4,1,2,4,1,2,3,-2,-4,-2,-2,3,4,-4,0,3,-3,3,-3,0,3,-2,-1,-2,2,-2,4,0,0,0,1,0,0,4,3,3,2,1,-1,4,0,-3,3,-3,3,1,-3,-4,0,-4,-3,0,4,0]>
+  const %sw : f32[3] = dense<[0.125,0.25,0.0625]>
+  const %zw : i8[3] = dense<[0,0,0]>
+  const %b : f32[3] = dense<[0.5,-0.25,0.125]>
+  const %sy : f32[] = dense<[0.125]>
+  const %zy : u8[] = dense<[0]>
+  %xq = QuantizeLinear(%x, %sx, %zx) : u8[1,2,4,4]
+  %xd = DequantizeLinear(%xq, %sx, %zx) : f32[1,2,4,4]
+  %wd = DequantizeLinear(%w, %sw, %zw) {axis = 0} : f32[3,2,3,3]
+  %c = Conv(%xd, %wd, %b) {kernel_shape = [3,3], pads = [1,1,1,1]} : f32[1,3,4,4]
+  %r = Relu(%c) : f32[1,3,4,4]
+  %yq = QuantizeLinear(%r, %sy, %zy) : u8[1,3,4,4]
+  %y = DequantizeLinear(%yq, %sy, %zy) : f32[1,3,4,4]
+  return %y
+})";
+
+bool has_op(const ir::Graph& g, const std::string& op) {
+  for (ir::NodeId id : g.main().nodes)
+    if (g.node(id).op == op) return true;
+  return false;
+}
+
+// Runs `session` and the reference executor on the unoptimized QDQ model;
+// the outputs must be equal.
+void expect_qdq_output(const ir::Graph& model, const Session& session) {
+  std::vector<float> x(32);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.37f * static_cast<float>(i % 11) - 1.6f;
+  Tensor in = Tensor::from_vector<float>({1, 2, 4, 4}, x);
+  auto expected = runtime::ReferenceExecutor(model).run({in});
+  ASSERT_TRUE(expected.ok()) << expected.status().to_string();
+  auto out = session.run({in});
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  ASSERT_EQ((*out)[0].numel(), (*expected)[0].numel());
+  for (int64_t i = 0; i < (*out)[0].numel(); ++i) EXPECT_EQ((*out)[0].get_f64(i), (*expected)[0].get_f64(i)) << i;
+}
+
+// Without a device the automatic choice keeps the float graph; kOn puts
+// fuse-qdq into the default pipeline, kOff and --disable-pass fuse-qdq keep
+// it out, and an explicit pass list decides by itself.
+TEST(Session, Int8KernelsChooseWhetherFuseQdqRuns) {
+  auto model = parse(kQdqConv);
+  ASSERT_TRUE(model);
+  struct Case {
+    runtime::Int8Kernels mode;
+    std::vector<std::string> disabled, passes;
+    bool integer;
+    const char* reason;
+  };
+  const Case cases[] = {
+      {runtime::Int8Kernels::kAuto, {}, {}, false, "no device"},
+      {runtime::Int8Kernels::kOn, {}, {}, true, "requested"},
+      {runtime::Int8Kernels::kOff, {}, {}, false, "turned off"},
+      {runtime::Int8Kernels::kOn, {"fuse-qdq"}, {}, false, "fuse-qdq disabled"},
+      {runtime::Int8Kernels::kAuto, {}, {"fuse-qdq", "fold-constants", "dce"}, true, "the pass list names fuse-qdq"},
+      {runtime::Int8Kernels::kOn, {}, {"fold-constants", "dce"}, false, "leaves out fuse-qdq"},
+  };
+  for (const Case& c : cases) {
+    SessionOptions o = reference_options();
+    o.int8_kernels = c.mode;
+    o.pipeline.disabled = c.disabled;
+    o.pipeline.passes = c.passes;
+    auto s = Session::create(*model, o);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    const std::string what = c.reason;
+    EXPECT_EQ((*s)->int8_kernels().integer, c.integer) << what;
+    EXPECT_NE((*s)->int8_kernels().reason.find(c.reason), std::string::npos) << (*s)->int8_kernels().reason;
+    EXPECT_EQ(has_op((*s)->graph(), "QLinearConv"), c.integer) << what << "\n" << ir::print_graph((*s)->graph());
+    EXPECT_EQ(has_op((*s)->graph(), "Conv"), !c.integer) << what;
+    expect_qdq_output(*model, **s);
+  }
+}
+
+// On a device: kAuto takes the integer kernels exactly where the device's
+// packed int8 dot products are accelerated (lavapipe: emulated, so the
+// float graph); kOn and kOff override, and both paths give the same bits.
+TEST_F(SessionVulkan, Int8KernelsFollowTheDevice) {
+  auto model = parse(kQdqConv);
+  ASSERT_TRUE(model);
+  const vk::Capabilities& caps = vk::testing::test_device()->capabilities();
+  const bool accelerated = caps.integer_dot_product_accelerated && caps.api_version >= VK_API_VERSION_1_3;
+  for (runtime::Int8Kernels mode : {runtime::Int8Kernels::kAuto, runtime::Int8Kernels::kOn, runtime::Int8Kernels::kOff}) {
+    SessionOptions o;
+    o.backend = BackendChoice::kVulkan;
+    o.plugins.load_environment = false;
+    o.context_options.kernel_cache_dir = "";
+    o.int8_kernels = mode;
+    auto s = Session::create(*model, o);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    const bool want = mode == runtime::Int8Kernels::kOn || (mode == runtime::Int8Kernels::kAuto && accelerated);
+    EXPECT_EQ((*s)->int8_kernels().integer, want) << (*s)->int8_kernels().reason;
+    EXPECT_EQ(has_op((*s)->graph(), "QLinearConv"), want);
+    if (mode == runtime::Int8Kernels::kAuto && !accelerated) {
+      EXPECT_NE((*s)->int8_kernels().reason.find(caps.shader_integer_dot_product ? "not accelerated" : "no packed"),
+                std::string::npos)
+          << (*s)->int8_kernels().reason;
+    }
+    expect_qdq_output(*model, **s);
+  }
+}
+
 // Global-memory bytes per dispatch and per run, exactly: z = Add(x, y) of
 // two [1,4,8,8] fp32 tensors reads 2 x 1024 B and writes 1024 B, in either
 // storage (an image packing 4 channels per texel holds exactly 256 floats),

@@ -296,7 +296,25 @@ typedef struct kiln_session_options_t {
    * packed int8 dot products (VK_KHR_shader_integer_dot_product) and run
    * the scalar int32 kernel. */
   uint32_t disable_integer_dot_product;
+  /* \since 1.6. Static QDQ graphs (DequantizeLinear -> Conv/MatMul/Gemm
+   * [-> Relu/Clip] -> QuantizeLinear, as ONNX Runtime's quantizer writes
+   * them): a kiln_int8_kernels_t. AUTO (0) runs them as integer kernels
+   * (QLinearConv/QLinearMatMul on int8 dot products: kiln.canonicalize's
+   * fuse-qdq joins the default pipeline) where the device's packed int8 dot
+   * products are accelerated, and as the float graph elsewhere (devices
+   * without them or that emulate them, the reference executor); ON always
+   * runs the integer kernels, OFF never. disable_integer_dot_product with
+   * AUTO means OFF. An explicit `passes` list decides by itself;
+   * kiln_session_describe_json reports the choice ("int8_kernels"). */
+  uint32_t int8_kernels;
 } kiln_session_options_t;
+
+/* \since 1.6. kiln_session_options_t.int8_kernels. */
+typedef enum kiln_int8_kernels_t {
+  KILN_INT8_KERNELS_AUTO = 0,
+  KILN_INT8_KERNELS_ON = 1,
+  KILN_INT8_KERNELS_OFF = 2
+} kiln_int8_kernels_t;
 
 /* A model prepared for one backend. Single owner: create/destroy. */
 typedef struct kiln_session_t kiln_session_t;
@@ -530,7 +548,10 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_model_input_shape(const kiln_model_t
  * "pipeline_cache_bytes_loaded"} (what the device's kernel cache did during
  * this session's compile)}}, for a plugin backend "compile": {"dispatches",
  * "fallbacks"} (as the plugin reports them); "fallback_reason" when KILN_BACKEND_DEFAULT
- * fell back to the reference executor. */
+ * fell back to the reference executor; \since 1.6 "int8_kernels":
+ * {"integer" (whether static QDQ patterns were given to fuse-qdq),
+ * "reason", "rewritten" (the QDQ convolutions and matrix products fuse-qdq
+ * turned into integer kernels)} (kiln_session_options_t.int8_kernels). */
 KILN_API KILN_NODISCARD kiln_status_t* kiln_session_describe_json(const kiln_session_t* session, char** out_text);
 
 /* The last completed run: "{}" for a reference session; for Vulkan

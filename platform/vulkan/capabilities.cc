@@ -245,6 +245,9 @@ StatusOr<Capabilities> query_capabilities(const InstanceTable& fn, VkPhysicalDev
     caps.subgroup_size_control = f13.subgroupSizeControl == VK_TRUE;
     caps.compute_full_subgroups = f13.computeFullSubgroups == VK_TRUE;
     caps.shader_integer_dot_product = f13.shaderIntegerDotProduct == VK_TRUE;
+    caps.integer_dot_product_accelerated = caps.shader_integer_dot_product &&
+                                           p13.integerDotProduct4x8BitPackedSignedAccelerated == VK_TRUE &&
+                                           p13.integerDotProduct4x8BitPackedMixedSignednessAccelerated == VK_TRUE;
     if (p13.minSubgroupSize != 0) caps.min_subgroup_size = p13.minSubgroupSize;
     if (p13.maxSubgroupSize != 0) caps.max_subgroup_size = p13.maxSubgroupSize;
   }
@@ -396,6 +399,7 @@ std::string Capabilities::to_json() const {
   boolean("shader_float16", shader_float16);
   boolean("buffer_float32_atomic_add", buffer_float32_atomic_add);
   boolean("shader_integer_dot_product", shader_integer_dot_product);
+  boolean("integer_dot_product_accelerated", integer_dot_product_accelerated);
   boolean("shader_int8", shader_int8);
   boolean("shader_int16", shader_int16);
   boolean("shader_int64", shader_int64);
@@ -473,7 +477,8 @@ std::string Capabilities::to_text() const {
   line("fp16", std::string("arithmetic ") + b(shader_float16) + ", 16-bit storage " + b(storage_buffer_16bit));
   line("float atomics", std::string("buffer add ") + b(buffer_float32_atomic_add));
   line("int8", std::string("arithmetic ") + b(shader_int8) + ", 8-bit storage " + b(storage_buffer_8bit) +
-                   ", packed dot products " + b(shader_integer_dot_product));
+                   ", packed dot products " + b(shader_integer_dot_product) +
+                   (shader_integer_dot_product ? (integer_dot_product_accelerated ? " (accelerated)" : " (not accelerated)") : ""));
   line("subgroup", std::to_string(subgroup_size) + " (" + std::to_string(min_subgroup_size) + ".." +
                        std::to_string(max_subgroup_size) + "), ops " + subgroup_ops_string(subgroup_operations) +
                        (subgroup_size_control ? ", size control" : ""));

@@ -82,6 +82,13 @@ struct Capabilities {
   // core): OpSDot/OpUDot/OpSUDot on 4 int8 packed in 32 bits (the integer
   // GEMM's dot-product path, planner/gemm_int.h).
   bool shader_integer_dot_product = false;
+  // Whether the driver says those dot products on 4 x 8 bits packed in a
+  // word run in hardware (VkPhysicalDeviceVulkan13Properties'
+  // integerDotProduct4x8BitPacked{Signed,MixedSignedness}Accelerated: int8
+  // and uint8 x int8, the two forms the integer GEMM issues) rather than as
+  // byte extracts and multiplies (lavapipe). Decides whether static QDQ
+  // graphs run as integer kernels by default (engine/session/int8_kernels.h).
+  bool integer_dot_product_accelerated = false;
 
   // Compute units (SMs, CUs, shader cores) where the driver says, through
   // VK_NV_shader_sm_builtins (shaderSMCount), VK_AMD_shader_core_properties2

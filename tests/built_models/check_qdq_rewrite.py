@@ -11,10 +11,11 @@ activations, per-channel int8 weights, float biases):
     with a bias Add, one without.
 For each, with KILN the CLI and BACKEND reference or vulkan:
   * the pass fires: `kiln graph --text -` has no float Conv/MatMul/Gemm left
-    and the expected QLinear nodes; without it (the default pipeline) nothing is
-    rewritten;
+    and the expected QLinear nodes, also with `--int8-dot on` (the default
+    pipeline with fuse-qdq); without it (the default pipeline for no device,
+    --int8-dot off) nothing is rewritten;
   * the outputs of the rewritten graph and of the float graph
-    (the default pipeline) differ by at most one quantization step
+    (--int8-dot off) differ by at most one quantization step
     (QDQ graphs are defined by their float semantics; the integer kernels
     round once where the float graph rounds its fp32 sums, and the float
     bias becomes int32 as ONNX Runtime rounds it).
@@ -136,8 +137,9 @@ def run(cmd):
 
 
 def with_fuse_qdq(kiln, path):
-    """--passes for the default pipeline with fuse-qdq (not in it: an opt-in)
-    placed before fold-constants."""
+    """--passes for the default pipeline with fuse-qdq placed before
+    fold-constants, spelled out (without a device the default pipeline leaves
+    fuse-qdq out; --int8-dot on puts it in the same place)."""
     stats = path + ".stats.json"
     run([kiln, "run", path, "--backend", "reference", "--stats", stats])
     with open(stats) as f:
@@ -169,8 +171,9 @@ def runs(backend, opt_in):
     """(label, extra flags) of each run: the rewritten graph (on Vulkan with
     and without the int8 dot products) and the float graph."""
     if backend != "vulkan":
-        return [("int", opt_in), ("float", [])]
-    return [("int", opt_in + ["--int8-dot", "on"]), ("int_scalar", opt_in + ["--int8-dot", "off"]), ("float", [])]
+        return [("int", opt_in), ("float", ["--int8-dot", "off"])]
+    return [("int", opt_in + ["--int8-dot", "on"]), ("int_scalar", opt_in + ["--int8-dot", "off"]),
+            ("float", ["--int8-dot", "off"])]
 
 
 def same_int_bits(name, outputs, results):
@@ -187,6 +190,11 @@ def check(kiln, backend, work, name, model, want_ops, outputs):
     onnx.save(model, path)
     opt_in = with_fuse_qdq(kiln, path)
     rewritten, floats = op_counts(kiln, path, opt_in), op_counts(kiln, path, [])
+    # --int8-dot on: the default pipeline with fuse-qdq, as a device with
+    # accelerated int8 dot products runs it by default.
+    chosen = op_counts(kiln, path, ["--int8-dot", "on"])
+    if chosen != rewritten:
+        raise AssertionError(f"{name}: --int8-dot on gives {chosen}, the spelled-out pipeline {rewritten}")
     for op, n in want_ops.items():
         if rewritten.get(op, 0) != n:
             raise AssertionError(f"{name}: expected {n} {op} after fuse-qdq, got {rewritten}")

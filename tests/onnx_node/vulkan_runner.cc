@@ -107,6 +107,8 @@ VulkanCaseResult run_case(const fs::path& case_dir, const VulkanConfig& config, 
   if (plugins) {
     registry::PipelineOptions pipeline;
     pipeline.target = runtime::plugin_target_info(device, true, KILN_STORAGE_MODE_AUTO);  // as `kiln run --storage auto`
+    // Static QDQ as `kiln run --int8-dot auto` runs it on this device.
+    pipeline.integer_qdq = runtime::choose_int8_kernels(runtime::Int8Kernels::kAuto, &device, true).integer;
     auto passes = registry::run_pipeline(*plugins, **graph, pipeline);
     if (!passes.ok()) {
       r.message = "pass pipeline: " + passes.status().to_string();

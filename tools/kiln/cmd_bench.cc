@@ -139,6 +139,12 @@ struct ModelResult {
   std::optional<double> import_ms, passes_ms, first_run_ms;
   std::vector<std::string> pass_records;  // the session's pass records (JSON objects), as libkiln describes them
   std::vector<std::string> pass_names;    // in the order they ran
+  // Static QDQ patterns as integer kernels or the float graph: the
+  // session's choice, why, and how many convolutions/products fuse-qdq
+  // rewrote (kiln_session_describe_json's "int8_kernels").
+  std::optional<bool> int8_integer;
+  std::string int8_reason;
+  int64_t int8_rewritten = 0;
   int64_t nodes = -1;
   std::optional<CompileRecord> cold, warm;
   size_t dispatches = 0, fallbacks = 0;
@@ -164,7 +170,7 @@ struct Settings {
   int warmup = 10;
   std::optional<int> iters;
   double min_time_s = 2.0;
-  std::string storage = "auto", precision = "fp32", coopmat = "on", int8_dot = "on", inplace = "on";
+  std::string storage = "auto", precision = "fp32", coopmat = "on", int8_dot = "auto", inplace = "on";
   // The device's peaks for the roofline; Vulkan does not report them.
   std::optional<double> peak_gbps, peak_gflops;
   bool ablation = false;
@@ -231,6 +237,9 @@ class Bench {
     o.precision = settings_.precision == "fp16" ? KILN_PRECISION_FP16 : KILN_PRECISION_FP32;
     o.disable_cooperative_matrix = settings_.coopmat == "off";
     o.disable_integer_dot_product = settings_.int8_dot == "off";
+    o.int8_kernels = settings_.int8_dot == "on"    ? KILN_INT8_KERNELS_ON
+                     : settings_.int8_dot == "off" ? KILN_INT8_KERNELS_OFF
+                                                   : KILN_INT8_KERNELS_AUTO;
     o.disable_inplace = settings_.inplace == "off";
     o.profile = profile;
     o.save_pipeline_cache = device != nullptr;
@@ -432,6 +441,14 @@ void record_passes(const Compiled& c, ModelResult& r) {
   r.nodes = static_cast<int64_t>(number(&c.description, "nodes"));
   r.pass_names.clear();
   r.pass_records.clear();
+  r.int8_integer.reset();
+  if (const JsonValue* q = c.description.get("int8_kernels")) {
+    const JsonValue* integer = q->get("integer");
+    r.int8_integer = integer && integer->boolean;
+    const std::string* reason = q->get_string("reason");
+    r.int8_reason = reason ? *reason : "";
+    r.int8_rewritten = static_cast<int64_t>(number(q, "rewritten"));
+  }
   if (const JsonValue* passes = c.description.get("passes"))
     for (const JsonValue& p : passes->items) {
       const std::string* name = p.get_string("name");
@@ -870,6 +887,13 @@ void model_json(JsonWriter& w, const ModelResult& r, const Settings& settings) {
   if (settings.ablation) ablation_json(w, r);
   else w.null();
   w.newline().key("reference_max_abs_diff"), number(w, r.reference_max_abs_diff);
+  w.newline().key("int8_kernels");
+  if (r.int8_integer) {
+    w.begin_object().key("integer").boolean(*r.int8_integer).key("reason").string(r.int8_reason);
+    w.key("rewritten").number(r.int8_rewritten).end_object();
+  } else {
+    w.null();
+  }
   w.newline().key("memory"), memory_json(w, r.memory);
   w.newline().key("concurrent");  // --concurrent only (bench_concurrent.h)
   if (r.concurrent) w.raw(concurrent_json(*r.concurrent));
@@ -930,7 +954,7 @@ void environment_json(JsonWriter& w, const std::string& device_json, const Args&
   if (device) w.string(settings.storage);
   else w.null();
   vulkan_only("coopmat", settings.coopmat);
-  vulkan_only("int8_dot", settings.int8_dot);
+  w.newline().key("int8_dot").string(settings.int8_dot);  // the QDQ choice holds on every backend
   vulkan_only("inplace", settings.inplace);
   w.newline().key("pipeline").string(args.has("passes") ? args.get("passes") : "default");
   w.newline().key("disabled_passes").begin_array();
@@ -1015,6 +1039,13 @@ void print_table_row(const ModelResult& r) {
                   human_bytes(r.bytes_read).c_str(), human_bytes(r.bytes_written).c_str());
     if (r.reference_max_abs_diff)
       std::printf("%-24s max|d| vs output.npy %s\n", "", num(*r.reference_max_abs_diff).c_str());
+    // Which path a quantized model took: shown where fuse-qdq rewrote
+    // something, or where it did not run (so a QDQ model's row says why;
+    // a float model's row then says it too, as a note).
+    if (r.int8_integer && (r.int8_rewritten > 0 || !*r.int8_integer))
+      std::printf("%-24s int8 kernels: %s, %lld QDQ conv/matmul rewritten (%s)\n", "",
+                  *r.int8_integer ? "integer" : "float graph", static_cast<long long>(r.int8_rewritten),
+                  r.int8_reason.c_str());
   }
   std::fflush(stdout);
 }
@@ -1085,8 +1116,9 @@ StatusOr<Settings> parse_settings(const Args& args) {
   if (s.precision != "fp16" && s.precision != "fp32") return invalid_argument("--precision must be fp32 or fp16, got '" + s.precision + "'");
   s.coopmat = args.get("coopmat", "on");
   if (s.coopmat != "off" && s.coopmat != "on") return invalid_argument("--coopmat must be on or off, got '" + s.coopmat + "'");
-  s.int8_dot = args.get("int8-dot", "on");
-  if (s.int8_dot != "off" && s.int8_dot != "on") return invalid_argument("--int8-dot must be on or off, got '" + s.int8_dot + "'");
+  s.int8_dot = args.get("int8-dot", "auto");
+  if (s.int8_dot != "off" && s.int8_dot != "on" && s.int8_dot != "auto")
+    return invalid_argument("--int8-dot must be auto, on or off, got '" + s.int8_dot + "'");
   s.inplace = args.get("inplace", "on");
   if (s.inplace != "off" && s.inplace != "on") return invalid_argument("--inplace must be on or off, got '" + s.inplace + "'");
   for (const char* flag : {"peak-gbps", "peak-gflops"}) {

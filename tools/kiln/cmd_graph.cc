@@ -27,7 +27,7 @@ std::string write_text(const std::string& path, const std::string& text) {
 }  // namespace
 
 int cmd_graph(const std::vector<std::string>& argv) {
-  std::vector<std::string> value_flags = {"dot", "text"};
+  std::vector<std::string> value_flags = {"dot", "text", "int8-dot"};
   value_flags.insert(value_flags.end(), kPipelineValueFlags.begin(), kPipelineValueFlags.end());
   auto args = Args::parse(argv, value_flags, {"full-constants"});
   if (!args.ok()) return fail(args.status());
@@ -42,6 +42,12 @@ int cmd_graph(const std::vector<std::string>& argv) {
   flags.set_pipeline(*args);
   kiln_session_options_t options = flags.options();
   options.backend = KILN_BACKEND_REFERENCE;
+  // No device here, so static QDQ stays the float graph unless --int8-dot on
+  // shows what a device with accelerated int8 dot products runs.
+  const std::string int8_dot = args->get("int8-dot", "auto");
+  if (int8_dot != "auto" && int8_dot != "on" && int8_dot != "off")
+    return usage_error("kiln graph: --int8-dot must be auto, on or off, got '" + int8_dot + "'");
+  options.int8_kernels = int8_dot == "on" ? KILN_INT8_KERNELS_ON : int8_dot == "off" ? KILN_INT8_KERNELS_OFF : KILN_INT8_KERNELS_AUTO;
   api::Session session;
   if (api::Error e = api::Session::create(model, options, session)) return fail(e);
   for (const char* flag : {"dot", "text"}) {

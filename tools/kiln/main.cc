@@ -35,7 +35,7 @@ usage:
       Vulkan devices and their capabilities; the devices of backend plugins (OpenCL).
   kiln run MODEL [--backend auto|vulkan|reference|opencl] [--device N|NAME]
                  [--storage auto|buffer|image] [--precision fp32|fp16] [--coopmat on|off] [--inplace on|off]
-                 [--int8-dot on|off] [--profile] [--validate] [--input NAME=FILE.npy|FILE.pb ...] [--shape NAME=AxBxC ...] [--seed N]
+                 [--int8-dot auto|on|off] [--profile] [--validate] [--input NAME=FILE.npy|FILE.pb ...] [--shape NAME=AxBxC ...] [--seed N]
                  [--output NAME=FILE.npy ...] [--stats FILE.json]
                  [--passes a,b,c|none] [--disable-pass NAME ...] [--plugin FILE.so ...]
                  [--then [--input ...] [--shape ...] [--output ...]] ...
@@ -45,8 +45,12 @@ usage:
       lets the layout pass choose per tensor for the device; buffer or image
       force storage buffers or images used as 2.5D texture memory; --precision
       fp16 stores tensors as fp16 (fp32 accumulation); --coopmat off keeps
-      fp16 GEMMs off the tensor cores (cooperative matrices); --int8-dot off
-      keeps integer GEMMs off packed int8 dot products; --inplace off
+      fp16 GEMMs off the tensor cores (cooperative matrices); --int8-dot
+      on runs static QDQ models (DequantizeLinear -> Conv/MatMul ->
+      QuantizeLinear) as integer kernels, off as their float graph with
+      integer GEMMs off packed int8 dot products, auto (the default) as
+      integer kernels where the device's int8 dot products are accelerated
+      (--stats: "int8_kernels"); --inplace off
       gives every elementwise output its own memory instead of writing it
       over an input that dies there. --profile records
       per-kernel GPU times into --stats; --validate enables the Khronos
@@ -57,9 +61,11 @@ usage:
       (a new shape records new commands but compiles no shader).
       Before compiling, the pass pipeline (plugins) optimizes the graph.
   kiln graph MODEL [--dot FILE] [--text FILE] [--full-constants] [--passes ...|none] [--plugin FILE.so ...]
+                   [--int8-dot auto|on|off]
       Writes the graph after the pass pipeline (--passes none: as imported)
       as Graphviz (--dot) or Kiln's text IR (--text; '-' for stdout). Large
-      constants are elided unless --full-constants.
+      constants are elided unless --full-constants. The pipeline runs for
+      no device, so static QDQ stays the float graph unless --int8-dot on.
   kiln bench MODEL... [--backend ...] [--device ...] [--storage ...] [--precision ...] [--coopmat ...] [--inplace ...]
                  [--int8-dot ...] [--passes ...|none] [--disable-pass NAME ...] [--plugin FILE.so ...]
                  [--warmup N] [--iters N | --min-time S] [--shape NAME=AxB ...] [--input NAME=FILE ...]

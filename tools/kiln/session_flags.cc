@@ -41,10 +41,19 @@ void SessionFlags::set_pipeline(const Args& args) {
 }
 
 std::string SessionFlags::set_backend(const Args& args) {
+  // --int8-dot: static QDQ patterns as integer kernels (on) or the float
+  // graph (off; Vulkan's integer GEMMs also stay off the dot products), or
+  // the device's choice (auto: integer where its dot products are
+  // accelerated). The QDQ choice is the pipeline's, so it holds on every backend.
+  const std::string int8_dot = args.get("int8-dot", "auto");
+  if (int8_dot != "auto" && int8_dot != "on" && int8_dot != "off")
+    return "INVALID_ARGUMENT: --int8-dot must be auto, on or off, got '" + int8_dot + "'";
+  options_.int8_kernels = int8_dot == "on" ? KILN_INT8_KERNELS_ON : int8_dot == "off" ? KILN_INT8_KERNELS_OFF : KILN_INT8_KERNELS_AUTO;
+  options_.disable_integer_dot_product = int8_dot == "off";
   const std::string backend = args.get("backend", "auto");
   if (backend == "reference") {
     options_.backend = KILN_BACKEND_REFERENCE;
-    for (const char* flag : {"device", "storage", "precision", "coopmat", "int8-dot", "inplace"})
+    for (const char* flag : {"device", "storage", "precision", "coopmat", "inplace"})
       if (args.has(flag)) std::fprintf(stderr, "kiln: note: --%s applies to the Vulkan backend only\n", flag);
     return "";
   }
@@ -67,7 +76,7 @@ std::string SessionFlags::set_backend(const Args& args) {
     // and --profile (and says which it cannot honour).
     options_.backend = KILN_BACKEND_PLUGIN;
     options_.backend_plugin = "opencl";
-    for (const char* flag : {"device", "coopmat", "int8-dot", "inplace"})
+    for (const char* flag : {"device", "coopmat", "inplace"})
       if (args.has(flag)) std::fprintf(stderr, "kiln: note: --%s applies to the Vulkan backend only\n", flag);
     return "";
   }
@@ -75,10 +84,6 @@ std::string SessionFlags::set_backend(const Args& args) {
   if (coopmat != "on" && coopmat != "off")
     return "INVALID_ARGUMENT: --coopmat must be on or off, got '" + coopmat + "'";
   options_.disable_cooperative_matrix = coopmat == "off";
-  const std::string int8_dot = args.get("int8-dot", "on");
-  if (int8_dot != "on" && int8_dot != "off")
-    return "INVALID_ARGUMENT: --int8-dot must be on or off, got '" + int8_dot + "'";
-  options_.disable_integer_dot_product = int8_dot == "off";
   const std::string inplace = args.get("inplace", "on");
   if (inplace != "on" && inplace != "off")
     return "INVALID_ARGUMENT: --inplace must be on or off, got '" + inplace + "'";

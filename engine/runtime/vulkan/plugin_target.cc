@@ -27,4 +27,20 @@ kiln_target_info_t plugin_target_info(const vk::Device& device, bool cooperative
   return out;
 }
 
+Int8KernelsChoice choose_int8_kernels(Int8Kernels mode, const vk::Device* device, bool dot_products) {
+  if (mode == Int8Kernels::kOn) return {true, "integer kernels requested"};
+  if (mode == Int8Kernels::kOff) return {false, "integer kernels turned off: the float graph"};
+  if (!device) return {false, "no device: the float graph"};
+  const planner::TargetInfo t = target_info(*device);
+  // The planner's dot-product path needs the feature enabled and a Vulkan
+  // 1.3 target (SPIR-V 1.6), as gemm_int.cc's int8_dot_available checks.
+  constexpr uint32_t kVulkan13 = (1u << 22) | (3u << 12);
+  if (!dot_products) return {false, "int8 dot products turned off: the float graph"};
+  if (!t.integer_dot_product || t.vulkan_version < kVulkan13)
+    return {false, "the device has no packed int8 dot products (Vulkan 1.3 shaderIntegerDotProduct): the float graph"};
+  if (!device->capabilities().integer_dot_product_accelerated)
+    return {false, "the device's packed int8 dot products are not accelerated: the float graph"};
+  return {true, "the device has accelerated packed int8 dot products"};
+}
+
 }  // namespace kiln::runtime

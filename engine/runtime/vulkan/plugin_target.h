@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "kiln/kiln_plugin.h"
 #include "platform/vulkan/device.h"
@@ -14,5 +15,26 @@ namespace kiln::runtime {
 // `cooperative_matrix`: whether the session lets kernels use the device's
 // cooperative matrices; `storage_mode`: the session's storage option.
 kiln_target_info_t plugin_target_info(const vk::Device& device, bool cooperative_matrix, kiln_storage_mode_t storage_mode);
+
+// Static QDQ graphs (DequantizeLinear -> Conv/MatMul/Gemm -> QuantizeLinear)
+// run either as written (dequantize, float op, quantize: fusion folds the
+// maps into their neighbours) or as integer kernels (kiln.canonicalize's
+// fuse-qdq: QLinearConv/QLinearMatMul on int8 dot products). kAuto takes
+// the integer kernels where they pay: on a device whose packed 4x8-bit dot
+// products are accelerated (vk::Capabilities::integer_dot_product_accelerated,
+// as NVIDIA's driver reports them); lavapipe emulates them, and there the
+// float graph measured about twice as fast (plugins/canonicalize/README.md).
+// kOn and kOff override (`--int8-dot on|off`, kiln_session_options_t).
+enum class Int8Kernels { kAuto, kOn, kOff };
+
+struct Int8KernelsChoice {
+  bool integer = false;  // fuse-qdq joins the default pipeline
+  std::string reason;    // for --stats and kiln bench: why
+};
+
+// `device` null: the pipeline runs for no device (the reference executor,
+// a plugin backend), where kAuto keeps the float graph. `dot_products`:
+// whether the session lets the planner use the device's dot products.
+Int8KernelsChoice choose_int8_kernels(Int8Kernels mode, const vk::Device* device, bool dot_products);
 
 }  // namespace kiln::runtime
