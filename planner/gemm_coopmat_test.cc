@@ -430,6 +430,10 @@ TEST(GemmCoopMatKernels, AttentionThroughViewsIsValidSpirv) {
   int split = 0;
   expect_valid(*graph, khr_target(), Storage::kBuffer, name, nullptr, &split);
   EXPECT_EQ(split, 2);
+  TargetInfo khr_with_subgroup_ops = khr_target();
+  khr_with_subgroup_ops.subgroup_shuffle = khr_with_subgroup_ops.subgroup_arithmetic = true;
+  expect_valid(*graph, khr_with_subgroup_ops, Storage::kBuffer, name, nullptr, &split);
+  EXPECT_EQ(split, 2);
 }
 
 TEST(GemmCoopMatKernels, SmallGridsOverDeepKSplitK) {

@@ -296,7 +296,7 @@ typedef struct kiln_session_options_t {
    * packed int8 dot products (VK_KHR_shader_integer_dot_product) and run
    * the scalar int32 kernel. */
   uint32_t disable_integer_dot_product;
-  /* \since 1.6. Static QDQ graphs (DequantizeLinear -> Conv/MatMul/Gemm
+  /* \since 0.2. Static QDQ graphs (DequantizeLinear -> Conv/MatMul/Gemm
    * [-> Relu/Clip] -> QuantizeLinear, as ONNX Runtime's quantizer writes
    * them): a kiln_int8_kernels_t. AUTO (0) runs them as integer kernels
    * (QLinearConv/QLinearMatMul on int8 dot products: kiln.canonicalize's
@@ -309,7 +309,7 @@ typedef struct kiln_session_options_t {
   uint32_t int8_kernels;
 } kiln_session_options_t;
 
-/* \since 1.6. kiln_session_options_t.int8_kernels. */
+/* \since 0.2. kiln_session_options_t.int8_kernels. */
 typedef enum kiln_int8_kernels_t {
   KILN_INT8_KERNELS_AUTO = 0,
   KILN_INT8_KERNELS_ON = 1,
@@ -548,7 +548,7 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_model_input_shape(const kiln_model_t
  * "pipeline_cache_bytes_loaded"} (what the device's kernel cache did during
  * this session's compile)}}, for a plugin backend "compile": {"dispatches",
  * "fallbacks"} (as the plugin reports them); "fallback_reason" when KILN_BACKEND_DEFAULT
- * fell back to the reference executor; \since 1.6 "int8_kernels":
+ * fell back to the reference executor; \since 0.2 "int8_kernels":
  * {"integer" (whether static QDQ patterns were given to fuse-qdq),
  * "reason", "rewritten" (the QDQ convolutions and matrix products fuse-qdq
  * turned into integer kernels)} (kiln_session_options_t.int8_kernels). */
