@@ -5,7 +5,7 @@
 // The platform headers come first: they include volk, which must see
 // <vulkan/vulkan.h> before anyone includes it with prototypes.
 #include "api/kiln_c_api_internal.h"
-#include "engine/runtime/vulkan/device_data.h"
+#include "planner/device_data.h"
 #include "kiln/kiln_vulkan.h"
 
 #include <algorithm>
@@ -189,7 +189,7 @@ kiln_status_t* kiln_session_bind_vulkan_buffer(kiln_session_t* session, const ch
       }
   }
   if (known) {
-    const size_t need = kiln::runtime::device_bytes(*layout, shape);
+    const size_t need = kiln::planner::device_bytes(*layout, shape);
     if (need > binding->size)
       return make_status(KILN_INVALID_ARGUMENT, what + " needs " + std::to_string(need) + " bytes (shape " +
                                                     kiln::shape_to_string(shape) + " of " +

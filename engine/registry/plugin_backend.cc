@@ -145,4 +145,16 @@ StatusOr<std::unique_ptr<runtime::CompiledModel>> PluginBackend::compile(const i
   return compiled;
 }
 
+StatusOr<std::optional<kiln_target_info_t>> PluginBackend::target_info(const kiln_backend_v1_t& backend) {
+  if (!KILN_PLUGIN_HAS_FIELD(&backend, kiln_backend_v1_t, target_info) || !backend.target_info) return std::nullopt;
+  kiln_target_info_t info{};
+  info.struct_size = sizeof(info);
+  KILN_RETURN_IF_ERROR(take_plugin_status(backend.target_info(backend.state, host_api(), &info),
+                                          "backend '" + std::string(backend.name) + "' has no target"));
+  info.struct_size = sizeof(info);
+  info.device_name[sizeof(info.device_name) - 1] = '\0';
+  info.storage_mode = KILN_STORAGE_MODE_AUTO;
+  return std::optional<kiln_target_info_t>(info);
+}
+
 }  // namespace kiln::registry

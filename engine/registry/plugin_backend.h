@@ -31,6 +31,11 @@ class PluginBackend : public runtime::Backend {
   // What the last compile did to the plugin's kernel cache (ABI 1.5
   // model_compile_stats); nullopt when the plugin does not say.
   const std::optional<kiln_backend_compile_stats_t>& compile_stats() const { return compile_stats_; }
+  // The device the plugin compiles for, as passes see a target (ABI 1.6
+  // target_info; storage_mode left AUTO for the caller to set); nullopt
+  // when the plugin does not say. Errors: the plugin's status (no device),
+  // prefixed with the backend's name.
+  static StatusOr<std::optional<kiln_target_info_t>> target_info(const kiln_backend_v1_t& backend);
 
  private:
   const kiln_backend_v1_t& backend_;

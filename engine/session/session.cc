@@ -103,6 +103,20 @@ Status Session::optimize(const SessionOptions& options) {
                                              : runtime::Int8KernelsChoice{false, "the pass list leaves out fuse-qdq"};
     else if (int8_kernels_.integer && names(pipeline.disabled))
       int8_kernels_ = {false, "fuse-qdq disabled: the float graph"};
+    // A plugin backend's passes see its device (ABI 1.6 target_info), so
+    // that kiln.layout's per-tensor storage (--storage auto) fits it; a
+    // backend without a device compiles and fails with the reason.
+    if (options.backend == BackendChoice::kPlugin)
+      if (const kiln_backend_v1_t* backend = plugins_->find_backend(options.backend_plugin)) {
+        auto target = registry::PluginBackend::target_info(*backend);
+        if (target.ok() && *target) {
+          pipeline.target = **target;
+          pipeline.target->storage_mode = options.storage_auto ? KILN_STORAGE_MODE_AUTO
+                                          : options.vulkan.plan.storage == planner::Storage::kImage
+                                              ? KILN_STORAGE_MODE_IMAGE
+                                              : KILN_STORAGE_MODE_BUFFER;
+        }
+      }
     KILN_ASSIGN_OR_RETURN(pass_records_, registry::run_pipeline(*plugins_, *graph_, pipeline));
   }
   pipeline_ms_ = ms_since(t0);

@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define KILN_PLUGIN_ABI_MAJOR 1u
-#define KILN_PLUGIN_ABI_MINOR 5u
+#define KILN_PLUGIN_ABI_MINOR 6u
 #define KILN_PLUGIN_ABI_VERSION ((KILN_PLUGIN_ABI_MAJOR << 16) | KILN_PLUGIN_ABI_MINOR)
 #define KILN_PLUGIN_ABI_VERSION_MAJOR(v) ((uint32_t)(v) >> 16)
 #define KILN_PLUGIN_ABI_VERSION_MINOR(v) ((uint32_t)(v)&0xffffu)
@@ -598,6 +598,15 @@ typedef struct kiln_backend_v1_t {
    * kernel cache, for the session's description (`kiln run`, `kiln bench`);
    * the host sets struct_size and zeroes the rest. */
   void (*model_compile_stats)(void* model, kiln_backend_compile_stats_t* out);
+  /* \since 1.6, optional (check with KILN_PLUGIN_HAS_FIELD). What the
+   * device the backend compiles for can do, for the passes of a session
+   * that names the backend (kiln_host_api_t::target_info shows it to them;
+   * kiln.layout chooses buffer or image per tensor from device_type and
+   * max_image_dimension_2d under --storage auto). The host sets struct_size,
+   * zeroes the rest and sets storage_mode itself afterwards; the backend
+   * fills what it knows. A status when it has no device (the host then runs
+   * the passes without a target). */
+  kiln_plugin_status_t* (*target_info)(void* state, const kiln_host_api_t* host, kiln_target_info_t* out);
 } kiln_backend_v1_t;
 
 typedef struct kiln_plugin_t {

@@ -70,6 +70,9 @@ DeviceDescription describe(cl_platform_id p, cl_device_id d) {
   s.image2d_width = device_value<size_t>(d, CL_DEVICE_IMAGE2D_MAX_WIDTH);
   s.image2d_height = device_value<size_t>(d, CL_DEVICE_IMAGE2D_MAX_HEIGHT);
   s.extensions = device_string(d, CL_DEVICE_EXTENSIONS);
+  s.compute_units = device_value<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS);
+  s.vendor_id = device_value<cl_uint>(d, CL_DEVICE_VENDOR_ID);
+  s.unified_memory = device_value<cl_bool>(d, CL_DEVICE_HOST_UNIFIED_MEMORY) == CL_TRUE;
   return s;
 }
 
@@ -177,6 +180,11 @@ planner::TargetInfo ClDevice::target() const {
   // OpenCL grids have no per-dimension group limit: kernels that number
   // their groups linearly get exact 1-D grids (glsl_to_opencl.h relies on it).
   t.max_workgroup_count_x = 0x7fffffff;
+  // Image storage: a tensor whose texel grid passes either image2d limit
+  // stays in a buffer (planner::choose_layout; one number for both axes).
+  t.max_image_dimension_2d =
+      desc_.images ? static_cast<uint32_t>(std::min<size_t>({desc_.image2d_width, desc_.image2d_height, 0x7fffffff}))
+                   : 0;
   // No subgroups, fp16, cooperative matrices or float atomics: the kernels
   // the planner then picks are the portable ones.
   return t;

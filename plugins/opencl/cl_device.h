@@ -38,6 +38,8 @@ struct DeviceDescription {
   bool images = false;
   size_t image2d_width = 0, image2d_height = 0;
   std::string extensions;
+  uint32_t compute_units = 0, vendor_id = 0;
+  bool unified_memory = false;  // CL_DEVICE_HOST_UNIFIED_MEMORY: an integrated GPU, or a CPU
 };
 
 // Every device of every platform, in `kiln info` order (platform, device).

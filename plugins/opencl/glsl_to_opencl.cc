@@ -18,6 +18,16 @@ struct Buffer {
   bool coherent = false;
 };
 
+// An image binding: a texture read with texelFetch (`NAME_tex`) or a
+// storage image written with imageStore (`NAME_img`); glsl_codegen never
+// reads and writes one image in one kernel (in-place writes are buffers
+// only, planner/inplace.cc), so OpenCL C 1.2's read_only / write_only
+// access qualifiers always fit.
+struct Image {
+  std::string name;
+  bool written = false;
+};
+
 struct Shared {
   std::string decl;  // "float tile[64][65]"
   std::string name;
@@ -110,12 +120,23 @@ class Translator {
     KILN_RETURN_IF_ERROR(split_declarations());
     KILN_ASSIGN_OR_RETURN(std::string body, rewrite_functions(code_.str()));
     std::ostringstream s;
+    // The prelude's image part (a sampler and texelFetch / imageStore) only
+    // where images are bound: a device without image support rejects
+    // sampler_t.
+    if (!images_.empty()) s << "#define KILN_IMAGES 1\n";
     s << opencl_prelude() << "\n";
     s << defines_.str() << constants_.str();
     if (out_.has_push) s << "typedef struct { int p[" << out_.push_count << "]; } KilnPush;\n";
-    // The buffers every function sees (hidden parameters).
+    // The buffers and images every function sees (hidden parameters), in
+    // binding order: kernel argument k is binding k.
     std::vector<std::string> params, args;
-    for (const auto& [binding, b] : buffers_) {
+    for (size_t binding = 0; binding < out_.bindings; ++binding) {
+      if (const auto i = images_.find(binding); i != images_.end()) {
+        params.push_back(std::string(i->second.written ? "write_only" : "read_only") + " image2d_t " + i->second.name);
+        args.push_back(i->second.name);
+        continue;
+      }
+      const Buffer& b = buffers_.at(binding);
       params.push_back(std::string(b.readonly ? "const " : "") + "global " + (b.coherent ? "volatile " : "") +
                        cl_type(b.type) + "* " + (b.restrict_ ? "restrict " : "") + b.array);
       args.push_back(b.array);
@@ -144,7 +165,6 @@ class Translator {
     for (const Shared& p : privates_) s << "  " << p.decl << ";\n";
     s << "  kg_main(KILN_ARGS);\n}\n";
     out_.source = s.str();
-    out_.bindings = buffers_.size();
     return std::move(out_);
   }
 
@@ -164,6 +184,9 @@ class Translator {
     static const std::regex push(R"(^layout\(push_constant\) uniform KilnPush \{ int p\[(\d+)\]; \} kiln_pc;)");
     static const std::regex buffer(
         R"(^layout\(std430, set = 0, binding = (\d+)\) ([a-z ]*)buffer \w+ \{ (\w+) (\w+)\[\]; \};)");
+    static const std::regex storage_image(
+        R"(^layout\(set = 0, binding = (\d+), (\w+)\) uniform writeonly image2D (\w+);)");
+    static const std::regex texture(R"(^layout\(set = 0, binding = (\d+)\) uniform sampler2D (\w+);)");
     static const std::regex shared(R"(^shared (\w+) ((\w+)(\[[^;]*\])+);)");
     static const std::regex shared_scalar(R"(^shared (\w+) (\w+);)");
     std::istringstream in(glsl_);
@@ -200,6 +223,14 @@ class Translator {
                    << (first->second.coherent ? "volatile " : "") << cl_type(b.type) << "*)" << first->second.array
                    << ")\n";
         }
+      } else if (std::regex_search(line, m, storage_image)) {
+        // Images are CL_RGBA / CL_FLOAT (the runtime's); an fp16 image
+        // would be CL_HALF_FLOAT, which the fp32-only backend never plans.
+        if (m[2].str() != "rgba32f")
+          return unimplemented("the OpenCL backend stores fp32 images only; the shader declares `" + line + "`");
+        KILN_RETURN_IF_ERROR(add_image(std::stoul(m[1].str()), m[3].str(), true));
+      } else if (std::regex_search(line, m, texture)) {
+        KILN_RETURN_IF_ERROR(add_image(std::stoul(m[1].str()), m[2].str(), false));
       } else if (std::regex_search(line, m, shared)) {
         shared_.push_back({m[1].str() + " " + m[2].str(), m[3].str()});
       } else if (std::regex_search(line, m, shared_scalar)) {
@@ -208,7 +239,7 @@ class Translator {
         shared_.push_back({m[1].str() + " " + m[2].str() + "_kiln_local[1]", m[2].str() + "_kiln_local"});
         aliases_ << "#define " << m[2].str() << " (" << m[2].str() << "_kiln_local[0])\n";
       } else if (line.rfind("layout(", 0) == 0) {
-        return unimplemented("the OpenCL backend runs buffer kernels only; the shader declares `" + line + "`");
+        return unimplemented("the OpenCL translation does not know the declaration `" + line + "`");
       } else {
         code_ << line << "\n";
       }
@@ -230,9 +261,22 @@ class Translator {
       code_.str(code);
     }
     // Bindings are kernel arguments in binding order; a gap would shift them.
+    std::set<size_t> bindings;
+    for (const auto& [binding, b] : buffers_) bindings.insert(binding);
+    for (const auto& [binding, i] : images_) bindings.insert(binding);
     size_t expect = 0;
-    for (const auto& [binding, b] : buffers_)
-      if (binding != expect++) return invalid_argument("the shader's buffer bindings are not 0..n-1");
+    for (size_t binding : bindings)
+      if (binding != expect++) return invalid_argument("the shader's bindings are not 0..n-1");
+    out_.bindings = bindings.size();
+    out_.image_bindings.assign(bindings.size(), false);
+    for (const auto& [binding, i] : images_) out_.image_bindings[binding] = true;
+    return ok_status();
+  }
+
+  Status add_image(size_t binding, const std::string& name, bool written) {
+    if (buffers_.count(binding) || images_.count(binding))
+      return invalid_argument("binding " + std::to_string(binding) + " is declared twice with an image");
+    images_[binding] = Image{name, written};
     return ok_status();
   }
 
@@ -488,6 +532,7 @@ class Translator {
   TranslatedKernel out_;
   std::ostringstream defines_, constants_, aliases_, code_;
   std::map<size_t, Buffer> buffers_;
+  std::map<size_t, Image> images_;
   std::vector<Shared> shared_;
   std::vector<Shared> privates_;  // per-invocation globals
 };

@@ -8,6 +8,11 @@
 //     = B) ... buffer NAME { T ARRAY[]; };`) becomes a kernel argument
 //     `global T* ARRAY`; a second block on the same binding (the vector
 //     views of a buffer) becomes a macro casting the first;
+//   * an image binding (glsl_codegen's 2.5D textures: `sampler2D X_tex`
+//     read with texelFetch, `writeonly image2D X_img` written with
+//     imageStore) becomes a `read_only` or `write_only image2d_t` kernel
+//     argument, read with read_imagef through a nearest, unnormalized,
+//     clamping sampler and written with write_imagef (prelude);
 //   * specialization constants become #defines of their plan-time values;
 //   * the push-constant block becomes a struct passed by value (kiln_pc);
 //   * `shared` arrays become `local` arrays of the kernel function;
@@ -23,7 +28,7 @@
 //     main() is called by the kernel `kiln_kernel`.
 // The GLSL built-ins whose OpenCL form differs are macros and overloads of
 // the prelude (opencl_prelude.cl). What the rewrite cannot express is an
-// error naming the construct: image bindings (buffers only so far). One
+// error naming the construct (an fp16 image, an unknown layout). One
 // rewrite works around PoCL: see TranslatedKernel::requires_exact_grid.
 #pragma once
 
@@ -38,9 +43,10 @@ namespace kiln::opencl {
 
 struct TranslatedKernel {
   std::string source;  // prelude + rewritten shader
-  // Kernel argument k is binding k's buffer (k < bindings); then, when
-  // has_push, the push-constant struct of push_count ints.
+  // Kernel argument k is binding k's buffer or image (k < bindings); then,
+  // when has_push, the push-constant struct of push_count ints.
   size_t bindings = 0;
+  std::vector<bool> image_bindings;  // per binding: an image2d_t (else a buffer)
   bool has_push = false;
   size_t push_count = 0;
   std::array<uint32_t, 3> local_size{1, 1, 1};

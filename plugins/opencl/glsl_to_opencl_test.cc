@@ -2,11 +2,13 @@
 // kernels use (buffers and a vector view of one, specialization constants,
 // constant lists, a shared array and barrier after the group guard, a
 // per-invocation global, out/inout parameters, an array constructor,
-// boolean vectors), built and run on the machine's OpenCL device (skipped
-// without one).
+// boolean vectors), and glsl_codegen's image accessors, built and run on
+// the machine's OpenCL device (skipped without one).
 #include <gtest/gtest.h>
 
+#include "planner/glsl_codegen.h"
 #include "plugins/opencl/cl_device.h"
+#include "plugins/opencl/cl_image.h"
 #include "plugins/opencl/cl_test_requirement.h"
 #include "plugins/opencl/glsl_to_opencl.h"
 
@@ -87,14 +89,110 @@ TEST(GlslToOpenCl, TranslatesAndRunsWhatThePlannersKernelsUse) {
   clReleaseKernel(*kernel);
 }
 
-TEST(GlslToOpenCl, RefusesImagesNamingTheDeclaration) {
+// glsl_codegen's image accessors (planner/glsl_codegen.cc) for a map kernel
+// over 2.5D textures: x and y [1, 5, 2, 3] packed along axis 1 (two texels
+// per column, the second with one valid lane), b a buffer. The translation
+// gives read_only / write_only image2d_t arguments in binding order; on the
+// device, x packed by the planner's own packing (cl_image.h) is read with
+// x_at, x_ld and x_at4 (whose lanes past the tensor read 0) and y stored
+// with y_st4 and unpacked: every element checked.
+TEST(GlslToOpenCl, ImageAccessorsReadAndWriteTheTexelsThePackingUses) {
+  const std::vector<int64_t> dims = {1, 5, 2, 3};
+  auto tensor = [&](const char* name, planner::Storage storage, bool written) {
+    planner::KernelTensor t;
+    t.name = name;
+    for (int64_t d : dims) t.shape.emplace_back(d);
+    t.layout.storage = storage;
+    t.layout.packed_axis = storage == planner::Storage::kImage ? 1 : -1;
+    t.written = written;
+    return t;
+  };
+  planner::KernelDesc k;
+  k.name = "image_map";
+  k.tensors = {tensor("x", planner::Storage::kImage, false), tensor("b", planner::Storage::kBuffer, false),
+               tensor("y", planner::Storage::kImage, true)};
+  k.tensors[1].shape = {ir::Dim(5)};
+  k.body = "v = x_at(oc0, oc1, oc2, oc3) * 10.0 + x_ld(oi) * b_at(oc1) + x_at4(oc0, oc1 & ~3, oc2, oc3).y;";
+  auto glsl = planner::generate_glsl(k, planner::TargetInfo{});
+  ASSERT_TRUE(glsl.ok()) << glsl.status().to_string();
+  auto code = glsl_to_opencl(glsl->glsl, glsl->spec);
+  ASSERT_TRUE(code.ok()) << code.status().to_string();
+  EXPECT_EQ(code->bindings, 3u);
+  EXPECT_EQ(code->image_bindings, (std::vector<bool>{true, false, true}));
+  EXPECT_NE(code->source.find("read_only image2d_t x_tex, const global float* restrict b_data, write_only image2d_t y_img"),
+            std::string::npos)
+      << code->source;
+  EXPECT_NE(code->source.find("#define KILN_IMAGES 1"), std::string::npos);
+
+  auto device = ClDevice::shared();
+  if (!device.ok()) GTEST_SKIP() << device.status().to_string();
+  if (!(*device)->description().images) GTEST_SKIP() << "the OpenCL device has no images";
+  auto kernel = (*device)->create_kernel(code->source, "image accessors");
+  ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
+  const Shape shape(dims.begin(), dims.end());
+  auto x = Tensor::allocate(DType::kFloat32, shape);
+  ASSERT_TRUE(x.ok());
+  for (int64_t i = 0; i < x->numel(); ++i) x->data<float>()[i] = static_cast<float>(i) * 0.5f - 3.0f;
+  const float b[5] = {1, -2, 3, -4, 5};
+  const planner::DeviceLayout layout = k.tensors[0].layout;
+  const ImageSize size = tensor_image_size(layout, shape);
+  EXPECT_EQ(size.width, 2u * 3u);  // ceil(5 / 4) texels per column, times the last axis
+  EXPECT_EQ(size.height, 2u);      // the other axes
+  auto ix = create_tensor_image(**device, layout, shape, "x");
+  auto iy = create_tensor_image(**device, layout, shape, "y");
+  ASSERT_TRUE(ix.ok() && iy.ok()) << ix.status().to_string() << iy.status().to_string();
+  cl_int rc = CL_SUCCESS;
+  cl_mem bb = clCreateBuffer((*device)->context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof b,
+                             const_cast<float*>(b), &rc);
+  ASSERT_EQ(rc, CL_SUCCESS);
+  cl_command_queue queue = (*device)->queue();
+  ASSERT_TRUE(upload_tensor_image(queue, *ix, layout, *x, "x").ok());
+  ASSERT_EQ(clSetKernelArg(*kernel, 0, sizeof(cl_mem), &*ix), CL_SUCCESS);
+  ASSERT_EQ(clSetKernelArg(*kernel, 1, sizeof bb, &bb), CL_SUCCESS);
+  ASSERT_EQ(clSetKernelArg(*kernel, 2, sizeof(cl_mem), &*iy), CL_SUCCESS);
+  ASSERT_FALSE(code->has_push);  // static dims: specialization constants
+  size_t global[3], local[3];
+  for (int d = 0; d < 3; ++d) {
+    ASSERT_TRUE(glsl->groups[d].is_const());
+    local[d] = code->local_size[d];
+    global[d] = static_cast<size_t>(glsl->groups[d].value()) * local[d];
+  }
+  ASSERT_EQ(clEnqueueNDRangeKernel(queue, *kernel, 3, nullptr, global, local, 0, nullptr, nullptr), CL_SUCCESS);
+  auto y = download_tensor_image(queue, *iy, layout, DType::kFloat32, shape, "y");
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  const float* xs = x->data<float>();
+  for (int64_t c = 0; c < 5; ++c)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t w = 0; w < 3; ++w) {
+        const int64_t i = (c * 2 + h) * 3 + w;
+        const int64_t lane = (c & ~3) + 1;  // x_at4(c & ~3).y: channel lane, 0 past the tensor
+        const float at4_y = lane < 5 ? xs[(lane * 2 + h) * 3 + w] : 0.0f;
+        EXPECT_FLOAT_EQ(y->data<float>()[i], xs[i] * 10.0f + xs[i] * b[c] + at4_y) << "c" << c << " h" << h << " w" << w;
+      }
+  clReleaseMemObject(*ix);
+  clReleaseMemObject(*iy);
+  clReleaseMemObject(bb);
+  clReleaseKernel(*kernel);
+}
+
+TEST(GlslToOpenCl, RefusesFp16ImagesNamingTheDeclaration) {
   auto code = glsl_to_opencl(
       "layout(local_size_x = 1, local_size_y = 1, local_size_z = 1) in;\n"
-      "layout(set = 0, binding = 0, rgba32f) uniform readonly image2D x_img;\nvoid main() {}\n",
+      "layout(set = 0, binding = 0, rgba16f) uniform writeonly image2D y_img;\nvoid main() {}\n",
       {});
   ASSERT_FALSE(code.ok());
   EXPECT_EQ(code.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(code.status().message().find("image2D x_img"), std::string::npos) << code.status().message();
+  EXPECT_NE(code.status().message().find("image2D y_img"), std::string::npos) << code.status().message();
+}
+
+TEST(GlslToOpenCl, RefusesUnknownDeclarationsNamingThem) {
+  auto code = glsl_to_opencl(
+      "layout(local_size_x = 1, local_size_y = 1, local_size_z = 1) in;\n"
+      "layout(set = 0, binding = 0, r32ui) uniform uimage2D z_img;\nvoid main() {}\n",
+      {});
+  ASSERT_FALSE(code.ok());
+  EXPECT_EQ(code.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(code.status().message().find("uimage2D z_img"), std::string::npos) << code.status().message();
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 # `kiln bench --backend opencl` and `kiln run --backend opencl --profile`
 # end to end on a tiny model: the kiln-bench-cli-v1 document (validated by
 # bench/check_bench_json.py) with wall times and the per-kernel times of
-# OpenCL profiling events, and the clear errors for what the backend does
-# not offer (fp16 without cl_khr_fp16, image storage), and the program cache
+# OpenCL profiling events, the clear error for what the backend does not
+# offer (fp16 without cl_khr_fp16), image storage, and the program cache
 # across processes (hits, corrupted files rebuilt). Exit 77 (skipped)
 # without an OpenCL platform.
 # Usage: opencl_bench_test.sh KILN_BINARY TEST_DATA_DIR CHECK_BENCH_JSON_PY
@@ -84,7 +84,55 @@ check "opencl rebuilt files load again" 0 "kernels: 0 compiled, [1-9][0-9]* from
 # What the backend cannot honour is an error naming it, not a silent fp32 or buffer model.
 check "opencl fp16 names the extension" 1 "cl_khr_fp16" -- "$kiln" run "$m" --backend opencl --precision fp16 \
   --shape x=2x3
-check "opencl image storage refused" 1 "image2d_t" -- "$kiln" run "$m" --backend opencl --storage image --shape x=2x3
 check "opencl bench fp16 recorded as an error" 1 "cl_khr_fp16" -- "$kiln" bench "$m" --backend opencl \
   --precision fp16 "${fast[@]}"
+
+# Image storage: the activations in image2d_t objects, the outputs those of
+# buffer storage; the bench records the storage.
+check "opencl run --storage buffer" 0 "opencl backend" -- "$kiln" run "$m" --backend opencl --shape x=2x3 \
+  --output "y=$tmp/buffer.npy"
+check "opencl run --storage image" 0 "opencl backend" -- "$kiln" run "$m" --backend opencl --storage image \
+  --shape x=2x3 --output "y=$tmp/image.npy"
+check "opencl image output = buffer output" 0 "^ok$" -- "$py" -c "
+import numpy as np
+b, i = np.load('$tmp/buffer.npy'), np.load('$tmp/image.npy')
+assert b.shape == i.shape and b.size > 0 and np.array_equal(b, i), (b, i)
+print('ok')"
+check "opencl bench --storage image" 0 "^ok$" -- bash -c "'$kiln' bench '$m' --backend opencl --storage image \
+  --iters 3 --warmup 1 --shape x=2x3 --json '$tmp/image.json' >/dev/null && $py -c \"
+import json
+d = json.load(open('$tmp/image.json'))
+assert d['environment']['storage'] == 'image' and d['models'][0]['status'] == 'ok', d
+print('ok')\""
+# --storage auto: the layout pass chooses per tensor for the OpenCL device
+# (ABI 1.6 target_info). On a CPU device (PoCL) a 4-D feature map inside the
+# network is an image, the graph's input and output buffers: a small
+# Conv -> Relu -> Conv net, written here, mixes both in one run.
+"$py" -c "
+import numpy as np, onnx
+from onnx import helper, TensorProto, numpy_helper
+rng = np.random.default_rng(0)
+w1 = numpy_helper.from_array(rng.standard_normal((6, 3, 3, 3)).astype(np.float32), 'w1')
+w2 = numpy_helper.from_array(rng.standard_normal((5, 6, 3, 3)).astype(np.float32), 'w2')
+nodes = [helper.make_node('Conv', ['x', 'w1'], ['a'], pads=[1, 1, 1, 1]), helper.make_node('Relu', ['a'], ['r']),
+         helper.make_node('Conv', ['r', 'w2'], ['y'], pads=[1, 1, 1, 1])]
+g = helper.make_graph(nodes, 'convs', [helper.make_tensor_value_info('x', TensorProto.FLOAT, [1, 3, 9, 7])],
+                      [helper.make_tensor_value_info('y', TensorProto.FLOAT, [1, 5, 9, 7])], [w1, w2])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)]), '$tmp/convs.onnx')
+np.save('$tmp/convs_x.npy', rng.standard_normal((1, 3, 9, 7)).astype(np.float32))"
+for storage in buffer image auto; do
+  check "opencl convs --storage $storage" 0 "opencl backend" -- "$kiln" run "$tmp/convs.onnx" --backend opencl \
+    --storage $storage --input "x=$tmp/convs_x.npy" --output "y=$tmp/convs_$storage.npy" --stats "$tmp/convs_$storage.json"
+done
+check "opencl convs: auto mixes images and buffers, outputs agree" 0 "^ok$" -- "$py" -c "
+import json, numpy as np
+def layout(storage):
+    return [p for p in json.load(open('$tmp/convs_' + storage + '.json'))['passes'] if p['name'] == 'layout'][0]['statistics']
+auto = layout('auto')
+assert auto.get('tensors-image', 0) >= 1 and auto.get('graph-io-buffers', 0) >= 1, auto
+b = np.load('$tmp/convs_buffer.npy')
+for s in ('image', 'auto'):
+    o = np.load('$tmp/convs_' + s + '.npy')
+    assert o.shape == b.shape and np.allclose(o, b, rtol=1e-5, atol=1e-5), (s, np.abs(o - b).max())
+print('ok')"
 check_summary

@@ -28,9 +28,9 @@ StatusOr<std::unique_ptr<OpenClModel>> OpenClModel::compile(std::unique_ptr<ir::
     return unimplemented("--precision fp16: the OpenCL backend translates fp32 kernels only (the device '" + name +
                          "' has cl_khr_fp16, but the half-precision translation is not written)");
   }
-  if (options.image_storage)
-    return unimplemented("--storage image: the OpenCL backend keeps activations in buffers only (image2d_t is "
-                         "not implemented); use --storage buffer or auto");
+  if (options.storage == planner::Storage::kImage && !device->description().images)
+    return failed_precondition("--storage image: the OpenCL device '" + name +
+                               "' has no image support (CL_DEVICE_IMAGE_SUPPORT); use --storage buffer");
   auto model = std::unique_ptr<OpenClModel>(new OpenClModel);
   model->graph_ = std::move(graph);
   model->device_ = std::move(device);
@@ -42,7 +42,11 @@ StatusOr<std::unique_ptr<OpenClModel>> OpenClModel::compile(std::unique_ptr<ir::
   }
   const ProgramCacheStats before = model->device_->program_stats();
   planner::PlanOptions plan_options;
-  plan_options.storage = planner::Storage::kBuffer;
+  // Image storage: every float activation whose texel grid fits the
+  // device's image2d limits is an image2d_t (the planner keeps the others,
+  // constants and integers in buffers); per-tensor kiln.storage
+  // annotations (the layout pass, --storage auto) win over it.
+  plan_options.storage = options.storage;
   plan_options.precision = planner::ElemType::kF32;
   plan_options.cooperative_matrix = false;
   KILN_ASSIGN_OR_RETURN(model->plan_, planner::build_plan(*model->graph_, model->device_->target(), plan_options));
@@ -77,9 +81,9 @@ Status OpenClModel::compile_steps() {
     }
     if (step.kind != planner::PlanStep::Kind::kDispatch) continue;
     for (const planner::KernelTensor& t : step.kernel.tensors)
-      if (t.layout.storage != planner::Storage::kBuffer || t.layout.type == planner::ElemType::kF16)
+      if (t.layout.type == planner::ElemType::kF16)
         return unimplemented(what + ": kernel '" + step.kernel.name + "' binds '" + t.name +
-                             "' as an image or fp16; the OpenCL backend runs fp32 buffers only");
+                             "' as fp16; the OpenCL backend runs fp32 kernels only");
     const std::string kernel_what = what + ", kernel '" + step.kernel.name + "'";
     auto glsl = planner::generate_glsl(step.kernel, target);
     if (!glsl.ok()) return Status(glsl.status().code(), kernel_what + ": " + glsl.status().message());
@@ -87,7 +91,12 @@ Status OpenClModel::compile_steps() {
     if (!code.ok()) return Status(code.status().code(), kernel_what + ": " + code.status().message());
     if (code->bindings != step.kernel.tensors.size())
       return internal_error(kernel_what + ": the translation binds " + std::to_string(code->bindings) +
-                            " buffers for " + std::to_string(step.kernel.tensors.size()) + " tensors");
+                            " buffers and images for " + std::to_string(step.kernel.tensors.size()) + " tensors");
+    for (size_t b = 0; b < code->bindings; ++b)
+      if (code->image_bindings[b] != (step.kernel.tensors[b].layout.storage == planner::Storage::kImage))
+        return internal_error(kernel_what + ": binding " + std::to_string(b) + " ('" + step.kernel.tensors[b].name +
+                              "') is " + (code->image_bindings[b] ? "an image" : "a buffer") +
+                              " in the translation, not in the plan");
     KILN_ASSIGN_OR_RETURN(cl_kernel kernel, device_->create_kernel(code->source, kernel_what));
     CompiledDispatch d;
     d.step = i;

@@ -1,14 +1,15 @@
 // A graph compiled for an OpenCL device: the planner's ExecutionPlan (the
-// same one Vulkan runs, planned for buffer storage and fp32 with the
-// portable kernels), every dispatch's GLSL translated to OpenCL C
+// same one Vulkan runs, planned for buffer or image storage and fp32 with
+// the portable kernels), every dispatch's GLSL translated to OpenCL C
 // (glsl_to_opencl.h) and built at compile time, run on the device's
 // in-order queue.
 //
 // A run binds the plan's symbols from the input shapes (and from the
 // shapes of values the host computes), gives every memory root of the plan
-// its own buffer, uploads inputs and host values where a kernel reads them,
-// evaluates host steps and host fallbacks with the reference kernels (as
-// the Vulkan runtime does), enqueues the dispatches and downloads the
+// its own buffer (an image2d for image-stored tensors, cl_image.h), uploads
+// inputs and host values where a kernel reads them, evaluates host steps
+// and host fallbacks with the reference kernels (as the Vulkan runtime
+// does), enqueues the dispatches and downloads the
 // outputs. If and Loop run on the host with the reference executor (their
 // sub-graphs included), reading what they need from the device.
 //
@@ -40,7 +41,9 @@ struct CompiledDispatch {
 // What the session asks for (kiln_backend_options_t).
 struct CompileOptions {
   bool fp16 = false;           // --precision fp16
-  bool image_storage = false;  // --storage image
+  // --storage: kBuffer (buffer, and auto without annotations) or kImage
+  // (every float activation an image2d_t where it fits).
+  planner::Storage storage = planner::Storage::kBuffer;
   bool profile = false;        // per-kernel device times on every run
 };
 
@@ -71,8 +74,8 @@ class OpenClModel {
  public:
   // Takes the graph (shapes inferred). Errors: kUnimplemented naming the
   // node and op for what the backend cannot run (a kernel whose
-  // translation does not build) and for image storage;
-  // kFailedPrecondition for fp16 on a device without cl_khr_fp16; the
+  // translation does not build); kFailedPrecondition for fp16 on a device
+  // without cl_khr_fp16 and for image storage on one without images; the
   // planner's errors.
   static StatusOr<std::unique_ptr<OpenClModel>> compile(std::unique_ptr<ir::Graph> graph,
                                                         std::shared_ptr<ClDevice> device,

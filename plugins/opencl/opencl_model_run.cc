@@ -1,11 +1,12 @@
 // OpenClModel::run (see opencl_model.h): one run's symbol bindings, host
-// values and device buffers.
+// values and device buffers and images.
 #include <algorithm>
 #include <set>
 
 #include "engine/ops/op_registry.h"
 #include "engine/runtime/reference_executor.h"
 #include "planner/index_view.h"
+#include "plugins/opencl/cl_image.h"
 #include "plugins/opencl/opencl_model.h"
 
 namespace kiln::opencl {
@@ -142,11 +143,32 @@ class Run {
     return shape;
   }
 
+  bool is_image(TensorId id) const { return tensor(id).layout.storage == planner::Storage::kImage; }
+
+  // The buffer, or the image of an image-stored tensor, holding `id`'s
+  // memory root (allocated on first use).
   StatusOr<cl_mem> buffer(TensorId id) {
     const TensorId root = planner::memory_root(plan_, id);
+    // Only buffers alias or are written in place (LoweringContext::alias_output,
+    // planner/inplace.cc): an image is its own root.
+    if (is_image(id) != is_image(root))
+      return internal_error(tensor_name(id) + " and its memory root " + tensor_name(root) +
+                            " differ in storage (image and buffer)");
     if (const auto c = constants_.find(root); c != constants_.end()) return c->second;
     if (const auto b = buffers_.find(root); b != buffers_.end()) return b->second;
     KILN_ASSIGN_OR_RETURN(Shape shape, concrete_shape(root));
+    if (is_image(root)) {
+      KILN_ASSIGN_OR_RETURN(cl_mem image, create_tensor_image(device_, tensor(root).layout, shape, tensor_name(root)));
+      buffers_[root] = image;
+      if (tensor(root).origin == PlanTensor::Origin::kState) {
+        const cl_float4 zero = {{0, 0, 0, 0}};
+        const ImageSize size = tensor_image_size(tensor(root).layout, shape);
+        const size_t origin[3] = {0, 0, 0}, region[3] = {size.width, size.height, 1};
+        KILN_RETURN_IF_ERROR(cl_status(clEnqueueFillImage(queue_, image, &zero, origin, region, 0, nullptr, nullptr),
+                                       "zero-filling"));
+      }
+      return image;
+    }
     const size_t bytes = std::max<size_t>(4, static_cast<size_t>(shape_numel(shape)) *
                                                  planner::elem_bytes(tensor(root).layout.type));
     cl_int rc = CL_SUCCESS;
@@ -169,7 +191,9 @@ class Run {
     if (h == host_.end()) return ok_status();  // device data, or a constant uploaded at compile time
     KILN_ASSIGN_OR_RETURN(Tensor converted, h->second.cast(device_dtype(tensor(data))));
     KILN_ASSIGN_OR_RETURN(cl_mem mem, buffer(data));
-    if (converted.nbytes() > 0)
+    if (is_image(data)) {
+      KILN_RETURN_IF_ERROR(upload_tensor_image(queue_, mem, tensor(data).layout, converted, tensor_name(data)));
+    } else if (converted.nbytes() > 0)
       KILN_RETURN_IF_ERROR(cl_status(clEnqueueWriteBuffer(queue_, mem, CL_TRUE, 0, converted.nbytes(),
                                                           converted.raw_data(), 0, nullptr, nullptr),
                                      "uploading " + tensor_name(data)));
@@ -190,8 +214,13 @@ class Run {
       KILN_ASSIGN_OR_RETURN(Tensor cast, found.cast(t.dtype));
       return cast.reshaped(shape);
     }
-    KILN_ASSIGN_OR_RETURN(Tensor device, Tensor::allocate(device_dtype(t), shape));
     KILN_ASSIGN_OR_RETURN(cl_mem mem, buffer(id));
+    if (is_image(id)) {
+      KILN_ASSIGN_OR_RETURN(Tensor device, download_tensor_image(queue_, mem, t.layout, DType::kFloat32, shape,
+                                                                 tensor_name(id)));
+      return device.cast(t.dtype);
+    }
+    KILN_ASSIGN_OR_RETURN(Tensor device, Tensor::allocate(device_dtype(t), shape));
     if (device.nbytes() > 0)
       KILN_RETURN_IF_ERROR(cl_status(clEnqueueReadBuffer(queue_, mem, CL_TRUE, 0, device.nbytes(),
                                                          device.raw_data(), 0, nullptr, nullptr),

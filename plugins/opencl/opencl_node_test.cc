@@ -10,6 +10,9 @@
 //   kiln_opencl_node_test --zoo DIR MODEL...         zoo models (DIR/MODEL/
 //       model.onnx, input.npy, output.npy from PyTorch) must match as in
 //       tests/models: max|d| <= 1e-3 * max(1, max|ref|)
+//   --storage buffer|image|auto (first, before the others): where the
+//       activations live (image: image2d_t where they fit; auto: the layout
+//       pass's per-tensor choice for the OpenCL device); buffer by default
 //
 // Exit 77 (skipped) when the machine has no OpenCL platform (1 where one is
 // required: KILN_REQUIRE_OPENCL=1 or CI=true, cl_test_requirement.h). One process
@@ -41,6 +44,20 @@ using kiln::session::SessionOptions;
 
 enum class Outcome { kPass, kFail, kUnsupported, kNotImported };
 
+// The session options of every case and model (--storage).
+SessionOptions g_options = [] {
+  SessionOptions o;
+  o.backend = BackendChoice::kPlugin;
+  o.backend_plugin = "opencl";
+  return o;
+}();
+
+bool set_storage(const std::string& storage) {
+  g_options.storage_auto = storage == "auto";
+  g_options.vulkan.plan.storage = storage == "image" ? kiln::planner::Storage::kImage : kiln::planner::Storage::kBuffer;
+  return storage == "buffer" || storage == "image" || storage == "auto";
+}
+
 struct Result {
   Outcome outcome = Outcome::kFail;
   std::string message;
@@ -52,10 +69,7 @@ Result run_case(const fs::path& dir) {
   if (!graph.ok()) return {Outcome::kNotImported, graph.status().to_string()};
   std::vector<kiln::node_test::DataSet> sets;
   if (std::string e = kiln::node_test::load_data_sets(dir, sets); !e.empty()) return {Outcome::kNotImported, e};
-  SessionOptions options;
-  options.backend = BackendChoice::kPlugin;
-  options.backend_plugin = "opencl";
-  auto session = Session::create(**graph, options);
+  auto session = Session::create(**graph, g_options);
   if (!session.ok()) {
     const kiln::Status& s = session.status();
     const bool unsupported = s.code() == kiln::StatusCode::kUnimplemented;
@@ -80,10 +94,7 @@ std::string run_zoo_model(const fs::path& dir) {
   auto input = kiln::read_npy((dir / "input.npy").string());
   auto expected = kiln::read_npy((dir / "output.npy").string());
   if (!input.ok() || !expected.ok()) return "no input.npy/output.npy";
-  SessionOptions options;
-  options.backend = BackendChoice::kPlugin;
-  options.backend_plugin = "opencl";
-  auto session = Session::create(**graph, options);
+  auto session = Session::create(**graph, g_options);
   if (!session.ok()) return session.status().to_string();
   auto outputs = (*session)->run({*input});
   if (!outputs.ok()) return outputs.status().to_string();
@@ -138,6 +149,14 @@ std::vector<std::string> read_case_list(const std::string& file) {
 int main(int argc, char** argv) {
   std::string data, cases_file, results_file;
   bool all = false;
+  if (argc >= 3 && std::string(argv[1]) == "--storage") {
+    if (!set_storage(argv[2])) {
+      std::cerr << "--storage takes buffer, image or auto, not '" << argv[2] << "'\n";
+      return 2;
+    }
+    argv += 2;
+    argc -= 2;
+  }
   if (argc >= 3 && std::string(argv[1]) == "--zoo") return run_zoo(argv[2], std::vector<std::string>(argv + 3, argv + argc));
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -147,8 +166,8 @@ int main(int argc, char** argv) {
     else if (a == "--results") results_file = value();
     else if (a == "--all") all = true;
     else {
-      std::cerr << "usage: kiln_opencl_node_test --data DIR (--cases FILE | --all) [--results FILE]\n"
-                   "       kiln_opencl_node_test --zoo DIR MODEL...\n";
+      std::cerr << "usage: kiln_opencl_node_test [--storage S] --data DIR (--cases FILE | --all) [--results FILE]\n"
+                   "       kiln_opencl_node_test [--storage S] --zoo DIR MODEL...\n";
       return 2;
     }
   }

@@ -4,6 +4,7 @@
 // IR's own parser, plans and compiles it (OpenClModel) and runs it. Nothing
 // touches OpenCL until the first compile, so a host that loads every
 // installed plugin pays nothing for this one unless a session names it.
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -51,7 +52,8 @@ kiln_plugin_status_t* compile_with_options(void*, const kiln_host_api_t* host, c
     if (KILN_PLUGIN_HAS_FIELD(options, kiln_backend_options_t, precision))
       o.fp16 = options->precision == KILN_PLUGIN_PRECISION_FP16;
     if (KILN_PLUGIN_HAS_FIELD(options, kiln_backend_options_t, storage))
-      o.image_storage = options->storage == KILN_PLUGIN_STORAGE_IMAGE;
+      o.storage = options->storage == KILN_PLUGIN_STORAGE_IMAGE ? kiln::planner::Storage::kImage
+                                                                 : kiln::planner::Storage::kBuffer;
     if (KILN_PLUGIN_HAS_FIELD(options, kiln_backend_options_t, profile)) o.profile = options->profile != 0;
   }
   auto model = compile_model(host, graph, o);
@@ -124,7 +126,7 @@ kiln_plugin_status_t* run(void* model, const kiln_host_api_t* host, const kiln_t
 void destroy(void* model) { delete static_cast<OpenClModel*>(model); }
 
 // `kiln info`: every platform and device, the limits the backend plans with,
-// image support (for the 2.5D texture storage to come) and the extensions.
+// image support and limits (image storage) and the extensions.
 const char* describe(void*) {
   static thread_local std::string text;
   auto platforms = kiln::opencl::list_devices();
@@ -155,6 +157,28 @@ const char* describe(void*) {
   return text.c_str();
 }
 
+// The device as the session's passes see it (kiln.layout's per-tensor
+// storage under --storage auto): what the planner is told (ClDevice::target)
+// in the ABI's terms, with Vulkan's device-type numbering.
+kiln_plugin_status_t* target_info(void*, const kiln_host_api_t* host, kiln_target_info_t* out) {
+  auto device = kiln::opencl::ClDevice::shared();
+  if (!device.ok()) return to_plugin(host, device.status());
+  const kiln::opencl::DeviceDescription& d = (*device)->description();
+  const kiln::planner::TargetInfo t = (*device)->target();
+  out->shared_memory_bytes = t.max_shared_memory;
+  out->compute_units = d.compute_units;
+  out->subgroup_size = 0;  // the translation has no subgroup operations
+  out->max_workgroup_invocations = t.max_workgroup_invocations;
+  out->max_image_dimension_2d = t.max_image_dimension_2d;
+  out->cooperative_matrix = 0;
+  out->fp16_arithmetic = 0;  // fp32 kernels only (opencl_model.cc)
+  out->vendor_id = d.vendor_id;
+  std::snprintf(out->device_name, sizeof out->device_name, "%s", d.name.c_str());
+  if (KILN_PLUGIN_HAS_FIELD(out, kiln_target_info_t, device_type))
+    out->device_type = (d.type & CL_DEVICE_TYPE_CPU) ? 4 : !(d.type & CL_DEVICE_TYPE_GPU) ? 0 : d.unified_memory ? 1 : 2;
+  return nullptr;
+}
+
 void model_counts(void* model, size_t* dispatches, size_t* fallbacks) {
   const kiln::opencl::ModelStats stats = static_cast<const OpenClModel*>(model)->stats();
   if (dispatches) *dispatches = stats.dispatches;
@@ -171,7 +195,8 @@ void model_compile_stats(void* model, kiln_backend_compile_stats_t* out) {
 }
 
 const kiln_backend_v1_t backend = {sizeof(kiln_backend_v1_t), "opencl", nullptr, compile, run, destroy, describe,
-                                   model_counts, compile_with_options, run_with_stats, model_compile_stats};
+                                   model_counts, compile_with_options, run_with_stats, model_compile_stats,
+                                   target_info};
 
 const void* get_interface(const char* name) {
   return std::strcmp(name, KILN_INTERFACE_BACKEND_V1) == 0 ? &backend : nullptr;

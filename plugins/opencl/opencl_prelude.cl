@@ -137,3 +137,13 @@ KILN_OVL float4 kiln_int_bits_to_float(int4 x) { return as_float4(x); }
 #define highp
 #define mediump
 #define lowp
+
+// Images (2.5D textures; defined where the kernel binds one, as a device
+// without image support rejects sampler_t). Texel coordinates are integers
+// (unnormalized, nearest); past the edge reads give the border, zero, as
+// Vulkan's robust texelFetch (glsl_codegen's accessors never read there).
+#ifdef KILN_IMAGES
+constant sampler_t kiln_sampler = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_CLAMP | CLK_FILTER_NEAREST;
+#define texelFetch(image, p, lod) read_imagef(image, kiln_sampler, p)
+#define imageStore(image, p, v) write_imagef(image, p, v)
+#endif

@@ -11,7 +11,7 @@
 #include <optional>
 #include <set>
 
-#include "engine/runtime/vulkan/device_data.h"
+#include "planner/device_data.h"
 #include "engine/runtime/vulkan/hazard_tracker.h"
 #include "platform/vulkan/barriers.h"
 

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <set>
 
-#include "engine/runtime/vulkan/device_data.h"
+#include "planner/device_data.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
 #include "planner/glsl_codegen.h"
 #include "platform/vulkan/parallel_jobs.h"

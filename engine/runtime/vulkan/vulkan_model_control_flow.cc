@@ -14,7 +14,7 @@
 #include <optional>
 #include <set>
 
-#include "engine/runtime/vulkan/device_data.h"
+#include "planner/device_data.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
 
 namespace kiln::runtime {

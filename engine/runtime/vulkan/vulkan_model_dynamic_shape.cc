@@ -20,7 +20,7 @@
 #include <algorithm>
 #include <map>
 
-#include "engine/runtime/vulkan/device_data.h"
+#include "planner/device_data.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
 #include "planner/memory/liveness.h"
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/runtime/vulkan/device_data.h"
+#include "planner/device_data.h"
 #include "engine/runtime/vulkan/hazard_tracker.h"
 #include "engine/runtime/vulkan/host_commands.h"
 #include "engine/runtime/vulkan/signature_cache.h"

@@ -9,7 +9,7 @@
 #include <set>
 #include <tuple>
 
-#include "engine/runtime/vulkan/device_data.h"
+#include "planner/device_data.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
 #include "planner/memory/arena.h"
 #include "planner/memory/liveness.h"

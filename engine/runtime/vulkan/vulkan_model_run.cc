@@ -9,7 +9,7 @@
 
 #include "engine/runtime/reference_executor.h"
 #include "engine/runtime/vulkan/control_flow_executor.h"
-#include "engine/runtime/vulkan/device_data.h"
+#include "planner/device_data.h"
 #include "engine/runtime/vulkan/recorder.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
 

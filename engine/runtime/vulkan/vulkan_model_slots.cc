@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <string>
 
-#include "engine/runtime/vulkan/device_data.h"
+#include "planner/device_data.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
 
 namespace kiln::runtime {

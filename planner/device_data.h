@@ -14,7 +14,7 @@
 #include "engine/base/tensor.h"
 #include "planner/kernel.h"
 
-namespace kiln::runtime {
+namespace kiln::planner {
 
 // Bytes of a device tensor of `shape` in `layout` (images: the whole texel grid).
 size_t device_bytes(const planner::DeviceLayout& layout, const Shape& shape);
@@ -27,4 +27,4 @@ std::vector<std::byte> to_device(const Tensor& t, const planner::DeviceLayout& l
 StatusOr<Tensor> from_device(const std::byte* data, size_t size, const planner::DeviceLayout& layout, DType dtype,
                              const Shape& shape);
 
-}  // namespace kiln::runtime
+}  // namespace kiln::planner

@@ -1,5 +1,5 @@
 // Host <-> device element conversion and image packing (see device_data.h).
-#include "engine/runtime/vulkan/device_data.h"
+#include "planner/device_data.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,12 +7,9 @@
 #include <cstring>
 #include <limits>
 
-namespace kiln::runtime {
+namespace kiln::planner {
 namespace {
 
-using planner::DeviceLayout;
-using planner::ElemType;
-using planner::Storage;
 
 // For each row-major element index, the element slot in the device array
 // (buffer: the index itself; image: texel * 4 + lane).
@@ -154,4 +151,4 @@ StatusOr<Tensor> from_device(const std::byte* data, size_t size, const DeviceLay
   return f32.cast(dtype);
 }
 
-}  // namespace kiln::runtime
+}  // namespace kiln::planner
