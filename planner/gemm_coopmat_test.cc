@@ -432,6 +432,7 @@ TEST(GemmCoopMatKernels, AttentionThroughViewsIsValidSpirv) {
   EXPECT_EQ(split, 2);
   TargetInfo khr_with_subgroup_ops = khr_target();
   khr_with_subgroup_ops.subgroup_shuffle = khr_with_subgroup_ops.subgroup_arithmetic = true;
+  split = 0;
   expect_valid(*graph, khr_with_subgroup_ops, Storage::kBuffer, name, nullptr, &split);
   EXPECT_EQ(split, 2);
 }

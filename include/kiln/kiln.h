@@ -298,12 +298,12 @@ typedef struct kiln_session_options_t {
   uint32_t disable_integer_dot_product;
   /* \since 0.2. Static QDQ graphs (DequantizeLinear -> Conv/MatMul/Gemm
    * [-> Relu/Clip] -> QuantizeLinear, as ONNX Runtime's quantizer writes
-   * them): a kiln_int8_kernels_t. AUTO (0) runs them as integer kernels
-   * (QLinearConv/QLinearMatMul on int8 dot products: kiln.canonicalize's
-   * fuse-qdq joins the default pipeline) where the device's packed int8 dot
-   * products are accelerated, and as the float graph elsewhere (devices
-   * without them or that emulate them, the reference executor); ON always
-   * runs the integer kernels, OFF never. disable_integer_dot_product with
+   * them): a kiln_int8_kernels_t. ON runs them as integer kernels
+   * (QLinearConv/QLinearMatMul on int8 dot products where the device has
+   * them: kiln.canonicalize's fuse-qdq joins the default pipeline); AUTO (0)
+   * and OFF run the float graph (AUTO: the integer kernels measured slower
+   * than it even where the dot products are accelerated; the statistics say
+   * why). disable_integer_dot_product with
    * AUTO means OFF. An explicit `passes` list decides by itself;
    * kiln_session_describe_json reports the choice ("int8_kernels"). */
   uint32_t int8_kernels;

@@ -190,8 +190,7 @@ def check(kiln, backend, work, name, model, want_ops, outputs):
     onnx.save(model, path)
     opt_in = with_fuse_qdq(kiln, path)
     rewritten, floats = op_counts(kiln, path, opt_in), op_counts(kiln, path, [])
-    # --int8-dot on: the default pipeline with fuse-qdq, as a device with
-    # accelerated int8 dot products runs it by default.
+    # --int8-dot on: the default pipeline with fuse-qdq.
     chosen = op_counts(kiln, path, ["--int8-dot", "on"])
     if chosen != rewritten:
         raise AssertionError(f"{name}: --int8-dot on gives {chosen}, the spelled-out pipeline {rewritten}")
