@@ -89,21 +89,24 @@ planner::TargetInfo target_info(const vk::Device& device, CoopMatMode mode) {
   t.float32_atomic_add = e.buffer_float32_atomic_add;
   t.integer_dot_product = e.shader_integer_dot_product;
   t.cooperative_matrix = e.cooperative_matrix_khr && c.api_version >= VK_API_VERSION_1_3;
-  // fp16 GEMMs on tensor cores: NV first (what the kernels' GLSL speaks),
-  // else KHR (the same kernels rewritten at the SPIR-V level), each with
-  // the fp16 shapes the device advertises through that extension.
+  // fp16 GEMMs on tensor cores: KHR first (the kernels' GLSL rewritten at
+  // the SPIR-V level, platform/vulkan/coopmat_khr.h), else NV (what the
+  // GLSL speaks), each with the fp16 shapes the device advertises through
+  // that extension. On an H100, which offers both, KHR's 16x16x16 fragments
+  // ran every zoo model faster than NV's 16x8x16 (fp16 GPU ms, one call,
+  // bench/results/h100-2026-11-27-session14: vit_b_16 1.227 -> 1.164,
+  // bert 0.895 -> 0.850, resnet50 1.080 -> 1.061), outputs identical.
   if (t.fp16_storage && t.subgroup_size > 0 && mode != CoopMatMode::kOff) {
     const bool nv_allowed = mode != CoopMatMode::kKHR, khr_allowed = mode != CoopMatMode::kNV;
-    if (nv_allowed && e.cooperative_matrix_nv) {
-      t.coopmat_f16_shapes = f16_shapes(c.cooperative_matrix_nv_shapes);
-      if (!t.coopmat_f16_shapes.empty()) t.coopmat = planner::CoopMatFlavour::kNV;
-    }
     // Capabilities::cooperative_matrix_shapes holds the KHR shapes only
     // when the KHR extension was queried (else a copy of NV's).
-    if (t.coopmat == planner::CoopMatFlavour::kNone && khr_allowed && e.cooperative_matrix_khr &&
-        c.cooperative_matrix_khr) {
+    if (khr_allowed && e.cooperative_matrix_khr && c.cooperative_matrix_khr) {
       t.coopmat_f16_shapes = f16_shapes(c.cooperative_matrix_shapes);
       if (!t.coopmat_f16_shapes.empty()) t.coopmat = planner::CoopMatFlavour::kKHR;
+    }
+    if (t.coopmat == planner::CoopMatFlavour::kNone && nv_allowed && e.cooperative_matrix_nv) {
+      t.coopmat_f16_shapes = f16_shapes(c.cooperative_matrix_nv_shapes);
+      if (!t.coopmat_f16_shapes.empty()) t.coopmat = planner::CoopMatFlavour::kNV;
     }
     if (t.coopmat == planner::CoopMatFlavour::kNone) t.coopmat_f16_shapes.clear();
   }

@@ -51,8 +51,8 @@ namespace kiln::runtime {
 // SPV_KHR_cooperative_matrix (platform/vulkan/coopmat_khr.h).
 enum class CoopMatMode : uint8_t {
   kAuto,    // $KILN_COOPMAT when set, else kDevice
-  kDevice,  // NV where the device enabled VK_NV_cooperative_matrix, else KHR
-            // where it enabled VK_KHR_cooperative_matrix with fp16 shapes
+  kDevice,  // KHR where the device enabled VK_KHR_cooperative_matrix with
+            // fp16 shapes, else NV where it enabled VK_NV_cooperative_matrix
   kNV,      // only VK_NV_cooperative_matrix
   kKHR,     // only VK_KHR_cooperative_matrix (for testing it where both exist)
   kOff,     // no cooperative matrices
