@@ -72,6 +72,8 @@ int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 int64_t coopmat_shared_bytes(const CoopMatTiling& t, uint32_t sg) {
   const int64_t fm = t.shape.m, ldq = t.dp + 8, ldv = t.dvp + 8, lds = std::max(t.bkey, t.dvp) + 4;
   const int64_t per_subgroup = 2 * t.bkey * ldq + 2 * t.bkey * ldv + 4 * fm * lds + 2 * fm * (t.bkey + 8) + 8 * fm;
+  // (The per-lane reduction slots are counted even where subgroup shuffles
+  // replace them: the tiling is chosen before the shuffles are.)
   return 2 * fm * ldq + t.nsg * per_subgroup + 4 * t.nsg * int64_t{sg};
 }
 

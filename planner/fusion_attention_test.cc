@@ -13,6 +13,7 @@
 #include <cmath>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "engine/ir/text.h"
 #include "engine/ops/shape_inference.h"
@@ -352,21 +353,34 @@ TEST_F(FusionAttentionDevice, TensorCoreStagingThroughViews) {
   expect_matches_reference(vit_model(true, 70), {{testing::random_tensor({70, 48}, 33)}}, /*image_extra=*/1);
 }
 
-// vit-sized heads in fp16: on a device with NV
-// cooperative matrices (fp32 accumulators) the tensor-core kernel, with
-// keys past a block edge, a masked key every third and head dims that pad
-// to the fragments; checked against the reference everywhere (lavapipe
-// runs the scalar kernel).
+// vit-sized heads with keys past a block edge, a masked key every third and
+// head dims that pad to the fragments, each as its graph and its seed.
+struct MaskedHeads {
+  AttentionCase c;
+  int64_t n;
+  uint64_t seed;
+};
+std::vector<MaskedHeads> masked_heads(uint64_t seed_base) {
+  std::vector<MaskedHeads> cases;
+  for (const auto& [d, dv, n] : {std::tuple<int64_t, int64_t, int64_t>{64, 64, 197}, {24, 40, 170}, {128, 128, 161}}) {
+    AttentionCase c;
+    c.heads = "2", c.m = std::to_string(n), c.n = std::to_string(n), c.d = d, c.dv = dv;
+    c.mask = true;
+    cases.push_back({c, n, seed_base + static_cast<uint64_t>(d)});
+  }
+  return cases;
+}
+
+// The masked heads in fp16: on a device with NV cooperative matrices (fp32
+// accumulators) the tensor-core kernel; checked against the reference
+// everywhere (lavapipe runs the scalar kernel).
 TEST_F(FusionAttentionDevice, TensorCoresWhereTheDeviceHasThem) {
   const TargetInfo target = runtime::target_info(device());
   const std::optional<CoopMatShape> shape = pick_coopmat_shape(target);
   const bool tensor_cores = shape && shape->f32_accumulator;
-  for (const auto& [d, dv, n] : {std::tuple<int64_t, int64_t, int64_t>{64, 64, 197}, {24, 40, 170}, {128, 128, 161}}) {
-    SCOPED_TRACE("d " + std::to_string(d) + " dv " + std::to_string(dv) + " n " + std::to_string(n));
-    AttentionCase c;
-    c.heads = "2", c.m = std::to_string(n), c.n = std::to_string(n), c.d = d, c.dv = dv;
-    c.mask = true;
-    auto g = parse_shaped_graph(attention_model(c));
+  for (const MaskedHeads& h : masked_heads(60)) {
+    SCOPED_TRACE(attention_model(h.c));
+    auto g = parse_shaped_graph(attention_model(h.c));
     ASSERT_TRUE(g);
     PlanOptions options;
     options.precision = ElemType::kF16;
@@ -375,7 +389,7 @@ TEST_F(FusionAttentionDevice, TensorCoresWhereTheDeviceHasThem) {
     ASSERT_EQ(plan->dispatch_count(), 1u) << describe_plan(*plan, *g);
     EXPECT_EQ(plan->steps.back().kernel.name.find("_coopmat") != std::string::npos, tensor_cores)
         << plan->steps.back().kernel.name;
-    expect_matches_reference(attention_model(c), {inputs_of(c, n, n, 60 + static_cast<uint64_t>(d))});
+    expect_matches_reference(attention_model(h.c), {inputs_of(h.c, h.n, h.n, h.seed)});
   }
 }
 
@@ -391,18 +405,15 @@ TEST_F(FusionAttentionDevice, TensorCoresThroughKhrCooperativeMatrix) {
                          ? " (it offers it, hidden from the old validation layer: KILN_TEST_VALIDATION=off)"
                          : "");
   testing::ScopedCoopMatEnv khr("khr");
-  for (const auto& [d, dv, n] : {std::tuple<int64_t, int64_t, int64_t>{64, 64, 197}, {24, 40, 170}, {128, 128, 161}}) {
-    SCOPED_TRACE("d " + std::to_string(d) + " dv " + std::to_string(dv) + " n " + std::to_string(n));
-    AttentionCase c;
-    c.heads = "2", c.m = std::to_string(n), c.n = std::to_string(n), c.d = d, c.dv = dv;
-    c.mask = true;
-    auto g = parse_shaped_graph(attention_model(c));
+  for (const MaskedHeads& h : masked_heads(80)) {
+    SCOPED_TRACE(attention_model(h.c));
+    auto g = parse_shaped_graph(attention_model(h.c));
     ASSERT_TRUE(g);
     auto model = testing::compile_on_test_device(*g, {Storage::kBuffer, ElemType::kF16});
     ASSERT_TRUE(model.ok()) << model.status().to_string();
     EXPECT_NE((*model)->plan().steps.back().kernel.name.find("_coopmat"), std::string::npos)
         << (*model)->plan().steps.back().kernel.name;
-    expect_matches_reference(attention_model(c), {inputs_of(c, n, n, 80 + static_cast<uint64_t>(d))});
+    expect_matches_reference(attention_model(h.c), {inputs_of(h.c, h.n, h.n, h.seed)});
   }
 }
 

@@ -225,88 +225,68 @@ CoopMatUse coopmat_use(const GemmProblem& p) {
   return f32_b ? CoopMatUse::kSplitB : CoopMatUse::kPlain;
 }
 
-}  // namespace
+// Fails when one dimension of `d`'s grid exceeds what the device dispatches.
+Status check_grid(LoweringContext& ctx, const KernelDesc& d) {
+  const int64_t max_groups = ctx.target().max_workgroup_count_x;
+  for (const ir::Dim& g : d.groups)
+    if (g.is_const() && g.value() > max_groups)
+      return ctx.unsupported("GEMM grid of " + std::to_string(g.value()) + " workgroups exceeds the device's " +
+                             std::to_string(max_groups));
+  return ok_status();
+}
 
-Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
-  GemmProblem p = problem;
-  KILN_ASSIGN_OR_RETURN(p.hint, kernel_hint(ctx.node()));
-  const auto check_grid = [&](const KernelDesc& d) -> Status {
-    const int64_t max_groups = ctx.target().max_workgroup_count_x;
-    for (const ir::Dim& g : d.groups)
-      if (g.is_const() && g.value() > max_groups)
-        return ctx.unsupported("GEMM grid of " + std::to_string(g.value()) + " workgroups exceeds the device's " +
-                               std::to_string(max_groups));
+// The tensor-core kernel `d` (configuration `c`) for `p`, whole or with K
+// split into `split` slices.
+Status emit_coopmat_gemm(LoweringContext& ctx, const GemmProblem& p, const CoopMatConfig& c, KernelDesc d,
+                         int64_t split) {
+  if (split <= 1) {
+    KILN_RETURN_IF_ERROR(check_grid(ctx, d));
+    ctx.emit(std::move(d));
     return ok_status();
-  };
-  // fp16 on a device with cooperative matrices: the tensor-core kernel.
-  // When its grid is so small for the depth of K that the GPU would idle
-  // while a few workgroups walk all of K, it splits K: each slice's
-  // workgroups write fp32 partial tiles that the scalar kernel's reduce pass
-  // adds and stores (at batch 1 a transformer's 197 x 768 x 3072 projection
-  // is 48 tiles; resnet50's 3x3 convs of layer3/layer4 4-8 tiles over K =
-  // 2304-4608, which took 0.25-0.55 ms each unsplit on an H200) — or, with
-  // splitk_reduce=fused, the last workgroup per tile adds them.
-  const CoopMatUse use = coopmat_use(p);
-  if (!use_gemv(p) && p.hint.coopmat.value_or(true) && !p.hint.tile_m && !p.hint.split_k && use != CoopMatUse::kNo)
-    if (const std::optional<CoopMatConfig> c =
-            choose_coopmat(p, ctx.target(), ctx.float_type(), use == CoopMatUse::kSplitB)) {
-      KernelDesc d = make_coopmat_gemm_kernel(p, *c);
-      const ir::Dim cm_tiles = d.groups[0] * d.groups[1] * d.groups[2];
-      const int64_t split = choose_split(cm_tiles.is_const() ? cm_tiles.value() : 0, p.k);
-      // Convolutions narrower than 128 output channels that would split K
-      // run on the scalar split-K kernel instead: on an H100 (fp16 against
-      // the fp32 plan's scalar kernel, node by node, bench/results/
-      // h100-2026-11-27-session14) their tensor-core split took 1.2-1.56x
-      // as long (mobilenet_v2's and efficientnet_b0's 14x14 and 28x28
-      // projections, resnet50's layer-1 1x1 256 -> 64), the staging of a
-      // 64x64 tile per 32-deep K step outweighing its math.
-      const bool scalar_split_conv = split > 1 && p.a_m_fastest && c->bn < 128;
-      if (!scalar_split_conv) {
-        if (split <= 1) {
-          KILN_RETURN_IF_ERROR(check_grid(d));
-          ctx.emit(std::move(d));
-          return ok_status();
-        }
-        // (choose_split splits only constant grids over a constant K.)
-        const int64_t chunk = ((p.k.value() + split - 1) / split + kCoopMatBK - 1) / kCoopMatBK * kCoopMatBK;
-        const int64_t slices = (p.k.value() + chunk - 1) / chunk;
-        const TensorId scratch = ctx.add_temporary(DType::kFloat32, {ir::Dim(slices) * p.batch * p.m * p.n},
-                                                   {Storage::kBuffer, ElemType::kF32});
-        // Only on request (kiln.kernel splitk_reduce=fused). On an H100 it
-        // is right (the device tests and the zoo, session 13; an earlier
-        // build gave NaNs) but slower: every default split as a fix-up took
-        // resnet50 1.07 -> 1.74 GPU ms, vit_b_16 1.25 -> 1.34, convnext_tiny
-        // 0.84 -> 0.98 with 43, 25 and 21 fewer dispatches
-        // (bench/results/h100-2026-11-26-session13): the last workgroup of a
-        // tile adds up to 16 slices alone while the rest of the GPU idles.
-        if (p.hint.splitk_reduce == SplitKReduce::kFused && slices > 1 && cm_tiles.value() <= kMaxFixupTiles) {
-          KernelDesc f = make_coopmat_gemm_kernel(p, *c, CoopMatSplitK::kFixup);
-          f.name += "_splitk_fixup";
-          const TensorId counters = ctx.add_state(DType::kInt32, {cm_tiles.value()}, ElemType::kI32);
-          f.params.push_back({"GEMM_KCHUNK", ir::Dim(chunk)});
-          f.params.push_back({"GEMM_SPLIT", ir::Dim(slices)});
-          f.tensors.push_back(ctx.bind("GP", scratch, true));
-          f.tensors.back().coherent = true;
-          f.tensors.push_back(ctx.bind("GC", counters, true));
-          f.groups[2] = p.batch * ir::Dim(slices);
-          KILN_RETURN_IF_ERROR(check_grid(f));
-          ctx.emit(std::move(f));
-          return ok_status();
-        }
-        KernelDesc part = make_coopmat_gemm_kernel(p, *c, CoopMatSplitK::kPartials);
-        part.name = p.name + "_splitk_coopmat" + std::to_string(c->bm) + "x" + std::to_string(c->bn);
-        part.params.push_back({"GEMM_KCHUNK", ir::Dim(chunk)});
-        part.tensors.push_back(ctx.bind("GP", scratch, true));
-        part.groups[2] = p.batch * ir::Dim(slices);
-        KILN_RETURN_IF_ERROR(check_grid(part));
-        KernelDesc r = splitk_reduce_kernel(p, part, slices);
-        ctx.emit(std::move(part));
-        ctx.emit(std::move(r));
-        return ok_status();
-      }
-    }
+  }
+  const ir::Dim cm_tiles = d.groups[0] * d.groups[1] * d.groups[2];
+  // (choose_split splits only constant grids over a constant K.)
+  const int64_t chunk = ((p.k.value() + split - 1) / split + kCoopMatBK - 1) / kCoopMatBK * kCoopMatBK;
+  const int64_t slices = (p.k.value() + chunk - 1) / chunk;
+  const TensorId scratch = ctx.add_temporary(DType::kFloat32, {ir::Dim(slices) * p.batch * p.m * p.n},
+                                             {Storage::kBuffer, ElemType::kF32});
+  // Only on request (kiln.kernel splitk_reduce=fused). On an H100 it
+  // is right (the device tests and the zoo, session 13; an earlier
+  // build gave NaNs) but slower: every default split as a fix-up took
+  // resnet50 1.07 -> 1.74 GPU ms, vit_b_16 1.25 -> 1.34, convnext_tiny
+  // 0.84 -> 0.98 with 43, 25 and 21 fewer dispatches
+  // (bench/results/h100-2026-11-26-session13): the last workgroup of a
+  // tile adds up to 16 slices alone while the rest of the GPU idles.
+  if (p.hint.splitk_reduce == SplitKReduce::kFused && slices > 1 && cm_tiles.value() <= kMaxFixupTiles) {
+    KernelDesc f = make_coopmat_gemm_kernel(p, c, CoopMatSplitK::kFixup);
+    f.name += "_splitk_fixup";
+    const TensorId counters = ctx.add_state(DType::kInt32, {cm_tiles.value()}, ElemType::kI32);
+    f.params.push_back({"GEMM_KCHUNK", ir::Dim(chunk)});
+    f.params.push_back({"GEMM_SPLIT", ir::Dim(slices)});
+    f.tensors.push_back(ctx.bind("GP", scratch, true));
+    f.tensors.back().coherent = true;
+    f.tensors.push_back(ctx.bind("GC", counters, true));
+    f.groups[2] = p.batch * ir::Dim(slices);
+    KILN_RETURN_IF_ERROR(check_grid(ctx, f));
+    ctx.emit(std::move(f));
+    return ok_status();
+  }
+  KernelDesc part = make_coopmat_gemm_kernel(p, c, CoopMatSplitK::kPartials);
+  part.name = p.name + "_splitk_coopmat" + std::to_string(c.bm) + "x" + std::to_string(c.bn);
+  part.params.push_back({"GEMM_KCHUNK", ir::Dim(chunk)});
+  part.tensors.push_back(ctx.bind("GP", scratch, true));
+  part.groups[2] = p.batch * ir::Dim(slices);
+  KILN_RETURN_IF_ERROR(check_grid(ctx, part));
+  KernelDesc r = splitk_reduce_kernel(p, part, slices);
+  ctx.emit(std::move(part));
+  ctx.emit(std::move(r));
+  return ok_status();
+}
+
+// The scalar tiled kernel (or GEMV) for `p`, K split as its grid and hint ask.
+Status emit_scalar_gemm(LoweringContext& ctx, const GemmProblem& p) {
   KernelDesc d = make_gemm_kernel(p, ctx.target().compute_units);
-  KILN_RETURN_IF_ERROR(check_grid(d));
+  KILN_RETURN_IF_ERROR(check_grid(ctx, d));
   const ir::Dim tiles = d.groups[0] * d.groups[1] * d.groups[2];
   // A split_k hint needs a constant K to cut (otherwise the kernel walks all of K).
   const int64_t split = use_gemv(p)                    ? 1
@@ -378,6 +358,38 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
   ctx.emit(std::move(d));
   ctx.emit(std::move(r));
   return ok_status();
+}
+
+}  // namespace
+
+Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
+  GemmProblem p = problem;
+  KILN_ASSIGN_OR_RETURN(p.hint, kernel_hint(ctx.node()));
+  // fp16 on a device with cooperative matrices: the tensor-core kernel.
+  // When its grid is so small for the depth of K that the GPU would idle
+  // while a few workgroups walk all of K, it splits K: each slice's
+  // workgroups write fp32 partial tiles that the scalar kernel's reduce pass
+  // adds and stores (at batch 1 a transformer's 197 x 768 x 3072 projection
+  // is 48 tiles; resnet50's 3x3 convs of layer3/layer4 4-8 tiles over K =
+  // 2304-4608, which took 0.25-0.55 ms each unsplit on an H200) — or, with
+  // splitk_reduce=fused, the last workgroup per tile adds them.
+  const CoopMatUse use = coopmat_use(p);
+  if (!use_gemv(p) && p.hint.coopmat.value_or(true) && !p.hint.tile_m && !p.hint.split_k && use != CoopMatUse::kNo)
+    if (const std::optional<CoopMatConfig> c =
+            choose_coopmat(p, ctx.target(), ctx.float_type(), use == CoopMatUse::kSplitB)) {
+      KernelDesc d = make_coopmat_gemm_kernel(p, *c);
+      const ir::Dim cm_tiles = d.groups[0] * d.groups[1] * d.groups[2];
+      const int64_t split = choose_split(cm_tiles.is_const() ? cm_tiles.value() : 0, p.k);
+      // Convolutions narrower than 128 output channels that would split K
+      // run on the scalar split-K kernel instead: on an H100 (fp16 against
+      // the fp32 plan's scalar kernel, node by node, bench/results/
+      // h100-2026-11-27-session14) their tensor-core split took 1.2-1.56x
+      // as long (mobilenet_v2's and efficientnet_b0's 14x14 and 28x28
+      // projections, resnet50's layer-1 1x1 256 -> 64), the staging of a
+      // 64x64 tile per 32-deep K step outweighing its math.
+      if (!(split > 1 && p.a_m_fastest && c->bn < 128)) return emit_coopmat_gemm(ctx, p, *c, std::move(d), split);
+    }
+  return emit_scalar_gemm(ctx, p);
 }
 
 GemmOutput bind_gemm_output(LoweringContext& ctx, bool image_store4_ok) {

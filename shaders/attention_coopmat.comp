@@ -60,7 +60,9 @@ shared uvec4 ak[NSG * BKEY * LDQ8];  // per subgroup: its key block
 shared uvec4 av[NSG * BKEY * LDV8];  // ... and value block
 shared float as_[NSG * FM * LDS];    // per subgroup: the rows' scores, then P * V, of the block
 shared float16_t ap[NSG * FM * LDP]; // per subgroup: the rows' probabilities
+#if !ATT_SHUFFLE
 shared float ared[NT];               // per lane: a partial maximum or sum
+#endif
 shared float arow[NSG * FM * 2];     // per subgroup and row: its maximum and sum
 
 void att_sync() {
