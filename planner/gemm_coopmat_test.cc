@@ -316,7 +316,7 @@ TEST(GemmCoopMatKernels, MatMulGemmConvAreValidSpirv) {
   // per image the weights are fp16; else the precision policy keeps them
   // fp32 and the kernel multiplies by their fp16 halves (B_SPLIT).
   const std::map<std::string, ir::Attribute> stride2 = {{"strides", ir::Attribute::of_ints({2, 2})}};
-  expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({2, 128, 12, 12}), {random_tensor({96, 128, 1, 1}, 8)},
+  expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({2, 64, 12, 12}), {random_tensor({96, 64, 1, 1}, 8)},
                         stride2),
                t, Storage::kBuffer, "conv_coopmat64x64");
   expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 64, 20, 20}), {random_tensor({96, 64, 1, 1}, 9)},

@@ -102,6 +102,45 @@ TEST_F(LowerLinalgTest, MatMulSplitKFixup) {
   EXPECT_TRUE(check_op(split_k(matmul({20, 600}, {600, 30}, true, 27), 4, false, "matmul_splitk_reduce")));
 }
 
+TEST_F(LowerLinalgTest, SplitKReducePassLanes) {
+  // 4 and 16 slices: where the device has subgroup shuffles 2 and 4 lanes
+  // share each output of the reduce pass (lavapipe: subgroups of 8), with
+  // M odd, N not a multiple of 4 and the last workgroup partly past the end.
+  for (int slices : {4, 16}) {
+    SCOPED_TRACE(slices);
+    EXPECT_TRUE(check_op(split_k(matmul({70, 333}, {333, 67}, true, 29), slices, false, "matmul_splitk_reduce")));
+  }
+  EXPECT_TRUE(check_op(split_k(matmul({3, 9, 300}, {3, 300, 30}, false, 31), 16, false, "matmul_splitk_reduce")));
+}
+
+TEST(LowerLinalgPlan, ReducePassLanesFollowSlicesAndSubgroups) {
+  const ir::Graph g = testing::one_node_graph("MatMul", ir::SymShape::from_concrete({20, 600}), {random_tensor({600, 70}, 7)});
+  const auto reduce_of = [&](const TargetInfo& target, int slices) {
+    ir::Graph copy = g;
+    for (size_t n = 0; n < copy.num_nodes(); ++n)
+      copy.node(static_cast<ir::NodeId>(n)).annotations[kKernelKey] = "split_k=" + std::to_string(slices);
+    auto plan = build_plan(copy, target, PlanOptions{});
+    EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+    return plan.ok() && plan->steps.size() == 2 ? plan->steps[1].kernel : KernelDesc{};
+  };
+  TargetInfo shuffles;
+  shuffles.subgroup_size = 32;
+  shuffles.subgroup_shuffle = true;
+  for (const auto& [slices, lanes] : {std::pair{2, 1}, {4, 2}, {7, 2}, {8, 4}, {16, 4}}) {
+    SCOPED_TRACE(slices);
+    const KernelDesc r = reduce_of(shuffles, slices);
+    EXPECT_EQ(r.name, "matmul_splitk_reduce");
+    const bool defined = r.helpers.find("#define REDUCE_LANES " + std::to_string(lanes) + "\n") != std::string::npos;
+    EXPECT_EQ(defined, lanes > 1) << r.helpers;
+    // One invocation per lane and four columns: 20 rows x 18 quads.
+    EXPECT_EQ(r.groups[0].value() * r.local_size[0], (20 * 18 * lanes + r.local_size[0] - 1) / r.local_size[0] *
+                                                         r.local_size[0]);
+  }
+  const KernelDesc plain = reduce_of(TargetInfo{}, 16);  // no subgroup shuffles
+  EXPECT_EQ(plain.helpers.find("REDUCE_LANES"), std::string::npos);
+  EXPECT_TRUE(plain.extensions.empty());
+}
+
 // Split-K whose workgroups add their slices into one sum with float
 // atomics, the last to arrive storing it: one dispatch, right on every run
 // (the sums and counters go back to zero), edges, batches and epilogues as
@@ -138,8 +177,10 @@ TEST_F(LowerLinalgTest, GemmSplitKFixupWithBias) {
   EXPECT_TRUE(check_op(split_k(full, 16, true, "gemm_splitk_fixup")));
 }
 
-// The fused and the two-pass routes add the slices in the same order: the
-// same bits.
+// The fused and the two-pass routes add up to three slices in the same
+// order: the same bits. (From four slices on the reduce pass's lanes each
+// add every 2nd or 4th slice, where the device has subgroup shuffles: the
+// same sum up to rounding, which the other split-K tests check.)
 TEST_F(LowerLinalgTest, SplitKFixupMatchesTheReducePassBitForBit) {
   const Tensor x = random_tensor({37, 500}, 41);
   for (const testing::BackendConfig& config : testing::all_backend_configs()) {
@@ -149,7 +190,7 @@ TEST_F(LowerLinalgTest, SplitKFixupMatchesTheReducePassBitForBit) {
       ir::Graph g = testing::one_node_graph("MatMul", ir::SymShape::from_concrete({37, 500}), {random_tensor({500, 45}, 43)});
       for (size_t n = 0; n < g.num_nodes(); ++n)
         g.node(static_cast<ir::NodeId>(n)).annotations[kKernelKey] =
-            std::string("split_k=5,splitk_reduce=") + (fused ? "fused" : "separate");
+            std::string("split_k=3,splitk_reduce=") + (fused ? "fused" : "separate");
       runtime::VulkanModelOptions options;
       options.plan.storage = config.storage;
       options.plan.precision = config.precision;

@@ -299,7 +299,7 @@ std::vector<Case> cases() {
                {"conv_depthwise_texel.comp", "conv_depthwise_rows.comp"}, t});
   c.push_back({"matmul_coopmat", graph("MatMul", f32, {dims({100, 72})}, {random_tensor({72, 90}, 8)}),
                {"gemm_coopmat.comp"}, coopmat_target()});
-  c.push_back({"conv_coopmat", graph("Conv", f32, {dims({1, 16, 12, 12})}, {random_tensor({32, 16, 3, 3}, 9)}),
+  c.push_back({"conv_coopmat", graph("Conv", f32, {dims({1, 8, 12, 12})}, {random_tensor({32, 8, 3, 3}, 9)}),
                {"gemm_coopmat.comp"}, coopmat_target()});
   const Tensor axis1 = Tensor::from_vector<int64_t>({1}, {1});
   c.push_back({"reduce_sum_rows", graph("ReduceSum", f32, {dims({4, 300})}, {axis1}),

@@ -3,13 +3,23 @@
 //! gemm_coopmat.comp with SPLIT_K) and stores through the op's gemm_store4.
 //! Each slice is one 16-byte load where N keeps the four columns aligned
 //! (GP_load4), all of them independent: the pass is bound by load latency,
-//! and a batch-1 pass has too few invocations to hide it otherwise.
-//! No placeholders.
+//! and a batch-1 pass has too few invocations to hide it otherwise. With
+//! REDUCE_LANES > 1 (a power of two, at most the subgroup size) that many
+//! adjacent invocations share one output, each adding every
+//! REDUCE_LANES-th slice, and meet through subgroup shuffles: more loads
+//! in flight for deep splits. No placeholders.
+#ifndef REDUCE_LANES
+#define REDUCE_LANES 1
+#endif
 
 void main() {
-  int q = int(gl_GlobalInvocationID.x);
+  int gid = int(gl_GlobalInvocationID.x);
+  int q = gid / REDUCE_LANES, part = gid % REDUCE_LANES;
   int nq = (GEMM_N + 3) / 4;
-  if (q >= GEMM_BATCH * GEMM_M * nq) return;
+  bool live = q < GEMM_BATCH * GEMM_M * nq;
+#if REDUCE_LANES == 1
+  if (!live) return;
+#endif
   int n = (q % nq) * 4, r = q / nq;
   int m = r % GEMM_M, b = r / GEMM_M;
   int p = (b * GEMM_M + m) * GEMM_N + n;
@@ -17,6 +27,11 @@ void main() {
   vec4 v = vec4(0.0);
   // Lanes past N read the next row's partials (or stop at GP's end); the
   // store ignores them.
-  for (int s = 0; s < GEMM_SPLIT; ++s) v += GP_load4(p + s * slice_stride);
+  if (live)
+    for (int s = part; s < GEMM_SPLIT; s += REDUCE_LANES) v += GP_load4(p + s * slice_stride);
+#if REDUCE_LANES > 1
+  for (int o = 1; o < REDUCE_LANES; o <<= 1) v += subgroupShuffleXor(v, uint(o));
+  if (!live || part != 0) return;
+#endif
   gemm_store4(b, m, n, v);
 }
