@@ -10,6 +10,7 @@
 #include "kiln/kiln_plugin.h"
 #include "planner/control_flow.h"
 #include "planner/fusion.h"
+#include "planner/fusion_row_norm.h"
 #include "planner/fusion_store_views.h"
 #include "planner/fusion_views.h"
 #include "planner/inplace.h"
@@ -356,8 +357,12 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
     plan.fusion_notes.push_back("fusion group '" + g.id + "' (" + std::to_string(g.nodes.size()) +
                                 " nodes) runs unfused: " + why);
   };
+  std::map<ir::NodeId, size_t> position;
+  for (size_t i = 0; i < main_order.size(); ++i) position[main_order[i]] = i;
   for (const FusionGroup& g : groups) {
-    const std::string why = fusion_blocker_with_views(graph, builder, g);  // fusion_views.h: view nodes first
+    std::string why = fusion_blocker_with_views(graph, builder, g);  // fusion_views.h: view nodes first
+    // A row-norm group's first output may be read outside it (fusion_row_norm.h).
+    if (why.empty() && is_row_norm_group(graph, g)) why = row_norm_order_blocker(graph, g, position);
     if (!why.empty()) {
       note(g, why);
       continue;

@@ -11,7 +11,8 @@
 // node of the group and by nothing outside it (no other node, sub-graph or
 // graph output).
 //
-// Three group shapes fuse (lower_fused):
+// Four group shapes fuse here (lower_fused; attention and store views have
+// their own, fusion_attention.h and fusion_store_views.h):
 //  1. Elementwise chain: every node lowers to one composable map kernel
 //     (Family::kMap, no KernelDesc::params, no extensions, helpers only from
 //     elementwise_math.glsl: Relu, Add, Mul, Sigmoid, Clip, Erf, Div, ...).
@@ -43,6 +44,13 @@
 //     computes the depthwise output and its chain on the fly. Here the
 //     nodes before the pointwise conv have the depthwise output's shape
 //     (not the group output's) and are read by nothing after it.
+//  4. Row normalization (fusion_row_norm.h): a MatMul or Gemm with its
+//     elementwise tail, then a LayerNormalization of that tail's output X
+//     over the last axis. The one exception to "one group output": X may
+//     also be read outside (a pre-norm transformer's residual stream), by
+//     nodes after the LayerNormalization. A split GEMM's reduce pass then
+//     stores X and normalizes its rows in one kernel; otherwise the
+//     prefix's kernels and the norm's run as without the group.
 //  Intermediates have the output's shape, so a node reads them exactly at
 //  the element it computes; external inputs keep whatever indexing
 //  (broadcasting) the node's lowering chose.

@@ -2,7 +2,8 @@
 // lowering plus its elementwise tail in one fusion group runs as the
 // anchor's kernels, which store through the composed tail; and shape 3
 // (planner/fusion_dwpw.h): depthwise conv + chain + pointwise conv (+ tail)
-// as one GEMM. Each case builds
+// as one GEMM; and shape 4 (planner/fusion_row_norm.h): a split GEMM's
+// reduce pass and the LayerNormalization after it. Each case builds
 // a small graph, plans it in every storage x precision, checks the plan
 // fused (dispatch count, kernel names, no fusion note) and compares the
 // Vulkan results with the reference executor's.
@@ -409,6 +410,82 @@ TEST_F(FusionEpilogue, DwPwImageOutputThroughTheGemmScratchCopy) {
   net.g.value(y).annotations[kPackedAxisKey] = "3";
   expect_fused(net.finish({y}), {{random_tensor({1, 8, 9, 9}, 48), random_tensor({1, 12, 9, 9}, 49)}},
                {.name = "dwpw_", .image_dispatches = 2, .image_name = "gemm_copy_out+add"});
+}
+
+// Group shape 4 (planner/fusion_row_norm.h): a transformer's fc2 -> bias ->
+// residual add -> LayerNormalization. x [1, 20, 96] @ W [96, 64] split in
+// `slices` (0: unsplit), the residual stream X = . + b + r, Z = LN(X).
+ir::ValueId row_norm_block(Net& net, int slices, ir::ValueId* stream) {
+  const ir::ValueId x = net.input("x", {1, 20, 96});
+  const ir::ValueId r = net.input("r", {1, 20, 64});
+  const ir::ValueId mm = net.op("MatMul", {x, net.constant(random_tensor({96, 64}, 31, -0.3f, 0.3f))});
+  if (slices) net.g.node(net.last).annotations[kKernelKey] = "split_k=" + std::to_string(slices) + ",splitk_reduce=separate";
+  const ir::ValueId biased = net.op("Add", {mm, net.constant(random_tensor({64}, 32))});
+  *stream = net.op("Add", {biased, r});
+  return net.op("LayerNormalization",
+                {*stream, net.constant(random_tensor({64}, 33, 0.5f, 1.5f)), net.constant(random_tensor({64}, 34))},
+                {{"axis", one(-1)}, {"epsilon", ir::Attribute::of_float(1e-5f)}});
+}
+std::vector<std::vector<Tensor>> row_norm_inputs() {
+  return {{random_tensor({1, 20, 96}, 35), random_tensor({1, 20, 64}, 36, -2.0f, 2.0f)}};
+}
+
+TEST_F(FusionEpilogue, SplitKReduceAndLayerNormPreNorm) {
+  // X read after the group too (the next residual add): the row kernel
+  // stores both; image storage keeps the reduce pass and the layer norm.
+  Net net;
+  ir::ValueId x;
+  const ir::ValueId z = row_norm_block(net, 4, &x);
+  const ir::ValueId y = net.op("Add", {x, z}, {}, /*grouped=*/false);
+  expect_fused(net.finish({y}), row_norm_inputs(),
+               {.dispatches = 3, .name = "matmul_splitk_reduce+add+add+layer_norm", .image_dispatches = 4,
+                .image_name = "layer_norm"});
+}
+
+TEST_F(FusionEpilogue, SplitKReduceAndLayerNormPostNorm) {
+  Net net;
+  ir::ValueId x;
+  const ir::ValueId z = row_norm_block(net, 3, &x);
+  expect_fused(net.finish({z}), row_norm_inputs(),
+               {.dispatches = 2, .name = "splitk_reduce+add+add+layer_norm", .image_dispatches = 3,
+                .image_name = "layer_norm"});
+}
+
+TEST_F(FusionEpilogue, UnsplitGemmKeepsItsLayerNorm) {
+  // No reduce pass to take the normalization: the GEMM with its tail, then
+  // the layer norm's own kernel, as without the group.
+  Net net;
+  ir::ValueId x;
+  const ir::ValueId z = row_norm_block(net, 0, &x);
+  expect_fused(net.finish({z}), row_norm_inputs(), {.dispatches = 2, .name = "layer_norm"});
+}
+
+TEST_F(FusionEpilogue, RowNormGroupWhoseStreamIsReadEarlierRunsUnfused) {
+  // A reader of X placed before the layer norm: the group cannot run where
+  // the layer norm stands, so it runs node by node, with a note.
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 20, 96});
+  const ir::ValueId mm = net.op("MatMul", {x, net.constant(random_tensor({96, 64}, 31, -0.3f, 0.3f))});
+  net.g.node(net.last).annotations[kKernelKey] = "split_k=4,splitk_reduce=separate";
+  const ir::ValueId stream = net.op("Add", {mm, net.constant(random_tensor({64}, 32))});
+  const ir::ValueId early = net.op("Relu", {stream}, {}, /*grouped=*/false);
+  const ir::ValueId z = net.op("LayerNormalization", {stream, net.constant(random_tensor({64}, 33))},
+                               {{"axis", one(-1)}});
+  const ir::Graph& g = net.finish({early, z});
+  runtime::ReferenceExecutor reference(g);
+  const std::vector<Tensor> in = {random_tensor({1, 20, 96}, 37)};
+  auto want = reference.run(in);
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+  auto model = testing::compile_on_test_device(g, {Storage::kBuffer, ElemType::kF32});
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  const ExecutionPlan& plan = (*model)->plan();
+  ASSERT_EQ(plan.fusion_notes.size(), 1u) << kernel_names(plan);
+  EXPECT_NE(plan.fusion_notes[0].find("is read by"), std::string::npos) << plan.fusion_notes[0];
+  auto got = (*model)->run(in);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  for (size_t j = 0; j < want->size(); ++j)
+    for (int64_t i = 0; i < (*want)[j].numel(); ++i)
+      ASSERT_NEAR((*want)[j].get_f64(i), (*got)[j].get_f64(i), 1e-4) << "output " << j << " element " << i;
 }
 
 }  // namespace

@@ -268,6 +268,20 @@ ir::Graph attention_graph(const std::string& n = "n") {
   return std::move(**parsed);
 }
 
+// A split MatMul and the LayerNormalization of its output in one fusion
+// group (fusion_row_norm.h).
+ir::Graph row_norm_graph() {
+  const std::string g = " #{kiln.fusion_group = \"r\"}";
+  auto parsed = ir::parse_graph(
+      "graph @g opset 17 {\n  input %x : f32[6,256]\n  input %w : f32[256,40]\n  input %s : f32[40]\n"
+      "  %m = MatMul(%x, %w) #{kiln.fusion_group = \"r\", kiln.kernel = \"split_k=4\"} : f32[6,40]\n"
+      "  %n = LayerNormalization(%m, %s) {axis = -1}" + g + " : f32[6,40]\n  return %n\n}\n");
+  EXPECT_TRUE(parsed.ok()) << parsed.status().to_string();
+  if (!parsed.ok()) return ir::Graph();
+  EXPECT_TRUE(ops::infer_graph_shapes(**parsed).ok());
+  return std::move(**parsed);
+}
+
 std::vector<Case> cases() {
   // Integer inputs above kHostInputMaxElements: smaller ones are shape data
   // the plan computes on the host.
@@ -328,6 +342,7 @@ std::vector<Case> cases() {
                {"pool_max_indices.comp"}, t});
   c.push_back({"relu", graph("Relu", f32, {dims({2, 3, 5, 6})}), {"map.comp", "round_f16.glsl"}, t});
   c.push_back({"attention", attention_graph(), {"attention.comp"}, t});
+  c.push_back({"splitk_reduce_norm", row_norm_graph(), {"gemm_tile.comp", "gemm_splitk_reduce_norm.comp"}, t});
   c.push_back({"attention_coopmat", attention_graph("200"), {"attention.comp", "attention_coopmat.comp"}, coopmat_target()});
   const std::string m = "elementwise_math.glsl#";
   for (auto [op, helper] : std::vector<std::pair<std::string, std::string>>{

@@ -95,6 +95,7 @@ class Partitioner {
     std::sort(groups.begin(), groups.end());
     groups = add_store_views(groups);
     groups = add_view_prologues(groups);
+    groups = add_row_norms(groups);
     std::vector<int> group_of(dag_.nodes.size());
     for (size_t i = 0; i < group_of.size(); ++i) group_of[i] = static_cast<int>(groups.size() + i);
     // A shared view counts as a group of its own: each clone reads only the
@@ -531,6 +532,62 @@ class Partitioner {
     return out;
   }
 
+  // Group shape (f), planner/fusion_row_norm.h: a LayerNormalization over
+  // the last axis whose input is made by a MatMul or Gemm — alone, or the
+  // sink of an anchor (b) group that the GEMM heads (a transformer's fc2 ->
+  // bias -> residual add) — joins that group, so that a split GEMM's reduce
+  // pass normalizes the rows it stores instead of a second dispatch. The
+  // GEMM part's output may have readers outside (pre-norm's residual
+  // stream). After the view prologues: a group they extended has a view
+  // first and stays as it is. No cycle: the norm's other inputs are
+  // constants, so the merge adds no edge into the group, and nothing
+  // outside lies between the group and the norm.
+  std::vector<std::vector<int>> add_row_norms(std::vector<std::vector<int>> groups) {
+    std::vector<int> group_of(dag_.nodes.size(), -1);
+    for (size_t k = 0; k < groups.size(); ++k)
+      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+    for (int i = 0; i < static_cast<int>(dag_.nodes.size()); ++i) {
+      const kiln::fusion::DagNode& d = dag_.nodes[static_cast<size_t>(i)];
+      if (group_of[static_cast<size_t>(i)] >= 0 || d.role != Role::kAnchor || d.data_pred < 0) continue;
+      const kiln_node_id_t n = nodes_[static_cast<size_t>(i)];
+      if (!is_op(n, "LayerNormalization")) continue;
+      const auto in = g_.inputs(n);
+      const auto x = g_.shape(in[0]);
+      const int64_t axis = g_.attr_int(n, "axis", -1);
+      if (!x || x->empty() || (axis != -1 && axis != static_cast<int64_t>(x->size()) - 1)) continue;
+      bool constants = true;
+      for (size_t k = 1; k < in.size(); ++k) constants = constants && (in[k] == KILN_NO_ID || g_.is_constant(in[k]));
+      if (!constants) continue;
+      const int a = d.data_pred;
+      const int ga = group_of[static_cast<size_t>(a)];
+      std::vector<int> prefix{a};
+      if (ga >= 0) {
+        const std::vector<int>& grp = groups[static_cast<size_t>(ga)];
+        if (grp.back() != a || kiln::fusion::classify(dag_, grp) != GroupKind::kAnchor) continue;
+        prefix = grp;
+      } else if (dag_.nodes[static_cast<size_t>(a)].role != Role::kAnchor) {
+        continue;
+      }
+      const kiln_node_id_t gemm = nodes_[static_cast<size_t>(prefix.front())];
+      if (!is_op(gemm, "MatMul") && !is_op(gemm, "Gemm")) continue;
+      if (ga >= 0) {
+        groups[static_cast<size_t>(ga)].push_back(i);  // after the sink: still ascending
+        group_of[static_cast<size_t>(i)] = ga;
+      } else {
+        group_of[static_cast<size_t>(a)] = group_of[static_cast<size_t>(i)] = static_cast<int>(groups.size());
+        groups.push_back({a, i});
+      }
+      row_norms_.insert(prefix.front());
+    }
+    std::sort(groups.begin(), groups.end());
+    return groups;
+  }
+
+  bool is_op(kiln_node_id_t n, const char* op) const {
+    auto info = g_.node(n);
+    return info && info->domain.empty() && info->op == op;
+  }
+
   // DNNFusion fuses reorganize and shuffle ops into their consumers; Kiln's
   // planner does it by reading the chain's source through an index view
   // (SmartMem's index comprehension), so a Transpose, Slice or image-stored
@@ -630,7 +687,7 @@ class Partitioner {
   }
 
   void statistics(const std::vector<std::vector<int>>& groups, const std::vector<int>& group_of, double td) {
-    int64_t grouped = 0, complex_max = 0, kinds[static_cast<int>(GroupKind::kStoreView) + 1] = {};
+    int64_t grouped = 0, complex_max = 0, kinds[static_cast<int>(GroupKind::kRowNorm) + 1] = {};
     for (const auto& members : groups) {
       grouped += static_cast<int64_t>(members.size());
       int64_t complex = 0;
@@ -638,6 +695,7 @@ class Partitioner {
       complex_max = std::max(complex_max, complex);
       const std::vector<int> core = without_views(members);
       const GroupKind kind = attention_.count(core.front())  ? GroupKind::kAttention
+                             : row_norms_.count(core.front()) ? GroupKind::kRowNorm
                              : core.size() < 2               ? GroupKind::kIllegal
                                                              : kiln::fusion::classify(dag_, core);
       ++kinds[static_cast<int>(kind)];
@@ -656,6 +714,8 @@ class Partitioner {
     rw_.add_statistic("attention-groups", kinds[static_cast<int>(GroupKind::kAttention)]);
     if (kinds[static_cast<int>(GroupKind::kStoreView)])
       rw_.add_statistic("groups-store-view", kinds[static_cast<int>(GroupKind::kStoreView)]);
+    if (kinds[static_cast<int>(GroupKind::kRowNorm)])
+      rw_.add_statistic("groups-row-norm", kinds[static_cast<int>(GroupKind::kRowNorm)]);
     if (view_nodes_) rw_.add_statistic("view-prologue-nodes", view_nodes_);
     if (views_cloned_) rw_.add_statistic("views-cloned", views_cloned_);
     if (store_view_nodes_) rw_.add_statistic("store-view-nodes", store_view_nodes_);
@@ -685,6 +745,7 @@ class Partitioner {
   std::set<int> is_view_;       // DAG nodes that joined a group as index views
   std::set<int> shared_views_;  // ... of them, those that joined several groups
   std::set<int> attention_;     // the first DAG node of each attention group
+  std::set<int> row_norms_;     // ... and of each row-norm group (its GEMM)
   int64_t dwpw_groups_ = 0, dwpw_refused_ = 0, cleared_ = 0, view_nodes_ = 0, views_cloned_ = 0;
   int64_t store_view_nodes_ = 0, dwpw_forced_ = 0;
   // KILN_FUSION_DWPW=fuse|split overrides FusePlanner for every DW/PW pair

@@ -21,6 +21,7 @@ const char* group_kind_name(GroupKind kind) {
     case GroupKind::kDwPw: return "dwpw";
     case GroupKind::kAttention: return "attention";
     case GroupKind::kStoreView: return "store-view";
+    case GroupKind::kRowNorm: return "row-norm";
     case GroupKind::kIllegal: break;
   }
   return "illegal";

@@ -43,6 +43,11 @@ enum class GroupKind : uint8_t {
   // found before clustering, never by classify.
   kAttention,
   kStoreView,    // (e) an anchor (or a (b) group) -> view chain -> elementwise (classify_store_view)
+  // (f) a MatMul or Gemm (or a (b) group it heads) -> LayerNormalization of
+  // its output over the last axis, which may be read outside too
+  // (planner/fusion_row_norm.h): made after clustering (fusion.cc
+  // add_row_norms), never by classify.
+  kRowNorm,
 };
 const char* group_kind_name(GroupKind kind);
 
