@@ -362,7 +362,9 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
   for (const FusionGroup& g : groups) {
     std::string why = fusion_blocker_with_views(graph, builder, g);  // fusion_views.h: view nodes first
     // A row-norm group's first output may be read outside it (fusion_row_norm.h).
-    if (why.empty() && is_row_norm_group(graph, g)) why = row_norm_order_blocker(graph, g, position);
+    if (why.empty())
+      if (const FusionGroup core = split_view_nodes(graph, g).core; is_row_norm_group(graph, core))
+        why = row_norm_order_blocker(graph, core, position);
     if (!why.empty()) {
       note(g, why);
       continue;

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "planner/glsl_codegen.h"
+#include "planner/index_view.h"
 #include "planner/lower_rows.h"
 #include "planner/lower_util.h"
 #include "planner/shader_template.h"
@@ -91,7 +92,14 @@ std::optional<KernelDesc> fuse_reduce_and_norm(PlanBuilder& builder, const ir::G
   auto y = std::find_if(r.tensors.begin(), r.tensors.end(), [&](const KernelTensor& t) { return t.written; });
   const std::vector<ir::Dim>& xs = builder.value_shape(ln.inputs[0]);
   const int64_t rows = bp->value.value() * mp->value.value(), n = np->value.value();
-  if (y == r.tensors.end() || y->tensor != x || y->view || y->layout.storage != Storage::kBuffer ||
+  // A store view (fusion_store_views.h) made only of reshapes keeps the
+  // row-major order: the GEMM's rows are X's (vit's out-projection ->
+  // Reshape -> Reshape -> residual Add). X is then read back through a
+  // second, plain binding.
+  const bool reshaped = y != r.tensors.end() && y->view &&
+                        std::all_of(y->view->steps.begin(), y->view->steps.end(),
+                                    [](const ViewStep& st) { return st.kind == ViewStep::Kind::kReshape; });
+  if (y == r.tensors.end() || y->tensor != x || (y->view && !reshaped) || y->layout.storage != Storage::kBuffer ||
       builder.tensor(z).layout.storage != Storage::kBuffer || xs.empty() || !xs.back().is_const() ||
       xs.back().value() != n || product(xs, 0, xs.size() - 1) != rows) {
     why = "the reduce pass does not store the normalized rows whole in a buffer";
@@ -126,6 +134,15 @@ std::optional<KernelDesc> fuse_reduce_and_norm(PlanBuilder& builder, const ir::G
     return name;
   };
   const std::string g = fresh("LNG"), b = fresh("LNB"), out = fresh("LNY");
+  std::string xr = y->name;
+  if (reshaped) {
+    xr = fresh("LNX");
+    k.tensors.push_back(ctx.bind(xr, x));
+    k.tensors.back().coherent = true;
+    // Two bindings of one buffer: neither may promise `restrict`.
+    for (KernelTensor& t : k.tensors)
+      if (t.tensor == x) t.shares_memory = true;
+  }
   k.tensors.push_back(ctx.bind(g, builder.tensor_of(ln.inputs[1])));
   if (has_beta) k.tensors.push_back(ctx.bind(b, builder.tensor_of(ln.inputs[2])));
   k.tensors.push_back(ctx.bind(out, z, true));
@@ -137,7 +154,7 @@ std::optional<KernelDesc> fuse_reduce_and_norm(PlanBuilder& builder, const ir::G
   k.body = fill_shader("gemm_splitk_reduce_norm.comp", ShaderArgs()
                                                           .set("NT", kRowThreads)
                                                           .set("ROW", n)
-                                                          .set("X", y->name)
+                                                          .set("X", xr)
                                                           .set("G", g)
                                                           .set("B", b)
                                                           .set("Z", out)

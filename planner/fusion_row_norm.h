@@ -1,17 +1,20 @@
 // Row normalization after a split-K GEMM (fusion.h, group shape 4): a
 // group [prefix..., LayerNormalization] whose prefix is a MatMul or Gemm
-// with its elementwise tail (a group of shape 2, or the GEMM alone) and
+// with its elementwise tail (a group of shape 2, a store-view group, or the
+// GEMM alone; load-side view prologues are stripped before) and
 // whose LayerNormalization normalizes the prefix's output X over its last
 // axis (a transformer's fc2 -> bias -> residual add -> next layer's norm).
 // X may be read outside the group too (pre-norm's residual stream): the
 // group then has two outputs, X and the normalized value.
 //
 // Where the prefix lowers to a split-K GEMM whose reduce pass writes X as
-// rows of N contiguous elements in a buffer (and the normalized output is a
-// buffer too), that pass becomes one row kernel: a workgroup per GEMM row
-// adds the row's partial sums and stores X through the GEMM's own store
-// (its epilogue: bias, residual), reads the row back, and normalizes it
-// (mean, variance, scale, bias) into the LayerNormalization's output —
+// rows of N contiguous elements in a buffer (directly, or through a store
+// view of reshapes only, X then read back through a second binding), and
+// the normalized output is a buffer too, that pass becomes one row kernel:
+// a workgroup per GEMM row adds the row's partial sums and stores X through
+// the GEMM's own store (its epilogue: bias, residual), reads the row back,
+// and normalizes it (mean, variance, scale, bias) into the
+// LayerNormalization's output —
 // one dispatch instead of the reduce pass and the layer norm. Otherwise the
 // prefix's kernels run, then the LayerNormalization's own kernel: the same
 // dispatches as without the group.

@@ -64,6 +64,23 @@ std::string vit_model(const std::string& rows = "5") {
          "  %y = Add(%t, %r)" + kG + " : f32[1," + rows + ",24]\n  return %y\n}\n";
 }
 
+// ViT's out-projection split in 4 (Gemm -> Reshape -> Reshape -> residual
+// Add, the residual stream %y) and the next LayerNormalization in its group
+// (fusion_row_norm.h); the stream is read again after the norm.
+std::string vit_norm_model() {
+  const std::string kS = " #{kiln.fusion_group = \"s\", kiln.kernel = \"split_k=4,splitk_reduce=separate\"}";
+  return "graph @g opset 17 {\n  input %x : f32[7,64]\n  input %r : f32[1,7,24]\n"
+         "  const %w : f32[24,64] = " + values(1536, 21) + "\n  const %b : f32[24] = " + values(24, 22) + "\n"
+         "  const %g : f32[24] = " + values(24, 23) + "\n  const %be : f32[24] = " + values(24, 24) + "\n"
+         "  const %s1 : i64[3] = dense<[7,1,24]>\n  const %s2 : i64[3] = dense<[1,7,24]>\n"
+         "  %p = Gemm(%x, %w, %b) {transB = 1}" + kS + " : f32[7,24]\n"
+         "  %a = Reshape(%p, %s1)" + kG + " : f32[7,1,24]\n"
+         "  %t = Reshape(%a, %s2)" + kG + " : f32[1,7,24]\n"
+         "  %y = Add(%t, %r)" + kG + " : f32[1,7,24]\n"
+         "  %n = LayerNormalization(%y, %g, %be) {axis = -1}" + kG + " : f32[1,7,24]\n"
+         "  %o = Add(%n, %y) : f32[1,7,24]\n  return %o\n}\n";
+}
+
 // ConvNeXt's block exit: fc2 (MatMul + bias), layer scale, NHWC -> NCHW,
 // residual.
 std::string convnext_model(const std::string& n = "1", int h = 5, int w = 6) {
@@ -233,6 +250,15 @@ TEST_F(FusionStoreViews, SplitKReduceStoresThroughTheView) {
                     {.dispatches = 2, .name = "splitk_reduce+reshape+add+relu", .image_dispatches = 3,
                      .image_refused = "packed axis"},
                     {"f"});
+}
+
+TEST_F(FusionStoreViews, SplitReduceThroughReshapesNormalizesItsRows) {
+  // Buffers: the partial tiles, the reduce pass storing the stream through
+  // the reshapes and normalizing it, the Add after; images keep the reduce
+  // pass and the layer norm apart (fusion_row_norm.h).
+  expect_store_view(vit_norm_model(), {{random_tensor({7, 64}, 25), random_tensor({1, 7, 24}, 26)}},
+                    {.dispatches = 3, .name = "splitk_reduce+reshape_reshape+add", .image_dispatches = 4},
+                    {"a", "t"});
 }
 
 TEST_F(FusionStoreViews, SwinWindowReverseWithAnIdentityCrop) {

@@ -534,14 +534,15 @@ class Partitioner {
 
   // Group shape (f), planner/fusion_row_norm.h: a LayerNormalization over
   // the last axis whose input is made by a MatMul or Gemm — alone, or the
-  // sink of an anchor (b) group that the GEMM heads (a transformer's fc2 ->
-  // bias -> residual add) — joins that group, so that a split GEMM's reduce
-  // pass normalizes the rows it stores instead of a second dispatch. The
-  // GEMM part's output may have readers outside (pre-norm's residual
-  // stream). After the view prologues: a group they extended has a view
-  // first and stays as it is. No cycle: the norm's other inputs are
-  // constants, so the merge adds no edge into the group, and nothing
-  // outside lies between the group and the norm.
+  // sink of a group that the GEMM heads (after any view prologues): an
+  // anchor (b) group (a transformer's fc2 -> bias -> residual add) or a
+  // store-view (e) group whose views only reshape (vit's out-projection ->
+  // Reshape -> Reshape -> residual add) — joins that group, so that a split
+  // GEMM's reduce pass normalizes the rows it stores instead of a second
+  // dispatch. The GEMM part's output may have readers outside (pre-norm's
+  // residual stream). No cycle: the norm's other inputs are constants, so
+  // the merge adds no edge into the group, and nothing outside lies between
+  // the group and the norm.
   std::vector<std::vector<int>> add_row_norms(std::vector<std::vector<int>> groups) {
     std::vector<int> group_of(dag_.nodes.size(), -1);
     for (size_t k = 0; k < groups.size(); ++k)
@@ -560,11 +561,13 @@ class Partitioner {
       if (!constants) continue;
       const int a = d.data_pred;
       const int ga = group_of[static_cast<size_t>(a)];
-      std::vector<int> prefix{a};
+      std::vector<int> prefix{a};  // without its view prologues
       if (ga >= 0) {
         const std::vector<int>& grp = groups[static_cast<size_t>(ga)];
-        if (grp.back() != a || kiln::fusion::classify(dag_, grp) != GroupKind::kAnchor) continue;
-        prefix = grp;
+        prefix = without_views(grp);
+        if (grp.back() != a || prefix.empty()) continue;
+        const GroupKind kind = kiln::fusion::classify(dag_, prefix);
+        if (kind != GroupKind::kAnchor && !(kind == GroupKind::kStoreView && reshapes_only(prefix))) continue;
       } else if (dag_.nodes[static_cast<size_t>(a)].role != Role::kAnchor) {
         continue;
       }
@@ -581,6 +584,17 @@ class Partitioner {
     }
     std::sort(groups.begin(), groups.end());
     return groups;
+  }
+
+  // Whether every store-view node of `members` reshapes (no Transpose,
+  // Slice or pixel shuffle): the anchor's rows stay the output's rows.
+  bool reshapes_only(const std::vector<int>& members) const {
+    for (int m : members)
+      if (dag_.nodes[static_cast<size_t>(m)].store_view && !is_op(nodes_[static_cast<size_t>(m)], "Reshape") &&
+          !is_op(nodes_[static_cast<size_t>(m)], "Flatten") && !is_op(nodes_[static_cast<size_t>(m)], "Squeeze") &&
+          !is_op(nodes_[static_cast<size_t>(m)], "Unsqueeze"))
+        return false;
+    return true;
   }
 
   bool is_op(kiln_node_id_t n, const char* op) const {
