@@ -352,19 +352,29 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
   // where its last node stands (every input of the group is made by then,
   // and only nodes after it read its output); its other nodes wait for it.
   std::map<ir::NodeId, const FusionGroup*> deferred;
-  const std::vector<FusionGroup> groups = collect_fusion_groups(graph, main_order);
+  std::vector<FusionGroup> groups = collect_fusion_groups(graph, main_order);
   const auto note = [&](const FusionGroup& g, const std::string& why) {
     plan.fusion_notes.push_back("fusion group '" + g.id + "' (" + std::to_string(g.nodes.size()) +
                                 " nodes) runs unfused: " + why);
   };
   std::map<ir::NodeId, size_t> position;
   for (size_t i = 0; i < main_order.size(); ++i) position[main_order[i]] = i;
-  for (const FusionGroup& g : groups) {
+  for (FusionGroup& g : groups) {
     std::string why = fusion_blocker_with_views(graph, builder, g);  // fusion_views.h: view nodes first
-    // A row-norm group's first output may be read outside it (fusion_row_norm.h).
+    // A row-norm group's first output may be read outside it
+    // (fusion_row_norm.h); read before its norm, the group runs without the
+    // norm (its last node), which then runs alone.
     if (why.empty())
-      if (const FusionGroup core = split_view_nodes(graph, g).core; is_row_norm_group(graph, core))
-        why = row_norm_order_blocker(graph, core, position);
+      if (const FusionGroup core = split_view_nodes(graph, g).core; is_row_norm_group(graph, core)) {
+        const std::string early = row_norm_order_blocker(graph, core, position);
+        if (!early.empty()) {
+          plan.fusion_notes.push_back("fusion group '" + g.id + "' (" + std::to_string(g.nodes.size()) +
+                                      " nodes) runs without its LayerNormalization: " + early);
+          g.nodes.pop_back();
+          if (g.nodes.size() < 2) continue;
+          why = fusion_blocker_with_views(graph, builder, g);
+        }
+      }
     if (!why.empty()) {
       note(g, why);
       continue;

@@ -460,9 +460,33 @@ TEST_F(FusionEpilogue, UnsplitGemmKeepsItsLayerNorm) {
   expect_fused(net.finish({z}), row_norm_inputs(), {.dispatches = 2, .name = "layer_norm"});
 }
 
-TEST_F(FusionEpilogue, RowNormGroupWhoseStreamIsReadEarlierRunsUnfused) {
+TEST(FusionRowNormPlan, FollowsTheDevicesSharedMemoryAndWorkgroupLimits) {
+  Net net;
+  ir::ValueId x;
+  const ir::Graph& g = net.finish({row_norm_block(net, 4, &x)});
+  const auto plan_for = [&](const TargetInfo& t) {
+    auto plan = build_plan(g, t, PlanOptions{});
+    EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+    return plan.ok() ? std::move(*plan) : ExecutionPlan{};
+  };
+  TargetInfo small_wg;
+  small_wg.max_workgroup_invocations = 64;
+  const ExecutionPlan fused = plan_for(small_wg);
+  ASSERT_EQ(fused.dispatch_count(), 2u) << kernel_names(fused);
+  EXPECT_NE(fused.steps.back().kernel.name.find("+layer_norm"), std::string::npos);
+  EXPECT_EQ(fused.steps.back().kernel.local_size[0], 64u);
+  // 64 floats of row and 64 vec4 sums do not fit 512 bytes: reduce pass and norm apart.
+  TargetInfo tiny = small_wg;
+  tiny.max_shared_memory = 512;
+  const ExecutionPlan apart = plan_for(tiny);
+  EXPECT_EQ(apart.dispatch_count(), 3u) << kernel_names(apart);
+  EXPECT_TRUE(apart.fusion_notes.empty());
+}
+
+TEST_F(FusionEpilogue, RowNormGroupWhoseStreamIsReadEarlierRunsWithoutItsNorm) {
   // A reader of X placed before the layer norm: the group cannot run where
-  // the layer norm stands, so it runs node by node, with a note.
+  // the layer norm stands, so it runs without it (the split MatMul with its
+  // bias: 2 dispatches), the Relu and the norm after it, with a note.
   Net net;
   const ir::ValueId x = net.input("x", {1, 20, 96});
   const ir::ValueId mm = net.op("MatMul", {x, net.constant(random_tensor({96, 64}, 31, -0.3f, 0.3f))});
@@ -480,7 +504,10 @@ TEST_F(FusionEpilogue, RowNormGroupWhoseStreamIsReadEarlierRunsUnfused) {
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   const ExecutionPlan& plan = (*model)->plan();
   ASSERT_EQ(plan.fusion_notes.size(), 1u) << kernel_names(plan);
-  EXPECT_NE(plan.fusion_notes[0].find("is read by"), std::string::npos) << plan.fusion_notes[0];
+  EXPECT_NE(plan.fusion_notes[0].find("runs without its LayerNormalization: its input"), std::string::npos)
+      << plan.fusion_notes[0];
+  EXPECT_EQ(plan.dispatch_count(), 4u) << kernel_names(plan);
+  EXPECT_NE(kernel_names(plan).find("matmul_splitk_reduce+add "), std::string::npos) << kernel_names(plan);
   auto got = (*model)->run(in);
   ASSERT_TRUE(got.ok()) << got.status().to_string();
   for (size_t j = 0; j < want->size(); ++j)

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "planner/execution_plan.h"
 #include "planner/glsl_codegen.h"
 #include "planner/index_view.h"
 #include "planner/lower_rows.h"
@@ -15,11 +16,9 @@
 namespace kiln::planner {
 namespace {
 
-// Workgroup size of the row kernel: a transformer's 768-1024 wide rows are
-// 3-4 elements an invocation.
+// Workgroup size of the row kernel (at most): a transformer's 768-1024 wide
+// rows are 3-4 elements an invocation.
 constexpr uint32_t kRowThreads = 256;
-// Longest row kept in shared memory (as floats), 32 KiB.
-constexpr int64_t kMaxRow = 8192;
 
 const ir::Node* row_norm_of(const ir::Graph& graph, const FusionGroup& group) {
   if (group.nodes.size() < 2) return nullptr;
@@ -42,17 +41,22 @@ const ir::Node* row_norm_of(const ir::Graph& graph, const FusionGroup& group) {
   return &ln;
 }
 
-// Where any node outside `group` reading `v` stands before the group's
-// last node in `position`, or a sub-graph reads it: why the group cannot
-// run at its last node.
+// Where any node outside `group` reading `v` (its data: Shape and Size read
+// dims the plan knows) stands before the group's last node in `position`,
+// or a node inside another region or a sub-graph's outputs read it: why the
+// group cannot run at its last node.
 std::string early_reader(const ir::Graph& graph, const FusionGroup& group, ir::ValueId v,
                          const std::map<ir::NodeId, size_t>& position) {
   const std::set<ir::NodeId> members(group.nodes.begin(), group.nodes.end());
   const auto last = position.find(group.nodes.back());
   for (size_t i = 0; i < graph.num_nodes(); ++i) {
     const ir::Node& node = graph.node(static_cast<ir::NodeId>(i));
-    if (node.erased || members.count(node.id) || std::find(node.inputs.begin(), node.inputs.end(), v) == node.inputs.end())
+    if (node.erased || members.count(node.id) || (node.domain.empty() && (node.op == "Shape" || node.op == "Size")))
       continue;
+    const std::vector<ir::ValueId> nested = subgraph_reads(graph, node);
+    const bool reads = std::find(node.inputs.begin(), node.inputs.end(), v) != node.inputs.end() ||
+                       std::find(nested.begin(), nested.end(), v) != nested.end();
+    if (!reads) continue;
     const auto at = position.find(node.id);
     if (node.region != ir::kMainRegion || at == position.end() || last == position.end() || at->second < last->second)
       return "its input '" + graph.value(v).name + "' is read by " + node.describe() + " before it";
@@ -105,7 +109,12 @@ std::optional<KernelDesc> fuse_reduce_and_norm(PlanBuilder& builder, const ir::G
     why = "the reduce pass does not store the normalized rows whole in a buffer";
     return std::nullopt;
   }
-  if (n > kMaxRow || rows > static_cast<int64_t>(builder.target().max_workgroup_count_x)) {
+  // The row in shared memory (floats) and the workgroup sums' vec4 per invocation.
+  const TargetInfo& target = builder.target();
+  uint32_t threads = kRowThreads;
+  while (threads > 1 && threads > target.max_workgroup_invocations) threads /= 2;
+  if (4 * n + 16 * int64_t{threads} > static_cast<int64_t>(target.max_shared_memory) ||
+      rows > static_cast<int64_t>(target.max_workgroup_count_x)) {
     why = "its rows are too long or too many for one workgroup each";
     return std::nullopt;
   }
@@ -146,13 +155,13 @@ std::optional<KernelDesc> fuse_reduce_and_norm(PlanBuilder& builder, const ir::G
   k.tensors.push_back(ctx.bind(g, builder.tensor_of(ln.inputs[1])));
   if (has_beta) k.tensors.push_back(ctx.bind(b, builder.tensor_of(ln.inputs[2])));
   k.tensors.push_back(ctx.bind(out, z, true));
-  const bool subgroups = builder.target().subgroup_arithmetic;
+  const bool subgroups = target.subgroup_arithmetic;
   if (subgroups)
     for (const std::string& e : rows::subgroup_extensions())
       if (std::find(k.extensions.begin(), k.extensions.end(), e) == k.extensions.end()) k.extensions.push_back(e);
-  k.helpers += rows::workgroup_helpers({rows::Combine::kSum}, false, kRowThreads, subgroups);
+  k.helpers += rows::workgroup_helpers({rows::Combine::kSum}, false, threads, subgroups);
   k.body = fill_shader("gemm_splitk_reduce_norm.comp", ShaderArgs()
-                                                          .set("NT", kRowThreads)
+                                                          .set("NT", threads)
                                                           .set("ROW", n)
                                                           .set("X", xr)
                                                           .set("G", g)
@@ -161,7 +170,7 @@ std::optional<KernelDesc> fuse_reduce_and_norm(PlanBuilder& builder, const ir::G
                                                           .set("ZS", glsl_scalar(builder.tensor(z).layout.type))
                                                           .set("EPS", glsl_float(ln.attr_float("epsilon", 1e-5f)))
                                                           .flag("BETA", has_beta));
-  k.local_size = {kRowThreads, 1, 1};
+  k.local_size = {threads, 1, 1};
   k.groups = {ir::Dim(rows), ir::Dim(1), ir::Dim(1)};
   return k;
 }

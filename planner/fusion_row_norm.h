@@ -45,7 +45,9 @@ std::string row_norm_blocker(const ir::Graph& graph, const PlanBuilder& builder,
 
 // Why it cannot run where its last node stands in the plan's order
 // (`position`: main node -> index), "" when it can: a node outside the
-// group reads X before the LayerNormalization does, or a sub-graph reads it.
+// group reads X's data before the LayerNormalization does, or a node of
+// another region or a sub-graph reads or returns it. (The plan then runs
+// the group without its norm.)
 std::string row_norm_order_blocker(const ir::Graph& graph, const FusionGroup& group,
                                    const std::map<ir::NodeId, size_t>& position);
 

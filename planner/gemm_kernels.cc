@@ -108,6 +108,7 @@ KernelDesc splitk_reduce_kernel(const GemmProblem& p, const KernelDesc& tile_pas
   const int64_t lanes = reduce_lanes(slices, target);
   if (lanes > 1) {
     r.helpers = "#define REDUCE_LANES " + std::to_string(lanes) + "\n" + r.helpers;
+    r.extensions.push_back("GL_KHR_shader_subgroup_basic");
     r.extensions.push_back("GL_KHR_shader_subgroup_shuffle");
   }
   r.local_size = {static_cast<uint32_t>(lanes > 1 ? 128 : 64), 1, 1};

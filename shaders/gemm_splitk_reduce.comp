@@ -13,7 +13,15 @@
 #endif
 
 void main() {
+#if REDUCE_LANES > 1
+  // The lanes of one output must be lanes of one subgroup: numbered by
+  // subgroup, which Vulkan ties to gl_SubgroupInvocationID, not to
+  // gl_LocalInvocationIndex (the workgroup size is a multiple of any
+  // subgroup size the planner allows).
+  int gid = int(gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID);
+#else
   int gid = int(gl_GlobalInvocationID.x);
+#endif
   int q = gid / REDUCE_LANES, part = gid % REDUCE_LANES;
   int nq = (GEMM_N + 3) / 4;
   bool live = q < GEMM_BATCH * GEMM_M * nq;
@@ -27,8 +35,10 @@ void main() {
   vec4 v = vec4(0.0);
   // Lanes past N read the next row's partials (or stop at GP's end); the
   // store ignores them.
-  if (live)
-    for (int s = part; s < GEMM_SPLIT; s += REDUCE_LANES) v += GP_load4(p + s * slice_stride);
+  // The same trip count on every lane, so the shuffles below run in
+  // uniform control flow.
+  for (int s0 = 0; s0 < GEMM_SPLIT; s0 += REDUCE_LANES)
+    if (live && s0 + part < GEMM_SPLIT) v += GP_load4(p + (s0 + part) * slice_stride);
 #if REDUCE_LANES > 1
   for (int o = 1; o < REDUCE_LANES; o <<= 1) v += subgroupShuffleXor(v, uint(o));
   if (!live || part != 0) return;
