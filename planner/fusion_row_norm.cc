@@ -69,28 +69,29 @@ const KernelParam* find_param(const KernelDesc& kd, const std::string& name) {
   return it == kd.params.end() ? nullptr : &*it;
 }
 
-int64_t product(const std::vector<ir::Dim>& dims, size_t from, size_t to) {
+// The number of rows of `dims` (all but the last axis), when constant.
+std::optional<int64_t> const_rows(const std::vector<ir::Dim>& dims) {
   int64_t n = 1;
-  for (size_t k = from; k < to; ++k) n *= dims[k].is_const() ? dims[k].value() : -1;
+  for (size_t k = 0; k + 1 < dims.size(); ++k) {
+    if (!dims[k].is_const()) return std::nullopt;
+    n *= dims[k].value();
+  }
   return n;
 }
 
 // The reduce pass `r` (of the prefix's split-K GEMM) turned into the row
-// kernel, or nullopt (with the reason in `why`) when `r` is no such pass or
-// the layouts do not allow it.
+// kernel, or nullopt when `r` is no such pass or the layouts do not allow
+// it (the prefix's kernels and the norm's then run as they are).
 std::optional<KernelDesc> fuse_reduce_and_norm(PlanBuilder& builder, const ir::Graph& graph, const ir::Node& ln,
-                                               const KernelDesc& r, std::string& why) {
+                                               const KernelDesc& r) {
   const KernelParam *split = find_param(r, "GEMM_SPLIT"), *bp = find_param(r, "GEMM_BATCH"),
                     *mp = find_param(r, "GEMM_M"), *np = find_param(r, "GEMM_N");
   auto gp = std::find_if(r.tensors.begin(), r.tensors.end(), [](const KernelTensor& t) { return t.name == "GP"; });
-  if (!split || !bp || !mp || !np || gp == r.tensors.end() || gp->written) {
-    why = "the GEMM has no split-K reduce pass";
+  // A split-K reduce pass (a fix-up writes GP; tensor-core partials have no
+  // GEMM_SPLIT), of constant sizes.
+  if (!split || !bp || !mp || !np || gp == r.tensors.end() || gp->written) return std::nullopt;
+  if (!split->value.is_const() || !bp->value.is_const() || !mp->value.is_const() || !np->value.is_const())
     return std::nullopt;
-  }
-  if (!split->value.is_const() || !bp->value.is_const() || !mp->value.is_const() || !np->value.is_const()) {
-    why = "the split GEMM's sizes are not constant";
-    return std::nullopt;
-  }
   const TensorId x = builder.tensor_of(ln.inputs[0]);
   const TensorId z = builder.tensor_of(ln.outputs[0]);
   auto y = std::find_if(r.tensors.begin(), r.tensors.end(), [&](const KernelTensor& t) { return t.written; });
@@ -103,35 +104,29 @@ std::optional<KernelDesc> fuse_reduce_and_norm(PlanBuilder& builder, const ir::G
   const bool reshaped = y != r.tensors.end() && y->view &&
                         std::all_of(y->view->steps.begin(), y->view->steps.end(),
                                     [](const ViewStep& st) { return st.kind == ViewStep::Kind::kReshape; });
+  // It stores X's rows whole, in a buffer, and the norm writes a buffer.
   if (y == r.tensors.end() || y->tensor != x || (y->view && !reshaped) || y->layout.storage != Storage::kBuffer ||
       builder.tensor(z).layout.storage != Storage::kBuffer || xs.empty() || !xs.back().is_const() ||
-      xs.back().value() != n || product(xs, 0, xs.size() - 1) != rows) {
-    why = "the reduce pass does not store the normalized rows whole in a buffer";
+      xs.back().value() != n || const_rows(xs) != rows)
     return std::nullopt;
-  }
   // The row in shared memory (floats) and the workgroup sums' vec4 per invocation.
   const TargetInfo& target = builder.target();
   uint32_t threads = kRowThreads;
   while (threads > 1 && threads > target.max_workgroup_invocations) threads /= 2;
   if (4 * n + 16 * int64_t{threads} > static_cast<int64_t>(target.max_shared_memory) ||
-      rows > static_cast<int64_t>(target.max_workgroup_count_x)) {
-    why = "its rows are too long or too many for one workgroup each";
+      rows > static_cast<int64_t>(target.max_workgroup_count_x))
     return std::nullopt;
-  }
+  // Scale and bias: one value per column.
   const auto per_row = [&](ir::ValueId v) {
     const std::vector<ir::Dim>& s = builder.value_shape(v);
-    return !s.empty() && s.back().is_const() && s.back().value() == n && product(s, 0, s.size() - 1) == 1;
+    return !s.empty() && s.back().is_const() && s.back().value() == n && const_rows(s) == 1;
   };
   const bool has_beta = ln.inputs.size() > 2 && ln.inputs[2] != ir::kNoValue;
-  if (!per_row(ln.inputs[1]) || (has_beta && !per_row(ln.inputs[2]))) {
-    why = "its scale or bias is not one value per column";
-    return std::nullopt;
-  }
+  if (!per_row(ln.inputs[1]) || (has_beta && !per_row(ln.inputs[2]))) return std::nullopt;
 
   LoweringContext ctx(builder, graph, ln.id);
   KernelDesc k = r;
   k.name = r.name + "+layer_norm";
-  k.family = KernelDesc::Family::kCustom;
   // The row is read back after the stores: visible to the workgroup.
   for (KernelTensor& t : k.tensors)
     if (t.written) t.coherent = true;
@@ -216,9 +211,8 @@ Status lower_row_norm(PlanBuilder& builder, const ir::Graph& graph, const Fusion
   } else {
     KILN_ASSIGN_OR_RETURN(kernels, lower_fused_kernels(builder, graph, prefix, lowerings));
   }
-  std::string why;
   std::optional<KernelDesc> fused =
-      kernels.empty() ? std::nullopt : fuse_reduce_and_norm(builder, graph, ln, kernels.back(), why);
+      kernels.empty() ? std::nullopt : fuse_reduce_and_norm(builder, graph, ln, kernels.back());
   if (fused) {
     kernels.back() = std::move(*fused);
   } else {

@@ -589,11 +589,12 @@ class Partitioner {
   // Whether every store-view node of `members` reshapes (no Transpose,
   // Slice or pixel shuffle): the anchor's rows stay the output's rows.
   bool reshapes_only(const std::vector<int>& members) const {
-    for (int m : members)
-      if (dag_.nodes[static_cast<size_t>(m)].store_view && !is_op(nodes_[static_cast<size_t>(m)], "Reshape") &&
-          !is_op(nodes_[static_cast<size_t>(m)], "Flatten") && !is_op(nodes_[static_cast<size_t>(m)], "Squeeze") &&
-          !is_op(nodes_[static_cast<size_t>(m)], "Unsqueeze"))
-        return false;
+    static const std::set<std::string> kReshapes = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"};
+    for (int m : members) {
+      if (!dag_.nodes[static_cast<size_t>(m)].store_view) continue;
+      auto info = g_.node(nodes_[static_cast<size_t>(m)]);
+      if (!info || !info->domain.empty() || !kReshapes.count(info->op)) return false;
+    }
     return true;
   }
 
