@@ -106,9 +106,12 @@ StatusOr<std::unique_ptr<ComputePipeline>> ComputePipeline::create(Device& devic
     info.bindingCount = static_cast<uint32_t>(bindings.size());
     info.pBindings = bindings.data();
     VkDescriptorSetLayout layout = VK_NULL_HANDLE;
-    KILN_RETURN_IF_ERROR(
-        device.check(fn.vkCreateDescriptorSetLayout(dev, &info, nullptr, &layout), "vkCreateDescriptorSetLayout"));
-    p->set_layouts_.push_back(layout);
+    const VkResult r = fn.vkCreateDescriptorSetLayout(dev, &info, nullptr, &layout);
+    // check() returns a device loss another thread recorded even when this
+    // call succeeded: the layout is kept for the destructor first (else it
+    // leaked, a validation error at device destruction in the fault tests).
+    if (layout != VK_NULL_HANDLE) p->set_layouts_.push_back(layout);
+    KILN_RETURN_IF_ERROR(device.check(r, "vkCreateDescriptorSetLayout"));
   }
   VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, reflection.push_constant_size};
   VkPipelineLayoutCreateInfo layout_info{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
