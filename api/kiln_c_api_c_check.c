@@ -45,10 +45,14 @@ size_t capi_c_check_value_info_size(void) {
 size_t capi_c_check_submit_sync_size(void) {
   kiln_vulkan_semaphore_value_t wait;
   kiln_vulkan_submit_sync_t sync;
+  kiln_record_options_t record_options;
   uint64_t ticket = 0;
   int done = 0;
   memset(&wait, 0, sizeof wait);
   memset(&sync, 0, sizeof sync);
+  memset(&record_options, 0, sizeof record_options);
+  record_options.struct_size = (uint32_t)sizeof record_options;
+  record_options.flags = KILN_RECORD_VIA_SECONDARY;
   sync.struct_size = (uint32_t)sizeof sync;
   sync.waits = &wait;
   sync.wait_count = 1;
@@ -56,6 +60,7 @@ size_t capi_c_check_submit_sync_size(void) {
   kiln_status_free(kiln_session_poll(NULL, ticket, &done));
   kiln_status_free(kiln_session_wait(NULL, ticket, 0, NULL, 0));
   kiln_status_free(kiln_session_record(NULL, VK_NULL_HANDLE));
+  kiln_status_free(kiln_session_record_with_options(NULL, VK_NULL_HANDLE, &record_options));
   kiln_session_set_wait_spin(NULL, 0);
   return sync.struct_size + sizeof wait;
 }

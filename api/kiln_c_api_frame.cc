@@ -2,8 +2,9 @@
 // (kiln_session_submit, poll, wait, the session's timeline semaphore and
 // the wait's spin, over VulkanModel::submit/poll/wait in
 // engine/runtime/vulkan/vulkan_model_async.cc) and runs recorded into the
-// host's command buffer (kiln_session_record, over VulkanModel::record_into),
-// and the compiled model's device memory (kiln_session_memory).
+// host's command buffer (kiln_session_record and _with_options, over
+// VulkanModel::record_into), and the compiled model's device memory
+// (kiln_session_memory).
 #include "api/kiln_c_api_internal.h"
 #include "kiln/kiln_vulkan.h"
 
@@ -124,6 +125,23 @@ kiln_status_t* kiln_session_record(kiln_session_t* session, VkCommandBuffer comm
   // (recording is short and submits nothing), rather than copied.
   std::lock_guard<std::mutex> lock(session->bindings_mutex);
   return to_c(session->vulkan_model()->record_into(command_buffer, session->bindings));
+}
+
+kiln_status_t* kiln_session_record_with_options(kiln_session_t* session, VkCommandBuffer command_buffer,
+                                                const kiln_record_options_t* options) {
+  if (!options || options->flags == 0) return kiln_session_record(session, command_buffer);
+  if (!session) return null_arg("session");
+  if (command_buffer == VK_NULL_HANDLE) return null_arg("command_buffer");
+  if (options->struct_size <
+      offsetof(kiln_record_options_t, queue_family_index) + sizeof(options->queue_family_index))
+    return make_status(KILN_INVALID_ARGUMENT, "kiln_record_options_t.struct_size is too small");
+  if (options->flags & ~KILN_RECORD_VIA_SECONDARY)
+    return make_status(KILN_INVALID_ARGUMENT, "kiln_record_options_t.flags has unknown bits " +
+                                                  std::to_string(options->flags & ~KILN_RECORD_VIA_SECONDARY));
+  if (!session->vulkan_model()) return not_vulkan("kiln_session_record_with_options");
+  std::lock_guard<std::mutex> lock(session->bindings_mutex);
+  return to_c(
+      session->vulkan_model()->record_into(command_buffer, session->bindings, options->queue_family_index));
 }
 
 kiln_status_t* kiln_session_memory(const kiln_session_t* session, kiln_device_memory_t* out_memory) {

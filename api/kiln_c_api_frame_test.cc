@@ -390,6 +390,112 @@ TEST_F(CApiFrameTest, RecordMatchesRun) {
   session.forget_vulkan_buffer(by.handle());
 }
 
+// KILN_RECORD_VIA_SECONDARY: each frame's primary executes Kiln's
+// secondary command buffer of those bindings. Two frames in flight at once
+// (both primaries pending: the secondary must allow simultaneous use, which
+// the validation layers check), a frame after re-binding the output (a new
+// secondary, writing there), and after forgetting the buffers (the
+// signatures and their secondaries freed: validation reports a leak or a
+// use of a freed buffer). Outputs are kiln_session_run's, bit for bit.
+TEST_F(CApiFrameTest, RecordViaSecondaryMatchesRun) {
+  Model mlp = load("mlp", kiln::capi::testing::mlp_model(kRows, 3));
+  Session session;
+  ASSERT_NO_FATAL_FAILURE(wrapped_session(mlp, session));
+  const std::vector<int64_t> shape{kRows, 3};
+  HostBuffer bx(device(), kBytes), by(device(), kBytes), bz(device(), kBytes);
+  ASSERT_TRUE(bx.ok() && by.ok() && bz.ok());
+  const std::vector<float> x = inputs_for(0.25f);
+  bx.write(0, x);
+  ASSERT_FALSE(session.bind_vulkan_buffer("x", bx.handle(), 0, kBytes, shape));
+  ASSERT_FALSE(session.bind_vulkan_buffer("y", by.handle(), 0, kBytes));
+  const kiln_tensor_t* none[] = {nullptr};
+  kiln_tensor_t* out[] = {nullptr};
+  ASSERT_FALSE(Error(kiln_session_run(session.get(), none, 1, out, 1)));
+  const std::vector<float> want = by.read(0, x.size());
+  const std::vector<float> stale(kRows * 3, -99.0f);
+
+  kiln_record_options_t options{sizeof(options)};
+  options.flags = KILN_RECORD_VIA_SECONDARY;
+  options.queue_family_index = device().queue_family();
+  GameCommands game(device());
+  auto record_frame = [&]() {
+    VkCommandBuffer cmd = game.allocate(VK_COMMAND_BUFFER_LEVEL_PRIMARY);
+    game.begin(cmd);
+    Error e(kiln_session_record_with_options(session.get(), cmd, &options));
+    EXPECT_FALSE(e) << e.message();
+    EXPECT_EQ(device().fn().vkEndCommandBuffer(cmd), VK_SUCCESS);
+    return cmd;
+  };
+  by.write(0, stale);
+  VkCommandBuffer first = record_frame(), second = record_frame();
+  game.submit(first);
+  ASSERT_NO_FATAL_FAILURE(game.submit_and_wait(second));
+  EXPECT_EQ(by.read(0, x.size()), want);
+
+  ASSERT_FALSE(session.bind_vulkan_buffer("y", bz.handle(), 0, kBytes));
+  by.write(0, stale);
+  bz.write(0, stale);
+  ASSERT_NO_FATAL_FAILURE(game.submit_and_wait(record_frame()));
+  EXPECT_EQ(by.read(0, x.size()), stale);
+  EXPECT_EQ(bz.read(0, x.size()), want);
+
+  session.forget_vulkan_buffer(bz.handle());
+  ASSERT_FALSE(session.bind_vulkan_buffer("y", bz.handle(), 0, kBytes));
+  bz.write(0, stale);
+  ASSERT_NO_FATAL_FAILURE(game.submit_and_wait(record_frame()));
+  EXPECT_EQ(bz.read(0, x.size()), want);
+  session.forget_vulkan_buffer(bx.handle());
+  session.forget_vulkan_buffer(by.handle());
+  session.forget_vulkan_buffer(bz.handle());
+}
+
+TEST_F(CApiFrameTest, RecordWithOptionsRefusals) {
+  Session session;
+  ASSERT_NO_FATAL_FAILURE(wrapped_session(model_, session));
+  GameCommands game(device());
+  VkCommandBuffer frame = game.allocate(VK_COMMAND_BUFFER_LEVEL_PRIMARY);
+  game.begin(frame);
+  kiln_record_options_t options{sizeof(options)};
+  options.flags = KILN_RECORD_VIA_SECONDARY;
+  options.queue_family_index = device().queue_family();
+  Error e(kiln_session_record_with_options(nullptr, frame, &options));
+  EXPECT_EQ(e.code(), KILN_INVALID_ARGUMENT) << e.to_string();
+  e = Error(kiln_session_record_with_options(session.get(), VK_NULL_HANDLE, &options));
+  EXPECT_EQ(e.code(), KILN_INVALID_ARGUMENT) << e.to_string();
+  options.struct_size = 4;
+  e = Error(kiln_session_record_with_options(session.get(), frame, &options));
+  EXPECT_EQ(e.code(), KILN_INVALID_ARGUMENT) << e.to_string();
+  EXPECT_NE(e.message().find("struct_size"), std::string::npos) << e.message();
+  options.struct_size = sizeof(options);
+  options.flags = 0x6;
+  e = Error(kiln_session_record_with_options(session.get(), frame, &options));
+  EXPECT_EQ(e.code(), KILN_INVALID_ARGUMENT) << e.to_string();
+  EXPECT_NE(e.message().find("unknown bits 6"), std::string::npos) << e.message();
+
+  // A queue family the device lacks, named (the inputs are bound, so that
+  // the run itself could be recorded).
+  const std::vector<int64_t> shape{kRows, 3};
+  Model mlp = load("mlp", kiln::capi::testing::mlp_model(kRows, 3));
+  Session bound;
+  ASSERT_NO_FATAL_FAILURE(wrapped_session(mlp, bound));
+  HostBuffer bx(device(), kBytes), by(device(), kBytes);
+  ASSERT_TRUE(bx.ok() && by.ok());
+  ASSERT_FALSE(bound.bind_vulkan_buffer("x", bx.handle(), 0, kBytes, shape));
+  ASSERT_FALSE(bound.bind_vulkan_buffer("y", by.handle(), 0, kBytes));
+  options.flags = KILN_RECORD_VIA_SECONDARY;
+  options.queue_family_index = 1000;
+  e = Error(kiln_session_record_with_options(bound.get(), frame, &options));
+  EXPECT_EQ(e.code(), KILN_INVALID_ARGUMENT) << e.to_string();
+  EXPECT_NE(e.message().find("queue family 1000 is not one of the device's"), std::string::npos) << e.message();
+  // No options, or no flags: kiln_session_record.
+  EXPECT_FALSE(Error(kiln_session_record_with_options(bound.get(), frame, nullptr)));
+  options.flags = 0;
+  EXPECT_FALSE(Error(kiln_session_record_with_options(bound.get(), frame, &options)));
+  EXPECT_EQ(device().fn().vkEndCommandBuffer(frame), VK_SUCCESS);
+  bound.forget_vulkan_buffer(bx.handle());
+  bound.forget_vulkan_buffer(by.handle());
+}
+
 // Recording again every frame reuses the checks of the last recording only
 // while the bindings are the same: a frame that binds the output elsewhere
 // (another buffer, another offset, back to the first) records into there,

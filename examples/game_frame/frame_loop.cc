@@ -258,6 +258,12 @@ void FrameLoop::recorded_frame(int frame, Slot& slot, uint32_t index) {
   if (config_.mode == KilnMode::kReplay) {
     const VkCommandBuffer kiln = kiln_commands_[static_cast<size_t>(slot.io - model_.io.data())];
     vkCmdExecuteCommands(cmd, 1, &kiln);
+  } else if (config_.mode == KilnMode::kRecordSecondary) {
+    if (model_.io.size() > 1) bind_model_io(session_, model_, *slot.io);
+    kiln_record_options_t options{sizeof(options)};
+    options.flags = KILN_RECORD_VIA_SECONDARY;
+    options.queue_family_index = gpu_.queue_family();
+    check_kiln(kiln_session_record_with_options(session_, cmd, &options), "kiln_session_record_with_options");
   } else {
     if (model_.io.size() > 1) bind_model_io(session_, model_, *slot.io);
     check_kiln(kiln_session_record(session_, cmd), "kiln_session_record");

@@ -28,13 +28,16 @@
 namespace game {
 
 // kSubmit: kiln_session_submit between the game's submissions; kRecord:
-// kiln_session_record into the frame's command buffer every frame; kReplay:
+// kiln_session_record into the frame's command buffer every frame;
+// kRecordSecondary: kiln_session_record_with_options with
+// KILN_RECORD_VIA_SECONDARY every frame (the frame's command buffer
+// executes Kiln's secondary of those bindings); kReplay:
 // kiln_session_record once per set of model buffers into a secondary
 // command buffer, which every frame executes (no Kiln call in the frame);
 // kSliced: kiln_session_record_slice, one slice of the model per frame (a
 // frame starts a new inference, generating its input, when the previous
 // one finished).
-enum class KilnMode { kSubmit, kRecord, kReplay, kSliced };
+enum class KilnMode { kSubmit, kRecord, kRecordSecondary, kReplay, kSliced };
 
 struct FrameLoopConfig {
   KilnMode mode = KilnMode::kSubmit;

@@ -3,7 +3,7 @@
 // public C API only (kiln/kiln.h, kiln/kiln_vulkan.h). README.md explains
 // what it shows and the synchronization it uses.
 //
-//   game_frame MODEL.onnx [--frames N] [--mode submit|record|replay|sliced] [--budget-us N]
+//   game_frame MODEL.onnx [--frames N] [--mode submit|record|record-secondary|replay|sliced] [--budget-us N]
 //              [--in-flight N] [--buffers shared|per-frame] [--validate] [--device N]
 //              [--keep 0,15,29] [--png-dir DIR] [--dump DIR] [--record-cost N]
 //
@@ -53,7 +53,8 @@ struct Options {
 int usage(const char* problem) {
   std::fprintf(stderr,
                "game_frame: %s\n"
-               "usage: game_frame MODEL.onnx [--frames N] [--mode submit|record|replay|sliced] [--budget-us N]\n"
+               "usage: game_frame MODEL.onnx [--frames N] [--mode submit|record|record-secondary|replay|sliced]\n"
+               "                  [--budget-us N]\n"
                "                  [--in-flight N] [--buffers shared|per-frame] [--validate] [--device N]\n"
                "                  [--keep F,F,...] [--png-dir DIR] [--dump DIR] [--record-cost N]\n",
                problem);
@@ -100,9 +101,10 @@ int parse(int argc, char** argv, Options* o) {
       const std::string mode = argv[++i];
       if (mode == "submit") o->loop.mode = KilnMode::kSubmit;
       else if (mode == "record") o->loop.mode = KilnMode::kRecord;
+      else if (mode == "record-secondary") o->loop.mode = KilnMode::kRecordSecondary;
       else if (mode == "replay") o->loop.mode = KilnMode::kReplay;
       else if (mode == "sliced") o->loop.mode = KilnMode::kSliced;
-      else return usage("--mode is submit, record, replay or sliced");
+      else return usage("--mode is submit, record, record-secondary, replay or sliced");
     } else if (arg == "--budget-us" && has_value) {
       char* end = nullptr;
       o->loop.budget_us = std::strtod(argv[++i], &end);
@@ -146,6 +148,7 @@ const char* mode_name(KilnMode mode) {
   switch (mode) {
     case KilnMode::kSubmit: return "submit";
     case KilnMode::kRecord: return "record";
+    case KilnMode::kRecordSecondary: return "record-secondary";
     case KilnMode::kReplay: return "replay";
     case KilnMode::kSliced: return "sliced";
   }
@@ -358,6 +361,7 @@ int main(int argc, char** argv) {
     print_times("CPU in kiln_session_record, hot caches:", cost.hot_us, "us");
     print_times("CPU in kiln_session_record, cold caches:", cost.cold_us, "us");
     print_times("CPU in the driver's begin + end (no Kiln):", cost.empty_us, "us");
+    print_times("CPU in kiln_session_record via secondary, hot:", cost.via_secondary_us, "us");
   }
   bool ok = true;
   {
@@ -368,6 +372,7 @@ int main(int argc, char** argv) {
                 t.wall_ms, o.loop.frames * 1000.0 / t.wall_ms, t.pacing_wait_ms);
     print_times(o.loop.mode == KilnMode::kSubmit   ? "CPU in Kiln calls (submit + wait) per frame:"
                 : o.loop.mode == KilnMode::kRecord ? "CPU in Kiln calls (record) per frame:"
+                : o.loop.mode == KilnMode::kRecordSecondary ? "CPU in Kiln calls (record via secondary) per frame:"
                 : o.loop.mode == KilnMode::kSliced ? "CPU in Kiln calls (record_slice) per frame:"
                                                    : "CPU executing Kiln's commands per frame:",
                 t.kiln_cpu_us, "us");

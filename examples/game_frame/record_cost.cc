@@ -33,6 +33,9 @@ RecordCost measure_record_cost(GameGpu& gpu, kiln_session_t* session, int repeti
   check_vk(vkAllocateCommandBuffers(device, &info, &cmd), "vkAllocateCommandBuffers");
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  kiln_record_options_t via_secondary{sizeof(via_secondary)};
+  via_secondary.flags = KILN_RECORD_VIA_SECONDARY;
+  via_secondary.queue_family_index = gpu.queue_family();
   RecordCost cost;
   std::vector<uint8_t> frame_work(64u << 20);
   // One hot repetition more than asked for, dropped: the first recording
@@ -48,9 +51,17 @@ RecordCost measure_record_cost(GameGpu& gpu, kiln_session_t* session, int repeti
     const Clock::time_point t2 = Clock::now();
     check_vk(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
     const Clock::time_point t3 = Clock::now();
+    // The same bindings through Kiln's secondary command buffer.
+    check_vk(vkResetCommandPool(device, pool, 0), "vkResetCommandPool");
+    check_vk(vkBeginCommandBuffer(cmd, &begin), "vkBeginCommandBuffer");
+    const Clock::time_point t4 = Clock::now();
+    check_kiln(kiln_session_record_with_options(session, cmd, &via_secondary), "kiln_session_record_with_options");
+    const Clock::time_point t5 = Clock::now();
+    check_vk(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
     if (r == 0) continue;
     (cold ? cost.cold_us : cost.hot_us).push_back(us_between(t1, t2));
     if (!cold) cost.empty_us.push_back(us_between(t0, t1) + us_between(t2, t3));
+    if (!cold) cost.via_secondary_us.push_back(us_between(t4, t5));
   }
   vkDestroyCommandPool(device, pool, nullptr);
   return cost;

@@ -23,6 +23,10 @@ struct RecordCost {
   std::vector<double> hot_us;
   std::vector<double> cold_us;
   std::vector<double> empty_us;  // per hot repetition: begin + end of the same command buffer, no Kiln call
+  // Per hot repetition, kiln_session_record_with_options with
+  // KILN_RECORD_VIA_SECONDARY (one vkCmdExecuteCommands of the secondary
+  // Kiln recorded at the first call, which is not counted).
+  std::vector<double> via_secondary_us;
 };
 
 // Records `session`'s run (its bindings as they are) `repetitions` times

@@ -538,9 +538,12 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_session_memory(const kiln_session_t*
  * any, the dispatch, a pipeline bind unless the previous dispatch used the
  * same pipeline, and a barrier where one is needed. On lavapipe with warm
  * caches, Kiln's own code is about 4% of such a call; the rest is the
- * driver's (see examples/game_frame/README.md). For no per-frame cost at all, record once
- * into a secondary command buffer and execute it every frame (the
- * lifetime rules below then hold for that command buffer).
+ * driver's (see examples/game_frame/README.md). For a small constant cost
+ * per frame, kiln_session_record_with_options with KILN_RECORD_VIA_SECONDARY
+ * records into a secondary command buffer of Kiln's once and executes it;
+ * for no per-frame cost at all, record once into a command buffer of the
+ * host's and submit it every frame (the lifetime rules below then hold for
+ * that command buffer).
  *
  * Lifetime and synchronization: the recorded commands use the session's
  * pipelines, descriptor sets and activation memory. The host must let every
@@ -559,6 +562,42 @@ KILN_API KILN_NODISCARD kiln_status_t* kiln_session_memory(const kiln_session_t*
  * place); the command buffer (and its pool) must be externally
  * synchronized by the host, as Vulkan requires. */
 KILN_API KILN_NODISCARD kiln_status_t* kiln_session_record(kiln_session_t* session, VkCommandBuffer command_buffer);
+
+/* kiln_session_record with options. Grows only at the end; set
+ * struct_size = sizeof(kiln_record_options_t). */
+typedef struct kiln_record_options_t {
+  uint32_t struct_size;
+  uint32_t flags; /* KILN_RECORD_* */
+  /* With KILN_RECORD_VIA_SECONDARY: the queue family of the pool that
+   * command_buffer was allocated from. */
+  uint32_t queue_family_index;
+} kiln_record_options_t;
+
+/* command_buffer is a primary command buffer (begun, outside a render
+ * pass) from a pool of queue family options->queue_family_index, which
+ * must run compute. The first call with a set of bindings records what
+ * kiln_session_record records (entry barrier, dispatches, exit barrier)
+ * once, into a secondary command buffer of the session's, begun with
+ * VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT (the primaries of several
+ * frames in flight may execute it at once); this and every later call with
+ * those bindings record only vkCmdExecuteCommands of it into
+ * command_buffer. A game that records its frame anew every frame then pays
+ * the same small CPU cost whatever the model's size, instead of a
+ * driver's cost per dispatch. One secondary per set of bindings and queue
+ * family, kept as long as the session keeps the commands of those bindings
+ * (the lifetime rules of kiln_session_record apply unchanged: a host that
+ * follows them never has a pending command buffer that executes a freed
+ * secondary). */
+#define KILN_RECORD_VIA_SECONDARY 0x1u
+
+/* kiln_session_record (above) with `options` (NULL, or flags 0: the same
+ * as kiln_session_record). Errors: those of kiln_session_record, and
+ * INVALID_ARGUMENT for struct_size too small, an unknown flag, or a queue
+ * family the device lacks or that cannot run compute. Thread-safety: as
+ * kiln_session_record. */
+KILN_API KILN_NODISCARD kiln_status_t* kiln_session_record_with_options(kiln_session_t* session,
+                                                                       VkCommandBuffer command_buffer,
+                                                                       const kiln_record_options_t* options);
 
 /* ---- A frame budget: one run recorded over several frames ---------------
  *

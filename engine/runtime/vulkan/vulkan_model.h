@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -286,7 +287,14 @@ class VulkanModel {
   // cannot be recorded (an input or output not bound, a step on the host,
   // a host-decided If or Loop, a value-dependent shape, image storage),
   // then as run(). Thread-safe.
-  Status record_into(VkCommandBuffer cmd, const DeviceBindings& bindings) const;
+  // With `via_secondary`, `cmd` is a primary command buffer from a pool of
+  // queue family `*via_secondary`: the run is recorded once per signature
+  // and family into a secondary command buffer of the model's
+  // (host_secondaries.h), which `cmd` executes; the secondary lives as
+  // long as the signature (the same rule as above). More errors then:
+  // kInvalidArgument for a family the device lacks or one without compute.
+  Status record_into(VkCommandBuffer cmd, const DeviceBindings& bindings,
+                     std::optional<uint32_t> via_secondary = std::nullopt) const;
   // record_into, a slice at a time (vulkan_model_sliced_record.cc): the
   // first call of a run (none in progress, or opts.restart) starts it with
   // `bindings`; each call records the next dispatches whose estimated cost

@@ -9,9 +9,11 @@
 // A game records every frame, mostly with the bindings of the frame before:
 // those reuse a recent call's checks (host_checks) and the signature's flat
 // commands (HostCommands), so a frame's call costs little more than the
-// Vulkan commands it records.
+// Vulkan commands it records, or less: with a queue family for a secondary
+// command buffer (host_secondaries.h), one vkCmdExecuteCommands.
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "engine/runtime/vulkan/recorder.h"
@@ -69,16 +71,32 @@ Recorder VulkanModel::Impl::host_recorder() {
                   label_names(), [this](const Signature& s, size_t step) { return host_condition(s, step); });
 }
 
-Status VulkanModel::Impl::record_into(VkCommandBuffer cmd, const DeviceBindings& bindings) {
+StatusOr<VkCommandBuffer> VulkanModel::Impl::host_secondary(Signature& sig, uint32_t family) {
+  for (const Signature::HostSecondary& s : sig.host_secondaries)
+    if (s.family == family) return s.cmd;
+  if (!secondaries) secondaries = std::make_unique<HostSecondaries>(device);
+  KILN_ASSIGN_OR_RETURN(VkCommandBuffer cmd, secondaries->record(family, [&](VkCommandBuffer secondary) {
+    return host_recorder().record_into(sig, secondary);
+  }));
+  sig.host_secondaries.push_back({family, cmd});
+  return cmd;
+}
+
+Status VulkanModel::Impl::record_into(VkCommandBuffer cmd, const DeviceBindings& bindings,
+                                      std::optional<uint32_t> via_secondary) {
   KILN_RETURN_IF_ERROR(device.status());
   if (cmd == VK_NULL_HANDLE) return invalid_argument("the command buffer to record into is VK_NULL_HANDLE");
   std::lock_guard<std::mutex> lock(mutex);
   KILN_ASSIGN_OR_RETURN(Signature* sig, host_recordable(bindings));
-  return host_recorder().record_into(*sig, cmd);
+  if (!via_secondary) return host_recorder().record_into(*sig, cmd);
+  KILN_ASSIGN_OR_RETURN(VkCommandBuffer secondary, host_secondary(*sig, *via_secondary));
+  device.fn().vkCmdExecuteCommands(cmd, 1, &secondary);
+  return ok_status();
 }
 
-Status VulkanModel::record_into(VkCommandBuffer cmd, const DeviceBindings& bindings) const {
-  return slots_[0]->record_into(cmd, bindings);
+Status VulkanModel::record_into(VkCommandBuffer cmd, const DeviceBindings& bindings,
+                                std::optional<uint32_t> via_secondary) const {
+  return slots_[0]->record_into(cmd, bindings, via_secondary);
 }
 
 }  // namespace kiln::runtime

@@ -21,6 +21,7 @@
 #include "planner/device_data.h"
 #include "engine/runtime/vulkan/hazard_tracker.h"
 #include "engine/runtime/vulkan/host_commands.h"
+#include "engine/runtime/vulkan/host_secondaries.h"
 #include "engine/runtime/vulkan/signature_cache.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "planner/glsl_codegen.h"
@@ -194,6 +195,13 @@ struct Signature {
   // (host_commands.h): made by the first record_into or record_slice of
   // this signature, replayed by every later one.
   HostCommands host_commands;
+  // That recording, once per queue family a host asked for, in secondary
+  // command buffers it executes (host_secondaries.h); freed by release().
+  struct HostSecondary {
+    uint32_t family = 0;
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+  };
+  std::vector<HostSecondary> host_secondaries;
 
   // Value-dependent shapes (vulkan_model_dynamic_shape.cc). A signature
   // records the steps [first_step, end_step): all of them unless some node's
@@ -376,7 +384,11 @@ struct VulkanModel::Impl {
   // bytes would take the model past options.device_memory_limit.
   Status check_memory_limit(uint64_t extra, const std::string& what) const;
   // VulkanModel::record_into (vulkan_model_host_record.cc).
-  Status record_into(VkCommandBuffer cmd, const DeviceBindings& bindings);
+  Status record_into(VkCommandBuffer cmd, const DeviceBindings& bindings, std::optional<uint32_t> via_secondary);
+  // sig's run recorded into a secondary command buffer for primaries of
+  // queue family `family`: made on first use, then kept in
+  // sig.host_secondaries until release(). Call with `mutex` held.
+  StatusOr<VkCommandBuffer> host_secondary(Signature& sig, uint32_t family);
   // The signature of a run with every input and output in `bindings` that
   // can be recorded into the host's command buffer (made on first sight,
   // its arena restored), or kFailedPrecondition naming why not. Call with
@@ -510,6 +522,9 @@ struct VulkanModel::Impl {
   std::unique_ptr<vk::Transfer> transfer;
   std::unique_ptr<vk::Submitter> submitter;
   std::unique_ptr<vk::DescriptorAllocator> descriptors;
+  // Secondary command buffers for the host (host_secondary); made on first
+  // use, with `mutex` held.
+  std::unique_ptr<HostSecondaries> secondaries;
   // One run of this slot at a time: every root signature's arena is the
   // same activation memory. Guards everything below.
   std::mutex mutex;
