@@ -4,6 +4,9 @@
 # Writes $OUT/zoo_check.txt. Carry .gl and the bench/stage_kiln.sh output as
 # devcarry: bench/stage_kiln.sh build devcarry; then in the device run:
 #   bash bench/zoo_check.sh
+# CONFIGS picks the storage/precision runs (default all four, e.g.
+# CONFIGS="buffer:fp32 buffer:fp16"); KILN_COOPMAT (nv|khr|off) forces the
+# tensor-core dialect and names the output zoo_check_<dialect>.txt.
 set -u
 for f in .gl/*.deb; do dpkg -x "$f" / ; done; ldconfig
 [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
@@ -11,14 +14,14 @@ export LD_LIBRARY_PATH=$PWD/devcarry/lib KILN_CACHE_DIR=/tmp/kc PYTHONUNBUFFERED
 K=devcarry/bin/kiln
 Z=/tmp/zoo
 models=${MODELS:-mobilenet_v2,mobilenet_v3_small,resnet18,resnet50,resnext50_32x4d,regnet_y_400mf,efficientnet_b0,convnext_tiny,swin_t,vit_b_16,squeezenet1_0,shufflenet_v2_x1_0,mnasnet1_0,googlenet,densenet121,alexnet,vgg11,transformer_encoder}
-python3 bench/export_models.py --out $Z --models $models > $OUT/export.log 2>&1 || true
+[ -f $Z/.exported ] || { python3 bench/export_models.py --out $Z --models $models > $OUT/export.log 2>&1; touch $Z/.exported; }
 {
-echo "device: $($K info 2>/dev/null | sed -n 3p)"
+echo "device: $($K info 2>/dev/null | sed -n 3p); tensor-core dialect: ${KILN_COOPMAT:-auto}"
 for name in ${models//,/ }; do
   M=$Z/$name
   [ -f $M/model.onnx ] || { echo "$name: not exported"; continue; }
-  for cfg in "buffer fp32 1e-3" "image fp32 1e-3" "buffer fp16 2e-2" "image fp16 2e-2"; do
-    set -- $cfg
+  for cfg in ${CONFIGS:-buffer:fp32 image:fp32 buffer:fp16 image:fp16}; do
+    set -- ${cfg%%:*} ${cfg##*:} $([ "${cfg##*:}" = fp32 ] && echo 1e-3 || echo 2e-2)
     out=$($K run $M/model.onnx --backend vulkan --validate --storage $1 --precision $2 --input input=$M/input.npy --output output=/tmp/o.npy --stats /tmp/s.json 2>&1)
     rc=$?
     if [ $rc -ne 0 ]; then echo "$name $1 $2: ERROR $(echo "$out" | grep kiln: | tail -1)"; continue; fi
@@ -28,4 +31,4 @@ for name in ${models//,/ }; do
     echo "$name $1 $2: $verdict; fallbacks $fb; validation-error-lines $val"
   done
 done
-} 2>&1 | tee $OUT/zoo_check.txt
+} 2>&1 | tee $OUT/zoo_check${KILN_COOPMAT:+_$KILN_COOPMAT}.txt

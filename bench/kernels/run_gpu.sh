@@ -4,8 +4,9 @@
 # devcarry). The peaks the fractions refer to are measured here, by PyTorch:
 # GB/s of its 64 MiB relu (read + write), TFLOP/s of its 4096^3 matmul per
 # precision.
-#   usage: [MIN_TIME=0.05] bench/kernels/run_gpu.sh CARRY_DIR OUT_DIR
-#   (MIN_TIME: GPU seconds per case and precision, Google Benchmark's min_time)
+#   usage: [MIN_TIME=0.05] [PRECISIONS=fp32,fp16] bench/kernels/run_gpu.sh CARRY_DIR OUT_DIR
+#   (MIN_TIME: GPU seconds per case and precision, Google Benchmark's min_time;
+#   PRECISIONS: the precisions Kiln runs)
 set -euo pipefail
 carry=${1:?usage: run_gpu.sh CARRY_DIR OUT_DIR}
 out=${2:?usage: run_gpu.sh CARRY_DIR OUT_DIR}
@@ -14,6 +15,8 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH=$carry/lib
 bench=$carry/bin/kiln_kernel_bench
 "$bench" --list-cases > "$out/cases.json"
+precisions=${PRECISIONS:-fp32,fp16}
+# PyTorch runs both precisions whatever Kiln runs: the peaks come from both.
 python3 "$here/torch_kernels.py" "$out/cases.json" "$out/torch.json" > "$out/torch.log"
 read -r gbs tf16 tf32 < <(python3 - "$out/torch.json" <<'PY'
 import json, sys
@@ -24,6 +27,6 @@ print(2 * 64 * 2**20 / (relu["ms"] / 1e3) / 1e9,
 PY
 )
 echo "measured peaks (PyTorch): $gbs GB/s, $tf16 TFLOP/s fp16, $tf32 TFLOP/s fp32" | tee "$out/peaks.txt"
-"$bench" --peak-gbs="$gbs" --peak-tflops="$tf16" --peak-tflops-fp32="$tf32" --benchmark_min_time="${MIN_TIME:-0.05}" \
+"$bench" --precision="$precisions" --peak-gbs="$gbs" --peak-tflops="$tf16" --peak-tflops-fp32="$tf32" --benchmark_min_time="${MIN_TIME:-0.05}" \
   --benchmark_out="$out/kiln.json" --benchmark_out_format=json > "$out/kiln.log" 2>&1 || echo "kiln_kernel_bench failed" >&2
 python3 "$here/compare.py" "$out/kiln.json" "$out/torch.json" | tee "$out/compare.md"
