@@ -414,6 +414,51 @@ TEST_F(FusionViewsDevice, ClonedViewChainsOfAPackedInProjection) {
   expect_matches_reference(text, {testing::random_tensor({5, 1, 24}, 16)}, 3);
 }
 
+// SmartMem's elimination patterns as the fusion plugin groups them
+// (plugins/fusion/testdata/layout_chains.kir), each one kernel: the chain
+// is read through a view, no copy runs.
+// shufflenet's channel shuffle into the next 1x1 Conv.
+TEST_F(FusionViewsDevice, ChannelShuffleIntoAConv) {
+  std::string w;
+  for (int i = 0; i < 64; ++i) w += (i ? "," : "") + std::to_string((i * 37 % 17 - 8) / 8.0);
+  expect_matches_reference(
+      "graph @g opset 17 {\n  input %x : f32[1,8,4,4]\n  const %s5 : i64[5] = dense<[1,2,4,4,4]>\n"
+      "  const %s4 : i64[4] = dense<[1,8,4,4]>\n  const %w : f32[8,8,1,1] = dense<[" + w + "]>\n"
+      "  %a = Reshape(%x, %s5)" + kG + " : f32[1,2,4,4,4]\n"
+      "  %t = Transpose(%a) {perm = [0,2,1,3,4]}" + kG + " : f32[1,4,2,4,4]\n"
+      "  %b = Reshape(%t, %s4)" + kG + " : f32[1,8,4,4]\n"
+      "  %c = Conv(%b, %w) {kernel_shape = [1,1]}" + kG + " : f32[1,8,4,4]\n"
+      "  %y = Relu(%c)" + kG + " : f32[1,8,4,4]\n  return %y\n}\n",
+      {testing::random_tensor({1, 8, 4, 4}, 21)}, 1);
+}
+
+// swin's window partition (windows of 4x4 tokens) into the qkv projection.
+TEST_F(FusionViewsDevice, WindowPartitionIntoAMatMul) {
+  std::string w, b;
+  for (int i = 0; i < 48; ++i) w += (i ? "," : "") + std::to_string((i * 29 % 13 - 6) / 6.0);
+  for (int i = 0; i < 12; ++i) b += (i ? "," : "") + std::to_string(i / 4.0 - 1.0);
+  expect_matches_reference(
+      "graph @g opset 17 {\n  input %x : f32[1,8,8,4]\n  const %s6 : i64[6] = dense<[1,2,4,2,4,4]>\n"
+      "  const %s3 : i64[3] = dense<[4,16,4]>\n  const %w : f32[4,12] = dense<[" + w + "]>\n"
+      "  const %bias : f32[12] = dense<[" + b + "]>\n"
+      "  %a = Reshape(%x, %s6)" + kG + " : f32[1,2,4,2,4,4]\n"
+      "  %t = Transpose(%a) {perm = [0,1,3,2,4,5]}" + kG + " : f32[1,2,2,4,4,4]\n"
+      "  %win = Reshape(%t, %s3)" + kG + " : f32[4,16,4]\n"
+      "  %q = MatMul(%win, %w)" + kG + " : f32[4,16,12]\n"
+      "  %y = Add(%q, %bias)" + kG + " : f32[4,16,12]\n  return %y\n}\n",
+      {testing::random_tensor({1, 8, 8, 4}, 22)}, 1);
+}
+
+// Two Transposes that compose to the identity, into an Add.
+TEST_F(FusionViewsDevice, TransposePairIntoAnAdd) {
+  expect_matches_reference(
+      "graph @g opset 17 {\n  input %x : f32[2,3,4]\n  input %r : f32[2,3,4]\n"
+      "  %t1 = Transpose(%x) {perm = [2,0,1]}" + kG + " : f32[4,2,3]\n"
+      "  %t2 = Transpose(%t1) {perm = [1,2,0]}" + kG + " : f32[2,3,4]\n"
+      "  %y = Add(%t2, %r)" + kG + " : f32[2,3,4]\n  return %y\n}\n",
+      {testing::random_tensor({2, 3, 4}, 23), testing::random_tensor({2, 3, 4}, 24)}, 1);
+}
+
 TEST_F(FusionViewsDevice, ReshapeRelu) {
   expect_matches_reference(reshape_model(), {testing::random_tensor({2, 3, 4, 8}, 5)}, 1);
 }
