@@ -21,6 +21,7 @@
 #include "tools/kiln/cli_args.h"
 #include "tools/kiln/commands.h"
 #include "tools/kiln/json_reader.h"
+#include "tools/kiln/svg.h"
 
 namespace kiln::cli {
 namespace {
@@ -203,11 +204,8 @@ StatusOr<std::vector<Series>> read_document(const std::string& path) {
 
 // ---- formatting --------------------------------------------------------------
 
-std::string fmt(double v, const char* f) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), f, v);
-  return buf;
-}
+using svg::fmt;
+using svg::xml_escape;
 
 // Milliseconds with four significant digits: 0.001234 (a CPU add) and
 // 16.63 (a transformer) both stay readable; no exponents.
@@ -217,20 +215,6 @@ std::optional<double> ratio(const Series& s, const Series& base, const std::stri
   auto a = s.points.find(model), b = base.points.find(model);
   if (a == s.points.end() || b == base.points.end() || b->second.median <= 0) return std::nullopt;
   return a->second.median / b->second.median;
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 std::string md_escape(const std::string& s) {
@@ -344,18 +328,8 @@ std::string markdown(const std::vector<Series>& series, const std::vector<std::s
 }
 
 // A "nice" axis step (1, 2 or 5 times a power of ten) giving about 5 ticks.
-double nice_step(double top) {
-  const double raw = top / 5;
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0})
-    if (raw <= m * mag) return m * mag;
-  return 10 * mag;
-}
 
-std::string svg(const std::vector<Series>& series, const std::vector<std::string>& models) {
-  // Colour-blind-safe palette (Okabe–Ito), cycled.
-  static const char* kColours[] = {"#0072B2", "#E69F00", "#009E73", "#D55E00",
-                                   "#CC79A7", "#56B4E9", "#F0E442", "#000000"};
+std::string bars_svg(const std::vector<Series>& series, const std::vector<std::string>& models) {
   const double bar = std::clamp(480.0 / static_cast<double>(models.size() * series.size()), 8.0, 36.0);
   const double gap = bar * 1.2, left = 70, top = 50, plot_h = 300;
   const double group_w = bar * static_cast<double>(series.size());
@@ -366,15 +340,11 @@ std::string svg(const std::vector<Series>& series, const std::vector<std::string
   for (const Series& s : series)
     for (const auto& [m, p] : s.points) ymax = std::max({ymax, p.p90, p.median});
   if (ymax <= 0) ymax = 1;
-  const double step = nice_step(ymax * 1.05);
+  const double step = svg::nice_step(ymax * 1.05);
   const double ytop = std::ceil(ymax * 1.05 / step) * step;
   auto y = [&](double v) { return top + plot_h - plot_h * std::clamp(v, 0.0, ytop) / ytop; };
 
-  std::string o = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                  fmt(width, "%.0f") + "\" height=\"" + fmt(height, "%.0f") + "\" viewBox=\"0 0 " +
-                  fmt(width, "%.0f") + " " + fmt(height, "%.0f") +
-                  "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-  o += "<rect class=\"background\" width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  std::string o = svg::open(width, height);
   o += "<text x=\"" + fmt(width / 2, "%.1f") +
        "\" y=\"24\" text-anchor=\"middle\" font-size=\"16\">Median latency per model (ms), whiskers p10–p90</text>\n";
   // Axes, grid and y ticks.
@@ -403,7 +373,7 @@ std::string svg(const std::vector<Series>& series, const std::vector<std::string
       const double bar_h = std::max(1.0, top + plot_h - y(pt.median));
       o += "<rect class=\"bar\" x=\"" + fmt(x, "%.1f") + "\" y=\"" + fmt(top + plot_h - bar_h, "%.1f") +
            "\" width=\"" + fmt(bar - 1, "%.1f") + "\" height=\"" + fmt(bar_h, "%.1f") + "\" fill=\"" +
-           kColours[si % 8] + "\"><title>" + xml_escape(models[mi] + " — " + series[si].label + ": " +
+           svg::colour(si) + "\"><title>" + xml_escape(models[mi] + " — " + series[si].label + ": " +
                                                         fmt(pt.median) + " ms (p10 " + fmt(pt.p10) + ", p90 " +
                                                         fmt(pt.p90) + ")" + (pt.noisy ? ", noisy" : "")) +
            "</title></rect>\n";
@@ -423,11 +393,11 @@ std::string svg(const std::vector<Series>& series, const std::vector<std::string
   for (size_t si = 0; si < series.size(); ++si) {
     const double ly = top + plot_h + 92 + 18.0 * static_cast<double>(si);
     o += "<rect class=\"legend\" x=\"" + fmt(left, "%.1f") + "\" y=\"" + fmt(ly, "%.1f") +
-         "\" width=\"12\" height=\"12\" fill=\"" + kColours[si % 8] + "\"/>\n";
+         "\" width=\"12\" height=\"12\" fill=\"" + svg::colour(si) + "\"/>\n";
     o += "<text x=\"" + fmt(left + 18, "%.1f") + "\" y=\"" + fmt(ly + 10, "%.1f") + "\">[" + std::to_string(si + 1) +
          "] " + xml_escape(series[si].label) + "</text>\n";
   }
-  return o + "</svg>\n";
+  return o + svg::close();
 }
 
 Status write_text(const std::filesystem::path& path, const std::string& text) {
@@ -501,7 +471,7 @@ int cmd_bench_compare(const std::vector<std::string>& argv) {
   std::filesystem::create_directories(dir, ec);
   if (ec) return fail(permission_denied("--out: cannot create '" + dir.string() + "': " + ec.message()));
   if (Status s = write_text(dir / "compare.md", markdown(series, models, base)); !s.ok()) return fail(s);
-  if (Status s = write_text(dir / "compare.svg", svg(series, models)); !s.ok()) return fail(s);
+  if (Status s = write_text(dir / "compare.svg", bars_svg(series, models)); !s.ok()) return fail(s);
   std::fprintf(stderr, "kiln: wrote %s and %s\n", (dir / "compare.md").string().c_str(),
                (dir / "compare.svg").string().c_str());
   return 0;

@@ -33,6 +33,9 @@ constexpr const char* kUsage = R"(kiln — a Vulkan-first neural-network inferen
 usage:
   kiln info [--json]
       Vulkan devices and their capabilities; the devices of backend plugins (OpenCL).
+  kiln info --model [PROFILE.json] [--svg FILE.svg]
+      The device model `kiln tune` fitted (PROFILE, else the newest cached profile): its
+      parameters, and with --svg a chart of the measurements against the model's predictions.
   kiln run MODEL [--backend auto|vulkan|reference|opencl] [--device N|NAME]
                  [--storage auto|buffer|image] [--precision fp32|fp16] [--coopmat on|off] [--inplace on|off]
                  [--int8-dot auto|on|off] [--profile] [--validate] [--input NAME=FILE.npy|FILE.pb ...] [--shape NAME=AxBxC ...] [--seed N]
