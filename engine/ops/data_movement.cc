@@ -174,18 +174,27 @@ Status view_kernel(KernelContext& ctx) {
 // The -1 of a Reshape: numel(input) / product(other target dims), with the
 // factors the two sides share cancelled symbolically first, so that e.g.
 // [b, s, 768] -> [b, s, 12, -1] gives 64 rather than (b*s*768)/(b*s*12).
+// A constant product past int64 gives an unknown dim, as Dim's own
+// arithmetic does (found by fuzz_rewriter: 6049382595061729 * 77777777).
 Dim infer_minus_one(const std::vector<Dim>& in, const std::vector<Dim>& others) {
   int64_t const_in = 1, const_other = 1;
   std::vector<Dim> sym_in, sym_other;
   for (const Dim& d : in) {
     if (d.is_unknown()) return Dim();
-    if (d.is_const()) const_in *= d.value();
-    else sym_in.push_back(d);
+    if (!d.is_const()) {
+      sym_in.push_back(d);
+      continue;
+    }
+    const std::optional<int64_t> p = checked_mul(const_in, d.value());
+    if (!p) return Dim();
+    const_in = *p;
   }
   for (const Dim& d : others) {
     if (d.is_unknown()) return Dim();
     if (d.is_const()) {
-      const_other *= d.value();
+      const std::optional<int64_t> p = checked_mul(const_other, d.value());
+      if (!p) return Dim();
+      const_other = *p;
       continue;
     }
     auto it = std::find_if(sym_in.begin(), sym_in.end(), [&](const Dim& x) { return x.same_as(d); });

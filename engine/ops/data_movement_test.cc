@@ -132,6 +132,15 @@ TEST(Reshape, SymbolicMinusOneCancelsSharedFactors) {
             std::string::npos);
 }
 
+// Constant factors whose product passes int64 leave the -1 unknown instead
+// of a wrapped value (signed overflow; found by fuzz_rewriter).
+TEST(Reshape, MinusOneOfAnOverflowingProductIsUnknown) {
+  const int64_t huge = 6049382595061729;
+  EXPECT_EQ(shape_of(infer("Reshape", {sym(DType::kFloat32, {kB, huge, 77777777}), dims_val({kB, -1})})), "[b,?]");
+  EXPECT_EQ(shape_of(infer("Reshape", {sym(DType::kFloat32, {kB, 4}), dims_val({huge, 77777777, -1})})),
+            "[6049382595061729,77777777,?]");
+}
+
 // The chain PyTorch emits for x.view(x.size(0), x.size(1), -1).
 TEST(Reshape, ShapeGatherUnsqueezeConcatChainResolvesSymbolically) {
   ir::Graph g;
