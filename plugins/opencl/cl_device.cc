@@ -73,6 +73,7 @@ DeviceDescription describe(cl_platform_id p, cl_device_id d) {
   s.compute_units = device_value<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS);
   s.vendor_id = device_value<cl_uint>(d, CL_DEVICE_VENDOR_ID);
   s.unified_memory = device_value<cl_bool>(d, CL_DEVICE_HOST_UNIFIED_MEMORY) == CL_TRUE;
+  s.base_addr_align = device_value<cl_uint>(d, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8;  // reported in bits
   return s;
 }
 

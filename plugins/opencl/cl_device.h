@@ -40,6 +40,7 @@ struct DeviceDescription {
   std::string extensions;
   uint32_t compute_units = 0, vendor_id = 0;
   bool unified_memory = false;  // CL_DEVICE_HOST_UNIFIED_MEMORY: an integrated GPU, or a CPU
+  uint32_t base_addr_align = 0;  // CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes: a sub-buffer's origin is a multiple
 };
 
 // Every device of every platform, in `kiln info` order (platform, device).

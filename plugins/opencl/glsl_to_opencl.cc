@@ -245,21 +245,26 @@ class Translator {
       }
     }
     if (!saw_local_size) return invalid_argument("the shader declares no workgroup size");
+    // GLSL's control-flow attributes (GL_EXT_control_flow_attributes:
+    // [[unroll]] on the loops of conv_depthwise_rows and the tensor-core
+    // kernels) have no OpenCL C 1.2 spelling; the compiler unrolls loops of
+    // constant trip count by itself, so they go.
+    static const std::regex attribute(R"(\[\[\s*(unroll|dont_unroll|flatten|dont_flatten)\s*\]\]\s*)");
+    std::string code = std::regex_replace(code_.str(), attribute, "");
     // PoCL (3.1) miscompiles a kernel whose barriers follow a return, even
     // one that whole workgroups take (it reads stale private values after
     // the barrier). The linearly numbered kernels return from the groups
     // past KILN_GROUPS, which a 1-D grid of exactly KILN_GROUPS groups never
     // launches: with barriers, the guard goes and the runtime checks that
     // grid (requires_exact_grid).
-    std::string code = code_.str();
     static const std::string guard = "if (kiln_group >= KILN_GROUPS) return;";
     if (code.find("barrier()") != std::string::npos) {
       for (size_t at = code.find(guard); at != std::string::npos; at = code.find(guard, at)) {
         code.replace(at, guard.size(), "/* group guard removed: exact grid */");
         out_.requires_exact_grid = true;
       }
-      code_.str(code);
     }
+    code_.str(code);
     // Bindings are kernel arguments in binding order; a gap would shift them.
     std::set<size_t> bindings;
     for (const auto& [binding, b] : buffers_) bindings.insert(binding);

@@ -2,7 +2,7 @@
 // kernels use (buffers and a vector view of one, specialization constants,
 // constant lists, a shared array and barrier after the group guard, a
 // per-invocation global, out/inout parameters, an array constructor,
-// boolean vectors), and glsl_codegen's image accessors, built and run on
+// boolean vectors, an [[unroll]] loop), and glsl_codegen's image accessors, built and run on
 // the machine's OpenCL device (skipped without one).
 #include <gtest/gtest.h>
 
@@ -29,7 +29,7 @@ int gid;
 void split(float v, out float hi, inout float count) { hi = floor(v); count += 1.0; }
 float total() {
   float sum = 0.0;
-  for (int i = 0; i < 4; ++i) sum += part[i];
+  [[unroll]] for (int i = 0; i < 4; ++i) sum += part[i];
   return sum;
 }
 void main() {
@@ -54,6 +54,7 @@ TEST(GlslToOpenCl, TranslatesAndRunsWhatThePlannersKernelsUse) {
   EXPECT_EQ(code->local_size[0], 4u);
   EXPECT_TRUE(code->requires_exact_grid);  // the guard before the barrier went
   EXPECT_NE(code->source.find("float *hi"), std::string::npos) << code->source;
+  EXPECT_EQ(code->source.find("[["), std::string::npos) << code->source;  // no OpenCL C 1.2 spelling
 
   auto device = ClDevice::shared();
   if (!device.ok()) {

@@ -50,6 +50,7 @@ StatusOr<std::unique_ptr<OpenClModel>> OpenClModel::compile(std::unique_ptr<ir::
   plan_options.precision = planner::ElemType::kF32;
   plan_options.cooperative_matrix = false;
   KILN_ASSIGN_OR_RETURN(model->plan_, planner::build_plan(*model->graph_, model->device_->target(), plan_options));
+  model->liveness_ = planner::compute_liveness(model->plan_, *model->graph_);
   KILN_RETURN_IF_ERROR(model->compile_steps());
   KILN_RETURN_IF_ERROR(model->upload_constants());
   const ProgramCacheStats after = model->device_->program_stats();
@@ -63,6 +64,7 @@ OpenClModel::~OpenClModel() {
   for (CompiledDispatch& d : dispatches_)
     if (d.kernel) clReleaseKernel(d.kernel);
   for (auto& [root, mem] : constants_) clReleaseMemObject(mem);
+  if (arena_) clReleaseMemObject(arena_);
 }
 
 Status OpenClModel::compile_steps() {

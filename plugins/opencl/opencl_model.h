@@ -5,8 +5,12 @@
 // in-order queue.
 //
 // A run binds the plan's symbols from the input shapes (and from the
-// shapes of values the host computes), gives every memory root of the plan
-// its own buffer (an image2d for image-stored tensors, cl_image.h), uploads
+// shapes of values the host computes), places the buffers of the plan's
+// memory roots whose sizes the input shapes give in one allocation (the
+// model's arena: memplan's plan_arena over their lifetimes, planner/memory,
+// as the Vulkan runtime places them; each root a sub-buffer of it), gives
+// every other root its own buffer (sizes known only mid-run, model state)
+// or image2d (image-stored tensors, cl_image.h), uploads
 // inputs and host values where a kernel reads them, evaluates host steps
 // and host fallbacks with the reference kernels (as the Vulkan runtime
 // does), enqueues the dispatches and downloads the
@@ -25,6 +29,7 @@
 #include "engine/base/tensor.h"
 #include "engine/ir/graph.h"
 #include "planner/execution_plan.h"
+#include "planner/memory/liveness.h"
 #include "plugins/opencl/cl_device.h"
 #include "plugins/opencl/glsl_to_opencl.h"
 
@@ -63,6 +68,11 @@ struct RunReport {
   uint64_t bytes_read = 0, bytes_written = 0;  // summed over the dispatches
   uint32_t fused_dispatches = 0;               // of the dispatches, fused kernels ("fused...", or '+' in the name)
   std::vector<KernelTime> kernels;             // profiled: one per dispatch, in order
+  // Buffer memory: the roots placed in the model's arena and its planned
+  // size, what those roots would take in a buffer each, and the roots that
+  // got their own buffer (sizes known only mid-run, model state).
+  uint32_t arena_roots = 0, separate_roots = 0;
+  uint64_t arena_bytes = 0, no_reuse_bytes = 0, separate_bytes = 0;
 };
 
 struct ModelStats {
@@ -102,6 +112,11 @@ class OpenClModel {
   planner::ExecutionPlan plan_;
   std::vector<CompiledDispatch> dispatches_;       // in step order
   std::map<planner::TensorId, cl_mem> constants_;  // uploaded once, by memory root
+  planner::Liveness liveness_;                     // the roots' lifetimes, for the arena
+  // The runs' buffer arena (opencl_model_run.cc): grown to the largest plan
+  // a run needed; written only under the device's run_mutex.
+  mutable cl_mem arena_ = nullptr;
+  mutable uint64_t arena_capacity_ = 0;
   size_t host_control_flow_ = 0;                   // If/Loop nodes run on the host
   cl_command_queue queue_ = nullptr;               // the device's queue, or its profiling queue
   bool profile_ = false;

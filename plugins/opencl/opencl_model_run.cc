@@ -2,10 +2,12 @@
 // values and device buffers and images.
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "engine/ops/op_registry.h"
 #include "engine/runtime/reference_executor.h"
 #include "planner/index_view.h"
+#include "planner/memory/arena.h"
 #include "plugins/opencl/cl_image.h"
 #include "plugins/opencl/opencl_model.h"
 
@@ -27,12 +29,19 @@ DType device_dtype(const PlanTensor& t) {
   return t.layout.type == planner::ElemType::kI32 ? DType::kInt32 : DType::kFloat32;
 }
 
+// The model's buffer arena, which runs grow (under the device's run mutex).
+struct ArenaMemory {
+  cl_mem& buffer;
+  uint64_t& capacity;
+};
+
 class Run {
  public:
   // `queue`: the model's (a profiling queue when `profile`).
   Run(const ir::Graph& graph, const planner::ExecutionPlan& plan, ClDevice& device, cl_command_queue queue,
-      bool profile, const std::map<TensorId, cl_mem>& constants)
-      : graph_(graph), plan_(plan), device_(device), queue_(queue), profile_(profile), constants_(constants) {}
+      bool profile, const std::map<TensorId, cl_mem>& constants, const planner::Liveness& liveness, ArenaMemory arena)
+      : graph_(graph), plan_(plan), device_(device), queue_(queue), profile_(profile), constants_(constants),
+        liveness_(liveness), arena_(arena) {}
   ~Run() {
     for (auto& [root, mem] : buffers_) clReleaseMemObject(mem);
     for (const Timed& t : timed_)
@@ -45,6 +54,11 @@ class Run {
     out = RunReport{};
     out.dispatches = dispatches_;
     out.fallbacks = fallbacks_;
+    out.arena_roots = static_cast<uint32_t>(regions_.size());
+    out.arena_bytes = arena_bytes_;
+    out.no_reuse_bytes = no_reuse_bytes_;
+    out.separate_roots = separate_roots_;
+    out.separate_bytes = separate_bytes_;
     for (const Timed& t : timed_) {
       out.bytes_read += t.traffic.bytes_read;
       out.bytes_written += t.traffic.bytes_written;
@@ -83,6 +97,47 @@ class Run {
       KILN_RETURN_IF_ERROR(bind_shape(id, inputs[i].shape(), name));
       host_[id] = inputs[i];
     }
+    return ok_status();
+  }
+
+  // Places the buffer roots whose sizes the input shapes give (set_inputs
+  // first) in the model's arena by their lifetimes (memplan::plan_arena),
+  // growing it when this run needs more; buffer() then makes each a
+  // sub-buffer. Roots sized only mid-run, model state (zero-filled per
+  // run), constants and images keep their own memory; so does every root
+  // when the plan exceeds the device's largest allocation.
+  Status place_arena() {
+    const uint64_t align = std::max<uint64_t>(device_.description().base_addr_align, 64);
+    std::vector<memplan::Block> blocks;
+    std::vector<TensorId> roots;
+    for (size_t t = 0; t < plan_.tensors.size(); ++t) {
+      const TensorId id = static_cast<TensorId>(t);
+      const PlanTensor& pt = tensor(id);
+      if (!liveness_.needed[t] || liveness_.live[t].empty() || planner::memory_root(plan_, id) != id) continue;
+      if (pt.constant.defined() || constants_.count(id) || pt.origin == PlanTensor::Origin::kState || is_image(id))
+        continue;
+      if (pt.host_resident && !pt.device_needed) continue;
+      auto shape = concrete_shape(id);
+      if (!shape.ok()) continue;  // sized mid-run: its own buffer
+      blocks.push_back({liveness_.live[t].first, liveness_.live[t].last, root_bytes(id, *shape), align});
+      roots.push_back(id);
+    }
+    if (blocks.empty()) return ok_status();
+    const memplan::ArenaPlan placed = memplan::plan_arena(blocks);
+    if (placed.bytes > device_.description().max_alloc) return ok_status();
+    if (placed.bytes > arena_.capacity) {
+      if (arena_.buffer) clReleaseMemObject(arena_.buffer);
+      arena_.buffer = nullptr;
+      arena_.capacity = 0;
+      cl_int rc = CL_SUCCESS;
+      cl_mem mem = clCreateBuffer(device_.context(), CL_MEM_READ_WRITE, placed.bytes, nullptr, &rc);
+      KILN_RETURN_IF_ERROR(cl_status(rc, "allocating the " + std::to_string(placed.bytes) + "-byte buffer arena"));
+      arena_.buffer = mem;
+      arena_.capacity = placed.bytes;
+    }
+    for (size_t i = 0; i < roots.size(); ++i) regions_[roots[i]] = {placed.offsets[i], blocks[i].size};
+    arena_bytes_ = placed.bytes;
+    no_reuse_bytes_ = memplan::no_reuse_total(blocks);
     return ok_status();
   }
 
@@ -145,6 +200,11 @@ class Run {
 
   bool is_image(TensorId id) const { return tensor(id).layout.storage == planner::Storage::kImage; }
 
+  // A buffer root's bytes for `shape` (at least 4: no zero-sized buffer).
+  uint64_t root_bytes(TensorId id, const Shape& shape) const {
+    return std::max<uint64_t>(4, static_cast<uint64_t>(shape_numel(shape)) * planner::elem_bytes(tensor(id).layout.type));
+  }
+
   // The buffer, or the image of an image-stored tensor, holding `id`'s
   // memory root (allocated on first use).
   StatusOr<cl_mem> buffer(TensorId id) {
@@ -169,12 +229,21 @@ class Run {
       }
       return image;
     }
-    const size_t bytes = std::max<size_t>(4, static_cast<size_t>(shape_numel(shape)) *
-                                                 planner::elem_bytes(tensor(root).layout.type));
     cl_int rc = CL_SUCCESS;
+    if (const auto r = regions_.find(root); r != regions_.end()) {
+      const cl_buffer_region region{r->second.first, r->second.second};
+      cl_mem mem = clCreateSubBuffer(arena_.buffer, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &rc);
+      KILN_RETURN_IF_ERROR(cl_status(rc, "placing " + tensor_name(root) + " at byte " + std::to_string(region.origin) +
+                                             " of the buffer arena"));
+      buffers_[root] = mem;
+      return mem;
+    }
+    const size_t bytes = root_bytes(root, shape);
     cl_mem mem = clCreateBuffer(device_.context(), CL_MEM_READ_WRITE, bytes, nullptr, &rc);
     KILN_RETURN_IF_ERROR(cl_status(rc, "allocating " + std::to_string(bytes) + " bytes for " + tensor_name(root)));
     buffers_[root] = mem;
+    ++separate_roots_;
+    separate_bytes_ += bytes;
     if (tensor(root).origin == PlanTensor::Origin::kState) {
       const cl_int zero = 0;
       KILN_RETURN_IF_ERROR(cl_status(
@@ -394,6 +463,11 @@ class Run {
   cl_command_queue queue_;
   bool profile_;
   const std::map<TensorId, cl_mem>& constants_;
+  const planner::Liveness& liveness_;
+  ArenaMemory arena_;
+  std::map<TensorId, std::pair<uint64_t, uint64_t>> regions_;  // arena roots: offset, bytes
+  uint64_t arena_bytes_ = 0, no_reuse_bytes_ = 0, separate_bytes_ = 0;
+  uint32_t separate_roots_ = 0;
   uint32_t dispatches_ = 0, fallbacks_ = 0;
   std::vector<Timed> timed_;  // every dispatch (events: profiled models only)
   std::map<std::string, int64_t> bindings_;
@@ -406,8 +480,9 @@ class Run {
 
 StatusOr<std::vector<Tensor>> OpenClModel::run(const std::vector<Tensor>& inputs, RunReport* report) const {
   std::lock_guard<std::mutex> lock(device_->run_mutex());
-  Run run(*graph_, plan_, *device_, queue_, profile_, constants_);
+  Run run(*graph_, plan_, *device_, queue_, profile_, constants_, liveness_, ArenaMemory{arena_, arena_capacity_});
   KILN_RETURN_IF_ERROR(run.set_inputs(inputs));
+  KILN_RETURN_IF_ERROR(run.place_arena());
   std::map<size_t, const CompiledDispatch*> by_step;
   for (const CompiledDispatch& d : dispatches_) by_step[d.step] = &d;
   std::map<size_t, size_t> control_end;  // If/Loop head -> the step after its range
