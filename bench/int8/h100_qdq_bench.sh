@@ -64,6 +64,28 @@ configs=(
   "r50_fp16|$Z/resnet50/model.onnx|--precision fp16"
   "r50_fp32|$Z/resnet50/model.onnx|"
 )
+# The integer path against ONNX's integer semantics: Kiln's reference
+# backend runs the same fuse-qdq graph (QLinearConv: exact int32 sums, the
+# ONNX requantization) on the CPU. output.npy is numpy's float QDQ
+# simulation instead, which a 54-conv network leaves some quantization
+# steps away (lavapipe, 224: 6 steps, with the Vulkan integer path equal to
+# the reference backend's bit for bit, session 16).
+"$K" run "$Q/model.onnx" --int8-dot on --input input="$Q/input.npy" --output output="$out/int_device.npy" \
+  > "$out/int_device.log" 2>&1
+timeout 300 "$K" run "$Q/model.onnx" --backend reference --int8-dot on --input input="$Q/input.npy" \
+  --output output="$out/int_reference.npy" > "$out/int_reference.log" 2>&1
+python3 - "$out" "$Q/quant.json" <<'EOF' | tee "$out/int_vs_reference.txt"
+import json, sys
+import numpy as np
+out, quant = sys.argv[1], sys.argv[2]
+step = json.load(open(quant))["output_step"]
+try:
+    a, b = np.load(f"{out}/int_device.npy"), np.load(f"{out}/int_reference.npy")
+    print(f"integer path, device vs Kiln's reference backend: max {np.abs(a - b).max() / step:.2f} steps, "
+          f"{int((np.abs(a - b) > step / 2).sum())} of {a.size} outputs differ")
+except (OSError, ValueError) as e:
+    print(f"integer path vs reference backend: not compared ({e})")
+EOF
 for round in $(seq 1 "$rounds"); do
   for c in "${configs[@]}"; do
     IFS='|' read -r name model flags <<< "$c"
