@@ -46,6 +46,11 @@ class PluginModel : public runtime::CompiledModel {
       reported.bytes_read = s.bytes_read;
       reported.bytes_written = s.bytes_written;
       reported.fused_dispatches = s.fused_dispatches;
+      // ABI 1.7 (zero from an older plugin, which leaves them as the host set them).
+      reported.device_bytes = s.device_bytes;
+      reported.activation_bytes = s.activation_bytes;
+      reported.memory.arena_bytes = s.activation_bytes;
+      reported.memory.no_reuse_bytes = s.no_reuse_bytes;
     } else {
       KILN_RETURN_IF_ERROR(take_plugin_status(
           backend_.run(model_, host_api(), pointers.data(), pointers.size(), &Outputs::alloc, &out), what));

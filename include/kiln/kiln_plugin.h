@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define KILN_PLUGIN_ABI_MAJOR 1u
-#define KILN_PLUGIN_ABI_MINOR 6u
+#define KILN_PLUGIN_ABI_MINOR 7u
 #define KILN_PLUGIN_ABI_VERSION ((KILN_PLUGIN_ABI_MAJOR << 16) | KILN_PLUGIN_ABI_MINOR)
 #define KILN_PLUGIN_ABI_VERSION_MAJOR(v) ((uint32_t)(v) >> 16)
 #define KILN_PLUGIN_ABI_VERSION_MINOR(v) ((uint32_t)(v)&0xffffu)
@@ -549,6 +549,12 @@ typedef struct kiln_backend_run_stats_t {
   /* Profiled compiles only: one call per dispatch, in execution order. */
   void (*add_kernel)(void* ctx, const kiln_backend_kernel_stats_t* kernel);
   void* ctx;
+  /* \since 1.7: device memory in bytes, 0 when not reported. device_bytes:
+   * what the model holds on the device after the run (weights, activation
+   * memory, other buffers); activation_bytes: the run's planned activation
+   * memory (an arena: tensors whose lifetimes do not overlap share bytes);
+   * no_reuse_bytes: the same tensors in a buffer each. */
+  uint64_t device_bytes, activation_bytes, no_reuse_bytes;
 } kiln_backend_run_stats_t;
 
 /* What get_interface(KILN_INTERFACE_BACKEND_V1) returns: a backend the

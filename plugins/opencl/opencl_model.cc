@@ -125,6 +125,7 @@ Status OpenClModel::upload_constants() {
     cl_mem mem = clCreateBuffer(device_->context(), CL_MEM_READ_WRITE, bytes, nullptr, &rc);
     KILN_RETURN_IF_ERROR(cl_status(rc, "allocating a constant of " + std::to_string(bytes) + " bytes"));
     constants_[id] = mem;
+    constant_bytes_ += bytes;
     if (data.nbytes() > 0)
       KILN_RETURN_IF_ERROR(cl_status(clEnqueueWriteBuffer(queue_, mem, CL_TRUE, 0, data.nbytes(),
                                                           data.raw_data(), 0, nullptr, nullptr),

@@ -73,6 +73,9 @@ struct RunReport {
   // got their own buffer (sizes known only mid-run, model state).
   uint32_t arena_roots = 0, separate_roots = 0;
   uint64_t arena_bytes = 0, no_reuse_bytes = 0, separate_bytes = 0;
+  // What the model holds in buffers after the run: its constants and the
+  // arena (both kept across runs); images not counted.
+  uint64_t device_bytes = 0;
 };
 
 struct ModelStats {
@@ -117,6 +120,7 @@ class OpenClModel {
   // a run needed; written only under the device's run_mutex.
   mutable cl_mem arena_ = nullptr;
   mutable uint64_t arena_capacity_ = 0;
+  uint64_t constant_bytes_ = 0;  // the constants' buffers
   size_t host_control_flow_ = 0;                   // If/Loop nodes run on the host
   cl_command_queue queue_ = nullptr;               // the device's queue, or its profiling queue
   bool profile_ = false;

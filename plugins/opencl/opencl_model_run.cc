@@ -494,7 +494,10 @@ StatusOr<std::vector<Tensor>> OpenClModel::run(const std::vector<Tensor>& inputs
   }
   auto outputs = run.outputs();
   clFinish(queue_);
-  if (report && outputs.ok()) KILN_RETURN_IF_ERROR(run.report(*report));
+  if (report && outputs.ok()) {
+    KILN_RETURN_IF_ERROR(run.report(*report));
+    report->device_bytes = constant_bytes_ + arena_capacity_;
+  }
   return outputs;
 }
 

@@ -102,6 +102,11 @@ kiln_plugin_status_t* run_with_stats(void* opaque, const kiln_host_api_t* host,
     }
     if (KILN_PLUGIN_HAS_FIELD(stats, kiln_backend_run_stats_t, fused_dispatches))
       stats->fused_dispatches = report.fused_dispatches;
+    if (KILN_PLUGIN_HAS_FIELD(stats, kiln_backend_run_stats_t, no_reuse_bytes)) {
+      stats->device_bytes = report.device_bytes;
+      stats->activation_bytes = report.arena_bytes;
+      stats->no_reuse_bytes = report.no_reuse_bytes;
+    }
     if (KILN_PLUGIN_HAS_FIELD(stats, kiln_backend_run_stats_t, ctx) && stats->add_kernel)
       for (const kiln::opencl::KernelTime& k : report.kernels) {
         const kiln_backend_kernel_stats_t row = {sizeof(row), k.kernel.c_str(), k.node.c_str(), k.ms,

@@ -4,6 +4,7 @@
 // `kiln info --model [PROFILE] [--svg FILE]`: the device model `kiln tune`
 // fitted (tmmodel_report.h), from PROFILE or the newest cached profile.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -17,15 +18,28 @@
 #include "tools/kiln/commands.h"
 #include "tools/kiln/json_reader.h"
 #include "tools/kiln/tmmodel_report.h"
-#include "plugins/tmmodel/model.h"
 
 namespace kiln::cli {
 
 namespace {
 
+// Where kiln tune caches profiles: <cache>/tmmodel, <cache> as the kernel
+// cache's ($KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else
+// $HOME/.cache/kiln); empty when none is set. The rule of
+// tmmodel::profile_directory (plugins/tmmodel/model.h), which this tool,
+// a client of libkiln only (tests/architecture/layering_test.py), cannot
+// include; kiln_tune_short_test checks that the two agree.
+std::string profile_directory() {
+  const char* set[] = {std::getenv("KILN_CACHE_DIR"), std::getenv("XDG_CACHE_HOME"), std::getenv("HOME")};
+  const char* suffix[] = {"/tmmodel", "/kiln/tmmodel", "/.cache/kiln/tmmodel"};
+  for (int i = 0; i < 3; ++i)
+    if (set[i] && *set[i]) return set[i] + std::string(suffix[i]);
+  return "";
+}
+
 // The newest *.json in kiln tune's cache directory, or "" when none.
 std::string newest_cached_profile() {
-  const std::string dir = tmmodel::profile_directory();
+  const std::string dir = profile_directory();
   std::error_code ec;
   if (dir.empty() || !std::filesystem::is_directory(dir, ec)) return "";
   std::string newest;
@@ -46,8 +60,8 @@ int model_report(const Args& args) {
   std::string path = args.positionals().empty() ? newest_cached_profile() : args.positionals()[0];
   if (path.empty())
     return fail(not_found("no device profile: run `kiln tune` first (profiles are cached in " +
-                          (tmmodel::profile_directory().empty() ? std::string("$KILN_CACHE_DIR/tmmodel")
-                                                                : tmmodel::profile_directory()) +
+                          (profile_directory().empty() ? std::string("$KILN_CACHE_DIR/tmmodel")
+                                                       : profile_directory()) +
                           "), or name a profile file"));
   std::ifstream in(path, std::ios::binary);
   if (!in) return fail(not_found("cannot read the profile " + path));
