@@ -7,6 +7,7 @@
 // crashing and commit only a graph that verifies (host_api.h); what the
 // ABI leaves to the plugin (valid pointers, arrays as long as their counts,
 // NUL-terminated strings) is respected here, everything else is fuzzed.
+#include <cstdio>
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstdint>
@@ -263,9 +264,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   pass.required = 1;
   auto result = kiln::registry::run_pass(pass, graph, {});
   // A commit leaves a graph that verifies and survives printing and parsing.
+  // On a failure, what failed goes to stderr first (the crash artifact
+  // alone does not say).
   if (result.ok()) {
-    if (!kiln::ir::verify_graph(graph).ok()) __builtin_trap();
-    if (!kiln::ir::parse_graph(kiln::ir::print_graph(graph)).ok()) __builtin_trap();
+    if (const kiln::Status v = kiln::ir::verify_graph(graph); !v.ok()) {
+      std::fprintf(stderr, "fuzz_rewriter: the committed graph does not verify: %s\n", v.to_string().c_str());
+      __builtin_trap();
+    }
+    const std::string text = kiln::ir::print_graph(graph);
+    if (auto parsed = kiln::ir::parse_graph(text); !parsed.ok()) {
+      std::fprintf(stderr, "fuzz_rewriter: the printed graph does not parse back: %s\n%s\n",
+                   parsed.status().to_string().c_str(), text.c_str());
+      __builtin_trap();
+    }
   }
   return 0;
 }

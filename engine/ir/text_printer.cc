@@ -12,8 +12,11 @@ namespace kiln::ir {
 
 namespace {
 
+// A name printed without quotes: the characters of a word, and no "//",
+// which the parser takes for the start of a comment (found by
+// fuzz_rewriter: an attribute named "//").
 bool is_plain_name(const std::string& s) {
-  if (s.empty()) return false;
+  if (s.empty() || s.find("//") != std::string::npos) return false;
   for (char c : s)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' || c == '-')) return false;
   return true;

@@ -96,6 +96,29 @@ TEST(TextTest, AnnotationsRoundTrip) {
       << print_graph(built);
 }
 
+// Names with "//" (a comment to the parser) are quoted: an attribute, an
+// annotation key, a value and the graph.
+TEST(TextTest, NamesWithACommentMarkerRoundTrip) {
+  Graph g;
+  g.name = "a//b";
+  const ValueId x = g.add_input("x//", DType::kFloat32, SymShape({2}));
+  const ValueId y = g.add_value("y", DType::kFloat32, SymShape({2}));
+  std::map<std::string, Attribute> attrs;
+  attrs["//"] = Attribute::of_ints({});
+  attrs["axis"] = Attribute::of_int(-1);
+  const NodeId n = g.add_node("Softmax", {x}, {y}, std::move(attrs), "s");
+  g.node(n).annotations["//note"] = "v";
+  g.add_output(y);
+  const std::string printed = print_graph(g);
+  auto parsed = parse_graph(printed);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string() << "\n" << printed;
+  EXPECT_EQ(print_graph(**parsed), printed);
+  EXPECT_EQ((*parsed)->name, "a//b");
+  const Node& back = (*parsed)->node((*parsed)->main().nodes.at(0));
+  EXPECT_EQ(back.attrs.count("//"), 1u);
+  EXPECT_EQ(back.annotations.at("//note"), "v");
+}
+
 TEST(TextTest, MalformedAnnotationsAreRejected) {
   // A non-string value, a duplicate key, an unterminated dict (noticed at the
   // next line's first token).
