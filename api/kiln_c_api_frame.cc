@@ -129,12 +129,13 @@ kiln_status_t* kiln_session_record(kiln_session_t* session, VkCommandBuffer comm
 
 kiln_status_t* kiln_session_record_with_options(kiln_session_t* session, VkCommandBuffer command_buffer,
                                                 const kiln_record_options_t* options) {
-  if (!options || options->flags == 0) return kiln_session_record(session, command_buffer);
-  if (!session) return null_arg("session");
-  if (command_buffer == VK_NULL_HANDLE) return null_arg("command_buffer");
+  if (!options) return kiln_session_record(session, command_buffer);
   if (options->struct_size <
       offsetof(kiln_record_options_t, queue_family_index) + sizeof(options->queue_family_index))
     return make_status(KILN_INVALID_ARGUMENT, "kiln_record_options_t.struct_size is too small");
+  if (options->flags == 0) return kiln_session_record(session, command_buffer);
+  if (!session) return null_arg("session");
+  if (command_buffer == VK_NULL_HANDLE) return null_arg("command_buffer");
   if (options->flags & ~KILN_RECORD_VIA_SECONDARY)
     return make_status(KILN_INVALID_ARGUMENT, "kiln_record_options_t.flags has unknown bits " +
                                                   std::to_string(options->flags & ~KILN_RECORD_VIA_SECONDARY));

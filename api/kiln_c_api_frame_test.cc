@@ -472,8 +472,8 @@ TEST_F(CApiFrameTest, RecordWithOptionsRefusals) {
   EXPECT_EQ(e.code(), KILN_INVALID_ARGUMENT) << e.to_string();
   EXPECT_NE(e.message().find("unknown bits 6"), std::string::npos) << e.message();
 
-  // A queue family the device lacks, named (the inputs are bound, so that
-  // the run itself could be recorded).
+  // A queue family other than the session's, named (the inputs are bound,
+  // so that the run itself could be recorded).
   const std::vector<int64_t> shape{kRows, 3};
   Model mlp = load("mlp", kiln::capi::testing::mlp_model(kRows, 3));
   Session bound;
@@ -486,7 +486,7 @@ TEST_F(CApiFrameTest, RecordWithOptionsRefusals) {
   options.queue_family_index = 1000;
   e = Error(kiln_session_record_with_options(bound.get(), frame, &options));
   EXPECT_EQ(e.code(), KILN_INVALID_ARGUMENT) << e.to_string();
-  EXPECT_NE(e.message().find("queue family 1000 is not one of the device's"), std::string::npos) << e.message();
+  EXPECT_NE(e.message().find("queue family 1000 is not the session's"), std::string::npos) << e.message();
   // No options, or no flags: kiln_session_record.
   EXPECT_FALSE(Error(kiln_session_record_with_options(bound.get(), frame, nullptr)));
   options.flags = 0;

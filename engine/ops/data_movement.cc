@@ -180,7 +180,7 @@ Dim infer_minus_one(const std::vector<Dim>& in, const std::vector<Dim>& others) 
   int64_t const_in = 1, const_other = 1;
   std::vector<Dim> sym_in, sym_other;
   for (const Dim& d : in) {
-    if (d.is_unknown()) return Dim();
+    if (d.is_unknown() || (d.is_const() && d.value() < 0)) return Dim();  // a negative dim is no size
     if (!d.is_const()) {
       sym_in.push_back(d);
       continue;
@@ -190,7 +190,7 @@ Dim infer_minus_one(const std::vector<Dim>& in, const std::vector<Dim>& others) 
     const_in = *p;
   }
   for (const Dim& d : others) {
-    if (d.is_unknown()) return Dim();
+    if (d.is_unknown() || (d.is_const() && d.value() < 0)) return Dim();
     if (d.is_const()) {
       const std::optional<int64_t> p = checked_mul(const_other, d.value());
       if (!p) return Dim();
@@ -208,10 +208,12 @@ Dim infer_minus_one(const std::vector<Dim>& in, const std::vector<Dim>& others) 
 
 // A static shape's element count, or nullopt when it overflows int64 (a
 // model may declare any dims; found by fuzz_onnx_import).
+// nullopt for a negative dim too (no size: the text IR accepts one, and
+// INT64_MIN % -1 would trap below).
 std::optional<int64_t> reshape_element_count(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape)
-    if (__builtin_mul_overflow(n, d, &n)) return std::nullopt;
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
   return n;
 }
 
@@ -270,7 +272,7 @@ Status infer_reshape(InferContext& ctx) {
       const std::optional<int64_t> total = reshape_element_count(in.concrete());
       const std::optional<int64_t> rest = reshape_element_count(SymShape(others).concrete());
       if (!total || !rest) return ctx.error("cannot reshape " + in.to_string() + " to " + dims_string(*target) +
-                                            ": the element count overflows int64");
+                                            ": a dim is negative or the element count overflows int64");
       if (*rest == 0 || *total % *rest != 0)
         return ctx.error("cannot reshape " + in.to_string() + " to " + dims_string(*target));
       out[static_cast<size_t>(minus_one)] = Dim(*total / *rest);
@@ -282,7 +284,7 @@ Status infer_reshape(InferContext& ctx) {
     const std::optional<int64_t> want = reshape_element_count(SymShape(out).concrete());
     if (!have || !want || *have != *want)
       return ctx.error("cannot reshape " + in.to_string() + " (" +
-                       (have ? std::to_string(*have) : std::string("more than 2^63")) + " elements) to " +
+                       (have ? std::to_string(*have) : std::string("no valid count of")) + " elements) to " +
                        SymShape(out).to_string() + (want ? "" : ": its element count overflows int64"));
   }
   SymShape result(std::move(out));

@@ -574,8 +574,10 @@ typedef struct kiln_record_options_t {
 } kiln_record_options_t;
 
 /* command_buffer is a primary command buffer (begun, outside a render
- * pass) from a pool of queue family options->queue_family_index, which
- * must run compute. The first call with a set of bindings records what
+ * pass, with no query active) from a pool of queue family
+ * options->queue_family_index, which must be the session's (the queue
+ * family of its device, kiln_vulkan_host_device_t's for a wrapped one:
+ * Kiln's memory belongs to that family). The first call with a set of bindings records what
  * kiln_session_record records (entry barrier, dispatches, exit barrier)
  * once, into a secondary command buffer of the session's, begun with
  * VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT (the primaries of several
@@ -591,10 +593,12 @@ typedef struct kiln_record_options_t {
 #define KILN_RECORD_VIA_SECONDARY 0x1u
 
 /* kiln_session_record (above) with `options` (NULL, or flags 0: the same
- * as kiln_session_record). Errors: those of kiln_session_record, and
- * INVALID_ARGUMENT for struct_size too small, an unknown flag, or a queue
- * family the device lacks or that cannot run compute. Thread-safety: as
- * kiln_session_record. */
+ * as kiln_session_record). After vkCmdExecuteCommands every state of the
+ * primary (compute and graphics pipelines, descriptor sets, push
+ * constants, dynamic state) is undefined: bind again what the host records
+ * next. Errors: those of kiln_session_record, and INVALID_ARGUMENT for
+ * struct_size too small, an unknown flag, or a queue family other than the
+ * session's. Thread-safety: as kiln_session_record. */
 KILN_API KILN_NODISCARD kiln_status_t* kiln_session_record_with_options(kiln_session_t* session,
                                                                        VkCommandBuffer command_buffer,
                                                                        const kiln_record_options_t* options);

@@ -105,9 +105,23 @@ class Run {
   // growing it when this run needs more; buffer() then makes each a
   // sub-buffer. Roots sized only mid-run, model state (zero-filled per
   // run), constants and images keep their own memory; so does every root
-  // when the plan exceeds the device's largest allocation.
+  // when the plan exceeds the device's largest allocation, and every value
+  // an If or Loop reads or makes: this backend runs them whole on the host
+  // at their first step, where the plan's lifetimes (made for control flow
+  // on the device: a Loop's carried values die at their copies into the
+  // body) do not hold.
   Status place_arena() {
     const uint64_t align = std::max<uint64_t>(device_.description().base_addr_align, 64);
+    std::set<TensorId> host_control_flow;
+    for (const auto& [head, end] : planner::control_ranges(plan_)) {
+      const ir::Node& node = graph_.node(plan_.steps[head].node);
+      std::vector<ir::ValueId> values = planner::subgraph_reads(graph_, node);
+      values.insert(values.end(), node.inputs.begin(), node.inputs.end());
+      values.insert(values.end(), node.outputs.begin(), node.outputs.end());
+      for (ir::ValueId v : values)
+        if (const auto t = plan_.value_tensor.find(v); t != plan_.value_tensor.end())
+          host_control_flow.insert(planner::memory_root(plan_, t->second));
+    }
     std::vector<memplan::Block> blocks;
     std::vector<TensorId> roots;
     for (size_t t = 0; t < plan_.tensors.size(); ++t) {
@@ -117,6 +131,7 @@ class Run {
       if (pt.constant.defined() || constants_.count(id) || pt.origin == PlanTensor::Origin::kState || is_image(id))
         continue;
       if (pt.host_resident && !pt.device_needed) continue;
+      if (host_control_flow.count(id)) continue;
       auto shape = concrete_shape(id);
       if (!shape.ok()) continue;  // sized mid-run: its own buffer
       blocks.push_back({liveness_.live[t].first, liveness_.live[t].last, root_bytes(id, *shape), align});

@@ -88,11 +88,17 @@ std::string draw_panel(const Panel& p, double left, double top, double width, do
 
   std::string o = "<g class=\"panel\">\n";
   o += text(left + width / 2, top - 10, "middle", p.title, " font-size=\"13\" font-weight=\"bold\"");
-  for (double t = 0; t <= yr.hi + yr.step / 2; t += yr.step) {
+  // Grid lines by an integer count (about five a range; the ranges are
+  // finite, tmmodel_report_svg checks the values).
+  const int y_lines = static_cast<int>(std::lround(yr.hi / yr.step));
+  for (int i = 0; i <= y_lines; ++i) {
+    const double t = i * yr.step;
     o += line(left, Y(t), left + width, Y(t), "stroke=\"#e4e4e4\"");
     o += text(left - 5, Y(t) + 4, "end", fmt(t, "%g"));
   }
-  for (double t = xr.lo; t <= xr.hi + xr.step / 2; t += xr.step) {
+  const int x_lines = static_cast<int>(std::lround((xr.hi - xr.lo) / xr.step));
+  for (int i = 0; i <= x_lines; ++i) {
+    const double t = xr.lo + i * xr.step;
     const double x = p.log2_x ? left + width * (t - xr.lo) / (xr.hi - xr.lo) : X(t);
     o += line(x, top, x, top + height, "stroke=\"#f0f0f0\"");
     o += text(x, top + height + 15, "middle", fmt(p.log2_x ? std::exp2(t) : t, "%g"));
@@ -133,6 +139,10 @@ std::string draw_panel(const Panel& p, double left, double top, double width, do
   return o + "</g>\n";
 }
 
+// A measurement the chart can place: finite, not negative, below 1e12 ns
+// (and a count that fits an int).
+bool plausible(double v) { return std::isfinite(v) && v >= 0 && v < 1e12; }
+
 // measurements.chase_<storage>: [[predicted, measured, held_out], ...].
 StatusOr<Series> chase_series(const JsonValue& measurements, const std::string& storage, size_t index) {
   const JsonValue* runs = measurements.get("chase_" + storage);
@@ -141,8 +151,10 @@ StatusOr<Series> chase_series(const JsonValue& measurements, const std::string& 
   s.label = storage;
   s.colour = svg::colour(index);
   for (const JsonValue& r : runs->items) {
-    if (!r.is_array() || r.items.size() != 3 || !r.items[0].is_number() || !r.items[1].is_number())
-      return invalid_argument("measurements.chase_" + storage + " holds an entry that is not [predicted, measured, held_out]");
+    if (!r.is_array() || r.items.size() != 3 || !r.items[0].is_number() || !r.items[1].is_number() ||
+        !plausible(r.items[0].number) || !plausible(r.items[1].number))
+      return invalid_argument("measurements.chase_" + storage +
+                              " holds an entry that is not [predicted, measured, held_out] with finite ns below 1e12");
     s.measured.push_back({r.items[0].number, r.items[1].number, r.items[2].is_number() && r.items[2].number != 0});
   }
   return s;
@@ -167,9 +179,12 @@ StatusOr<std::vector<StreamRun>> stream_runs(const JsonValue& measurements) {
     const double* steps = r.get_number("steps");
     const double* ns = r.get_number("ns");
     const double* predicted = r.get_number("predicted_ns");
-    if (!storage || !pattern || !g || !wgs || !steps || !ns || !predicted || !(*steps > 0))
-      return invalid_argument("measurements.stream holds a run without storage, pattern, group_size, work_groups, "
-                              "steps > 0, ns and predicted_ns");
+    if (!storage || !pattern || !g || !wgs || !steps || !ns || !predicted || !(*steps >= 1) ||
+        !plausible(*g) || !plausible(*wgs) || *g > 1e9 || *wgs > 1e9 || !plausible(*steps) || !plausible(*ns) ||
+        !plausible(*predicted))
+      return invalid_argument("measurements.stream holds a run without storage, pattern, group_size and "
+                              "work_groups (positive counts), steps >= 1, and ns and predicted_ns (finite, below "
+                              "1e12)");
     const JsonValue* held = r.get("held_out");
     out.push_back({*storage, *pattern, static_cast<int>(*g), static_cast<int>(*wgs), *ns / *steps, *predicted / *steps,
                    held && held->boolean});
@@ -237,6 +252,8 @@ StatusOr<std::string> tmmodel_report_svg(const JsonValue& profile) {
 
   KILN_ASSIGN_OR_RETURN(const std::vector<StreamRun> runs, stream_runs(*measurements));
   if (runs.empty()) return invalid_argument("measurements.stream is empty");
+  if (std::none_of(runs.begin(), runs.end(), [](const StreamRun& r) { return r.work_groups == 1; }))
+    return invalid_argument("measurements.stream has no run of one work group (the warp level's)");
   std::vector<std::string> patterns;  // in the profile's order
   std::set<int> groups;
   for (const StreamRun& r : runs) {

@@ -89,6 +89,12 @@ Status VulkanModel::Impl::record_into(VkCommandBuffer cmd, const DeviceBindings&
   std::lock_guard<std::mutex> lock(mutex);
   KILN_ASSIGN_OR_RETURN(Signature* sig, host_recordable(bindings));
   if (!via_secondary) return host_recorder().record_into(*sig, cmd);
+  // The model's buffers are exclusive to its queue family: a command
+  // buffer of another family would use them without an ownership transfer.
+  if (*via_secondary != device.queue_family())
+    return invalid_argument("queue family " + std::to_string(*via_secondary) + " is not the session's (" +
+                            std::to_string(device.queue_family()) +
+                            "): Kiln's memory belongs to that family's queues, so its commands run there");
   KILN_ASSIGN_OR_RETURN(VkCommandBuffer secondary, host_secondary(*sig, *via_secondary));
   device.fn().vkCmdExecuteCommands(cmd, 1, &secondary);
   return ok_status();
