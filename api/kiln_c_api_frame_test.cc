@@ -390,6 +390,19 @@ TEST_F(CApiFrameTest, RecordMatchesRun) {
   session.forget_vulkan_buffer(by.handle());
 }
 
+// The mlp's input x written to `bx` and bound, its output bound to `by`
+// (both at offset 0), one kiln_session_run: `want` is what it wrote.
+void bind_and_run(Session& session, HostBuffer& bx, const std::vector<float>& x, HostBuffer& by,
+                  std::vector<float>& want) {
+  bx.write(0, x);
+  ASSERT_FALSE(session.bind_vulkan_buffer("x", bx.handle(), 0, kBytes, {kRows, 3}));
+  ASSERT_FALSE(session.bind_vulkan_buffer("y", by.handle(), 0, kBytes));
+  const kiln_tensor_t* none[] = {nullptr};
+  kiln_tensor_t* out[] = {nullptr};
+  ASSERT_FALSE(Error(kiln_session_run(session.get(), none, 1, out, 1)));
+  want = by.read(0, x.size());
+}
+
 // KILN_RECORD_VIA_SECONDARY: each frame's primary executes Kiln's
 // secondary command buffer of those bindings. Two frames in flight at once
 // (both primaries pending: the secondary must allow simultaneous use, which
@@ -401,17 +414,11 @@ TEST_F(CApiFrameTest, RecordViaSecondaryMatchesRun) {
   Model mlp = load("mlp", kiln::capi::testing::mlp_model(kRows, 3));
   Session session;
   ASSERT_NO_FATAL_FAILURE(wrapped_session(mlp, session));
-  const std::vector<int64_t> shape{kRows, 3};
   HostBuffer bx(device(), kBytes), by(device(), kBytes), bz(device(), kBytes);
   ASSERT_TRUE(bx.ok() && by.ok() && bz.ok());
   const std::vector<float> x = inputs_for(0.25f);
-  bx.write(0, x);
-  ASSERT_FALSE(session.bind_vulkan_buffer("x", bx.handle(), 0, kBytes, shape));
-  ASSERT_FALSE(session.bind_vulkan_buffer("y", by.handle(), 0, kBytes));
-  const kiln_tensor_t* none[] = {nullptr};
-  kiln_tensor_t* out[] = {nullptr};
-  ASSERT_FALSE(Error(kiln_session_run(session.get(), none, 1, out, 1)));
-  const std::vector<float> want = by.read(0, x.size());
+  std::vector<float> want;
+  ASSERT_NO_FATAL_FAILURE(bind_and_run(session, bx, x, by, want));
   const std::vector<float> stale(kRows * 3, -99.0f);
 
   kiln_record_options_t options{sizeof(options)};
@@ -505,17 +512,11 @@ TEST_F(CApiFrameTest, RecordFollowsTheBindings) {
   Model mlp = load("mlp", kiln::capi::testing::mlp_model(kRows, 3));
   Session session;
   ASSERT_NO_FATAL_FAILURE(wrapped_session(mlp, session));
-  const std::vector<int64_t> shape{kRows, 3};
   HostBuffer bx(device(), kBytes), by(device(), 2 * kBytes), bz(device(), kBytes);
   ASSERT_TRUE(bx.ok() && by.ok() && bz.ok());
   const std::vector<float> x = inputs_for(1.5f);
-  bx.write(0, x);
-  ASSERT_FALSE(session.bind_vulkan_buffer("x", bx.handle(), 0, kBytes, shape));
-  ASSERT_FALSE(session.bind_vulkan_buffer("y", bz.handle(), 0, kBytes));
-  const kiln_tensor_t* none[] = {nullptr};
-  kiln_tensor_t* out[] = {nullptr};
-  ASSERT_FALSE(Error(kiln_session_run(session.get(), none, 1, out, 1)));
-  const std::vector<float> want = bz.read(0, x.size());
+  std::vector<float> want;
+  ASSERT_NO_FATAL_FAILURE(bind_and_run(session, bx, x, bz, want));
   const std::vector<float> stale(kRows * 3, -99.0f);
 
   GameCommands game(device());

@@ -51,6 +51,15 @@ StatusOr<std::unique_ptr<OpenClModel>> OpenClModel::compile(std::unique_ptr<ir::
   plan_options.cooperative_matrix = false;
   KILN_ASSIGN_OR_RETURN(model->plan_, planner::build_plan(*model->graph_, model->device_->target(), plan_options));
   model->liveness_ = planner::compute_liveness(model->plan_, *model->graph_);
+  for (const auto& [head, end] : planner::control_ranges(model->plan_)) {
+    const ir::Node& node = model->graph_->node(model->plan_.steps[head].node);
+    std::vector<ir::ValueId> values = planner::subgraph_reads(*model->graph_, node);
+    values.insert(values.end(), node.inputs.begin(), node.inputs.end());
+    values.insert(values.end(), node.outputs.begin(), node.outputs.end());
+    for (ir::ValueId v : values)
+      if (const auto t = model->plan_.value_tensor.find(v); t != model->plan_.value_tensor.end())
+        model->control_flow_roots_.insert(planner::memory_root(model->plan_, t->second));
+  }
   KILN_RETURN_IF_ERROR(model->compile_steps());
   KILN_RETURN_IF_ERROR(model->upload_constants());
   const ProgramCacheStats after = model->device_->program_stats();

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -116,6 +117,9 @@ class OpenClModel {
   std::vector<CompiledDispatch> dispatches_;       // in step order
   std::map<planner::TensorId, cl_mem> constants_;  // uploaded once, by memory root
   planner::Liveness liveness_;                     // the roots' lifetimes, for the arena
+  // The roots of every value an If or Loop reads or makes: they stay out of
+  // the arena (opencl_model_run.cc, place_arena).
+  std::set<planner::TensorId> control_flow_roots_;
   // The runs' buffer arena (opencl_model_run.cc): grown to the largest plan
   // a run needed; written only under the device's run_mutex.
   mutable cl_mem arena_ = nullptr;

@@ -39,9 +39,10 @@ class Run {
  public:
   // `queue`: the model's (a profiling queue when `profile`).
   Run(const ir::Graph& graph, const planner::ExecutionPlan& plan, ClDevice& device, cl_command_queue queue,
-      bool profile, const std::map<TensorId, cl_mem>& constants, const planner::Liveness& liveness, ArenaMemory arena)
+      bool profile, const std::map<TensorId, cl_mem>& constants, const planner::Liveness& liveness,
+      const std::set<TensorId>& control_flow_roots, ArenaMemory arena)
       : graph_(graph), plan_(plan), device_(device), queue_(queue), profile_(profile), constants_(constants),
-        liveness_(liveness), arena_(arena) {}
+        liveness_(liveness), control_flow_roots_(control_flow_roots), arena_(arena) {}
   ~Run() {
     for (auto& [root, mem] : buffers_) clReleaseMemObject(mem);
     for (const Timed& t : timed_)
@@ -112,16 +113,6 @@ class Run {
   // body) do not hold.
   Status place_arena() {
     const uint64_t align = std::max<uint64_t>(device_.description().base_addr_align, 64);
-    std::set<TensorId> host_control_flow;
-    for (const auto& [head, end] : planner::control_ranges(plan_)) {
-      const ir::Node& node = graph_.node(plan_.steps[head].node);
-      std::vector<ir::ValueId> values = planner::subgraph_reads(graph_, node);
-      values.insert(values.end(), node.inputs.begin(), node.inputs.end());
-      values.insert(values.end(), node.outputs.begin(), node.outputs.end());
-      for (ir::ValueId v : values)
-        if (const auto t = plan_.value_tensor.find(v); t != plan_.value_tensor.end())
-          host_control_flow.insert(planner::memory_root(plan_, t->second));
-    }
     std::vector<memplan::Block> blocks;
     std::vector<TensorId> roots;
     for (size_t t = 0; t < plan_.tensors.size(); ++t) {
@@ -131,7 +122,7 @@ class Run {
       if (pt.constant.defined() || constants_.count(id) || pt.origin == PlanTensor::Origin::kState || is_image(id))
         continue;
       if (pt.host_resident && !pt.device_needed) continue;
-      if (host_control_flow.count(id)) continue;
+      if (control_flow_roots_.count(id)) continue;
       auto shape = concrete_shape(id);
       if (!shape.ok()) continue;  // sized mid-run: its own buffer
       blocks.push_back({liveness_.live[t].first, liveness_.live[t].last, root_bytes(id, *shape), align});
@@ -479,6 +470,7 @@ class Run {
   bool profile_;
   const std::map<TensorId, cl_mem>& constants_;
   const planner::Liveness& liveness_;
+  const std::set<TensorId>& control_flow_roots_;
   ArenaMemory arena_;
   std::map<TensorId, std::pair<uint64_t, uint64_t>> regions_;  // arena roots: offset, bytes
   uint64_t arena_bytes_ = 0, no_reuse_bytes_ = 0, separate_bytes_ = 0;
@@ -495,7 +487,8 @@ class Run {
 
 StatusOr<std::vector<Tensor>> OpenClModel::run(const std::vector<Tensor>& inputs, RunReport* report) const {
   std::lock_guard<std::mutex> lock(device_->run_mutex());
-  Run run(*graph_, plan_, *device_, queue_, profile_, constants_, liveness_, ArenaMemory{arena_, arena_capacity_});
+  Run run(*graph_, plan_, *device_, queue_, profile_, constants_, liveness_, control_flow_roots_,
+          ArenaMemory{arena_, arena_capacity_});
   KILN_RETURN_IF_ERROR(run.set_inputs(inputs));
   KILN_RETURN_IF_ERROR(run.place_arena());
   std::map<size_t, const CompiledDispatch*> by_step;

@@ -288,11 +288,11 @@ class VulkanModel {
   // a host-decided If or Loop, a value-dependent shape, image storage),
   // then as run(). Thread-safe.
   // With `via_secondary`, `cmd` is a primary command buffer from a pool of
-  // queue family `*via_secondary`: the run is recorded once per signature
-  // and family into a secondary command buffer of the model's
-  // (host_secondaries.h), which `cmd` executes; the secondary lives as
-  // long as the signature (the same rule as above). More errors then:
-  // kInvalidArgument for a family the device lacks or one without compute.
+  // queue family `*via_secondary`, which must be the device's: the run is
+  // recorded once per signature into a secondary command buffer of the
+  // model's (host_secondaries.h), which `cmd` executes; the secondary lives
+  // as long as the signature (the same rule as above). More errors then:
+  // kInvalidArgument for another family.
   Status record_into(VkCommandBuffer cmd, const DeviceBindings& bindings,
                      std::optional<uint32_t> via_secondary = std::nullopt) const;
   // record_into, a slice at a time (vulkan_model_sliced_record.cc): the

@@ -71,15 +71,13 @@ Recorder VulkanModel::Impl::host_recorder() {
                   label_names(), [this](const Signature& s, size_t step) { return host_condition(s, step); });
 }
 
-StatusOr<VkCommandBuffer> VulkanModel::Impl::host_secondary(Signature& sig, uint32_t family) {
-  for (const Signature::HostSecondary& s : sig.host_secondaries)
-    if (s.family == family) return s.cmd;
+StatusOr<VkCommandBuffer> VulkanModel::Impl::host_secondary(Signature& sig) {
+  if (sig.host_secondary != VK_NULL_HANDLE) return sig.host_secondary;
   if (!secondaries) secondaries = std::make_unique<HostSecondaries>(device);
-  KILN_ASSIGN_OR_RETURN(VkCommandBuffer cmd, secondaries->record(family, [&](VkCommandBuffer secondary) {
+  KILN_ASSIGN_OR_RETURN(sig.host_secondary, secondaries->record([&](VkCommandBuffer secondary) {
     return host_recorder().record_into(sig, secondary);
   }));
-  sig.host_secondaries.push_back({family, cmd});
-  return cmd;
+  return sig.host_secondary;
 }
 
 Status VulkanModel::Impl::record_into(VkCommandBuffer cmd, const DeviceBindings& bindings,
@@ -95,7 +93,7 @@ Status VulkanModel::Impl::record_into(VkCommandBuffer cmd, const DeviceBindings&
     return invalid_argument("queue family " + std::to_string(*via_secondary) + " is not the session's (" +
                             std::to_string(device.queue_family()) +
                             "): Kiln's memory belongs to that family's queues, so its commands run there");
-  KILN_ASSIGN_OR_RETURN(VkCommandBuffer secondary, host_secondary(*sig, *via_secondary));
+  KILN_ASSIGN_OR_RETURN(VkCommandBuffer secondary, host_secondary(*sig));
   device.fn().vkCmdExecuteCommands(cmd, 1, &secondary);
   return ok_status();
 }

@@ -195,13 +195,9 @@ struct Signature {
   // (host_commands.h): made by the first record_into or record_slice of
   // this signature, replayed by every later one.
   HostCommands host_commands;
-  // That recording, once per queue family a host asked for, in secondary
-  // command buffers it executes (host_secondaries.h); freed by release().
-  struct HostSecondary {
-    uint32_t family = 0;
-    VkCommandBuffer cmd = VK_NULL_HANDLE;
-  };
-  std::vector<HostSecondary> host_secondaries;
+  // That recording in a secondary command buffer the host executes
+  // (host_secondaries.h), made on first use; freed by release().
+  VkCommandBuffer host_secondary = VK_NULL_HANDLE;
 
   // Value-dependent shapes (vulkan_model_dynamic_shape.cc). A signature
   // records the steps [first_step, end_step): all of them unless some node's
@@ -385,10 +381,9 @@ struct VulkanModel::Impl {
   Status check_memory_limit(uint64_t extra, const std::string& what) const;
   // VulkanModel::record_into (vulkan_model_host_record.cc).
   Status record_into(VkCommandBuffer cmd, const DeviceBindings& bindings, std::optional<uint32_t> via_secondary);
-  // sig's run recorded into a secondary command buffer for primaries of
-  // queue family `family`: made on first use, then kept in
-  // sig.host_secondaries until release(). Call with `mutex` held.
-  StatusOr<VkCommandBuffer> host_secondary(Signature& sig, uint32_t family);
+  // sig's run recorded into a secondary command buffer: made on first use,
+  // then kept in sig.host_secondary until release(). Call with `mutex` held.
+  StatusOr<VkCommandBuffer> host_secondary(Signature& sig);
   // The signature of a run with every input and output in `bindings` that
   // can be recorded into the host's command buffer (made on first sight,
   // its arena restored), or kFailedPrecondition naming why not. Call with

@@ -116,8 +116,8 @@ void VulkanModel::Impl::release(Signature& sig) {
     seg.cmd = VK_NULL_HANDLE;
   }
   sig.host_commands = HostCommands{};  // its descriptor sets were just freed
-  for (const Signature::HostSecondary& s : sig.host_secondaries) secondaries->free(s.family, s.cmd);
-  sig.host_secondaries.clear();
+  if (sig.host_secondary != VK_NULL_HANDLE) secondaries->free(sig.host_secondary);
+  sig.host_secondary = VK_NULL_HANDLE;
   for (ImageConversion& c : sig.image_conversions) descriptors->free(c.sets);
   sig.image_conversions.clear();
   for (const Signature*& owner : memory_owner)
