@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stages a kiln build for the GPU machine: the kiln binary (and
+# Stages a kiln build for the GPU machine: the kiln binary (and kiln-tune,
 # kiln_kernel_bench and game_frame when built) and the shared
 # libraries it needs that a bare machine lacks (libkiln, protobuf, onnx_proto,
 # and whatever else ldd resolves outside glibc, libstdc++ and the Vulkan
@@ -22,19 +22,28 @@ mkdir -p "$dest/bin" "$dest/lib"
 # The tool, and the per-op micro-benchmarks (bench/kernels) when built.
 binaries=("$kiln")
 [ -x "$build/bench/kernels/kiln_kernel_bench" ] && binaries+=("$build/bench/kernels/kiln_kernel_bench")
+# `kiln tune`'s characterization program (found beside the tool).
+[ -x "$build/tools/tune/kiln-tune" ] && binaries+=("$build/tools/tune/kiln-tune")
 # The game-frame example (examples/game_frame), when built.
 [ -x "$build/examples/game_frame/game_frame" ] && binaries+=("$build/examples/game_frame/game_frame")
 # Libraries every Linux machine has (or that must come from the machine
 # itself, like the Vulkan loader and the driver) stay behind.
 system='^(linux-vdso|ld-linux|libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz|libvulkan)\.'
-for bin in "${binaries[@]}"; do
-  strip -o "$dest/bin/$(basename "$bin")" "$bin"
+# What each binary and plugin links that the bare machine lacks goes to lib/
+# (the OpenCL plugin's ICD loader, libOpenCL.so.1, too; the run sets
+# LD_LIBRARY_PATH to it, since a plugin's own lookups ignore the tool's rpath).
+stage_libraries() {
+  local bin=$1
   missing=$(ldd "$bin" | awk '/not found/ {print $1}')
   if [ -n "$missing" ]; then echo "stage_kiln: unresolved here: $missing" >&2; exit 2; fi
   ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | while read -r name path; do
     if [[ "$name" =~ $system ]]; then continue; fi
     strip -o "$dest/lib/$name" "$path"
   done
+}
+for bin in "${binaries[@]}"; do
+  strip -o "$dest/bin/$(basename "$bin")" "$bin"
+  stage_libraries "$bin"
 done
 # Kiln's own plugins load from lib/kiln/plugins beside the library directory
 # (<bindir>/../lib/kiln/plugins for the tool).
@@ -42,7 +51,11 @@ mkdir -p "$dest/lib/kiln/plugins"
 for so in "$build"/lib/kiln/plugins/*.so; do
   [ -e "$so" ] || { echo "stage_kiln: no plugins in $build/lib/kiln/plugins (build the plugin targets)" >&2; exit 2; }
   strip -o "$dest/lib/kiln/plugins/$(basename "$so")" "$so"
+  stage_libraries "$so"
 done
+# `kiln tune --exhaustive` finds its script at <bindir>/../share/kiln.
+mkdir -p "$dest/share/kiln"
+cp "$root/plugins/tmmodel/exhaustive.py" "$dest/share/kiln/tmmodel_exhaustive.py"
 du -sh "$dest"
 ls -l "$dest/bin" "$dest/lib"
 bytes=$(du -sb "$dest" | cut -f1)

@@ -70,8 +70,12 @@ def main():
     ap.add_argument("--passes", default=DEFAULT_PASSES)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--json")
-    ap.add_argument("extra", nargs="*", help="more kiln bench arguments (after --)")
-    a = ap.parse_args()
+    # What follows `--` goes to kiln bench untouched (argparse would take
+    # `--coopmat off` for its own options, or refuse `--` after the positionals).
+    argv = sys.argv[1:]
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    a = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    a.extra = extra
     profile = json.load(open(a.profile))
     with tempfile.TemporaryDirectory() as tmp:
         run = lambda env, passes: best_of([bench(a.kiln, a.model, passes, env, a.extra, tmp) for _ in range(a.repeat)])

@@ -95,10 +95,17 @@ int64_t waves(const Profile& p, int64_t work_groups, int group_size) {
   return static_cast<int64_t>(std::ceil(warps / warps_in_flight(p, group_size) - 1e-9));
 }
 
-double predict_stream_ns(const Profile& p, const StreamConfig& c) {
-  const double lt = thread_latency(p.beta(c.storage), cross_block_histogram(pattern_walk(c.pattern, 16, c.steps)));
-  const double lw = lt * p.stream_scale(c.storage) * warp_factor(p, c.group_size, reuse_distance(c.pattern));
+double stream_walk_latency(const Profile& p, const StreamConfig& c) {
+  return thread_latency(p.beta(c.storage), cross_block_histogram(pattern_walk(c.pattern, 16, c.steps)));
+}
+
+double predict_stream_ns(const Profile& p, const StreamConfig& c, double walk_latency) {
+  const double lw = walk_latency * p.stream_scale(c.storage) * warp_factor(p, c.group_size, reuse_distance(c.pattern));
   return lw * c.steps * static_cast<double>(waves(p, c.work_groups, c.group_size));
+}
+
+double predict_stream_ns(const Profile& p, const StreamConfig& c) {
+  return predict_stream_ns(p, c, stream_walk_latency(p, c));
 }
 
 namespace {

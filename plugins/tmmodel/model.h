@@ -117,6 +117,11 @@ struct StreamConfig {
 };
 // Eq. 7 for a stream configuration, nanoseconds.
 double predict_stream_ns(const Profile& p, const StreamConfig& c);
+// The same with the thread level's L_t of the configuration's walk given
+// (stream_walk_latency): a fit that varies only the levels above it
+// computes the walk's histogram once, not once per trial.
+double stream_walk_latency(const Profile& p, const StreamConfig& c);
+double predict_stream_ns(const Profile& p, const StreamConfig& c, double walk_latency);
 
 // Spearman's rank correlation (average ranks for ties); 0 for fewer than 3
 // points or a constant series.

@@ -63,6 +63,16 @@ TEST(TmmodelModel, WarpAndGroupLevels) {
   EXPECT_EQ(waves(p, 1, 16), 1);    // a partial warp is one warp
   EXPECT_DOUBLE_EQ(warps_in_flight(p, 128), 4.0);  // the next measured size up
   EXPECT_DOUBLE_EQ(warps_in_flight(p, 512), 4.0);  // above every measurement: the largest
+  // Eq. 7 is the walk's L_t times the levels above it: with L_t given (what
+  // the fit caches per run) the prediction is the same, and linear in it.
+  p.beta_buffer = {3, 1, 2, 0.5, 0.5, 0.25, 0.25, 0.1, 0.1};
+  p.stream_scale_buffer = 1.5;
+  const StreamConfig c{Storage::kBuffer, AccessPattern::kBlock4, 64, 10, 128};
+  const double lt = stream_walk_latency(p, c);
+  EXPECT_GT(lt, 3.0);  // the intercept plus some crossings
+  EXPECT_DOUBLE_EQ(predict_stream_ns(p, c, lt), predict_stream_ns(p, c));
+  EXPECT_DOUBLE_EQ(predict_stream_ns(p, c, 2 * lt), 2 * predict_stream_ns(p, c));
+  EXPECT_DOUBLE_EQ(predict_stream_ns(p, c, lt), lt * 1.5 * warp_factor(p, 64, 4) * 128 * 3);
 }
 
 TEST(TmmodelModel, Spearman) {

@@ -92,6 +92,11 @@ void fit_group_level(tmmodel::Profile& p, const std::vector<StreamRun>& stream) 
     if (!held_out(i)) by_group[stream[i].config.group_size].push_back(i);
     most = std::max(most, stream[i].config.work_groups * ((stream[i].config.group_size + w - 1) / w));
   }
+  // The thread level is fixed here: each run's walk latency once, not once
+  // per trial K (with hundreds of work groups on a big GPU the trials are
+  // thousands, and a walk's histogram costs as much as the rest together).
+  std::vector<double> walk_latency(stream.size());
+  for (size_t i = 0; i < stream.size(); ++i) walk_latency[i] = tmmodel::stream_walk_latency(p, stream[i].config);
   for (const auto& [g, runs] : by_group) {
     double best = INFINITY;
     int64_t best_k = 1;
@@ -99,7 +104,8 @@ void fit_group_level(tmmodel::Profile& p, const std::vector<StreamRun>& stream) 
       p.warps_in_flight[g] = static_cast<double>(k);
       double sse = 0;
       for (size_t i : runs) {
-        const double e = std::log(stream[i].ns) - std::log(tmmodel::predict_stream_ns(p, stream[i].config));
+        const double e =
+            std::log(stream[i].ns) - std::log(tmmodel::predict_stream_ns(p, stream[i].config, walk_latency[i]));
         sse += e * e;
       }
       if (sse < best - 1e-9) best = sse, best_k = k;  // ties keep the fewer

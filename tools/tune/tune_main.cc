@@ -115,12 +115,27 @@ int run(const Args& args) {
     const int64_t most = std::max<int64_t>(64, 4 * int64_t{caps.compute_units});
     for (int64_t w = 1; w <= most; w = w < 4 ? w + 1 : w * 3 / 2) mo.work_groups.push_back(w);
   }
+  // Progress on stderr, one line a phase: the full mode runs for minutes on
+  // some devices, and a silent tool looks hung.
+  auto phase_start = std::chrono::steady_clock::now();
+  auto progress = [&phase_start](const std::string& done) {
+    const auto now = std::chrono::steady_clock::now();
+    std::fprintf(stderr, "kiln tune: %s (%.1f s)\n", done.c_str(),
+                 std::chrono::duration<double>(now - phase_start).count());
+    phase_start = now;
+  };
+  std::fprintf(stderr, "kiln tune: %s mode on %s: %d pointer chases of %d steps per storage, %zu x %zu stream configurations\n",
+               args.short_mode ? "short" : "full", caps.device_name.c_str(), mo.chase_runs, mo.chase_steps,
+               mo.group_sizes.size(), mo.work_groups.size());
   auto bench = tune::Microbench::create(**device, mo);
   if (!bench.ok()) return fail(bench.status());
+  progress("set up");
   auto chase = (*bench)->chase();
   if (!chase.ok()) return fail(chase.status());
+  progress("pointer chases measured");
   auto stream = (*bench)->stream();
   if (!stream.ok()) return fail(stream.status());
+  progress("stream runs measured");
   bench->reset();
 
   tmmodel::Profile identity;
@@ -132,6 +147,7 @@ int run(const Args& args) {
   identity.warp_width = caps.subgroup_size > 0 ? static_cast<int>(caps.subgroup_size) : 32;
   auto fit = tune::fit_profile(*chase, *stream, identity);
   if (!fit.ok()) return fail(fit.status());
+  progress("model fitted");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (validation_messages > 0)
     return fail(internal_error(std::to_string(validation_messages) + " validation message(s); see above"));
