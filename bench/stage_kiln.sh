@@ -10,6 +10,9 @@
 # usage: bench/stage_kiln.sh BUILD_DIR [DEST]   (DEST default: build-bench-carry,
 #        ignored by git as /build*/). Then carry DEST and run, on the machine:
 #        KILN_BIN=DEST/bin/kiln KILN_LIB_DIR=DEST/lib bench/run_h100.sh "$OUT"
+# A fault there prints the stack as lib(+0xOFFSET) lines (the kiln tool's
+# crash report); the offsets resolve against this build's unstripped files:
+#   addr2line -Cfe BUILD_DIR/lib/kiln/plugins/libkiln_opencl_backend.so 0xOFFSET
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:?usage: stage_kiln.sh BUILD_DIR [DEST]}

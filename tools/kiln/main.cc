@@ -6,6 +6,7 @@
 
 #include "kiln/kiln.h"
 #include "tools/kiln/commands.h"
+#include "tools/kiln/crash_report.h"
 
 namespace kiln::cli {
 
@@ -117,6 +118,7 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  kiln::cli::install_crash_report();
   const std::string cmd = argv[1];
   std::vector<std::string> rest(argv + 2, argv + argc);
   if (cmd == "run") return kiln::cli::cmd_run(rest);
