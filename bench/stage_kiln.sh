@@ -56,6 +56,17 @@ for so in "$build"/lib/kiln/plugins/*.so; do
   strip -o "$dest/lib/kiln/plugins/$(basename "$so")" "$so"
   stage_libraries "$so"
 done
+# STAGE_OPENCL_TESTS=1: the OpenCL node-test program and the node-test data
+# too (bench/opencl_check.sh runs them on the GPU machine's OpenCL platform;
+# ~6 MB compressed).
+if [ "${STAGE_OPENCL_TESTS:-0}" = 1 ]; then
+  test_bin=$build/plugins/opencl/kiln_opencl_node_test
+  [ -x "$test_bin" ] || { echo "stage_kiln: $test_bin is not built" >&2; exit 2; }
+  strip -o "$dest/bin/kiln_opencl_node_test" "$test_bin"
+  stage_libraries "$test_bin"
+  [ -d "$build/onnx_node_data/node" ] || { echo "stage_kiln: no node-test data in $build/onnx_node_data" >&2; exit 2; }
+  tar -cJf "$dest/onnx_node_data.txz" -C "$build" onnx_node_data
+fi
 # `kiln tune --exhaustive` finds its script at <bindir>/../share/kiln.
 mkdir -p "$dest/share/kiln"
 cp "$root/plugins/tmmodel/exhaustive.py" "$dest/share/kiln/tmmodel_exhaustive.py"

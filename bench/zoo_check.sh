@@ -4,7 +4,8 @@
 # Writes $OUT/zoo_check.txt. Carry .gl and the bench/stage_kiln.sh output as
 # devcarry: bench/stage_kiln.sh build devcarry; then in the device run:
 #   bash bench/zoo_check.sh
-# CONFIGS picks the storage/precision runs (default all four, e.g.
+# CONFIGS picks the storage/precision runs (default all six: auto, buffer and
+# image, fp32 and fp16; e.g.
 # CONFIGS="buffer:fp32 buffer:fp16"); KILN_COOPMAT (nv|khr|off) forces the
 # tensor-core dialect and names the output zoo_check_<dialect>.txt. VALIDATE=0
 # runs without the validation layer (an older layer than the driver hides the
@@ -22,7 +23,7 @@ echo "device: $($K info 2>/dev/null | sed -n 3p); tensor-core dialect: ${KILN_CO
 for name in ${models//,/ }; do
   M=$Z/$name
   [ -f $M/model.onnx ] || { echo "$name: not exported"; continue; }
-  for cfg in ${CONFIGS:-buffer:fp32 image:fp32 buffer:fp16 image:fp16}; do
+  for cfg in ${CONFIGS:-auto:fp32 buffer:fp32 image:fp32 auto:fp16 buffer:fp16 image:fp16}; do
     set -- ${cfg%%:*} ${cfg##*:} $([ "${cfg##*:}" = fp32 ] && echo 1e-3 || echo 2e-2)
     out=$($K run $M/model.onnx --backend vulkan $([ "${VALIDATE:-1}" = 1 ] && echo --validate) --storage $1 --precision $2 --input input=$M/input.npy --output output=/tmp/o.npy --stats /tmp/s.json 2>&1)
     rc=$?
