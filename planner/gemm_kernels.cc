@@ -142,7 +142,7 @@ constexpr int64_t kMaxFixupTiles = 1 << 16;
 // transformers unchanged; aiming at ~512 workgroups instead of ~256 did not
 // pay (vit_b_16 1.156 -> 1.192).
 int64_t choose_split(int64_t tiles, const ir::Dim& k) {
-  if (tiles <= 0 || tiles >= kBusyTiles || !k.is_const()) return 1;
+  if (tiles <= 0 || tiles >= kBusyTiles || !k.is_const() || getenv("KILN_NOSPLIT")) return 1;
   const int64_t by_grid = (2 * kBusyTiles + tiles - 1) / tiles;
   const int64_t by_depth = k.value() / 64;
   return std::clamp<int64_t>(std::min(by_grid, by_depth), 1, 16);

@@ -1,6 +1,7 @@
 // GLSL compute shader -> OpenCL C (see glsl_to_opencl.h).
 #include "plugins/opencl/glsl_to_opencl.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <regex>
@@ -31,7 +32,20 @@ struct Image {
 struct Shared {
   std::string decl;  // "float tile[64][65]"
   std::string name;
+  // For a shared vector or array of vectors: the name in the GLSL body,
+  // the array's rank (0 for a single vector) and the lane type.
+  std::string glsl_name;
+  int rank = 0;
+  std::string lane_type;  // "" when the element is not a vector
 };
+
+// The scalar type of a GLSL vector type's lanes ("" for a non-vector).
+std::string lane_type_of(const std::string& glsl_type) {
+  static const std::regex vector(R"(^(|i|u)vec[234]$)");
+  std::smatch m;
+  if (!std::regex_match(glsl_type, m, vector)) return "";
+  return m[1] == "i" ? "int" : m[1] == "u" ? "uint" : "float";
+}
 
 // One token of the shader body: identifiers and numbers whole, every other
 // character alone; spaces and comments kept as they are.
@@ -232,11 +246,15 @@ class Translator {
       } else if (std::regex_search(line, m, texture)) {
         KILN_RETURN_IF_ERROR(add_image(std::stoul(m[1].str()), m[2].str(), false));
       } else if (std::regex_search(line, m, shared)) {
-        shared_.push_back({m[1].str() + " " + m[2].str(), m[3].str()});
+        const std::string declarator = m[2].str();
+        shared_.push_back({m[1].str() + " " + declarator, m[3].str(), m[3].str(),
+                           static_cast<int>(std::count(declarator.begin(), declarator.end(), '[')),
+                           lane_type_of(m[1].str())});
       } else if (std::regex_search(line, m, shared_scalar)) {
         // A one-element local array under another name; the macro makes
         // the GLSL name its element.
-        shared_.push_back({m[1].str() + " " + m[2].str() + "_kiln_local[1]", m[2].str() + "_kiln_local"});
+        shared_.push_back({m[1].str() + " " + m[2].str() + "_kiln_local[1]", m[2].str() + "_kiln_local", m[2].str(),
+                           0, lane_type_of(m[1].str())});
         aliases_ << "#define " << m[2].str() << " (" << m[2].str() << "_kiln_local[0])\n";
       } else if (line.rfind("layout(", 0) == 0) {
         return unimplemented("the OpenCL translation does not know the declaration `" + line + "`");
@@ -333,6 +351,7 @@ class Translator {
       }
     }
     Edits edits = out_parameters(t, definitions);
+    for (const auto& [i, text] : lane_stores(t).before) edits.before[i] += text;
     std::ostringstream s;
     braces = parens = 0;
     bool statement_start = true;
@@ -486,6 +505,60 @@ class Translator {
       last = j;
     }
     return out;
+  }
+
+  // A store into one lane of a shared vector (`gt_b[k][n >> 2][n & 3] = v;`,
+  // each invocation writing its own lane of a vec4 others write too). In
+  // OpenCL C a vector lane is not a memory location of its own: compilers
+  // store the lane as a load, insert and store of the whole vector, which
+  // loses the lanes neighbouring invocations wrote in between (a GPU runs
+  // them at once; a CPU implementation one after another, so PoCL never
+  // shows it). SPIR-V from GLSL stores the lane alone. So the lane is
+  // stored as a scalar through a pointer: `((local float*)&gt_b[k][n >> 2])[n & 3] = v;`
+  // (assignments, compound assignments and ++/-- after it).
+  Edits lane_stores(const std::vector<Token>& t) const {
+    Edits e;
+    std::map<std::string, const Shared*> vectors;
+    for (const Shared& sh : shared_)
+      if (!sh.lane_type.empty()) vectors[sh.glsl_name] = &sh;
+    if (vectors.empty()) return e;
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (t[i].kind != Token::kIdent || t[i].in_directive) continue;
+      const auto v = vectors.find(t[i].text);
+      if (v == vectors.end()) continue;
+      size_t prev = i;
+      while (prev > 0 && t[prev - 1].kind == Token::kSpace) --prev;
+      if (prev > 0 && t[prev - 1].text == ".") continue;  // a member of something else
+      // The subscripts after the name: the array's, then the lane's.
+      std::vector<size_t> opens;
+      size_t j = next_solid(t, i + 1);
+      while (j < t.size() && t[j].text == "[") {
+        opens.push_back(j);
+        int depth = 0;
+        for (; j < t.size(); ++j) {
+          if (t[j].text == "[") ++depth;
+          if (t[j].text == "]" && --depth == 0) break;
+        }
+        j = next_solid(t, j + 1);
+      }
+      if (opens.size() != static_cast<size_t>(v->second->rank) + 1 || j >= t.size()) continue;
+      if (!is_assignment(t, j)) continue;
+      e.before[i] += "((local " + v->second->lane_type + "*)&";
+      e.before[opens.back()] += ")";
+    }
+    return e;
+  }
+
+  // Whether the solid tokens from `j` assign to what precedes them: `=` (not
+  // `==`), `op=` for an arithmetic or bitwise op, `<<=`, `>>=`, `++`, `--`.
+  static bool is_assignment(const std::vector<Token>& t, size_t j) {
+    auto at = [&](size_t k) { return k < t.size() ? t[k].text : std::string(); };
+    const std::string a = at(j), b = at(j + 1), c = at(j + 2);
+    if (a == "=") return b != "=";
+    if ((a == "+" || a == "-") && b == a) return true;
+    static const std::set<std::string> ops = {"+", "-", "*", "/", "%", "&", "|", "^"};
+    if (ops.count(a) && b == "=") return true;
+    return (a == "<" || a == ">") && b == a && c == "=";
   }
 
   // GLSL out/inout parameters are references; OpenCL C passes pointers:

@@ -176,6 +176,70 @@ TEST(GlslToOpenCl, ImageAccessorsReadAndWriteTheTexelsThePackingUses) {
   clReleaseKernel(*kernel);
 }
 
+// Invocations that each store one lane of a shared vector (as gemm_tile's
+// B tile does): the lane is stored as a scalar through a pointer, not as
+// OpenCL C's vector-lane store, which compilers emit as a load, insert and
+// store of the whole vector (racing with the invocations writing the other
+// lanes on a GPU). Reads, whole-vector stores and comparisons stay as
+// they are. On the device every lane holds what its invocation wrote.
+constexpr char kLaneShader[] = R"(#version 450
+layout(local_size_x = 8, local_size_y = 1, local_size_z = 1) in;
+layout(std430, set = 0, binding = 0) readonly restrict buffer KilnBuffer0 { float x_data[]; };
+layout(std430, set = 0, binding = 1) restrict buffer KilnBuffer1 { float y_data[]; };
+shared vec4 lanes[2];
+shared ivec4 one;
+shared vec4 whole[2];
+void main() {
+  int li = int(gl_LocalInvocationIndex);
+  lanes[li >> 2][li & 3] = x_data[li] * 2.0;
+  if (li < 4) one[li] = li + 1;
+  if (li < 4) one[li] += 10;
+  if (li == 0) whole[1] = vec4(0.5);
+  barrier();
+  float bonus = lanes[li >> 2][li & 3] == x_data[li] * 2.0 ? 100.0 : 0.0;
+  y_data[li] = lanes[li >> 2][li & 3] + float(one[li & 3]) + whole[1][li & 3] + bonus;
+}
+)";
+
+TEST(GlslToOpenCl, LaneStoresIntoSharedVectorsAreScalarStores) {
+  auto code = glsl_to_opencl(kLaneShader, {});
+  ASSERT_TRUE(code.ok()) << code.status().to_string();
+  const std::string& src = code->source;
+  EXPECT_NE(src.find("((local float*)&lanes[li >> 2])[li & 3] = x_data[li]"), std::string::npos) << src;
+  EXPECT_NE(src.find("((local int*)&one)[li] = li + 1"), std::string::npos) << src;
+  EXPECT_NE(src.find("((local int*)&one)[li] += 10"), std::string::npos) << src;
+  EXPECT_NE(src.find("whole[1] = "), std::string::npos) << src;  // a whole vector: as written
+  EXPECT_NE(src.find("lanes[li >> 2][li & 3] == x_data"), std::string::npos) << src;  // a comparison reads
+  EXPECT_NE(src.find("y_data[li] = lanes[li >> 2][li & 3] + "), std::string::npos) << src;
+
+  auto device = ClDevice::shared();
+  if (!device.ok()) {
+    if (kiln::opencl::opencl_required())
+      FAIL() << kiln::opencl::opencl_required_failure(device.status().to_string());
+    GTEST_SKIP() << device.status().to_string();
+  }
+  auto kernel = (*device)->create_kernel(src, "lane-store shader");
+  ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
+  float x[8], y[8] = {};
+  for (int i = 0; i < 8; ++i) x[i] = 1.0f + static_cast<float>(i);
+  cl_int rc = CL_SUCCESS;
+  cl_mem bx = clCreateBuffer((*device)->context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof x, x, &rc);
+  ASSERT_EQ(rc, CL_SUCCESS);
+  cl_mem by = clCreateBuffer((*device)->context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof y, y, &rc);
+  ASSERT_EQ(rc, CL_SUCCESS);
+  ASSERT_EQ(clSetKernelArg(*kernel, 0, sizeof bx, &bx), CL_SUCCESS);
+  ASSERT_EQ(clSetKernelArg(*kernel, 1, sizeof by, &by), CL_SUCCESS);
+  const size_t global = 8, local = 8;
+  ASSERT_EQ(clEnqueueNDRangeKernel((*device)->queue(), *kernel, 1, nullptr, &global, &local, 0, nullptr, nullptr),
+            CL_SUCCESS);
+  ASSERT_EQ(clEnqueueReadBuffer((*device)->queue(), by, CL_TRUE, 0, sizeof y, y, 0, nullptr, nullptr), CL_SUCCESS);
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(y[i], x[i] * 2.0f + static_cast<float>((i & 3) + 11) + 0.5f + 100.0f) << i;
+  clReleaseMemObject(bx);
+  clReleaseMemObject(by);
+  clReleaseKernel(*kernel);
+}
+
 TEST(GlslToOpenCl, RefusesFp16ImagesNamingTheDeclaration) {
   auto code = glsl_to_opencl(
       "layout(local_size_x = 1, local_size_y = 1, local_size_z = 1) in;\n"
