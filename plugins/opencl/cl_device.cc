@@ -206,6 +206,31 @@ StatusOr<cl_kernel> ClDevice::create_kernel(const std::string& source, const std
   cl_int rc = CL_SUCCESS;
   cl_kernel kernel = clCreateKernel(program, "kiln_kernel", &rc);
   KILN_RETURN_IF_ERROR(cl_status(rc, what + ": clCreateKernel"));
+  // The kernel's fixed work-group size (reqd_work_group_size) against what
+  // the device runs of this kernel (registers and local memory bound it
+  // below the device's maximum): a launch past either fails on a GPU with
+  // a bare CL_OUT_OF_RESOURCES, so the compile says which and why.
+  size_t required[3] = {0, 0, 0}, most = 0;
+  cl_ulong local_bytes = 0;
+  if (clGetKernelWorkGroupInfo(kernel, device_, CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof required, required,
+                               nullptr) == CL_SUCCESS &&
+      clGetKernelWorkGroupInfo(kernel, device_, CL_KERNEL_WORK_GROUP_SIZE, sizeof most, &most, nullptr) ==
+          CL_SUCCESS &&
+      clGetKernelWorkGroupInfo(kernel, device_, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local_bytes, &local_bytes,
+                               nullptr) == CL_SUCCESS) {
+    const size_t invocations = required[0] * required[1] * required[2];
+    std::string why;
+    if (most > 0 && invocations > most)
+      why = "work groups of " + std::to_string(invocations) + " invocations, but '" + desc_.name +
+            "' runs at most " + std::to_string(most) + " of this kernel at once";
+    else if (desc_.local_memory > 0 && local_bytes > desc_.local_memory)
+      why = std::to_string(local_bytes) + " bytes of local memory, but '" + desc_.name + "' has " +
+            std::to_string(desc_.local_memory);
+    if (!why.empty()) {
+      clReleaseKernel(kernel);
+      return failed_precondition(what + ": the kernel needs " + why);
+    }
+  }
   return kernel;
 }
 

@@ -240,6 +240,30 @@ TEST(GlslToOpenCl, LaneStoresIntoSharedVectorsAreScalarStores) {
   clReleaseKernel(*kernel);
 }
 
+// A kernel wanting more local memory than the device has is refused when
+// it is created, naming the bytes, not at its first launch with a bare
+// CL_OUT_OF_RESOURCES.
+TEST(GlslToOpenCl, AKernelBeyondTheDevicesLocalMemoryIsRefusedByName) {
+  auto device = ClDevice::shared();
+  if (!device.ok()) {
+    if (kiln::opencl::opencl_required())
+      FAIL() << kiln::opencl::opencl_required_failure(device.status().to_string());
+    GTEST_SKIP() << device.status().to_string();
+  }
+  const uint64_t floats = (*device)->description().local_memory / 4 + 1024;
+  const std::string glsl = "#version 450\nlayout(local_size_x = 64, local_size_y = 1, local_size_z = 1) in;\n"
+                           "layout(std430, set = 0, binding = 0) restrict buffer KilnBuffer0 { float y_data[]; };\n"
+                           "shared float big[" + std::to_string(floats) + "];\n"
+                           "void main() {\n  uint i = gl_LocalInvocationIndex;\n  big[i * 997u] = float(i);\n"
+                           "  barrier();\n  y_data[i] = big[(63u - i) * 997u];\n}\n";
+  auto code = glsl_to_opencl(glsl, {});
+  ASSERT_TRUE(code.ok()) << code.status().to_string();
+  auto kernel = (*device)->create_kernel(code->source, "big-local shader");
+  ASSERT_FALSE(kernel.ok());
+  EXPECT_NE(kernel.status().message().find("big-local shader"), std::string::npos) << kernel.status().to_string();
+  EXPECT_NE(kernel.status().message().find("bytes of local memory"), std::string::npos) << kernel.status().to_string();
+}
+
 TEST(GlslToOpenCl, RefusesFp16ImagesNamingTheDeclaration) {
   auto code = glsl_to_opencl(
       "layout(local_size_x = 1, local_size_y = 1, local_size_z = 1) in;\n"
