@@ -489,6 +489,14 @@ StatusOr<std::vector<Tensor>> OpenClModel::run(const std::vector<Tensor>& inputs
   std::lock_guard<std::mutex> lock(device_->run_mutex());
   Run run(*graph_, plan_, *device_, queue_, profile_, constants_, liveness_, control_flow_roots_,
           ArenaMemory{arena_, arena_capacity_});
+  // The queue finished before `run` releases its buffers (declared after
+  // it, so destroyed first), on every way out: an early error return leaves
+  // enqueued kernels that still use them.
+  struct FinishQueue {
+    cl_command_queue queue;
+    ~FinishQueue() { clFinish(queue); }
+  };
+  const FinishQueue finish_first{queue_};
   KILN_RETURN_IF_ERROR(run.set_inputs(inputs));
   KILN_RETURN_IF_ERROR(run.place_arena());
   std::map<size_t, const CompiledDispatch*> by_step;
