@@ -178,6 +178,9 @@ planner::TargetInfo ClDevice::target() const {
   t.max_push_constants_size = 4096;  // dynamic dims are one struct argument
   t.max_shared_memory = static_cast<uint32_t>(std::min<uint64_t>(desc_.local_memory, 1u << 30));
   t.max_workgroup_invocations = static_cast<uint32_t>(std::min<size_t>(desc_.max_workgroup, 1024));
+  // What the passes are told too (opencl_plugin.cc, target_info): tile and
+  // GEMV choices made for the same device the passes planned for.
+  t.compute_units = desc_.compute_units;
   // OpenCL grids have no per-dimension group limit: kernels that number
   // their groups linearly get exact 1-D grids (glsl_to_opencl.h relies on it).
   t.max_workgroup_count_x = 0x7fffffff;
