@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "platform/vulkan/vk_status.h"
 
@@ -151,6 +153,14 @@ StatusOr<Capabilities> query_capabilities(const InstanceTable& fn, VkPhysicalDev
         core_amd.shaderEngineCount * core_amd.shaderArraysPerEngineCount * core_amd.computeUnitsPerShaderArray;
   } else if (has_core_arm) {
     caps.compute_units = core_arm.shaderCoreCount;
+  } else if (props.properties.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    // A CPU implementation (lavapipe, SwiftShader) runs workgroups on its
+    // worker threads, one per host core unless LP_NUM_THREADS says otherwise
+    // (lavapipe's own default).
+    const char* threads = std::getenv("LP_NUM_THREADS");
+    // (LP_NUM_THREADS=0 runs them on the submitting thread: one unit.)
+    const long n = threads ? std::max(1L, std::strtol(threads, nullptr, 10)) : 0;
+    caps.compute_units = n > 0 ? static_cast<uint32_t>(n) : std::max(1u, std::thread::hardware_concurrency());
   }
 
   // Features chain.
