@@ -7,10 +7,10 @@
 // crashing and commit only a graph that verifies (host_api.h); what the
 // ABI leaves to the plugin (valid pointers, arrays as long as their counts,
 // NUL-terminated strings) is respected here, everything else is fuzzed.
-#include <cstdio>
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>

@@ -6,6 +6,8 @@
 // the machine's OpenCL device (skipped without one).
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "planner/glsl_codegen.h"
 #include "plugins/opencl/cl_device.h"
 #include "plugins/opencl/cl_image.h"
@@ -46,6 +48,30 @@ void main() {
 }
 )";
 
+// Runs `kernel` (binding 0: x, binding 1: y) as one work group of
+// x.size() invocations and returns y (`y_size` floats, zero before the run).
+void run_x_to_y(ClDevice& device, cl_kernel kernel, const std::vector<float>& x, size_t y_size,
+                std::vector<float>& y) {
+  y.assign(y_size, 0.0f);
+  cl_int rc = CL_SUCCESS;
+  cl_mem bx = clCreateBuffer(device.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, x.size() * sizeof(float),
+                             const_cast<float*>(x.data()), &rc);
+  ASSERT_EQ(rc, CL_SUCCESS);
+  cl_mem by = clCreateBuffer(device.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, y.size() * sizeof(float),
+                             y.data(), &rc);
+  ASSERT_EQ(rc, CL_SUCCESS);
+  ASSERT_EQ(clSetKernelArg(kernel, 0, sizeof bx, &bx), CL_SUCCESS);
+  ASSERT_EQ(clSetKernelArg(kernel, 1, sizeof by, &by), CL_SUCCESS);
+  const size_t global = x.size(), local = x.size();
+  ASSERT_EQ(clEnqueueNDRangeKernel(device.queue(), kernel, 1, nullptr, &global, &local, 0, nullptr, nullptr),
+            CL_SUCCESS);
+  ASSERT_EQ(clEnqueueReadBuffer(device.queue(), by, CL_TRUE, 0, y.size() * sizeof(float), y.data(), 0, nullptr,
+                                nullptr),
+            CL_SUCCESS);
+  clReleaseMemObject(bx);
+  clReleaseMemObject(by);
+}
+
 TEST(GlslToOpenCl, TranslatesAndRunsWhatThePlannersKernelsUse) {
   auto code = glsl_to_opencl(kShader, {1, 3});
   ASSERT_TRUE(code.ok()) << code.status().to_string();
@@ -64,20 +90,9 @@ TEST(GlslToOpenCl, TranslatesAndRunsWhatThePlannersKernelsUse) {
   }
   auto kernel = (*device)->create_kernel(code->source, "test shader");
   ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
-  const float x[4] = {1.5f, 2.5f, 3.5f, 4.5f};
-  float y[8] = {};
-  cl_int rc = CL_SUCCESS;
-  cl_mem bx = clCreateBuffer((*device)->context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof x,
-                             const_cast<float*>(x), &rc);
-  ASSERT_EQ(rc, CL_SUCCESS);
-  cl_mem by = clCreateBuffer((*device)->context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof y, y, &rc);
-  ASSERT_EQ(rc, CL_SUCCESS);
-  ASSERT_EQ(clSetKernelArg(*kernel, 0, sizeof bx, &bx), CL_SUCCESS);
-  ASSERT_EQ(clSetKernelArg(*kernel, 1, sizeof by, &by), CL_SUCCESS);
-  const size_t global = 4, local = 4;
-  ASSERT_EQ(clEnqueueNDRangeKernel((*device)->queue(), *kernel, 1, nullptr, &global, &local, 0, nullptr, nullptr),
-            CL_SUCCESS);
-  ASSERT_EQ(clEnqueueReadBuffer((*device)->queue(), by, CL_TRUE, 0, sizeof y, y, 0, nullptr, nullptr), CL_SUCCESS);
+  const std::vector<float> x = {1.5f, 2.5f, 3.5f, 4.5f};
+  std::vector<float> y;
+  ASSERT_NO_FATAL_FAILURE(run_x_to_y(**device, *kernel, x, 8, y));
   // Each: the workgroup's floor(x) + 1 summed (1+2+3+4 + 4) plus TWICE (6).
   for (int i = 0; i < 4; ++i) EXPECT_EQ(y[i], 20.0f) << i;
   // equal() gives GLSL's 1 / 0 lanes, which vec4() converts to 1.0 / 0.0.
@@ -85,8 +100,6 @@ TEST(GlslToOpenCl, TranslatesAndRunsWhatThePlannersKernelsUse) {
   EXPECT_EQ(y[5], 0.0f);
   EXPECT_EQ(y[6], 1.0f);
   EXPECT_EQ(y[7], 0.0f);
-  clReleaseMemObject(bx);
-  clReleaseMemObject(by);
   clReleaseKernel(*kernel);
 }
 
@@ -220,23 +233,11 @@ TEST(GlslToOpenCl, LaneStoresIntoSharedVectorsAreScalarStores) {
   }
   auto kernel = (*device)->create_kernel(src, "lane-store shader");
   ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
-  float x[8], y[8] = {};
+  std::vector<float> x(8), y;
   for (int i = 0; i < 8; ++i) x[i] = 1.0f + static_cast<float>(i);
-  cl_int rc = CL_SUCCESS;
-  cl_mem bx = clCreateBuffer((*device)->context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof x, x, &rc);
-  ASSERT_EQ(rc, CL_SUCCESS);
-  cl_mem by = clCreateBuffer((*device)->context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof y, y, &rc);
-  ASSERT_EQ(rc, CL_SUCCESS);
-  ASSERT_EQ(clSetKernelArg(*kernel, 0, sizeof bx, &bx), CL_SUCCESS);
-  ASSERT_EQ(clSetKernelArg(*kernel, 1, sizeof by, &by), CL_SUCCESS);
-  const size_t global = 8, local = 8;
-  ASSERT_EQ(clEnqueueNDRangeKernel((*device)->queue(), *kernel, 1, nullptr, &global, &local, 0, nullptr, nullptr),
-            CL_SUCCESS);
-  ASSERT_EQ(clEnqueueReadBuffer((*device)->queue(), by, CL_TRUE, 0, sizeof y, y, 0, nullptr, nullptr), CL_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(run_x_to_y(**device, *kernel, x, 8, y));
   for (int i = 0; i < 8; ++i)
     EXPECT_EQ(y[i], x[i] * 2.0f + static_cast<float>((i & 3) + 11) + 0.5f + 100.0f) << i;
-  clReleaseMemObject(bx);
-  clReleaseMemObject(by);
   clReleaseKernel(*kernel);
 }
 

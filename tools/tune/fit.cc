@@ -19,13 +19,6 @@ std::vector<size_t> indices_of(const std::vector<ChaseRun>& runs, Storage s) {
   return out;
 }
 
-// L_t of one stream invocation's walk; kept positive (a fitted beta can
-// predict <= 0 for a pattern far outside the chases).
-double stream_thread_latency(const tmmodel::Profile& p, const tmmodel::StreamConfig& c) {
-  const double lt = tmmodel::thread_latency(p.beta(c.storage),
-                                            tmmodel::cross_block_histogram(tmmodel::pattern_walk(c.pattern, 16, c.steps)));
-  return std::max(lt, 1e-3);
-}
 
 int64_t exponent(int group_size, int reuse, int cache_lines) {
   const int64_t over = int64_t{std::min(group_size, 64)} * reuse - cache_lines;
@@ -35,8 +28,9 @@ int64_t exponent(int group_size, int reuse, int cache_lines) {
 // Warp level (Eq. 2) on `warp_runs` (the fewest work groups):
 // log(t / (steps L_t waves)) = log c0_storage + e(C) log D, C by search;
 // waves are 1 until the work-group level has been fitted once.
-void fit_warp_level(tmmodel::Profile& p, const std::vector<StreamRun>& stream, const std::vector<size_t>& warp_runs,
-                    bool with_waves) {
+// `walk_latency`: each run's L_t (tmmodel::stream_walk_latency).
+void fit_warp_level(tmmodel::Profile& p, const std::vector<StreamRun>& stream, const std::vector<double>& walk_latency,
+                    const std::vector<size_t>& warp_runs, bool with_waves) {
   double best_sse = INFINITY;
   for (int c = 1 << 14; c >= 1; c /= 2) {
     std::vector<std::vector<double>> x;
@@ -49,7 +43,9 @@ void fit_warp_level(tmmodel::Profile& p, const std::vector<StreamRun>& stream, c
       x.push_back({cfg.storage == Storage::kImage ? 1.0 : 0.0, cfg.storage == Storage::kBuffer ? 1.0 : 0.0,
                    static_cast<double>(e)});
       const double w = with_waves ? static_cast<double>(tmmodel::waves(p, cfg.work_groups, cfg.group_size)) : 1.0;
-      y.push_back(std::log(stream[i].ns / (cfg.steps * stream_thread_latency(p, cfg) * w)));
+      // L_t kept positive: a fitted beta can predict <= 0 for a pattern far
+      // outside the chases.
+      y.push_back(std::log(stream[i].ns / (cfg.steps * std::max(walk_latency[i], 1e-3) * w)));
     }
     std::vector<double> b = {0, 0, 0};
     if (any_thrash) {
@@ -84,7 +80,8 @@ void fit_warp_level(tmmodel::Profile& p, const std::vector<StreamRun>& stream, c
 // Work-group level (Eq. 6): per G, the K_G (warps in flight) whose waves
 // best explain the training runs (least squares on log time, the levels
 // below fixed).
-void fit_group_level(tmmodel::Profile& p, const std::vector<StreamRun>& stream) {
+void fit_group_level(tmmodel::Profile& p, const std::vector<StreamRun>& stream,
+                     const std::vector<double>& walk_latency) {
   std::map<int, std::vector<size_t>> by_group;
   int64_t most = 1;  // warps of the largest run
   const int64_t w = std::max(p.warp_width, 1);
@@ -92,11 +89,6 @@ void fit_group_level(tmmodel::Profile& p, const std::vector<StreamRun>& stream) 
     if (!held_out(i)) by_group[stream[i].config.group_size].push_back(i);
     most = std::max(most, stream[i].config.work_groups * ((stream[i].config.group_size + w - 1) / w));
   }
-  // The thread level is fixed here: each run's walk latency once, not once
-  // per trial K (with hundreds of work groups on a big GPU the trials are
-  // thousands, and a walk's histogram costs as much as the rest together).
-  std::vector<double> walk_latency(stream.size());
-  for (size_t i = 0; i < stream.size(); ++i) walk_latency[i] = tmmodel::stream_walk_latency(p, stream[i].config);
   for (const auto& [g, runs] : by_group) {
     double best = INFINITY;
     int64_t best_k = 1;
@@ -197,9 +189,14 @@ StatusOr<Fit> fit_profile(const std::vector<ChaseRun>& chase, const std::vector<
   for (size_t i = 0; i < stream.size(); ++i)
     if (!held_out(i) && stream[i].config.work_groups == fewest) warp_runs.push_back(i);
   if (warp_runs.size() < 4) return invalid_argument("too few single-work-group stream runs to fit the warp level");
+  // The thread level is fixed from here: each run's walk latency once, not
+  // per trial (with hundreds of work groups on a big GPU the group level's
+  // trials are thousands, and a walk's histogram costs more than the rest).
+  std::vector<double> walk_latency(stream.size());
+  for (size_t i = 0; i < stream.size(); ++i) walk_latency[i] = tmmodel::stream_walk_latency(p, stream[i].config);
   for (int round = 0; round < 3; ++round) {
-    fit_warp_level(p, stream, warp_runs, round > 0);
-    fit_group_level(p, stream);
+    fit_warp_level(p, stream, walk_latency, warp_runs, round > 0);
+    fit_group_level(p, stream, walk_latency);
   }
 
   std::vector<double> pred, meas;
