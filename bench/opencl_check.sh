@@ -8,7 +8,7 @@
 #   STAGE_OPENCL_TESTS=1 bench/stage_kiln.sh build devcarry
 # then on the machine: bash bench/opencl_check.sh   (writes $OUT/opencl_check.tgz)
 # MODELS (default below) picks the zoo; NODE_TIMEOUT (default 150) bounds
-# each node-test run; PYTHON (default python3) runs the scripts. The models
+# each node-test run (0 skips them: NVIDIA's compiler takes minutes for them); PYTHON (default python3) runs the scripts. The models
 # are exported here when absent
 # (bench/export_models.py, into /tmp/zoo: zoo_check.sh's directory).
 set -u
@@ -33,7 +33,9 @@ fi
 sed -n '/backend plugin/,$p' "$out/info.txt" | head -8
 grep -q "^platform" "$out/info.txt" || { echo "no OpenCL platform"; exit 0; }
 
-if [ -x devcarry/bin/kiln_opencl_node_test ] && [ -f devcarry/onnx_node_data.txz ]; then
+if [ "${NODE_TIMEOUT:-150}" = 0 ]; then
+  echo "node tests: skipped (NODE_TIMEOUT=0)"
+elif [ -x devcarry/bin/kiln_opencl_node_test ] && [ -f devcarry/onnx_node_data.txz ]; then
   mkdir -p /tmp/nd && tar -xJf devcarry/onnx_node_data.txz -C /tmp/nd
   for st in buffer image; do
     timeout "${NODE_TIMEOUT:-150}" devcarry/bin/kiln_opencl_node_test --storage $st --data /tmp/nd/onnx_node_data --all \
@@ -56,6 +58,24 @@ for name in ${models//,/ }; do
     echo "$name opencl $st fp32: rc=$rc; $verdict$(grep -m1 -o 'fatal signal [A-Z]*' "$out/run_${name}_$st.txt" | sed 's/^/; /')"
   done
 done | tee "$out/zoo.txt"
+
+# A model that failed in buffer storage, again with the driver-debugging
+# switches (plugins/opencl/README.md): every kernel checked (names the first
+# the device faults in), and every buffer its own allocation (no arena
+# sub-buffers).
+for name in ${models//,/ }; do
+  grep -q "^$name opencl buffer fp32: rc=0; match" "$out/zoo.txt" && continue
+  for switch in KILN_OPENCL_CHECK=1 KILN_OPENCL_ARENA=off "KILN_OPENCL_CHECK=1 KILN_OPENCL_ARENA=off"; do
+    rm -f /tmp/ocl.npy
+    env $switch timeout 120 "$K" run $Z/$name/model.onnx --backend opencl --storage buffer \
+      --input input=$Z/$name/input.npy --output output=/tmp/ocl.npy > "$out/debug_${name}_${switch// /_}.txt" 2>&1
+    rc=$?
+    verdict="no output: $(grep -m1 'kiln: [A-Z_]*:' "$out/debug_${name}_${switch// /_}.txt")"
+    [ -f /tmp/ocl.npy ] && verdict=$(${PYTHON:-python3} tests/models/compare_npy.py $Z/$name/output.npy /tmp/ocl.npy --rtol 1e-3 2>&1 | tail -1)
+    echo "$name buffer with $switch: rc=$rc; $verdict"
+  done
+  break  # one model is enough to tell
+done | tee "$out/debug.txt"
 
 paths=(); for name in ${models//,/ }; do paths+=("$Z/$name/model.onnx"); done
 for backend in opencl vulkan; do

@@ -143,23 +143,35 @@ class Translator {
     if (out_.has_push) s << "typedef struct { int p[" << out_.push_count << "]; } KilnPush;\n";
     // The buffers and images every function sees (hidden parameters), in
     // binding order: kernel argument k is binding k.
-    std::vector<std::string> params, args;
+    std::vector<std::string> params, args, kernel_params;
+    std::ostringstream buffer_starts;
     for (size_t binding = 0; binding < out_.bindings; ++binding) {
       if (const auto i = images_.find(binding); i != images_.end()) {
         params.push_back(std::string(i->second.written ? "write_only" : "read_only") + " image2d_t " + i->second.name);
         args.push_back(i->second.name);
+        kernel_params.push_back(params.back());
         continue;
       }
       const Buffer& b = buffers_.at(binding);
-      params.push_back(std::string(b.readonly ? "const " : "") + "global " + (b.coherent ? "volatile " : "") +
-                       cl_type(b.type) + "* " + (b.restrict_ ? "restrict " : "") + b.array);
+      const std::string space = std::string(b.readonly ? "const " : "") + "global " + (b.coherent ? "volatile " : "");
+      params.push_back(space + cl_type(b.type) + "* " + (b.restrict_ ? "restrict " : "") + b.array);
       args.push_back(b.array);
+      // The kernel receives the buffer and a byte offset into it (a tensor
+      // placed in the run's arena) and passes the offset pointer down.
+      kernel_params.push_back(space + cl_type(b.type) + "* " + b.array + "_kiln_buffer");
+      buffer_starts << "  " << params.back() << " = (" << space << cl_type(b.type) << "*)((" << space << "char*)"
+                    << b.array << "_kiln_buffer + " << b.array << "_kiln_offset);\n";
     }
-    std::vector<std::string> kernel_params = params;
     if (out_.has_push) {
       params.push_back("KilnPush kiln_pc");
       kernel_params.push_back("KilnPush kiln_pc");
       args.push_back("kiln_pc");
+    }
+    out_.offset_args.assign(out_.bindings, -1);
+    for (size_t binding = 0; binding < out_.bindings; ++binding) {
+      if (images_.count(binding)) continue;
+      out_.offset_args[binding] = static_cast<int>(kernel_params.size());
+      kernel_params.push_back("ulong " + buffers_.at(binding).array + "_kiln_offset");
     }
     for (const Shared& sh : shared_) {
       params.push_back("local " + sh.decl);
@@ -175,6 +187,7 @@ class Translator {
     s << body << "\n";
     s << "kernel __attribute__((reqd_work_group_size(" << out_.local_size[0] << ", " << out_.local_size[1] << ", "
       << out_.local_size[2] << "))) void kiln_kernel(" << join(kernel_params) << ") {\n";
+    s << buffer_starts.str();
     for (const Shared& sh : shared_) s << "  local " << sh.decl << ";\n";
     for (const Shared& p : privates_) s << "  " << p.decl << ";\n";
     s << "  kg_main(KILN_ARGS);\n}\n";

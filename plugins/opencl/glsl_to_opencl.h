@@ -6,7 +6,8 @@
 // The rewrite is lexical and relies on the shape of what glsl_codegen emits:
 //   * each storage-buffer binding (one line `layout(std430, set = 0, binding
 //     = B) ... buffer NAME { T ARRAY[]; };`) becomes a kernel argument
-//     `global T* ARRAY`; a second block on the same binding (the vector
+//     `global T* ARRAY` plus a byte offset into it (the tensor's place in
+//     the runtime's arena); a second block on the same binding (the vector
 //     views of a buffer) becomes a macro casting the first;
 //   * an image binding (glsl_codegen's 2.5D textures: `sampler2D X_tex`
 //     read with texelFetch, `writeonly image2D X_img` written with
@@ -44,11 +45,15 @@ namespace kiln::opencl {
 struct TranslatedKernel {
   std::string source;  // prelude + rewritten shader
   // Kernel argument k is binding k's buffer or image (k < bindings); then,
-  // when has_push, the push-constant struct of push_count ints.
+  // when has_push, the push-constant struct of push_count ints; then one
+  // `ulong` byte offset per buffer binding, where its tensor starts in the
+  // buffer (kernels read tensors placed in one arena allocation without
+  // sub-buffers, which some drivers mishandle).
   size_t bindings = 0;
   std::vector<bool> image_bindings;  // per binding: an image2d_t (else a buffer)
   bool has_push = false;
   size_t push_count = 0;
+  std::vector<int> offset_args;  // per binding: the argument index of its byte offset; -1 for an image
   std::array<uint32_t, 3> local_size{1, 1, 1};
   // The kernel's guard against groups past KILN_GROUPS was removed (a PoCL
   // miscompile, see glsl_to_opencl.cc): it must run on exactly KILN_GROUPS

@@ -6,6 +6,10 @@
 // the machine's OpenCL device (skipped without one).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include <vector>
 
 #include "planner/glsl_codegen.h"
@@ -50,26 +54,42 @@ void main() {
 
 // Runs `kernel` (binding 0: x, binding 1: y) as one work group of
 // x.size() invocations and returns y (`y_size` floats, zero before the run).
-void run_x_to_y(ClDevice& device, cl_kernel kernel, const std::vector<float>& x, size_t y_size,
-                std::vector<float>& y) {
-  y.assign(y_size, 0.0f);
+// x and y sit at byte offsets 256 and 512 of buffers padded with NaN, as
+// tensors placed in the runtime's arena: the kernel must take its offset
+// arguments (`code.offset_args`) and touch nothing outside them.
+void run_x_to_y(ClDevice& device, cl_kernel kernel, const TranslatedKernel& code, const std::vector<float>& x,
+                size_t y_size, std::vector<float>& y) {
+  constexpr size_t kXStart = 256 / sizeof(float), kYStart = 512 / sizeof(float), kPad = 64;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> xs(kXStart + x.size() + kPad, nan), ys(kYStart + y_size + kPad, nan);
+  std::copy(x.begin(), x.end(), xs.begin() + kXStart);
+  std::fill(ys.begin() + kYStart, ys.begin() + kYStart + y_size, 0.0f);
   cl_int rc = CL_SUCCESS;
-  cl_mem bx = clCreateBuffer(device.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, x.size() * sizeof(float),
-                             const_cast<float*>(x.data()), &rc);
+  cl_mem bx = clCreateBuffer(device.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, xs.size() * sizeof(float),
+                             xs.data(), &rc);
   ASSERT_EQ(rc, CL_SUCCESS);
-  cl_mem by = clCreateBuffer(device.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, y.size() * sizeof(float),
-                             y.data(), &rc);
+  cl_mem by = clCreateBuffer(device.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, ys.size() * sizeof(float),
+                             ys.data(), &rc);
   ASSERT_EQ(rc, CL_SUCCESS);
+  ASSERT_EQ(code.offset_args.size(), 2u);
+  const cl_ulong x_offset = kXStart * sizeof(float), y_offset = kYStart * sizeof(float);
   ASSERT_EQ(clSetKernelArg(kernel, 0, sizeof bx, &bx), CL_SUCCESS);
   ASSERT_EQ(clSetKernelArg(kernel, 1, sizeof by, &by), CL_SUCCESS);
+  ASSERT_EQ(clSetKernelArg(kernel, static_cast<cl_uint>(code.offset_args[0]), sizeof x_offset, &x_offset), CL_SUCCESS);
+  ASSERT_EQ(clSetKernelArg(kernel, static_cast<cl_uint>(code.offset_args[1]), sizeof y_offset, &y_offset), CL_SUCCESS);
   const size_t global = x.size(), local = x.size();
   ASSERT_EQ(clEnqueueNDRangeKernel(device.queue(), kernel, 1, nullptr, &global, &local, 0, nullptr, nullptr),
             CL_SUCCESS);
-  ASSERT_EQ(clEnqueueReadBuffer(device.queue(), by, CL_TRUE, 0, y.size() * sizeof(float), y.data(), 0, nullptr,
+  ASSERT_EQ(clEnqueueReadBuffer(device.queue(), by, CL_TRUE, 0, ys.size() * sizeof(float), ys.data(), 0, nullptr,
                                 nullptr),
             CL_SUCCESS);
   clReleaseMemObject(bx);
   clReleaseMemObject(by);
+  for (size_t i = 0; i < ys.size(); ++i) {
+    const bool padding = i < kYStart || i >= kYStart + y_size;
+    EXPECT_TRUE(!padding || std::isnan(ys[i])) << "y's padding written at float " << i;
+  }
+  y.assign(ys.begin() + kYStart, ys.begin() + kYStart + y_size);
 }
 
 TEST(GlslToOpenCl, TranslatesAndRunsWhatThePlannersKernelsUse) {
@@ -92,7 +112,7 @@ TEST(GlslToOpenCl, TranslatesAndRunsWhatThePlannersKernelsUse) {
   ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
   const std::vector<float> x = {1.5f, 2.5f, 3.5f, 4.5f};
   std::vector<float> y;
-  ASSERT_NO_FATAL_FAILURE(run_x_to_y(**device, *kernel, x, 8, y));
+  ASSERT_NO_FATAL_FAILURE(run_x_to_y(**device, *kernel, *code, x, 8, y));
   // Each: the workgroup's floor(x) + 1 summed (1+2+3+4 + 4) plus TWICE (6).
   for (int i = 0; i < 4; ++i) EXPECT_EQ(y[i], 20.0f) << i;
   // equal() gives GLSL's 1 / 0 lanes, which vec4() converts to 1.0 / 0.0.
@@ -164,6 +184,9 @@ TEST(GlslToOpenCl, ImageAccessorsReadAndWriteTheTexelsThePackingUses) {
   ASSERT_EQ(clSetKernelArg(*kernel, 0, sizeof(cl_mem), &*ix), CL_SUCCESS);
   ASSERT_EQ(clSetKernelArg(*kernel, 1, sizeof bb, &bb), CL_SUCCESS);
   ASSERT_EQ(clSetKernelArg(*kernel, 2, sizeof(cl_mem), &*iy), CL_SUCCESS);
+  EXPECT_EQ(code->offset_args, (std::vector<int>{-1, 3, -1}));  // images take no offset
+  const cl_ulong b_offset = 0;
+  ASSERT_EQ(clSetKernelArg(*kernel, 3, sizeof b_offset, &b_offset), CL_SUCCESS);
   ASSERT_FALSE(code->has_push);  // static dims: specialization constants
   size_t global[3], local[3];
   for (int d = 0; d < 3; ++d) {
@@ -235,7 +258,7 @@ TEST(GlslToOpenCl, LaneStoresIntoSharedVectorsAreScalarStores) {
   ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
   std::vector<float> x(8), y;
   for (int i = 0; i < 8; ++i) x[i] = 1.0f + static_cast<float>(i);
-  ASSERT_NO_FATAL_FAILURE(run_x_to_y(**device, *kernel, x, 8, y));
+  ASSERT_NO_FATAL_FAILURE(run_x_to_y(**device, *kernel, *code, x, 8, y));
   for (int i = 0; i < 8; ++i)
     EXPECT_EQ(y[i], x[i] * 2.0f + static_cast<float>((i & 3) + 11) + 0.5f + 100.0f) << i;
   clReleaseKernel(*kernel);

@@ -51,6 +51,13 @@ struct CompileOptions {
   // (every float activation an image2d_t where it fits).
   planner::Storage storage = planner::Storage::kBuffer;
   bool profile = false;        // per-kernel device times on every run
+  // Driver debugging (opencl_plugin.cc reads them from the environment):
+  // `arena` false gives every buffer root its own buffer instead of a
+  // sub-buffer of the run's arena (KILN_OPENCL_ARENA=off);
+  // `check_each_dispatch` waits for every kernel and names the first that
+  // fails on the device (KILN_OPENCL_CHECK=1).
+  bool arena = true;
+  bool check_each_dispatch = false;
 };
 
 // One dispatch of a run: its time on the device (profiled models) and the
@@ -128,6 +135,8 @@ class OpenClModel {
   size_t host_control_flow_ = 0;                   // If/Loop nodes run on the host
   cl_command_queue queue_ = nullptr;               // the device's queue, or its profiling queue
   bool profile_ = false;
+  bool use_arena_ = true;
+  bool check_each_dispatch_ = false;
   ProgramCacheStats program_stats_;
 };
 

@@ -29,20 +29,36 @@ DType device_dtype(const PlanTensor& t) {
   return t.layout.type == planner::ElemType::kI32 ? DType::kInt32 : DType::kFloat32;
 }
 
+// Where a tensor's memory is: its buffer or image, and for a buffer the
+// byte offset where the tensor starts (a root placed in the arena; kernels
+// take the offset as an argument, glsl_to_opencl.h).
+struct DeviceMemory {
+  cl_mem mem = nullptr;
+  uint64_t offset = 0;
+};
+
 // The model's buffer arena, which runs grow (under the device's run mutex).
 struct ArenaMemory {
   cl_mem& buffer;
   uint64_t& capacity;
 };
 
+// How the model runs (CompileOptions): profiled, the arena used, every
+// dispatch waited for and checked.
+struct RunFlags {
+  bool profile = false;
+  bool arena = true;
+  bool check_each_dispatch = false;
+};
+
 class Run {
  public:
-  // `queue`: the model's (a profiling queue when `profile`).
+  // `queue`: the model's (a profiling queue when `flags.profile`).
   Run(const ir::Graph& graph, const planner::ExecutionPlan& plan, ClDevice& device, cl_command_queue queue,
-      bool profile, const std::map<TensorId, cl_mem>& constants, const planner::Liveness& liveness,
+      RunFlags flags, const std::map<TensorId, cl_mem>& constants, const planner::Liveness& liveness,
       const std::set<TensorId>& control_flow_roots, ArenaMemory arena)
-      : graph_(graph), plan_(plan), device_(device), queue_(queue), profile_(profile), constants_(constants),
-        liveness_(liveness), control_flow_roots_(control_flow_roots), arena_(arena) {}
+      : graph_(graph), plan_(plan), device_(device), queue_(queue), flags_(flags),
+        constants_(constants), liveness_(liveness), control_flow_roots_(control_flow_roots), arena_(arena) {}
   ~Run() {
     for (auto& [root, mem] : buffers_) clReleaseMemObject(mem);
     for (const Timed& t : timed_)
@@ -65,7 +81,7 @@ class Run {
       out.bytes_written += t.traffic.bytes_written;
       if (is_fused_kernel(t.traffic.kernel)) ++out.fused_dispatches;
     }
-    if (!profile_) return ok_status();
+    if (!flags_.profile) return ok_status();
     cl_ulong first = 0, last = 0;
     for (const Timed& t : timed_) {
       cl_ulong start = 0, end = 0;
@@ -103,8 +119,8 @@ class Run {
 
   // Places the buffer roots whose sizes the input shapes give (set_inputs
   // first) in the model's arena by their lifetimes (memplan::plan_arena),
-  // growing it when this run needs more; buffer() then makes each a
-  // sub-buffer. Roots sized only mid-run, model state (zero-filled per
+  // growing it when this run needs more; kernels address each at its
+  // offset (no sub-buffers: NVIDIA's driver crashed releasing them). Roots sized only mid-run, model state (zero-filled per
   // run), constants and images keep their own memory; so does every root
   // when the plan exceeds the device's largest allocation, and every value
   // an If or Loop reads or makes: this backend runs them whole on the host
@@ -112,7 +128,8 @@ class Run {
   // on the device: a Loop's carried values die at their copies into the
   // body) do not hold.
   Status place_arena() {
-    const uint64_t align = std::max<uint64_t>(device_.description().base_addr_align, 64);
+    if (!flags_.arena) return ok_status();
+    const uint64_t align = 256;  // any element type's alignment, and whole cache lines
     std::vector<memplan::Block> blocks;
     std::vector<TensorId> roots;
     for (size_t t = 0; t < plan_.tensors.size(); ++t) {
@@ -211,17 +228,18 @@ class Run {
     return std::max<uint64_t>(4, static_cast<uint64_t>(shape_numel(shape)) * planner::elem_bytes(tensor(id).layout.type));
   }
 
-  // The buffer, or the image of an image-stored tensor, holding `id`'s
-  // memory root (allocated on first use).
-  StatusOr<cl_mem> buffer(TensorId id) {
+  // The buffer (and offset), or the image of an image-stored tensor,
+  // holding `id`'s memory root (allocated on first use).
+  StatusOr<DeviceMemory> memory(TensorId id) {
     const TensorId root = planner::memory_root(plan_, id);
     // Only buffers alias or are written in place (LoweringContext::alias_output,
     // planner/inplace.cc): an image is its own root.
     if (is_image(id) != is_image(root))
       return internal_error(tensor_name(id) + " and its memory root " + tensor_name(root) +
                             " differ in storage (image and buffer)");
-    if (const auto c = constants_.find(root); c != constants_.end()) return c->second;
-    if (const auto b = buffers_.find(root); b != buffers_.end()) return b->second;
+    if (const auto c = constants_.find(root); c != constants_.end()) return DeviceMemory{c->second};
+    if (const auto b = buffers_.find(root); b != buffers_.end()) return DeviceMemory{b->second};
+    if (const auto r = regions_.find(root); r != regions_.end()) return DeviceMemory{arena_.buffer, r->second.first};
     KILN_ASSIGN_OR_RETURN(Shape shape, concrete_shape(root));
     if (is_image(root)) {
       KILN_ASSIGN_OR_RETURN(cl_mem image, create_tensor_image(device_, tensor(root).layout, shape, tensor_name(root)));
@@ -233,17 +251,9 @@ class Run {
         KILN_RETURN_IF_ERROR(cl_status(clEnqueueFillImage(queue_, image, &zero, origin, region, 0, nullptr, nullptr),
                                        "zero-filling"));
       }
-      return image;
+      return DeviceMemory{image};
     }
     cl_int rc = CL_SUCCESS;
-    if (const auto r = regions_.find(root); r != regions_.end()) {
-      const cl_buffer_region region{r->second.first, r->second.second};
-      cl_mem mem = clCreateSubBuffer(arena_.buffer, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &rc);
-      KILN_RETURN_IF_ERROR(cl_status(rc, "placing " + tensor_name(root) + " at byte " + std::to_string(region.origin) +
-                                             " of the buffer arena"));
-      buffers_[root] = mem;
-      return mem;
-    }
     const size_t bytes = root_bytes(root, shape);
     cl_mem mem = clCreateBuffer(device_.context(), CL_MEM_READ_WRITE, bytes, nullptr, &rc);
     KILN_RETURN_IF_ERROR(cl_status(rc, "allocating " + std::to_string(bytes) + " bytes for " + tensor_name(root)));
@@ -255,7 +265,7 @@ class Run {
       KILN_RETURN_IF_ERROR(cl_status(
           clEnqueueFillBuffer(queue_, mem, &zero, sizeof zero, 0, bytes, 0, nullptr, nullptr), "zero-filling"));
     }
-    return mem;
+    return DeviceMemory{mem};
   }
 
   // Uploads a host value a kernel reads (once per run).
@@ -265,11 +275,11 @@ class Run {
     const auto h = host_.find(data);
     if (h == host_.end()) return ok_status();  // device data, or a constant uploaded at compile time
     KILN_ASSIGN_OR_RETURN(Tensor converted, h->second.cast(device_dtype(tensor(data))));
-    KILN_ASSIGN_OR_RETURN(cl_mem mem, buffer(data));
+    KILN_ASSIGN_OR_RETURN(DeviceMemory mem, memory(data));
     if (is_image(data)) {
-      KILN_RETURN_IF_ERROR(upload_tensor_image(queue_, mem, tensor(data).layout, converted, tensor_name(data)));
+      KILN_RETURN_IF_ERROR(upload_tensor_image(queue_, mem.mem, tensor(data).layout, converted, tensor_name(data)));
     } else if (converted.nbytes() > 0)
-      KILN_RETURN_IF_ERROR(cl_status(clEnqueueWriteBuffer(queue_, mem, CL_TRUE, 0, converted.nbytes(),
+      KILN_RETURN_IF_ERROR(cl_status(clEnqueueWriteBuffer(queue_, mem.mem, CL_TRUE, mem.offset, converted.nbytes(),
                                                           converted.raw_data(), 0, nullptr, nullptr),
                                      "uploading " + tensor_name(data)));
     uploaded_.insert(data);
@@ -289,15 +299,15 @@ class Run {
       KILN_ASSIGN_OR_RETURN(Tensor cast, found.cast(t.dtype));
       return cast.reshaped(shape);
     }
-    KILN_ASSIGN_OR_RETURN(cl_mem mem, buffer(id));
+    KILN_ASSIGN_OR_RETURN(DeviceMemory mem, memory(id));
     if (is_image(id)) {
-      KILN_ASSIGN_OR_RETURN(Tensor device, download_tensor_image(queue_, mem, t.layout, DType::kFloat32, shape,
+      KILN_ASSIGN_OR_RETURN(Tensor device, download_tensor_image(queue_, mem.mem, t.layout, DType::kFloat32, shape,
                                                                  tensor_name(id)));
       return device.cast(t.dtype);
     }
     KILN_ASSIGN_OR_RETURN(Tensor device, Tensor::allocate(device_dtype(t), shape));
     if (device.nbytes() > 0)
-      KILN_RETURN_IF_ERROR(cl_status(clEnqueueReadBuffer(queue_, mem, CL_TRUE, 0, device.nbytes(),
+      KILN_RETURN_IF_ERROR(cl_status(clEnqueueReadBuffer(queue_, mem.mem, CL_TRUE, mem.offset, device.nbytes(),
                                                          device.raw_data(), 0, nullptr, nullptr),
                                      "downloading " + tensor_name(id)));
     return device.cast(t.dtype);
@@ -393,9 +403,15 @@ class Run {
     const std::vector<planner::KernelTensor>& tensors = step.kernel.tensors;
     for (size_t b = 0; b < tensors.size(); ++b) {
       if (!tensors[b].written) KILN_RETURN_IF_ERROR(ensure_on_device(tensors[b].tensor));
-      KILN_ASSIGN_OR_RETURN(cl_mem mem, buffer(tensors[b].tensor));
-      KILN_RETURN_IF_ERROR(cl_status(clSetKernelArg(d.kernel, static_cast<cl_uint>(b), sizeof(cl_mem), &mem),
+      KILN_ASSIGN_OR_RETURN(DeviceMemory mem, memory(tensors[b].tensor));
+      KILN_RETURN_IF_ERROR(cl_status(clSetKernelArg(d.kernel, static_cast<cl_uint>(b), sizeof(cl_mem), &mem.mem),
                                      "kernel '" + step.kernel.name + "' argument " + std::to_string(b)));
+      if (b < d.code.offset_args.size() && d.code.offset_args[b] >= 0) {
+        const cl_ulong offset = mem.offset;
+        KILN_RETURN_IF_ERROR(cl_status(clSetKernelArg(d.kernel, static_cast<cl_uint>(d.code.offset_args[b]),
+                                                      sizeof offset, &offset),
+                                       "kernel '" + step.kernel.name + "' argument " + std::to_string(b) + "'s offset"));
+      }
     }
     if (d.code.has_push) {
       std::vector<cl_int> push;
@@ -428,10 +444,14 @@ class Run {
     }
     cl_event event = nullptr;
     KILN_RETURN_IF_ERROR(
-        cl_status(clEnqueueNDRangeKernel(queue_, d.kernel, 3, nullptr, global, local, 0, nullptr, profile_ ? &event : nullptr),
+        cl_status(clEnqueueNDRangeKernel(queue_, d.kernel, 3, nullptr, global, local, 0, nullptr, flags_.profile ? &event : nullptr),
                   graph_.node(step.node).describe() + ": kernel '" + step.kernel.name + "'"));
     ++dispatches_;
     const ir::Node& node = graph_.node(step.node);
+    if (flags_.check_each_dispatch)
+      KILN_RETURN_IF_ERROR(cl_status(clFinish(queue_), node.describe() + ": kernel '" + step.kernel.name +
+                                                           "' (dispatch " + std::to_string(dispatches_) +
+                                                           ") failed on the device"));
     timed_.push_back(Timed{event, traffic(step.kernel)});
     timed_.back().traffic.kernel = step.kernel.name;
     timed_.back().traffic.node = node.name.empty() ? node.op : node.name;
@@ -467,7 +487,7 @@ class Run {
   const planner::ExecutionPlan& plan_;
   ClDevice& device_;
   cl_command_queue queue_;
-  bool profile_;
+  RunFlags flags_;
   const std::map<TensorId, cl_mem>& constants_;
   const planner::Liveness& liveness_;
   const std::set<TensorId>& control_flow_roots_;
@@ -487,7 +507,8 @@ class Run {
 
 StatusOr<std::vector<Tensor>> OpenClModel::run(const std::vector<Tensor>& inputs, RunReport* report) const {
   std::lock_guard<std::mutex> lock(device_->run_mutex());
-  Run run(*graph_, plan_, *device_, queue_, profile_, constants_, liveness_, control_flow_roots_,
+  const RunFlags flags{profile_, use_arena_, check_each_dispatch_};
+  Run run(*graph_, plan_, *device_, queue_, flags, constants_, liveness_, control_flow_roots_,
           ArenaMemory{arena_, arena_capacity_});
   // The queue finished before `run` releases its buffers (declared after
   // it, so destroyed first), on every way out: an early error return leaves

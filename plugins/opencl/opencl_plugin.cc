@@ -5,6 +5,7 @@
 // touches OpenCL until the first compile, so a host that loads every
 // installed plugin pays nothing for this one unless a session names it.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -56,6 +57,11 @@ kiln_plugin_status_t* compile_with_options(void*, const kiln_host_api_t* host, c
                                                                  : kiln::planner::Storage::kBuffer;
     if (KILN_PLUGIN_HAS_FIELD(options, kiln_backend_options_t, profile)) o.profile = options->profile != 0;
   }
+  // Driver debugging switches (README, "Debugging a driver").
+  const char* arena = std::getenv("KILN_OPENCL_ARENA");
+  o.arena = !(arena && std::strcmp(arena, "off") == 0);
+  const char* check = std::getenv("KILN_OPENCL_CHECK");
+  o.check_each_dispatch = check && *check && std::strcmp(check, "0") != 0;
   auto model = compile_model(host, graph, o);
   if (!model.ok()) return to_plugin(host, model.status());
   const auto stats = (*model)->stats();
