@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -37,6 +38,12 @@ struct PrintOptions {
   // Constants with more elements than this print as `dense<f32[..] elided>`;
   // -1 prints every element (needed to parse back).
   int64_t elide_constants_over = -1;
+  // Constants with more elements than this print as
+  // `dense<external(ID)>`, ID their value id in the printed graph: a reader
+  // that can fetch the bytes another way (a backend plugin, through the
+  // plugin ABI's value_constant) is spared printing and parsing them. -1:
+  // none.
+  int64_t external_constants_over = -1;
   bool print_locations = true;  // loc("node name")
 };
 
@@ -45,6 +52,9 @@ std::string print_graph(const Graph& graph, const PrintOptions& options = {});
 struct ParseOptions {
   // Accept `elided` constants (filled with zeros) instead of failing.
   bool allow_elided_constants = false;
+  // The data of a `dense<external(ID)>` constant, for its declared dtype and
+  // shape; the parser checks what it returns. Unset: `external` is an error.
+  std::function<StatusOr<Tensor>(int64_t id, DType dtype, const Shape& shape)> external_constant;
 };
 
 // Parses the textual form. Errors name the line and column.

@@ -249,6 +249,7 @@ class Parser {
       if (!declared->is_static()) return error("constant needs a static shape");
       shape = declared->concrete();
     }
+    if (declared && eat("external(")) return read_external(dtype, shape);
     const bool elided = eat("elided");
     if (elided && !opts_.allow_elided_constants)
       return error("constant data was elided when printed; cannot parse it back");
@@ -288,6 +289,20 @@ class Parser {
     KILN_RETURN_IF_ERROR(expect(">"));
     return tensor;
   }
+  // `external(ID)>` after a constant's `dense<`: its data from the caller.
+  StatusOr<Tensor> read_external(DType dtype, const Shape& shape) {
+    KILN_ASSIGN_OR_RETURN(int64_t id, read_int());
+    KILN_RETURN_IF_ERROR(expect(")"));
+    KILN_RETURN_IF_ERROR(expect(">"));
+    if (!opts_.external_constant) return error("constant " + std::to_string(id) + " is external; no reader was given");
+    auto t = opts_.external_constant(id, dtype, shape);
+    if (!t.ok()) return error("external constant " + std::to_string(id) + ": " + t.status().message());
+    if (t->dtype() != dtype || t->shape() != shape)
+      return error("external constant " + std::to_string(id) + " is " + std::string(dtype_name(t->dtype())) +
+                   shape_to_string(t->shape()) + ", declared " + std::string(dtype_name(dtype)) + shape_to_string(shape));
+    return std::move(t).value();
+  }
+
   static void set_int(Tensor& t, int64_t i, int64_t v) {
     visit_dtype(t.dtype(), [&]<typename T>() {
       if constexpr (std::is_same_v<T, Half>) t.data<T>()[i] = Half(static_cast<float>(v));

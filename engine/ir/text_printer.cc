@@ -106,7 +106,10 @@ class Printer {
       out_ += "const " + name(v.id) + " : " + type_of(v.id);
       print_annotations(v.annotations);
       out_ += " = ";
-      print_tensor(v.constant, false);
+      if (opts_.external_constants_over >= 0 && v.constant.numel() > opts_.external_constants_over)
+        out_ += "dense<external(" + std::to_string(i) + ")>";
+      else
+        print_tensor(v.constant, false);
       out_ += "\n";
     }
     for (NodeId nid : r.nodes) print_node(g_.node(nid), depth + 1);

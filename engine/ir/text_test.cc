@@ -159,6 +159,49 @@ TEST(TextTest, ElidedConstantsNeedOptIn) {
   EXPECT_TRUE(parse_graph(text, opts).ok());
 }
 
+// Big constants can cross as value ids (a backend plugin fetches their
+// bytes through the ABI instead of printing and parsing them); the reader
+// is asked for each by id, and what it returns is checked.
+TEST(TextTest, ExternalConstantsAreReadThroughTheCaller) {
+  Graph g;
+  g.name = "g";
+  ValueId small = g.add_constant("small", Tensor::from_vector<int64_t>({2}, {1, -1}));
+  ValueId big = g.add_constant("big", Tensor::from_vector<float>({2, 2}, {1, 2, 3, 4}));
+  g.add_output(small);
+  g.add_output(big);
+  PrintOptions po;
+  po.external_constants_over = 2;
+  const std::string text = print_graph(g, po);
+  EXPECT_NE(text.find("dense<external(" + std::to_string(big) + ")>"), std::string::npos) << text;
+  EXPECT_NE(text.find("dense<[1,-1]>"), std::string::npos) << text;  // at the threshold: printed
+  EXPECT_FALSE(parse_graph(text).ok());  // no reader
+
+  std::vector<int64_t> asked;
+  ParseOptions opts;
+  opts.external_constant = [&](int64_t id, DType dtype, const Shape& shape) -> StatusOr<Tensor> {
+    asked.push_back(id);
+    EXPECT_EQ(dtype, DType::kFloat32);
+    EXPECT_EQ(shape, (Shape{2, 2}));
+    return g.value(static_cast<ValueId>(id)).constant;
+  };
+  auto parsed = parse_graph(text, opts);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().to_string();
+  EXPECT_EQ(asked, (std::vector<int64_t>{big}));
+  EXPECT_EQ(print_graph(**parsed), print_graph(g));
+
+  // A reader's error, or a tensor unlike the declaration, is the parser's error.
+  opts.external_constant = [](int64_t, DType, const Shape&) -> StatusOr<Tensor> { return not_found("no such value"); };
+  auto missing = parse_graph(text, opts);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("no such value"), std::string::npos) << missing.status().message();
+  opts.external_constant = [](int64_t, DType, const Shape&) -> StatusOr<Tensor> {
+    return Tensor::from_vector<float>({4}, {1, 2, 3, 4});
+  };
+  auto wrong = parse_graph(text, opts);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("declared f32[2,2]"), std::string::npos) << wrong.status().message();
+}
+
 // A shape with more elements than the text could list is refused before its
 // memory is allocated (fuzz_text_parser: f32[666666666,1] asked for 2.6 GB).
 TEST(TextTest, AConstantLargerThanItsTextIsRefusedUpFront) {

@@ -670,12 +670,16 @@ int32_t h_op_layout(const kiln_graph_t* g, kiln_node_id_t id, size_t input, kiln
   return 1;
 }
 
-const char* h_graph_text(const kiln_graph_t* g, size_t* out_length) {
+const char* h_graph_text_external(const kiln_graph_t* g, int64_t inline_elements, size_t* out_length) {
   PassRun& run = run_of(g);
-  const char* text = run.keep(ir::print_graph(run.work));
+  ir::PrintOptions options;
+  options.external_constants_over = inline_elements < 0 ? -1 : inline_elements;
+  const char* text = run.keep(ir::print_graph(run.work, options));
   if (out_length) *out_length = run.strings.back().size();
   return text;
 }
+
+const char* h_graph_text(const kiln_graph_t* g, size_t* out_length) { return h_graph_text_external(g, -1, out_length); }
 
 // Constants the pass's edits left without a use are released (their tensor
 // dropped), so folded-away weights do not linger in the graph. Constants
@@ -783,6 +787,7 @@ const kiln_host_api_t kHostApi = {
     h_target_info,
     h_op_layout,
     h_graph_text,
+    h_graph_text_external,
 };
 static_assert(static_cast<int>(ops::LayoutClass::kUnknown) == KILN_LAYOUT_CLASS_UNKNOWN &&
                   static_cast<int>(ops::LayoutClass::kIldVariable) == KILN_LAYOUT_CLASS_ILD_VARIABLE &&

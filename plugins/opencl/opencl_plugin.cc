@@ -38,10 +38,28 @@ kiln::StatusOr<std::unique_ptr<OpenClModel>> compile_model(const kiln_host_api_t
                                                            const kiln::opencl::CompileOptions& options) {
   if (!KILN_PLUGIN_HAS_FIELD(host, kiln_host_api_t, graph_text) || !host->graph_text)
     return kiln::failed_precondition("the host is older than plugin ABI 1.4 (no graph_text)");
+  // Constants past a few elements cross as bytes (ABI 1.8), the rest as text.
+  constexpr int64_t kInlineElements = 64;
+  const bool external = KILN_PLUGIN_HAS_FIELD(host, kiln_host_api_t, graph_text_external) && host->graph_text_external;
   size_t length = 0;
-  const char* text = host->graph_text(graph, &length);
+  const char* text =
+      external ? host->graph_text_external(graph, kInlineElements, &length) : host->graph_text(graph, &length);
   if (!text) return kiln::out_of_memory("the host could not print the graph");
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<kiln::ir::Graph> g, kiln::ir::parse_graph(std::string_view(text, length)));
+  kiln::ir::ParseOptions parse;
+  parse.external_constant = [&](int64_t id, kiln::DType dtype,
+                                const kiln::Shape& shape) -> kiln::StatusOr<kiln::Tensor> {
+    size_t bytes = 0;
+    const void* data = host->value_constant(graph, static_cast<kiln_value_id_t>(id), &bytes);
+    if (!data) return kiln::not_found("the host has no constant with value id " + std::to_string(id));
+    KILN_ASSIGN_OR_RETURN(kiln::Tensor t, kiln::Tensor::allocate(dtype, shape));
+    if (bytes != t.nbytes())
+      return kiln::internal_error("the host's constant has " + std::to_string(bytes) + " bytes, its type " +
+                                  std::to_string(t.nbytes()));
+    if (bytes > 0) std::memcpy(t.raw_data(), data, bytes);
+    return t;
+  };
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<kiln::ir::Graph> g,
+                        kiln::ir::parse_graph(std::string_view(text, length), parse));
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<kiln::opencl::ClDevice> device, kiln::opencl::ClDevice::shared());
   return OpenClModel::compile(std::move(g), std::move(device), options);
 }
