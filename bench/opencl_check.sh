@@ -54,24 +54,25 @@ for name in ${models//,/ }; do
       --output output=/tmp/ocl.npy > "$out/run_${name}_$st.txt" 2>&1
     rc=$?
     verdict="no output"
-    [ -f /tmp/ocl.npy ] && verdict=$(${PYTHON:-python3} tests/models/compare_npy.py $Z/$name/output.npy /tmp/ocl.npy --rtol 1e-3 2>&1 | tail -1)
+    [ -f /tmp/ocl.npy ] && verdict=$(${PYTHON:-python3} tests/models/compare_npy.py /tmp/ocl.npy $Z/$name/output.npy --rtol 1e-3 2>&1 | tail -1)
     echo "$name opencl $st fp32: rc=$rc; $verdict$(grep -m1 -o 'fatal signal [A-Z]*' "$out/run_${name}_$st.txt" | sed 's/^/; /')"
   done
 done | tee "$out/zoo.txt"
 
 # A model that failed in buffer storage, again with the driver-debugging
 # switches (plugins/opencl/README.md): every kernel checked (names the first
-# the device faults in), and every buffer its own allocation (no arena
-# sub-buffers).
+# the device faults in), every buffer its own allocation (no shared
+# arena), and every activation poisoned with NaN first (names reads of
+# memory no kernel wrote).
 for name in ${models//,/ }; do
   grep -q "^$name opencl buffer fp32: rc=0; match" "$out/zoo.txt" && continue
-  for switch in KILN_OPENCL_CHECK=1 KILN_OPENCL_ARENA=off "KILN_OPENCL_CHECK=1 KILN_OPENCL_ARENA=off"; do
+  for switch in KILN_OPENCL_CHECK=1 KILN_OPENCL_ARENA=off KILN_OPENCL_POISON=1; do
     rm -f /tmp/ocl.npy
     env $switch timeout 120 "$K" run $Z/$name/model.onnx --backend opencl --storage buffer \
       --input input=$Z/$name/input.npy --output output=/tmp/ocl.npy > "$out/debug_${name}_${switch// /_}.txt" 2>&1
     rc=$?
     verdict="no output: $(grep -m1 'kiln: [A-Z_]*:' "$out/debug_${name}_${switch// /_}.txt")"
-    [ -f /tmp/ocl.npy ] && verdict=$(${PYTHON:-python3} tests/models/compare_npy.py $Z/$name/output.npy /tmp/ocl.npy --rtol 1e-3 2>&1 | tail -1)
+    [ -f /tmp/ocl.npy ] && verdict=$(${PYTHON:-python3} tests/models/compare_npy.py /tmp/ocl.npy $Z/$name/output.npy --rtol 1e-3 2>&1 | tail -1)
     echo "$name buffer with $switch: rc=$rc; $verdict"
   done
   break  # one model is enough to tell

@@ -181,6 +181,13 @@ planner::TargetInfo ClDevice::target() const {
   // What the passes are told too (opencl_plugin.cc, target_info): tile and
   // GEMV choices made for the same device the passes planned for.
   t.compute_units = desc_.compute_units;
+  // KILN_OPENCL_COMPUTE_UNITS=N plans as for a device of N compute units
+  // (split-K and GEMV choices depend on it): a GPU's plan reproduced on
+  // PoCL, or a plan without split-K on a GPU, to tell a kernel's fault.
+  if (const char* cu = std::getenv("KILN_OPENCL_COMPUTE_UNITS"); cu && *cu) {
+    const long n = std::strtol(cu, nullptr, 10);
+    if (n > 0 && n <= 1 << 20) t.compute_units = static_cast<uint32_t>(n);
+  }
   // OpenCL grids have no per-dimension group limit: kernels that number
   // their groups linearly get exact 1-D grids (glsl_to_opencl.h relies on it).
   t.max_workgroup_count_x = 0x7fffffff;

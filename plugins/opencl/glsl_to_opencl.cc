@@ -17,6 +17,12 @@ struct Buffer {
   bool readonly = false;
   bool restrict_ = false;
   bool coherent = false;
+  // `const global`: read-only and not coherent. A coherent binding is read
+  // back after the dispatch's own stores (through another binding of the
+  // same buffer: the split-K reduce fused with LayerNorm); NVIDIA's
+  // compiler may read a `const global` argument through its non-coherent
+  // read-only cache, so such a binding is declared writable.
+  bool is_const() const { return readonly && !coherent; }
 };
 
 // An image binding: a texture read with texelFetch (`NAME_tex`) or a
@@ -153,7 +159,7 @@ class Translator {
         continue;
       }
       const Buffer& b = buffers_.at(binding);
-      const std::string space = std::string(b.readonly ? "const " : "") + "global " + (b.coherent ? "volatile " : "");
+      const std::string space = std::string(b.is_const() ? "const " : "") + "global " + (b.coherent ? "volatile " : "");
       params.push_back(space + cl_type(b.type) + "* " + (b.restrict_ ? "restrict " : "") + b.array);
       args.push_back(b.array);
       // The kernel receives the buffer and a byte offset into it (a tensor
@@ -246,7 +252,7 @@ class Translator {
           buffers_[binding] = b;
         } else {
           // Another view of the same binding: the same memory, another type.
-          aliases_ << "#define " << b.array << " ((" << (first->second.readonly ? "const " : "") << "global "
+          aliases_ << "#define " << b.array << " ((" << (first->second.is_const() ? "const " : "") << "global "
                    << (first->second.coherent ? "volatile " : "") << cl_type(b.type) << "*)" << first->second.array
                    << ")\n";
         }
@@ -409,17 +415,32 @@ class Translator {
           statement_start = false;
           continue;
         }
-        // A per-invocation global (`int oc0;`): OpenCL C 1.2 has no
-        // program-scope private variables, so it is a one-element array of
-        // the kernel, passed down like the buffers, and a macro naming its
-        // element.
-        if (const size_t n = next_solid(t, i + 1), semi = next_solid(t, n + 1);
-            k.text != "const" && k.text != "struct" && semi < t.size() && t[n].kind == Token::kIdent &&
-            t[semi].text == ";") {
-          privates_.push_back({k.text + " " + t[n].text + "_kiln_private[1]", t[n].text + "_kiln_private"});
-          aliases_ << "#define " << t[n].text << " (" << t[n].text << "_kiln_private[0])\n";
-          i = semi;
-          continue;
+        // Per-invocation globals (`int oc0;`, `int oc0, oc1;`): OpenCL C
+        // 1.2 has no program-scope private variables (and OpenCL C 2.0+
+        // would make them one `global` shared by every work-item: a race
+        // NVIDIA showed), so each is a one-element array of the kernel,
+        // passed down like the buffers, and a macro naming its element.
+        if (k.text != "const" && k.text != "struct") {
+          std::vector<std::string> names;
+          size_t j = next_solid(t, i + 1);
+          while (j < t.size() && t[j].kind == Token::kIdent) {
+            names.push_back(t[j].text);
+            const size_t sep = next_solid(t, j + 1);
+            if (sep < t.size() && t[sep].text == ",") {
+              j = next_solid(t, sep + 1);
+              continue;
+            }
+            j = sep;
+            break;
+          }
+          if (!names.empty() && j < t.size() && t[j].text == ";") {
+            for (const std::string& name : names) {
+              privates_.push_back({k.text + " " + name + "_kiln_private[1]", name + "_kiln_private"});
+              aliases_ << "#define " << name << " (" << name << "_kiln_private[0])\n";
+            }
+            i = j;
+            continue;
+          }
         }
         if (k.text == "struct") {
           const size_t n = next_solid(t, i + 1);

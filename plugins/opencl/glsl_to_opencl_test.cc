@@ -288,6 +288,64 @@ TEST(GlslToOpenCl, AKernelBeyondTheDevicesLocalMemoryIsRefusedByName) {
   EXPECT_NE(kernel.status().message().find("bytes of local memory"), std::string::npos) << kernel.status().to_string();
 }
 
+// A binding read back after the dispatch's own stores (coherent: the split-K
+// reduce fused with LayerNorm reads its stored rows through a second
+// binding of the buffer) is never `const global`, which NVIDIA may read
+// through its non-coherent read-only cache; a plain readonly one is.
+TEST(GlslToOpenCl, CoherentReadOnlyBindingsAreNotConst) {
+  auto code = glsl_to_opencl(
+      "layout(local_size_x = 1, local_size_y = 1, local_size_z = 1) in;\n"
+      "layout(std430, set = 0, binding = 0) readonly restrict buffer KilnBuffer0 { float a_data[]; };\n"
+      "layout(std430, set = 0, binding = 1) coherent buffer KilnBuffer1 { float y_data[]; };\n"
+      "layout(std430, set = 0, binding = 2) readonly coherent buffer KilnBuffer2 { float x_data[]; };\n"
+      "void main() { y_data[0] = a_data[0]; barrier(); y_data[1] = x_data[0]; }\n",
+      {});
+  ASSERT_TRUE(code.ok()) << code.status().to_string();
+  const std::string& src = code->source;
+  EXPECT_NE(src.find("const global float* restrict a_data"), std::string::npos) << src;
+  EXPECT_NE(src.find("global volatile float* y_data"), std::string::npos) << src;
+  EXPECT_NE(src.find(", global volatile float* x_data"), std::string::npos) << src;
+  EXPECT_EQ(src.find("const global volatile"), std::string::npos) << src;
+}
+
+// Program-scope variables are per invocation in GLSL. Declared together
+// (`int oc0, oc1;`, as the attention kernel's batch coordinates are) each
+// must still be the invocation's own: as one OpenCL C 2.0 program-scope
+// global, every work-item shared them (vit_b_16 on NVIDIA gave different
+// outputs run to run). Each invocation stores its id, passes a barrier and
+// reads it back, so a shared variable shows the last writer everywhere.
+TEST(GlslToOpenCl, ProgramScopeVariablesDeclaredTogetherArePerInvocation) {
+  const char* shader = R"(#version 450
+layout(local_size_x = 8, local_size_y = 1, local_size_z = 1) in;
+layout(std430, set = 0, binding = 0) readonly restrict buffer KilnBuffer0 { float x_data[]; };
+layout(std430, set = 0, binding = 1) restrict buffer KilnBuffer1 { float y_data[]; };
+int oc0, oc1;  // the workgroup's batch coordinates
+void main() {
+  int li = int(gl_LocalInvocationIndex);
+  oc0 = li;
+  oc1 = 100 * li;
+  barrier();
+  y_data[li] = x_data[li] + float(oc0 + oc1);
+}
+)";
+  auto code = glsl_to_opencl(shader, {});
+  ASSERT_TRUE(code.ok()) << code.status().to_string();
+  EXPECT_NE(code->source.find("int oc0_kiln_private[1]"), std::string::npos) << code->source;
+  EXPECT_NE(code->source.find("int oc1_kiln_private[1]"), std::string::npos) << code->source;
+
+  auto device = ClDevice::shared();
+  if (!device.ok()) {
+    if (kiln::opencl::opencl_required())
+      FAIL() << kiln::opencl::opencl_required_failure(device.status().to_string());
+    GTEST_SKIP() << device.status().to_string();
+  }
+  auto kernel = (*device)->create_kernel(code->source, "per-invocation globals");
+  ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
+  std::vector<float> x(8, 0.5f), y;
+  ASSERT_NO_FATAL_FAILURE(run_x_to_y(**device, *kernel, *code, x, 8, y));
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(y[i], 0.5f + static_cast<float>(101 * i)) << i;
+}
+
 TEST(GlslToOpenCl, RefusesFp16ImagesNamingTheDeclaration) {
   auto code = glsl_to_opencl(
       "layout(local_size_x = 1, local_size_y = 1, local_size_z = 1) in;\n"

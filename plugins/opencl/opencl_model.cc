@@ -37,6 +37,8 @@ StatusOr<std::unique_ptr<OpenClModel>> OpenClModel::compile(std::unique_ptr<ir::
   model->profile_ = options.profile;
   model->use_arena_ = options.arena;
   model->check_each_dispatch_ = options.check_each_dispatch;
+  model->poison_ = options.poison;
+  model->trace_path_ = options.trace;
   if (options.profile) {
     KILN_ASSIGN_OR_RETURN(model->queue_, model->device_->profiling_queue());
   } else {

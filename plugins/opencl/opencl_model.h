@@ -58,6 +58,12 @@ struct CompileOptions {
   // fails on the device (KILN_OPENCL_CHECK=1).
   bool arena = true;
   bool check_each_dispatch = false;
+  // Activation buffers filled with NaN before every run
+  // (KILN_OPENCL_POISON=1): reads of memory no kernel wrote show as NaN.
+  bool poison = false;
+  // Appends a line per tensor each dispatch writes (its sums) to this file
+  // (KILN_OPENCL_TRACE=FILE): where two devices' runs of one plan diverge.
+  std::string trace;
 };
 
 // One dispatch of a run: its time on the device (profiled models) and the
@@ -137,6 +143,8 @@ class OpenClModel {
   bool profile_ = false;
   bool use_arena_ = true;
   bool check_each_dispatch_ = false;
+  bool poison_ = false;
+  std::string trace_path_;
   ProgramCacheStats program_stats_;
 };
 

@@ -1,6 +1,8 @@
 // OpenClModel::run (see opencl_model.h): one run's symbol bindings, host
 // values and device buffers and images.
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <set>
 #include <utility>
 
@@ -49,6 +51,8 @@ struct RunFlags {
   bool profile = false;
   bool arena = true;
   bool check_each_dispatch = false;
+  bool poison = false;  // activation memory filled with NaN before the run
+  std::FILE* trace = nullptr;  // a line per tensor each dispatch writes
 };
 
 class Run {
@@ -160,6 +164,7 @@ class Run {
     }
     for (size_t i = 0; i < roots.size(); ++i) regions_[roots[i]] = {placed.offsets[i], blocks[i].size};
     arena_bytes_ = placed.bytes;
+    if (flags_.poison) KILN_RETURN_IF_ERROR(fill_nan(arena_.buffer, placed.bytes));
     no_reuse_bytes_ = memplan::no_reuse_total(blocks);
     return ok_status();
   }
@@ -259,6 +264,7 @@ class Run {
     KILN_RETURN_IF_ERROR(cl_status(rc, "allocating " + std::to_string(bytes) + " bytes for " + tensor_name(root)));
     buffers_[root] = mem;
     ++separate_roots_;
+    if (flags_.poison && tensor(root).origin != PlanTensor::Origin::kState) KILN_RETURN_IF_ERROR(fill_nan(mem, bytes));
     separate_bytes_ += bytes;
     if (tensor(root).origin == PlanTensor::Origin::kState) {
       const cl_int zero = 0;
@@ -266,6 +272,16 @@ class Run {
           clEnqueueFillBuffer(queue_, mem, &zero, sizeof zero, 0, bytes, 0, nullptr, nullptr), "zero-filling"));
     }
     return DeviceMemory{mem};
+  }
+
+  // Fills `bytes` of `mem` with quiet NaNs (KILN_OPENCL_POISON): a kernel
+  // that reads memory no kernel wrote then shows as NaN in the outputs
+  // instead of as whatever the allocation held.
+  Status fill_nan(cl_mem mem, uint64_t bytes) {
+    const cl_uint nan = 0x7fc00000u;
+    return cl_status(clEnqueueFillBuffer(queue_, mem, &nan, sizeof nan, 0, bytes / sizeof nan * sizeof nan, 0, nullptr,
+                                         nullptr),
+                     "filling a buffer with NaN");
   }
 
   // Uploads a host value a kernel reads (once per run).
@@ -455,6 +471,36 @@ class Run {
     timed_.push_back(Timed{event, traffic(step.kernel)});
     timed_.back().traffic.kernel = step.kernel.name;
     timed_.back().traffic.node = node.name.empty() ? node.op : node.name;
+    if (flags_.trace) KILN_RETURN_IF_ERROR(trace_outputs(step));
+    return ok_status();
+  }
+
+  // KILN_OPENCL_TRACE: each tensor the dispatch wrote, downloaded, as one
+  // line of sums. Two devices running the same plan (KILN_OPENCL_COMPUTE_UNITS
+  // makes PoCL plan as a GPU does) diverge first at the faulty kernel.
+  Status trace_outputs(const PlanStep& step) {
+    KILN_RETURN_IF_ERROR(cl_status(clFinish(queue_), "kernel '" + step.kernel.name + "'"));
+    for (const planner::KernelTensor& kt : step.kernel.tensors) {
+      if (!kt.written) continue;
+      KILN_ASSIGN_OR_RETURN(Tensor t, host_value(kt.tensor));
+      KILN_ASSIGN_OR_RETURN(Tensor f, t.cast(DType::kFloat64));
+      double sum = 0, abs_sum = 0, max_abs = 0;
+      int64_t nans = 0;
+      const double* v = f.data<double>();
+      for (int64_t i = 0; i < f.numel(); ++i) {
+        if (std::isnan(v[i])) {
+          ++nans;
+          continue;
+        }
+        sum += v[i];
+        abs_sum += std::fabs(v[i]);
+        max_abs = std::max(max_abs, std::fabs(v[i]));
+      }
+      std::fprintf(flags_.trace, "%u %s %s %lld %.9g %.9g %.9g %lld\n", dispatches_, step.kernel.name.c_str(),
+                   kt.name.c_str(), static_cast<long long>(f.numel()), sum, abs_sum, max_abs,
+                   static_cast<long long>(nans));
+    }
+    std::fflush(flags_.trace);
     return ok_status();
   }
 
@@ -507,7 +553,19 @@ class Run {
 
 StatusOr<std::vector<Tensor>> OpenClModel::run(const std::vector<Tensor>& inputs, RunReport* report) const {
   std::lock_guard<std::mutex> lock(device_->run_mutex());
-  const RunFlags flags{profile_, use_arena_, check_each_dispatch_};
+  RunFlags flags{profile_, use_arena_, check_each_dispatch_, poison_};
+  // A trace file for this run (opened per run: several runs append).
+  struct TraceFile {
+    std::FILE* f = nullptr;
+    ~TraceFile() {
+      if (f) std::fclose(f);
+    }
+  } trace;
+  if (!trace_path_.empty()) {
+    trace.f = std::fopen(trace_path_.c_str(), "a");
+    if (!trace.f) return not_found("KILN_OPENCL_TRACE: cannot write '" + trace_path_ + "'");
+    flags.trace = trace.f;
+  }
   Run run(*graph_, plan_, *device_, queue_, flags, constants_, liveness_, control_flow_roots_,
           ArenaMemory{arena_, arena_capacity_});
   // The queue finished before `run` releases its buffers (declared after

@@ -80,6 +80,9 @@ kiln_plugin_status_t* compile_with_options(void*, const kiln_host_api_t* host, c
   o.arena = !(arena && std::strcmp(arena, "off") == 0);
   const char* check = std::getenv("KILN_OPENCL_CHECK");
   o.check_each_dispatch = check && *check && std::strcmp(check, "0") != 0;
+  const char* poison = std::getenv("KILN_OPENCL_POISON");
+  o.poison = poison && *poison && std::strcmp(poison, "0") != 0;
+  if (const char* trace = std::getenv("KILN_OPENCL_TRACE")) o.trace = trace;
   auto model = compile_model(host, graph, o);
   if (!model.ok()) return to_plugin(host, model.status());
   const auto stats = (*model)->stats();
@@ -195,7 +198,7 @@ kiln_plugin_status_t* target_info(void*, const kiln_host_api_t* host, kiln_targe
   const kiln::opencl::DeviceDescription& d = (*device)->description();
   const kiln::planner::TargetInfo t = (*device)->target();
   out->shared_memory_bytes = t.max_shared_memory;
-  out->compute_units = d.compute_units;
+  out->compute_units = t.compute_units;
   out->subgroup_size = 0;  // the translation has no subgroup operations
   out->max_workgroup_invocations = t.max_workgroup_invocations;
   out->max_image_dimension_2d = t.max_image_dimension_2d;
