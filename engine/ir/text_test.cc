@@ -159,6 +159,18 @@ TEST(TextTest, ElidedConstantsNeedOptIn) {
   EXPECT_TRUE(parse_graph(text, opts).ok());
 }
 
+// An elided constant lists no values, so nothing in the text bounds the
+// zeros it stands for: the tensor limit does (fuzz_text_parser: an elided
+// f16[8666666666] allocated 17 GB).
+TEST(TextTest, AnElidedConstantPastTheTensorLimitIsRefused) {
+  ParseOptions opts;
+  opts.allow_elided_constants = true;
+  auto g = parse_graph("graph @g {\n  const %c : f16[8666666666000] = dense<elided>\n  return %c\n}", opts);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("KILN_MAX_TENSOR_BYTES"), std::string::npos) << g.status().message();
+  EXPECT_TRUE(parse_graph("graph @g {\n  const %c : f16[866] = dense<elided>\n  return %c\n}", opts).ok());
+}
+
 // Big constants can cross as value ids (a backend plugin fetches their
 // bytes through the ABI instead of printing and parsing them); the reader
 // is asked for each by id, and what it returns is checked.
