@@ -31,8 +31,19 @@
 //   int gemm_b_colsum(int b, int n);       sum over k of B'(b, k, n)
 //   gemm_store4 as above.
 //
-// Neither has split-K or a GEMV variant, nor integer cooperative matrices;
-// operands are int32 on the device (A is packed in the kernel).
+// Where the device has int8 cooperative matrices (TargetInfo::
+// coopmat_s8_shapes) and M and N are 16 or more, the same helpers feed the
+// tensor-core kernel (shaders/gemm_int8_coopmat.comp) instead: a uint8 A
+// enters the signed fragments as a - 128, and the end adds (128 - za) times
+// B's column sums; with, optionally (in GemmProblem::vector_helpers),
+//   #define GEMM_A16
+//   uvec4 gemm_a16(int b, int m, int k);   A's raw values at k .. k+15 as
+//                                          bytes (k a multiple of 16, the
+//                                          unit inside K): one index
+//                                          computation for 16 values
+// Both kernels split K where their grid is small for the device (the float
+// GEMM's choose_split), writing raw int32 sums that the split-K reduce pass
+// finishes. Operands are int32 on the device (A is packed in the kernel).
 #pragma once
 
 #include "engine/base/status.h"

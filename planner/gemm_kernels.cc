@@ -93,6 +93,8 @@ int64_t reduce_lanes(int64_t slices, const TargetInfo& target) {
   return slices >= 8 ? 4 : slices >= 4 ? 2 : 1;
 }
 
+}  // namespace
+
 // The reduce pass after `tile_pass`, a split-K kernel whose last tensor is
 // the GP scratch it writes: the same tensors and parameters (the shared
 // helpers need Y's store accessors although only this pass stores it), GP
@@ -119,6 +121,8 @@ KernelDesc splitk_reduce_kernel(const GemmProblem& p, const KernelDesc& tile_pas
   return r;
 }
 
+namespace {
+
 // Workgroups that keep a GPU busy: on the order of a hundred cores, a
 // workgroup or two each.
 constexpr int64_t kBusyTiles = 128;
@@ -128,6 +132,8 @@ constexpr int64_t kBusyTiles = 128;
 // choose_split splits only grids under kBusyTiles; a split_k hint on a
 // huge grid takes the two-pass route instead.
 constexpr int64_t kMaxFixupTiles = 1 << 16;
+
+}  // namespace
 
 // The number of K slices for a tiled GEMM of `tiles` workgroups (0 when
 // not constant): enough slices for ~256 workgroups, each slice at least 64
@@ -156,6 +162,8 @@ int64_t choose_split(int64_t tiles, const ir::Dim& k, int64_t compute_units) {
   const int64_t by_depth = k.value() / 64;
   return std::clamp<int64_t>(std::min(by_grid, by_depth), 1, 16);
 }
+
+namespace {
 
 // Tile rows or columns for a constant size (16, 32 or 64).
 int pick_tile(const ir::Dim& v) {

@@ -81,6 +81,21 @@ KernelDesc make_gemm_kernel(const GemmProblem& p, int64_t compute_units = 0);
 // variant adds body, local size and groups).
 KernelDesc gemm_kernel_base(const GemmProblem& p, std::string name);
 
+// The number of K slices for a GEMM grid of `tiles` workgroups (0: not
+// constant) over `k` on a device of `compute_units` (0: unknown): 1 (no
+// split) for grids that fill the device or a symbolic K, else enough
+// slices for about two workgroups per busy unit, each slice at least 64
+// deep, at most 16 (the measurements are in gemm_kernels.cc).
+int64_t choose_split(int64_t tiles, const ir::Dim& k, int64_t compute_units);
+
+// The second pass of a split-K GEMM whose first pass is `tile_pass` (its
+// last tensor the GP scratch of `slices` partial tiles, which this pass
+// reads): adds the slices and stores through gemm_store4. Float partials,
+// or with "#define REDUCE_INT" in p.helpers int32 ones passed through the
+// helpers' ivec4 gemm_acc_finish(b, m, n, acc) (shaders/gemm_splitk_reduce.comp).
+KernelDesc splitk_reduce_kernel(const GemmProblem& p, const KernelDesc& tile_pass, int64_t slices,
+                                const TargetInfo& target);
+
 // Emits the kernels for `p`: make_gemm_kernel's, or — when a tiled GEMM
 // with constant sizes would have few workgroups for a deep K, or a split_k
 // hint asks — a split-K kernel whose grid also enumerates K slices, each

@@ -36,6 +36,7 @@ void check_on_and_off(OpCheck c) {
   c.tol_f32 = c.tol_f16 = 0;
   c.min_dispatches = 1;
   OpCheck on = c;
+  on.cooperative_matrix = false;  // the int8 tensor-core kernel has its own tests (gemm_int8_coopmat_test.cc)
   if (device_has_dot_products()) on.expect_kernel = "_int8dot_tile";
   EXPECT_TRUE(check_op(on)) << "int8_dot on";
   OpCheck off = c;

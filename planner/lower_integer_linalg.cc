@@ -346,14 +346,23 @@ Status emit_conv(LoweringContext& ctx, const char* name, const ConvInputs& in, s
   // the GEMM's K, per output channel g * N + n.
   std::optional<PackedInt8Operand> packed;
   const Tensor* w = ctx.input_constant(in.w);
+  // On the dot-product path with whole units of 16 channels per group, K
+  // is packed tap-major (k = tap * CG + c, not ONNX's c * taps + tap): the
+  // 16 values of a unit are then 16 channels of one input pixel, whose
+  // index math and padding test gemm_a16 does once (the tensor-core
+  // kernel's GEMM_A16; gemm_int.h), as the float Conv's gemm_a8 does.
+  const int64_t cg = w ? w->dim(1) : 0, taps = w && cg > 0 ? w->numel() / std::max<int64_t>(1, w->dim(0) * cg) : 0;
+  const bool units16 = w && cg > 0 && cg % 16 == 0;
   if (w && !direct && p.n.is_const() && p.k.is_const()) {
     const int64_t n = p.n.value(), k = p.k.value();
     if (auto zw = constant_zero_point(ctx, in.w_zero, w->dim(0)))
       packed = int8_dot_operand(ctx, in.x, group, p, [&](int64_t g, int64_t kk, int64_t j) {
-        return w->get_i64((g * n + j) * k + kk) - (*zw)(g * n + j);
+        const int64_t onnx_k = units16 ? (kk % cg) * taps + kk / cg : kk;
+        return w->get_i64((g * n + j) * k + onnx_k) - (*zw)(g * n + j);
       });
   }
   const bool dot = packed.has_value();
+  const bool tap_major = dot && units16;
   p.tensors.push_back(ctx.bind("X", ctx.input(in.x)));
   if (!dot) p.tensors.push_back(ctx.bind("W", ctx.input(in.w)));
   BoundParam zx = zero_literal(), zw = zero_literal();
@@ -379,33 +388,53 @@ Status emit_conv(LoweringContext& ctx, const char* name, const ConvInputs& in, s
   auto w_dim = [&](size_t i) {
     return dot ? std::to_string(w->dim(static_cast<int64_t>(i))) : "W_D" + std::to_string(i);
   };
-  // k = (ic, kernel offsets) row-major over W's [C/group, k0, k1, ...].
-  std::string split_k = "  int t = k;\n";
+  // k = (ic, kernel offsets) row-major over W's [C/group, k0, k1, ...],
+  // or tap-major (kernel offsets, ic).
+  std::string split_k = tap_major ? "  int ic = k % " + std::to_string(cg) + ", t = k / " + std::to_string(cg) + ";\n"
+                                  : "  int t = k;\n";
   for (size_t i = spatial; i-- > 0;) {
     const std::string a = std::to_string(i), d = w_dim(2 + i);
     split_k += "  int k" + a + " = t % " + d + "; t /= " + d + ";\n";
   }
-  split_k += "  int ic = t;\n";
+  if (!tap_major) split_k += "  int ic = t;\n";
   std::vector<std::string> xc = {"img", "g * " + w_dim(1) + " + ic"}, wc = {"oc", "ic"};
   // A = X - x_zero_point, padding 0; on the dot path X raw, padding x_zero_point.
   const std::string pad_value = dot ? zx.value() : "0";
-  std::string h = std::move(helpers);
-  h += std::string(dot ? "int gemm_a_raw" : "int gemm_a") +
-       "(int b, int m, int k) {\n  int img = b / CV_G, g = b % CV_G;\n" + split_k + "  t = m;\n";
-  for (size_t i = spatial; i-- > 0;) {
-    const std::string a = std::to_string(i), d = "Y_D" + std::to_string(2 + i);
-    h += "  int o" + a + " = t % " + d + "; t /= " + d + ";\n";
-  }
+  // The input pixel of output pixel m at the kernel offsets k0.. (after
+  // split_k), `outside` run where it lies in the padding.
+  const auto input_pixel = [&](const std::string& outside) {
+    std::string x = "  int img = b / CV_G, g = b % CV_G;\n" + split_k + "  t = m;\n";
+    for (size_t i = spatial; i-- > 0;) {
+      const std::string a = std::to_string(i), d = "Y_D" + std::to_string(2 + i);
+      x += "  int o" + a + " = t % " + d + "; t /= " + d + ";\n";
+    }
+    for (size_t i = 0; i < spatial; ++i) {
+      const std::string a = std::to_string(i);
+      x += "  int i" + a + " = o" + a + " * " + std::to_string(wa.strides[i]) + " - " + std::to_string(pad_begin[i]) +
+           " + k" + a + " * " + std::to_string(wa.dilations[i]) + ";\n";
+      x += "  if (i" + a + " < 0 || i" + a + " >= X_D" + std::to_string(2 + i) + ") " + outside + "\n";
+    }
+    return x;
+  };
   for (size_t i = 0; i < spatial; ++i) {
-    const std::string a = std::to_string(i);
-    h += "  int i" + a + " = o" + a + " * " + std::to_string(wa.strides[i]) + " - " + std::to_string(pad_begin[i]) +
-         " + k" + a + " * " + std::to_string(wa.dilations[i]) + ";\n";
-    h += "  if (i" + a + " < 0 || i" + a + " >= X_D" + std::to_string(2 + i) + ") return " + pad_value + ";\n";
-    xc.push_back("i" + a);
-    wc.push_back("k" + a);
+    xc.push_back("i" + std::to_string(i));
+    wc.push_back("k" + std::to_string(i));
   }
+  std::string h = std::move(helpers);
+  h += std::string(dot ? "int gemm_a_raw" : "int gemm_a") + "(int b, int m, int k) {\n" +
+       input_pixel("return " + pad_value + ";");
   if (dot) {
     h += "  return X_at(" + join_args(xc) + ");\n}\n";
+    if (tap_major) {
+      // 16 channels of one pixel, raw bytes packed four to a word (padding: zx).
+      std::vector<std::string> xj = xc;
+      xj[1] = "g * " + std::to_string(cg) + " + ic + 4 * q + j";
+      p.vector_helpers = "#define GEMM_A16 1\nuvec4 gemm_a16(int b, int m, int k) {\n" +
+           input_pixel("return uvec4((uint(" + zx.value() + ") & 255u) * 0x01010101u);") +
+           "  uvec4 u;\n  [[unroll]] for (int q = 0; q < 4; ++q) {\n    uint w = 0u;\n"
+           "    [[unroll]] for (int j = 0; j < 4; ++j) w |= uint(X_at(" + join_args(xj) + ") & 255) << (8 * j);\n"
+           "    u[q] = w;\n  }\n  return u;\n}\n";
+    }
     h += "int gemm_a_zero(int b, int m) {\n  return " + zx.value() + ";\n}\n";
     h += packed_b_helpers("b % CV_G");
   } else {

@@ -52,6 +52,11 @@ struct TargetInfo {
   // the device's fp16-operand shapes in it (empty with kNone).
   CoopMatFlavour coopmat = CoopMatFlavour::kNone;
   std::vector<CoopMatShape> coopmat_f16_shapes;
+  // The same dialect's shapes with int8 A and B and int32 accumulators
+  // (f32_accumulator false), for the integer GEMM (gemm_int.h); empty
+  // without 8-bit shader arithmetic (shaderInt8), which the int8 fragment
+  // types need.
+  std::vector<CoopMatShape> coopmat_s8_shapes;
   uint32_t vulkan_version = (1u << 22) | (1u << 12);  // VK_MAKE_API_VERSION(0,1,1,0)
 };
 

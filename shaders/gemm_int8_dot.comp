@@ -16,6 +16,11 @@
 //!   @BM@ @BN@ @TM@  tile rows, tile columns, rows per invocation
 //!   A_M_FASTEST     consecutive invocations load consecutive m of A (else k)
 //!   A_UNSIGNED      A's raw values are uint8 (else int8)
+//!   SPLIT_K         the grid's z also enumerates slices of K (GEMM_KCHUNK
+//!                   values each, a multiple of 4 * BKW); each workgroup
+//!                   writes its raw sums to GP [slice][batch][M][N] (int32)
+//!                   for gemm_splitk_reduce.comp, which takes A's zero
+//!                   point out (the helpers' gemm_acc_finish) and stores
 
 // OpSDot (4450) and OpSUDot (4452) with PackedVectorFormat4x8Bit (0):
 // core in SPIR-V 1.6 (Vulkan 1.3); glslang 12 has no GLSL built-in for them.
@@ -52,11 +57,18 @@ void main() {
   int tid = ty * TX + tx;
   int n0 = int(gl_WorkGroupID.x) * BN;
   int m0 = int(gl_WorkGroupID.y) * BM;
+//@if SPLIT_K
+  int b = int(gl_WorkGroupID.z) % GEMM_BATCH;
+  int slice = int(gl_WorkGroupID.z) / GEMM_BATCH;
+  int kw_begin = slice * (GEMM_KCHUNK / 4);
+  int kwords = min((GEMM_K + 3) / 4, kw_begin + GEMM_KCHUNK / 4);
+//@else
   int b = int(gl_WorkGroupID.z);
-  int kwords = (GEMM_K + 3) / 4;
+  int kw_begin = 0, kwords = (GEMM_K + 3) / 4;
+//@end
   ivec4 acc[TM];
   for (int i = 0; i < TM; ++i) acc[i] = ivec4(0);
-  for (int kw0 = 0; kw0 < kwords; kw0 += BKW) {
+  for (int kw0 = kw_begin; kw0 < kwords; kw0 += BKW) {
     for (int j = 0; j < A_LD; ++j) {
 //@if A_M_FASTEST
       int mm = tid % BM, kk = tid / BM + j * (NT / BM);
@@ -82,6 +94,21 @@ void main() {
     barrier();
   }
   int n = n0 + tx * 4;
+//@if SPLIT_K
+  if (n < GEMM_N)
+    for (int i = 0; i < TM; ++i) {
+      int m = m0 + ty + i * TY;
+      if (m >= GEMM_M) continue;
+      int p = ((slice * GEMM_BATCH + b) * GEMM_M + m) * GEMM_N + n;
+      if (n + 4 <= GEMM_N) {
+        GP_store4(p, acc[i]);
+      } else {
+        for (int j = 0; j < 4; ++j)
+          if (n + j < GEMM_N) GP_data[p + j] = acc[i][j];
+      }
+    }
+  return;
+//@end
   if (n < GEMM_N) {
     ivec4 colsum = ivec4(0);
     for (int j = 0; j < 4; ++j)

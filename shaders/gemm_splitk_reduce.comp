@@ -7,9 +7,18 @@
 //! REDUCE_LANES > 1 (a power of two, at most the subgroup size) that many
 //! adjacent invocations share one output, each adding every
 //! REDUCE_LANES-th slice, and meet through subgroup shuffles: more loads
-//! in flight for deep splits. No placeholders.
+//! in flight for deep splits. With REDUCE_INT (the int8 cooperative-matrix
+//! GEMM, gemm_int8_coopmat.comp) the partials are int32 raw sums, finished
+//! by the helpers' gemm_acc_finish before the store. No placeholders.
 #ifndef REDUCE_LANES
 #define REDUCE_LANES 1
+#endif
+#ifdef REDUCE_INT
+#define REDUCE_VEC4 ivec4
+#define REDUCE_STORE(b, m, n, v) gemm_store4(b, m, n, gemm_acc_finish(b, m, n, v))
+#else
+#define REDUCE_VEC4 vec4
+#define REDUCE_STORE(b, m, n, v) gemm_store4(b, m, n, v)
 #endif
 
 void main() {
@@ -32,7 +41,7 @@ void main() {
   int m = r % GEMM_M, b = r / GEMM_M;
   int p = (b * GEMM_M + m) * GEMM_N + n;
   int slice_stride = GEMM_BATCH * GEMM_M * GEMM_N;
-  vec4 v = vec4(0.0);
+  REDUCE_VEC4 v = REDUCE_VEC4(0);
   // Lanes past N read the next row's partials (or stop at GP's end); the
   // store ignores them.
   // The same trip count on every lane, so the shuffles below run in
@@ -43,5 +52,5 @@ void main() {
   for (int o = 1; o < REDUCE_LANES; o <<= 1) v += subgroupShuffleXor(v, uint(o));
   if (!live || part != 0) return;
 #endif
-  gemm_store4(b, m, n, v);
+  REDUCE_STORE(b, m, n, v);
 }

@@ -130,6 +130,7 @@ Status finish_one_node_graph(ir::Graph& g, ir::NodeId n) {
     runtime::VulkanModelOptions options;
     options.plan.storage = config.storage;
     options.plan.precision = config.precision;
+    options.plan.cooperative_matrix = check.cooperative_matrix;
     options.lowerings = check.lowerings;
     auto model = runtime::VulkanModel::compile(*device, *cache, *graph, options);
     if (!model.ok())

@@ -57,6 +57,10 @@ struct OpCheck {
   size_t max_dispatches = SIZE_MAX;
   // Fail unless some dispatch's kernel name contains this (when not empty).
   std::string expect_kernel;
+  // Whether the plan may use the device's cooperative matrices
+  // (PlanOptions::cooperative_matrix): false checks the kernels a device
+  // without them, or a session with --coopmat off, runs.
+  bool cooperative_matrix = true;
   // The node's annotations (kiln.kernel hints and the like).
   std::map<std::string, std::string> annotations;
   // Runs of one compiled model per config, each compared with the

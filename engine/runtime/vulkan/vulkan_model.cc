@@ -42,6 +42,19 @@ std::vector<planner::CoopMatShape> f16_shapes(const std::vector<vk::CooperativeM
   return out;
 }
 
+// The subgroup shapes with int8 A and B and non-saturating int32 C and
+// result (VkComponentTypeKHR SINT8 = 3, SINT32 = 5; the NV enum has the
+// same values).
+std::vector<planner::CoopMatShape> s8_shapes(const std::vector<vk::CooperativeMatrixShape>& shapes) {
+  constexpr uint32_t kS8 = 3, kS32 = 5, kSubgroup = 3;
+  std::vector<planner::CoopMatShape> out;
+  for (const vk::CooperativeMatrixShape& s : shapes)
+    if (s.a_type == kS8 && s.b_type == kS8 && s.c_type == kS32 && s.result_type == kS32 && s.scope == kSubgroup &&
+        !s.saturating_accumulation)
+      out.push_back({s.m, s.n, s.k, false});
+  return out;
+}
+
 const char* coopmat_mode_name(CoopMatMode mode) {
   switch (mode) {
     case CoopMatMode::kNV:
@@ -102,12 +115,15 @@ planner::TargetInfo target_info(const vk::Device& device, CoopMatMode mode) {
     // when the KHR extension was queried (else a copy of NV's).
     if (khr_allowed && e.cooperative_matrix_khr && c.cooperative_matrix_khr) {
       t.coopmat_f16_shapes = f16_shapes(c.cooperative_matrix_shapes);
+      t.coopmat_s8_shapes = s8_shapes(c.cooperative_matrix_shapes);
       if (!t.coopmat_f16_shapes.empty()) t.coopmat = planner::CoopMatFlavour::kKHR;
     }
     if (t.coopmat == planner::CoopMatFlavour::kNone && nv_allowed && e.cooperative_matrix_nv) {
       t.coopmat_f16_shapes = f16_shapes(c.cooperative_matrix_nv_shapes);
+      t.coopmat_s8_shapes = s8_shapes(c.cooperative_matrix_nv_shapes);
       if (!t.coopmat_f16_shapes.empty()) t.coopmat = planner::CoopMatFlavour::kNV;
     }
+    if (t.coopmat == planner::CoopMatFlavour::kNone || !e.shader_int8) t.coopmat_s8_shapes.clear();
     if (t.coopmat == planner::CoopMatFlavour::kNone) t.coopmat_f16_shapes.clear();
   }
   t.vulkan_version = std::min<uint32_t>(c.api_version, VK_API_VERSION_1_3);
@@ -140,6 +156,7 @@ StatusOr<std::unique_ptr<VulkanModel>> VulkanModel::compile(vk::Device& device, 
   if (!options.plan.cooperative_matrix) {
     impl->target.coopmat = planner::CoopMatFlavour::kNone;
     impl->target.coopmat_f16_shapes.clear();
+    impl->target.coopmat_s8_shapes.clear();
   }
   auto t0 = Clock::now();
   const planner::LoweringRegistry& lowerings =
