@@ -17,17 +17,24 @@
 namespace kiln::planner {
 namespace {
 
-// The sections of shaders/elementwise_math.glsl, the only helpers map
-// kernels of the elementwise family use: a helper two nodes need is defined
-// once in the fused kernel.
-constexpr const char* kMathSections[] = {"sigmoid", "tanh", "erf",  "softplus", "pow",  "ipow",
-                                         "idiv",    "irem", "imod", "fmod",     "fmax", "f2i"};
+// The helper sections map kernels use (shaders/elementwise_math.glsl, and
+// quantize.glsl's for the quantized elementwise ops, e.g. QLinearAdd), the
+// only helpers a composable node may have: a helper two nodes need is
+// defined once in the fused kernel. quantize.glsl's in its order (each may
+// call those before it).
+constexpr const char* kMathSections[] = {
+    "elementwise_math.glsl#sigmoid", "elementwise_math.glsl#tanh",     "elementwise_math.glsl#erf",
+    "elementwise_math.glsl#softplus", "elementwise_math.glsl#pow",     "elementwise_math.glsl#ipow",
+    "elementwise_math.glsl#idiv",     "elementwise_math.glsl#irem",    "elementwise_math.glsl#imod",
+    "elementwise_math.glsl#fmod",     "elementwise_math.glsl#fmax",    "elementwise_math.glsl#f2i",
+    "quantize.glsl#two_prod",         "quantize.glsl#div_rn",          "quantize.glsl#quantize",
+    "quantize.glsl#requantize"};
 
 // Adds the sections `text` (a node kernel's helpers) is made of to `out`,
 // each once. False when `text` holds anything else.
 bool merge_helpers(std::string text, std::set<std::string>& have, std::string& out) {
   for (const char* name : kMathSections) {
-    const std::string section = fill_shader(std::string("elementwise_math.glsl#") + name);
+    const std::string section = fill_shader(name);
     const size_t at = text.find(section);
     if (section.empty() || at == std::string::npos) continue;
     text.erase(at, section.size());
@@ -369,7 +376,7 @@ StatusOr<ElementwiseFunction> compose_elementwise(PlanBuilder& builder, const ir
   ElementwiseFunction f;
   f.code = c.helpers + s + " " + name + "(" + params + "int oi, " + s + " kiln_anchor) {\n  " + s + " v = " + s +
            "(0);\n" + c.body + "  return v;\n}\n";
-  for (const std::string& section : c.sections) f.sections.push_back(fill_shader("elementwise_math.glsl#" + section));
+  for (const std::string& section : c.sections) f.sections.push_back(fill_shader(section));
   for (KernelTensor& t : c.bound) {
     t.elementwise = false;  // read at other elements than those written, in general
     f.inputs.push_back(std::move(t));

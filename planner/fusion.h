@@ -106,7 +106,7 @@ Status lower_fused(PlanBuilder& builder, const ir::Graph& graph, const FusionGro
 // Shared by the store epilogue and fusion_dwpw.h's prologue.
 struct ElementwiseFunction {
   std::string code;                   // the math helpers it needs, then the function
-  std::vector<std::string> sections;  // the helpers' texts (elementwise_math.glsl sections)
+  std::vector<std::string> sections;  // the helpers' texts (fusion.cc's kMathSections)
   std::vector<KernelTensor> inputs;   // to bind (elementwise = false)
   std::string suffix;                 // "+<kernel>" per node, for kernel names
 };

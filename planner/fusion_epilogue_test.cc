@@ -14,12 +14,14 @@
 #include <vector>
 
 #include "engine/ir/graph.h"
+#include "engine/ops/quantization.h"
 #include "engine/ops/shape_inference.h"
 #include "engine/runtime/reference_executor.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "planner/execution_plan.h"
 #include "planner/plan_hints.h"
 #include "planner/testing/op_check.h"
+#include "planner/testing/random_ints.h"
 #include "platform/vulkan/vk_test_env.h"
 
 namespace kiln::planner {
@@ -513,6 +515,51 @@ TEST_F(FusionEpilogue, RowNormGroupWhoseStreamIsReadEarlierRunsWithoutItsNorm) {
   for (size_t j = 0; j < want->size(); ++j)
     for (int64_t i = 0; i < (*want)[j].numel(); ++i)
       ASSERT_NEAR((*want)[j].get_f64(i), (*got)[j].get_f64(i), 1e-4) << "output " << j << " element " << i;
+}
+
+
+// A quantized residual block's end: QLinearConv, then com.microsoft
+// QLinearAdd of its uint8 output and the block's uint8 input (what
+// fuse-qdq makes of DequantizeLinear -> Add -> Relu -> QuantizeLinear): the
+// add runs in the convolution's store (or its split-K reduce pass), its
+// quantize.glsl helpers defined once; bit for bit the reference's.
+TEST_F(FusionEpilogue, QLinearConvQLinearAddResidual) {
+  Net net;
+  const ir::ValueId x = net.g.add_input("x", DType::kUInt8, ir::SymShape::from_concrete({1, 32, 8, 8}));
+  const ir::ValueId h = net.g.add_input("h", DType::kUInt8, ir::SymShape::from_concrete({1, 40, 8, 8}));
+  const auto f32 = [&](float v) { return net.scalar(v); };
+  const auto u8 = [&](uint8_t v) { return net.constant(Tensor::from_vector<uint8_t>({}, {v})); };
+  std::vector<float> ws;
+  for (int i = 0; i < 40; ++i) ws.push_back(0.002f + 0.0001f * static_cast<float>(i));
+  const ir::ValueId y = net.op(
+      "QLinearConv",
+      {x, f32(0.02f), u8(121), net.constant(testing::random_ints<int8_t>({40, 32, 3, 3}, 110, -127, 127)),
+       net.constant(Tensor::from_vector<float>({40}, ws)),
+       net.constant(Tensor::from_vector<int8_t>({40}, std::vector<int8_t>(40, 0))), f32(0.07f), u8(118),
+       net.constant(testing::random_ints<int32_t>({40}, 111, -4000, 4000))},
+      {{"pads", ints({1, 1, 1, 1})}});
+  const ir::ValueId r = net.op("QLinearAdd", {y, f32(0.07f), u8(118), h, f32(0.05f), u8(130), f32(0.09f), u8(0)});
+  net.g.node(net.last).domain = ops::kMicrosoftDomain;
+  ir::Graph& g = net.finish({r});
+  const std::vector<Tensor> in = {testing::random_ints<uint8_t>({1, 32, 8, 8}, 112, 0, 255),
+                                  testing::random_ints<uint8_t>({1, 40, 8, 8}, 113, 0, 255)};
+  runtime::ReferenceExecutor reference(g);
+  auto want = reference.run(in);
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+  for (const testing::BackendConfig& config :
+       {testing::BackendConfig{}, testing::BackendConfig{Storage::kImage, ElemType::kF16}}) {
+    auto model = testing::compile_on_test_device(g, config);
+    ASSERT_TRUE(model.ok()) << config.name() << ": " << model.status().to_string();
+    const ExecutionPlan& plan = (*model)->plan();
+    const std::string names = kernel_names(plan);
+    EXPECT_TRUE(plan.fusion_notes.empty()) << config.name() << ": " << plan.fusion_notes.front();
+    EXPECT_NE(names.find("+qlinear_add"), std::string::npos) << config.name() << ": " << names;
+    EXPECT_EQ(names.find(" qlinear_add"), std::string::npos) << config.name() << ": " << names;
+    auto got = (*model)->run(in);
+    ASSERT_TRUE(got.ok()) << config.name() << ": " << got.status().to_string();
+    for (int64_t i = 0; i < (*want)[0].numel(); ++i)
+      ASSERT_EQ((*want)[0].get_i64(i), (*got)[0].get_i64(i)) << config.name() << " element " << i << " (" << names << ")";
+  }
 }
 
 }  // namespace

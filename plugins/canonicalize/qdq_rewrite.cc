@@ -13,6 +13,10 @@
 //   MatMul + Add(bias [N]), Gemm        => Reshape, 1x1 QLinearConv, Reshape
 //                                          (QLinearMatMul has no bias input;
 //                                          the Reshapes are views)
+//   DequantizeLinear(a) + DequantizeLinear(b) ─ Add ─ [Relu|Clip] ─ QuantizeLinear
+//     => com.microsoft QLinearAdd(a, sa, za, b, sb, zb, sy, zy): a residual
+//     connection's three kernels (dequantize, add, quantize) in one, reading
+//     and writing 8-bit values (a, b and y of one type, each per tensor)
 //
 // What is required (anything else is left alone): x and y quantized per
 // tensor with int8/uint8; w a constant int8/uint8 tensor (or QuantizeLinear
@@ -330,6 +334,9 @@ class FuseQdq : public kiln::plugin::Pass {
       if (is_op(g, n, "Conv")) rewrite_conv(g, rw, n);
       else if (is_op(g, n, "MatMul")) rewrite_matmul(g, rw, n);
       else if (is_op(g, n, "Gemm")) rewrite_gemm(g, rw, n);
+      else if (is_op(g, n, "Add")) rewrite_add(g, rw, n);
+      else if (is_op(g, n, "GlobalAveragePool")) rewrite_global_average_pool(g, rw, n);
+      else if (is_op(g, n, "Flatten") || is_op(g, n, "Reshape")) rewrite_view(g, rw, n);
     }
   }
 
@@ -474,6 +481,76 @@ class FuseQdq : public kiln::plugin::Pass {
     rewrite_as_conv1x1(g, rw, gemm, *ops, !trans_b, has_c ? ins[2] : KILN_NO_ID, *e);
   }
 
+  // Add of two dequantized tensors, requantized: QLinearAdd computes the
+  // same float32 sum (dequantize, add, quantize: lower_qlinear_contrib.cc),
+  // so the rewrite is exact, a folded Relu/Clip included (epilogue()).
+  static void rewrite_add(GraphView& g, Rewriter& rw, kiln_node_id_t add) {
+    const auto ins = g.inputs(add);
+    if (ins.size() != 2 || ins[0] == KILN_NO_ID || ins[1] == KILN_NO_ID) return;
+    auto a = dequantized(g, ins[0]);
+    auto b = dequantized(g, ins[1]);
+    if (!a || !b || !a->params.per_tensor() || !b->params.per_tensor() || a->params.dtype != b->params.dtype) return;
+    auto e = epilogue(g, g.outputs(add)[0], false, 0);
+    if (!e || e->out.dtype != a->params.dtype) return;
+    const std::string base = g.value(e->output)->name;
+    const std::vector<kiln_value_id_t> qins = {
+        a->data, a->params.scale, zero_point(rw, a->params, base + "_a_zero_point"),
+        b->data, b->params.scale, zero_point(rw, b->params, base + "_b_zero_point"),
+        e->out.scale, zero_point(rw, e->out, base + "_y_zero_point")};
+    erase_epilogue(rw, *e);
+    rw.add_node("QLinearAdd", qins, {e->output}, g.node(add)->name, 0, add, "com.microsoft");
+    rw.erase_node(add);
+    count(rw, *e, "qdq-adds");
+  }
+
+  // The float GlobalAveragePool between a dequantize and a quantize:
+  // QLinearGlobalAveragePool averages the dequantized values with the same
+  // float kernel (lower_qlinear_contrib.cc) and quantizes once.
+  static void rewrite_global_average_pool(GraphView& g, Rewriter& rw, kiln_node_id_t pool) {
+    const auto ins = g.inputs(pool);
+    if (ins.size() != 1 || ins[0] == KILN_NO_ID) return;
+    auto x = dequantized(g, ins[0]);
+    auto rank = g.value(ins[0]);
+    if (!x || !x->params.per_tensor() || !rank || rank->rank < 3) return;
+    auto e = epilogue(g, g.outputs(pool)[0], false, 0);
+    if (!e || e->out.dtype != x->params.dtype) return;
+    const std::string base = g.value(e->output)->name;
+    const std::vector<kiln_value_id_t> qins = {x->data, x->params.scale,
+                                               zero_point(rw, x->params, base + "_x_zero_point"), e->out.scale,
+                                               zero_point(rw, e->out, base + "_y_zero_point")};
+    erase_epilogue(rw, *e);
+    const kiln_node_id_t q = rw.add_node("QLinearGlobalAveragePool", qins, {e->output}, g.node(pool)->name, 0, pool,
+                                         "com.microsoft");
+    rw.set_attr_int(q, "channels_last", 0);
+    rw.erase_node(pool);
+    count(rw, *e, "qdq-pools");
+  }
+
+  // A Flatten or Reshape between a dequantize and a quantize of the same
+  // parameters moves the 8-bit values themselves.
+  static void rewrite_view(GraphView& g, Rewriter& rw, kiln_node_id_t view) {
+    const auto ins = g.inputs(view);
+    if (ins.empty() || ins[0] == KILN_NO_ID || !attrs_copyable(g, view)) return;
+    auto x = dequantized(g, ins[0]);
+    if (!x || !x->params.per_tensor()) return;
+    const kiln_node_id_t q = only_reader(g, g.outputs(view)[0]);
+    if (q == KILN_NO_ID || !is_op(g, q, "QuantizeLinear")) return;
+    const kiln_value_id_t out = g.outputs(q)[0];
+    auto out_info = g.value(out);
+    if (!out_info) return;
+    auto y = read_params(g, q, out_info->dtype, out_info->rank);
+    if (!y || !y->per_tensor() || y->dtype != x->params.dtype || y->scales != x->params.scales ||
+        y->zero_points != x->params.zero_points)
+      return;
+    std::vector<kiln_value_id_t> vins(ins.begin(), ins.end());
+    vins[0] = x->data;
+    rw.erase_node(q);
+    const kiln_node_id_t moved = rw.add_node(g.node(view)->op, vins, {out}, g.node(view)->name, 0, view);
+    kiln::plugin::copy_node_attrs(g, rw, view, moved);
+    rw.erase_node(view);
+    rw.add_statistic("qdq-views", 1);
+  }
+
   // A matrix product with a bias as QLinearConv over [rows, K, 1, 1]: the
   // only QOperator op that adds an int32 bias before requantizing.
   static void rewrite_as_conv1x1(GraphView& g, Rewriter& rw, kiln_node_id_t op, Operands ops, bool w_is_k_by_n,
@@ -538,7 +615,8 @@ FuseQdq fuse_qdq;
 
 const kiln_pass_t kFuseQdqPass = kiln::plugin::make_pass(
     fuse_qdq, "fuse-qdq",
-    "rewrites DequantizeLinear -> Conv/MatMul/Gemm [-> Relu/Clip] -> QuantizeLinear into QLinearConv/QLinearMatMul "
-    "(integer kernels)");
+    "rewrites DequantizeLinear -> Conv/MatMul/Gemm/Add/GlobalAveragePool [-> Relu/Clip] -> QuantizeLinear into "
+    "QLinearConv/QLinearMatMul/QLinearAdd/QLinearGlobalAveragePool (integer kernels), and a Flatten/Reshape between "
+    "the same DequantizeLinear and QuantizeLinear parameters onto the 8-bit values");
 
 }  // namespace kiln::canonicalize
