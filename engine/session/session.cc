@@ -91,7 +91,8 @@ Status Session::optimize(const SessionOptions& options) {
     registry::PipelineOptions pipeline = options.pipeline;
     if (context_) pipeline.target = plugin_target_info(context_->device(), options);
     int8_kernels_ = runtime::choose_int8_kernels(options.int8_kernels, context_ ? &context_->device() : nullptr,
-                                                 options.vulkan.plan.integer_dot_product);
+                                                 options.vulkan.plan.integer_dot_product,
+                                                 options.vulkan.plan.cooperative_matrix);
     pipeline.integer_qdq = int8_kernels_.integer;
     // What the pipeline will actually do, for --stats: an explicit pass
     // list, or --disable-pass fuse-qdq, has the last word.

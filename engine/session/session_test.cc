@@ -8,6 +8,7 @@
 #include "engine/ir/text.h"
 #include "engine/registry/testdata/two_level_folding.h"
 #include "engine/runtime/reference_executor.h"
+#include "engine/runtime/vulkan/vulkan_model.h"
 #include "platform/vulkan/vk_test_env.h"
 
 namespace kiln::session {
@@ -207,14 +208,16 @@ TEST(Session, Int8KernelsChooseWhetherFuseQdqRuns) {
   }
 }
 
-// On a device: kAuto takes the integer kernels exactly where the device's
-// packed int8 dot products are accelerated (lavapipe: emulated, so the
-// float graph); kOn and kOff override, and both paths give the same bits.
+// On a device: kAuto takes the integer kernels exactly where the device
+// has int8 cooperative matrices and Vulkan 1.3 dot products (lavapipe has
+// neither tensor cores nor accelerated dot products: the float graph);
+// kOn and kOff override, and both paths give the same bits.
 TEST_F(SessionVulkan, Int8KernelsFollowTheDevice) {
   auto model = parse(kQdqConv);
   ASSERT_TRUE(model);
   const vk::Capabilities& caps = vk::testing::test_device()->capabilities();
-  const bool accelerated = caps.integer_dot_product_accelerated && caps.api_version >= VK_API_VERSION_1_3;
+  const bool dot = caps.shader_integer_dot_product && caps.api_version >= VK_API_VERSION_1_3;
+  const bool tensor_cores = dot && !runtime::target_info(*vk::testing::test_device()).coopmat_s8_shapes.empty();
   for (runtime::Int8Kernels mode : {runtime::Int8Kernels::kAuto, runtime::Int8Kernels::kOn, runtime::Int8Kernels::kOff}) {
     SessionOptions o;
     o.backend = BackendChoice::kVulkan;
@@ -223,13 +226,14 @@ TEST_F(SessionVulkan, Int8KernelsFollowTheDevice) {
     o.int8_kernels = mode;
     auto s = Session::create(*model, o);
     ASSERT_TRUE(s.ok()) << s.status().to_string();
-    const bool want = mode == runtime::Int8Kernels::kOn || (mode == runtime::Int8Kernels::kAuto && accelerated);
+    const bool want = mode == runtime::Int8Kernels::kOn || (mode == runtime::Int8Kernels::kAuto && tensor_cores);
     EXPECT_EQ((*s)->int8_kernels().integer, want) << (*s)->int8_kernels().reason;
     EXPECT_EQ(has_op((*s)->graph(), "QLinearConv"), want);
-    if (mode == runtime::Int8Kernels::kAuto && !accelerated) {
-      EXPECT_NE((*s)->int8_kernels().reason.find(caps.shader_integer_dot_product ? "not accelerated" : "no packed"),
-                std::string::npos)
-          << (*s)->int8_kernels().reason;
+    if (mode == runtime::Int8Kernels::kAuto && !want) {
+      const char* why = !dot ? "no packed"
+                             : caps.integer_dot_product_accelerated ? "without int8 cooperative matrices"
+                                                                    : "not accelerated";
+      EXPECT_NE((*s)->int8_kernels().reason.find(why), std::string::npos) << (*s)->int8_kernels().reason;
     }
     expect_qdq_output(*model, **s);
   }

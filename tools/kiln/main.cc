@@ -53,8 +53,9 @@ usage:
       on runs static QDQ models (DequantizeLinear -> Conv/MatMul ->
       QuantizeLinear) as integer kernels, off as their float graph with
       integer GEMMs off packed int8 dot products, auto (the default) as
-      their float graph, measured faster even where the device's int8 dot
-      products are accelerated (--stats: "int8_kernels"); --inplace off
+      integer kernels where the device has int8 cooperative matrices
+      (tensor cores), else as their float graph, measured faster there
+      (--stats: "int8_kernels"); --inplace off
       gives every elementwise output its own memory instead of writing it
       over an input that dies there. --profile records
       per-kernel GPU times into --stats; --validate enables the Khronos

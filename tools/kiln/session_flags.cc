@@ -43,8 +43,8 @@ void SessionFlags::set_pipeline(const Args& args) {
 std::string SessionFlags::set_backend(const Args& args) {
   // --int8-dot: static QDQ patterns as integer kernels (on) or the float
   // graph (off; Vulkan's integer GEMMs also stay off the dot products), or
-  // the device's choice (auto: integer where its dot products are
-  // accelerated). The QDQ choice is the pipeline's, so it holds on every backend.
+  // the device's choice (auto: integer where it has int8 cooperative
+  // matrices). The QDQ choice is the pipeline's, so it holds on every backend.
   const std::string int8_dot = args.get("int8-dot", "auto");
   if (int8_dot != "auto" && int8_dot != "on" && int8_dot != "off")
     return "INVALID_ARGUMENT: --int8-dot must be auto, on or off, got '" + int8_dot + "'";

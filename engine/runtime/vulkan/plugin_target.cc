@@ -27,27 +27,36 @@ kiln_target_info_t plugin_target_info(const vk::Device& device, bool cooperative
   return out;
 }
 
-Int8KernelsChoice choose_int8_kernels(Int8Kernels mode, const vk::Device* device, bool dot_products) {
+Int8KernelsChoice choose_int8_kernels(Int8Kernels mode, const vk::Device* device, bool dot_products,
+                                      bool cooperative_matrix) {
   if (mode == Int8Kernels::kOn) return {true, "integer kernels requested"};
   if (mode == Int8Kernels::kOff) return {false, "integer kernels turned off: the float graph"};
   if (!device) return {false, "no device: the float graph"};
-  const planner::TargetInfo t = target_info(*device);
-  // The planner's dot-product path needs the feature enabled and a Vulkan
-  // 1.3 target (SPIR-V 1.6), as gemm_int.cc's int8_dot_available checks.
+  // The planner's dot-product path (and the tensor-core one, which it
+  // leads to) needs the feature enabled and a Vulkan 1.3 target (SPIR-V
+  // 1.6), as gemm_int.cc's int8_dot_available checks.
   constexpr uint32_t kVulkan13 = (1u << 22) | (3u << 12);
+  const planner::TargetInfo plain = target_info(*device);
   if (!dot_products) return {false, "int8 dot products turned off: the float graph"};
-  if (!t.integer_dot_product || t.vulkan_version < kVulkan13)
+  if (!plain.integer_dot_product || plain.vulkan_version < kVulkan13)
     return {false, "the device has no packed int8 dot products (Vulkan 1.3 shaderIntegerDotProduct): the float graph"};
+  // Int8 cooperative matrices in the dialect the session's models use
+  // (KILN_COOPMAT as VulkanModel::compile reads it). On an H100 the integer
+  // kernels on them ran a QDQ resnet50 in 0.96 GPU ms against 1.75 for its
+  // float graph (1.93 in fp16) and 1.01 for the float resnet50 in fp16 (bench/results/
+  // h100-2026-11-27-session19).
+  const StatusOr<CoopMatMode> env = coopmat_mode_from_env();
+  const CoopMatMode coopmat = env.ok() && *env != CoopMatMode::kAuto ? *env : CoopMatMode::kDevice;
+  if (cooperative_matrix && !target_info(*device, coopmat).coopmat_s8_shapes.empty())
+    return {true, "the device has int8 cooperative matrices (tensor cores): integer kernels"};
   if (!device->capabilities().integer_dot_product_accelerated)
     return {false, "the device's packed int8 dot products are not accelerated: the float graph"};
-  // Even accelerated, the integer kernels lose to the float graph: on an
-  // H100 a QDQ resnet50 took 11.5 GPU ms as int8 kernels against 1.77 as
-  // its float graph in fp32 and 1.08 for the float resnet50 in fp16
-  // (bench/results/h100-2026-11-27-session14): they run the dot products
-  // on the CUDA cores, not the tensor cores. `--int8-dot on` still forces
-  // them.
-  return {false, "the device's packed int8 dot products are accelerated, but the integer kernels are slower than the "
-                 "float graph there (--int8-dot on forces them): the float graph"};
+  // Even accelerated, the dot products alone lose to the float graph: on
+  // an H100 a QDQ resnet50 took 3.4 GPU ms on them (split K, session 19;
+  // 11.5 before) against 1.75 as its float graph in fp32 (bench/results/
+  // h100-2026-11-27-session19). `--int8-dot on` still forces them.
+  return {false, "the device's packed int8 dot products are accelerated, but without int8 cooperative matrices the "
+                 "integer kernels are slower than the float graph there (--int8-dot on forces them): the float graph"};
 }
 
 }  // namespace kiln::runtime

@@ -19,11 +19,13 @@ kiln_target_info_t plugin_target_info(const vk::Device& device, bool cooperative
 // Static QDQ graphs (DequantizeLinear -> Conv/MatMul/Gemm -> QuantizeLinear)
 // run either as written (dequantize, float op, quantize: fusion folds the
 // maps into their neighbours) or as integer kernels (kiln.canonicalize's
-// fuse-qdq: QLinearConv/QLinearMatMul on int8 dot products). kAuto takes
-// the integer kernels where they pay: on a device whose packed 4x8-bit dot
-// products are accelerated (vk::Capabilities::integer_dot_product_accelerated,
-// as NVIDIA's driver reports them); lavapipe emulates them, and there the
-// float graph measured about twice as fast (plugins/canonicalize/README.md).
+// fuse-qdq: QLinearConv/QLinearMatMul/QLinearAdd on int8 tensor cores or
+// dot products). kAuto takes the integer kernels where they pay: on a
+// device with int8 cooperative matrices (an H100: faster than the float
+// graph and than fp16); not on packed dot products alone, accelerated or
+// not (slower than the float graph on an H100; lavapipe emulates them, and
+// there the float graph measured about twice as fast,
+// plugins/canonicalize/README.md).
 // kOn and kOff override (`--int8-dot on|off`, kiln_session_options_t).
 enum class Int8Kernels { kAuto, kOn, kOff };
 
@@ -33,8 +35,10 @@ struct Int8KernelsChoice {
 };
 
 // `device` null: the pipeline runs for no device (the reference executor,
-// a plugin backend), where kAuto keeps the float graph. `dot_products`:
-// whether the session lets the planner use the device's dot products.
-Int8KernelsChoice choose_int8_kernels(Int8Kernels mode, const vk::Device* device, bool dot_products);
+// a plugin backend), where kAuto keeps the float graph. `dot_products`,
+// `cooperative_matrix`: whether the session lets the planner use the
+// device's dot products, its cooperative matrices.
+Int8KernelsChoice choose_int8_kernels(Int8Kernels mode, const vk::Device* device, bool dot_products,
+                                      bool cooperative_matrix = true);
 
 }  // namespace kiln::runtime
