@@ -7,8 +7,11 @@
 # `kiln bench` on, in each round, one configuration after another:
 #   qdq int8        the QDQ model with --int8-dot on (fuse-qdq: QLinearConv on
 #                   packed int8 dot products)
+#   qdq int8 nocm   the same with --coopmat off: the integer kernels on
+#                   packed int8 dot products, not int8 cooperative matrices
+#                   (tensor cores), where the device has those
 #   qdq auto        the same with the default --int8-dot auto (what the
-#                   device decides: int8 where its dot products are accelerated)
+#                   device decides)
 #   qdq int-scalar  fuse-qdq through --passes, --int8-dot off: the integer
 #                   kernels on the scalar int32 GEMM (what dot products buy)
 #   qdq float fp32  --int8-dot off: the QDQ model's float graph
@@ -57,6 +60,7 @@ echo "models ready after $(( $(date +%s) - t0 )) s"
 with_qdq=remove-noops,fold-shapes,fuse-qdq,fold-constants,fuse-conv-batchnorm,cse,dce,rdp,fusion,layout,memplan-order
 configs=(
   "qdq_int8|$Q/model.onnx|--int8-dot on"
+  "qdq_int8_nocm|$Q/model.onnx|--int8-dot on --coopmat off"
   "qdq_auto|$Q/model.onnx|"
   "qdq_int_scalar|$Q/model.onnx|--int8-dot off --passes $with_qdq"
   "qdq_float_fp32|$Q/model.onnx|--int8-dot off"
@@ -98,7 +102,7 @@ python3 - "$out" "$rounds" "$Q/quant.json" <<'EOF' | tee "$out/table.md"
 import json, os, sys
 out, rounds, quant = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 step = json.load(open(quant))["output_step"] if os.path.exists(quant) else None
-names = ["qdq_int8", "qdq_auto", "qdq_int_scalar", "qdq_float_fp32", "qdq_float_fp16", "r50_fp16", "r50_fp32"]
+names = ["qdq_int8", "qdq_int8_nocm", "qdq_auto", "qdq_int_scalar", "qdq_float_fp32", "qdq_float_fp16", "r50_fp16", "r50_fp32"]
 for r in range(1, rounds + 1):
     print(f"\nround {r}" + (f" (QDQ output step {step:.4g})" if step else ""))
     print("| config | GPU median ms | wall median ms | dispatches | int8 kernels | max abs d vs output.npy |")
