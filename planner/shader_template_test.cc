@@ -387,6 +387,20 @@ std::vector<Case> cases() {
                      {Tensor::from_vector<uint8_t>({10, 3}, std::vector<uint8_t>(30, 200)),
                       Tensor::from_vector<int8_t>({}, {1}), Tensor::from_vector<uint8_t>({}, {128})}),
                {"gemm_int8_dot.comp"}, dot});
+  // Int8 cooperative matrices: 32 channels (tap-major units of 16), K cut
+  // into slices whose int32 sums the reduce pass finishes.
+  TargetInfo int8_cm = coopmat_target();
+  int8_cm.vulkan_version = dot.vulkan_version;
+  int8_cm.integer_dot_product = true;
+  int8_cm.coopmat_s8_shapes = {{16, 16, 32, false}};
+  c.push_back({"qlinear_conv_int8_coopmat",
+               graph("QLinearConv", DType::kUInt8, {dims({1, 32, 12, 12})},
+                     {Tensor::from_vector<float>({}, {0.02f}), Tensor::from_vector<uint8_t>({}, {128}),
+                      Tensor::from_vector<int8_t>({32, 32, 3, 3}, std::vector<int8_t>(9216, 5)),
+                      Tensor::from_vector<float>({}, {0.1f}), Tensor::from_vector<int8_t>({}, {0}),
+                      Tensor::from_vector<float>({}, {0.05f}), Tensor::from_vector<uint8_t>({}, {120})},
+                     {{"pads", ir::Attribute::of_ints({1, 1, 1, 1})}}),
+               {"gemm_int8_coopmat.comp", "gemm_splitk_reduce.comp"}, int8_cm});
   return c;
 }
 
