@@ -121,6 +121,10 @@ std::string format_errors(const Instance& instance) {
 }
 
 void VulkanTest::SetUp() {
+  // A failure the environment already recorded (a missing validation
+  // layer) keeps gtest from counting a skip as one, and it would run the
+  // body against a null device: make it fatal instead.
+  if (test_device() == nullptr && HasFailure()) FAIL() << skip_reason();
   KILN_VULKAN_TEST_NEEDS(test_device() != nullptr, skip_reason());
   instance().clear_messages();
 }
