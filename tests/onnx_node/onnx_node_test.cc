@@ -24,10 +24,13 @@
 // --vulkan-exclusions (exclusions_vulkan.txt) names fails or falls back, if
 // the Vulkan pass rate among claimed cases is below --min-pass-rate, or if
 // the validation layer reported any error; failures and fallbacks are listed
-// grouped by op. Exits 77 (skip) without a device,
+// grouped by op. With --precision fp16, --fp16-exclusions
+// (exclusions_vulkan_fp16.txt) names the cases fp16 itself cannot pass
+// (inputs or results it cannot hold) on top of those. Exits 77 (skip) without a device,
 // or fails when one is required (KILN_REQUIRE_VULKAN=1 or CI=true).
 //
-// Usage: kiln_onnx_node_test [--data DIR] [--exclusions FILE] [--vulkan-exclusions FILE] [--results FILE]
+// Usage: kiln_onnx_node_test [--data DIR] [--exclusions FILE] [--vulkan-exclusions FILE]
+//                            [--fp16-exclusions FILE] [--results FILE]
 //                            [--filter SUBSTRING] [--timeout SECONDS] [--no-fork]
 //                            [--backend reference|vulkan] [--storage buffer|image|auto]
 //                            [--precision fp32|fp16] [--min-pass-rate PERCENT]
@@ -68,6 +71,7 @@ struct Options {
   std::string data_dir;
   std::string exclusions;
   std::string vulkan_exclusions;  // further cases accepted failing on Vulkan only
+  std::string fp16_exclusions;    // and in fp16 only
   std::string results = "onnx_node_results.txt";
   std::string filter;
   int timeout_s = 120;
@@ -366,6 +370,11 @@ int run(const Options& opt) {
     const auto vulkan_only = load_exclusions(opt.vulkan_exclusions, exclusions_ok);
     if (!exclusions_ok) return 2;
     exclusions.insert(vulkan_only.begin(), vulkan_only.end());
+    if (opt.precision == "fp16") {
+      const auto fp16_only = load_exclusions(opt.fp16_exclusions, exclusions_ok);
+      if (!exclusions_ok) return 2;
+      exclusions.insert(fp16_only.begin(), fp16_only.end());
+    }
   }
 
   std::vector<Case> cases;
@@ -434,9 +443,13 @@ int main(int argc, char** argv) {
 #ifdef KILN_ONNX_NODE_VULKAN_EXCLUSIONS
   opt.vulkan_exclusions = KILN_ONNX_NODE_VULKAN_EXCLUSIONS;
 #endif
+#ifdef KILN_ONNX_NODE_FP16_EXCLUSIONS
+  opt.fp16_exclusions = KILN_ONNX_NODE_FP16_EXCLUSIONS;
+#endif
   if (const char* env = std::getenv("KILN_ONNX_NODE_DIR"); env && *env) opt.data_dir = env;
   const char* usage =
-      " [--data DIR] [--exclusions FILE] [--vulkan-exclusions FILE] [--results FILE] [--filter SUBSTRING] [--timeout S] [--no-fork]\n"
+      " [--data DIR] [--exclusions FILE] [--vulkan-exclusions FILE] [--fp16-exclusions FILE] [--results FILE]\n"
+      "    [--filter SUBSTRING] [--timeout S] [--no-fork]\n"
       "    [--backend reference|vulkan] [--storage buffer|image|auto] [--precision fp32|fp16] [--min-pass-rate PERCENT]\n";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -450,6 +463,7 @@ int main(int argc, char** argv) {
     if (arg == "--data") opt.data_dir = value();
     else if (arg == "--exclusions") opt.exclusions = value();
     else if (arg == "--vulkan-exclusions") opt.vulkan_exclusions = value();
+    else if (arg == "--fp16-exclusions") opt.fp16_exclusions = value();
     else if (arg == "--results") opt.results = value();
     else if (arg == "--filter") opt.filter = value();
     else if (arg == "--timeout") opt.timeout_s = std::atoi(value().c_str());
