@@ -9,8 +9,6 @@
 
 #include <gtest/gtest.h>
 
-#include <spirv-tools/libspirv.h>
-
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -142,16 +140,6 @@ TEST(GemmCoopMatChoice, OnlyFp16AndLargeEnoughProblems) {
 // SPIR-V validity of the planned kernels (no device needed).
 
 
-std::string spirv_validate(const std::vector<uint32_t>& spirv, spv_target_env env) {
-  spv_context ctx = spvContextCreate(env);
-  spv_diagnostic diag = nullptr;
-  const spv_result_t r = spvValidateBinary(ctx, spirv.data(), spirv.size(), &diag);
-  std::string out = r == SPV_SUCCESS ? "" : (diag != nullptr ? diag->error : "invalid");
-  spvDiagnosticDestroy(diag);
-  spvContextDestroy(ctx);
-  return out;
-}
-
 // What a KHR cooperative-matrix module holds, read back from its words
 // (independently of vk::check_khr_cooperative_matrix).
 struct KhrFragments {
@@ -250,12 +238,11 @@ void expect_valid(const ir::Graph& g, const TargetInfo& target, Storage storage,
                                   glsl->glsl.find("GL_NV_cooperative_matrix") != std::string::npos;
       auto spirv = (*compiler)->compile(glsl->glsl, co);
       ASSERT_TRUE(spirv.ok()) << spirv.status().to_string() << "\n" << glsl->glsl;
-      const spv_target_env env = version == VK_API_VERSION_1_1 ? SPV_ENV_VULKAN_1_1 : SPV_ENV_VULKAN_1_3;
       if (co.cooperative_matrix_khr) {
         const bool split = expect_khr_kernel(*spirv, glsl->name);
         if (khr_split && split) ++*khr_split;
       } else {
-        EXPECT_EQ(spirv_validate(*spirv, env), "") << glsl->glsl;
+        EXPECT_EQ(testing::spirv_val_errors(*spirv, version), "") << glsl->glsl;
       }
       // The runtime reflects every module for its pipeline layout. The
       // passes of a split GEMM declare all of its tensors but use only

@@ -9,8 +9,6 @@
 #include <string>
 #include <vector>
 
-#include <spirv-tools/libspirv.h>
-
 #include "engine/ir/graph.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "planner/execution_plan.h"
@@ -75,16 +73,6 @@ std::vector<Tensor> qconv_constants(int64_t oc, int64_t ic, uint64_t seed) {
           random_ints<int32_t>({oc}, seed + 1, -3000, 3000)};
 }
 
-std::string spirv_validate(const std::vector<uint32_t>& spirv) {
-  spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_3);
-  spv_diagnostic diag = nullptr;
-  const spv_result_t r = spvValidateBinary(ctx, spirv.data(), spirv.size(), &diag);
-  std::string out = r == SPV_SUCCESS ? "" : (diag != nullptr ? diag->error : "invalid");
-  spvDiagnosticDestroy(diag);
-  spvContextDestroy(ctx);
-  return out;
-}
-
 // Plans `g` for `t`, expects the dispatches' names to be `names`, and
 // compiles each for Vulkan 1.3: spirv-val on NV modules, the KHR rewrite's
 // structural check on a kKHR target's tensor-core ones.
@@ -111,7 +99,7 @@ void expect_plan(const ir::Graph& g, const TargetInfo& t, const std::vector<std:
       EXPECT_TRUE(check.ok()) << glsl->name << ": " << check.to_string();
       EXPECT_FALSE(vk::uses_nv_cooperative_matrix(*spirv)) << glsl->name;
     } else {
-      EXPECT_EQ(spirv_validate(*spirv), "") << glsl->glsl;
+      EXPECT_EQ(testing::spirv_val_errors(*spirv, kVulkan13), "") << glsl->glsl;
     }
     auto reflection = vk::reflect(*spirv);
     ASSERT_TRUE(reflection.ok()) << reflection.status().to_string();

@@ -8,8 +8,8 @@
 //! OpSUDot (uint8 A: B' signed, A unsigned), added to an int32 accumulator
 //! (wrapping, as ONNX's int32 arithmetic; the saturating OpSDotAccSat would
 //! differ on overflow). A's zero point comes out once per element at the
-//! end: acc - za * (sum over k of B'), which is exact because the lowering
-//! pads a convolution's A with za, not 0.
+//! end: acc - za * (sum over k of B'), the helpers' gemm_acc_finish (exact
+//! because the lowering pads a convolution's A with za, not 0).
 //! A workgroup computes a BM x BN tile with (BN/4) x (BM/TM) invocations,
 //! each a TM x 4 register block; K advances BKW words (4 BKW values) at a
 //! time through shared tiles of words.
@@ -94,28 +94,20 @@ void main() {
     barrier();
   }
   int n = n0 + tx * 4;
+  if (n >= GEMM_N) return;
+  for (int i = 0; i < TM; ++i) {
+    int m = m0 + ty + i * TY;
+    if (m >= GEMM_M) continue;
 //@if SPLIT_K
-  if (n < GEMM_N)
-    for (int i = 0; i < TM; ++i) {
-      int m = m0 + ty + i * TY;
-      if (m >= GEMM_M) continue;
-      int p = ((slice * GEMM_BATCH + b) * GEMM_M + m) * GEMM_N + n;
-      if (n + 4 <= GEMM_N) {
-        GP_store4(p, acc[i]);
-      } else {
-        for (int j = 0; j < 4; ++j)
-          if (n + j < GEMM_N) GP_data[p + j] = acc[i][j];
-      }
+    int p = ((slice * GEMM_BATCH + b) * GEMM_M + m) * GEMM_N + n;
+    if (n + 4 <= GEMM_N) {
+      GP_store4(p, acc[i]);
+    } else {
+      for (int j = 0; j < 4; ++j)
+        if (n + j < GEMM_N) GP_data[p + j] = acc[i][j];
     }
-  return;
+//@else
+    gemm_store4(b, m, n, gemm_acc_finish(b, m, n, acc[i]));
 //@end
-  if (n < GEMM_N) {
-    ivec4 colsum = ivec4(0);
-    for (int j = 0; j < 4; ++j)
-      if (n + j < GEMM_N) colsum[j] = gemm_b_colsum(b, n + j);
-    for (int i = 0; i < TM; ++i) {
-      int m = m0 + ty + i * TY;
-      if (m < GEMM_M) gemm_store4(b, m, n, acc[i] - gemm_a_zero(b, m) * colsum);
-    }
   }
 }

@@ -9,6 +9,8 @@
 #include <random>
 #include <sstream>
 
+#include <spirv-tools/libspirv.h>
+
 #include "engine/ir/text.h"
 #include "engine/ops/op_registry.h"
 #include "engine/ops/shape_inference.h"
@@ -204,6 +206,18 @@ ir::Graph one_node_graph(const std::string& op, const ir::SymShape& x_shape, con
   const Status finished = finish_one_node_graph(g, nid);
   EXPECT_TRUE(finished.ok()) << finished.to_string();
   return g;
+}
+
+std::string spirv_val_errors(const std::vector<uint32_t>& spirv, uint32_t vulkan_version) {
+  const uint32_t minor = (vulkan_version >> 12) & 0x3ffu;
+  const spv_target_env env = minor >= 3 ? SPV_ENV_VULKAN_1_3 : minor == 2 ? SPV_ENV_VULKAN_1_2 : SPV_ENV_VULKAN_1_1;
+  spv_context ctx = spvContextCreate(env);
+  spv_diagnostic diag = nullptr;
+  const spv_result_t r = spvValidateBinary(ctx, spirv.data(), spirv.size(), &diag);
+  std::string out = r == SPV_SUCCESS ? "" : (diag != nullptr ? diag->error : "invalid");
+  spvDiagnosticDestroy(diag);
+  spvContextDestroy(ctx);
+  return out;
 }
 
 void expect_valid_spirv(const std::string& glsl, const std::string& what, uint32_t vulkan_version) {

@@ -90,6 +90,11 @@ Status finish_one_node_graph(ir::Graph& g, ir::NodeId n);
 ir::Graph one_node_graph(const std::string& op, const ir::SymShape& x_shape, const std::vector<Tensor>& constants,
                          std::map<std::string, ir::Attribute> attrs = {});
 
+// spirv-val's verdict on `spirv` under the rules of `vulkan_version` (a
+// VK_MAKE_API_VERSION; 1.1 to 1.3) through SPIRV-Tools' library: "" when
+// valid, else its message.
+std::string spirv_val_errors(const std::vector<uint32_t>& spirv, uint32_t vulkan_version);
+
 // Compiles `glsl` with shaderc (for Vulkan 1.1 unless `vulkan_version`, a
 // VK_MAKE_API_VERSION, says otherwise) and checks the module with the
 // spirv-val tool for that version; gtest failures name the kernel `what` and
