@@ -27,8 +27,8 @@ bool too_small(const ir::Dim& d, int64_t min) { return d.is_const() && d.value()
 // Shared memory bytes of the kernel: A tile, B tile, C staging — the last
 // in the tiles' memory with fp32 accumulators (ALIAS_C in the shader).
 int64_t shared_bytes(const CoopMatConfig& c) {
-  const int64_t a = int64_t{c.bm} * (kBK + 8) * 2;
-  const int64_t b = int64_t{kBK} * (c.bn + 8) * 2 * (c.b_split ? 2 : 1);
+  const int64_t a = int64_t{c.bm} * (c.bk + 8) * 2 * c.stages;
+  const int64_t b = int64_t{c.bk} * (c.bn + 8) * 2 * (c.b_split ? 2 : 1) * c.stages;
   const int64_t sc = int64_t{c.wm} * c.wn * c.shape.m * (c.bn / c.wn + 4) * (c.shape.f32_accumulator ? 4 : 2);
   return c.shape.f32_accumulator ? std::max(a + b, sc) : a + b + sc;
 }
@@ -48,7 +48,7 @@ std::string coopmat_body(const CoopMatConfig& c, bool a_m_fastest, CoopMatSplitK
                                               .set("FK", c.shape.k)
                                               .set("BM", c.bm)
                                               .set("BN", c.bn)
-                                              .set("BK", kBK)
+                                              .set("BK", c.bk)
                                               .set("SG", c.subgroup_size)
                                               .set("WM", c.wm)
                                               .set("WN", c.wn)
@@ -58,6 +58,7 @@ std::string coopmat_body(const CoopMatConfig& c, bool a_m_fastest, CoopMatSplitK
                                               .flag("ALIAS_C", f32)
                                               .flag("A_M_FASTEST", a_m_fastest)
                                               .flag("B_SPLIT", c.b_split)
+                                              .flag("DOUBLE_BUFFER", c.stages == 2)
                                               .flag("SPLIT_K", split != CoopMatSplitK::kNone)
                                               .flag("FIXUP", split == CoopMatSplitK::kFixup));
 }
@@ -86,15 +87,19 @@ std::optional<CoopMatShape> pick_coopmat_shape(const TargetInfo& target) {
 bool valid_config(const CoopMatConfig& c, const TargetInfo& target) {
   const int64_t nt = int64_t{c.wm} * c.wn * c.subgroup_size;
   const int sm = c.bm / c.wm, sn = c.bn / c.wn;
-  const int64_t kq = kBK / 8, nq = c.bn / 8;
-  return nt <= target.max_workgroup_invocations && c.bm % c.wm == 0 && c.bn % c.wn == 0 && c.bn % 8 == 0 &&
+  const int64_t kq = c.bk / 8, nq = c.bn / 8;
+  return (c.bk == 32 || c.bk == 64) && (c.stages == 1 || c.stages == 2) && c.bk % c.shape.k == 0 &&
+         nt <= target.max_workgroup_invocations && c.bm % c.wm == 0 && c.bn % c.wn == 0 && c.bn % 8 == 0 &&
          sm % static_cast<int>(c.shape.m) == 0 && sn % static_cast<int>(c.shape.n) == 0 && sn % 8 == 0 &&
-         nt % c.bm == 0 && nt % kq == 0 && nt % nq == 0 && (c.bm * kq) % nt == 0 && (kBK * nq) % nt == 0 &&
+         nt % c.bm == 0 && nt % kq == 0 && nt % nq == 0 && (c.bm * kq) % nt == 0 && (c.bk * nq) % nt == 0 &&
          (!c.b_split || (int64_t{c.shape.m} * (sn / 4)) % c.subgroup_size == 0) &&
          shared_bytes(c) <= target.max_shared_memory;
 }
 
-std::optional<CoopMatConfig> choose_coopmat(const GemmProblem& p, const TargetInfo& target, ElemType precision,
+namespace {
+
+// The planner's own tile for `p` (choose_coopmat without a forced tile).
+std::optional<CoopMatConfig> planner_choice(const GemmProblem& p, const TargetInfo& target, ElemType precision,
                                             bool b_split) {
   if (precision != ElemType::kF16 || !target.fp16_storage || !target.fp16_arithmetic) return std::nullopt;
   const uint32_t sg = target.subgroup_size;
@@ -114,6 +119,16 @@ std::optional<CoopMatConfig> choose_coopmat(const GemmProblem& p, const TargetIn
     // computed once per column tile, so wide tiles pay off most.
     c.bn = 128;
     c.wn = 4;
+  } else if (p.m.is_const() && p.n.is_const() && p.batch.is_const() &&
+             ceil_div(p.m.value(), 128) * ceil_div(p.n.value(), 128) * p.batch.value() >= kBusyTiles) {
+    // Large GEMMs: 128 x 128 tiles of 2 x 2 subgroups, each multiplying
+    // 4 x 4 fragments per K step (a fragment load per two products, where
+    // 32 x 32 per subgroup took one per product). Steady state on an H100
+    // (fp16, 4096^3, bench/kernels/steady_models.py, session 20): 526 us
+    // (261 TFLOP/s) against 768 for 128 x 64 tiles of 4 x 2 subgroups, 664
+    // for 128 x 128 of 4 x 2 double-buffered, 1599 with 64 of K per step.
+    c.bm = 128;
+    c.bn = 128;
   } else if (p.m.is_const() && p.n.is_const() && p.batch.is_const() &&
              ceil_div(p.m.value(), 128) * ceil_div(p.n.value(), 64) * p.batch.value() >= kBusyTiles) {
     c.bm = 128;
@@ -140,8 +155,38 @@ std::optional<CoopMatConfig> choose_coopmat(const GemmProblem& p, const TargetIn
   return std::nullopt;
 }
 
+}  // namespace
+
+int default_coopmat_bk(const GemmProblem& p, const CoopMatConfig& c) { return p.a_m_fastest || c.bm > 64 ? 32 : 64; }
+
+std::optional<CoopMatConfig> choose_coopmat(const GemmProblem& p, const TargetInfo& target, ElemType precision,
+                                            bool b_split) {
+  std::optional<CoopMatConfig> c = planner_choice(p, target, precision, b_split);
+  if (c && default_coopmat_bk(p, *c) != c->bk) {
+    CoopMatConfig deeper = *c;
+    deeper.bk = default_coopmat_bk(p, *c);
+    if (valid_config(deeper, target)) c = deeper;
+  }
+  const std::optional<CoopMatTile>& t = target.coopmat_tile;
+  if (!c || !t) return c;
+  CoopMatConfig forced = *c;
+  if (t->bm > 0) {  // else only the depth and buffering, on the planner's tile
+    forced.bm = t->bm;
+    forced.bn = t->bn;
+    forced.wm = t->wm;
+    forced.wn = t->wn;
+  }
+  forced.bk = t->bk;
+  forced.stages = t->stages;
+  return valid_config(forced, target) ? forced : c;
+}
+
 KernelDesc make_coopmat_gemm_kernel(const GemmProblem& p, const CoopMatConfig& c, CoopMatSplitK split) {
-  KernelDesc d = gemm_kernel_base(p, p.name + "_coopmat" + str(c.bm) + "x" + str(c.bn));
+  // Depth and buffering show in the name where they differ from the
+  // defaults, so profiles of a sweep tell the variants apart.
+  KernelDesc d = gemm_kernel_base(p, p.name + "_coopmat" + str(c.bm) + "x" + str(c.bn) +
+                                         (c.bk != default_coopmat_bk(p, c) ? "k" + str(c.bk) : "") +
+                                         (c.stages == 2 ? "db" : ""));
   d.extensions = {"GL_EXT_control_flow_attributes", "GL_EXT_shader_explicit_arithmetic_types_float16",
                   "GL_KHR_memory_scope_semantics",
                   "GL_KHR_shader_subgroup_basic", "GL_NV_cooperative_matrix"};
@@ -155,7 +200,8 @@ KernelDesc make_coopmat_gemm_kernel(const GemmProblem& p, const CoopMatConfig& c
 std::string describe(const CoopMatConfig& c) {
   return str(c.shape.m) + "x" + str(c.shape.n) + "x" + str(c.shape.k) +
          (c.shape.f32_accumulator ? " f32acc" : " f16acc") + ", tile " + str(c.bm) + "x" + str(c.bn) + ", " +
-         str(c.wm) + "x" + str(c.wn) + " subgroups of " + str(c.subgroup_size);
+         str(c.wm) + "x" + str(c.wn) + " subgroups of " + str(c.subgroup_size) + ", k" + str(c.bk) +
+         (c.stages == 2 ? ", double-buffered" : "");
 }
 
 }  // namespace kiln::planner

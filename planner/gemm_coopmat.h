@@ -4,7 +4,9 @@
 // (gemm_kernels.h) runs a GemmProblem as this kernel instead of the scalar
 // tiled one; the lowering's gemm_a / gemm_b / gemm_store4 helpers stay the
 // same, so MatMul, Gemm and Conv all get it. A workgroup of 4 or 8 subgroups
-// (2 x 2, 4 x 2 or 2 x 4) computes a BM x BN tile of C: per K step of BK = 32 every
+// (2 x 2, 4 x 2 or 2 x 4) computes a BM x BN tile of C: per K step of BK
+// (64 for MatMul and Gemm tiles of up to 64 rows, else 32:
+// default_coopmat_bk) every
 // invocation stages its share of the A and B tiles in shared memory as
 // float16_t (out-of-range elements zero, exactly as the scalar kernel masks
 // edges), each subgroup loads its fragments from there and multiplies them
@@ -31,6 +33,11 @@ struct CoopMatConfig {
   CoopMatShape shape;       // the fragment shape (one of the target's)
   int bm = 64, bn = 64;     // workgroup tile
   int wm = 2, wn = 2;       // a wm x wn grid of subgroups, each owning bm/wm x bn/wn
+  int bk = 32;              // K per shared-memory step (32 or 64)
+  // Shared-memory buffers of the A and B tiles: 1, or 2 — the next K step's
+  // tiles are stored while this step's multiply, one barrier per step
+  // instead of two (shaders/gemm_coopmat.comp, DOUBLE_BUFFER).
+  int stages = 1;
   uint32_t subgroup_size = 32;
   // B is read in fp32 (a weight the precision policy keeps, e.g. an early
   // convolution's): staged as two fp16 tiles, hi = fp16(b) and lo =
@@ -54,9 +61,13 @@ std::optional<CoopMatShape> pick_coopmat_shape(const TargetInfo& target);
 // fill a fragment usefully (M < 32, N < 16; a handful of rows is the
 // GEMV's). Symbolic sizes qualify. Tiles (each subgroup owning 32 x 32 or
 // 32 x 16): 64 x 32 for N <= 32; 64 x 128 for convolutions (a_m_fastest)
-// with N >= 128 or symbolic; 128 x 64 for large constant GEMMs that still
-// give 128 workgroups; else 64 x 64 — falling back to 64 x 64 (or none)
-// where the target lacks the shared memory or invocations.
+// with N >= 128 or symbolic; 128 x 128 (2 x 2 subgroups of 64 x 64) for
+// large constant GEMMs that still give 128 workgroups with them, else
+// 128 x 64 where those do; 32 x 64 for up to 4096 rows; else 64 x 64 — falling back to 64 x 64 (or none)
+// where the target lacks the shared memory or invocations; BK is
+// default_coopmat_bk where the shared memory holds it, else 32. A forced
+// tile (TargetInfo::coopmat_tile) replaces all of that where the target
+// can run it.
 //
 // Measured on an H200 (fp16, GPU time per kernel): a 2048x4096x4096 MatMul
 // runs at ~70 TFLOP/s against ~26 for the scalar kernel; 3x3 convolutions
@@ -75,12 +86,21 @@ enum class CoopMatSplitK { kNone, kPartials, kFixup };
 // The kernel (kCustom) for `p` with configuration `c`. Its name is
 // p.name + "_coopmat<bm>x<bn>".
 // When split, the caller adds the GP scratch ([slices][batch][M][N] fp32),
-// GEMM_KCHUNK (a multiple of kCoopMatBK) and multiplies groups[2] by the
+// GEMM_KCHUNK (a multiple of c.bk) and multiplies groups[2] by the
 // slice count; for kFixup also the GC counters and GEMM_SPLIT (emit_gemm).
 KernelDesc make_coopmat_gemm_kernel(const GemmProblem& p, const CoopMatConfig& c,
                                     CoopMatSplitK split = CoopMatSplitK::kNone);
-// K per shared-memory step of the cooperative-matrix kernel.
-inline constexpr int kCoopMatBK = 32;
+// K per shared-memory step of the cooperative-matrix kernel for `p` with
+// tile `c`, where the shared memory allows it: 64 for MatMul and Gemm tiles
+// of up to 64 rows (the transformers' 32 x 64), 32 for larger tiles and for
+// implicit-GEMM convolutions (a_m_fastest). On an H100 (fp16 GPU ms, KHR,
+// two rounds, bench/results/h100-2026-11-28-session20) 64 took vit_b_16
+// 1.090 -> 1.018, bert_base at 128 tokens 0.787 -> 0.721, swin_t 0.872 ->
+// 0.851, convnext_tiny 0.802 -> 0.774, but made every convolution slower
+// (resnet50 0.991 -> 1.016, mobilenet_v2 0.454 -> 0.464: each A element's
+// im2col index math is then held over twice the K per step) and a 4096^3
+// MatMul on 128-row tiles too (768 -> 852 us).
+int default_coopmat_bk(const GemmProblem& p, const CoopMatConfig& c);
 
 // "16x8x16 f32acc, tile 128x128" — for logs and tests.
 std::string describe(const CoopMatConfig& c);

@@ -115,25 +115,76 @@ TEST(GemmCoopMatChoice, OnlyFp16AndLargeEnoughProblems) {
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->bm, 32);
   EXPECT_EQ(c->bn, 64);
+  // Large: 128 x 128 tiles of 2 x 2 subgroups (128 of them), 32 of K per step.
   c = choose_coopmat(problem(ir::Dim(4096), ir::Dim(512), ir::Dim(64)), t, ElemType::kF16);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->bm, 128);
+  EXPECT_EQ(c->bn, 128);
+  EXPECT_EQ(c->wm * c->wn, 4);
+  EXPECT_EQ(c->bk, 32);
+  // Too few 128 x 128 tiles, enough 128 x 64 ones: eight subgroups.
+  c = choose_coopmat(problem(ir::Dim(4096), ir::Dim(256), ir::Dim(64)), t, ElemType::kF16);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->bm, 128);
   EXPECT_EQ(c->bn, 64);
   EXPECT_EQ(c->wm * c->wn, 8);
+  // MatMul and Gemm tiles of up to 64 rows: 64 of K per step.
+  c = choose_coopmat(problem(ir::Dim(197), ir::Dim(768), ir::Dim(768)), t, ElemType::kF16);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->bm, 32);
+  EXPECT_EQ(c->bk, 64);
   GemmProblem conv = problem(s, ir::Dim(256), ir::Dim(576));
   conv.a_m_fastest = true;
   c = choose_coopmat(conv, t, ElemType::kF16);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->bm, 64);
   EXPECT_EQ(c->bn, 128);
-  // 128 x 64 tiles need 18 KiB of shared memory (the C staging of eight
-  // subgroups, which reuses the A and B tiles' 14.5 KiB); with 16 KiB 64 x 64.
+  EXPECT_EQ(c->bk, 32);  // convolutions: 32
+  // 128 x 128 tiles need 18.9 KiB of shared memory (A and B tiles; the C
+  // staging of four subgroups reuses them); with 16 KiB 64 x 64.
   TargetInfo small = t;
   small.max_shared_memory = 16384;
   c = choose_coopmat(problem(ir::Dim(4096), ir::Dim(512), ir::Dim(64)), small, ElemType::kF16);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->bm, 64);
   std::cout << "GemmCoopMat: large GEMM on the NV target: " << describe(*c) << "\n";
+}
+
+// A forced tile (TargetInfo::coopmat_tile, $KILN_COOPMAT_TILE) replaces
+// the planner's choice where the target can run it, and only there.
+TEST(GemmCoopMatChoice, ForcedTileOrThePlannersChoice) {
+  TargetInfo t = nv_target();
+  const GemmProblem big = problem(ir::Dim(4096), ir::Dim(4096), ir::Dim(4096));
+  t.coopmat_tile = CoopMatTile{128, 128, 2, 2, 32, 2};
+  auto c = choose_coopmat(big, t, ElemType::kF16);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->bm, 128);
+  EXPECT_EQ(c->bn, 128);
+  EXPECT_EQ(c->wm * c->wn, 4);
+  EXPECT_EQ(c->bk, 32);
+  EXPECT_EQ(c->stages, 2);
+  t.coopmat_tile = CoopMatTile{64, 64, 2, 2, 64, 1};
+  c = choose_coopmat(big, t, ElemType::kF16);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->bk, 64);
+  // A zero tile: the planner's 128 x 128, double-buffered.
+  t.coopmat_tile = CoopMatTile{0, 0, 0, 0, 32, 2};
+  c = choose_coopmat(big, t, ElemType::kF16);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->bm, 128);
+  EXPECT_EQ(c->bn, 128);
+  EXPECT_EQ(c->stages, 2);
+  // Three subgroup rows do not divide 128 rows; double-buffered 128 x 256
+  // tiles 64 deep need 70 KiB of the target's 48: the planner's choice.
+  for (const CoopMatTile& bad : {CoopMatTile{128, 128, 3, 2, 32, 1}, CoopMatTile{128, 256, 2, 4, 64, 2}}) {
+    t.coopmat_tile = bad;
+    c = choose_coopmat(big, t, ElemType::kF16);
+    ASSERT_TRUE(c.has_value());
+    EXPECT_EQ(c->bm, 128);
+    EXPECT_EQ(c->bn, 128);
+    EXPECT_EQ(c->bk, 32);
+    EXPECT_EQ(c->stages, 1);
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -279,8 +330,11 @@ TEST(GemmCoopMatKernels, MatMulGemmConvAreValidSpirv) {
   // Symbolic rows, N <= 32.
   expect_valid(testing::one_node_graph("MatMul", ir::SymShape({s, ir::Dim(40)}), {random_tensor({40, 24}, 2)}, {}), t,
                Storage::kBuffer, "matmul_coopmat64x32");
-  // Large: 128 x 64 tiles, eight subgroups.
+  // Large: 128 x 128 tiles of four subgroups; 128 x 64 of eight where
+  // fewer columns leave too few of those.
   expect_valid(testing::one_node_graph("MatMul", ir::SymShape::from_concrete({4096, 64}), {random_tensor({64, 512}, 3)}, {}), t,
+               Storage::kBuffer, "matmul_coopmat128x128");
+  expect_valid(testing::one_node_graph("MatMul", ir::SymShape::from_concrete({4096, 64}), {random_tensor({64, 256}, 3)}, {}), t,
                Storage::kBuffer, "matmul_coopmat128x64");
   // Gemm with transposed A and a bias.
   std::map<std::string, ir::Attribute> gemm = {{"transA", ir::Attribute::of_int(1)},
@@ -309,6 +363,48 @@ TEST(GemmCoopMatKernels, MatMulGemmConvAreValidSpirv) {
   expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 64, 20, 20}), {random_tensor({96, 64, 1, 1}, 9)},
                         stride2),
                t, Storage::kBuffer, "conv_coopmat64x64");
+}
+
+// Every forced tile shape the sweeps use compiles to valid SPIR-V, for a
+// MatMul whose sizes are no multiple of any tile, a split-K one, an
+// implicit-GEMM convolution, and one with fp32 weights (B_SPLIT).
+TEST(GemmCoopMatKernels, ForcedTilesAreValidSpirv) {
+  const std::map<std::string, ir::Attribute> pads = {{"pads", ir::Attribute::of_ints({1, 1, 1, 1})}};
+  for (const CoopMatTile& tile : {CoopMatTile{128, 128, 2, 2, 32, 2}, CoopMatTile{128, 128, 4, 2, 32, 2},
+                                  CoopMatTile{128, 64, 4, 2, 64, 1}, CoopMatTile{64, 64, 2, 2, 32, 2},
+                                  CoopMatTile{32, 64, 2, 2, 64, 2}}) {
+    for (const TargetInfo& base : {nv_target(), khr_target()}) {
+      TargetInfo t = base;
+      t.coopmat_tile = tile;
+      // The depth shows in a name where it is not the default: 64 for
+      // MatMul tiles of up to 64 rows, 32 for larger ones and convolutions.
+      const std::string tile_name = "coopmat" + std::to_string(tile.bm) + "x" + std::to_string(tile.bn);
+      const std::string db = tile.stages == 2 ? "db" : "";
+      const int matmul_bk = tile.bm > 64 ? 32 : 64;
+      const std::string name = tile_name + (tile.bk != matmul_bk ? "k" + std::to_string(tile.bk) : "") + db;
+      const std::string conv_name = tile_name + (tile.bk == 64 ? "k64" : "") + db;
+      SCOPED_TRACE(name + (base.coopmat == CoopMatFlavour::kKHR ? " KHR" : " NV"));
+      // 2 x 2 tiles or fewer over K = 4096 split K on a GPU of many compute
+      // units; on one of a single unit nothing splits.
+      expect_valid(testing::one_node_graph("MatMul", ir::SymShape::from_concrete({200, 4096}),
+                                           {random_tensor({4096, 200}, 2)}, {}),
+                   t, Storage::kBuffer, "matmul_splitk_" + name);
+      t.compute_units = 1;
+      expect_valid(testing::one_node_graph("MatMul", ir::SymShape::from_concrete({300, 200}),
+                                           {random_tensor({200, 250}, 1)}, {}),
+                   t, Storage::kBuffer, "matmul_" + name);
+      expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 64, 20, 20}),
+                                           {random_tensor({128, 64, 3, 3}, 3)}, pads),
+                   t, Storage::kImage, "conv_" + conv_name);
+      // Fewer weights than output pixels: kept fp32 and multiplied as two
+      // fp16 halves, whose second B tile double-buffered 128 x 128 tiles
+      // have no room for in 48 KiB.
+      if (tile.bm * tile.bn < 128 * 128 || tile.stages == 1)
+        expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 16, 40, 40}),
+                                             {random_tensor({72, 16, 3, 3}, 4)}, pads),
+                     t, Storage::kBuffer, "conv_" + conv_name);
+    }
+  }
 }
 
 // A fusion group (planner/fusion.h) of `op` on x plus constant inputs,
@@ -621,6 +717,43 @@ class GemmCoopMatDeviceTest : public vk::testing::VulkanTest, public ::testing::
 // itself.
 class GemmCoopMatForcedTest : public vk::testing::VulkanTest {};
 
+// $KILN_COOPMAT_TILE: six numbers, or the planner's tile with a depth and
+// buffering; anything else is an error naming the value.
+TEST(GemmCoopMatTileEnv, ParsesTilesAndNamesBadValues) {
+  {
+    testing::ScopedEnv env("KILN_COOPMAT_TILE", "");
+    auto t = runtime::coopmat_tile_from_env();
+    ASSERT_TRUE(t.ok());
+    EXPECT_FALSE(t->has_value());
+  }
+  {
+    testing::ScopedEnv env("KILN_COOPMAT_TILE", "128x64x4x2x64x2");
+    auto t = runtime::coopmat_tile_from_env();
+    ASSERT_TRUE(t.ok() && t->has_value());
+    EXPECT_EQ((*t)->bm, 128);
+    EXPECT_EQ((*t)->bn, 64);
+    EXPECT_EQ((*t)->wm, 4);
+    EXPECT_EQ((*t)->wn, 2);
+    EXPECT_EQ((*t)->bk, 64);
+    EXPECT_EQ((*t)->stages, 2);
+  }
+  {
+    testing::ScopedEnv env("KILN_COOPMAT_TILE", "0x0x0x0x32x2");
+    auto t = runtime::coopmat_tile_from_env();
+    ASSERT_TRUE(t.ok() && t->has_value());
+    EXPECT_EQ((*t)->bm, 0);
+    EXPECT_EQ((*t)->stages, 2);
+  }
+  for (const char* bad : {"128x128", "128x128x2x2x48x1", "128x128x2x2x32x3", "0x128x2x2x32x1", "128x128x2x2x32x1x",
+                          "-64x64x2x2x32x1", "big"}) {
+    testing::ScopedEnv env("KILN_COOPMAT_TILE", bad);
+    auto t = runtime::coopmat_tile_from_env();
+    ASSERT_FALSE(t.ok()) << bad;
+    EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(t.status().to_string().find(bad), std::string::npos) << t.status().to_string();
+  }
+}
+
 TEST_F(GemmCoopMatForcedTest, ForcedDialectsAndTheEnvironmentSwitch) {
   const ir::Graph g =
       testing::one_node_graph("MatMul", ir::SymShape::from_concrete({100, 72}), {random_tensor({72, 90}, 1)}, {});
@@ -711,27 +844,58 @@ TEST_P(GemmCoopMatDeviceTest, Gemm) {
 }
 
 TEST_P(GemmCoopMatDeviceTest, Conv) {
+  // Shapes that take the tensor-core kernel on any device: narrower than
+  // 128 output channels only with grids that need no split-K (those take
+  // the scalar split-K kernel, emit_gemm).
   OpCheck c;
   c.op = "Conv";
-  c.inputs = {random_tensor({2, 16, 13, 11}, 31), random_tensor({40, 16, 3, 3}, 32), random_tensor({40}, 33)};
+  c.inputs = {random_tensor({2, 16, 64, 64}, 31), random_tensor({40, 16, 3, 3}, 32), random_tensor({40}, 33)};
   c.attrs["pads"] = ir::Attribute::of_ints({1, 1, 1, 1});
   c.constant_inputs = {1, 2};
   check(c);
-  // 128 output channels: 64 x 128 tiles (K = 252 stays below the depth at
-  // which so few tiles would split K on the scalar kernel instead).
+  // 128 output channels: 64 x 128 tiles, split K or not.
   OpCheck wide = c;
   wide.inputs = {random_tensor({2, 28, 15, 15}, 36), random_tensor({128, 28, 3, 3}, 37), random_tensor({128}, 38)};
   check(wide);
   // Weights the precision policy keeps in fp32 (fewer than an output
   // image's elements): multiplied as two fp16 halves.
   OpCheck early = c;
-  early.inputs = {random_tensor({1, 16, 40, 40}, 39), random_tensor({72, 16, 3, 3}, 40), random_tensor({72}, 41)};
+  early.inputs = {random_tensor({1, 16, 40, 40}, 39), random_tensor({136, 16, 3, 3}, 40), random_tensor({136}, 41)};
   check(early);
   OpCheck s = c;  // strided 1x1 projection (fp16 weights: more of them than output pixels)
-  s.inputs = {random_tensor({2, 128, 12, 12}, 34), random_tensor({96, 128, 1, 1}, 35)};
+  s.inputs = {random_tensor({2, 128, 12, 12}, 34), random_tensor({128, 128, 1, 1}, 35)};
   s.attrs = {{"strides", ir::Attribute::of_ints({2, 2})}};
   s.constant_inputs = {1};
   check(s);
+}
+
+TEST_P(GemmCoopMatDeviceTest, ForcedTiles) {
+  for (const char* forced : {"128x128x2x2x32x2", "128x128x4x2x32x2", "128x64x4x2x64x1", "64x64x2x2x32x2",
+                             "32x64x2x2x64x2"}) {
+    SCOPED_TRACE(forced);
+    testing::ScopedEnv env("KILN_COOPMAT_TILE", forced);
+    auto tile = runtime::coopmat_tile_from_env();
+    ASSERT_TRUE(tile.ok() && tile->has_value()) << forced;
+    target_.coopmat_tile = *tile;
+    OpCheck m;
+    m.op = "MatMul";
+    m.inputs = {random_tensor({150, 200}, 91), random_tensor({200, 170}, 92, -0.1f, 0.1f)};
+    m.constant_inputs = {1};
+    check(m);
+    OpCheck deep = m;  // few tiles over K = 2048: split K
+    deep.inputs = {random_tensor({70, 2048}, 93), random_tensor({2048, 90}, 94, -0.03f, 0.03f)};
+    check(deep);
+    OpCheck c;
+    c.op = "Conv";
+    c.inputs = {random_tensor({1, 32, 15, 13}, 95), random_tensor({136, 32, 3, 3}, 96), random_tensor({136}, 97)};
+    c.attrs["pads"] = ir::Attribute::of_ints({1, 1, 1, 1});
+    c.constant_inputs = {1, 2};
+    check(c);
+    OpCheck early = c;  // fp32 weights (fewer than the output's elements)
+    early.inputs = {random_tensor({1, 16, 40, 40}, 98), random_tensor({136, 16, 3, 3}, 99), random_tensor({136}, 100)};
+    check(early);
+  }
+  target_.coopmat_tile.reset();
 }
 
 TEST_P(GemmCoopMatDeviceTest, SymbolicRows) {
@@ -778,7 +942,8 @@ TEST_P(GemmCoopMatDeviceTest, ViewWithContiguousRuns) {
 TEST_P(GemmCoopMatDeviceTest, Fp32WeightsKeepTheirPrecision) {
   Tensor x = random_tensor({1, 16, 40, 40}, 70);
   for (int64_t i = 0; i < x.numel(); ++i) x.set_f64(i, half_to_float(float_to_half(static_cast<float>(x.get_f64(i)))));
-  const Tensor w = random_tensor({72, 16, 3, 3}, 71), bias = random_tensor({72}, 72);
+  // 136 output channels: the tensor-core kernel whether or not K splits.
+  const Tensor w = random_tensor({136, 16, 3, 3}, 71), bias = random_tensor({136}, 72);
   const std::map<std::string, ir::Attribute> pads = {{"pads", ir::Attribute::of_ints({1, 1, 1, 1})}};
   ir::Graph g = testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 16, 40, 40}), {w, bias}, pads);
   auto model = compile_fp16(g, Storage::kBuffer);

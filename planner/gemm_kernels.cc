@@ -291,7 +291,7 @@ Status emit_coopmat_gemm(LoweringContext& ctx, const GemmProblem& p, const CoopM
   }
   const ir::Dim cm_tiles = d.groups[0] * d.groups[1] * d.groups[2];
   // (choose_split splits only constant grids over a constant K.)
-  const int64_t chunk = ((p.k.value() + split - 1) / split + kCoopMatBK - 1) / kCoopMatBK * kCoopMatBK;
+  const int64_t chunk = ((p.k.value() + split - 1) / split + c.bk - 1) / c.bk * c.bk;
   const int64_t slices = (p.k.value() + chunk - 1) / chunk;
   const TensorId scratch = ctx.add_temporary(DType::kFloat32, {ir::Dim(slices) * p.batch * p.m * p.n},
                                              {Storage::kBuffer, ElemType::kF32});
@@ -317,7 +317,7 @@ Status emit_coopmat_gemm(LoweringContext& ctx, const GemmProblem& p, const CoopM
     return ok_status();
   }
   KernelDesc part = make_coopmat_gemm_kernel(p, c, CoopMatSplitK::kPartials);
-  part.name = p.name + "_splitk_coopmat" + std::to_string(c.bm) + "x" + std::to_string(c.bn);
+  part.name = p.name + "_splitk" + d.name.substr(p.name.size());
   part.params.push_back({"GEMM_KCHUNK", ir::Dim(chunk)});
   part.tensors.push_back(ctx.bind("GP", scratch, true));
   part.groups[2] = p.batch * ir::Dim(slices);
@@ -434,7 +434,9 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
       // as long (mobilenet_v2's and efficientnet_b0's 14x14 and 28x28
       // projections, resnet50's layer-1 1x1 256 -> 64), the staging of a
       // 64x64 tile per 32-deep K step outweighing its math.
-      if (!(split > 1 && p.a_m_fastest && c->bn < 128)) return emit_coopmat_gemm(ctx, p, *c, std::move(d), split);
+      // A forced tile (TargetInfo::coopmat_tile, a sweep's) is timed as it is.
+      const bool narrow_split_conv = split > 1 && p.a_m_fastest && c->bn < 128;
+      if (!narrow_split_conv || ctx.target().coopmat_tile) return emit_coopmat_gemm(ctx, p, *c, std::move(d), split);
     }
   return emit_scalar_gemm(ctx, p);
 }

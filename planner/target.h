@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace kiln::planner {
@@ -24,6 +25,15 @@ enum class CoopMatFlavour : uint8_t { kNone, kNV, kKHR };
 struct CoopMatShape {
   uint32_t m = 0, n = 0, k = 0;
   bool f32_accumulator = true;
+};
+
+// A workgroup tile of the cooperative-matrix GEMM (planner/gemm_coopmat.h):
+// bm x bn outputs, a wm x wn grid of subgroups, bk of K per shared-memory
+// step, and 1 or 2 shared-memory buffers (2: the next step's tiles are
+// stored while this step multiplies, one barrier per step). bm = bn = wm =
+// wn = 0 in a forced tile (TargetInfo::coopmat_tile): the planner's shape.
+struct CoopMatTile {
+  int bm = 64, bn = 64, wm = 2, wn = 2, bk = 32, stages = 1;
 };
 
 struct TargetInfo {
@@ -57,6 +67,11 @@ struct TargetInfo {
   // without 8-bit shader arithmetic (shaderInt8), which the int8 fragment
   // types need.
   std::vector<CoopMatShape> coopmat_s8_shapes;
+  // A cooperative-matrix GEMM configuration forced on every fp16 GEMM that
+  // takes the tensor-core kernel, for kernel sweeps (the runtime reads it
+  // from $KILN_COOPMAT_TILE; bench/kernels/README.md): unset, the planner
+  // chooses. One the target cannot run leaves the planner's choice.
+  std::optional<CoopMatTile> coopmat_tile;
   uint32_t vulkan_version = (1u << 22) | (1u << 12);  // VK_MAKE_API_VERSION(0,1,1,0)
 };
 

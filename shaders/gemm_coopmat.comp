@@ -25,6 +25,11 @@
 //!                     16/float16_t/float16_t(0.0)
 //!   ALIAS_C           fp32 accumulators: the C staging shares the tiles'
 //!                     shared memory (else its own array of ACC_TYPE)
+//!   DOUBLE_BUFFER     two copies of the A and B tiles: while a K step
+//!                     multiplies from one, the next step's units (already
+//!                     in registers) are stored into the other and the step
+//!                     after next is read from global memory; one barrier
+//!                     per K step instead of two
 //!   A_M_FASTEST       consecutive invocations load consecutive m of A
 //!   B_SPLIT           B is read in fp32 (a weight the precision policy
 //!                     keeps): each unit is staged as two fp16 tiles, hi =
@@ -51,12 +56,31 @@ const int SM = BM / WM, SN = BN / WN, TM = SM / FM, TN = SN / FN;
 const int LDA8 = (BK + 8) / 8, LDB8 = (BN + 8) / 8, SCS = SN + 4;
 const int KQ = BK / 8, NQ = BN / 8;  // units per A row, per B row
 const int A_UNITS = BM * KQ / NT, B_UNITS = BK * NQ / NT;
-// The tiles in one array: A at CA0, B at CB0, B's lo remainder at CBL0.
+// The tiles in one array: A at CA0, B at CB0, B's lo remainder at CBL0;
+// with DOUBLE_BUFFER a second copy of all three ST units further on.
 const int CA0 = 0, CB0 = BM * LDA8, CBL0 = CB0 + BK * LDB8;
 //@if B_SPLIT
-const int AB_UNITS = CBL0 + BK * LDB8;
+const int ST = CBL0 + BK * LDB8;
 //@else
-const int AB_UNITS = CBL0;
+const int ST = CBL0;
+//@end
+//@if DOUBLE_BUFFER
+const int AB_UNITS = 2 * ST;
+//@else
+const int AB_UNITS = ST;
+//@end
+// This invocation's units: A row am + j * A_STEP at unit column aq (or,
+// m-fastest, row am at unit column aq + j * A_STEP), B row bk + j * B_STEP
+// at unit column bq. The same at every K step, so their index math hoists.
+//@if A_M_FASTEST
+const int A_STEP = NT / BM;
+//@else
+const int A_STEP = NT / KQ;
+//@end
+const int B_STEP = NT / NQ;
+uvec4 cm_pa[A_UNITS], cm_pb[B_UNITS];  // the next K step's units, in registers
+//@if B_SPLIT
+uvec4 cm_pbl[B_UNITS];
 //@end
 //@if ALIAS_C
 // fp32 accumulators: the C staging reuses the tiles' memory once the K
@@ -124,6 +148,42 @@ uvec4 cm_load_b(int b, int k, int n, int k_end) {
 }
 //@end
 
+
+// Reads the units of the K step at k0 into cm_pa / cm_pb (/ cm_pbl).
+void cm_fetch(int b, int m0, int n0, int am, int aq, int bk, int bq, int k0, int k_end) {
+  [[unroll]] for (int j = 0; j < A_UNITS; ++j) {
+//@if A_M_FASTEST
+    cm_pa[j] = cm_load_a(b, m0 + am, k0 + (aq + j * A_STEP) * 8, k_end);
+//@else
+    cm_pa[j] = cm_load_a(b, m0 + am + j * A_STEP, k0 + aq * 8, k_end);
+//@end
+  }
+  [[unroll]] for (int j = 0; j < B_UNITS; ++j) {
+//@if B_SPLIT
+    cm_load_b_split(b, k0 + bk + j * B_STEP, n0 + bq * 8, k_end, cm_pb[j], cm_pbl[j]);
+//@else
+    cm_pb[j] = cm_load_b(b, k0 + bk + j * B_STEP, n0 + bq * 8, k_end);
+//@end
+  }
+}
+
+// Stores cm_pa / cm_pb (/ cm_pbl) into the tiles at unit offset `base` (0 or ST).
+void cm_stage(int base, int am, int aq, int bk, int bq) {
+  [[unroll]] for (int j = 0; j < A_UNITS; ++j) {
+//@if A_M_FASTEST
+    cm_smem[base + CA0 + am * LDA8 + aq + j * A_STEP] = cm_pa[j];
+//@else
+    cm_smem[base + CA0 + (am + j * A_STEP) * LDA8 + aq] = cm_pa[j];
+//@end
+  }
+  [[unroll]] for (int j = 0; j < B_UNITS; ++j) {
+    cm_smem[base + CB0 + (bk + j * B_STEP) * LDB8 + bq] = cm_pb[j];
+//@if B_SPLIT
+    cm_smem[base + CBL0 + (bk + j * B_STEP) * LDB8 + bq] = cm_pbl[j];
+//@end
+  }
+}
+
 void main() {
   int tid = int(gl_LocalInvocationID.x);
   int sg = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID);
@@ -138,17 +198,11 @@ void main() {
   int b = int(gl_WorkGroupID.z);
   int k_begin = 0, k_end = GEMM_K;
 //@end
-  // This invocation's units: A row am + j * A_STEP at unit column aq (or,
-  // m-fastest, row am at unit column aq + j * A_STEP), B row bk + j * B_STEP
-  // at unit column bq. The same at every K step, so their index math hoists.
 //@if A_M_FASTEST
-  const int A_STEP = NT / BM;
   int am = tid % BM, aq = tid / BM;
 //@else
-  const int A_STEP = NT / KQ;
   int aq = tid % KQ, am = tid / KQ;
 //@end
-  const int B_STEP = NT / NQ;
   int bq = tid % NQ, bk = tid / NQ;
   fcoopmatNV<@ACC_BITS@, gl_ScopeSubgroup, FM, FN> acc[TM * TN];
   [[unroll]] for (int i = 0; i < TM * TN; ++i) acc[i] = fcoopmatNV<@ACC_BITS@, gl_ScopeSubgroup, FM, FN>(@ACC_ZERO@);
@@ -156,74 +210,49 @@ void main() {
   fcoopmatNV<32, gl_ScopeSubgroup, FM, FN> acc_lo[TM * TN];  // A * (B's lo tiles)
   [[unroll]] for (int i = 0; i < TM * TN; ++i) acc_lo[i] = fcoopmatNV<32, gl_ScopeSubgroup, FM, FN>(0.0);
 //@end
-  uvec4 pa[A_UNITS], pb[B_UNITS];  // the next K step's units
-//@if B_SPLIT
-  uvec4 pbl[B_UNITS];
+  cm_fetch(b, m0, n0, am, aq, bk, bq, k_begin, k_end);
+//@if DOUBLE_BUFFER
+  cm_stage(0, am, aq, bk, bq);
+  barrier();
+  if (k_begin + BK < k_end) cm_fetch(b, m0, n0, am, aq, bk, bq, k_begin + BK, k_end);
+  int base = 0;  // the stage this K step multiplies from
+//@else
+  const int base = 0;
 //@end
   for (int k0 = k_begin; k0 < k_end; k0 += BK) {
-    if (k0 == k_begin) {
-      [[unroll]] for (int j = 0; j < A_UNITS; ++j) {
-//@if A_M_FASTEST
-        pa[j] = cm_load_a(b, m0 + am, k0 + (aq + j * A_STEP) * 8, k_end);
+//@if DOUBLE_BUFFER
 //@else
-        pa[j] = cm_load_a(b, m0 + am + j * A_STEP, k0 + aq * 8, k_end);
-//@end
-      }
-      [[unroll]] for (int j = 0; j < B_UNITS; ++j) {
-//@if B_SPLIT
-        cm_load_b_split(b, k0 + bk + j * B_STEP, n0 + bq * 8, k_end, pb[j], pbl[j]);
-//@else
-        pb[j] = cm_load_b(b, k0 + bk + j * B_STEP, n0 + bq * 8, k_end);
-//@end
-      }
-    }
-    [[unroll]] for (int j = 0; j < A_UNITS; ++j) {
-//@if A_M_FASTEST
-      cm_smem[CA0 + am * LDA8 + aq + j * A_STEP] = pa[j];
-//@else
-      cm_smem[CA0 + (am + j * A_STEP) * LDA8 + aq] = pa[j];
-//@end
-    }
-    [[unroll]] for (int j = 0; j < B_UNITS; ++j) {
-      cm_smem[CB0 + (bk + j * B_STEP) * LDB8 + bq] = pb[j];
-//@if B_SPLIT
-      cm_smem[CBL0 + (bk + j * B_STEP) * LDB8 + bq] = pbl[j];
-//@end
-    }
+    cm_stage(0, am, aq, bk, bq);
     barrier();
-    if (k0 + BK < k_end) {
-      int k1 = k0 + BK;
-      [[unroll]] for (int j = 0; j < A_UNITS; ++j) {
-//@if A_M_FASTEST
-        pa[j] = cm_load_a(b, m0 + am, k1 + (aq + j * A_STEP) * 8, k_end);
-//@else
-        pa[j] = cm_load_a(b, m0 + am + j * A_STEP, k1 + aq * 8, k_end);
+    if (k0 + BK < k_end) cm_fetch(b, m0, n0, am, aq, bk, bq, k0 + BK, k_end);
 //@end
-      }
-      [[unroll]] for (int j = 0; j < B_UNITS; ++j) {
-//@if B_SPLIT
-        cm_load_b_split(b, k1 + bk + j * B_STEP, n0 + bq * 8, k_end, pb[j], pbl[j]);
-//@else
-        pb[j] = cm_load_b(b, k1 + bk + j * B_STEP, n0 + bq * 8, k_end);
-//@end
-      }
-    }
     [[unroll]] for (int kk = 0; kk < BK; kk += FK) {
       fcoopmatNV<16, gl_ScopeSubgroup, FM, FK> fa[TM];
       fcoopmatNV<16, gl_ScopeSubgroup, FK, FN> fb[TN];
       [[unroll]] for (int i = 0; i < TM; ++i)
-        coopMatLoadNV(fa[i], cm_smem, uint(CA0 + (sm0 + i * FM) * LDA8 + kk / 8), uint(LDA8), false);
+        coopMatLoadNV(fa[i], cm_smem, uint(base + CA0 + (sm0 + i * FM) * LDA8 + kk / 8), uint(LDA8), false);
       [[unroll]] for (int j = 0; j < TN; ++j)
-        coopMatLoadNV(fb[j], cm_smem, uint(CB0 + kk * LDB8 + (sn0 + j * FN) / 8), uint(LDB8), false);
+        coopMatLoadNV(fb[j], cm_smem, uint(base + CB0 + kk * LDB8 + (sn0 + j * FN) / 8), uint(LDB8), false);
       [[unroll]] for (int i = 0; i < TM; ++i)
         [[unroll]] for (int j = 0; j < TN; ++j) acc[i * TN + j] = coopMatMulAddNV(fa[i], fb[j], acc[i * TN + j]);
 //@if B_SPLIT
       [[unroll]] for (int j = 0; j < TN; ++j)
-        coopMatLoadNV(fb[j], cm_smem, uint(CBL0 + kk * LDB8 + (sn0 + j * FN) / 8), uint(LDB8), false);
+        coopMatLoadNV(fb[j], cm_smem, uint(base + CBL0 + kk * LDB8 + (sn0 + j * FN) / 8), uint(LDB8), false);
       [[unroll]] for (int i = 0; i < TM; ++i)
         [[unroll]] for (int j = 0; j < TN; ++j) acc_lo[i * TN + j] = coopMatMulAddNV(fa[i], fb[j], acc_lo[i * TN + j]);
 //@end
     }
+//@if DOUBLE_BUFFER
+    // The other stage was last read in the previous step, before the
+    // barrier that ended it: store the next step's units there, then read
+    // the step after next while the barrier and the next step's multiplies
+    // wait for no global memory.
+    if (k0 + BK < k_end) {
+      cm_stage(ST - base, am, aq, bk, bq);
+      if (k0 + 2 * BK < k_end) cm_fetch(b, m0, n0, am, aq, bk, bq, k0 + 2 * BK, k_end);
+    }
+    base = ST - base;
+//@end
     barrier();
   }
   // Out: one fragment row at a time through this subgroup's staging rows.

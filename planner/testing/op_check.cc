@@ -298,16 +298,16 @@ StatusOr<std::unique_ptr<runtime::VulkanModel>> compile_on_test_device(const ir:
   return runtime::VulkanModel::compile(*device, *cache, g, options);
 }
 
-ScopedCoopMatEnv::ScopedCoopMatEnv(const char* value) {
-  if (const char* old = std::getenv("KILN_COOPMAT")) had_ = true, old_ = old;
-  setenv("KILN_COOPMAT", value, 1);
+ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
+  if (const char* old = std::getenv(name)) had_ = true, old_ = old;
+  setenv(name, value, 1);
 }
 
-ScopedCoopMatEnv::~ScopedCoopMatEnv() {
+ScopedEnv::~ScopedEnv() {
   if (had_)
-    setenv("KILN_COOPMAT", old_.c_str(), 1);
+    setenv(name_.c_str(), old_.c_str(), 1);
   else
-    unsetenv("KILN_COOPMAT");
+    unsetenv(name_.c_str());
 }
 
 }  // namespace kiln::planner::testing

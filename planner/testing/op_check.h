@@ -124,20 +124,27 @@ StatusOr<std::unique_ptr<runtime::VulkanModel>> compile_on_test_device(const ir:
 // (and a test failure) when planning fails.
 ExecutionPlan plan_or_fail(const ir::Graph& g, Storage storage = Storage::kBuffer);
 
-// Sets $KILN_COOPMAT (runtime::coopmat_mode_from_env) to `value` for its
-// lifetime and restores what was there: device tests force the KHR
-// cooperative-matrix path on a device that also has NV, through the same
-// switch `kiln` and the zoo tests read.
-class ScopedCoopMatEnv {
+// Sets the environment variable `name` to `value` for its lifetime and
+// restores what was there.
+class ScopedEnv {
  public:
-  explicit ScopedCoopMatEnv(const char* value);
-  ~ScopedCoopMatEnv();
-  ScopedCoopMatEnv(const ScopedCoopMatEnv&) = delete;
-  ScopedCoopMatEnv& operator=(const ScopedCoopMatEnv&) = delete;
+  ScopedEnv(const char* name, const char* value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
 
  private:
+  std::string name_;
   bool had_ = false;
   std::string old_;
+};
+
+// $KILN_COOPMAT (runtime::coopmat_mode_from_env) for its lifetime: device
+// tests force the KHR cooperative-matrix path on a device that also has NV,
+// through the same switch `kiln` and the zoo tests read.
+class ScopedCoopMatEnv : public ScopedEnv {
+ public:
+  explicit ScopedCoopMatEnv(const char* value) : ScopedEnv("KILN_COOPMAT", value) {}
 };
 
 }  // namespace kiln::planner::testing

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <map>
@@ -81,6 +82,23 @@ StatusOr<CoopMatMode> coopmat_mode_from_env() {
   return invalid_argument("KILN_COOPMAT='" + v + "' is not one of nv, khr, off, auto");
 }
 
+StatusOr<std::optional<planner::CoopMatTile>> coopmat_tile_from_env() {
+  const char* env = std::getenv("KILN_COOPMAT_TILE");
+  if (env == nullptr || *env == '\0') return std::optional<planner::CoopMatTile>();
+  int v[6] = {};
+  char tail = 0;
+  const int n = std::sscanf(env, "%dx%dx%dx%dx%dx%d%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail);
+  bool ok = n == 6 && (v[4] == 32 || v[4] == 64) && (v[5] == 1 || v[5] == 2);
+  // All four tile numbers 0: the planner's tile with this depth and buffering.
+  const bool planner_tile = v[0] == 0 && v[1] == 0 && v[2] == 0 && v[3] == 0;
+  for (int i = 0; i < 4; ++i) ok = ok && (planner_tile || (v[i] > 0 && v[i] <= 256));
+  if (!ok)
+    return invalid_argument(std::string("KILN_COOPMAT_TILE='") + env +
+                            "' is not BMxBNxWMxWNxBKxSTAGES (BK 32 or 64, STAGES 1 or 2), e.g. 128x128x2x2x32x2, "
+                            "or 0x0x0x0xBKxSTAGES");
+  return std::optional<planner::CoopMatTile>(planner::CoopMatTile{v[0], v[1], v[2], v[3], v[4], v[5]});
+}
+
 planner::TargetInfo target_info(const vk::Device& device, CoopMatMode mode) {
   const vk::Capabilities& c = device.capabilities();
   const vk::EnabledFeatures& e = device.enabled();
@@ -143,6 +161,7 @@ StatusOr<std::unique_ptr<VulkanModel>> VulkanModel::compile(vk::Device& device, 
     KILN_ASSIGN_OR_RETURN(coopmat, coopmat_mode_from_env());
   }
   impl->target = target_info(device, coopmat);
+  KILN_ASSIGN_OR_RETURN(impl->target.coopmat_tile, coopmat_tile_from_env());
   const planner::CoopMatFlavour forced = coopmat == CoopMatMode::kNV    ? planner::CoopMatFlavour::kNV
                                          : coopmat == CoopMatMode::kKHR ? planner::CoopMatFlavour::kKHR
                                                                         : planner::CoopMatFlavour::kNone;

@@ -138,6 +138,14 @@ struct SliceProgress {
 // kInvalidArgument naming any other value.
 StatusOr<CoopMatMode> coopmat_mode_from_env();
 
+// The one place $KILN_COOPMAT_TILE is read: "BMxBNxWMxWNxBKxSTAGES" (e.g.
+// 128x128x2x2x32x2), a tensor-core GEMM tile forced for kernel sweeps
+// (planner::TargetInfo::coopmat_tile), or 0x0x0x0xBKxSTAGES for the
+// planner's own tiles with that depth and buffering; unset or empty:
+// nullopt. Errors: kInvalidArgument naming a value that is not six numbers,
+// the first four positive (or all zero), BK 32 or 64 and STAGES 1 or 2.
+StatusOr<std::optional<planner::CoopMatTile>> coopmat_tile_from_env();
+
 // What the planner may assume about `device` (limits, fp16, subgroups) with
 // cooperative matrices as `mode` allows (kAuto reads nothing: it is
 // kDevice here). A forced dialect the device lacks leaves coopmat kNone.
