@@ -15,6 +15,8 @@ import report  # noqa: E402
 import check_bench_json  # noqa: E402
 import dwpw_bytes  # noqa: E402
 import dwpw_timing  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels"))
+import steady_models  # noqa: E402
 
 
 def record(engine, model, precision, median, device="GPU X", status="ok", **extra):
@@ -276,6 +278,28 @@ class DwPwTimingTest(unittest.TestCase):
         self.assertIn("| pw1 | 0.0100 | 0.0200 | fused | fuse | yes |", out)
         self.assertIn("| add2 | 0.0300 | 0.0200 | split | split | yes |", out)
         self.assertIn("agrees with the timed run on 2 of 2 pairs", out)
+
+
+class SteadyModelsTest(unittest.TestCase):
+    def test_shapes_parse_and_bad_ones_are_named(self):
+        self.assertEqual(steady_models.parse_shapes("8x4x6, 197x768x3072"), [(8, 4, 6), (197, 768, 3072)])
+        for bad in ("8x4", "8x4x0", "axbxc"):
+            with self.assertRaises(ValueError) as e:
+                steady_models.parse_shapes(bad)
+            self.assertIn(bad, str(e.exception))
+
+    def test_operands_stay_on_the_device(self):
+        model = steady_models.gemm_model(8, 4, 6)
+        g = model.graph
+        # One float in, one float out; A [8, 6] and B [6, 4] built in the graph.
+        self.assertEqual([i.name for i in g.input], ["x"])
+        self.assertEqual([d.dim_value for d in g.input[0].type.tensor_type.shape.dim], [1])
+        self.assertEqual(len(g.output[0].type.tensor_type.shape.dim), 0)
+        self.assertEqual([n.op_type for n in g.node if n.op_type != "Constant"],
+                         ["ConstantOfShape", "ConstantOfShape", "Add", "MatMul", "ReduceSum"])
+        dims = {n.output[0]: list(n.attribute[0].t.int64_data) for n in g.node if n.op_type == "Constant"}
+        self.assertEqual(dims["a_shape"], [8, 6])
+        self.assertEqual(dims["b_shape"], [6, 4])
 
 
 if __name__ == "__main__":
