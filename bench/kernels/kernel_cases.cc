@@ -81,10 +81,10 @@ onnx::NodeProto* add_node(onnx::GraphProto* g, const std::string& op, std::vecto
 }
 
 // The attention case's graph: out = Softmax(Q K^T * scale) V.
-template <typename Declare>
-void add_attention_nodes(const KernelCase& c, onnx::GraphProto* g, Declare declare) {
+template <typename Input>
+void add_attention_nodes(const KernelCase& c, onnx::GraphProto* g, Input input) {
   const char* names[] = {"q", "k", "v"};
-  for (size_t i = 0; i < 3; ++i) declare(g->add_input(), names[i], c.inputs[i]);
+  for (size_t i = 0; i < 3; ++i) input(names[i], c.inputs[i]);
   onnx::NodeProto* kt = add_node(g, "Transpose", {"k"}, "kt");
   auto* perm = kt->add_attribute();
   perm->set_name("perm");
@@ -102,9 +102,27 @@ void add_attention_nodes(const KernelCase& c, onnx::GraphProto* g, Declare decla
   axis->set_type(onnx::AttributeProto::INT);
   axis->set_i(-1);
   add_node(g, "MatMul", {"probs", "v"}, "out");
-  onnx::ValueInfoProto* out = g->add_output();
-  out->set_name("out");
-  out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+}
+
+// The steady harness's input `name` of `dims`: ConstantOfShape(dims, value)
+// + x, built on the device (x is the graph's one input, shape [1]).
+void add_steady_input(onnx::GraphProto* g, const std::string& name, const Shape& dims, float value) {
+  onnx::NodeProto* shape = add_node(g, "Constant", {}, std::string(kSteadyPrefix) + name + "_shape");
+  auto* st = shape->add_attribute();
+  st->set_name("value");
+  st->set_type(onnx::AttributeProto::TENSOR);
+  st->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  st->mutable_t()->add_dims(static_cast<int64_t>(dims.size()));
+  for (int64_t d : dims) st->mutable_t()->add_int64_data(d);
+  onnx::NodeProto* fill = add_node(g, "ConstantOfShape", {shape->output(0)}, std::string(kSteadyPrefix) + name + "_fill");
+  auto* fv = fill->add_attribute();
+  fv->set_name("value");
+  fv->set_type(onnx::AttributeProto::TENSOR);
+  fv->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  fv->mutable_t()->add_dims(1);
+  fv->mutable_t()->add_float_data(value);
+  onnx::NodeProto* add = add_node(g, "Add", {fill->output(0), std::string(kSteadyPrefix) + "x"}, name);
+  add->set_name(std::string(kSteadyPrefix) + name);
 }
 
 }  // namespace
@@ -145,7 +163,7 @@ std::vector<KernelCase> kernel_cases(bool smoke_only) {
   return smoke;
 }
 
-std::string case_model(const KernelCase& c) {
+std::string case_model(const KernelCase& c, bool steady) {
   onnx::ModelProto m;
   m.set_ir_version(8);
   auto* opset = m.add_opset_import();
@@ -159,47 +177,65 @@ std::string case_model(const KernelCase& c) {
     t->set_elem_type(onnx::TensorProto::FLOAT);
     for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
   };
-  if (c.op == "Attention") {
-    add_attention_nodes(c, g, declare);
-    return m.SerializeAsString();
-  }
-  onnx::NodeProto* node = g->add_node();
-  node->set_op_type(c.op);
-  node->set_name(c.name);
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    declare(g->add_input(), "in" + std::to_string(i), c.inputs[i]);
-    node->add_input("in" + std::to_string(i));
-  }
-  // Weights small and centred so that deep reductions stay in fp16's range.
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
-  for (size_t i = 0; i < c.weights.size(); ++i) {
-    auto* w = g->add_initializer();
-    w->set_name("w" + std::to_string(i));
-    w->set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : c.weights[i]) w->add_dims(d);
-    std::string raw(static_cast<size_t>(numel(c.weights[i])) * sizeof(float), '\0');
-    for (size_t k = 0; k < raw.size(); k += sizeof(float)) {
-      const float v = dist(rng);
-      std::memcpy(raw.data() + k, &v, sizeof(float));
-    }
-    w->set_raw_data(std::move(raw));
-    node->add_input(w->name());
-  }
-  for (const auto& [name, values] : c.ints) {
-    auto* a = node->add_attribute();
-    a->set_name(name);
-    if (name == "axis" || name == "group") {
-      a->set_type(onnx::AttributeProto::INT);
-      a->set_i(values.at(0));
+  if (steady) declare(g->add_input(), std::string(kSteadyPrefix) + "x", {1});
+  // The op's input `name`: a graph input, or with `steady` built on the device.
+  float fill = 0.25f;
+  auto input = [&](const std::string& name, const Shape& dims) {
+    if (steady) {
+      add_steady_input(g, name, dims, fill);
+      fill *= -0.5f;
     } else {
-      a->set_type(onnx::AttributeProto::INTS);
-      for (int64_t v : values) a->add_ints(v);
+      declare(g->add_input(), name, dims);
+    }
+  };
+  if (c.op == "Attention") {
+    add_attention_nodes(c, g, input);
+  } else {
+    std::vector<std::string> in;
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      input("in" + std::to_string(i), c.inputs[i]);
+      in.push_back("in" + std::to_string(i));
+    }
+    onnx::NodeProto* node = add_node(g, c.op, in, "out");
+    node->set_name(c.name);
+    // Weights small and centred so that deep reductions stay in fp16's range.
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
+    for (size_t i = 0; i < c.weights.size(); ++i) {
+      auto* w = g->add_initializer();
+      w->set_name("w" + std::to_string(i));
+      w->set_data_type(onnx::TensorProto::FLOAT);
+      for (int64_t d : c.weights[i]) w->add_dims(d);
+      std::string raw(static_cast<size_t>(numel(c.weights[i])) * sizeof(float), '\0');
+      for (size_t k = 0; k < raw.size(); k += sizeof(float)) {
+        const float v = dist(rng);
+        std::memcpy(raw.data() + k, &v, sizeof(float));
+      }
+      w->set_raw_data(std::move(raw));
+      node->add_input(w->name());
+    }
+    for (const auto& [name, values] : c.ints) {
+      auto* a = node->add_attribute();
+      a->set_name(name);
+      if (name == "axis" || name == "group") {
+        a->set_type(onnx::AttributeProto::INT);
+        a->set_i(values.at(0));
+      } else {
+        a->set_type(onnx::AttributeProto::INTS);
+        for (int64_t v : values) a->add_ints(v);
+      }
     }
   }
-  node->add_output("out");
+  std::string result = "out";
+  if (steady) {  // one float back: the sum of the op's output
+    result = std::string(kSteadyPrefix) + "sum";
+    auto* keep = add_node(g, "ReduceSum", {"out"}, result)->add_attribute();
+    keep->set_name("keepdims");
+    keep->set_type(onnx::AttributeProto::INT);
+    keep->set_i(0);
+  }
   onnx::ValueInfoProto* out = g->add_output();
-  out->set_name("out");
+  out->set_name(result);
   out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
   return m.SerializeAsString();
 }

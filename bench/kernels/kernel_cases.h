@@ -27,11 +27,20 @@ struct KernelCase {
 // Every case; `smoke_only` keeps those small enough for a CPU device.
 std::vector<KernelCase> kernel_cases(bool smoke_only);
 
+// Names of the steady harness's nodes and values (case_model).
+inline constexpr const char* kSteadyPrefix = "steady_";
+
 // Serialized ONNX ModelProto (opset 17) running the case's one op, inputs
 // named in0, in1, ..., weights w0, w1, ..., the output `out`; the
 // "Attention" case is a small graph instead (inputs q, k, v: Transpose,
 // MatMul, Mul by the scale, Softmax, MatMul).
-std::string case_model(const KernelCase& c);
+//
+// `steady`: the operands never cross the host boundary, so runs go back to
+// back at the GPU's working clocks. The graph's one input is steady_x
+// (shape [1]); each of the op's inputs is ConstantOfShape(its shape) +
+// steady_x, built on the device, and the one output steady_sum is
+// ReduceSum(out). Every harness node's name starts with kSteadyPrefix.
+std::string case_model(const KernelCase& c, bool steady = false);
 
 // The case list as JSON (for bench/kernels/torch_kernels.py, which runs the
 // same cases in PyTorch).

@@ -4,9 +4,12 @@
 # devcarry). The peaks the fractions refer to are measured here, by PyTorch:
 # GB/s of its 64 MiB relu (read + write), TFLOP/s of its 4096^3 matmul per
 # precision.
-#   usage: [MIN_TIME=0.05] [PRECISIONS=fp32,fp16] bench/kernels/run_gpu.sh CARRY_DIR OUT_DIR
+#   usage: [MIN_TIME=0.05] [PRECISIONS=fp32,fp16] [STEADY=1] bench/kernels/run_gpu.sh CARRY_DIR OUT_DIR
 #   (MIN_TIME: GPU seconds per case and precision, Google Benchmark's min_time;
-#   PRECISIONS: the precisions Kiln runs)
+#   PRECISIONS: the precisions Kiln runs; STEADY=0 times Kiln with its
+#   operands uploaded and downloaded on every run, as before session 20 —
+#   by default they are built on the device, kiln_kernel_bench --steady,
+#   so that Kiln runs back to back as PyTorch's timed launches do)
 set -euo pipefail
 carry=${1:?usage: run_gpu.sh CARRY_DIR OUT_DIR}
 out=${2:?usage: run_gpu.sh CARRY_DIR OUT_DIR}
@@ -27,6 +30,7 @@ print(2 * 64 * 2**20 / (relu["ms"] / 1e3) / 1e9,
 PY
 )
 echo "measured peaks (PyTorch): $gbs GB/s, $tf16 TFLOP/s fp16, $tf32 TFLOP/s fp32" | tee "$out/peaks.txt"
-"$bench" --precision="$precisions" --peak-gbs="$gbs" --peak-tflops="$tf16" --peak-tflops-fp32="$tf32" --benchmark_min_time="${MIN_TIME:-0.05}" \
+steady=(); [ "${STEADY:-1}" = 0 ] || steady=(--steady)
+"$bench" "${steady[@]}" --precision="$precisions" --peak-gbs="$gbs" --peak-tflops="$tf16" --peak-tflops-fp32="$tf32" --benchmark_min_time="${MIN_TIME:-0.05}" \
   --benchmark_out="$out/kiln.json" --benchmark_out_format=json > "$out/kiln.log" 2>&1 || echo "kiln_kernel_bench failed" >&2
 python3 "$here/compare.py" "$out/kiln.json" "$out/torch.json" | tee "$out/compare.md"
