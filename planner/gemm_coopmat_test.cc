@@ -128,6 +128,12 @@ TEST(GemmCoopMatChoice, OnlyFp16AndLargeEnoughProblems) {
   EXPECT_EQ(c->bm, 128);
   EXPECT_EQ(c->bn, 64);
   EXPECT_EQ(c->wm * c->wn, 8);
+  // A batch of small products (swin's 49-token windows) is no large GEMM.
+  GemmProblem windows = problem(ir::Dim(49), ir::Dim(49), ir::Dim(32));
+  windows.batch = ir::Dim(192);
+  c = choose_coopmat(windows, t, ElemType::kF16);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_NE(c->bn, 128);
   // MatMul and Gemm tiles of up to 64 rows: 64 of K per step.
   c = choose_coopmat(problem(ir::Dim(197), ir::Dim(768), ir::Dim(768)), t, ElemType::kF16);
   ASSERT_TRUE(c.has_value());
