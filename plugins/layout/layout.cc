@@ -34,9 +34,17 @@ bool is_reshape(const std::string& op) {
   return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze";
 }
 
-// Ops whose spatial axes are a short sliding window (see wanted_axes).
+// Ops whose spatial axes a packing cannot serve (see wanted_axes): a short
+// sliding window, or a global pool's whole extent — the pool reads every
+// element once whatever the packing, and with the channels packed each
+// texel feeds four of its outputs. Letting a global pool vote for a spatial
+// axis cost efficientnet_b0 on lavapipe its texel depthwise kernels: the
+// SiLU output its squeeze-excite pools was packed along H, and the
+// depthwise convolutions producing it fell back to scalar image reads
+// (89-107 ms against 28-30 as rows into buffers; session 20).
 bool is_stencil(const std::string& op) {
-  for (const char* s : {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "LpPool"})
+  for (const char* s : {"Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool", "AveragePool", "LpPool",
+                        "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"})
     if (op == s) return true;
   return false;
 }
