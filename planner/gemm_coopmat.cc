@@ -122,9 +122,10 @@ std::optional<CoopMatConfig> planner_choice(const GemmProblem& p, const TargetIn
   } else if (p.m.is_const() && p.n.is_const() && p.batch.is_const() && p.m.value() >= 128 && p.n.value() >= 128 &&
              ceil_div(p.m.value(), 128) * ceil_div(p.n.value(), 128) * p.batch.value() >= kBusyTiles) {
     // Large GEMMs (at least one whole tile each, so a batch of small
-    // products does not pad to 128 x 128): 128 x 128 tiles of 2 x 2 subgroups, each multiplying
-    // 4 x 4 fragments per K step (a fragment load per two products, where
-    // 32 x 32 per subgroup took one per product). Steady state on an H100
+    // products does not pad to 128 x 128): 128 x 128 tiles of 2 x 2
+    // subgroups, each multiplying 4 x 4 fragments per K step (a fragment
+    // load per two products, where 32 x 32 per subgroup took one per
+    // product). Steady state on an H100
     // (fp16, 4096^3, bench/kernels/steady_models.py, session 20): 526 us
     // (261 TFLOP/s) against 768 for 128 x 64 tiles of 4 x 2 subgroups, 664
     // for 128 x 128 of 4 x 2 double-buffered, 1599 with 64 of K per step.
