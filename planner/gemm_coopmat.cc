@@ -18,6 +18,10 @@ constexpr int64_t kBusyTiles = 128;
 
 // The most rows a GEMM takes 32-row tiles for (choose_coopmat).
 constexpr int64_t kRows32MaxM = 4096;
+
+// K below which choose_split never splits (slices at least 64 deep, at least
+// two of them): a convolution this shallow runs whole whatever its tile.
+constexpr int64_t kShallowK = 128;
 constexpr int kBK = 32;        // K per shared-memory step
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -119,6 +123,26 @@ std::optional<CoopMatConfig> planner_choice(const GemmProblem& p, const TargetIn
     // computed once per column tile, so wide tiles pay off most.
     c.bn = 128;
     c.wn = 4;
+    // Unless that leaves the GPU idle where 64-column tiles would not need
+    // to split K: twice the workgroups, each done sooner, and no reduce
+    // pass where 64 x 64 tiles fill the GPU (resnext50_32x4d's 56x56
+    // stage, 256 channels over K = 256: 98 workgroups split in four, or
+    // 196 whole) or K is too shallow to split (mobilenet_v2's expansions,
+    // K = 16..96). With emit_gemm's stem rule, measured together on an
+    // H100 (fp16 GPU ms, two rounds, bench/results/h100-2026-11-28-session21):
+    // resnext50_32x4d 1.25 -> 1.17, mobilenet_v2 0.456 -> 0.442, mnasnet1_0
+    // 0.462 -> 0.452, efficientnet_b0 0.715 -> 0.703, resnet50 0.993 ->
+    // 0.975, the rest within 1 %.
+    if (p.m.is_const() && p.n.is_const() && p.batch.is_const() && p.k.is_const()) {
+      const int64_t busy =
+          target.compute_units > 0 ? std::min<int64_t>(kBusyTiles, target.compute_units) : kBusyTiles;
+      const int64_t rows = ceil_div(p.m.value(), 64) * p.batch.value();
+      const bool shallow = p.k.value() < kShallowK;
+      if (rows * ceil_div(p.n.value(), 128) < busy && (rows * ceil_div(p.n.value(), 64) >= busy || shallow)) {
+        c.bn = 64;
+        c.wn = 2;
+      }
+    }
   } else if (p.m.is_const() && p.n.is_const() && p.batch.is_const() && p.m.value() >= 128 && p.n.value() >= 128 &&
              ceil_div(p.m.value(), 128) * ceil_div(p.n.value(), 128) * p.batch.value() >= kBusyTiles) {
     // Large GEMMs (at least one whole tile each, so a batch of small

@@ -146,6 +146,18 @@ TEST(GemmCoopMatChoice, OnlyFp16AndLargeEnoughProblems) {
   EXPECT_EQ(c->bm, 64);
   EXPECT_EQ(c->bn, 128);
   EXPECT_EQ(c->bk, 32);  // convolutions: 32
+  // 64-column tiles where 128-column ones would leave the GPU idle and
+  // 64-column ones fill it (no split-K then), or K is too shallow to split.
+  const auto conv_tile = [&](int64_t m, int64_t n, int64_t k) {
+    GemmProblem q = problem(ir::Dim(m), ir::Dim(n), ir::Dim(k));
+    q.a_m_fastest = true;
+    std::optional<CoopMatConfig> r = choose_coopmat(q, t, ElemType::kF16);
+    return r ? r->bn : 0;
+  };
+  EXPECT_EQ(conv_tile(3136, 256, 256), 64);   // 98 tiles of 128 columns, 196 of 64
+  EXPECT_EQ(conv_tile(784, 192, 32), 64);     // shallow: never split
+  EXPECT_EQ(conv_tile(196, 1024, 256), 128);  // split either way: the wide tile
+  EXPECT_EQ(conv_tile(3136, 512, 1152), 128); // 196 tiles of 128 columns fill it
   // 128 x 128 tiles need 18.9 KiB of shared memory (A and B tiles; the C
   // staging of four subgroups reuses them); with 16 KiB 64 x 64.
   TargetInfo small = t;
@@ -565,6 +577,33 @@ TEST(GemmCoopMatKernels, SmallGridsOverDeepKSplitK) {
   }
 }
 
+// Which convolutions take the tensor cores in an fp16 plan (emit_gemm):
+// narrow ones that split K only where their A units are runs of channels
+// of one tap; RGB stems (gathered A units) only within one K step.
+TEST(GemmCoopMatKernels, ConvolutionRouting) {
+  PlanOptions options;
+  options.precision = ElemType::kF16;
+  const auto first_kernel = [&](const std::vector<int64_t>& x, const std::vector<int64_t>& w, int pad, int stride) {
+    const std::map<std::string, ir::Attribute> attrs = {
+        {"pads", ir::Attribute::of_ints({pad, pad, pad, pad})}, {"strides", ir::Attribute::of_ints({stride, stride})}};
+    ir::Graph g = testing::one_node_graph("Conv", ir::SymShape::from_concrete(x), {random_tensor(w, 12)}, attrs);
+    auto plan = build_plan(g, nv_target(), options);
+    EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+    if (!plan.ok()) return std::string();
+    expect_valid(g, nv_target(), Storage::kBuffer, plan->steps[0].kernel.name);
+    return plan->steps[0].kernel.name;
+  };
+  // 3x3, 128 -> 32 channels (densenet121's): 13 tiles over K = 1152 split,
+  // on the tensor cores.
+  EXPECT_EQ(first_kernel({1, 128, 28, 28}, {32, 128, 3, 3}, 1, 1), "conv_splitk_coopmat64x32");
+  // 1x1, 256 -> 64 (resnet50's layer-1 reduction at 28x28): the scalar split.
+  EXPECT_EQ(first_kernel({1, 256, 28, 28}, {64, 256, 1, 1}, 0, 1), "conv_splitk_tile64x64");
+  // 7x7 RGB stem (K = 147, fp32 weights): the scalar kernel.
+  EXPECT_EQ(first_kernel({1, 3, 224, 224}, {64, 3, 7, 7}, 3, 2), "conv_tile64x64");
+  // 3x3 RGB stem (K = 27, one K step): the tensor cores.
+  EXPECT_EQ(first_kernel({1, 3, 64, 64}, {32, 3, 3, 3}, 1, 2), "conv_coopmat64x32");
+}
+
 // The KHR path (a device with only VK_KHR_cooperative_matrix): every
 // tensor-core kernel kind rewritten from NV into KHR SPIR-V and checked
 // structurally; with the 16x16x16 shape the fp16 A and B fragments share
@@ -851,23 +890,35 @@ TEST_P(GemmCoopMatDeviceTest, Gemm) {
 
 TEST_P(GemmCoopMatDeviceTest, Conv) {
   // Shapes that take the tensor-core kernel on any device: narrower than
-  // 128 output channels only with grids that need no split-K (those take
-  // the scalar split-K kernel, emit_gemm).
+  // 128 output channels with grids that need no split-K, or kernels larger
+  // than 1x1 over runs of 8 channels (other narrow splits take the scalar
+  // split-K kernel, emit_gemm).
   OpCheck c;
   c.op = "Conv";
   c.inputs = {random_tensor({2, 16, 64, 64}, 31), random_tensor({40, 16, 3, 3}, 32), random_tensor({40}, 33)};
   c.attrs["pads"] = ir::Attribute::of_ints({1, 1, 1, 1});
   c.constant_inputs = {1, 2};
   check(c);
-  // 128 output channels: 64 x 128 tiles, split K or not.
+  // 128 output channels: 64 x 128 tiles, split K or not (K = 216: a
+  // partial last K step).
   OpCheck wide = c;
-  wide.inputs = {random_tensor({2, 28, 15, 15}, 36), random_tensor({128, 28, 3, 3}, 37), random_tensor({128}, 38)};
+  wide.inputs = {random_tensor({2, 24, 15, 15}, 36), random_tensor({128, 24, 3, 3}, 37), random_tensor({128}, 38)};
   check(wide);
+  // An RGB stem: gathered A units within one K step (K = 27), fp32 weights.
+  OpCheck stem = c;
+  stem.inputs = {random_tensor({1, 3, 32, 32}, 45), random_tensor({32, 3, 3, 3}, 46), random_tensor({32}, 47)};
+  stem.attrs["strides"] = ir::Attribute::of_ints({2, 2});
+  check(stem);
   // Weights the precision policy keeps in fp32 (fewer than an output
   // image's elements): multiplied as two fp16 halves.
   OpCheck early = c;
   early.inputs = {random_tensor({1, 16, 40, 40}, 39), random_tensor({136, 16, 3, 3}, 40), random_tensor({136}, 41)};
   check(early);
+  // Narrower than 128 channels, split K, a 3x3 kernel over runs of 8
+  // channels: the tensor-core split (emit_gemm).
+  OpCheck narrow = c;
+  narrow.inputs = {random_tensor({1, 128, 14, 14}, 42), random_tensor({32, 128, 3, 3}, 43), random_tensor({32}, 44)};
+  check(narrow);
   OpCheck s = c;  // strided 1x1 projection (fp16 weights: more of them than output pixels)
   s.inputs = {random_tensor({2, 128, 12, 12}, 34), random_tensor({128, 128, 1, 1}, 35)};
   s.attrs = {{"strides", ir::Attribute::of_ints({2, 2})}};
@@ -900,6 +951,12 @@ TEST_P(GemmCoopMatDeviceTest, ForcedTiles) {
     OpCheck early = c;  // fp32 weights (fewer than the output's elements)
     early.inputs = {random_tensor({1, 16, 40, 40}, 98), random_tensor({136, 16, 3, 3}, 99), random_tensor({136}, 100)};
     check(early);
+    // Gathered A units (28 channels: no runs of 8) over several K steps,
+    // which unforced takes the scalar kernel.
+    OpCheck gathered = c;
+    gathered.inputs = {random_tensor({2, 28, 15, 15}, 101), random_tensor({128, 28, 3, 3}, 102),
+                       random_tensor({128}, 103)};
+    check(gathered);
   }
   target_.coopmat_tile.reset();
 }

@@ -427,16 +427,32 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
       const ir::Dim cm_tiles = d.groups[0] * d.groups[1] * d.groups[2];
       const int64_t split =
           choose_split(cm_tiles.is_const() ? cm_tiles.value() : 0, p.k, ctx.target().compute_units);
-      // Convolutions narrower than 128 output channels that would split K
-      // run on the scalar split-K kernel instead: on an H100 (fp16 against
+      // 1x1 convolutions narrower than 128 output channels that would split
+      // K run on the scalar split-K kernel instead: on an H100 (fp16 against
       // the fp32 plan's scalar kernel, node by node, bench/results/
       // h100-2026-11-27-session14) their tensor-core split took 1.2-1.56x
       // as long (mobilenet_v2's and efficientnet_b0's 14x14 and 28x28
       // projections, resnet50's layer-1 1x1 256 -> 64), the staging of a
-      // 64x64 tile per 32-deep K step outweighing its math.
+      // 64x64 tile per 32-deep K step outweighing its math. Larger kernels
+      // whose A units are channel runs keep the tensor cores: there the
+      // scalar kernel in fp16 was the slow one (densenet121's 3x3 128 -> 32
+      // convolutions 43 us against 32 in fp32), and moving them took
+      // densenet121 from 2.88 to 2.00 fp16 GPU ms, regnet_y_800mf 0.99 ->
+      // 0.76, resnext50_32x4d 1.17 -> 1.13, resnet50 0.98 -> 0.95 (H100,
+      // two rounds, bench/results/h100-2026-11-28-session21).
+      const bool narrow_split_conv = split > 1 && p.a_m_fastest && c->bn < 128 &&
+                                     p.conv_units != GemmProblem::ConvUnits::kChannelRuns;
+      // Gathered A units over more than one K step (an RGB stem's 7x7 or
+      // 4x4 patchify convolution, K = 147 or 48) take the scalar kernel:
+      // eight tap-and-pixel index computations per unit, and on an H100
+      // resnet50's stem took 54.7 us on the tensor cores against 35.5 in
+      // the scalar fp16 kernel, convnext_tiny's 18.7 against 16.4; the 3x3
+      // RGB stems (K = 27, one step) stay (9.8 against 11.0).
+      const bool gathered_stem = p.conv_units == GemmProblem::ConvUnits::kGathered && p.k.is_const() &&
+                                 p.k.value() > c->bk;
       // A forced tile (TargetInfo::coopmat_tile, a sweep's) is timed as it is.
-      const bool narrow_split_conv = split > 1 && p.a_m_fastest && c->bn < 128;
-      if (!narrow_split_conv || ctx.target().coopmat_tile) return emit_coopmat_gemm(ctx, p, *c, std::move(d), split);
+      if ((!narrow_split_conv && !gathered_stem) || ctx.target().coopmat_tile)
+        return emit_coopmat_gemm(ctx, p, *c, std::move(d), split);
     }
   return emit_scalar_gemm(ctx, p);
 }

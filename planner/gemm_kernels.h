@@ -60,6 +60,14 @@ struct GemmProblem {
   // in k, e.g. MatMul) or m (A's rows are contiguous per k, e.g. the im2col
   // matrix of an NCHW buffer, where neighbouring m are neighbouring pixels).
   bool a_m_fastest = false;
+  // How the tensor-core kernel stages an implicit-GEMM convolution's A
+  // units (8 consecutive k): kNone for a MatMul/Gemm or a 1x1 convolution;
+  // for a larger kernel (K ordered tap-major, K = tap x CG + c) kChannelRuns
+  // when a unit is 8 channels of one tap (CG a multiple of 8: one input
+  // pixel's index math, GEMM_A8), kGathered when each of its 8 elements
+  // finds its own tap and pixel (an RGB stem's CG = 3). emit_gemm routes by it.
+  enum class ConvUnits : uint8_t { kNone, kChannelRuns, kGathered };
+  ConvUnits conv_units = ConvUnits::kNone;
   // The node's kiln.kernel hint (plan_hints.h); emit_gemm fills it in. A
   // tile or split_k hint selects the scalar tiled kernel with that tile and
   // split (GEMV for M <= 4 is kept: it has no tiles).

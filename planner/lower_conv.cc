@@ -362,6 +362,7 @@ Status conv_gemm(LoweringContext& ctx, const ConvGeometry& g) {
     if (tap_major) {
       h += "float gemm_a(int b, int m, int k) {\n  int c = k % CV_CG, tap = k / CV_CG;\n" + input_pixel("return 0.0;") +
            "  return X_at(img, g * CV_CG + c, " + list("i", S) + ");\n}\n";
+      p.conv_units = cg % 8 == 0 ? GemmProblem::ConvUnits::kChannelRuns : GemmProblem::ConvUnits::kGathered;
       // 8 channels of one tap: one pixel's index math for the unit.
       if (cg % 8 == 0)
         p.vector_helpers = "#define GEMM_A8 1\nuvec4 gemm_a8(int b, int m, int k) {\n  int c = k % CV_CG, tap = k / CV_CG;\n" +
