@@ -604,6 +604,30 @@ TEST(GemmCoopMatKernels, ConvolutionRouting) {
   EXPECT_EQ(first_kernel({1, 3, 64, 64}, {32, 3, 3, 3}, 1, 2), "conv_coopmat64x32");
 }
 
+// A MatMul's batch on the tensor cores: a strided batch of both operands,
+// a constant B broadcast over A's batch, and batches broadcast on both sides
+// ([2,1,M,K] x [3,K,N]); planned for the NV and KHR targets and compiled
+// (GemmCoopMatDeviceTest.BatchedAndBroadcastBatch runs them).
+TEST(GemmCoopMatKernels, BatchedAndBroadcastBatchesAreValidSpirv) {
+  const auto two_inputs = [](const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+    ir::Graph g;
+    const ir::ValueId x = g.add_input("a", DType::kFloat32, ir::SymShape::from_concrete(a));
+    const ir::ValueId w = g.add_input("b", DType::kFloat32, ir::SymShape::from_concrete(b));
+    const ir::ValueId y = g.add_value("y", DType::kUndefined, ir::SymShape::unranked());
+    const ir::NodeId n = g.add_node("MatMul", {x, w}, {y}, {});
+    EXPECT_TRUE(testing::finish_one_node_graph(g, n).ok());
+    return g;
+  };
+  for (const TargetInfo& t : {nv_target(), khr_target()}) {
+    expect_valid(two_inputs({4, 70, 40}, {4, 40, 50}), t, Storage::kBuffer, "matmul_coopmat32x64");
+    expect_valid(two_inputs({2, 1, 70, 40}, {3, 40, 50}), t, Storage::kBuffer, "matmul_coopmat32x64");
+    expect_valid(two_inputs({2, 1, 70, 40}, {3, 40, 50}), t, Storage::kImage, "matmul_coopmat32x64");
+    expect_valid(testing::one_node_graph("MatMul", ir::SymShape::from_concrete({3, 70, 40}),
+                                         {random_tensor({40, 50}, 5)}, {}),
+                 t, Storage::kBuffer, "matmul_coopmat32x64");
+  }
+}
+
 // The KHR path (a device with only VK_KHR_cooperative_matrix): every
 // tensor-core kernel kind rewritten from NV into KHR SPIR-V and checked
 // structurally; with the 16x16x16 shape the fp16 A and B fragments share
@@ -959,6 +983,20 @@ TEST_P(GemmCoopMatDeviceTest, ForcedTiles) {
     check(gathered);
   }
   target_.coopmat_tile.reset();
+}
+
+TEST_P(GemmCoopMatDeviceTest, BatchedAndBroadcastBatch) {
+  OpCheck strided;  // both operands batched
+  strided.op = "MatMul";
+  strided.inputs = {random_tensor({4, 70, 40}, 111), random_tensor({4, 40, 50}, 112)};
+  check(strided);
+  OpCheck shared = strided;  // one constant B for every batch of A
+  shared.inputs = {random_tensor({3, 70, 40}, 113), random_tensor({40, 50}, 114)};
+  shared.constant_inputs = {1};
+  check(shared);
+  OpCheck both = strided;  // [2,1,M,K] x [3,K,N] -> [2,3,M,N]
+  both.inputs = {random_tensor({2, 1, 70, 40}, 115), random_tensor({3, 40, 50}, 116)};
+  check(both);
 }
 
 TEST_P(GemmCoopMatDeviceTest, SymbolicRows) {
