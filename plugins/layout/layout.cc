@@ -49,6 +49,14 @@ bool is_stencil(const std::string& op) {
   return false;
 }
 
+// A Reduce* over exactly the spatial axes of an NCHW tensor is a global pool
+// written out (shufflenet_v2's final ReduceMean over H and W) and counts as
+// one: left to vote, it packed shufflenet's last convolution output along W,
+// which that convolution cannot store to directly (a copy kernel followed).
+bool is_global_reduce(const std::string& op, uint64_t reduction_axes, int rank) {
+  return op.rfind("Reduce", 0) == 0 && rank == 4 && reduction_axes == 0b1100;
+}
+
 // Without a device (`kiln graph`, a pipeline run before a storage is
 // chosen) only packed axes are chosen: the storage stays the planner's
 // global option, and an image then uses the chosen axis.
@@ -156,7 +164,7 @@ class Selector {
       kiln_op_layout_t layout{};
       layout.struct_size = sizeof(layout);
       if (!g_.host()->op_layout(g_.raw(), use.node, use.index, &layout)) continue;
-      const bool stencil = is_stencil(node->op);
+      const bool stencil = is_stencil(node->op) || (depth == 0 && is_global_reduce(node->op, layout.reduction_axes, rank));
       if (depth == 0) {
         t.consumers.push_back({layout.layout_class, layout.reduction_axes, stencil});
         continue;
