@@ -15,6 +15,7 @@ import report  # noqa: E402
 import check_bench_json  # noqa: E402
 import dwpw_bytes  # noqa: E402
 import dwpw_timing  # noqa: E402
+import node_times  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels"))
 import steady_models  # noqa: E402
 
@@ -300,6 +301,37 @@ class SteadyModelsTest(unittest.TestCase):
         dims = {n.output[0]: list(n.attribute[0].t.int64_data) for n in g.node if n.op_type == "Constant"}
         self.assertEqual(dims["a_shape"], [8, 6])
         self.assertEqual(dims["b_shape"], [6, 4])
+
+
+class NodeTimesTest(unittest.TestCase):
+    @staticmethod
+    def model(kernels):
+        return {"model": "m", "status": "ok",
+                "kernels": [{"node": n, "kernel": k, "gpu_ms": ms} for n, k, ms in kernels]}
+
+    def test_sums_a_nodes_kernels_and_finds_the_faster_plan_per_node(self):
+        a = self.model([("conv1", "conv_splitk_coopmat64x128", 0.010), ("conv1", "conv_splitk_reduce", 0.006),
+                        ("conv2", "conv_coopmat64x64", 0.020)])
+        b = self.model([("conv1", "conv_tile64x64", 0.012), ("conv2", "conv_tile64x64", 0.030)])
+        rows, first, best = node_times.compare([a, b])
+        self.assertAlmostEqual(first, 36.0)
+        self.assertAlmostEqual(best, 32.0)  # conv1 from b, conv2 from a
+        self.assertEqual([r[0] for r in rows], ["conv1", "conv2"])
+        self.assertEqual(rows[0][1][0][1], "conv_splitk_coopmat64x128 + conv_splitk_reduce")
+
+    def test_equal_nodes_are_left_out_unless_all(self):
+        a = self.model([("n", "k", 0.010)])
+        b = self.model([("n", "k2", 0.0102)])
+        self.assertEqual(node_times.compare([a, b])[0], [])
+        self.assertEqual(len(node_times.compare([a, b], show_all=True)[0]), 1)
+
+    def test_a_document_without_models_is_named(self):
+        f = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+        json.dump({"records": []}, f)
+        f.close()
+        self.addCleanup(os.remove, f.name)
+        with self.assertRaisesRegex(ValueError, "not a kiln bench --json document"):
+            node_times.load(f.name)
 
 
 if __name__ == "__main__":
