@@ -164,7 +164,8 @@ class Selector {
       kiln_op_layout_t layout{};
       layout.struct_size = sizeof(layout);
       if (!g_.host()->op_layout(g_.raw(), use.node, use.index, &layout)) continue;
-      const bool stencil = is_stencil(node->op) || (depth == 0 && is_global_reduce(node->op, layout.reduction_axes, rank));
+      const bool stencil =
+          is_stencil(node->op) || (depth == 0 && is_global_reduce(node->op, layout.reduction_axes, rank));
       if (depth == 0) {
         t.consumers.push_back({layout.layout_class, layout.reduction_axes, stencil});
         continue;
