@@ -203,6 +203,10 @@ def check_model(m, where, backend, problems, env=None, peer=False):
         problems.append(f"{where}.wall: required for an ok model")
     check_summary(m["wall"], f"{where}.wall", problems)
     check_summary(m["gpu"], f"{where}.gpu", problems)
+    if "host_overhead" in m:  # added in v1, optional: null exactly where gpu is
+        if (m["host_overhead"] is None) != (m["gpu"] is None):
+            problems.append(f"{where}.host_overhead: expected a summary exactly where gpu has one")
+        check_summary(m["host_overhead"], f"{where}.host_overhead", problems)
     noisy = bool((m["wall"] or {}).get("noisy")) or bool((m["gpu"] or {}).get("noisy"))
     if isinstance(m["noisy"], bool) and m["noisy"] != noisy:
         problems.append(f"{where}.noisy: expected wall.noisy or gpu.noisy ({noisy})")

@@ -187,6 +187,14 @@ class PeerDocumentTest(unittest.TestCase):
         doc["environment"]["backend"] = "vulkan"
         self.assertTrue(any("names its own engine" in p for p in self.problems(doc)))
 
+    def test_checker_checks_host_overhead_when_present(self):
+        doc = self.cli_docs([record("torch-eager", "resnet50", "fp32", 2.0, max_ms=2.2, mean_ms=2.0, first_run_ms=9.0)])
+        model = doc["torch-eager-fp32"]["models"][0]
+        model["host_overhead"] = None  # gpu is null for this peer too
+        self.assertEqual(self.problems(doc["torch-eager-fp32"]), [])
+        model["host_overhead"] = dict(model["wall"])  # a summary where gpu has none
+        self.assertTrue(any("host_overhead" in p for p in self.problems(doc["torch-eager-fp32"])))
+
     def test_checker_checks_memory_when_present(self):
         doc = self.cli_docs([record("torch-eager", "resnet50", "fp32", 2.0, max_ms=2.2, mean_ms=2.0, first_run_ms=9.0)])
         doc = doc["torch-eager-fp32"]

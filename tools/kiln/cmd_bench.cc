@@ -153,8 +153,12 @@ struct ModelResult {
   // first run; kiln_run_stats_t.bytes_read / bytes_written).
   uint64_t bytes_read = 0, bytes_written = 0;
   std::vector<double> wall_ms, gpu_ms;
+  // Per timed run with a GPU time: wall minus GPU time, the host's share of
+  // a run (input upload, command submission, the wait's wake-up, output
+  // download): what a caller pays beyond the device's work.
+  std::vector<double> host_overhead_ms;
   std::vector<KernelRow> kernels;
-  std::optional<Summary> wall, gpu;
+  std::optional<Summary> wall, gpu, host_overhead;
   std::vector<AblationRow> ablation;  // --ablation only
   // Zoo layouts (bench/zoo): max|Δ| of the first run's output against the
   // output.npy beside the model, when there is one and the input came
@@ -367,7 +371,10 @@ Status time_runs(const Settings& settings, api::Session& session, const Inputs& 
     const auto t0 = Clock::now();
     KILN_ASSIGN_OR_RETURN(double gpu, run_once(session, inputs, outputs_count));
     r.wall_ms.push_back(ms_since(t0));
-    if (gpu >= 0) r.gpu_ms.push_back(gpu);
+    if (gpu >= 0) {
+      r.gpu_ms.push_back(gpu);
+      r.host_overhead_ms.push_back(std::max(0.0, r.wall_ms.back() - gpu));
+    }
   }
   return Status();
 }
@@ -689,6 +696,7 @@ Status bench_model(Bench& bench, const Args& args, const Settings& settings, Mod
   else KILN_RETURN_IF_ERROR(bench_reference(bench, model, inputs, settings, r));
   r.wall = summarize(r.wall_ms);
   r.gpu = summarize(r.gpu_ms);
+  r.host_overhead = summarize(r.host_overhead_ms);
   if (settings.ablation) KILN_RETURN_IF_ERROR(run_ablation(bench, model, args, settings, r));
   if (settings.concurrent > 0) KILN_RETURN_IF_ERROR(bench_concurrent(bench, model, args, settings, r));
   return Status();
@@ -862,6 +870,7 @@ void model_json(JsonWriter& w, const ModelResult& r, const Settings& settings) {
   w.newline().key("wall"), summary_json(w, r.wall);
   w.newline().key("gpu"), summary_json(w, r.gpu);
   w.newline().key("noisy").boolean((r.wall && r.wall->noisy) || (r.gpu && r.gpu->noisy));
+  w.newline().key("host_overhead"), summary_json(w, r.host_overhead);
   double kernels_total = 0;
   for (const KernelRow& k : r.kernels) kernels_total += k.gpu_ms;
   w.newline().key("kernels_gpu_ms");
