@@ -19,9 +19,6 @@ constexpr int64_t kBusyTiles = 128;
 // The most rows a GEMM takes 32-row tiles for (choose_coopmat).
 constexpr int64_t kRows32MaxM = 4096;
 
-// K below which choose_split never splits (slices at least 64 deep, at least
-// two of them): a convolution this shallow runs whole whatever its tile.
-constexpr int64_t kShallowK = 128;
 constexpr int kBK = 32;        // K per shared-memory step
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -133,12 +130,10 @@ std::optional<CoopMatConfig> planner_choice(const GemmProblem& p, const TargetIn
     // resnext50_32x4d 1.25 -> 1.17, mobilenet_v2 0.456 -> 0.442, mnasnet1_0
     // 0.462 -> 0.452, efficientnet_b0 0.715 -> 0.703, resnet50 0.993 ->
     // 0.975, the rest within 1 %.
-    if (p.m.is_const() && p.n.is_const() && p.batch.is_const() && p.k.is_const()) {
-      const int64_t busy =
-          target.compute_units > 0 ? std::min<int64_t>(kBusyTiles, target.compute_units) : kBusyTiles;
+    if (p.m.is_const() && p.n.is_const() && p.batch.is_const()) {
       const int64_t rows = ceil_div(p.m.value(), 64) * p.batch.value();
-      const bool shallow = p.k.value() < kShallowK;
-      if (rows * ceil_div(p.n.value(), 128) < busy && (rows * ceil_div(p.n.value(), 64) >= busy || shallow)) {
+      if (rows * ceil_div(p.n.value(), 128) < busy_tiles(target.compute_units) &&
+          choose_split(rows * ceil_div(p.n.value(), 64), p.k, target.compute_units) == 1) {
         c.bn = 64;
         c.wn = 2;
       }

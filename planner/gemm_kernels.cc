@@ -155,8 +155,12 @@ constexpr int64_t kMaxFixupTiles = 1 << 16;
 // resnet18 42 -> 24, efficientnet_b0 135 -> 116, and each 2-7 % faster
 // (kiln bench, two alternating rounds, session 17); an H100 or H200 (132
 // units) is unchanged.
+int64_t busy_tiles(int64_t compute_units) {
+  return compute_units > 0 ? std::min(kBusyTiles, compute_units) : kBusyTiles;
+}
+
 int64_t choose_split(int64_t tiles, const ir::Dim& k, int64_t compute_units) {
-  const int64_t busy = compute_units > 0 ? std::min(kBusyTiles, compute_units) : kBusyTiles;
+  const int64_t busy = busy_tiles(compute_units);
   if (tiles <= 0 || tiles >= busy || !k.is_const()) return 1;
   const int64_t by_grid = (2 * busy + tiles - 1) / tiles;
   const int64_t by_depth = k.value() / 64;

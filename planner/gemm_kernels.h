@@ -95,6 +95,10 @@ KernelDesc gemm_kernel_base(const GemmProblem& p, std::string name);
 // slices for about two workgroups per busy unit, each slice at least 64
 // deep, at most 16 (the measurements are in gemm_kernels.cc).
 int64_t choose_split(int64_t tiles, const ir::Dim& k, int64_t compute_units);
+// The workgroups that keep a device of `compute_units` (0: unknown) busy:
+// 128, or its compute units where fewer. choose_split splits only grids
+// below it.
+int64_t busy_tiles(int64_t compute_units);
 
 // The second pass of a split-K GEMM whose first pass is `tile_pass` (its
 // last tensor the GP scratch of `slices` partial tiles, which this pass
