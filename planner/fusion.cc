@@ -7,6 +7,7 @@
 #include <set>
 
 #include "planner/fusion_attention.h"
+#include "planner/fusion_conv_sum.h"
 #include "planner/fusion_dwpw.h"
 #include "planner/fusion_row_norm.h"
 #include "planner/fusion_store_views.h"
@@ -432,8 +433,14 @@ Status lower_epilogue(PlanBuilder& builder, const ir::Graph& graph, const Fusion
 Status lower_fused_impl(PlanBuilder& builder, const ir::Graph& graph, const FusionGroup& group, size_t anchor_index,
                         const LoweringRegistry& lowerings) {
   if (anchor_index > 0) {
-    // A depthwise conv, its chain and a pointwise conv as one GEMM, then the tail.
-    KILN_ASSIGN_OR_RETURN(std::vector<KernelDesc> kernels, lower_dwpw(builder, graph, group, anchor_index, lowerings));
+    // Two 1x1 convs and their sum, or a depthwise conv, its chain and a
+    // pointwise conv, as one GEMM; then the tail.
+    std::vector<KernelDesc> kernels;
+    if (conv_sum_add_index(graph, group)) {
+      KILN_ASSIGN_OR_RETURN(kernels, lower_conv_sum(builder, graph, group));
+    } else {
+      KILN_ASSIGN_OR_RETURN(kernels, lower_dwpw(builder, graph, group, anchor_index, lowerings));
+    }
     return lower_epilogue(builder, graph, group, anchor_index, std::move(kernels), lowerings);
   }
   const ir::Node& head = graph.node(group.nodes.front());
@@ -472,7 +479,8 @@ Status lower_fused(PlanBuilder& builder, const ir::Graph& graph, const FusionGro
   // they would have stored the anchor's (image or buffer, packed axis).
   // Afterwards no kernel binds it; its own layout comes back (also for a
   // group that does not fuse, whose nodes are lowered again).
-  const size_t anchor_index = dwpw_pointwise_index(graph, group).value_or(0);
+  const size_t anchor_index =
+      conv_sum_add_index(graph, group).value_or(dwpw_pointwise_index(graph, group).value_or(0));
   const TensorId anchor = builder.tensor_of(graph.node(group.nodes[anchor_index]).outputs[0]);
   const TensorId out = builder.tensor_of(graph.node(group.nodes.back()).outputs[0]);
   const DeviceLayout saved = builder.tensor(anchor).layout;

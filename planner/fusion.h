@@ -11,7 +11,7 @@
 // node of the group and by nothing outside it (no other node, sub-graph or
 // graph output).
 //
-// Four group shapes fuse here (lower_fused; attention and store views have
+// Five group shapes fuse here (lower_fused; attention and store views have
 // their own, fusion_attention.h and fusion_store_views.h):
 //  1. Elementwise chain: every node lowers to one composable map kernel
 //     (Family::kMap, no KernelDesc::params, no extensions, helpers only from
@@ -51,6 +51,10 @@
 //     nodes after the LayerNormalization. A split GEMM's reduce pass then
 //     stores X and normalizes its rows in one kernel; otherwise the
 //     prefix's kernels and the norm's run as without the group.
+//  5. Sum of two 1x1 convs (fusion_conv_sum.h): two unpadded 1x1 group-1
+//     Convs with constant weights, the Add of their outputs, then an
+//     elementwise tail as in 2: one GEMM over the concatenated K ("convsum_"),
+//     a ResNet block's projection shortcut and last conv in one kernel.
 //  Intermediates have the output's shape, so a node reads them exactly at
 //  the element it computes; external inputs keep whatever indexing
 //  (broadcasting) the node's lowering chose.

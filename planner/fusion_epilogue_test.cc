@@ -2,7 +2,8 @@
 // lowering plus its elementwise tail in one fusion group runs as the
 // anchor's kernels, which store through the composed tail; and shape 3
 // (planner/fusion_dwpw.h): depthwise conv + chain + pointwise conv (+ tail)
-// as one GEMM; and shape 4 (planner/fusion_row_norm.h): a split GEMM's
+// as one GEMM; shape 5 (planner/fusion_conv_sum.h): two 1x1 convs and
+// their sum as one GEMM; and shape 4 (planner/fusion_row_norm.h): a split GEMM's
 // reduce pass and the LayerNormalization after it. Each case builds
 // a small graph, plans it in every storage x precision, checks the plan
 // fused (dispatch count, kernel names, no fusion note) and compares the
@@ -412,6 +413,66 @@ TEST_F(FusionEpilogue, DwPwImageOutputThroughTheGemmScratchCopy) {
   net.g.value(y).annotations[kPackedAxisKey] = "3";
   expect_fused(net.finish({y}), {{random_tensor({1, 8, 9, 9}, 48), random_tensor({1, 12, 9, 9}, 49)}},
                {.name = "dwpw_", .image_dispatches = 2, .image_name = "gemm_copy_out+add"});
+}
+
+// Group shape 5 (planner/fusion_conv_sum.h): a residual block's last 1x1
+// conv y [n, 12, 8, 8] -> 24 and its projection shortcut x [n, 16, 15, 15]
+// -> 24 at stride 2, added (either order), then the tail.
+ir::ValueId conv_sum(Net& net, ir::ValueId y, ir::ValueId x, bool biases, bool shortcut_first) {
+  const ir::ValueId a = conv(net, y, 12, 24, 1, 1, 0, 1, biases, 61);
+  const ir::ValueId b = conv(net, x, 16, 24, 1, 2, 0, 1, biases, 63);
+  return net.op("Add", shortcut_first ? std::vector<ir::ValueId>{b, a} : std::vector<ir::ValueId>{a, b});
+}
+
+TEST_F(FusionEpilogue, ProjectionShortcutAndLastConvAreOneGemm) {
+  Net net;
+  const ir::ValueId y = net.input("y", {1, 12, 8, 8});
+  const ir::ValueId x = net.input("x", {1, 16, 15, 15});
+  const ir::ValueId r = net.op("Relu", {conv_sum(net, y, x, /*biases=*/true, /*shortcut_first=*/false)});
+  expect_fused(net.finish({r}), {{random_tensor({1, 12, 8, 8}, 64), random_tensor({1, 16, 15, 15}, 65)}},
+               {.name = "convsum_tile", .image_name = "+relu"});
+}
+
+TEST_F(FusionEpilogue, ConvSumWithoutBiasesOrTail) {
+  Net net;
+  const ir::ValueId y = net.input("y", {2, 12, 8, 8});
+  const ir::ValueId x = net.input("x", {2, 16, 15, 15});
+  const ir::ValueId s = conv_sum(net, y, x, /*biases=*/false, /*shortcut_first=*/true);
+  expect_fused(net.finish({s}), {{random_tensor({2, 12, 8, 8}, 66), random_tensor({2, 16, 15, 15}, 67)}},
+               {.name = "convsum_"});
+}
+
+TEST_F(FusionEpilogue, ConvSumSplitKAcrossBothConvsAndSymbolicBatch) {
+  // K = 12 + 16 in three slices, whose bounds need not be the convs':
+  // a slice may read both inputs. A new batch compiles no shader.
+  Net net;
+  const ir::Dim n = ir::Dim::symbol("n");
+  const ir::ValueId y = net.input("y", {n, 12, 8, 8});
+  const ir::ValueId x = net.input("x", {n, 16, 15, 15});
+  const ir::ValueId s = conv_sum(net, y, x, /*biases=*/true, /*shortcut_first=*/false);
+  net.g.node(net.last).annotations[kKernelKey] = "tile=16x16,split_k=3";
+  const ir::ValueId r = net.op("Relu", {s});
+  expect_fused(net.finish({r}),
+               {{random_tensor({1, 12, 8, 8}, 68), random_tensor({1, 16, 15, 15}, 69)},
+                {random_tensor({3, 12, 8, 8}, 70), random_tensor({3, 16, 15, 15}, 71)}},
+               {.dispatches = 2, .name = "convsum_splitk_reduce+relu"});
+}
+
+TEST(FusionConvSumPlan, ATailReadingAConvKeepsTheGroupUnfused) {
+  // Relu(conv) + Add(conv, shortcut): the tail reads a conv's own output,
+  // which the GEMM never stores; the group is no conv sum, and as an
+  // anchor group it has two anchors: it runs node by node, saying why.
+  Net net;
+  const ir::ValueId y = net.input("y", {1, 12, 8, 8});
+  const ir::ValueId x = net.input("x", {1, 16, 15, 15});
+  const ir::ValueId a = conv(net, y, 12, 24, 1, 1, 0, 1, false, 61);
+  const ir::ValueId b = conv(net, x, 16, 24, 1, 2, 0, 1, false, 63);
+  const ir::ValueId s = net.op("Add", {a, b});
+  const ir::ValueId r = net.op("Add", {s, net.op("Relu", {a})});
+  auto plan = build_plan(net.finish({r}), TargetInfo{}, PlanOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  EXPECT_FALSE(plan->fusion_notes.empty());
+  EXPECT_EQ(kernel_names(*plan).find("convsum_"), std::string::npos) << kernel_names(*plan);
 }
 
 // Group shape 4 (planner/fusion_row_norm.h): a transformer's fc2 -> bias ->

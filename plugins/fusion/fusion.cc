@@ -14,6 +14,11 @@
 //   (e) an anchor (or a (b) group) whose output reaches elementwise nodes
 //       through a Reshape/Transpose chain read only there: the anchor
 //       stores through the chain (add_store_views);
+//   (f) a MatMul/Gemm (or the (b) or (e) group it heads) -> LayerNorm of its
+//       output over the last axis (add_row_norms);
+//   (g) a (b) group of a 1x1 Conv whose first tail node adds the output of
+//       another 1x1 Conv in no group (a projection shortcut): the second
+//       conv joins, one GEMM over both convs' channels (add_conv_sums);
 //   and, at the start of (a), (b) and (d) groups or with a lone consumer (also
 //   a Concat), data-movement nodes (Transpose, Reshape, Slice, Gather of one
 //   constant index, ...) the consumer reads through an index view instead
@@ -96,6 +101,7 @@ class Partitioner {
     groups = add_store_views(groups);
     groups = add_view_prologues(groups);
     groups = add_row_norms(groups);
+    groups = add_conv_sums(groups);
     std::vector<int> group_of(dag_.nodes.size());
     for (size_t i = 0; i < group_of.size(); ++i) group_of[i] = static_cast<int>(groups.size() + i);
     // A shared view counts as a group of its own: each clone reads only the
@@ -253,6 +259,7 @@ class Partitioner {
     for (int64_t p : g_.attr_ints(n, "pads")) unpadded = unpadded && p == 0;
     d.depthwise = group > 1 && (*w)[0] == group && (*w)[1] == 1 && (*x)[1].is_const && (*x)[1].value == group;
     d.pointwise = group == 1 && (*w)[2] == 1 && (*w)[3] == 1 && unit && unpadded;
+    d.unpadded_1x1 = group == 1 && (*w)[2] == 1 && (*w)[3] == 1 && unpadded && g_.is_constant(in[1]);
   }
 
   void build_dag() {
@@ -586,6 +593,58 @@ class Partitioner {
     return groups;
   }
 
+  // Group shape (g), planner/fusion_conv_sum.h: an anchor (b) group headed
+  // by a 1x1 unpadded group-1 Conv `h` whose second member is an Add of h's
+  // output and the output of another such Conv `d` (any strides) that is in
+  // no group and read only by that Add — a ResNet block's last conv and its
+  // projection shortcut — takes `d` in: one GEMM over both convs' input
+  // channels (AGO's intensive fusion of two complex ops that share their
+  // output), so the shortcut's output never reaches memory and one kernel
+  // (or split-K pair) replaces two. The tail after the Add must not read
+  // h's output. No cycle: d's only edge out enters the group, and no path
+  // leaves the group and comes back to d (it would have to leave through
+  // the sink, a descendant of the Add, which d precedes).
+  std::vector<std::vector<int>> add_conv_sums(std::vector<std::vector<int>> groups) {
+    // KILN_FUSION_CONV_SUM=off: the ablation (each conv its own GEMM, the
+    // Add in the last conv's epilogue), timed side by side in one run.
+    if (const char* v = std::getenv("KILN_FUSION_CONV_SUM"); v != nullptr && std::strcmp(v, "off") == 0) {
+      ++conv_sums_off_;
+      return groups;
+    }
+    std::vector<int> group_of(dag_.nodes.size(), -1);
+    for (size_t k = 0; k < groups.size(); ++k)
+      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+    for (auto& members : groups) {
+      if (members.size() < 2 || is_view_.count(members.front()) || row_norms_.count(members.front()) ||
+          attention_.count(members.front()) || kiln::fusion::classify(dag_, members) != GroupKind::kAnchor)
+        continue;
+      const int h = members[0], a = members[1];
+      const kiln::fusion::DagNode& hd = dag_.nodes[static_cast<size_t>(h)];
+      const kiln_node_id_t add = nodes_[static_cast<size_t>(a)];
+      if (!hd.unpadded_1x1 || !is_op(add, "Add") || g_.inputs(add).size() != 2) continue;
+      const kiln_value_id_t hv = g_.outputs(nodes_[static_cast<size_t>(h)])[0];
+      const auto in = g_.inputs(add);
+      const kiln_value_id_t other = in[0] == hv ? in[1] : in[1] == hv ? in[0] : KILN_NO_ID;
+      auto oi = other == KILN_NO_ID ? std::nullopt : g_.value(other);
+      if (!oi || oi->producer == KILN_NO_ID || !index_.count(oi->producer)) continue;
+      const int d = index_.at(oi->producer);
+      const kiln::fusion::DagNode& dd = dag_.nodes[static_cast<size_t>(d)];
+      if (group_of[static_cast<size_t>(d)] >= 0 || !dd.unpadded_1x1 || dd.escapes || dd.succs != std::vector<int>{a} ||
+          dd.shape_class != hd.shape_class)
+        continue;
+      bool tail_reads_h = false;
+      for (size_t k = 2; k < members.size(); ++k)
+        for (kiln_value_id_t v : g_.inputs(nodes_[static_cast<size_t>(members[k])]))
+          tail_reads_h = tail_reads_h || v == hv;
+      if (tail_reads_h) continue;
+      group_of[static_cast<size_t>(d)] = group_of[static_cast<size_t>(h)];
+      members.insert(std::lower_bound(members.begin(), members.end(), d), d);
+      conv_sums_.insert(members.front());
+    }
+    std::sort(groups.begin(), groups.end());
+    return groups;
+  }
+
   // Whether every store-view node of `members` reshapes (no Transpose,
   // Slice or pixel shuffle): the anchor's rows stay the output's rows.
   bool reshapes_only(const std::vector<int>& members) const {
@@ -702,7 +761,7 @@ class Partitioner {
   }
 
   void statistics(const std::vector<std::vector<int>>& groups, const std::vector<int>& group_of, double td) {
-    int64_t grouped = 0, complex_max = 0, kinds[static_cast<int>(GroupKind::kRowNorm) + 1] = {};
+    int64_t grouped = 0, complex_max = 0, kinds[static_cast<int>(GroupKind::kConvSum) + 1] = {};
     for (const auto& members : groups) {
       grouped += static_cast<int64_t>(members.size());
       int64_t complex = 0;
@@ -711,6 +770,7 @@ class Partitioner {
       const std::vector<int> core = without_views(members);
       const GroupKind kind = attention_.count(core.front())  ? GroupKind::kAttention
                              : row_norms_.count(core.front()) ? GroupKind::kRowNorm
+                             : conv_sums_.count(core.front()) ? GroupKind::kConvSum
                              : core.size() < 2               ? GroupKind::kIllegal
                                                              : kiln::fusion::classify(dag_, core);
       ++kinds[static_cast<int>(kind)];
@@ -731,11 +791,14 @@ class Partitioner {
       rw_.add_statistic("groups-store-view", kinds[static_cast<int>(GroupKind::kStoreView)]);
     if (kinds[static_cast<int>(GroupKind::kRowNorm)])
       rw_.add_statistic("groups-row-norm", kinds[static_cast<int>(GroupKind::kRowNorm)]);
+    if (kinds[static_cast<int>(GroupKind::kConvSum)])
+      rw_.add_statistic("groups-conv-sum", kinds[static_cast<int>(GroupKind::kConvSum)]);
     if (view_nodes_) rw_.add_statistic("view-prologue-nodes", view_nodes_);
     if (views_cloned_) rw_.add_statistic("views-cloned", views_cloned_);
     if (store_view_nodes_) rw_.add_statistic("store-view-nodes", store_view_nodes_);
     if (dwpw_refused_) rw_.add_statistic("dwpw-refused", dwpw_refused_);
     if (dwpw_forced_) rw_.add_statistic("dwpw-forced", dwpw_forced_);
+    if (conv_sums_off_) rw_.add_statistic("conv-sums-off", conv_sums_off_);
     rw_.add_statistic("complex-ops-per-group-max", complex_max);
     // Weights grow with tensor sizes, which a model may make absurd: the
     // statistics saturate (NaN counts as 0) instead of overflowing the cast.
@@ -761,8 +824,9 @@ class Partitioner {
   std::set<int> shared_views_;  // ... of them, those that joined several groups
   std::set<int> attention_;     // the first DAG node of each attention group
   std::set<int> row_norms_;     // ... and of each row-norm group (its GEMM)
+  std::set<int> conv_sums_;     // ... and of each conv-sum group (its first conv)
   int64_t dwpw_groups_ = 0, dwpw_refused_ = 0, cleared_ = 0, view_nodes_ = 0, views_cloned_ = 0;
-  int64_t store_view_nodes_ = 0, dwpw_forced_ = 0;
+  int64_t store_view_nodes_ = 0, dwpw_forced_ = 0, conv_sums_off_ = 0;
   // KILN_FUSION_DWPW=fuse|split overrides FusePlanner for every DW/PW pair
   // (for timing both ways: bench/dwpw_timing.py); unset or anything else:
   // FusePlanner decides.

@@ -22,6 +22,7 @@ const char* group_kind_name(GroupKind kind) {
     case GroupKind::kAttention: return "attention";
     case GroupKind::kStoreView: return "store-view";
     case GroupKind::kRowNorm: return "row-norm";
+    case GroupKind::kConvSum: return "conv-sum";
     case GroupKind::kIllegal: break;
   }
   return "illegal";

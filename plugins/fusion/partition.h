@@ -48,6 +48,11 @@ enum class GroupKind : uint8_t {
   // (planner/fusion_row_norm.h): made after clustering (fusion.cc
   // add_row_norms), never by classify.
   kRowNorm,
+  // (g) two 1x1 Convs -> Add of their outputs -> elementwise (a ResNet
+  // block's last conv and its projection shortcut; planner/
+  // fusion_conv_sum.h): made after clustering (fusion.cc add_conv_sums),
+  // never by classify.
+  kConvSum,
 };
 const char* group_kind_name(GroupKind kind);
 
@@ -58,6 +63,9 @@ struct DagNode {
   Role role = Role::kOpaque;
   bool depthwise = false;  // a Conv with group == in channels == out channels
   bool pointwise = false;  // a 1x1, stride-1, unpadded, group-1 Conv
+  // A 1x1, unpadded, group-1 Conv of any stride with a constant weight
+  // (either side of a conv sum, group (g)).
+  bool unpadded_1x1 = false;
   int data_pred = -1;      // producer of input 0 (-1: none in the DAG)
   int shape_class = -1;    // equal ids <=> equal output dims (expressions) and dtype
   bool escapes = false;    // its output is a graph output or read inside a sub-graph

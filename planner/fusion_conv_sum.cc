@@ -1,0 +1,159 @@
+// Two 1x1 convolutions and the Add of their outputs as one GEMM over the
+// concatenated K (see fusion_conv_sum.h).
+#include "planner/fusion_conv_sum.h"
+
+#include <string>
+
+#include "engine/ops/window_util.h"
+#include "planner/fusion.h"
+#include "planner/gemm_kernels.h"
+#include "planner/lower_util.h"
+
+namespace kiln::planner {
+namespace {
+
+const Tensor* constant_input(const ir::Graph& graph, const ir::Node& node, size_t i) {
+  if (i >= node.inputs.size() || node.inputs[i] == ir::kNoValue) return nullptr;
+  const ir::Value& v = graph.value(node.inputs[i]);
+  return v.is_constant() ? &v.constant : nullptr;
+}
+
+// c0 / c1 of fusion_conv_sum.h: a 2-D 1x1 group-1 unpadded Conv with a
+// constant weight.
+bool is_unpadded_1x1(const ir::Graph& graph, const ir::Node& node) {
+  if (!node.domain.empty() || node.op != "Conv" || node.inputs.size() < 2 || node.outputs.size() != 1) return false;
+  const Tensor* w = constant_input(graph, node, 1);
+  if (!w || w->rank() != 4 || w->dim(2) != 1 || w->dim(3) != 1 || node.attr_int("group", 1) != 1) return false;
+  auto wa = ops::read_window_attrs(node, 2, false);
+  if (!wa.ok() || (wa->auto_pad != ops::AutoPad::kNotSet && wa->auto_pad != ops::AutoPad::kValid)) return false;
+  for (int64_t p : wa->pads)
+    if (p != 0) return false;
+  return true;
+}
+
+std::vector<int64_t> strides_of(const ir::Node& node) {
+  auto wa = ops::read_window_attrs(node, 2, false);
+  return wa.ok() ? wa->strides : std::vector<int64_t>{1, 1};
+}
+
+}  // namespace
+
+std::optional<size_t> conv_sum_add_index(const ir::Graph& graph, const FusionGroup& group) {
+  if (group.in_subgraph || group.nodes.size() < 3) return std::nullopt;
+  const ir::Node& c0 = graph.node(group.nodes[0]);
+  const ir::Node& c1 = graph.node(group.nodes[1]);
+  const ir::Node& add = graph.node(group.nodes[2]);
+  if (!is_unpadded_1x1(graph, c0) || !is_unpadded_1x1(graph, c1)) return std::nullopt;
+  if (!add.domain.empty() || add.op != "Add" || add.inputs.size() != 2) return std::nullopt;
+  const ir::ValueId y0 = c0.outputs[0], y1 = c1.outputs[0];
+  if (!((add.inputs[0] == y0 && add.inputs[1] == y1) || (add.inputs[0] == y1 && add.inputs[1] == y0)))
+    return std::nullopt;
+  if (constant_input(graph, c0, 1)->dim(0) != constant_input(graph, c1, 1)->dim(0)) return std::nullopt;
+  // The tail reads the sum, never a conv's own output.
+  for (size_t k = 3; k < group.nodes.size(); ++k)
+    for (ir::ValueId in : graph.node(group.nodes[k]).inputs)
+      if (in == y0 || in == y1) return std::nullopt;
+  return 2;
+}
+
+StatusOr<std::vector<KernelDesc>> lower_conv_sum(PlanBuilder& builder, const ir::Graph& graph,
+                                                 const FusionGroup& group) {
+  const ir::Node* convs[2] = {&graph.node(group.nodes[0]), &graph.node(group.nodes[1])};
+  const ir::Node& add = graph.node(group.nodes[2]);
+  const auto refuse = [&](const std::string& why) {
+    return unimplemented(convs[0]->describe() + " + " + convs[1]->describe() + " (a sum of 1x1 convs) " + why);
+  };
+  for (const ir::Node* c : convs)
+    for (ir::ValueId v : {c->inputs[0], c->outputs[0]})
+      if (!builder.value_ranked(v) || builder.value_shape(v).size() != 4) return refuse("has a tensor not of rank 4");
+  const std::vector<ir::Dim>& y0 = builder.value_shape(convs[0]->outputs[0]);
+  if (!same_shape(y0, builder.value_shape(convs[1]->outputs[0])) || !same_shape(y0, builder.value_shape(add.outputs[0])))
+    return refuse("has outputs of different shapes");
+  const ElemType wtype = builder.value_elem_type(convs[0]->inputs[1]);
+  if (builder.value_elem_type(convs[1]->inputs[1]) != wtype) return refuse("has weights of two element types");
+  for (const ir::Node* c : convs)
+    if (c->inputs.size() > 2 && c->inputs[2] != ir::kNoValue)
+      for (ir::NodeId nid : group.nodes)
+        if (graph.node(nid).outputs[0] == c->inputs[2]) return refuse("reads a bias made by the group");
+
+  // The GEMM is the Add's: its output (laid out as the group's by
+  // lower_fused) and its kiln.kernel hint.
+  LoweringContext ctx(builder, graph, add.id);
+  const Tensor* w[2] = {constant_input(graph, *convs[0], 1), constant_input(graph, *convs[1], 1)};
+  const int64_t co = w[0]->dim(0), k0 = w[0]->dim(1), k1 = w[1]->dim(1);
+  const std::vector<ir::Dim>& sy = ctx.output_shape(0);
+  GemmProblem p;
+  p.name = "convsum";
+  p.batch = sy[0];
+  p.m = sy[2] * sy[3];
+  p.n = ir::Dim(co);
+  p.k = ir::Dim(k0 + k1);
+  p.a_m_fastest = true;  // neighbouring output pixels read neighbouring input pixels
+  p.b_tensor = "W";
+  p.params = {{"CS_K0", ir::Dim(k0)}};
+
+  // A(img, pixel, k): input k of X0, or k - K0 of X1, at the conv's stride.
+  std::string h = "float gemm_a(int b, int m, int k) {\n  int o1 = m % Y_D3, o0 = m / Y_D3;\n";
+  for (size_t i = 0; i < 2; ++i) {
+    const std::string x = "X" + std::to_string(i);
+    const std::vector<int64_t> st = strides_of(*convs[i]);
+    const std::string s0 = "CS_ST" + std::to_string(i) + "0", s1 = "CS_ST" + std::to_string(i) + "1";
+    p.params.push_back({s0, ir::Dim(st[0])});
+    p.params.push_back({s1, ir::Dim(st[1])});
+    p.tensors.push_back(ctx.bind(x, builder.tensor_of(convs[i]->inputs[0])));
+    const std::string c = i == 0 ? "k" : "k - CS_K0";
+    // Stride 1 over a buffer: X's [channel][pixel] plane is A's column.
+    const std::string read = st[0] == 1 && st[1] == 1 && p.tensors.back().layout.storage == Storage::kBuffer
+                                 ? x + "_ld((b * " + x + "_D1 + " + c + ") * GEMM_M + m)"
+                                 : x + "_at(b, " + c + ", o0 * " + s0 + ", o1 * " + s1 + ")";
+    h += (i == 0 ? "  if (k < CS_K0) return " : "  return ") + read + ";\n";
+  }
+  h += "}\n";
+
+  // B: [W0 | W1] as [K0 + K1][Co].
+  KILN_ASSIGN_OR_RETURN(Tensor packed, Tensor::allocate(w[0]->dtype(), {k0 + k1, co}));
+  // Each weight [Co][Ki] transposed below the other's rows; float32 (nearly
+  // every model) by pointer, as lower_conv.cc's repack: it runs on every
+  // compile, warm cache or not.
+  const auto stack = [&](auto set) {
+    for (int64_t n = 0; n < co; ++n) {
+      for (int64_t k = 0; k < k0; ++k) set(0, k * co + n, n * k0 + k);
+      for (int64_t k = 0; k < k1; ++k) set(1, (k0 + k) * co + n, n * k1 + k);
+    }
+  };
+  if (w[0]->dtype() == DType::kFloat32 && w[1]->dtype() == DType::kFloat32) {
+    const float* src[2] = {w[0]->data<float>(), w[1]->data<float>()};
+    float* dst = packed.data<float>();
+    stack([&](int i, int64_t to, int64_t from) { dst[to] = src[i][from]; });
+  } else {
+    stack([&](int i, int64_t to, int64_t from) { packed.set_f64(to, w[i]->get_f64(from)); });
+  }
+  p.tensors.push_back(ctx.bind("W", ctx.add_constant(std::move(packed), {Storage::kBuffer, wtype})));
+  h += "float gemm_b(int b, int k, int n) { return W_ld(k * GEMM_N + n); }\n";
+  if (co % 8 == 0)
+    p.vector_helpers = "#define GEMM_B8 1\nuvec4 gemm_b8(int b, int k, int n) { return W_ld8h(k * GEMM_N + n); }\n";
+  std::string bias = "acc";
+  for (size_t i = 0; i < 2; ++i) {
+    if (convs[i]->inputs.size() < 3 || convs[i]->inputs[2] == ir::kNoValue) continue;
+    const std::string name = "B" + std::to_string(i);
+    p.tensors.push_back(ctx.bind(name, builder.tensor_of(convs[i]->inputs[2])));
+    bias += " + " + name + "_at(n)";
+  }
+  h += "float gemm_epilogue(int b, int m, int n, float acc) { return " + bias + "; }\n";
+  // An image packed on channels takes four channels of one pixel per store.
+  const GemmOutput out = bind_gemm_output(ctx, ctx.layout(ctx.output(0)).packed_axis == 1);
+  p.tensors.push_back(out.y);
+  if (out.is_buffer()) {
+    h += gemm_store4_buffer("(b * Y_D1 + nj) * GEMM_M + m");
+  } else {
+    h += gemm_store4_image("  int o1 = m % Y_D3, o0 = m / Y_D3;\n", "b, n, o0, o1");
+  }
+  p.helpers = std::move(h);
+  KILN_RETURN_IF_ERROR(emit_gemm(ctx, p));
+  finish_gemm_output(ctx, out);
+  std::vector<KernelDesc> kernels = std::move(builder.pending_kernels());
+  builder.pending_kernels().clear();
+  return kernels;
+}
+
+}  // namespace kiln::planner
