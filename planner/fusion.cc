@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "planner/fusion_attention.h"
@@ -430,13 +431,15 @@ Status lower_epilogue(PlanBuilder& builder, const ir::Graph& graph, const Fusion
   return ok_status();
 }
 
+// `conv_sum`: the group is a sum of 1x1 convs (its anchor the Add), else a
+// DWPW group when anchor_index > 0.
 Status lower_fused_impl(PlanBuilder& builder, const ir::Graph& graph, const FusionGroup& group, size_t anchor_index,
-                        const LoweringRegistry& lowerings) {
+                        bool conv_sum, const LoweringRegistry& lowerings) {
   if (anchor_index > 0) {
     // Two 1x1 convs and their sum, or a depthwise conv, its chain and a
     // pointwise conv, as one GEMM; then the tail.
     std::vector<KernelDesc> kernels;
-    if (conv_sum_add_index(graph, group)) {
+    if (conv_sum) {
       KILN_ASSIGN_OR_RETURN(kernels, lower_conv_sum(builder, graph, group));
     } else {
       KILN_ASSIGN_OR_RETURN(kernels, lower_dwpw(builder, graph, group, anchor_index, lowerings));
@@ -479,13 +482,13 @@ Status lower_fused(PlanBuilder& builder, const ir::Graph& graph, const FusionGro
   // they would have stored the anchor's (image or buffer, packed axis).
   // Afterwards no kernel binds it; its own layout comes back (also for a
   // group that does not fuse, whose nodes are lowered again).
-  const size_t anchor_index =
-      conv_sum_add_index(graph, group).value_or(dwpw_pointwise_index(graph, group).value_or(0));
+  const std::optional<size_t> sum_index = conv_sum_add_index(graph, group);
+  const size_t anchor_index = sum_index.value_or(dwpw_pointwise_index(graph, group).value_or(0));
   const TensorId anchor = builder.tensor_of(graph.node(group.nodes[anchor_index]).outputs[0]);
   const TensorId out = builder.tensor_of(graph.node(group.nodes.back()).outputs[0]);
   const DeviceLayout saved = builder.tensor(anchor).layout;
   builder.tensor(anchor).layout = builder.tensor(out).layout;
-  Status st = lower_fused_impl(builder, graph, group, anchor_index, lowerings);
+  Status st = lower_fused_impl(builder, graph, group, anchor_index, sum_index.has_value(), lowerings);
   builder.tensor(anchor).layout = saved;
   return st;
 }

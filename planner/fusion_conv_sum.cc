@@ -12,17 +12,11 @@
 namespace kiln::planner {
 namespace {
 
-const Tensor* constant_input(const ir::Graph& graph, const ir::Node& node, size_t i) {
-  if (i >= node.inputs.size() || node.inputs[i] == ir::kNoValue) return nullptr;
-  const ir::Value& v = graph.value(node.inputs[i]);
-  return v.is_constant() ? &v.constant : nullptr;
-}
-
 // c0 / c1 of fusion_conv_sum.h: a 2-D 1x1 group-1 unpadded Conv with a
 // constant weight.
 bool is_unpadded_1x1(const ir::Graph& graph, const ir::Node& node) {
   if (!node.domain.empty() || node.op != "Conv" || node.inputs.size() < 2 || node.outputs.size() != 1) return false;
-  const Tensor* w = constant_input(graph, node, 1);
+  const Tensor* w = node_input_constant(graph, node, 1);
   if (!w || w->rank() != 4 || w->dim(2) != 1 || w->dim(3) != 1 || node.attr_int("group", 1) != 1) return false;
   auto wa = ops::read_window_attrs(node, 2, false);
   if (!wa.ok() || (wa->auto_pad != ops::AutoPad::kNotSet && wa->auto_pad != ops::AutoPad::kValid)) return false;
@@ -48,7 +42,7 @@ std::optional<size_t> conv_sum_add_index(const ir::Graph& graph, const FusionGro
   const ir::ValueId y0 = c0.outputs[0], y1 = c1.outputs[0];
   if (!((add.inputs[0] == y0 && add.inputs[1] == y1) || (add.inputs[0] == y1 && add.inputs[1] == y0)))
     return std::nullopt;
-  if (constant_input(graph, c0, 1)->dim(0) != constant_input(graph, c1, 1)->dim(0)) return std::nullopt;
+  if (node_input_constant(graph, c0, 1)->dim(0) != node_input_constant(graph, c1, 1)->dim(0)) return std::nullopt;
   // The tail reads the sum, never a conv's own output.
   for (size_t k = 3; k < group.nodes.size(); ++k)
     for (ir::ValueId in : graph.node(group.nodes[k]).inputs)
@@ -79,7 +73,7 @@ StatusOr<std::vector<KernelDesc>> lower_conv_sum(PlanBuilder& builder, const ir:
   // The GEMM is the Add's: its output (laid out as the group's by
   // lower_fused) and its kiln.kernel hint.
   LoweringContext ctx(builder, graph, add.id);
-  const Tensor* w[2] = {constant_input(graph, *convs[0], 1), constant_input(graph, *convs[1], 1)};
+  const Tensor* w[2] = {node_input_constant(graph, *convs[0], 1), node_input_constant(graph, *convs[1], 1)};
   const int64_t co = w[0]->dim(0), k0 = w[0]->dim(1), k1 = w[1]->dim(1);
   const std::vector<ir::Dim>& sy = ctx.output_shape(0);
   GemmProblem p;
@@ -140,17 +134,8 @@ StatusOr<std::vector<KernelDesc>> lower_conv_sum(PlanBuilder& builder, const ir:
     bias += " + " + name + "_at(n)";
   }
   h += "float gemm_epilogue(int b, int m, int n, float acc) { return " + bias + "; }\n";
-  // An image packed on channels takes four channels of one pixel per store.
-  const GemmOutput out = bind_gemm_output(ctx, ctx.layout(ctx.output(0)).packed_axis == 1);
-  p.tensors.push_back(out.y);
-  if (out.is_buffer()) {
-    h += gemm_store4_buffer("(b * Y_D1 + nj) * GEMM_M + m");
-  } else {
-    h += gemm_store4_image("  int o1 = m % Y_D3, o0 = m / Y_D3;\n", "b, n, o0, o1");
-  }
   p.helpers = std::move(h);
-  KILN_RETURN_IF_ERROR(emit_gemm(ctx, p));
-  finish_gemm_output(ctx, out);
+  KILN_RETURN_IF_ERROR(emit_nchw_gemm(ctx, p));
   std::vector<KernelDesc> kernels = std::move(builder.pending_kernels());
   builder.pending_kernels().clear();
   return kernels;

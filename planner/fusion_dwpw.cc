@@ -14,13 +14,6 @@ namespace {
 
 bool is_conv(const ir::Node& node) { return node.domain.empty() && node.op == "Conv"; }
 
-// The constant input `i` of `node`, or null.
-const Tensor* constant_input(const ir::Graph& graph, const ir::Node& node, size_t i) {
-  if (i >= node.inputs.size() || node.inputs[i] == ir::kNoValue) return nullptr;
-  const ir::Value& v = graph.value(node.inputs[i]);
-  return v.is_constant() ? &v.constant : nullptr;
-}
-
 bool all_equal(const std::vector<int64_t>& v, int64_t x) {
   for (int64_t e : v)
     if (e != x) return false;
@@ -30,7 +23,7 @@ bool all_equal(const std::vector<int64_t>& v, int64_t x) {
 // dw of fusion_dwpw.h: a 2D depthwise Conv with a constant weight.
 bool is_depthwise(const ir::Graph& graph, const ir::Node& node) {
   if (!is_conv(node) || node.inputs.empty() || node.outputs.size() != 1) return false;
-  const Tensor* w = constant_input(graph, node, 1);
+  const Tensor* w = node_input_constant(graph, node, 1);
   const ir::SymShape& xs = graph.value(node.inputs[0]).shape;
   if (!w || w->rank() != 4 || !xs.has_rank || xs.dims.size() != 4) return false;
   const int64_t c = w->dim(0);
@@ -40,7 +33,7 @@ bool is_depthwise(const ir::Graph& graph, const ir::Node& node) {
 // pw of fusion_dwpw.h for `c` input channels.
 bool is_pointwise(const ir::Graph& graph, const ir::Node& node, int64_t c) {
   if (!is_conv(node) || node.inputs.size() < 2 || node.outputs.size() != 1) return false;
-  const Tensor* w = constant_input(graph, node, 1);
+  const Tensor* w = node_input_constant(graph, node, 1);
   if (!w || w->rank() != 4 || w->dim(1) != c || w->dim(2) != 1 || w->dim(3) != 1) return false;
   if (node.attr_int("group", 1) != 1) return false;
   auto wa = ops::read_window_attrs(node, 2, false);
@@ -54,7 +47,7 @@ std::optional<size_t> dwpw_pointwise_index(const ir::Graph& graph, const FusionG
   if (group.in_subgraph || group.nodes.size() < 2) return std::nullopt;
   const ir::Node& dw = graph.node(group.nodes[0]);
   if (!is_depthwise(graph, dw)) return std::nullopt;
-  const int64_t c = constant_input(graph, dw, 1)->dim(0);
+  const int64_t c = node_input_constant(graph, dw, 1)->dim(0);
   for (size_t p = 1; p < group.nodes.size(); ++p) {
     const ir::Node& node = graph.node(group.nodes[p]);
     if (!is_conv(node)) continue;
@@ -76,7 +69,7 @@ StatusOr<std::vector<KernelDesc>> lower_dwpw(PlanBuilder& builder, const ir::Gra
   KILN_ASSIGN_OR_RETURN(const ops::WindowAttrs wa, ops::read_window_attrs(dw, 2, false));
   for (ir::ValueId v : {dw.inputs[0], dw.outputs[0], pw.outputs[0]})
     if (!builder.value_ranked(v)) return refuse("has a tensor of unknown rank");
-  const Tensor& dw_w = *constant_input(graph, dw, 1);
+  const Tensor& dw_w = *node_input_constant(graph, dw, 1);
   const int64_t c = dw_w.dim(0), kh = dw_w.dim(2), kw = dw_w.dim(3);
   // Begin pads: explicit, or SAME_* ones derived as lower_conv.cc does
   // (expressions of a symbolic input size, evaluated per run).
@@ -158,17 +151,8 @@ StatusOr<std::vector<KernelDesc>> lower_dwpw(PlanBuilder& builder, const ir::Gra
   } else {
     h += "float gemm_epilogue(int b, int m, int n, float acc) { return acc; }\n";
   }
-  // An image packed on channels takes four channels of one pixel per store.
-  const GemmOutput out = bind_gemm_output(ctx, ctx.layout(ctx.output(0)).packed_axis == 1);
-  p.tensors.push_back(out.y);
-  if (out.is_buffer()) {
-    h += gemm_store4_buffer("(b * Y_D1 + nj) * GEMM_M + m");
-  } else {
-    h += gemm_store4_image("  int t = m;\n  int o1 = t % Y_D3; t /= Y_D3; int o0 = t;\n", "b, n, o0, o1");
-  }
   p.helpers = std::move(h);
-  KILN_RETURN_IF_ERROR(emit_gemm(ctx, p));
-  finish_gemm_output(ctx, out);
+  KILN_RETURN_IF_ERROR(emit_nchw_gemm(ctx, p));
   std::vector<KernelDesc> kernels = std::move(builder.pending_kernels());
   builder.pending_kernels().clear();
   // The depthwise window's multiply-adds, once per GEMM A element.

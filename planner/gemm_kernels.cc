@@ -477,6 +477,20 @@ void finish_gemm_output(LoweringContext& ctx, const GemmOutput& out) {
   ctx.emit(make_copy_kernel("gemm_copy_out", ctx.bind("S", out.scratch), ctx.bind("Y", out.output, true)));
 }
 
+Status emit_nchw_gemm(LoweringContext& ctx, GemmProblem& p) {
+  // An image packed on channels takes four channels of one pixel per store.
+  const GemmOutput out = bind_gemm_output(ctx, ctx.layout(ctx.output(0)).packed_axis == 1);
+  p.tensors.push_back(out.y);
+  if (out.is_buffer()) {
+    p.helpers += gemm_store4_buffer("(b * Y_D1 + nj) * GEMM_M + m");
+  } else {
+    p.helpers += gemm_store4_image("  int o1 = m % Y_D3, o0 = m / Y_D3;\n", "b, n, o0, o1");
+  }
+  KILN_RETURN_IF_ERROR(emit_gemm(ctx, p));
+  finish_gemm_output(ctx, out);
+  return ok_status();
+}
+
 std::string gemm_store4_buffer(const std::string& index) {
   return fill_shader("gemm_store.glsl", ShaderArgs().flag("IMAGE", false).set("INDEX", index));
 }

@@ -142,6 +142,14 @@ GemmOutput bind_gemm_output(LoweringContext& ctx, bool image_store4_ok);
 // Emits the scratch -> output copy when bind_gemm_output made a scratch.
 void finish_gemm_output(LoweringContext& ctx, const GemmOutput& out);
 
+// Finishes and emits a GEMM whose output is ctx's output 0, an image-major
+// [images, channels, H, W] tensor with batch = images, M = H * W output
+// pixels and N = channels (a group-1 1x1 conv's shape: the fused
+// depthwise-pointwise and conv-sum GEMMs): binds it as "Y" (through
+// bind_gemm_output's scratch where it is an image not packed on channels),
+// appends gemm_store4 to p.helpers, emits the kernels and the scratch copy.
+Status emit_nchw_gemm(LoweringContext& ctx, GemmProblem& p);
+
 // gemm_store4 definitions (GLSL) that pass every lane through the
 // caller's `float gemm_epilogue(int b, int m, int n, float acc)` (bias,
 // alpha/beta, ...; called only for n < GEMM_N):

@@ -29,11 +29,13 @@ const std::vector<ir::Dim>& LoweringContext::output_shape(size_t i) const {
   return builder_.value_shape(node_.outputs[i]);
 }
 
-const Tensor* LoweringContext::input_constant(size_t i) const {
-  if (!has_input(i)) return nullptr;
-  const ir::Value& v = graph_.value(node_.inputs[i]);
+const Tensor* node_input_constant(const ir::Graph& graph, const ir::Node& node, size_t i) {
+  if (i >= node.inputs.size() || node.inputs[i] == ir::kNoValue) return nullptr;
+  const ir::Value& v = graph.value(node.inputs[i]);
   return v.is_constant() ? &v.constant : nullptr;
 }
+
+const Tensor* LoweringContext::input_constant(size_t i) const { return node_input_constant(graph_, node_, i); }
 
 std::optional<std::vector<ir::Dim>> LoweringContext::input_dims_value(size_t i) const {
   if (!has_input(i)) return std::nullopt;

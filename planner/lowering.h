@@ -49,6 +49,11 @@ using HostParamFn = std::function<StatusOr<int64_t>(const HostParamInputs&)>;
 // intBitsToFloat(NAME).
 int64_t float_param_bits(float f);
 
+// Input `i` of `node` when it is a constant (an initializer); null when it
+// is not, or is omitted. For lowerings of several nodes (fusion groups);
+// LoweringContext::input_constant is the same for its own node.
+const Tensor* node_input_constant(const ir::Graph& graph, const ir::Node& node, size_t i);
+
 class LoweringContext {
  public:
   LoweringContext(PlanBuilder& builder, const ir::Graph& graph, ir::NodeId node);
