@@ -19,8 +19,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -158,11 +158,11 @@ class CApiFrameTest : public kiln::vk::testing::VulkanTest {
   }
 
   Model load(const std::string& name, const std::string& bytes) {
-    const std::string path = ::testing::TempDir() + "/kiln_frame_" + name + ".onnx";
-    std::ofstream(path, std::ios::binary) << bytes;
+    const std::string path = kiln::capi::testing::write_temp_model("frame_" + name, bytes);
     Model m;
     Error e = Model::load(path, m);
     EXPECT_FALSE(e) << e.message();
+    std::remove(path.c_str());  // the model is in memory now
     return m;
   }
 

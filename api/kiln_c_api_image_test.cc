@@ -19,8 +19,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <ostream>
 #include <random>
 #include <string>
@@ -213,12 +213,12 @@ class CApiImageTest : public kiln::vk::testing::VulkanTest {
   }
 
   Model load(bool symbolic, bool nhwc = false) {
-    const std::string path =
-        ::testing::TempDir() + "/kiln_image_conv" + (symbolic ? "_hw" : "") + (nhwc ? "_nhwc" : "") + ".onnx";
-    std::ofstream(path, std::ios::binary) << conv_model(symbolic, nhwc);
+    const std::string path = kiln::capi::testing::write_temp_model(
+        std::string("image_conv") + (symbolic ? "_hw" : "") + (nhwc ? "_nhwc" : ""), conv_model(symbolic, nhwc));
     Model m;
     Error e = Model::load(path, m);
     EXPECT_FALSE(e) << e.message();
+    std::remove(path.c_str());  // the model is in memory now
     return m;
   }
 

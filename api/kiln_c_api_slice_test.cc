@@ -21,8 +21,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -110,11 +110,11 @@ class CApiSliceTest : public kiln::vk::testing::VulkanTest {
   }
 
   Model load(const std::string& name, const std::string& bytes) {
-    const std::string path = ::testing::TempDir() + "/kiln_slice_" + name + ".onnx";
-    std::ofstream(path, std::ios::binary) << bytes;
+    const std::string path = kiln::capi::testing::write_temp_model("slice_" + name, bytes);
     Model m;
     Error e = Model::load(path, m);
     EXPECT_FALSE(e) << e.message();
+    std::remove(path.c_str());  // the model is in memory now
     return m;
   }
 

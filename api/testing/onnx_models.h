@@ -3,7 +3,11 @@
 // kernels and a NonZero model whose output shape depends on its input.
 #pragma once
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <cstdint>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -127,6 +131,17 @@ inline std::string nonzero_model() {
   y->set_name("y");
   y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
   return b.serialize();
+}
+
+// Writes `bytes` to "<test temp dir>/kiln_<name>_<pid>.onnx" and returns the
+// path. ctest runs each test as its own process, several at once: a name
+// shared by the tests of one fixture let one process truncate the file while
+// another was loading it ("the model has no graph"); the process id keeps
+// each process's file its own. The caller removes it once loaded.
+inline std::string write_temp_model(const std::string& name, const std::string& bytes) {
+  const std::string path = ::testing::TempDir() + "/kiln_" + name + "_" + std::to_string(::getpid()) + ".onnx";
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
 }
 
 }  // namespace kiln::capi::testing
