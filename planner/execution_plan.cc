@@ -383,7 +383,8 @@ StatusOr<ExecutionPlan> build_plan(const ir::Graph& graph, const TargetInfo& tar
   }
   const auto lower_group = [&](const FusionGroup& whole) -> Status {
     // A store-view group that cannot fuse may still fuse as the two groups
-    // it joined (fusion_store_views.h): its anchor part, its views and tail.
+    // it joined (fusion_store_views.h): its anchor part, its views and tail
+    // (also a dw-norm group: its conv, then the norm reading its views).
     std::vector<FusionGroup> work{whole};
     for (size_t i = 0; i < work.size(); ++i) {
       const FusionGroup g = work[i];

@@ -11,7 +11,7 @@
 // node of the group and by nothing outside it (no other node, sub-graph or
 // graph output).
 //
-// Five group shapes fuse here (lower_fused; attention and store views have
+// Six group shapes fuse here (lower_fused; attention and store views have
 // their own, fusion_attention.h and fusion_store_views.h):
 //  1. Elementwise chain: every node lowers to one composable map kernel
 //     (Family::kMap, no KernelDesc::params, no extensions, helpers only from
@@ -55,6 +55,11 @@
 //     Convs with constant weights, the Add of their outputs, then an
 //     elementwise tail as in 2: one GEMM over the concatenated K ("convsum_"),
 //     a ResNet block's projection shortcut and last conv in one kernel.
+//  6. Depthwise conv inside a LayerNormalization (fusion_dw_norm.h): a
+//     depthwise Conv, view nodes on its output (a Transpose to channels
+//     last), then a LayerNormalization over the channels: one kernel
+//     computes the conv for a few pixels into shared memory and normalizes
+//     them, ConvNeXt's block opening in one kernel.
 //  Intermediates have the output's shape, so a node reads them exactly at
 //  the element it computes; external inputs keep whatever indexing
 //  (broadcasting) the node's lowering chose.

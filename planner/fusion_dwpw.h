@@ -27,7 +27,9 @@
 // names start "dwpw_" ("dwpw_tile64x64+relu").
 #pragma once
 
+#include <array>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "engine/base/status.h"
@@ -39,6 +41,32 @@
 namespace kiln::planner {
 
 struct FusionGroup;
+
+// A 2D depthwise Conv with a constant weight [C, 1, kh, kw] and group == C
+// == its input's channels (any kernel, stride, dilation, pads: explicit or
+// auto_pad; optional bias): dw of the DWPW shape above and of the
+// depthwise-norm group (fusion_dw_norm.h).
+bool is_depthwise_conv(const ir::Graph& graph, const ir::Node& node);
+
+// A depthwise conv computed on the fly by a kernel that reads its output
+// instead of the conv writing it: GLSL
+//   float <prefix>_conv(int n, int c, int o0, int o1)
+// evaluates the conv's output at (n, c, o0, o1) (its window loop and bias)
+// from the bindings `tensors` — the conv's input <prefix>X, its weight as
+// [kh * kw][C] <prefix>W and bias <prefix>B — and the window parameters
+// `params` (<prefix>_KS0, _ST0, _DL0, _PB0, ... ; begin pads of SAME_* are
+// expressions of a symbolic input size, evaluated per run).
+struct DepthwiseOnTheFly {
+  std::vector<KernelTensor> tensors;
+  std::vector<KernelParam> params;
+  std::string code;
+  int64_t window = 1;  // kh * kw: the multiply-adds per output element
+  std::array<int64_t, 2> kernel{1, 1}, strides{1, 1}, dilations{1, 1};
+};
+// `dw` is_depthwise_conv. Errors: kUnimplemented for a tensor of unknown
+// rank; malformed window attributes.
+StatusOr<DepthwiseOnTheFly> depthwise_on_the_fly(PlanBuilder& builder, const ir::Graph& graph, const ir::Node& dw,
+                                                 const std::string& prefix);
 
 // The index of pw in `group.nodes` when the group has the DWPW shape above
 // as far as the graph alone shows (ops, attributes, weight shapes, which

@@ -3,8 +3,10 @@
 // anchor's kernels, which store through the composed tail; and shape 3
 // (planner/fusion_dwpw.h): depthwise conv + chain + pointwise conv (+ tail)
 // as one GEMM; shape 5 (planner/fusion_conv_sum.h): two 1x1 convs and
-// their sum as one GEMM; and shape 4 (planner/fusion_row_norm.h): a split GEMM's
-// reduce pass and the LayerNormalization after it. Each case builds
+// their sum as one GEMM; shape 4 (planner/fusion_row_norm.h): a split GEMM's
+// reduce pass and the LayerNormalization after it; and shape 6
+// (planner/fusion_dw_norm.h): a depthwise conv, a Transpose to channels last
+// and a LayerNormalization over the channels as one kernel. Each case builds
 // a small graph, plans it in every storage x precision, checks the plan
 // fused (dispatch count, kernel names, no fusion note) and compares the
 // Vulkan results with the reference executor's.
@@ -20,6 +22,7 @@
 #include "engine/runtime/reference_executor.h"
 #include "engine/runtime/vulkan/vulkan_model.h"
 #include "planner/execution_plan.h"
+#include "planner/glsl_codegen.h"
 #include "planner/plan_hints.h"
 #include "planner/testing/op_check.h"
 #include "planner/testing/random_ints.h"
@@ -473,6 +476,80 @@ TEST(FusionConvSumPlan, ATailReadingAConvKeepsTheGroupUnfused) {
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   EXPECT_FALSE(plan->fusion_notes.empty());
   EXPECT_EQ(kernel_names(*plan).find("convsum_"), std::string::npos) << kernel_names(*plan);
+}
+
+// Group shape 6 (planner/fusion_dw_norm.h): x [n, c, h, w] -> depthwise
+// k x k conv (pad k/2, `stride`) -> Transpose [0, 2, 3, 1] -> LayerNorm over
+// the c channels; the channels-last values packed on the channels as
+// image tensors (what the layout plugin chooses for ConvNeXt).
+struct DwNorm {
+  int64_t c = 12, k = 7, stride = 1;
+  bool dw_bias = true, beta = true;
+  std::vector<int> perm = {0, 2, 3, 1};
+};
+
+ir::ValueId dw_norm(Net& net, ir::ValueId x, const DwNorm& d) {
+  const ir::ValueId v = conv(net, x, d.c, d.c, d.k, d.stride, d.k / 2, /*group=*/d.c, d.dw_bias, 81);
+  const ir::ValueId t = net.op("Transpose", {v}, {{"perm", ints({d.perm.begin(), d.perm.end()})}});
+  std::vector<ir::ValueId> in = {t, net.constant(random_tensor({d.c}, 83, 0.5f, 1.5f))};
+  if (d.beta) in.push_back(net.constant(random_tensor({d.c}, 84)));
+  const ir::ValueId n = net.op("LayerNormalization", in, {{"axis", one(-1)}, {"epsilon", ir::Attribute::of_float(1e-6f)}});
+  for (ir::ValueId packed : {t, n}) net.g.value(packed).annotations[kPackedAxisKey] = "3";
+  return n;
+}
+
+TEST_F(FusionEpilogue, DepthwiseTransposeLayerNormIsOneKernel) {
+  // W = 10: the last workgroup's pixels run past the row.
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 12, 9, 10});
+  const ir::ValueId y = dw_norm(net, x, {});
+  expect_fused(net.finish({y}), {{random_tensor({1, 12, 9, 10}, 85)}},
+               {.name = "fused_depthwise_transpose_layer_norm", .tol_f16 = 3e-2});
+}
+
+TEST_F(FusionEpilogue, DwNormOddChannelsStride2AndSymbolicSizesCompileOnce) {
+  // 10 channels (a partial block of four), stride 2, no biases; a new
+  // batch and image size compile no shader.
+  Net net;
+  const ir::Dim n = ir::Dim::symbol("n"), h = ir::Dim::symbol("h"), w = ir::Dim::symbol("w");
+  const ir::ValueId x = net.input("x", {n, 10, h, w});
+  const ir::ValueId y = dw_norm(net, x, {.c = 10, .k = 3, .stride = 2, .dw_bias = false, .beta = false});
+  expect_fused(net.finish({y}), {{random_tensor({1, 10, 8, 9}, 86)}, {random_tensor({2, 10, 13, 6}, 87)}},
+               {.name = "fused_depthwise_transpose_layer_norm", .tol_f16 = 3e-2});
+}
+
+TEST(FusionDwNormPlan, ManyComputeUnitsGetOneOutputPerInvocation) {
+  // A GPU's many compute units: one output per invocation, pixels fastest;
+  // a CPU device's few: eight outputs per invocation from register spans.
+  // (ShaderTemplateKernels compiles both to SPIR-V.)
+  for (const uint32_t units : {132u, 2u}) {
+    Net net;
+    const ir::ValueId x = net.input("x", {1, 96, 56, 56});
+    const ir::ValueId y = dw_norm(net, x, {.c = 96});
+    TargetInfo target;
+    target.compute_units = units;
+    auto plan = build_plan(net.finish({y}), target, PlanOptions{});
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    ASSERT_EQ(plan->dispatch_count(), 1u) << kernel_names(*plan);
+    auto glsl = generate_glsl(plan->steps.back().kernel, target);
+    ASSERT_TRUE(glsl.ok()) << glsl.status().to_string();
+    EXPECT_NE(glsl->glsl.find(units > 16 ? "const int R = 1," : "const int R = 8,"), std::string::npos) << units;
+  }
+}
+
+TEST(FusionDwNormPlan, AnotherTransposeRunsAsTheConvThenTheNormWithItsView) {
+  // Transpose [0, 3, 2, 1]: the norm's rows are no pixels of an image row;
+  // the group runs as the conv, then the norm reading it through the view.
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 12, 9, 10});
+  const ir::ValueId y = dw_norm(net, x, {.perm = {0, 3, 2, 1}});
+  auto plan = build_plan(net.finish({y}), TargetInfo{}, PlanOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  ASSERT_EQ(plan->fusion_notes.size(), 1u);
+  EXPECT_NE(plan->fusion_notes[0].find("runs as two groups"), std::string::npos)
+      << plan->fusion_notes[0];
+  EXPECT_EQ(plan->dispatch_count(), 2u) << kernel_names(*plan);
+  EXPECT_NE(kernel_names(*plan).find("fused_transpose_layer_norm"), std::string::npos) << kernel_names(*plan);
 }
 
 // Group shape 4 (planner/fusion_row_norm.h): a transformer's fc2 -> bias ->

@@ -168,6 +168,11 @@ std::string gemm_store4_image(const std::string& setup, const std::string& coord
 Status lower_matmul_limited(LoweringContext& ctx, uint64_t max_constant_bytes);
 Status lower_gemm_limited(LoweringContext& ctx, uint64_t max_constant_bytes);
 
+// A depthwise Conv's weight [C, 1, k...] as [kk][C] (lower_conv.cc): one
+// kernel tap's weights for consecutive channels are adjacent, so four
+// channels load as one vec4.
+StatusOr<Tensor> repack_depthwise_taps(const Tensor& w);
+
 // Entry points of lower_conv.cc, registered by register_linalg_lowerings.
 Status lower_conv(LoweringContext& ctx);
 Status lower_conv_transpose(LoweringContext& ctx);

@@ -151,16 +151,6 @@ StatusOr<Tensor> repack_conv_weights(const Tensor& w, int64_t group, bool tap_ma
 // ---------------------------------------------------------------------------
 // Conv
 
-// Conv W [C, 1, k...] -> [kk][C]: one kernel tap's weights for consecutive
-// channels are adjacent, so four channels load as one vec4.
-StatusOr<Tensor> repack_depthwise_taps(const Tensor& w) {
-  const int64_t c = w.dim(0), kk = w.numel() / std::max<int64_t>(1, c);
-  KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(w.dtype(), {kk, c}));
-  for (int64_t ch = 0; ch < c; ++ch)
-    for (int64_t r = 0; r < kk; ++r) t.set_f64(r * c + ch, w.get_f64(ch * kk + r));
-  return t;
-}
-
 // Depthwise with multiplier 1 between images packed on channels: one
 // invocation per output texel (four channels of one pixel) reads one input
 // texel per tap instead of four scalar lookups of the same texel.
@@ -428,6 +418,14 @@ StatusOr<ops::WindowAttrs> read_geometry(LoweringContext& ctx, ConvGeometry* g) 
 }
 
 }  // namespace
+
+StatusOr<Tensor> repack_depthwise_taps(const Tensor& w) {
+  const int64_t c = w.dim(0), kk = w.numel() / std::max<int64_t>(1, c);
+  KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(w.dtype(), {kk, c}));
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t r = 0; r < kk; ++r) t.set_f64(r * c + ch, w.get_f64(ch * kk + r));
+  return t;
+}
 
 Status lower_conv(LoweringContext& ctx) {
   const std::vector<ir::Dim>& sx = ctx.input_shape(0);

@@ -282,6 +282,25 @@ ir::Graph row_norm_graph() {
   return std::move(**parsed);
 }
 
+// A depthwise conv, a Transpose to channels last and a LayerNormalization
+// over the channels in one fusion group (fusion_dw_norm.h), the
+// channels-last values packed on the channels as images.
+ir::Graph dw_norm_graph() {
+  const std::string g = " #{kiln.fusion_group = \"d\"}", packed = " #{kiln.packed_axis = \"3\"}";
+  std::string taps;  // the conv's weight must be a constant
+  for (int i = 0; i < 12 * 49; ++i) taps += (i ? "," : "") + std::to_string(i % 5 - 2);
+  auto parsed = ir::parse_graph(
+      "graph @g opset 17 {\n  input %x : f32[1,12,9,10]\n  const %w : f32[12,1,7,7] = dense<[" + taps +
+      "]>\n  input %b : f32[12]\n"
+      "  %d = Conv(%x, %w, %b) {group = 12, pads = [3,3,3,3]}" + g + " : f32[1,12,9,10]\n"
+      "  %t = Transpose(%d) {perm = [0,2,3,1]}" + g + " : f32[1,9,10,12]" + packed + "\n"
+      "  %n = LayerNormalization(%t, %b, %b) {axis = -1}" + g + " : f32[1,9,10,12]" + packed + "\n  return %n\n}\n");
+  EXPECT_TRUE(parsed.ok()) << parsed.status().to_string();
+  if (!parsed.ok()) return ir::Graph();
+  EXPECT_TRUE(ops::infer_graph_shapes(**parsed).ok());
+  return std::move(**parsed);
+}
+
 std::vector<Case> cases() {
   // Integer inputs above kHostInputMaxElements: smaller ones are shape data
   // the plan computes on the host.
@@ -343,6 +362,12 @@ std::vector<Case> cases() {
   c.push_back({"relu", graph("Relu", f32, {dims({2, 3, 5, 6})}), {"map.comp", "round_f16.glsl"}, t});
   c.push_back({"attention", attention_graph(), {"attention.comp"}, t});
   c.push_back({"splitk_reduce_norm", row_norm_graph(), {"gemm_tile.comp", "gemm_splitk_reduce_norm.comp"}, t});
+  // Both variants: register spans (a CPU device's few compute units) and
+  // one output per invocation (a GPU's many).
+  c.push_back({"dw_layer_norm_spans", dw_norm_graph(), {"dw_layer_norm.comp"}, t});
+  TargetInfo gpu = t;
+  gpu.compute_units = 132;
+  c.push_back({"dw_layer_norm_gpu", dw_norm_graph(), {"dw_layer_norm.comp"}, gpu});
   c.push_back({"attention_coopmat", attention_graph("200"), {"attention.comp", "attention_coopmat.comp"}, coopmat_target()});
   const std::string m = "elementwise_math.glsl#";
   for (auto [op, helper] : std::vector<std::pair<std::string, std::string>>{

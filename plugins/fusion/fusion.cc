@@ -19,6 +19,10 @@
 //   (g) a (b) group of a 1x1 Conv whose first tail node adds the output of
 //       another 1x1 Conv in no group (a projection shortcut): the second
 //       conv joins, one GEMM over both convs' channels (add_conv_sums);
+//   (h) a group of a LayerNormalization and its view prologues whose views
+//       read a depthwise Conv in no group (ConvNeXt's dwconv -> Transpose
+//       -> LayerNorm): the conv joins, computed inside the norm's row
+//       kernel (add_dw_norms);
 //   and, at the start of (a), (b) and (d) groups or with a lone consumer (also
 //   a Concat), data-movement nodes (Transpose, Reshape, Slice, Gather of one
 //   constant index, ...) the consumer reads through an index view instead
@@ -66,6 +70,10 @@ const std::set<std::string> kStoreViewOps = {"Transpose", "Reshape", "Flatten", 
                                              "DepthToSpace", "SpaceToDepth"};
 // Td: a group weighs less than this many times the heaviest node.
 constexpr double kThresholdFactor = 8.0;
+// Devices with fewer compute units get dw-norm groups (add_dw_norms): CPU
+// devices, where the planner's kernel reads register spans (the same bound
+// as planner/fusion_dw_norm.cc's).
+constexpr uint32_t kDwNormMaxComputeUnits = 16;
 // What the planner keeps on the host among graph inputs (execution_plan.h).
 constexpr int64_t kHostInputMaxElements = 64;
 
@@ -102,6 +110,7 @@ class Partitioner {
     groups = add_view_prologues(groups);
     groups = add_row_norms(groups);
     groups = add_conv_sums(groups);
+    groups = add_dw_norms(groups);
     std::vector<int> group_of(dag_.nodes.size());
     for (size_t i = 0; i < group_of.size(); ++i) group_of[i] = static_cast<int>(groups.size() + i);
     // A shared view counts as a group of its own: each clone reads only the
@@ -645,6 +654,71 @@ class Partitioner {
     return groups;
   }
 
+  // Group shape (h), planner/fusion_dw_norm.h: a group made of a
+  // LayerNormalization `n` and the view prologues it reads its input
+  // through, a chain back to a depthwise Conv `d` with a constant weight
+  // that is in no group and read only by the chain's first node (ConvNeXt:
+  // dwconv -> Transpose -> LayerNorm over the channels): d joins, and the
+  // norm's row kernel computes the conv where it reads its row, so d's
+  // output never reaches memory and its dispatch is gone. No recomputation:
+  // the row kernel reads each element once. The planner refuses rows too
+  // long to keep in registers (then d runs alone, as before). No cycle: d's
+  // only edge out enters the group, whose other nodes descend from d.
+  //
+  // Measured, it pays on a device of few compute units (lavapipe's CPU
+  // threads: convnext_tiny 2-8 % faster, the image storage most) and not
+  // on a GPU of many (an H200: 3-6 % more GPU time — at batch 1 a pixel
+  // group's channels are too little work per workgroup, and NCHW input
+  // read across channels coalesces worse than the conv alone reads it), so
+  // only devices with fewer than kDwNormMaxComputeUnits get the groups
+  // (statistic `dw-norms-refused` counts the others' candidates).
+  // KILN_FUSION_DW_NORM=off (the ablation) makes none, =on makes them on
+  // any device (for timing both ways).
+  std::vector<std::vector<int>> add_dw_norms(std::vector<std::vector<int>> groups) {
+    const char* env = std::getenv("KILN_FUSION_DW_NORM");
+    if (env != nullptr && std::strcmp(env, "off") == 0) {
+      ++dw_norms_off_;
+      return groups;
+    }
+    const bool forced = env != nullptr && std::strcmp(env, "on") == 0;
+    const bool device_pays = device_limits().compute_units < kDwNormMaxComputeUnits;
+    std::vector<int> group_of(dag_.nodes.size(), -1);
+    for (size_t k = 0; k < groups.size(); ++k)
+      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+    for (auto& members : groups) {
+      const std::vector<int> core = without_views(members);
+      if (core.size() != 1 || core.back() != members.back() ||
+          !is_op(nodes_[static_cast<size_t>(core[0])], "LayerNormalization") ||
+          attention_.count(members.front()) || row_norms_.count(members.front()))
+        continue;
+      // Back from the norm along input 0 through the group's views.
+      int reader = core[0], d = dag_.nodes[static_cast<size_t>(reader)].data_pred;
+      size_t chain = 1;
+      while (d >= 0 && is_view_.count(d) && !shared_views_.count(d) &&
+             std::binary_search(members.begin(), members.end(), d) &&
+             dag_.nodes[static_cast<size_t>(d)].succs == std::vector<int>{reader}) {
+        reader = d;
+        d = dag_.nodes[static_cast<size_t>(d)].data_pred;
+        ++chain;
+      }
+      if (chain != members.size() || d < 0 || group_of[static_cast<size_t>(d)] >= 0) continue;
+      const kiln::fusion::DagNode& dd = dag_.nodes[static_cast<size_t>(d)];
+      const kiln_node_id_t conv = nodes_[static_cast<size_t>(d)];
+      if (!dd.depthwise || dd.escapes || dd.succs != std::vector<int>{reader} ||
+          !g_.is_constant(g_.inputs(conv)[1]))
+        continue;
+      if (!forced && !device_pays) {
+        ++dw_norms_refused_;
+        continue;
+      }
+      group_of[static_cast<size_t>(d)] = group_of[static_cast<size_t>(core[0])];
+      members.insert(members.begin(), d);  // d precedes its readers: still ascending
+      dw_norms_.insert(d);
+    }
+    std::sort(groups.begin(), groups.end());
+    return groups;
+  }
+
   // Whether every store-view node of `members` reshapes (no Transpose,
   // Slice or pixel shuffle): the anchor's rows stay the output's rows.
   bool reshapes_only(const std::vector<int>& members) const {
@@ -761,7 +835,7 @@ class Partitioner {
   }
 
   void statistics(const std::vector<std::vector<int>>& groups, const std::vector<int>& group_of, double td) {
-    int64_t grouped = 0, complex_max = 0, kinds[static_cast<int>(GroupKind::kConvSum) + 1] = {};
+    int64_t grouped = 0, complex_max = 0, kinds[static_cast<int>(GroupKind::kDwNorm) + 1] = {};
     for (const auto& members : groups) {
       grouped += static_cast<int64_t>(members.size());
       int64_t complex = 0;
@@ -771,6 +845,7 @@ class Partitioner {
       const GroupKind kind = attention_.count(core.front())  ? GroupKind::kAttention
                              : row_norms_.count(core.front()) ? GroupKind::kRowNorm
                              : conv_sums_.count(core.front()) ? GroupKind::kConvSum
+                             : dw_norms_.count(core.front())  ? GroupKind::kDwNorm
                              : core.size() < 2               ? GroupKind::kIllegal
                                                              : kiln::fusion::classify(dag_, core);
       ++kinds[static_cast<int>(kind)];
@@ -793,12 +868,16 @@ class Partitioner {
       rw_.add_statistic("groups-row-norm", kinds[static_cast<int>(GroupKind::kRowNorm)]);
     if (kinds[static_cast<int>(GroupKind::kConvSum)])
       rw_.add_statistic("groups-conv-sum", kinds[static_cast<int>(GroupKind::kConvSum)]);
+    if (kinds[static_cast<int>(GroupKind::kDwNorm)])
+      rw_.add_statistic("groups-dw-norm", kinds[static_cast<int>(GroupKind::kDwNorm)]);
     if (view_nodes_) rw_.add_statistic("view-prologue-nodes", view_nodes_);
     if (views_cloned_) rw_.add_statistic("views-cloned", views_cloned_);
     if (store_view_nodes_) rw_.add_statistic("store-view-nodes", store_view_nodes_);
     if (dwpw_refused_) rw_.add_statistic("dwpw-refused", dwpw_refused_);
     if (dwpw_forced_) rw_.add_statistic("dwpw-forced", dwpw_forced_);
     if (conv_sums_off_) rw_.add_statistic("conv-sums-off", conv_sums_off_);
+    if (dw_norms_off_) rw_.add_statistic("dw-norms-off", dw_norms_off_);
+    if (dw_norms_refused_) rw_.add_statistic("dw-norms-refused", dw_norms_refused_);
     rw_.add_statistic("complex-ops-per-group-max", complex_max);
     // Weights grow with tensor sizes, which a model may make absurd: the
     // statistics saturate (NaN counts as 0) instead of overflowing the cast.
@@ -825,8 +904,9 @@ class Partitioner {
   std::set<int> attention_;     // the first DAG node of each attention group
   std::set<int> row_norms_;     // ... and of each row-norm group (its GEMM)
   std::set<int> conv_sums_;     // ... and of each conv-sum group (its first conv)
+  std::set<int> dw_norms_;      // ... and of each dw-norm group (its depthwise conv)
   int64_t dwpw_groups_ = 0, dwpw_refused_ = 0, cleared_ = 0, view_nodes_ = 0, views_cloned_ = 0;
-  int64_t store_view_nodes_ = 0, dwpw_forced_ = 0, conv_sums_off_ = 0;
+  int64_t store_view_nodes_ = 0, dwpw_forced_ = 0, conv_sums_off_ = 0, dw_norms_off_ = 0, dw_norms_refused_ = 0;
   // KILN_FUSION_DWPW=fuse|split overrides FusePlanner for every DW/PW pair
   // (for timing both ways: bench/dwpw_timing.py); unset or anything else:
   // FusePlanner decides.

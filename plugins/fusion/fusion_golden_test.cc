@@ -38,7 +38,8 @@ TEST(FusionGoldenFiles, CoverTheCases) {
   for (const GoldenCase& c : load_cases()) files.insert(c.file);
   for (const char* f : {"chains.kir", "residual.kir", "multi_consumer.kir", "cycles.kir", "control_flow.kir",
                         "dynamic.kir", "dwpw.kir", "shape_chain.kir", "attention.kir", "views.kir",
-                        "views_shared.kir", "store_views.kir", "depth_space.kir", "layout_chains.kir", "conv_sum.kir"})
+                        "views_shared.kir", "store_views.kir", "depth_space.kir", "layout_chains.kir", "conv_sum.kir",
+                        "dw_norm.kir"})
     EXPECT_TRUE(files.count(f)) << f;
 }
 

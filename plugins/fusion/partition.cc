@@ -23,6 +23,7 @@ const char* group_kind_name(GroupKind kind) {
     case GroupKind::kStoreView: return "store-view";
     case GroupKind::kRowNorm: return "row-norm";
     case GroupKind::kConvSum: return "conv-sum";
+    case GroupKind::kDwNorm: return "dw-norm";
     case GroupKind::kIllegal: break;
   }
   return "illegal";

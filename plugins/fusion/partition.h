@@ -53,6 +53,10 @@ enum class GroupKind : uint8_t {
   // fusion_conv_sum.h): made after clustering (fusion.cc add_conv_sums),
   // never by classify.
   kConvSum,
+  // (h) a depthwise Conv -> view nodes -> LayerNormalization (ConvNeXt's
+  // block opening; planner/fusion_dw_norm.h): made after clustering
+  // (fusion.cc add_dw_norms), never by classify.
+  kDwNorm,
 };
 const char* group_kind_name(GroupKind kind);
 

@@ -132,6 +132,7 @@ std::optional<kiln_target_info_t> parse_target(const std::string& text) {
     const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
     if (key == "device_type") t.device_type = std::stoi(value);
     else if (key == "max_image") t.max_image_dimension_2d = static_cast<uint32_t>(std::stoul(value));
+    else if (key == "compute_units") t.compute_units = static_cast<uint32_t>(std::stoul(value));
     else if (key == "storage" && value == "auto") t.storage_mode = KILN_STORAGE_MODE_AUTO;
     else if (key == "storage" && value == "buffer") t.storage_mode = KILN_STORAGE_MODE_BUFFER;
     else if (key == "storage" && value == "image") t.storage_mode = KILN_STORAGE_MODE_IMAGE;

@@ -7,7 +7,8 @@
 //   // ERROR: text               the pipeline must fail with this in its message
 //   // TARGET: key=value ...     the device the passes compile for (target_info):
 //                                device_type=N (VkPhysicalDeviceType), max_image=N,
-//                                storage=auto|buffer|image; without it, none
+//                                compute_units=N, storage=auto|buffer|image;
+//                                without it, none
 // Besides the text checks, a case whose inputs all have static f32 shapes is
 // executed before and after the passes with the reference executor, and the
 // outputs must agree: a rewrite that prints right but computes wrong fails.
