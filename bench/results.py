@@ -54,6 +54,17 @@ def documents(run_dir):
     return cli, v1
 
 
+def comparable(docs):
+    """Whether `kiln bench compare` has something to put side by side: a
+    model measured successfully in at least two of the documents (per-model
+    runs, one file each, have none)."""
+    seen = {}
+    for doc in docs:
+        for m in {m["model"] for m in doc.get("models", []) if m.get("status") == "ok"}:
+            seen[m] = seen.get(m, 0) + 1
+    return any(n >= 2 for n in seen.values())
+
+
 def fmt(v, digits=3):
     if v is None:
         return "–"
@@ -137,7 +148,7 @@ def run_section(kiln, run_dir, out_dir):
     cli, v1 = documents(run_dir)
     # --ablation documents time many pipelines: their tables below, not a series.
     series = [p for p, doc in cli if doc["environment"].get("ablation") is not True]
-    if series:
+    if comparable([doc for _, doc in cli if doc["environment"].get("ablation") is not True]):
         out += ["### Side by side (`kiln bench compare`)", ""] + compare_section(kiln, run_dir, series, rel_dir)
     if cli:
         for path, doc in cli:

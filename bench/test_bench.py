@@ -12,6 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_common  # noqa: E402
 import kiln_runner  # noqa: E402
 import report  # noqa: E402
+import results  # noqa: E402
 import check_bench_json  # noqa: E402
 import dwpw_bytes  # noqa: E402
 import dwpw_timing  # noqa: E402
@@ -340,6 +341,16 @@ class NodeTimesTest(unittest.TestCase):
         self.addCleanup(os.remove, f.name)
         with self.assertRaisesRegex(ValueError, "not a kiln bench --json document"):
             node_times.load(f.name)
+
+
+class ResultsTest(unittest.TestCase):
+    def test_side_by_side_needs_a_model_in_two_series(self):
+        def series(*models, status="ok"):
+            return {"models": [{"model": m, "status": status} for m in models]}
+        self.assertFalse(results.comparable([series("resnet50"), series("resnext50_32x4d")]))
+        self.assertFalse(results.comparable([series("resnet50"), series("resnet50", status="error")]))
+        self.assertTrue(results.comparable([series("resnet50", "vit"), series("vit")]))
+        self.assertFalse(results.comparable([]))
 
 
 if __name__ == "__main__":
