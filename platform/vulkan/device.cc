@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "platform/vulkan/fault_injection.h"
+#include "platform/vulkan/pipeline_statistics.h"
 #include "platform/vulkan/vk_loader.h"
 
 namespace kiln::vk {
@@ -25,10 +26,12 @@ struct FeatureChain {
   VkPhysicalDeviceCooperativeMatrixFeaturesNV cm_nv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pipeline_exec{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
 
   struct Shape {
     bool v12 = false, v13 = false, ext_f16i8 = false, ext_8bit = false, cm = false, cm_nv = false;
-    bool atomic_float = false;
+    bool atomic_float = false, pipeline_exec = false;
   };
 
   // Links the structs `shape` selects. The object must not move afterwards.
@@ -49,6 +52,7 @@ struct FeatureChain {
     if (shape.cm) add(&cm);
     if (shape.cm_nv) add(&cm_nv);
     if (shape.atomic_float) add(&atomic_float);
+    if (shape.pipeline_exec) add(&pipeline_exec);
     *tail = nullptr;
   }
 };
@@ -138,6 +142,11 @@ EnabledFeatures features_from_host_chain(const VkPhysicalDeviceFeatures2* chain)
         e.shader_int8 |= f->shaderInt8 == VK_TRUE;
         break;
       }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR:
+        e.pipeline_executable_info |=
+            reinterpret_cast<const VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR*>(s)
+                ->pipelineExecutableInfo == VK_TRUE;
+        break;
       case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES:
         e.storage_buffer_8bit |=
             reinterpret_cast<const VkPhysicalDevice8BitStorageFeatures*>(s)->storageBuffer8BitAccess == VK_TRUE;
@@ -293,6 +302,10 @@ StatusOr<std::unique_ptr<Device>> Device::create(const Instance& instance, const
   shape.cm = caps.cooperative_matrix_khr;
   shape.cm_nv = caps.cooperative_matrix_nv;
   shape.atomic_float = caps.buffer_float32_atomic_add;
+  const bool want_statistics = !pipeline_statistics_file().empty();
+  shape.pipeline_exec = want_statistics && contains(ext, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  if (want_statistics && !shape.pipeline_exec)
+    note_pipeline_statistics("'" + caps.device_name + "' does not offer VK_KHR_pipeline_executable_properties");
   FeatureChain sup;
   sup.link(shape);
   ifn.vkGetPhysicalDeviceFeatures2(pd, &sup.f2);
@@ -329,6 +342,7 @@ StatusOr<std::unique_ptr<Device>> Device::create(const Instance& instance, const
   en.cm.cooperativeMatrix = sup.cm.cooperativeMatrix;
   en.cm_nv.cooperativeMatrix = sup.cm_nv.cooperativeMatrix;
   en.atomic_float.shaderBufferFloat32AtomicAdd = sup.atomic_float.shaderBufferFloat32AtomicAdd;
+  en.pipeline_exec.pipelineExecutableInfo = sup.pipeline_exec.pipelineExecutableInfo;
 
   std::vector<const char*> extensions;
   if (shape.ext_f16i8) extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
@@ -336,6 +350,7 @@ StatusOr<std::unique_ptr<Device>> Device::create(const Instance& instance, const
   if (shape.cm) extensions.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
   if (shape.cm_nv) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   if (shape.atomic_float) extensions.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+  if (shape.pipeline_exec) extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   if (caps.memory_budget) extensions.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   const bool calibrated = calibrateable(ifn, pd, ext);
   if (calibrated) extensions.push_back(VK_EXT_CALIBRATED_TIMESTAMPS_EXTENSION_NAME);
@@ -379,6 +394,7 @@ StatusOr<std::unique_ptr<Device>> Device::create(const Instance& instance, const
   e.buffer_float32_atomic_add = shape.atomic_float && en.atomic_float.shaderBufferFloat32AtomicAdd == VK_TRUE;
   e.memory_budget = caps.memory_budget;
   e.calibrated_timestamps = calibrated;
+  e.pipeline_executable_info = shape.pipeline_exec && en.pipeline_exec.pipelineExecutableInfo == VK_TRUE;
   clamp_to_capabilities(caps, &e);
 
   KILN_RETURN_IF_ERROR(self->finish_init());
@@ -433,6 +449,10 @@ StatusOr<std::unique_ptr<Device>> Device::wrap(const HostVulkanHandles& host) {
   if (!contains(host.enabled_extensions, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
     self->enabled_.cooperative_matrix_khr = false;
   }
+  // Statistics only while asked for, and where the host enabled them.
+  self->enabled_.pipeline_executable_info =
+      self->enabled_.pipeline_executable_info && !pipeline_statistics_file().empty() &&
+      contains(host.enabled_extensions, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   if (!contains(host.enabled_extensions, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
     self->enabled_.cooperative_matrix_nv = false;
   }

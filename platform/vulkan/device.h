@@ -55,6 +55,10 @@ struct EnabledFeatures {
   // VK_EXT_calibrated_timestamps enabled, with the device and
   // CLOCK_MONOTONIC time domains (Device::clock()).
   bool calibrated_timestamps = false;
+  // VK_KHR_pipeline_executable_properties with pipelineExecutableInfo:
+  // pipelines capture the driver's statistics (pipeline_statistics.h). Only
+  // asked for while $KILN_PIPELINE_STATS names a file.
+  bool pipeline_executable_info = false;
 };
 
 // What a host hands Kiln to run on its device. All handles are borrowed: they

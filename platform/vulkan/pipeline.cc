@@ -7,6 +7,7 @@
 
 #include "platform/vulkan/barriers.h"
 #include "platform/vulkan/fault_injection.h"
+#include "platform/vulkan/pipeline_statistics.h"
 
 namespace kiln::vk {
 namespace {
@@ -152,11 +153,22 @@ StatusOr<std::unique_ptr<ComputePipeline>> ComputePipeline::create(Device& devic
   info.stage.pName = "main";
   info.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
   info.layout = p->layout_;
+  const bool statistics = device.enabled().pipeline_executable_info;
+  if (statistics) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkResult r = call_unless_fault(FaultSite::kPipelineCreation,
                                  [&] { return fn.vkCreateComputePipelines(dev, cache, 1, &info, nullptr, &p->pipeline_); });
   fn.vkDestroyShaderModule(dev, module, nullptr);
   KILN_RETURN_IF_ERROR(device.check(r, "vkCreateComputePipelines (" + label + ")"));
   p->reflection_ = std::move(reflection);
+  if (statistics) {
+    StatusOr<std::vector<PipelineStatistic>> stats = read_pipeline_statistics(device, p->pipeline_);
+    // A diagnostic: a driver that fails to report costs the line, not the pipeline.
+    if (stats.ok()) {
+      append_pipeline_statistics(p->name_, *stats);
+    } else {
+      note_pipeline_statistics(label + ": " + stats.status().message());
+    }
+  }
   return p;
 }
 
