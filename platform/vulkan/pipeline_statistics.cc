@@ -19,7 +19,7 @@ std::mutex& file_mutex() {
 // One fwrite per call, so lines of pipelines created on other threads (or
 // processes appending to the same file) do not interleave.
 void append(const std::string& text) {
-  const std::string& path = pipeline_statistics_file();
+  const std::string path = pipeline_statistics_file();
   if (path.empty() || text.empty()) return;
   std::lock_guard<std::mutex> lock(file_mutex());
   std::FILE* f = std::fopen(path.c_str(), "a");
@@ -60,12 +60,9 @@ std::string field(const char* s) {
 
 }  // namespace
 
-const std::string& pipeline_statistics_file() {
-  static const std::string path = [] {
-    const char* v = std::getenv("KILN_PIPELINE_STATS");
-    return std::string(v != nullptr ? v : "");
-  }();
-  return path;
+std::string pipeline_statistics_file() {
+  const char* v = std::getenv("KILN_PIPELINE_STATS");
+  return v != nullptr ? v : "";
 }
 
 StatusOr<std::vector<PipelineStatistic>> read_pipeline_statistics(Device& device, VkPipeline pipeline) {

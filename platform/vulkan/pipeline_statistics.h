@@ -26,8 +26,9 @@ struct PipelineStatistic {
   std::string value;       // the number as text (bools as true/false)
 };
 
-// The file named by $KILN_PIPELINE_STATS ("" when unset or empty).
-const std::string& pipeline_statistics_file();
+// The file named by $KILN_PIPELINE_STATS ("" when unset or empty), read
+// at each call (devices and pipelines are created rarely).
+std::string pipeline_statistics_file();
 
 // The statistics of `pipeline` (created with
 // VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR on a device where

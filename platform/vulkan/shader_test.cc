@@ -7,7 +7,12 @@
 
 #include <spirv-tools/libspirv.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <vector>
 
 #include "engine/base/dtype.h"
@@ -274,6 +279,36 @@ void main() {
     ASSERT_EQ(total, 0.0f) << "round " << round << ": the last workgroup saw stale slices";
     ASSERT_TRUE(transfer_->upload(out, std::vector<float>(128, -1.0f).data(), 128 * sizeof(float)).ok());
   }
+}
+
+TEST_F(ShaderTest, PipelineStatisticsGoToTheNamedFile) {
+  // A device created while $KILN_PIPELINE_STATS names a file appends each
+  // pipeline's statistics there, or says once that it has none.
+  const std::string path = ::testing::TempDir() + "kiln_pipeline_stats.tsv";
+  std::remove(path.c_str());
+  ASSERT_EQ(setenv("KILN_PIPELINE_STATS", path.c_str(), 1), 0);
+  auto stats_device = Device::create(instance());
+  ASSERT_TRUE(stats_device.ok()) << stats_device.status().to_string();
+  auto spirv = compiler_->compile(kAxpy);
+  ASSERT_TRUE(spirv.ok()) << spirv.status().to_string();
+  auto refl = reflect(*spirv);
+  ASSERT_TRUE(refl.ok());
+  auto pipeline = ComputePipeline::create(**stats_device, *spirv, *refl, {}, VK_NULL_HANDLE, "axpy_stats");
+  unsetenv("KILN_PIPELINE_STATS");
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status().to_string();
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if ((*stats_device)->enabled().pipeline_executable_info) {
+    EXPECT_EQ(text.rfind("axpy_stats\t", 0), 0u) << text;
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\t'), 3 * std::count(text.begin(), text.end(), '\n')) << text;
+  } else {
+    EXPECT_NE(text.find("# '" + device().capabilities().device_name +
+                        "' does not offer VK_KHR_pipeline_executable_properties"),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(text.find("axpy_stats"), std::string::npos) << text;
+  }
+  std::remove(path.c_str());
 }
 
 TEST_F(ShaderTest, SpecializationConstantsSetWorkgroupSizeAndValues) {
