@@ -373,14 +373,35 @@ TEST(GemmCoopMatKernels, MatMulGemmConvAreValidSpirv) {
   expect_valid(testing::one_node_graph("Conv", x, wide, same), t, Storage::kImage, "conv_coopmat64x128");
   // Strided pointwise projections: with more weights than output pixels
   // per image the weights are fp16; else the precision policy keeps them
-  // fp32 and the kernel multiplies by their fp16 halves (B_SPLIT).
+  // fp32 and the kernel multiplies by their fp16 halves (B_SPLIT). More than
+  // 196 output pixels in all: fewer take the scalar kernel (emit_gemm).
   const std::map<std::string, ir::Attribute> stride2 = {{"strides", ir::Attribute::of_ints({2, 2})}};
-  expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({2, 64, 12, 12}), {random_tensor({96, 64, 1, 1}, 8)},
+  expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({6, 64, 12, 12}), {random_tensor({96, 64, 1, 1}, 8)},
                         stride2),
                t, Storage::kBuffer, "conv_coopmat64x64");
-  expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 64, 20, 20}), {random_tensor({96, 64, 1, 1}, 9)},
+  expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 64, 40, 40}), {random_tensor({96, 64, 1, 1}, 9)},
                         stride2),
                t, Storage::kBuffer, "conv_coopmat64x64");
+  // GemmCoopMatDeviceTest.Conv's projection.
+  expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({6, 64, 14, 14}), {random_tensor({128, 64, 1, 1}, 35)},
+                        stride2),
+               t, Storage::kBuffer, "conv_coopmat64x64");
+  // 196 output pixels or fewer (a 14x14 stage at batch 1): the scalar kernel.
+  expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 64, 28, 28}), {random_tensor({96, 64, 1, 1}, 9)},
+                        stride2),
+               t, Storage::kBuffer, "conv_tile64x64");
+  // 1x1 convolutions that would split K: the scalar split-K kernel
+  // (efficientnet_b0's 7x7 projection), unless wide (resnet50's last
+  // expansion, 2048 channels) or wide and deep.
+  expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 1152, 7, 7}),
+                                       {random_tensor({192, 1152, 1, 1}, 12)}, {}),
+               t, Storage::kBuffer, "conv_splitk_tile64x64");
+  expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 512, 7, 7}),
+                                       {random_tensor({2048, 512, 1, 1}, 13)}, {}),
+               t, Storage::kBuffer, "conv_splitk_coopmat64x128");
+  expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 1024, 14, 14}),
+                                       {random_tensor({512, 1024, 1, 1}, 14)}, {}),
+               t, Storage::kBuffer, "conv_splitk_coopmat64x128");
 }
 
 // Every forced tile shape the sweeps use compiles to valid SPIR-V, for a
@@ -657,7 +678,7 @@ TEST(GemmCoopMatKernels, KhrRewriteOfEveryTensorCoreKernel) {
     EXPECT_EQ(split, 2 * 5) << "every kernel, at Vulkan 1.1 and 1.3, splits its fp16 fragment type";
     if (f32_acc) {
       // fp32 weights in an fp16 plan: B as two fp16 halves (B_SPLIT).
-      expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 64, 20, 20}),
+      expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 64, 40, 40}),
                                            {random_tensor({96, 64, 1, 1}, 9)}, {{"strides", ir::Attribute::of_ints({2, 2})}}),
                    t, Storage::kBuffer, "conv_coopmat64x64");
     }
@@ -943,8 +964,11 @@ TEST_P(GemmCoopMatDeviceTest, Conv) {
   OpCheck narrow = c;
   narrow.inputs = {random_tensor({1, 128, 14, 14}, 42), random_tensor({32, 128, 3, 3}, 43), random_tensor({32}, 44)};
   check(narrow);
-  OpCheck s = c;  // strided 1x1 projection (fp16 weights: more of them than output pixels)
-  s.inputs = {random_tensor({2, 128, 12, 12}, 34), random_tensor({128, 128, 1, 1}, 35)};
+  // A strided 1x1 projection (fp16 weights: more of them than an output
+  // image's elements) of more than 196 output pixels and too shallow to
+  // split (smaller 1x1 convolutions take the scalar kernel, emit_gemm).
+  OpCheck s = c;
+  s.inputs = {random_tensor({6, 64, 14, 14}, 34), random_tensor({128, 64, 1, 1}, 35)};
   s.attrs = {{"strides", ir::Attribute::of_ints({2, 2})}};
   s.constant_inputs = {1};
   check(s);

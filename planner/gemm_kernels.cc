@@ -40,6 +40,15 @@ struct TileConfig {
   int bm = 64, bn = 64, tm = 4;
 };
 
+// Whether gemm_a (gemm_b) reads the fp16 buffer `name` of `p` (a_tensor /
+// b_tensor; empty: unknown, and then not).
+bool half_buffer_operand(const GemmProblem& p, const std::string& name) {
+  if (name.empty()) return false;
+  for (const KernelTensor& t : p.tensors)
+    if (t.name == name) return t.layout.type == ElemType::kF16 && t.layout.storage == Storage::kBuffer;
+  return false;
+}
+
 // The tiled kernel. Invocation (tx, ty) owns columns n0 + 4*tx .. +3, so the
 // B reads of a workgroup row are consecutive vec4s. Its rows interleave
 // with the other invocation rows' so that a warp reads few distinct A
@@ -59,7 +68,13 @@ struct TileConfig {
 // or with `fixup` the last workgroup of each tile does (serial split-K: see
 // emit_gemm); with `atomic` too, the workgroups atomicAdd their partial
 // tiles into one sum instead (GA [batch][M][N]).
-std::string tiled_body(const TileConfig& c, bool a_m_fastest, bool split_k, bool fixup = false, bool atomic = false) {
+//
+// An operand read from an fp16 buffer is kept in fp16 registers between its
+// global load and its shared-memory store (A_HALF, B_HALF): converted to
+// float at once, the conversion waited for the load before the K step's
+// multiplies, exposing the latency the prefetch exists to hide (gemm_tile.comp).
+std::string tiled_body(const TileConfig& c, const GemmProblem& p, bool split_k, bool fixup = false,
+                       bool atomic = false) {
   // NT is a multiple of BM and of BK, so every invocation loads the same
   // tile row (m-fastest: neighbouring invocations read neighbouring m) or
   // the same tile column (k-fastest) at every K step; after inlining, the
@@ -69,7 +84,9 @@ std::string tiled_body(const TileConfig& c, bool a_m_fastest, bool split_k, bool
                                            .set("BM", c.bm)
                                            .set("BN", c.bn)
                                            .set("TM", c.tm)
-                                           .flag("A_M_FASTEST", a_m_fastest)
+                                           .flag("A_M_FASTEST", p.a_m_fastest)
+                                           .flag("A_HALF", half_buffer_operand(p, p.a_tensor))
+                                           .flag("B_HALF", half_buffer_operand(p, p.b_tensor))
                                            .flag("QUADS", c.tm >= 4)
                                            .flag("SPLIT_K", split_k)
                                            .flag("FIXUP", fixup)
@@ -246,7 +263,7 @@ KernelDesc make_gemm_kernel(const GemmProblem& p, int64_t compute_units) {
   }
   const TileConfig c = choose_tile(p);
   d.name += "_" + tile_name(c);
-  d.body = tiled_body(c, p.a_m_fastest, false);
+  d.body = tiled_body(c, p, false);
   d.local_size = {static_cast<uint32_t>(c.bn / 4), static_cast<uint32_t>(c.bm / c.tm), 1};
   d.groups = {ir::Dim::ceil_div(p.n, ir::Dim(c.bn)), ir::Dim::ceil_div(p.m, ir::Dim(c.bm)), p.batch};
   return d;
@@ -378,7 +395,7 @@ Status emit_scalar_gemm(LoweringContext& ctx, const GemmProblem& p) {
                                         ElemType::kF32);
     const TensorId counters = ctx.add_state(DType::kInt32, {tiles_2d.value()}, ElemType::kI32);
     d.name = p.name + "_splitk_atomic_" + tile_name(c);
-    d.body = tiled_body(c, p.a_m_fastest, true, true, true);
+    d.body = tiled_body(c, p, true, true, true);
     d.params.push_back({"GEMM_SPLIT", ir::Dim(slices)});
     d.extensions.push_back("GL_EXT_shader_atomic_float");
     d.tensors.push_back(ctx.bind("GA", sums, true));
@@ -390,14 +407,14 @@ Status emit_scalar_gemm(LoweringContext& ctx, const GemmProblem& p) {
   const TensorId scratch = ctx.add_temporary(DType::kFloat32, {ir::Dim(slices) * p.batch * p.m * p.n},
                                              {Storage::kBuffer, ElemType::kF32});
   d.name = p.name + "_splitk_" + tile_name(c);
-  d.body = tiled_body(c, p.a_m_fastest, true);
+  d.body = tiled_body(c, p, true);
   // Y stays bound as written in the tile pass although only the reduction
   // stores it: the shared helpers (gemm_store4) need its store accessors.
   d.tensors.push_back(ctx.bind("GP", scratch, true));
   if (reduce == SplitKReduce::kFused && constant_tiles) {
     const TensorId counters = ctx.add_state(DType::kInt32, {tiles_2d.value()}, ElemType::kI32);
     d.name = p.name + "_splitk_fixup_" + tile_name(c);
-    d.body = tiled_body(c, p.a_m_fastest, true, true);
+    d.body = tiled_body(c, p, true, true);
     d.params.push_back({"GEMM_SPLIT", ir::Dim(slices)});
     d.tensors.back().coherent = true;
     d.tensors.push_back(ctx.bind("GC", counters, true));
@@ -446,6 +463,24 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
       // two rounds, bench/results/h100-2026-11-28-session21).
       const bool narrow_split_conv = split > 1 && p.a_m_fastest && c->bn < 128 &&
                                      p.conv_units != GemmProblem::ConvUnits::kChannelRuns;
+      // So do 1x1 convolutions of any width that would split K, and those
+      // of at most 196 output pixels (a batch-1 network's 14x14 and 7x7
+      // stages) whole, since the scalar kernel stages fp16 operands in fp16
+      // registers: on an H200, node by node in two rounds
+      // (bench/results/h200-2026-11-29-session24), the tensor-core split
+      // took 1.1-1.3x the scalar kernel's time for efficientnet_b0's,
+      // mnasnet1_0's and mobilenet_v2's 7x7 expansions and projections
+      // (192-1280 channels), resnet50's 1x1 convolutions of its 56x56 and
+      // 28x28 stages and 49 x 512 x 2048, and the whole 64x64 tensor-core
+      // tiles 1.05-1.15x for the 14x14 ones (efficientnet_b0 196 x 480 x 80,
+      // 196 x 672 x 112). Wide and deep ones keep the tensor cores
+      // (resnet50's 49 x 2048 x 512 took 0.95x, 196 x 512 x 1024 0.8x).
+      const bool pointwise = p.conv_units == GemmProblem::ConvUnits::kPointwise;
+      const bool sizes = p.m.is_const() && p.n.is_const() && p.k.is_const() && p.batch.is_const();
+      const bool wide_and_deep =
+          sizes && (p.n.value() >= 2048 || (p.m.value() >= 128 && p.n.value() >= 512 && p.k.value() >= 1024));
+      const bool small_pointwise = pointwise && sizes && !wide_and_deep &&
+                                   (split > 1 || p.m.value() * p.batch.value() <= 196);
       // Gathered A units over more than one K step (an RGB stem's 7x7 or
       // 4x4 patchify convolution, K = 147 or 48) take the scalar kernel:
       // eight tap-and-pixel index computations per unit, and on an H100
@@ -455,7 +490,7 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
       const bool gathered_stem = p.conv_units == GemmProblem::ConvUnits::kGathered && p.k.is_const() &&
                                  p.k.value() > c->bk;
       // A forced tile (TargetInfo::coopmat_tile, a sweep's) is timed as it is.
-      if ((!narrow_split_conv && !gathered_stem) || ctx.target().coopmat_tile)
+      if ((!narrow_split_conv && !small_pointwise && !gathered_stem) || ctx.target().coopmat_tile)
         return emit_coopmat_gemm(ctx, p, *c, std::move(d), split);
     }
   return emit_scalar_gemm(ctx, p);

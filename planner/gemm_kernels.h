@@ -61,12 +61,13 @@ struct GemmProblem {
   // matrix of an NCHW buffer, where neighbouring m are neighbouring pixels).
   bool a_m_fastest = false;
   // How the tensor-core kernel stages an implicit-GEMM convolution's A
-  // units (8 consecutive k): kNone for a MatMul/Gemm or a 1x1 convolution;
+  // units (8 consecutive k): kNone for a MatMul/Gemm; kPointwise for a 1x1
+  // convolution (K = input channels, emit_gemm routes the small ones);
   // for a larger kernel (K ordered tap-major, K = tap x CG + c) kChannelRuns
   // when a unit is 8 channels of one tap (CG a multiple of 8: one input
   // pixel's index math, GEMM_A8), kGathered when each of its 8 elements
   // finds its own tap and pixel (an RGB stem's CG = 3). emit_gemm routes by it.
-  enum class ConvUnits : uint8_t { kNone, kChannelRuns, kGathered };
+  enum class ConvUnits : uint8_t { kNone, kPointwise, kChannelRuns, kGathered };
   ConvUnits conv_units = ConvUnits::kNone;
   // The node's kiln.kernel hint (plan_hints.h); emit_gemm fills it in. A
   // tile or split_k hint selects the scalar tiled kernel with that tile and
