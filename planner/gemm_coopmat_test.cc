@@ -695,6 +695,33 @@ TEST(GemmCoopMatKernels, Fp32PlansKeepTheScalarKernel) {
   EXPECT_EQ(plan->steps[0].kernel.name, "matmul_tile64x64");
 }
 
+TEST(GemmCoopMatKernels, ScalarKernelStagesFp16OperandsUnconverted) {
+  // No tensor cores, fp16: the scalar kernel keeps both operands in fp16
+  // registers, and a padded 3x3 convolution's A comes through gemm_a_h
+  // (the element as stored); an fp32 plan converts nothing.
+  for (const ElemType precision : {ElemType::kF16, ElemType::kF32}) {
+    PlanOptions options;
+    options.precision = precision;
+    TargetInfo t = nv_target();  // without its tensor cores
+    t.coopmat = CoopMatFlavour::kNone;
+    t.coopmat_f16_shapes.clear();
+    auto plan = build_plan(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 16, 9, 9}),
+                                                   {random_tensor({32, 16, 3, 3}, 15)},
+                                                   {{"pads", ir::Attribute::of_ints({1, 1, 1, 1})}}),
+                           t, options);
+    ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+    ASSERT_FALSE(plan->steps.empty());  // the tile pass (a split-K reduce pass may follow)
+    auto glsl = generate_glsl(plan->steps[0].kernel, t);
+    ASSERT_TRUE(glsl.ok()) << glsl.status().to_string();
+    const bool half = precision == ElemType::kF16;
+    EXPECT_EQ(glsl->glsl.find("#define GT_A_T float16_t") != std::string::npos, half) << glsl->glsl;
+    EXPECT_EQ(glsl->glsl.find("#define GT_B_T float16_t") != std::string::npos, half) << glsl->glsl;
+    EXPECT_EQ(glsl->glsl.find("float16_t X_ath(") != std::string::npos, half) << glsl->glsl;
+    EXPECT_EQ(glsl->glsl.find("#define GT_LOAD_A(b, m, k) gemm_a_h(b, m, k)") != std::string::npos, half)
+        << glsl->glsl;
+  }
+}
+
 // ---------------------------------------------------------------------------
 // On a device with fp16 cooperative matrices: results against the reference.
 // Each test runs twice: "device" with the device's choice (NV on NVIDIA, or

@@ -281,6 +281,10 @@ class Emitter {
       s << S << " " << n << "_ld(int i) {\n  int " << coord_args(rank) << ";\n" << decompose(n, rank, "i")
         << "  return " << n << "_at(" << coord_args(rank) << ");\n}\n";
     }
+    if (src.layout.type == ElemType::kF16 && src.layout.storage == Storage::kBuffer &&
+        calls_accessor(desc_.helpers + desc_.body, t, "ath"))
+      s << "float16_t " << n << "_ath(" << coord_params(rank) << ") { return float16_t(" << n << "_at("
+        << coord_args(rank) << ")); }\n";
     std::vector<std::string> lanes;
     for (int l = 1; l < 4; ++l) {
       std::string args;
@@ -386,6 +390,14 @@ class Emitter {
           << (t.layout.type == ElemType::kF16 && f16_image_store_ ? "kiln_round_f16(t)" : "t") << ");\n}\n";
       }
     }
+    // X_ath: the element as it is stored, for a GEMM staging fp16 operands
+    // in fp16 registers (gemm_tile.comp A_HALF, lower_conv's gemm_a_h): a
+    // load whose value nothing converts, so nothing waits for it.
+    // (fp16 buffers only: their kernels declare the fp16 types.)
+    if (t.layout.type == ElemType::kF16 && t.layout.storage == Storage::kBuffer &&
+        calls_accessor(desc_.helpers + desc_.body, t, "ath"))
+      s << "float16_t " << n << "_ath(" << coord_params(rank) << ") { return " << n << "_data[" << n << "_index("
+        << coord_args(rank) << ")]; }\n";
     s << "\n";
     return s.str();
   }

@@ -350,9 +350,22 @@ Status conv_gemm(LoweringContext& ctx, const ConvGeometry& g) {
       }
       return x;
     };
+    // An fp16 buffer X: also the element as stored (X_ath) for the scalar kernel's
+    // fp16 staging (gemm_tile.comp A_HALF). Through gemm_a the conversion
+    // to float sat behind the padding branch, where the compiler could not
+    // fold it with the staging's conversion back.
+    const bool half_x = p.tensors.back().layout.type == ElemType::kF16 &&
+                        p.tensors.back().layout.storage == Storage::kBuffer;
+    const auto half_a = [&](const std::string& unit, const std::string& channel) {
+      if (!half_x) return std::string();
+      return "#define GEMM_A_H 1\nfloat16_t gemm_a_h(int b, int m, int k) {\n" + unit +
+             input_pixel("return float16_t(0.0);") + "  return X_ath(img, g * CV_CG + " + channel + ", " +
+             list("i", S) + ");\n}\n";
+    };
     if (tap_major) {
       h += "float gemm_a(int b, int m, int k) {\n  int c = k % CV_CG, tap = k / CV_CG;\n" + input_pixel("return 0.0;") +
            "  return X_at(img, g * CV_CG + c, " + list("i", S) + ");\n}\n";
+      h += half_a("  int c = k % CV_CG, tap = k / CV_CG;\n", "c");
       p.conv_units = cg % 8 == 0 ? GemmProblem::ConvUnits::kChannelRuns : GemmProblem::ConvUnits::kGathered;
       // 8 channels of one tap: one pixel's index math for the unit.
       if (cg % 8 == 0)
@@ -364,6 +377,7 @@ Status conv_gemm(LoweringContext& ctx, const ConvGeometry& g) {
     } else {
       h += "float gemm_a(int b, int m, int k) {\n  int tap = k;\n" + input_pixel("return 0.0;");
       h += "  return X_at(img, g * CV_CG + t, " + list("i", S) + ");\n}\n";
+      h += half_a("  int tap = k;\n", "t");
     }
   }
   if (w) {

@@ -10,7 +10,10 @@
 //!                   memory store. A float register would convert right after
 //!                   the load, and that conversion waits for the load before
 //!                   the step's multiplies can start (on an H200 the kernel
-//!                   ran 15-45 % slower in fp16 than in fp32)
+//!                   ran 15-45 % slower in fp16 than in fp32). With A_HALF a
+//!                   lowering may define GEMM_A_H and float16_t gemm_a_h(b,
+//!                   m, k), the element as stored (a convolution's padded
+//!                   read, whose conversion a branch kept apart)
 //!   QUADS           TM >= 4: each invocation owns TM/4 groups of four
 //!                   consecutive rows, read from the A tile as vec4s
 //!   SPLIT_K         the grid's z also enumerates K slices (GEMM_KCHUNK
@@ -33,8 +36,14 @@
 
 //@if A_HALF
 #define GT_A_T float16_t
+#ifdef GEMM_A_H
+#define GT_LOAD_A(b, m, k) gemm_a_h(b, m, k)  // the lowering's unconverted read
+#else
+#define GT_LOAD_A(b, m, k) float16_t(gemm_a(b, m, k))
+#endif
 //@else
 #define GT_A_T float
+#define GT_LOAD_A(b, m, k) gemm_a(b, m, k)
 //@end
 //@if B_HALF
 #define GT_B_T float16_t
@@ -81,7 +90,7 @@ void main() {
 //@end
       int m = m0 + mm, k = k_begin + kk;
       pa[j] = GT_A_T(0.0);
-      if (m < GEMM_M && k < k_end) pa[j] = GT_A_T(gemm_a(b, m, k));
+      if (m < GEMM_M && k < k_end) pa[j] = GT_LOAD_A(b, m, k);
     }
     for (int j = 0; j < B_LD; ++j) {
       int nn = tid % BN, kk = tid / BN + j * (NT / BN);
@@ -117,7 +126,7 @@ void main() {
 //@end
       int m = m0 + mm, k = k0 + BK + kk;
       pa[j] = GT_A_T(0.0);
-      if (m < GEMM_M && k < k_end) pa[j] = GT_A_T(gemm_a(b, m, k));
+      if (m < GEMM_M && k < k_end) pa[j] = GT_LOAD_A(b, m, k);
     }
     for (int j = 0; j < B_LD; ++j) {
       int nn = tid % BN, kk = tid / BN + j * (NT / BN);
