@@ -70,7 +70,7 @@ bool half_buffer_operand(const GemmProblem& p, const std::string& name) {
 // tiles into one sum instead (GA [batch][M][N]).
 //
 // An operand read from an fp16 buffer is kept in fp16 registers between its
-// global load and its shared-memory store (A_HALF, B_HALF): converted to
+// global load and its shared-memory store (@A_T@, @B_T@): converted to
 // float at once, the conversion waited for the load before the K step's
 // multiplies, exposing the latency the prefetch exists to hide (gemm_tile.comp).
 std::string tiled_body(const TileConfig& c, const GemmProblem& p, bool split_k, bool fixup = false,
@@ -80,13 +80,23 @@ std::string tiled_body(const TileConfig& c, const GemmProblem& p, bool split_k, 
   // the same tile column (k-fastest) at every K step; after inlining, the
   // row's share of the index math (an output pixel's coordinates for a
   // convolution) is loop-invariant and hoisted.
+  const bool a_half = half_buffer_operand(p, p.a_tensor), b_half = half_buffer_operand(p, p.b_tensor);
+  const bool a_raw = a_half && p.helpers.find("float16_t gemm_a_h(") != std::string::npos;
   return fill_shader("gemm_tile.comp", ShaderArgs()
+                                           .set("A_T", a_half ? "float16_t" : "float")
+                                           .set("B_T", b_half ? "float16_t" : "float")
+                                           .set("A_F", a_half ? "float" : "")
+                                           .set("B_F", b_half ? "float" : "")
+                                           .set("A_ZERO", a_half ? "float16_t(0.0)" : "0.0")
+                                           .set("B_ZERO", b_half ? "float16_t(0.0)" : "0.0")
+                                           .set("A_LOAD", a_raw    ? "gemm_a_h(b, m, k)"
+                                                          : a_half ? "float16_t(gemm_a(b, m, k))"
+                                                                   : "gemm_a(b, m, k)")
+                                           .set("B_LOAD", b_half ? "float16_t(gemm_b(b, k, n))" : "gemm_b(b, k, n)")
                                            .set("BM", c.bm)
                                            .set("BN", c.bn)
                                            .set("TM", c.tm)
                                            .flag("A_M_FASTEST", p.a_m_fastest)
-                                           .flag("A_HALF", half_buffer_operand(p, p.a_tensor))
-                                           .flag("B_HALF", half_buffer_operand(p, p.b_tensor))
                                            .flag("QUADS", c.tm >= 4)
                                            .flag("SPLIT_K", split_k)
                                            .flag("FIXUP", fixup)

@@ -391,7 +391,7 @@ class Emitter {
       }
     }
     // X_ath: the element as it is stored, for a GEMM staging fp16 operands
-    // in fp16 registers (gemm_tile.comp A_HALF, lower_conv's gemm_a_h): a
+    // in fp16 registers (gemm_tile.comp's @A_T@, lower_conv's gemm_a_h): a
     // load whose value nothing converts, so nothing waits for it.
     // (fp16 buffers only: their kernels declare the fp16 types.)
     if (t.layout.type == ElemType::kF16 && t.layout.storage == Storage::kBuffer &&

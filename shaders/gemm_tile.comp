@@ -5,15 +5,16 @@
 //! step's loads prefetched into registers.
 //!   @BM@ @BN@ @TM@  tile rows, tile columns, rows per invocation
 //!   A_M_FASTEST     consecutive invocations load consecutive m of A (else k)
-//!   A_HALF, B_HALF  the operand is an fp16 buffer: its prefetched elements
-//!                   wait in fp16 registers and become float at the shared-
-//!                   memory store. A float register would convert right after
-//!                   the load, and that conversion waits for the load before
-//!                   the step's multiplies can start (on an H200 the kernel
-//!                   ran 15-45 % slower in fp16 than in fp32). With A_HALF a
-//!                   lowering may define GEMM_A_H and float16_t gemm_a_h(b,
-//!                   m, k), the element as stored (a convolution's padded
-//!                   read, whose conversion a branch kept apart)
+//!   @A_T@ @B_T@     the prefetch registers' type: float16_t where the operand
+//!                   is an fp16 buffer, whose elements then wait unconverted
+//!                   and become float at the shared-memory store (@A_F@ /
+//!                   @B_F@: "float", else empty). A float register converts
+//!                   right after the load, and that conversion waits for the
+//!                   load before the step's multiplies can start (on an H200
+//!                   the kernel ran 15-45 % slower in fp16 than in fp32)
+//!   @A_ZERO@ @B_ZERO@ @A_LOAD@ @B_LOAD@  zero and the element as those
+//!                   registers take them (gemm_a_h where the lowering defines
+//!                   it: a convolution's padded read as stored)
 //!   QUADS           TM >= 4: each invocation owns TM/4 groups of four
 //!                   consecutive rows, read from the A tile as vec4s
 //!   SPLIT_K         the grid's z also enumerates K slices (GEMM_KCHUNK
@@ -33,23 +34,6 @@
 //!                   back (GA is coherent), stores them, and puts zeros back
 //!                   for the next run. The order of the additions varies from
 //!                   run to run (the last bits may).
-
-//@if A_HALF
-#define GT_A_T float16_t
-#ifdef GEMM_A_H
-#define GT_LOAD_A(b, m, k) gemm_a_h(b, m, k)  // the lowering's unconverted read
-#else
-#define GT_LOAD_A(b, m, k) float16_t(gemm_a(b, m, k))
-#endif
-//@else
-#define GT_A_T float
-#define GT_LOAD_A(b, m, k) gemm_a(b, m, k)
-//@end
-//@if B_HALF
-#define GT_B_T float16_t
-//@else
-#define GT_B_T float
-//@end
 
 const int BM = @BM@, BN = @BN@, BK = 16, TM = @TM@;
 const int TX = BN / 4, TY = BM / TM, NT = TX * TY;
@@ -79,8 +63,8 @@ void main() {
 //@end
   vec4 acc[TM];
   for (int i = 0; i < TM; ++i) acc[i] = vec4(0.0);
-  GT_A_T pa[A_LD];  // the next K step's tile elements
-  GT_B_T pb[B_LD];
+  @A_T@ pa[A_LD];  // the next K step's tile elements
+  @B_T@ pb[B_LD];
   {
     for (int j = 0; j < A_LD; ++j) {
 //@if A_M_FASTEST
@@ -89,14 +73,14 @@ void main() {
       int kk = tid % BK, mm = tid / BK + j * (NT / BK);
 //@end
       int m = m0 + mm, k = k_begin + kk;
-      pa[j] = GT_A_T(0.0);
-      if (m < GEMM_M && k < k_end) pa[j] = GT_LOAD_A(b, m, k);
+      pa[j] = @A_ZERO@;
+      if (m < GEMM_M && k < k_end) pa[j] = @A_LOAD@;
     }
     for (int j = 0; j < B_LD; ++j) {
       int nn = tid % BN, kk = tid / BN + j * (NT / BN);
       int n = n0 + nn, k = k_begin + kk;
-      pb[j] = GT_B_T(0.0);
-      if (n < GEMM_N && k < k_end) pb[j] = GT_B_T(gemm_b(b, k, n));
+      pb[j] = @B_ZERO@;
+      if (n < GEMM_N && k < k_end) pb[j] = @B_LOAD@;
     }
   }
   for (int k0 = k_begin; k0 < k_end; k0 += BK) {
@@ -107,14 +91,14 @@ void main() {
       int kk = tid % BK, mm = tid / BK + j * (NT / BK);
 //@end
 //@if QUADS
-      gt_a[kk][mm >> 2][mm & 3] = float(pa[j]);
+      gt_a[kk][mm >> 2][mm & 3] = @A_F@(pa[j]);
 //@else
-      gt_a[kk][mm] = float(pa[j]);
+      gt_a[kk][mm] = @A_F@(pa[j]);
 //@end
     }
     for (int j = 0; j < B_LD; ++j) {
       int nn = tid % BN, kk = tid / BN + j * (NT / BN);
-      gt_b[kk][nn >> 2][nn & 3] = float(pb[j]);
+      gt_b[kk][nn >> 2][nn & 3] = @B_F@(pb[j]);
     }
     barrier();
     if (k0 + BK < k_end) {
@@ -125,14 +109,14 @@ void main() {
       int kk = tid % BK, mm = tid / BK + j * (NT / BK);
 //@end
       int m = m0 + mm, k = k0 + BK + kk;
-      pa[j] = GT_A_T(0.0);
-      if (m < GEMM_M && k < k_end) pa[j] = GT_LOAD_A(b, m, k);
+      pa[j] = @A_ZERO@;
+      if (m < GEMM_M && k < k_end) pa[j] = @A_LOAD@;
     }
     for (int j = 0; j < B_LD; ++j) {
       int nn = tid % BN, kk = tid / BN + j * (NT / BN);
       int n = n0 + nn, k = k0 + BK + kk;
-      pb[j] = GT_B_T(0.0);
-      if (n < GEMM_N && k < k_end) pb[j] = GT_B_T(gemm_b(b, k, n));
+      pb[j] = @B_ZERO@;
+      if (n < GEMM_N && k < k_end) pb[j] = @B_LOAD@;
     }
     }
     for (int kk = 0; kk < BK; ++kk) {
