@@ -40,15 +40,6 @@ struct TileConfig {
   int bm = 64, bn = 64, tm = 4;
 };
 
-// Whether gemm_a (gemm_b) reads the fp16 buffer `name` of `p` (a_tensor /
-// b_tensor; empty: unknown, and then not).
-bool half_buffer_operand(const GemmProblem& p, const std::string& name) {
-  if (name.empty()) return false;
-  for (const KernelTensor& t : p.tensors)
-    if (t.name == name) return t.layout.type == ElemType::kF16 && t.layout.storage == Storage::kBuffer;
-  return false;
-}
-
 // The tiled kernel. Invocation (tx, ty) owns columns n0 + 4*tx .. +3, so the
 // B reads of a workgroup row are consecutive vec4s. Its rows interleave
 // with the other invocation rows' so that a warp reads few distinct A
@@ -80,19 +71,20 @@ std::string tiled_body(const TileConfig& c, const GemmProblem& p, bool split_k, 
   // the same tile column (k-fastest) at every K step; after inlining, the
   // row's share of the index math (an output pixel's coordinates for a
   // convolution) is loop-invariant and hoisted.
-  const bool a_half = half_buffer_operand(p, p.a_tensor), b_half = half_buffer_operand(p, p.b_tensor);
-  const bool a_raw = a_half && p.helpers.find("float16_t gemm_a_h(") != std::string::npos;
-  return fill_shader("gemm_tile.comp", ShaderArgs()
-                                           .set("A_T", a_half ? "float16_t" : "float")
-                                           .set("B_T", b_half ? "float16_t" : "float")
-                                           .set("A_F", a_half ? "float" : "")
-                                           .set("B_F", b_half ? "float" : "")
-                                           .set("A_ZERO", a_half ? "float16_t(0.0)" : "0.0")
-                                           .set("B_ZERO", b_half ? "float16_t(0.0)" : "0.0")
-                                           .set("A_LOAD", a_raw    ? "gemm_a_h(b, m, k)"
-                                                          : a_half ? "float16_t(gemm_a(b, m, k))"
-                                                                   : "gemm_a(b, m, k)")
-                                           .set("B_LOAD", b_half ? "float16_t(gemm_b(b, k, n))" : "gemm_b(b, k, n)")
+  ShaderArgs args;
+  // One operand's prefetch registers: @X_T@, @X_F@, @X_ZERO@, @X_LOAD@.
+  const auto stage = [&](const char* x, bool half, const std::string& load) {
+    const std::string X = x;
+    args.set(X + "_T", half ? "float16_t" : "float")
+        .set(X + "_F", half ? "float" : "")
+        .set(X + "_ZERO", half ? "float16_t(0.0)" : "0.0")
+        .set(X + "_LOAD", half ? "float16_t(" + load + ")" : load);
+  };
+  const bool a_half = half_buffer_operand(p, p.a_tensor);
+  stage("A", a_half, "gemm_a(b, m, k)");
+  if (a_half && p.gemm_a_h) args.set("A_LOAD", "gemm_a_h(b, m, k)");
+  stage("B", half_buffer_operand(p, p.b_tensor), "gemm_b(b, k, n)");
+  return fill_shader("gemm_tile.comp", args
                                            .set("BM", c.bm)
                                            .set("BN", c.bn)
                                            .set("TM", c.tm)
@@ -257,6 +249,13 @@ KernelDesc gemm_kernel_base(const GemmProblem& p, std::string name) {
   d.helpers = p.helpers;
   d.flops = ir::Dim(2) * p.batch * p.m * p.n * p.k;
   return d;
+}
+
+bool half_buffer_operand(const GemmProblem& p, const std::string& name) {
+  if (name.empty()) return false;
+  for (const KernelTensor& t : p.tensors)
+    if (t.name == name) return t.layout.type == ElemType::kF16 && t.layout.storage == Storage::kBuffer;
+  return false;
 }
 
 KernelDesc make_gemm_kernel(const GemmProblem& p, int64_t compute_units) {

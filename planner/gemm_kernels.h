@@ -69,6 +69,11 @@ struct GemmProblem {
   // finds its own tap and pixel (an RGB stem's CG = 3). emit_gemm routes by it.
   enum class ConvUnits : uint8_t { kNone, kPointwise, kChannelRuns, kGathered };
   ConvUnits conv_units = ConvUnits::kNone;
+  // `helpers` also define float16_t gemm_a_h(b, m, k): A's element as its
+  // fp16 buffer stores it, which the scalar kernel's fp16 staging reads
+  // instead of converting gemm_a's float back (a padded convolution's read,
+  // whose conversion the padding branch keeps apart; gemm_tile.comp).
+  bool gemm_a_h = false;
   // The node's kiln.kernel hint (plan_hints.h); emit_gemm fills it in. A
   // tile or split_k hint selects the scalar tiled kernel with that tile and
   // split (GEMV for M <= 4 is kept: it has no tiles).
@@ -85,6 +90,9 @@ struct GemmProblem {
 // `compute_units` (0: unknown) narrows the GEMV's column tiles for large
 // GPUs (gemv_columns in the .cc).
 KernelDesc make_gemm_kernel(const GemmProblem& p, int64_t compute_units = 0);
+// Whether gemm_a (gemm_b) of `p` reads its tensor `name` (p.a_tensor /
+// p.b_tensor; empty: unknown, and then not) from an fp16 buffer.
+bool half_buffer_operand(const GemmProblem& p, const std::string& name);
 // What every GEMM kernel variant shares: `p`'s tensors, params, helpers and
 // FLOPs plus GEMM_BATCH/M/N/K, as a kCustom kernel named `name` (the
 // variant adds body, local size and groups).

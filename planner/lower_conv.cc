@@ -354,10 +354,9 @@ Status conv_gemm(LoweringContext& ctx, const ConvGeometry& g) {
     // fp16 staging (gemm_tile.comp @A_LOAD@). Through gemm_a the conversion
     // to float sat behind the padding branch, where the compiler could not
     // fold it with the staging's conversion back.
-    const bool half_x = p.tensors.back().layout.type == ElemType::kF16 &&
-                        p.tensors.back().layout.storage == Storage::kBuffer;
+    p.gemm_a_h = half_buffer_operand(p, p.a_tensor);
     const auto half_a = [&](const std::string& unit, const std::string& channel) {
-      if (!half_x) return std::string();
+      if (!p.gemm_a_h) return std::string();
       return "float16_t gemm_a_h(int b, int m, int k) {\n" + unit +
              input_pixel("return float16_t(0.0);") + "  return X_ath(img, g * CV_CG + " + channel + ", " +
              list("i", S) + ");\n}\n";
