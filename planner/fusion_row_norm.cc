@@ -90,6 +90,9 @@ std::optional<KernelDesc> fuse_reduce_and_norm(PlanBuilder& builder, const ir::G
   // A split-K reduce pass (a fix-up writes GP; tensor-core partials have no
   // GEMM_SPLIT), of constant sizes.
   if (!split || !bp || !mp || !np || gp == r.tensors.end() || gp->written) return std::nullopt;
+  // Partials stored column-major (an m-major output, splitk_reduce_kernel)
+  // are no rows to normalize.
+  if (r.helpers.find("#define REDUCE_M_MAJOR") != std::string::npos) return std::nullopt;
   if (!split->value.is_const() || !bp->value.is_const() || !mp->value.is_const() || !np->value.is_const())
     return std::nullopt;
   const TensorId x = builder.tensor_of(ln.inputs[0]);

@@ -41,7 +41,7 @@ int64_t shared_bytes(const CoopMatConfig& c) {
 // NT is a multiple of BM, BN and BK (choose_coopmat), so an invocation loads
 // the same tile row (or column) at every step and its share of the index
 // math (an output pixel's coordinates for a convolution) is hoisted.
-std::string coopmat_body(const CoopMatConfig& c, bool a_m_fastest, CoopMatSplitK split) {
+std::string coopmat_body(const CoopMatConfig& c, const GemmProblem& p, CoopMatSplitK split) {
   const bool f32 = c.shape.f32_accumulator;
   return fill_shader("gemm_coopmat.comp", ShaderArgs()
                                               .set("FM", c.shape.m)
@@ -57,7 +57,8 @@ std::string coopmat_body(const CoopMatConfig& c, bool a_m_fastest, CoopMatSplitK
                                               .set("ACC_TYPE", f32 ? "float" : "float16_t")
                                               .set("ACC_ZERO", f32 ? "0.0" : "float16_t(0.0)")
                                               .flag("ALIAS_C", f32)
-                                              .flag("A_M_FASTEST", a_m_fastest)
+                                              .flag("A_M_FASTEST", p.a_m_fastest)
+                                              .flag("M_MAJOR", p.store_m_major && split != CoopMatSplitK::kFixup)
                                               .flag("B_SPLIT", c.b_split)
                                               .flag("DOUBLE_BUFFER", c.stages == 2)
                                               .flag("SPLIT_K", split != CoopMatSplitK::kNone)
@@ -212,7 +213,7 @@ KernelDesc make_coopmat_gemm_kernel(const GemmProblem& p, const CoopMatConfig& c
                   "GL_KHR_memory_scope_semantics",
                   "GL_KHR_shader_subgroup_basic", "GL_NV_cooperative_matrix"};
   d.helpers += p.vector_helpers;
-  d.body = coopmat_body(c, p.a_m_fastest, split);
+  d.body = coopmat_body(c, p, split);
   d.local_size = {static_cast<uint32_t>(c.wm * c.wn) * c.subgroup_size, 1, 1};
   d.groups = {ir::Dim::ceil_div(p.n, ir::Dim(c.bn)), ir::Dim::ceil_div(p.m, ir::Dim(c.bm)), p.batch};
   return d;

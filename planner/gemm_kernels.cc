@@ -58,7 +58,10 @@ struct TileConfig {
 // GP [split][batch][M][N]; reduce_body() then adds the slices and stores,
 // or with `fixup` the last workgroup of each tile does (serial split-K: see
 // emit_gemm); with `atomic` too, the workgroups atomicAdd their partial
-// tiles into one sum instead (GA [batch][M][N]).
+// tiles into one sum instead (GA [batch][M][N]). Where the output is
+// m-major (GemmProblem::store_m_major) neighbouring invocations own
+// neighbouring rows instead and GP is [split][batch][N][M] (not with a
+// fix-up, whose slices keep the row-major order).
 //
 // An operand read from an fp16 buffer is kept in fp16 registers between its
 // global load and its shared-memory store (@A_T@, @B_T@): converted to
@@ -90,6 +93,7 @@ std::string tiled_body(const TileConfig& c, const GemmProblem& p, bool split_k, 
                                            .set("TM", c.tm)
                                            .flag("A_M_FASTEST", p.a_m_fastest)
                                            .flag("QUADS", c.tm >= 4)
+                                           .flag("M_MAJOR", p.store_m_major && !fixup)
                                            .flag("SPLIT_K", split_k)
                                            .flag("FIXUP", fixup)
                                            .flag("ATOMIC", atomic));
@@ -117,7 +121,8 @@ int64_t reduce_lanes(int64_t slices, const TargetInfo& target) {
 // The reduce pass after `tile_pass`, a split-K kernel whose last tensor is
 // the GP scratch it writes: the same tensors and parameters (the shared
 // helpers need Y's store accessors although only this pass stores it), GP
-// read, GEMM_SPLIT slices, reduce_lanes invocations per four outputs.
+// read, GEMM_SPLIT slices, reduce_lanes invocations per four outputs;
+// REDUCE_M_MAJOR where the tile pass wrote GP transposed (store_m_major).
 KernelDesc splitk_reduce_kernel(const GemmProblem& p, const KernelDesc& tile_pass, int64_t slices,
                                 const TargetInfo& target) {
   KernelDesc r = gemm_kernel_base(p, p.name + "_splitk_reduce");
@@ -127,6 +132,7 @@ KernelDesc splitk_reduce_kernel(const GemmProblem& p, const KernelDesc& tile_pas
   r.params.push_back({"GEMM_SPLIT", ir::Dim(slices)});
   r.body = reduce_body();
   const int64_t lanes = reduce_lanes(slices, target);
+  if (p.store_m_major) r.helpers = "#define REDUCE_M_MAJOR 1\n" + r.helpers;
   if (lanes > 1) {
     r.helpers = "#define REDUCE_LANES " + std::to_string(lanes) + "\n" + r.helpers;
     r.extensions.push_back("GL_KHR_shader_subgroup_basic");
@@ -526,6 +532,7 @@ Status emit_nchw_gemm(LoweringContext& ctx, GemmProblem& p) {
   const GemmOutput out = bind_gemm_output(ctx, ctx.layout(ctx.output(0)).packed_axis == 1);
   p.tensors.push_back(out.y);
   if (out.is_buffer()) {
+    p.store_m_major = true;
     p.helpers += gemm_store4_buffer("(b * Y_D1 + nj) * GEMM_M + m");
   } else {
     p.helpers += gemm_store4_image("  int o1 = m % Y_D3, o0 = m / Y_D3;\n", "b, n, o0, o1");

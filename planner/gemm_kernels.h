@@ -74,6 +74,15 @@ struct GemmProblem {
   // instead of converting gemm_a's float back (a padded convolution's read,
   // whose conversion the padding branch keeps apart; gemm_tile.comp).
   bool gemm_a_h = false;
+  // gemm_store4's index is contiguous in m: an image-major [images,
+  // channels, pixels] buffer, where one channel's output pixels are
+  // adjacent (a convolution's NCHW output). The kernels then give
+  // neighbouring invocations neighbouring m when they store — with n
+  // neighbouring, a warp's 32 stores land in 32 memory sectors, each for
+  // 2 or 4 bytes — and split-K partials go to GP transposed,
+  // [split][batch][N][M], so that the reduce pass reads them in that order
+  // too (emit_nchw_gemm and lower_conv set it for buffer outputs).
+  bool store_m_major = false;
   // The node's kiln.kernel hint (plan_hints.h); emit_gemm fills it in. A
   // tile or split_k hint selects the scalar tiled kernel with that tile and
   // split (GEMV for M <= 4 is kept: it has no tiles).

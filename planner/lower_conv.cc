@@ -403,6 +403,7 @@ Status conv_gemm(LoweringContext& ctx, const ConvGeometry& g) {
   const GemmOutput out = bind_gemm_output(ctx, image_ok);
   p.tensors.push_back(out.y);
   if (out.is_buffer()) {
+    p.store_m_major = true;
     h += gemm_store4_buffer("((b / CV_G) * Y_D1 + (b % CV_G) * GEMM_N + nj) * GEMM_M + m");
   } else {
     h += gemm_store4_image("  int t = m;\n" + split_spatial("o", "t", "Y", S),

@@ -162,6 +162,28 @@ TEST_F(LowerConvTest, SplitKFixup) {
   }
 }
 
+// An NCHW buffer output is m-major (GemmProblem::store_m_major): the tile
+// pass writes its partials transposed and the reduce pass reads them so.
+// Edges in M (7x7 pixels) and N (38 channels), batch 2, one to four reduce
+// lanes per output (3, 8 and 16 slices), 128-row tiles (each invocation's
+// rows BM/4 apart) and a grouped convolution (batch = images x groups).
+TEST_F(LowerConvTest, SplitKPartialsOfAnNchwOutput) {
+  for (const char* hint : {"split_k=3", "split_k=8", "split_k=16,tile=128x64", "split_k=4,tile=32x16"}) {
+    SCOPED_TRACE(hint);
+    OpCheck c = conv({2, 64, 7, 7}, {38, 64, 3, 3}, true, {{"pads", ints({1, 1, 1, 1})}}, 95);
+    c.annotations[planner::kKernelKey] = std::string(hint) + ",splitk_reduce=separate";
+    c.min_dispatches = c.max_dispatches = 2;
+    c.expect_kernel = "conv_splitk_reduce";
+    EXPECT_TRUE(check_op(c));
+  }
+  OpCheck g = conv({2, 32, 6, 6}, {20, 16, 3, 3}, true, {{"group", ir::Attribute::of_int(2)}}, 97);
+  g.annotations[planner::kKernelKey] = "split_k=4,splitk_reduce=separate";
+  g.min_dispatches = 2;
+  g.max_dispatches = 3;  // image storage: 10 channels a group store through a scratch copy
+  g.expect_kernel = "conv_splitk_reduce";
+  EXPECT_TRUE(check_op(g));
+}
+
 TEST_F(LowerConvTest, ConvTranspose) {
   EXPECT_TRUE(check_op(conv({1, 4, 5, 6}, {4, 3, 3, 3}, true,
                             {{"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}, {"output_padding", ints({1, 1})}},

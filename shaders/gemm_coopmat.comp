@@ -39,6 +39,11 @@
 //!                     into separate fp32 accumulators, and acc + lo_acc *
 //!                     2^-11 is stored: ~22 bits of B (GEMM_B8 unused; fp32
 //!                     accumulators only)
+//!   M_MAJOR           Y's index is contiguous in m (GemmProblem::store_m_major):
+//!                     a subgroup writes its staged rows out a column at a
+//!                     time, neighbouring lanes on neighbouring rows, and
+//!                     with SPLIT_K the partials go to GP as [slice][batch]
+//!                     [N][M] (not with FIXUP)
 //!   SPLIT_K           split-K: the grid's z also enumerates slices of K
 //!                     (GEMM_KCHUNK each, a multiple of BK); each workgroup
 //!                     writes its partial tile to GP [slice][batch][M][N]
@@ -148,6 +153,24 @@ uvec4 cm_load_b(int b, int k, int n, int k_end) {
 }
 //@end
 
+
+// The staged row and first column of output quad q (0 <= q < FM * SN / 4)
+// of a subgroup's fragment row: quads numbered along the row, or with
+// M_MAJOR down the column.
+int cm_quad_row(int q) {
+//@if M_MAJOR
+  return q % FM;
+//@else
+  return q / (SN / 4);
+//@end
+}
+int cm_quad_col(int q) {
+//@if M_MAJOR
+  return (q / FM) * 4;
+//@else
+  return (q % (SN / 4)) * 4;
+//@end
+}
 
 // Reads the units of the K step at k0 into cm_pa / cm_pb (/ cm_pbl).
 void cm_fetch(int b, int m0, int n0, int am, int aq, int bk, int bq, int k0, int k_end) {
@@ -267,7 +290,7 @@ void main() {
     barrier();
     [[unroll]] for (int t = 0; t < LOQ; ++t) {
       int q = lane + t * SG;
-      int o = sc0 + (q / (SN / 4)) * SCS + (q % (SN / 4)) * 4;
+      int o = sc0 + cm_quad_row(q) * SCS + cm_quad_col(q);
       lo_v[t] = CC_LOAD4(o) * (1.0 / 2048.0);
     }
     barrier();
@@ -275,7 +298,7 @@ void main() {
     [[unroll]] for (int j = 0; j < TN; ++j) CC_STORE(acc[i * TN + j], sc0 + j * FN);
     barrier();
     for (int q = lane; q < FM * (SN / 4); q += SG) {
-      int r = q / (SN / 4), cq = (q % (SN / 4)) * 4;
+      int r = cm_quad_row(q), cq = cm_quad_col(q);
       int m = m0 + sm0 + i * FM + r, n = n0 + sn0 + cq;
       int o = sc0 + r * SCS + cq;
       if (m < GEMM_M && n < GEMM_N) {
@@ -284,6 +307,11 @@ void main() {
         v += lo_v[(q - lane) / SG];
 //@end
 //@if SPLIT_K
+//@if M_MAJOR
+        int p = ((slice * GEMM_BATCH + b) * GEMM_N + n) * GEMM_M + m;
+        for (int j = 0; j < 4; ++j)
+          if (n + j < GEMM_N) GP_data[p + j * GEMM_M] = v[j];
+//@else
         int p = ((slice * GEMM_BATCH + b) * GEMM_M + m) * GEMM_N + n;
         if (n + 4 <= GEMM_N) {
           GP_store4(p, v);  // one 16-byte store where N keeps it aligned
@@ -291,6 +319,7 @@ void main() {
           for (int j = 0; j < 4; ++j)
             if (n + j < GEMM_N) GP_data[p + j] = v[j];
         }
+//@end
 //@else
         gemm_store4(b, m, n, v);
 //@end

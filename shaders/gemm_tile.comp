@@ -16,9 +16,13 @@
 //!                   registers take them (gemm_a_h where the lowering defines
 //!                   it: a convolution's padded read as stored)
 //!   QUADS           TM >= 4: each invocation owns TM/4 groups of four
-//!                   consecutive rows, read from the A tile as vec4s
+//!                   rows, read from the A tile as vec4s (gt_row)
 //!   SPLIT_K         the grid's z also enumerates K slices (GEMM_KCHUNK
 //!                   each) whose partial tiles go to GP (gemm_splitk_reduce)
+//!   M_MAJOR         Y's index is contiguous in m (GemmProblem::store_m_major):
+//!                   neighbouring invocations own neighbouring rows (ty),
+//!                   so a warp's stores share memory sectors, and with
+//!                   SPLIT_K the partials go to GP as [split][batch][N][M]
 //!   FIXUP           with SPLIT_K: no second pass. Each workgroup, its
 //!                   partial tile in GP (coherent), counts its arrival in
 //!                   GC[tile] (int, model state, zero between dispatches);
@@ -48,9 +52,31 @@ shared vec4 gt_b[BK][BN / 4];
 shared int gt_last;  // this workgroup arrived last at its tile
 //@end
 
+// The tile row of accumulator acc[i] of the invocations in row ty. With
+// QUADS, acc[4g .. 4g+3] are the lanes of A-tile quad ty + g * TY: four
+// consecutive rows, or with M_MAJOR rows BM/4 apart, so that neighbouring
+// invocations store neighbouring rows.
+int gt_row(int ty, int i) {
+//@if QUADS
+//@if M_MAJOR
+  return ty + (i >> 2) * TY + (i & 3) * (BM / 4);
+//@else
+  return (ty + (i >> 2) * TY) * 4 + (i & 3);
+//@end
+//@else
+  return ty + i * TY;
+//@end
+}
+
 void main() {
-  int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);
-  int tid = ty * TX + tx;
+  // tid orders the tile loads (neighbouring invocations, neighbouring
+  // addresses); (tx, ty) the register blocks.
+  int tid = int(gl_LocalInvocationIndex);
+//@if M_MAJOR
+  int ty = tid % TY, tx = tid / TY;
+//@else
+  int tx = tid % TX, ty = tid / TX;
+//@end
   int n0 = int(gl_WorkGroupID.x) * BN;
   int m0 = int(gl_WorkGroupID.y) * BM;
 //@if SPLIT_K
@@ -91,7 +117,11 @@ void main() {
       int kk = tid % BK, mm = tid / BK + j * (NT / BK);
 //@end
 //@if QUADS
+//@if M_MAJOR
+      gt_a[kk][mm % (BM / 4)][mm / (BM / 4)] = @A_F@(pa[j]);
+//@else
       gt_a[kk][mm >> 2][mm & 3] = @A_F@(pa[j]);
+//@end
 //@else
       gt_a[kk][mm] = @A_F@(pa[j]);
 //@end
@@ -138,17 +168,20 @@ void main() {
   int n = n0 + tx * 4;
   if (n < GEMM_N)
     for (int i = 0; i < TM; ++i) {
-//@if QUADS
-      int m = m0 + (ty + (i >> 2) * TY) * 4 + (i & 3);
-//@else
-      int m = m0 + ty + i * TY;
-//@end
+      int m = m0 + gt_row(ty, i);
 //@if SPLIT_K
 //@if ATOMIC
       if (m < GEMM_M) {
         int p = (b * GEMM_M + m) * GEMM_N + n;
         for (int j = 0; j < 4; ++j)
           if (n + j < GEMM_N) atomicAdd(GA_data[p + j], acc[i][j]);
+      }
+//@else
+//@if M_MAJOR
+      if (m < GEMM_M) {
+        int p = ((slice * GEMM_BATCH + b) * GEMM_N + n) * GEMM_M + m;
+        for (int j = 0; j < 4; ++j)
+          if (n + j < GEMM_N) GP_data[p + j * GEMM_M] = acc[i][j];
       }
 //@else
       if (m < GEMM_M) {
@@ -160,6 +193,7 @@ void main() {
             if (n + j < GEMM_N) GP_data[p + j] = acc[i][j];
         }
       }
+//@end
 //@end
 //@else
       if (m < GEMM_M) gemm_store4(b, m, n, acc[i]);
@@ -191,11 +225,7 @@ void main() {
   if (gt_last == 0 || n >= GEMM_N) return;
   memoryBarrierBuffer();
   for (int i = 0; i < TM; ++i) {
-//@if QUADS
-    int m = m0 + (ty + (i >> 2) * TY) * 4 + (i & 3);
-//@else
-    int m = m0 + ty + i * TY;
-//@end
+    int m = m0 + gt_row(ty, i);
     if (m >= GEMM_M) continue;
     vec4 v = vec4(0.0);
 //@if ATOMIC
