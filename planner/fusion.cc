@@ -10,6 +10,7 @@
 #include "planner/fusion_attention.h"
 #include "planner/fusion_conv_sum.h"
 #include "planner/fusion_dw_norm.h"
+#include "planner/fusion_squeeze_excite.h"
 #include "planner/fusion_dwpw.h"
 #include "planner/fusion_row_norm.h"
 #include "planner/fusion_store_views.h"
@@ -123,6 +124,8 @@ std::string fusion_blocker(const ir::Graph& graph, const PlanBuilder& builder, c
   if (is_row_norm_group(graph, group)) return row_norm_blocker(graph, builder, group);
   // Depthwise conv -> views -> LayerNormalization (fusion_dw_norm.h).
   if (is_dw_norm_group(graph, group)) return dw_norm_blocker(graph, builder, group);
+  // GlobalAveragePool -> 1x1 Conv -> tail -> 1x1 Conv -> tail (fusion_squeeze_excite.h).
+  if (is_squeeze_excite_group(graph, group)) return squeeze_excite_blocker(graph, builder, group);
   // Anchor -> Reshape/Transpose chain -> tail (fusion_store_views.h).
   if (auto split = split_store_views(graph, group)) return store_view_blocker(graph, builder, group, *split);
   const std::set<ir::NodeId> members(group.nodes.begin(), group.nodes.end());
@@ -478,6 +481,7 @@ Status lower_fused(PlanBuilder& builder, const ir::Graph& graph, const FusionGro
   if (auto attention = match_attention(graph, group)) return lower_attention(builder, graph, group, *attention);
   if (is_row_norm_group(graph, group)) return lower_row_norm(builder, graph, group, lowerings);
   if (is_dw_norm_group(graph, group)) return lower_dw_norm(builder, graph, group, lowerings);
+  if (is_squeeze_excite_group(graph, group)) return lower_squeeze_excite(builder, graph, group, lowerings);
   if (auto split = split_store_views(graph, group))
     return lower_fused_store_views(builder, graph, group, *split, lowerings);
   // The anchor's output (the head's, or a DWPW group's pointwise conv's)

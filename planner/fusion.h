@@ -60,6 +60,9 @@
 //     last), then a LayerNormalization over the channels: one kernel
 //     computes the conv for a few pixels into shared memory and normalizes
 //     them, ConvNeXt's block opening in one kernel.
+//  7. Squeeze-and-excitation (fusion_squeeze_excite.h): a GlobalAveragePool,
+//     a 1x1 Conv with its elementwise tail, a 1x1 Conv with its tail: one
+//     workgroup per image pools into shared memory and runs both convs there.
 //  Intermediates have the output's shape, so a node reads them exactly at
 //  the element it computes; external inputs keep whatever indexing
 //  (broadcasting) the node's lowering chose.

@@ -552,6 +552,49 @@ TEST(FusionDwNormPlan, AnotherTransposeRunsAsTheConvThenTheNormWithItsView) {
   EXPECT_NE(kernel_names(*plan).find("fused_transpose_layer_norm"), std::string::npos) << kernel_names(*plan);
 }
 
+// Group shape 7 (planner/fusion_squeeze_excite.h): x [n, c, h, w] ->
+// GlobalAveragePool -> 1x1 conv to r hidden units (bias) -> SiLU or Relu ->
+// 1x1 conv back to c (bias) -> Sigmoid, the per-channel scale.
+ir::ValueId squeeze_excite(Net& net, ir::ValueId x, int64_t c, int64_t r, bool silu) {
+  const ir::ValueId p = net.op("GlobalAveragePool", {x});
+  const ir::ValueId h = conv(net, p, c, r, 1, 1, 0, 1, true, 91);
+  const ir::ValueId a = silu ? net.op("Mul", {h, net.op("Sigmoid", {h})}) : net.op("Relu", {h});
+  return net.op("Sigmoid", {conv(net, a, r, c, 1, 1, 0, 1, true, 93)});
+}
+
+TEST_F(FusionEpilogue, SqueezeExciteIsThePoolAndOneKernel) {
+  // 13 x 11 pixels: no multiple of a subgroup's lanes; batch 2.
+  Net net;
+  const ir::ValueId x = net.input("x", {2, 40, 13, 11});
+  const ir::ValueId y = squeeze_excite(net, x, 40, 10, true);
+  expect_fused(net.finish({y}), {{random_tensor({2, 40, 13, 11}, 95)}},
+               {.dispatches = 2, .name = "fused_excite+sigmoid+mul+sigmoid"});
+}
+
+TEST_F(FusionEpilogue, SqueezeExciteSymbolicSizesCompileOnce) {
+  // 30 channels (a partial block of four), Relu; a new batch and image
+  // size compile no shader.
+  Net net;
+  const ir::Dim n = ir::Dim::symbol("n"), h = ir::Dim::symbol("h"), w = ir::Dim::symbol("w");
+  const ir::ValueId x = net.input("x", {n, 30, h, w});
+  const ir::ValueId y = squeeze_excite(net, x, 30, 8, false);
+  expect_fused(net.finish({y}), {{random_tensor({1, 30, 7, 9}, 96)}, {random_tensor({3, 30, 20, 5}, 97)}},
+               {.dispatches = 2, .name = "fused_excite+relu+sigmoid"});
+}
+
+TEST(FusionSqueezeExcitePlan, APooledValueReadOutsideRunsUnfused) {
+  // The pool's output is also a graph output: the group runs unfused and says why.
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 16, 6, 6});
+  const ir::ValueId y = squeeze_excite(net, x, 16, 4, true);
+  const ir::ValueId pooled = net.g.node(0).outputs[0];  // the first node made: the pool
+  auto plan = build_plan(net.finish({y, pooled}), TargetInfo{}, PlanOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  ASSERT_EQ(plan->fusion_notes.size(), 1u);
+  EXPECT_NE(plan->fusion_notes[0].find("is a graph output"), std::string::npos) << plan->fusion_notes[0];
+  EXPECT_EQ(kernel_names(*plan).find("fused_excite"), std::string::npos) << kernel_names(*plan);
+}
+
 // Group shape 4 (planner/fusion_row_norm.h): a transformer's fc2 -> bias ->
 // residual add -> LayerNormalization. x [1, 20, 96] @ W [96, 64] split in
 // `slices` (0: unsplit), the residual stream X = . + b + r, Z = LN(X).

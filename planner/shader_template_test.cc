@@ -301,6 +301,28 @@ ir::Graph dw_norm_graph() {
   return std::move(**parsed);
 }
 
+// Squeeze-and-excitation in one fusion group (fusion_squeeze_excite.h):
+// GlobalAveragePool, a 1x1 conv with SiLU, a 1x1 conv with its sigmoid gate.
+ir::Graph squeeze_excite_graph() {
+  const std::string g = " #{kiln.fusion_group = \"s\"}";
+  const auto dense = [](int n) {
+    std::string v;
+    for (int i = 0; i < n; ++i) v += (i ? "," : "") + std::to_string(i % 7 - 3);
+    return "dense<[" + v + "]>";
+  };
+  auto parsed = ir::parse_graph(
+      "graph @g opset 17 {\n  input %x : f32[2,24,5,7]\n  const %w1 : f32[6,24,1,1] = " + dense(144) +
+      "\n  const %b1 : f32[6] = " + dense(6) + "\n  const %w2 : f32[24,6,1,1] = " + dense(144) +
+      "\n  %p = GlobalAveragePool(%x)" + g + " : f32[2,24,1,1]\n  %h = Conv(%p, %w1, %b1)" + g +
+      " : f32[2,6,1,1]\n  %s = Sigmoid(%h)" + g + " : f32[2,6,1,1]\n  %a = Mul(%h, %s)" + g +
+      " : f32[2,6,1,1]\n  %e = Conv(%a, %w2)" + g + " : f32[2,24,1,1]\n  %y = Sigmoid(%e)" + g +
+      " : f32[2,24,1,1]\n  return %y\n}\n");
+  EXPECT_TRUE(parsed.ok()) << parsed.status().to_string();
+  if (!parsed.ok()) return ir::Graph();
+  EXPECT_TRUE(ops::infer_graph_shapes(**parsed).ok());
+  return std::move(**parsed);
+}
+
 std::vector<Case> cases() {
   // Integer inputs above kHostInputMaxElements: smaller ones are shape data
   // the plan computes on the host.
@@ -368,6 +390,7 @@ std::vector<Case> cases() {
   TargetInfo gpu = t;
   gpu.compute_units = 132;
   c.push_back({"dw_layer_norm_gpu", dw_norm_graph(), {"dw_layer_norm.comp"}, gpu});
+  c.push_back({"squeeze_excite", squeeze_excite_graph(), {"squeeze_excite.comp"}, subgroup_target()});
   c.push_back({"attention_coopmat", attention_graph("200"), {"attention.comp", "attention_coopmat.comp"}, coopmat_target()});
   const std::string m = "elementwise_math.glsl#";
   for (auto [op, helper] : std::vector<std::pair<std::string, std::string>>{

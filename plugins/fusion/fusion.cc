@@ -23,6 +23,10 @@
 //       read a depthwise Conv in no group (ConvNeXt's dwconv -> Transpose
 //       -> LayerNorm): the conv joins, computed inside the norm's row
 //       kernel (add_dw_norms);
+//   (i) a GlobalAveragePool in no group whose output only a 1x1 Conv reads,
+//       whose (b) group's output only another 1x1 Conv reads: the pool and
+//       both convs' groups, squeeze-and-excitation as the pool's kernel and
+//       one more for both convs (add_squeeze_excites);
 //   and, at the start of (a), (b) and (d) groups or with a lone consumer (also
 //   a Concat), data-movement nodes (Transpose, Reshape, Slice, Gather of one
 //   constant index, ...) the consumer reads through an index view instead
@@ -70,10 +74,13 @@ const std::set<std::string> kStoreViewOps = {"Transpose", "Reshape", "Flatten", 
                                              "DepthToSpace", "SpaceToDepth"};
 // Td: a group weighs less than this many times the heaviest node.
 constexpr double kThresholdFactor = 8.0;
-// Devices with fewer compute units get dw-norm groups (add_dw_norms): CPU
-// devices, where the planner's kernel reads register spans (the same bound
+// Devices with fewer compute units (CPU devices) get dw-norm groups and
+// squeeze-excite groups of any size (add_dw_norms, add_squeeze_excites);
+// the planner's dw-norm kernel reads register spans there (the same bound
 // as planner/fusion_dw_norm.cc's).
-constexpr uint32_t kDwNormMaxComputeUnits = 16;
+constexpr uint32_t kFewComputeUnits = 16;
+// The most weights (both 1x1 convs') of a squeeze-excite group on other devices.
+constexpr int64_t kSqueezeExciteMaxWeights = 20480;
 // What the planner keeps on the host among graph inputs (execution_plan.h).
 constexpr int64_t kHostInputMaxElements = 64;
 
@@ -111,6 +118,7 @@ class Partitioner {
     groups = add_row_norms(groups);
     groups = add_conv_sums(groups);
     groups = add_dw_norms(groups);
+    groups = add_squeeze_excites(groups);
     std::vector<int> group_of(dag_.nodes.size());
     for (size_t i = 0; i < group_of.size(); ++i) group_of[i] = static_cast<int>(groups.size() + i);
     // A shared view counts as a group of its own: each clone reads only the
@@ -670,7 +678,7 @@ class Partitioner {
   // on a GPU of many (an H200: 3-6 % more GPU time — at batch 1 a pixel
   // group's channels are too little work per workgroup, and NCHW input
   // read across channels coalesces worse than the conv alone reads it), so
-  // only devices with fewer than kDwNormMaxComputeUnits get the groups
+  // only devices with fewer than kFewComputeUnits get the groups
   // (statistic `dw-norms-refused` counts the others' candidates).
   // KILN_FUSION_DW_NORM=off (the ablation) makes none, =on makes them on
   // any device (for timing both ways).
@@ -681,7 +689,7 @@ class Partitioner {
       return groups;
     }
     const bool forced = env != nullptr && std::strcmp(env, "on") == 0;
-    const bool device_pays = device_limits().compute_units < kDwNormMaxComputeUnits;
+    const bool device_pays = device_limits().compute_units < kFewComputeUnits;
     std::vector<int> group_of(dag_.nodes.size(), -1);
     for (size_t k = 0; k < groups.size(); ++k)
       for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
@@ -717,6 +725,104 @@ class Partitioner {
     }
     std::sort(groups.begin(), groups.end());
     return groups;
+  }
+
+  // Group shape (i), planner/fusion_squeeze_excite.h: a GlobalAveragePool
+  // `p` in no group, read only by a 1x1 unpadded group-1 Conv `c1` with a
+  // constant weight that heads an anchor (b) group (or is alone), whose
+  // output only another such Conv `c2` reads, heading its own (b) group (or
+  // alone): the three become one group — squeeze-and-excitation, three
+  // dispatches of almost no work each. The planner keeps the pool's own
+  // kernel (a reduction over the whole device) and runs both convs and
+  // their tails in one workgroup per image from shared memory (AGO's
+  // intensive fusion of two complex ops). No recomputation: every value is
+  // computed once. No cycle: p's only edge out enters c1's group, whose
+  // only edge out (its sink's, read by c2 alone) enters c2's.
+  //
+  // That workgroup reads both convs' weights alone, a latency chain of
+  // loads while the rest of a GPU idles: on an H200 it took 5-7 us where
+  // the two GEMVs took ~9 with up to ~10 K weights, ~9 us at 20 K, and 21 to
+  // 141 us from 50 K to 460 K (efficientnet_b0, regnet_y_800mf,
+  // mobilenet_v3_large; bench/results/h200-2026-11-29-session25). So on a
+  // device of many compute units (kFewComputeUnits or more) only blocks of
+  // at most kSqueezeExciteMaxWeights weights are grouped (statistic
+  // `squeeze-excites-refused` counts the others); a CPU device's workgroup
+  // runs on one of its few cores either way.
+  // KILN_FUSION_SQUEEZE_EXCITE=off (the ablation) makes none, =on makes
+  // them whatever their weights (for timing both ways).
+  std::vector<std::vector<int>> add_squeeze_excites(std::vector<std::vector<int>> groups) {
+    const char* env = std::getenv("KILN_FUSION_SQUEEZE_EXCITE");
+    if (env != nullptr && std::strcmp(env, "off") == 0) {
+      ++squeeze_excites_off_;
+      return groups;
+    }
+    const bool any_size = (env != nullptr && std::strcmp(env, "on") == 0) ||
+                          device_limits().compute_units < kFewComputeUnits;
+    std::vector<int> group_of(dag_.nodes.size(), -1);
+    for (size_t k = 0; k < groups.size(); ++k)
+      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+    // The members of the group a 1x1 conv heads (itself when in none), if
+    // it is a plain (b) group whose output only `reader` (or, with -1,
+    // anything) reads; empty otherwise.
+    const auto conv_group = [&](int c) -> std::vector<int> {
+      const kiln::fusion::DagNode& cd = dag_.nodes[static_cast<size_t>(c)];
+      if (!cd.unpadded_1x1 || !is_op(nodes_[static_cast<size_t>(c)], "Conv")) return {};
+      const int gc = group_of[static_cast<size_t>(c)];
+      if (gc < 0) return {c};
+      const std::vector<int>& members = groups[static_cast<size_t>(gc)];
+      if (members.front() != c || is_view_.count(c) || row_norms_.count(c) || conv_sums_.count(c) ||
+          attention_.count(c) || kiln::fusion::classify(dag_, members) != GroupKind::kAnchor)
+        return {};
+      return members;
+    };
+    std::vector<bool> dropped(groups.size(), false);
+    std::vector<std::vector<int>> made;
+    for (int i = 0; i < static_cast<int>(dag_.nodes.size()); ++i) {
+      const kiln::fusion::DagNode& pd = dag_.nodes[static_cast<size_t>(i)];
+      if (group_of[static_cast<size_t>(i)] >= 0 || pd.role != Role::kAnchor || pd.escapes || pd.succs.size() != 1 ||
+          !is_op(nodes_[static_cast<size_t>(i)], "GlobalAveragePool"))
+        continue;
+      const std::vector<int> g1 = conv_group(pd.succs[0]);
+      if (g1.empty()) continue;
+      const kiln::fusion::DagNode& s1 = dag_.nodes[static_cast<size_t>(g1.back())];
+      if (s1.escapes || s1.succs.size() != 1) continue;
+      const std::vector<int> g2 = conv_group(s1.succs[0]);
+      if (g2.empty()) continue;
+      const int64_t weights = weight_elements(g1.front()) + weight_elements(g2.front());
+      if (!any_size && (weights < 0 || weights > kSqueezeExciteMaxWeights)) {
+        ++squeeze_excites_refused_;
+        continue;
+      }
+      std::vector<int> members{i};
+      for (const std::vector<int>* part : {&g1, &g2}) {
+        members.insert(members.end(), part->begin(), part->end());
+        const int gk = group_of[static_cast<size_t>(part->front())];
+        if (gk >= 0) dropped[static_cast<size_t>(gk)] = true;
+      }
+      std::sort(members.begin(), members.end());
+      for (int m : members) group_of[static_cast<size_t>(m)] = -2;  // taken
+      squeeze_excites_.insert(i);
+      made.push_back(std::move(members));
+    }
+    std::vector<std::vector<int>> out;
+    for (size_t k = 0; k < groups.size(); ++k)
+      if (!dropped[k]) out.push_back(std::move(groups[k]));
+    out.insert(out.end(), made.begin(), made.end());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // The elements of Conv `c`'s weight (input 1), -1 when unknown.
+  int64_t weight_elements(int c) const {
+    const auto in = g_.inputs(nodes_[static_cast<size_t>(c)]);
+    const auto shape = in.size() > 1 ? g_.static_shape(in[1]) : std::nullopt;
+    if (!shape) return -1;
+    int64_t n = 1;
+    for (int64_t d : *shape) {
+      if (d < 0) return -1;
+      n *= d;
+    }
+    return n;
   }
 
   // Whether every store-view node of `members` reshapes (no Transpose,
@@ -835,7 +941,7 @@ class Partitioner {
   }
 
   void statistics(const std::vector<std::vector<int>>& groups, const std::vector<int>& group_of, double td) {
-    int64_t grouped = 0, complex_max = 0, kinds[static_cast<int>(GroupKind::kDwNorm) + 1] = {};
+    int64_t grouped = 0, complex_max = 0, kinds[static_cast<int>(GroupKind::kSqueezeExcite) + 1] = {};
     for (const auto& members : groups) {
       grouped += static_cast<int64_t>(members.size());
       int64_t complex = 0;
@@ -846,6 +952,7 @@ class Partitioner {
                              : row_norms_.count(core.front()) ? GroupKind::kRowNorm
                              : conv_sums_.count(core.front()) ? GroupKind::kConvSum
                              : dw_norms_.count(core.front())  ? GroupKind::kDwNorm
+                             : squeeze_excites_.count(core.front()) ? GroupKind::kSqueezeExcite
                              : core.size() < 2               ? GroupKind::kIllegal
                                                              : kiln::fusion::classify(dag_, core);
       ++kinds[static_cast<int>(kind)];
@@ -870,6 +977,8 @@ class Partitioner {
       rw_.add_statistic("groups-conv-sum", kinds[static_cast<int>(GroupKind::kConvSum)]);
     if (kinds[static_cast<int>(GroupKind::kDwNorm)])
       rw_.add_statistic("groups-dw-norm", kinds[static_cast<int>(GroupKind::kDwNorm)]);
+    if (kinds[static_cast<int>(GroupKind::kSqueezeExcite)])
+      rw_.add_statistic("groups-squeeze-excite", kinds[static_cast<int>(GroupKind::kSqueezeExcite)]);
     if (view_nodes_) rw_.add_statistic("view-prologue-nodes", view_nodes_);
     if (views_cloned_) rw_.add_statistic("views-cloned", views_cloned_);
     if (store_view_nodes_) rw_.add_statistic("store-view-nodes", store_view_nodes_);
@@ -878,6 +987,8 @@ class Partitioner {
     if (conv_sums_off_) rw_.add_statistic("conv-sums-off", conv_sums_off_);
     if (dw_norms_off_) rw_.add_statistic("dw-norms-off", dw_norms_off_);
     if (dw_norms_refused_) rw_.add_statistic("dw-norms-refused", dw_norms_refused_);
+    if (squeeze_excites_off_) rw_.add_statistic("squeeze-excites-off", squeeze_excites_off_);
+    if (squeeze_excites_refused_) rw_.add_statistic("squeeze-excites-refused", squeeze_excites_refused_);
     rw_.add_statistic("complex-ops-per-group-max", complex_max);
     // Weights grow with tensor sizes, which a model may make absurd: the
     // statistics saturate (NaN counts as 0) instead of overflowing the cast.
@@ -905,8 +1016,10 @@ class Partitioner {
   std::set<int> row_norms_;     // ... and of each row-norm group (its GEMM)
   std::set<int> conv_sums_;     // ... and of each conv-sum group (its first conv)
   std::set<int> dw_norms_;      // ... and of each dw-norm group (its depthwise conv)
+  std::set<int> squeeze_excites_;  // ... and of each squeeze-excite group (its pool)
   int64_t dwpw_groups_ = 0, dwpw_refused_ = 0, cleared_ = 0, view_nodes_ = 0, views_cloned_ = 0;
   int64_t store_view_nodes_ = 0, dwpw_forced_ = 0, conv_sums_off_ = 0, dw_norms_off_ = 0, dw_norms_refused_ = 0;
+  int64_t squeeze_excites_off_ = 0, squeeze_excites_refused_ = 0;
   // KILN_FUSION_DWPW=fuse|split overrides FusePlanner for every DW/PW pair
   // (for timing both ways: bench/dwpw_timing.py); unset or anything else:
   // FusePlanner decides.

@@ -39,7 +39,7 @@ TEST(FusionGoldenFiles, CoverTheCases) {
   for (const char* f : {"chains.kir", "residual.kir", "multi_consumer.kir", "cycles.kir", "control_flow.kir",
                         "dynamic.kir", "dwpw.kir", "shape_chain.kir", "attention.kir", "views.kir",
                         "views_shared.kir", "store_views.kir", "depth_space.kir", "layout_chains.kir", "conv_sum.kir",
-                        "dw_norm.kir"})
+                        "dw_norm.kir", "squeeze_excite.kir"})
     EXPECT_TRUE(files.count(f)) << f;
 }
 
@@ -113,6 +113,49 @@ TEST(FusionStatistics, CountsAttentionGroups) {
   EXPECT_EQ(stats.at("groups"), 1);
   EXPECT_EQ(stats.at("grouped-nodes"), 4);
   EXPECT_EQ(stats.at("complex-ops-per-group-max"), 3);
+}
+
+// Squeeze-excite groups (shape (i)): a block whose two 1x1 convs hold more
+// than 20480 weights (here 128 channels x 81 hidden units, twice) is left
+// unfused on a device of many compute units, where its one workgroup would
+// read them alone, and grouped on one of few (a CPU device) or when
+// KILN_FUSION_SQUEEZE_EXCITE=on asks.
+TEST(FusionStatistics, SqueezeExciteWeightsBoundOnManyComputeUnits) {
+  const auto dense = [](int n) {
+    std::string v;
+    for (int i = 0; i < n; ++i) v += (i ? "," : "") + std::to_string(i % 5 - 2);
+    return "dense<[" + v + "]>";
+  };
+  const std::string text = "graph @g opset 17 {\n  input %x : f32[1,128,4,4]\n  const %w1 : f32[81,128,1,1] = " +
+                           dense(81 * 128) + "\n  const %w2 : f32[128,81,1,1] = " + dense(81 * 128) +
+                           "\n  %p = GlobalAveragePool(%x) : f32[1,128,1,1]\n  %h = Conv(%p, %w1) : f32[1,81,1,1]\n"
+                           "  %r = Relu(%h) : f32[1,81,1,1]\n  %e = Conv(%r, %w2) : f32[1,128,1,1]\n"
+                           "  %g = Sigmoid(%e) : f32[1,128,1,1]\n  return %g\n}\n";
+  const auto run = [&](uint32_t compute_units, const char* env) {
+    if (env) setenv("KILN_FUSION_SQUEEZE_EXCITE", env, 1);
+    PluginRegistry reg;
+    EXPECT_TRUE(reg.load_static(kiln_fusion_plugin_query, "static:kiln.fusion").ok());
+    auto g = ir::parse_graph(text);
+    EXPECT_TRUE(g.ok()) << g.status().message();
+    PassManager pm(reg);
+    PipelineOptions options;
+    options.passes = {"fusion"};
+    kiln_target_info_t t{};
+    t.struct_size = sizeof(t);
+    t.compute_units = compute_units;
+    options.target = t;
+    EXPECT_TRUE(pm.run(**g, options).ok());
+    unsetenv("KILN_FUSION_SQUEEZE_EXCITE");
+    return pm.records()[0].statistics;
+  };
+  const auto gpu = run(132, nullptr);
+  EXPECT_EQ(gpu.count("groups-squeeze-excite"), 0u);
+  EXPECT_EQ(gpu.at("squeeze-excites-refused"), 1);
+  EXPECT_EQ(run(2, nullptr).at("groups-squeeze-excite"), 1);
+  EXPECT_EQ(run(132, "on").at("groups-squeeze-excite"), 1);
+  const auto off = run(2, "off");
+  EXPECT_EQ(off.count("groups-squeeze-excite"), 0u);
+  EXPECT_EQ(off.at("squeeze-excites-off"), 1);
 }
 
 // A view read by three groups gets two clones (statistic views-cloned); a

@@ -24,6 +24,7 @@ const char* group_kind_name(GroupKind kind) {
     case GroupKind::kRowNorm: return "row-norm";
     case GroupKind::kConvSum: return "conv-sum";
     case GroupKind::kDwNorm: return "dw-norm";
+    case GroupKind::kSqueezeExcite: return "squeeze-excite";
     case GroupKind::kIllegal: break;
   }
   return "illegal";

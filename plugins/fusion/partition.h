@@ -57,6 +57,10 @@ enum class GroupKind : uint8_t {
   // block opening; planner/fusion_dw_norm.h): made after clustering
   // (fusion.cc add_dw_norms), never by classify.
   kDwNorm,
+  // (i) GlobalAveragePool -> a 1x1 Conv's (b) group -> a 1x1 Conv's (b)
+  // group (squeeze-and-excitation; planner/fusion_squeeze_excite.h): made
+  // after clustering (fusion.cc add_squeeze_excites), never by classify.
+  kSqueezeExcite,
 };
 const char* group_kind_name(GroupKind kind);
 
