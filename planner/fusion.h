@@ -61,8 +61,12 @@
 //     computes the conv for a few pixels into shared memory and normalizes
 //     them, ConvNeXt's block opening in one kernel.
 //  7. Squeeze-and-excitation (fusion_squeeze_excite.h): a GlobalAveragePool,
-//     a 1x1 Conv with its elementwise tail, a 1x1 Conv with its tail: one
-//     workgroup per image pools into shared memory and runs both convs there.
+//     a 1x1 Conv with its elementwise tail, a 1x1 Conv with its tail: the
+//     pool's kernel, then one workgroup per image runs both convs from
+//     shared memory.
+//  8. Scaled conv (fusion_scaled_conv.h): a Mul of a feature map by one
+//     value per channel, read only by a 1x1 Conv, then a tail as in 2: the
+//     conv's GEMM reads its A operand times the scale ("scaledconv_").
 //  Intermediates have the output's shape, so a node reads them exactly at
 //  the element it computes; external inputs keep whatever indexing
 //  (broadcasting) the node's lowering chose.

@@ -595,6 +595,36 @@ TEST(FusionSqueezeExcitePlan, APooledValueReadOutsideRunsUnfused) {
   EXPECT_EQ(kernel_names(*plan).find("fused_excite"), std::string::npos) << kernel_names(*plan);
 }
 
+// Group shape 8 (planner/fusion_scaled_conv.h): x [n, c, h, w] times a
+// per-channel scale s, read only by a 1x1 conv (squeeze-excite's end and
+// the block's projection), then a tail.
+TEST_F(FusionEpilogue, ScaledConvReadsItsInputTimesTheScale) {
+  Net net;
+  const ir::ValueId x = net.input("x", {2, 24, 7, 9});
+  const ir::ValueId s = net.input("s", {2, 24, 1, 1});
+  const ir::ValueId r = net.input("r", {2, 16, 7, 9});
+  const ir::ValueId m = net.op("Mul", {x, s});
+  const ir::ValueId y = net.op("Add", {conv(net, m, 24, 16, 1, 1, 0, 1, true, 99), r});
+  expect_fused(net.finish({y}),
+               {{random_tensor({2, 24, 7, 9}, 101), random_tensor({2, 24, 1, 1}, 102), random_tensor({2, 16, 7, 9}, 103)}},
+               {.name = "scaledconv_"});
+}
+
+TEST_F(FusionEpilogue, ScaledConvStridedScaleFirstSymbolicBatch) {
+  // Mul(s, x) with one scale for the whole batch, stride 2; a new batch
+  // and image size compile no shader.
+  Net net;
+  const ir::Dim n = ir::Dim::symbol("n"), h = ir::Dim::symbol("h"), w = ir::Dim::symbol("w");
+  const ir::ValueId x = net.input("x", {n, 12, h, w});
+  const ir::ValueId s = net.input("s", {1, 12, 1, 1});
+  const ir::ValueId m = net.op("Mul", {s, x});
+  const ir::ValueId y = net.op("Relu", {conv(net, m, 12, 20, 1, 2, 0, 1, false, 104)});
+  expect_fused(net.finish({y}),
+               {{random_tensor({1, 12, 9, 8}, 105), random_tensor({1, 12, 1, 1}, 106)},
+                {random_tensor({3, 12, 6, 11}, 107), random_tensor({1, 12, 1, 1}, 108)}},
+               {.name = "scaledconv_"});
+}
+
 // Group shape 4 (planner/fusion_row_norm.h): a transformer's fc2 -> bias ->
 // residual add -> LayerNormalization. x [1, 20, 96] @ W [96, 64] split in
 // `slices` (0: unsplit), the residual stream X = . + b + r, Z = LN(X).

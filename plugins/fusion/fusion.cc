@@ -27,6 +27,9 @@
 //       whose (b) group's output only another 1x1 Conv reads: the pool and
 //       both convs' groups, squeeze-and-excitation as the pool's kernel and
 //       one more for both convs (add_squeeze_excites);
+//   (j) a Mul in no group of a feature map by one value per channel, read
+//       only by a 1x1 Conv heading a (b) group: it joins, and the conv's
+//       GEMM reads its input times the scale (add_scaled_convs);
 //   and, at the start of (a), (b) and (d) groups or with a lone consumer (also
 //   a Concat), data-movement nodes (Transpose, Reshape, Slice, Gather of one
 //   constant index, ...) the consumer reads through an index view instead
@@ -119,6 +122,7 @@ class Partitioner {
     groups = add_conv_sums(groups);
     groups = add_dw_norms(groups);
     groups = add_squeeze_excites(groups);
+    groups = add_scaled_convs(groups);
     std::vector<int> group_of(dag_.nodes.size());
     for (size_t i = 0; i < group_of.size(); ++i) group_of[i] = static_cast<int>(groups.size() + i);
     // A shared view counts as a group of its own: each clone reads only the
@@ -761,20 +765,7 @@ class Partitioner {
     std::vector<int> group_of(dag_.nodes.size(), -1);
     for (size_t k = 0; k < groups.size(); ++k)
       for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
-    // The members of the group a 1x1 conv heads (itself when in none), if
-    // it is a plain (b) group whose output only `reader` (or, with -1,
-    // anything) reads; empty otherwise.
-    const auto conv_group = [&](int c) -> std::vector<int> {
-      const kiln::fusion::DagNode& cd = dag_.nodes[static_cast<size_t>(c)];
-      if (!cd.unpadded_1x1 || !is_op(nodes_[static_cast<size_t>(c)], "Conv")) return {};
-      const int gc = group_of[static_cast<size_t>(c)];
-      if (gc < 0) return {c};
-      const std::vector<int>& members = groups[static_cast<size_t>(gc)];
-      if (members.front() != c || is_view_.count(c) || row_norms_.count(c) || conv_sums_.count(c) ||
-          attention_.count(c) || kiln::fusion::classify(dag_, members) != GroupKind::kAnchor)
-        return {};
-      return members;
-    };
+    const auto conv_group = [&](int c) { return conv_group_of(c, groups, group_of); };
     std::vector<bool> dropped(groups.size(), false);
     std::vector<std::vector<int>> made;
     for (int i = 0; i < static_cast<int>(dag_.nodes.size()); ++i) {
@@ -810,6 +801,84 @@ class Partitioner {
     out.insert(out.end(), made.begin(), made.end());
     std::sort(out.begin(), out.end());
     return out;
+  }
+
+  // The members of the group a 1x1 unpadded group-1 Conv `c` with a
+  // constant weight heads (just c when it is in none), if that is a plain
+  // anchor (b) group; empty otherwise (or when c is no such conv).
+  std::vector<int> conv_group_of(int c, const std::vector<std::vector<int>>& groups,
+                                 const std::vector<int>& group_of) const {
+    const kiln::fusion::DagNode& cd = dag_.nodes[static_cast<size_t>(c)];
+    if (!cd.unpadded_1x1 || !is_op(nodes_[static_cast<size_t>(c)], "Conv")) return {};
+    const int gc = group_of[static_cast<size_t>(c)];
+    if (gc == -1) return {c};
+    if (gc < 0) return {};  // taken by a group made in this step
+    const std::vector<int>& members = groups[static_cast<size_t>(gc)];
+    if (members.front() != c || is_view_.count(c) || row_norms_.count(c) || conv_sums_.count(c) ||
+        attention_.count(c) || kiln::fusion::classify(dag_, members) != GroupKind::kAnchor)
+      return {};
+    return members;
+  }
+
+  // Group shape (j), planner/fusion_scaled_conv.h: a Mul in no group of a
+  // rank-4 feature map X and one value per channel S ([N or 1, C, 1, 1]) —
+  // squeeze-excite's end — whose output only a 1x1 unpadded group-1 Conv
+  // with a constant weight reads, heading an anchor (b) group or alone: the
+  // Mul joins at the group's start and the conv's GEMM reads X times S, so
+  // the scaled map never reaches memory and its dispatch is gone (a
+  // producer elementwise op folded into a complex op's prologue). No
+  // recomputation beyond a multiply per A element. No cycle: the Mul's
+  // only edge out enters the group, whose other nodes descend from it.
+  // KILN_FUSION_SCALED_CONV=off (the ablation) makes none.
+  std::vector<std::vector<int>> add_scaled_convs(std::vector<std::vector<int>> groups) {
+    if (const char* v = std::getenv("KILN_FUSION_SCALED_CONV"); v != nullptr && std::strcmp(v, "off") == 0) {
+      ++scaled_convs_off_;
+      return groups;
+    }
+    std::vector<int> group_of(dag_.nodes.size(), -1);
+    for (size_t k = 0; k < groups.size(); ++k)
+      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+    const auto same = [](const kiln::plugin::Dim& a, const kiln::plugin::Dim& b) {
+      return !a.is_unknown && !b.is_unknown && a.is_const == b.is_const &&
+             (a.is_const ? a.value == b.value : a.expr == b.expr);
+    };
+    const auto is_one = [](const kiln::plugin::Dim& d) { return d.is_const && d.value == 1; };
+    std::vector<std::vector<int>> made;
+    for (int i = 0; i < static_cast<int>(dag_.nodes.size()); ++i) {
+      const kiln::fusion::DagNode& md = dag_.nodes[static_cast<size_t>(i)];
+      const kiln_node_id_t mul = nodes_[static_cast<size_t>(i)];
+      if (group_of[static_cast<size_t>(i)] != -1 || md.role != Role::kElementwise || md.escapes ||
+          md.succs.size() != 1 || !is_op(mul, "Mul"))
+        continue;
+      const auto in = g_.inputs(mul);
+      const auto out = g_.shape(g_.outputs(mul)[0]);
+      if (in.size() != 2 || !out || out->size() != 4) continue;
+      bool scaled = false;
+      for (size_t j = 0; j < 2 && !scaled; ++j) {
+        const auto x = g_.shape(in[j]), sc = g_.shape(in[1 - j]);
+        if (!x || !sc || x->size() != 4 || sc->size() != 4) continue;
+        bool x_is_out = true;
+        for (size_t a = 0; a < 4; ++a) x_is_out = x_is_out && same((*x)[a], (*out)[a]);
+        scaled = x_is_out && (is_one((*sc)[0]) || same((*sc)[0], (*out)[0])) && same((*sc)[1], (*out)[1]) &&
+                 is_one((*sc)[2]) && is_one((*sc)[3]);
+      }
+      const int c = md.succs[0];
+      if (!scaled || g_.inputs(nodes_[static_cast<size_t>(c)])[0] != g_.outputs(mul)[0]) continue;
+      std::vector<int> members = conv_group_of(c, groups, group_of);
+      if (members.empty()) continue;
+      const int gc = group_of[static_cast<size_t>(c)];
+      members.insert(members.begin(), i);  // the Mul precedes its reader: still ascending
+      for (int m : members) group_of[static_cast<size_t>(m)] = -2;  // taken
+      if (gc >= 0) {
+        groups[static_cast<size_t>(gc)] = std::move(members);
+      } else {
+        made.push_back(std::move(members));
+      }
+      scaled_convs_.insert(i);
+    }
+    groups.insert(groups.end(), made.begin(), made.end());
+    std::sort(groups.begin(), groups.end());
+    return groups;
   }
 
   // The elements of Conv `c`'s weight (input 1), -1 when unknown.
@@ -941,7 +1010,7 @@ class Partitioner {
   }
 
   void statistics(const std::vector<std::vector<int>>& groups, const std::vector<int>& group_of, double td) {
-    int64_t grouped = 0, complex_max = 0, kinds[static_cast<int>(GroupKind::kSqueezeExcite) + 1] = {};
+    int64_t grouped = 0, complex_max = 0, kinds[static_cast<int>(GroupKind::kScaledConv) + 1] = {};
     for (const auto& members : groups) {
       grouped += static_cast<int64_t>(members.size());
       int64_t complex = 0;
@@ -953,6 +1022,7 @@ class Partitioner {
                              : conv_sums_.count(core.front()) ? GroupKind::kConvSum
                              : dw_norms_.count(core.front())  ? GroupKind::kDwNorm
                              : squeeze_excites_.count(core.front()) ? GroupKind::kSqueezeExcite
+                             : scaled_convs_.count(core.front()) ? GroupKind::kScaledConv
                              : core.size() < 2               ? GroupKind::kIllegal
                                                              : kiln::fusion::classify(dag_, core);
       ++kinds[static_cast<int>(kind)];
@@ -979,6 +1049,8 @@ class Partitioner {
       rw_.add_statistic("groups-dw-norm", kinds[static_cast<int>(GroupKind::kDwNorm)]);
     if (kinds[static_cast<int>(GroupKind::kSqueezeExcite)])
       rw_.add_statistic("groups-squeeze-excite", kinds[static_cast<int>(GroupKind::kSqueezeExcite)]);
+    if (kinds[static_cast<int>(GroupKind::kScaledConv)])
+      rw_.add_statistic("groups-scaled-conv", kinds[static_cast<int>(GroupKind::kScaledConv)]);
     if (view_nodes_) rw_.add_statistic("view-prologue-nodes", view_nodes_);
     if (views_cloned_) rw_.add_statistic("views-cloned", views_cloned_);
     if (store_view_nodes_) rw_.add_statistic("store-view-nodes", store_view_nodes_);
@@ -989,6 +1061,7 @@ class Partitioner {
     if (dw_norms_refused_) rw_.add_statistic("dw-norms-refused", dw_norms_refused_);
     if (squeeze_excites_off_) rw_.add_statistic("squeeze-excites-off", squeeze_excites_off_);
     if (squeeze_excites_refused_) rw_.add_statistic("squeeze-excites-refused", squeeze_excites_refused_);
+    if (scaled_convs_off_) rw_.add_statistic("scaled-convs-off", scaled_convs_off_);
     rw_.add_statistic("complex-ops-per-group-max", complex_max);
     // Weights grow with tensor sizes, which a model may make absurd: the
     // statistics saturate (NaN counts as 0) instead of overflowing the cast.
@@ -1017,9 +1090,10 @@ class Partitioner {
   std::set<int> conv_sums_;     // ... and of each conv-sum group (its first conv)
   std::set<int> dw_norms_;      // ... and of each dw-norm group (its depthwise conv)
   std::set<int> squeeze_excites_;  // ... and of each squeeze-excite group (its pool)
+  std::set<int> scaled_convs_;     // ... and of each scaled-conv group (its Mul)
   int64_t dwpw_groups_ = 0, dwpw_refused_ = 0, cleared_ = 0, view_nodes_ = 0, views_cloned_ = 0;
   int64_t store_view_nodes_ = 0, dwpw_forced_ = 0, conv_sums_off_ = 0, dw_norms_off_ = 0, dw_norms_refused_ = 0;
-  int64_t squeeze_excites_off_ = 0, squeeze_excites_refused_ = 0;
+  int64_t squeeze_excites_off_ = 0, squeeze_excites_refused_ = 0, scaled_convs_off_ = 0;
   // KILN_FUSION_DWPW=fuse|split overrides FusePlanner for every DW/PW pair
   // (for timing both ways: bench/dwpw_timing.py); unset or anything else:
   // FusePlanner decides.

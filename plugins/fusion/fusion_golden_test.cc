@@ -39,7 +39,7 @@ TEST(FusionGoldenFiles, CoverTheCases) {
   for (const char* f : {"chains.kir", "residual.kir", "multi_consumer.kir", "cycles.kir", "control_flow.kir",
                         "dynamic.kir", "dwpw.kir", "shape_chain.kir", "attention.kir", "views.kir",
                         "views_shared.kir", "store_views.kir", "depth_space.kir", "layout_chains.kir", "conv_sum.kir",
-                        "dw_norm.kir", "squeeze_excite.kir"})
+                        "dw_norm.kir", "squeeze_excite.kir", "scaled_conv.kir"})
     EXPECT_TRUE(files.count(f)) << f;
 }
 

@@ -25,6 +25,7 @@ const char* group_kind_name(GroupKind kind) {
     case GroupKind::kConvSum: return "conv-sum";
     case GroupKind::kDwNorm: return "dw-norm";
     case GroupKind::kSqueezeExcite: return "squeeze-excite";
+    case GroupKind::kScaledConv: return "scaled-conv";
     case GroupKind::kIllegal: break;
   }
   return "illegal";

@@ -61,6 +61,10 @@ enum class GroupKind : uint8_t {
   // group (squeeze-and-excitation; planner/fusion_squeeze_excite.h): made
   // after clustering (fusion.cc add_squeeze_excites), never by classify.
   kSqueezeExcite,
+  // (j) Mul by one value per channel -> a 1x1 Conv's (b) group (the
+  // squeeze-excite scale; planner/fusion_scaled_conv.h): made after
+  // clustering (fusion.cc add_scaled_convs), never by classify.
+  kScaledConv,
 };
 const char* group_kind_name(GroupKind kind);
 
