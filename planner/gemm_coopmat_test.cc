@@ -295,8 +295,10 @@ void expect_valid(const ir::Graph& g, const TargetInfo& target, Storage storage,
   auto compiler = vk::ShaderCompiler::create();
   ASSERT_TRUE(compiler.ok());
   bool found = false;
+  std::string names;
   for (const PlanStep& step : plan->steps) {
     ASSERT_EQ(step.kind, PlanStep::Kind::kDispatch);
+    names += " " + step.kernel.name;
     auto glsl = generate_glsl(step.kernel, target);
     ASSERT_TRUE(glsl.ok()) << glsl.status().to_string();
     for (uint32_t version : {VK_API_VERSION_1_1, VK_API_VERSION_1_3}) {
@@ -331,7 +333,7 @@ void expect_valid(const ir::Graph& g, const TargetInfo& target, Storage storage,
       if (glsl_of_expected) *glsl_of_expected = glsl->glsl;
     }
   }
-  EXPECT_TRUE(found) << "no kernel named " << expect_name;
+  EXPECT_TRUE(found) << "no kernel named " << expect_name << " among" << names;
 }
 
 TEST(GemmCoopMatKernels, MatMulGemmConvAreValidSpirv) {
@@ -374,21 +376,22 @@ TEST(GemmCoopMatKernels, MatMulGemmConvAreValidSpirv) {
   // Strided pointwise projections: with more weights than output pixels
   // per image the weights are fp16; else the precision policy keeps them
   // fp32 and the kernel multiplies by their fp16 halves (B_SPLIT). More than
-  // 196 output pixels in all: fewer take the scalar kernel (emit_gemm).
+  // 196 output pixels in all and 32 MFLOP: fewer take the scalar kernel
+  // (emit_gemm).
   const std::map<std::string, ir::Attribute> stride2 = {{"strides", ir::Attribute::of_ints({2, 2})}};
-  expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({6, 64, 12, 12}), {random_tensor({96, 64, 1, 1}, 8)},
+  // (The first is GemmCoopMatDeviceTest.Conv's projection.)
+  expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({6, 96, 18, 18}), {random_tensor({384, 96, 1, 1}, 8)},
                         stride2),
                t, Storage::kBuffer, "conv_coopmat64x64");
-  expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 64, 40, 40}), {random_tensor({96, 64, 1, 1}, 9)},
+  expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 64, 128, 128}), {random_tensor({96, 64, 1, 1}, 9)},
                         stride2),
                t, Storage::kBuffer, "conv_coopmat64x64");
-  // GemmCoopMatDeviceTest.Conv's projection.
-  expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({6, 64, 14, 14}), {random_tensor({128, 64, 1, 1}, 35)},
-                        stride2),
-               t, Storage::kBuffer, "conv_coopmat64x64");
-  // 196 output pixels or fewer (a 14x14 stage at batch 1): the scalar kernel.
+  // 196 output pixels or fewer (a 14x14 stage at batch 1), or at most 32
+  // MFLOP (here 29.5): the scalar kernel.
   expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 64, 28, 28}), {random_tensor({96, 64, 1, 1}, 9)},
                         stride2),
+               t, Storage::kBuffer, "conv_tile64x64");
+  expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 96, 40, 40}), {random_tensor({96, 96, 1, 1}, 9)}, {}),
                t, Storage::kBuffer, "conv_tile64x64");
   // 1x1 convolutions that would split K: the scalar split-K kernel
   // (efficientnet_b0's 7x7 projection), unless wide (resnet50's last
@@ -678,7 +681,7 @@ TEST(GemmCoopMatKernels, KhrRewriteOfEveryTensorCoreKernel) {
     EXPECT_EQ(split, 2 * 5) << "every kernel, at Vulkan 1.1 and 1.3, splits its fp16 fragment type";
     if (f32_acc) {
       // fp32 weights in an fp16 plan: B as two fp16 halves (B_SPLIT).
-      expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 64, 40, 40}),
+      expect_valid(testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 64, 128, 128}),
                                            {random_tensor({96, 64, 1, 1}, 9)}, {{"strides", ir::Attribute::of_ints({2, 2})}}),
                    t, Storage::kBuffer, "conv_coopmat64x64");
     }
@@ -992,10 +995,11 @@ TEST_P(GemmCoopMatDeviceTest, Conv) {
   narrow.inputs = {random_tensor({1, 128, 14, 14}, 42), random_tensor({32, 128, 3, 3}, 43), random_tensor({32}, 44)};
   check(narrow);
   // A strided 1x1 projection (fp16 weights: more of them than an output
-  // image's elements) of more than 196 output pixels and too shallow to
-  // split (smaller 1x1 convolutions take the scalar kernel, emit_gemm).
+  // image's elements) of more than 196 output pixels and 32 MFLOP, too
+  // shallow to split (smaller 1x1 convolutions take the scalar kernel,
+  // emit_gemm).
   OpCheck s = c;
-  s.inputs = {random_tensor({6, 64, 14, 14}, 34), random_tensor({128, 64, 1, 1}, 35)};
+  s.inputs = {random_tensor({6, 96, 18, 18}, 34), random_tensor({384, 96, 1, 1}, 35)};
   s.attrs = {{"strides", ir::Attribute::of_ints({2, 2})}};
   s.constant_inputs = {1};
   check(s);

@@ -158,6 +158,10 @@ constexpr int64_t kBusyTiles = 128;
 // huge grid takes the two-pass route instead.
 constexpr int64_t kMaxFixupTiles = 1 << 16;
 
+// The most FLOPs (2 M N K) of a 1x1 convolution that emit_gemm keeps off
+// the tensor cores in fp16 whatever its grid (see emit_gemm).
+constexpr int64_t kSmallPointwiseFlops = 32'000'000;
+
 }  // namespace
 
 // The number of K slices for a tiled GEMM of `tiles` workgroups (0 when
@@ -494,8 +498,15 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
       const bool sizes = p.m.is_const() && p.n.is_const() && p.k.is_const() && p.batch.is_const();
       const bool wide_and_deep =
           sizes && (p.n.value() >= 2048 || (p.m.value() >= 128 && p.n.value() >= 512 && p.k.value() >= 1024));
-      const bool small_pointwise = pointwise && sizes && !wide_and_deep &&
-                                   (split > 1 || p.m.value() * p.batch.value() <= 196);
+      // And those of little work at any size (at most kSmallPointwiseFlops):
+      // shufflenet_v2's and mobilenet_v3_large's 28x28 and 56x56 ones
+      // (2-26 MFLOP, 58-240 channels) took 1.15-1.4x the scalar kernel's
+      // time on whole 64x64 tensor-core tiles (H200, node by node,
+      // bench/results/h200-2026-11-29-session25 call 5).
+      const int64_t flops = sizes ? 2 * p.m.value() * p.n.value() * p.k.value() * p.batch.value() : 0;
+      const bool small_pointwise =
+          pointwise && sizes && !wide_and_deep &&
+          (split > 1 || p.m.value() * p.batch.value() <= 196 || flops <= kSmallPointwiseFlops);
       // Gathered A units over more than one K step (an RGB stem's 7x7 or
       // 4x4 patchify convolution, K = 147 or 48) take the scalar kernel:
       // eight tap-and-pixel index computations per unit, and on an H100
