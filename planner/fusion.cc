@@ -118,6 +118,21 @@ std::vector<FusionGroup> collect_fusion_groups(const ir::Graph& graph, const std
   return groups;
 }
 
+std::string outside_reader(const ir::Graph& graph, ir::ValueId v, const std::function<bool(const ir::Node&)>& inside) {
+  for (size_t i = 0; i < graph.num_nodes(); ++i) {
+    const ir::Node& reader = graph.node(static_cast<ir::NodeId>(i));
+    if (reader.erased || inside(reader) || (reader.domain.empty() && (reader.op == "Shape" || reader.op == "Size")))
+      continue;
+    const std::vector<ir::ValueId> nested = subgraph_reads(graph, reader);
+    if (std::find(reader.inputs.begin(), reader.inputs.end(), v) != reader.inputs.end() ||
+        std::find(nested.begin(), nested.end(), v) != nested.end())
+      return " is read outside the group";
+  }
+  for (ir::ValueId out : graph.main().outputs)
+    if (out == v) return " is a graph output";
+  return {};
+}
+
 std::string fusion_blocker(const ir::Graph& graph, const PlanBuilder& builder, const FusionGroup& group) {
   if (group.in_subgraph) return "it is in a sub-graph (only the main graph's groups fuse)";
   if (group.nodes.size() < 2) return "it has one node";

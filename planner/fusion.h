@@ -76,6 +76,7 @@
 // groups of the main region fuse; a malformed id is an error (plan_hints.h).
 #pragma once
 
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -101,6 +102,13 @@ std::vector<FusionGroup> collect_fusion_groups(const ir::Graph& graph, const std
 // Why `group` cannot be one kernel, judged from the graph alone (empty when
 // it may be: lower_fused has the last word).
 std::string fusion_blocker(const ir::Graph& graph, const PlanBuilder& builder, const FusionGroup& group);
+
+// Why `v`, an intermediate of a group whose kernels never store it, cannot
+// stay inside: " is read outside the group" when a node `inside` rejects
+// reads it (Shape and Size aside: the plan keeps dims), also from a
+// sub-graph, or " is a graph output"; "" when neither. Shared by the group
+// shapes with their own blockers (fusion_dw_norm.h, fusion_squeeze_excite.h).
+std::string outside_reader(const ir::Graph& graph, ir::ValueId v, const std::function<bool(const ir::Node&)>& inside);
 
 // Lowers the group's nodes with their own lowerings and composes their
 // kernels (an elementwise chain, an anchor with an elementwise tail or a

@@ -12,9 +12,14 @@
 namespace kiln::planner {
 namespace {
 
-// c0 / c1 of fusion_conv_sum.h: a 2-D 1x1 group-1 unpadded Conv with a
-// constant weight.
-bool is_unpadded_1x1(const ir::Graph& graph, const ir::Node& node) {
+std::vector<int64_t> strides_of(const ir::Node& node) {
+  auto wa = ops::read_window_attrs(node, 2, false);
+  return wa.ok() ? wa->strides : std::vector<int64_t>{1, 1};
+}
+
+}  // namespace
+
+bool is_unpadded_1x1_conv(const ir::Graph& graph, const ir::Node& node) {
   if (!node.domain.empty() || node.op != "Conv" || node.inputs.size() < 2 || node.outputs.size() != 1) return false;
   const Tensor* w = node_input_constant(graph, node, 1);
   if (!w || w->rank() != 4 || w->dim(2) != 1 || w->dim(3) != 1 || node.attr_int("group", 1) != 1) return false;
@@ -25,19 +30,12 @@ bool is_unpadded_1x1(const ir::Graph& graph, const ir::Node& node) {
   return true;
 }
 
-std::vector<int64_t> strides_of(const ir::Node& node) {
-  auto wa = ops::read_window_attrs(node, 2, false);
-  return wa.ok() ? wa->strides : std::vector<int64_t>{1, 1};
-}
-
-}  // namespace
-
 std::optional<size_t> conv_sum_add_index(const ir::Graph& graph, const FusionGroup& group) {
   if (group.in_subgraph || group.nodes.size() < 3) return std::nullopt;
   const ir::Node& c0 = graph.node(group.nodes[0]);
   const ir::Node& c1 = graph.node(group.nodes[1]);
   const ir::Node& add = graph.node(group.nodes[2]);
-  if (!is_unpadded_1x1(graph, c0) || !is_unpadded_1x1(graph, c1)) return std::nullopt;
+  if (!is_unpadded_1x1_conv(graph, c0) || !is_unpadded_1x1_conv(graph, c1)) return std::nullopt;
   if (!add.domain.empty() || add.op != "Add" || add.inputs.size() != 2) return std::nullopt;
   const ir::ValueId y0 = c0.outputs[0], y1 = c1.outputs[0];
   if (!((add.inputs[0] == y0 && add.inputs[1] == y1) || (add.inputs[0] == y1 && add.inputs[1] == y0)))

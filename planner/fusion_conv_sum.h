@@ -38,6 +38,11 @@ namespace kiln::planner {
 
 struct FusionGroup;
 
+// c0 / c1 above: a 2-D 1x1 group-1 unpadded Conv with a constant weight
+// [Co, Ci, 1, 1] (also what fusion_scaled_conv.h and
+// fusion_squeeze_excite.h fold).
+bool is_unpadded_1x1_conv(const ir::Graph& graph, const ir::Node& node);
+
 // Whether `group` has the shape above as far as the graph alone shows: the
 // index of the Add in group.nodes (2), or nullopt.
 std::optional<size_t> conv_sum_add_index(const ir::Graph& graph, const FusionGroup& group);

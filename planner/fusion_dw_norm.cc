@@ -63,19 +63,11 @@ std::string dw_norm_blocker(const ir::Graph& graph, const PlanBuilder& builder, 
   for (size_t k = 0; k + 1 < group.nodes.size(); ++k) {
     const ir::Node& node = graph.node(group.nodes[k]);
     const ir::ValueId v = node.outputs[0];
-    const std::string what = "the output '" + graph.value(v).name + "' of " + node.describe();
-    for (size_t i = 0; i < graph.num_nodes(); ++i) {
-      const ir::Node& reader = graph.node(static_cast<ir::NodeId>(i));
-      if (reader.erased || reader.id == group.nodes[k + 1] ||
-          (reader.domain.empty() && (reader.op == "Shape" || reader.op == "Size")))
-        continue;
-      const std::vector<ir::ValueId> nested = subgraph_reads(graph, reader);
-      if (std::find(reader.inputs.begin(), reader.inputs.end(), v) != reader.inputs.end() ||
-          std::find(nested.begin(), nested.end(), v) != nested.end())
-        return what + " is read outside the group (it is computed inside the norm's kernel)";
-    }
-    for (ir::ValueId out : graph.main().outputs)
-      if (out == v) return what + " is a graph output (it is computed inside the norm's kernel)";
+    const ir::NodeId next = group.nodes[k + 1];
+    const std::string why = outside_reader(graph, v, [&](const ir::Node& reader) { return reader.id == next; });
+    if (!why.empty())
+      return "the output '" + graph.value(v).name + "' of " + node.describe() + why +
+             " (it is computed inside the norm's kernel)";
   }
   return {};
 }

@@ -160,10 +160,7 @@ StatusOr<std::vector<KernelDesc>> lower_dwpw(PlanBuilder& builder, const ir::Gra
 
   // B: pw's weight [Co, C, 1, 1] as [C][Co].
   const Tensor* pw_w = ctx.input_constant(1);
-  const int64_t co = pw_w->dim(0);
-  KILN_ASSIGN_OR_RETURN(Tensor packed, Tensor::allocate(pw_w->dtype(), {c, co}));
-  for (int64_t n = 0; n < co; ++n)
-    for (int64_t k = 0; k < c; ++k) packed.set_f64(k * co + n, pw_w->get_f64(n * c + k));
+  KILN_ASSIGN_OR_RETURN(Tensor packed, transpose_pointwise_weight(*pw_w));
   p.tensors.push_back(ctx.bind("W", ctx.add_constant(std::move(packed), {Storage::kBuffer, ctx.input_elem_type(1)})));
   h += "float gemm_b(int b, int k, int n) { return W_ld(k * GEMM_N + n); }\n";
   if (ctx.has_input(2)) {

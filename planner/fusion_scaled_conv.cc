@@ -6,23 +6,12 @@
 
 #include "engine/ops/window_util.h"
 #include "planner/fusion.h"
+#include "planner/fusion_conv_sum.h"
 #include "planner/gemm_kernels.h"
 #include "planner/lower_util.h"
 
 namespace kiln::planner {
 namespace {
-
-// A 2-D 1x1 group-1 unpadded Conv with a constant weight.
-bool is_unpadded_1x1(const ir::Graph& graph, const ir::Node& node) {
-  if (!node.domain.empty() || node.op != "Conv" || node.inputs.size() < 2 || node.outputs.size() != 1) return false;
-  const Tensor* w = node_input_constant(graph, node, 1);
-  if (!w || w->rank() != 4 || w->dim(2) != 1 || w->dim(3) != 1 || node.attr_int("group", 1) != 1) return false;
-  auto wa = ops::read_window_attrs(node, 2, false);
-  if (!wa.ok() || (wa->auto_pad != ops::AutoPad::kNotSet && wa->auto_pad != ops::AutoPad::kValid)) return false;
-  for (int64_t p : wa->pads)
-    if (p != 0) return false;
-  return true;
-}
 
 // Whether `s` is [N or 1, C, 1, 1] for `x` [N, C, H, W].
 bool per_channel(const std::vector<ir::Dim>& x, const std::vector<ir::Dim>& s) {
@@ -38,7 +27,7 @@ std::optional<size_t> scaled_conv_index(const ir::Graph& graph, const FusionGrou
   const ir::Node& mul = graph.node(group.nodes[0]);
   const ir::Node& conv = graph.node(group.nodes[1]);
   if (!mul.domain.empty() || mul.op != "Mul" || mul.inputs.size() != 2 || mul.outputs.size() != 1) return std::nullopt;
-  if (!is_unpadded_1x1(graph, conv) || conv.inputs[0] != mul.outputs[0]) return std::nullopt;
+  if (!is_unpadded_1x1_conv(graph, conv) || conv.inputs[0] != mul.outputs[0]) return std::nullopt;
   // The tail reads the conv's output, never the scaled map.
   for (size_t k = 2; k < group.nodes.size(); ++k)
     for (ir::ValueId in : graph.node(group.nodes[k]).inputs)
@@ -98,9 +87,7 @@ StatusOr<std::vector<KernelDesc>> lower_scaled_conv(PlanBuilder& builder, const 
   }
 
   // B: W [Co][Ci] as [Ci][Co].
-  KILN_ASSIGN_OR_RETURN(Tensor packed, Tensor::allocate(w->dtype(), {ci, co}));
-  for (int64_t n = 0; n < co; ++n)
-    for (int64_t k = 0; k < ci; ++k) packed.set_f64(k * co + n, w->get_f64(n * ci + k));
+  KILN_ASSIGN_OR_RETURN(Tensor packed, transpose_pointwise_weight(*w));
   p.tensors.push_back(ctx.bind("W", ctx.add_constant(std::move(packed), {Storage::kBuffer, ctx.input_elem_type(1)})));
   h += "float gemm_b(int b, int k, int n) { return W_ld(k * GEMM_N + n); }\n";
   if (co % 8 == 0)

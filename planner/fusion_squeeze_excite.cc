@@ -5,7 +5,7 @@
 #include <optional>
 #include <set>
 
-#include "planner/execution_plan.h"
+#include "planner/fusion_conv_sum.h"
 #include "planner/glsl_codegen.h"
 #include "planner/lower_util.h"
 #include "planner/shader_template.h"
@@ -36,27 +36,13 @@ std::optional<size_t> fc2_index(const ir::Graph& graph, const FusionGroup& group
   return fc2;
 }
 
-// A 1x1, group-1, unpadded Conv of a [N, Ci, 1, 1] input with a constant
-// weight [Co, Ci, 1, 1]: its weight, else why not.
-StatusOr<const Tensor*> pointwise_weight(LoweringContext& ctx, const ir::Node& conv, int64_t ci) {
-  const auto refuse = [&](const std::string& why) { return unimplemented(conv.describe() + " " + why); };
-  const Tensor* w = ctx.input_constant(1);
-  if (w == nullptr || w->rank() != 4 || w->dim(2) != 1 || w->dim(3) != 1 || w->dim(1) != ci)
-    return refuse("has no constant 1x1 weight over the " + std::to_string(ci) + " channels it reads");
-  if (conv.attr_int("group", 1) != 1) return refuse("is grouped");
-  for (int64_t p : conv.attr_ints("pads", {}))
-    if (p != 0) return refuse("is padded");
-  const std::string pad = conv.attr_string("auto_pad", "NOTSET");
-  if (pad != "NOTSET" && pad != "VALID") return refuse("pads by auto_pad");
-  return w;
-}
-
-// Drops from `code` the math helper sections `earlier` already defines.
-void drop_defined_sections(std::string& code, const ElementwiseFunction& earlier) {
-  for (const std::string& text : earlier.sections) {
-    if (earlier.code.find(text) == std::string::npos) continue;
-    for (size_t at = code.find(text); at != std::string::npos; at = code.find(text)) code.erase(at, text.size());
-  }
+// The constant weight [Co, Ci, 1, 1] of an unpadded 1x1 group-1 Conv over
+// the `ci` channels of a [N, Ci, 1, 1] input, else why not.
+StatusOr<const Tensor*> pointwise_weight(const ir::Graph& graph, const ir::Node& conv, int64_t ci) {
+  if (!is_unpadded_1x1_conv(graph, conv) || node_input_constant(graph, conv, 1)->dim(1) != ci)
+    return unimplemented(conv.describe() + " is no unpadded 1x1 group-1 conv with a constant weight over the " +
+                         std::to_string(ci) + " channels it reads");
+  return node_input_constant(graph, conv, 1);
 }
 
 }  // namespace
@@ -71,25 +57,15 @@ std::string squeeze_excite_blocker(const ir::Graph& graph, const PlanBuilder& bu
     if (node.outputs.size() != 1 || !builder.value_ranked(node.outputs[0]))
       return node.describe() + " has no single output of known rank";
   }
-  // Each value but the last is read inside the group only (Shape and Size
-  // read dims, which the plan keeps).
+  // Each value but the last is read inside the group only.
   const std::set<ir::NodeId> members(group.nodes.begin(), group.nodes.end());
   for (size_t k = 0; k + 1 < group.nodes.size(); ++k) {
     const ir::Node& node = graph.node(group.nodes[k]);
     const ir::ValueId v = node.outputs[0];
-    const std::string what = "the output '" + graph.value(v).name + "' of " + node.describe();
-    for (size_t i = 0; i < graph.num_nodes(); ++i) {
-      const ir::Node& reader = graph.node(static_cast<ir::NodeId>(i));
-      if (reader.erased || members.count(reader.id) ||
-          (reader.domain.empty() && (reader.op == "Shape" || reader.op == "Size")))
-        continue;
-      const std::vector<ir::ValueId> nested = subgraph_reads(graph, reader);
-      if (std::find(reader.inputs.begin(), reader.inputs.end(), v) != reader.inputs.end() ||
-          std::find(nested.begin(), nested.end(), v) != nested.end())
-        return what + " is read outside the group (a squeeze-excite group keeps its values to itself)";
-    }
-    for (ir::ValueId out : graph.main().outputs)
-      if (out == v) return what + " is a graph output (a squeeze-excite group keeps its values to itself)";
+    const std::string why = outside_reader(graph, v, [&](const ir::Node& reader) { return members.count(reader.id) > 0; });
+    if (!why.empty())
+      return "the output '" + graph.value(v).name + "' of " + node.describe() + why +
+             " (a squeeze-excite group keeps its values to itself)";
   }
   return {};
 }
@@ -110,9 +86,9 @@ Status lower_squeeze_excite(PlanBuilder& builder, const ir::Graph& graph, const 
   if (xs.size() != 4 || !xs[1].is_const()) return refuse("need a rank-4 input of known channels");
   const int64_t c = xs[1].value();
   LoweringContext ctx1(builder, graph, fc1.id), ctx2(builder, graph, fc2.id);
-  KILN_ASSIGN_OR_RETURN(const Tensor* w1, pointwise_weight(ctx1, fc1, c));
+  KILN_ASSIGN_OR_RETURN(const Tensor* w1, pointwise_weight(graph, fc1, c));
   const int64_t r = w1->dim(0);
-  KILN_ASSIGN_OR_RETURN(const Tensor* w2, pointwise_weight(ctx2, fc2, r));
+  KILN_ASSIGN_OR_RETURN(const Tensor* w2, pointwise_weight(graph, fc2, r));
   if (w2->dim(0) != c) return refuse("end in " + std::to_string(w2->dim(0)) + " channels, not the " + std::to_string(c) + " pooled");
   if (4 * (c + r) > static_cast<int64_t>(target.max_shared_memory))
     return refuse("need more shared memory than the device has");
@@ -167,7 +143,10 @@ Status lower_squeeze_excite(PlanBuilder& builder, const ir::Graph& graph, const 
   }
   if (t2) {
     std::string code = t2->code;
-    if (t1) drop_defined_sections(code, *t1);
+    // A math helper both tails use is defined once.
+    if (t1)
+      for (const std::string& text : t2->sections)
+        if (t1->code.find(text) != std::string::npos) erase_all(code, text);
     helpers += code;
     kd.tensors.insert(kd.tensors.end(), t2->inputs.begin(), t2->inputs.end());
     suffix += t2->suffix;

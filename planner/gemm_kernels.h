@@ -186,6 +186,10 @@ std::string gemm_store4_image(const std::string& setup, const std::string& coord
 Status lower_matmul_limited(LoweringContext& ctx, uint64_t max_constant_bytes);
 Status lower_gemm_limited(LoweringContext& ctx, uint64_t max_constant_bytes);
 
+// A 1x1 Conv's weight [Co, Ci, 1, 1] as the GEMM's B, [Ci][Co] row-major
+// (lower_conv.cc; the fused DW/PW and scaled-conv GEMMs read it so).
+StatusOr<Tensor> transpose_pointwise_weight(const Tensor& w);
+
 // A depthwise Conv's weight [C, 1, k...] as [kk][C] (lower_conv.cc): one
 // kernel tap's weights for consecutive channels are adjacent, so four
 // channels load as one vec4.

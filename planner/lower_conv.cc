@@ -434,6 +434,14 @@ StatusOr<ops::WindowAttrs> read_geometry(LoweringContext& ctx, ConvGeometry* g) 
 
 }  // namespace
 
+StatusOr<Tensor> transpose_pointwise_weight(const Tensor& w) {
+  const int64_t co = w.dim(0), ci = w.dim(1);
+  KILN_ASSIGN_OR_RETURN(Tensor packed, Tensor::allocate(w.dtype(), {ci, co}));
+  for (int64_t n = 0; n < co; ++n)
+    for (int64_t k = 0; k < ci; ++k) packed.set_f64(k * co + n, w.get_f64(n * ci + k));
+  return packed;
+}
+
 StatusOr<Tensor> repack_depthwise_taps(const Tensor& w) {
   const int64_t c = w.dim(0), kk = w.numel() / std::max<int64_t>(1, c);
   KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(w.dtype(), {kk, c}));
