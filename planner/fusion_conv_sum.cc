@@ -96,9 +96,9 @@ StatusOr<std::vector<KernelDesc>> lower_conv_sum(PlanBuilder& builder, const ir:
     const std::string c = i == 0 ? "k" : "k - CS_K0";
     // Stride 1 over a buffer: X's [channel][pixel] plane is A's column.
     const std::string read = st[0] == 1 && st[1] == 1 && p.tensors.back().layout.storage == Storage::kBuffer
-                                 ? x + "_ld((b * " + x + "_D1 + " + c + ") * GEMM_M + m)"
-                                 : x + "_at(b, " + c + ", o0 * " + s0 + ", o1 * " + s1 + ")";
-    h += (i == 0 ? "  if (k < CS_K0) return " : "  return ") + read + ";\n";
+                                 ? pointwise_plane_read(x, "b", c, 2)
+                                 : "  return " + x + "_at(b, " + c + ", o0 * " + s0 + ", o1 * " + s1 + ");\n";
+    h += i == 0 ? "  if (k < CS_K0) {\n" + read + "  }\n" : read;
   }
   h += "}\n";
 

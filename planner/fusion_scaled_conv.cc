@@ -81,7 +81,7 @@ StatusOr<std::vector<KernelDesc>> lower_scaled_conv(PlanBuilder& builder, const 
   std::string h = "float gemm_a(int b, int m, int k) {\n  float s = S_ld((S_D0 == 1 ? 0 : b) * S_D1 + k);\n";
   if (unit_stride && p.tensors[0].layout.storage == Storage::kBuffer) {
     // X's [channel][pixel] plane is A's column.
-    h += "  return X_ld((b * X_D1 + k) * GEMM_M + m) * s;\n}\n";
+    h += pointwise_plane_read("X", "b", "k", 2, "s") + "}\n";
   } else {
     h += "  int o1 = m % Y_D3, o0 = m / Y_D3;\n  return X_at(b, k, o0 * SC_ST0, o1 * SC_ST1) * s;\n}\n";
   }

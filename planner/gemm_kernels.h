@@ -190,6 +190,18 @@ Status lower_gemm_limited(LoweringContext& ctx, uint64_t max_constant_bytes);
 // (lower_conv.cc; the fused DW/PW and scaled-conv GEMMs read it so).
 StatusOr<Tensor> transpose_pointwise_weight(const Tensor& w);
 
+// GLSL statements that return `scale` times tensor `x`'s element at image
+// `img` (an expression), channel `c` and the GEMM's output pixel m, where x
+// is a buffer of [images, channels, pixels...] with `spatial` pixel axes and
+// GEMM_M pixels (a unit-stride pointwise convolution's A). One flat index
+// into x's [channel][pixel] plane; or, where the fusion planner has made x
+// a view (`x_IS_VIEW`: a channel shuffle's Reshape-Transpose-Reshape-Slice),
+// coordinates — a view's x_ld decomposes its flat index with a division per
+// axis on every call, while the pixel's coordinates depend on m alone and
+// the GEMM kernels hoist them out of their K loop (lower_conv.cc).
+std::string pointwise_plane_read(const std::string& x, const std::string& img, const std::string& c, size_t spatial,
+                                 const std::string& scale = "");
+
 // A depthwise Conv's weight [C, 1, k...] as [kk][C] (lower_conv.cc): one
 // kernel tap's weights for consecutive channels are adjacent, so four
 // channels load as one vec4.

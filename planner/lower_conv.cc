@@ -334,9 +334,8 @@ Status conv_gemm(LoweringContext& ctx, const ConvGeometry& g) {
   if (kk == 1) p.conv_units = GemmProblem::ConvUnits::kPointwise;
   if (pointwise && p.tensors.back().layout.storage == Storage::kBuffer) {
     // Output pixels are input pixels: A is X's [channel][pixel] plane.
-    h += "float gemm_a(int b, int m, int k) {\n"
-         "  int img = b / CV_G, g = b % CV_G;\n"
-         "  return X_ld((img * X_D1 + g * CV_CG + k) * GEMM_M + m);\n}\n";
+    h += "float gemm_a(int b, int m, int k) {\n  int img = b / CV_G, g = b % CV_G;\n" +
+         pointwise_plane_read("X", "img", "g * CV_CG + k", S) + "}\n";
   } else {
     // The input pixel of output pixel m at the tap in `t` (consumed),
     // `outside` run where padding reads zero.
@@ -440,6 +439,23 @@ StatusOr<Tensor> transpose_pointwise_weight(const Tensor& w) {
   for (int64_t n = 0; n < co; ++n)
     for (int64_t k = 0; k < ci; ++k) packed.set_f64(k * co + n, w.get_f64(n * ci + k));
   return packed;
+}
+
+std::string pointwise_plane_read(const std::string& x, const std::string& img, const std::string& c, size_t spatial,
+                                 const std::string& scale) {
+  const std::string times = scale.empty() ? "" : " * " + scale;
+  // Pixel axis i's coordinate: m over the extents of the axes after it,
+  // modulo its own (the outermost needs no modulo).
+  std::string coords, inner;
+  for (size_t i = spatial; i-- > 0;) {
+    std::string v = inner.empty() ? "m" : "(m / (" + inner + "))";
+    if (i > 0) v += " % " + dn(x, 2 + i);
+    coords = ", " + v + coords;
+    inner = inner.empty() ? dn(x, 2 + i) : inner + " * " + dn(x, 2 + i);
+  }
+  return "#ifdef " + x + "_IS_VIEW\n  return " + x + "_at(" + img + ", " + c + coords + ")" + times +
+         ";\n#else\n  return " + x + "_ld((" + img + " * " + dn(x, 1) + " + " + c + ") * GEMM_M + m)" + times +
+         ";\n#endif\n";
 }
 
 StatusOr<Tensor> repack_depthwise_taps(const Tensor& w) {
