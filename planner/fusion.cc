@@ -10,6 +10,7 @@
 #include "planner/fusion_attention.h"
 #include "planner/fusion_conv_sum.h"
 #include "planner/fusion_dw_norm.h"
+#include "planner/fusion_norm_gemm.h"
 #include "planner/fusion_scaled_conv.h"
 #include "planner/fusion_squeeze_excite.h"
 #include "planner/fusion_dwpw.h"
@@ -133,6 +134,17 @@ std::string outside_reader(const ir::Graph& graph, ir::ValueId v, const std::fun
   return {};
 }
 
+namespace {
+
+// The index of the GEMM whose A operand computes the nodes before it (a
+// DWPW group's pointwise conv, a scaled conv, a norm-GEMM's MatMul), else 0.
+size_t prologue_gemm_index(const ir::Graph& graph, const FusionGroup& group) {
+  return dwpw_pointwise_index(graph, group)
+      .value_or(scaled_conv_index(graph, group).value_or(norm_gemm_index(graph, group).value_or(0)));
+}
+
+}  // namespace
+
 std::string fusion_blocker(const ir::Graph& graph, const PlanBuilder& builder, const FusionGroup& group) {
   if (group.in_subgraph) return "it is in a sub-graph (only the main graph's groups fuse)";
   if (group.nodes.size() < 2) return "it has one node";
@@ -184,8 +196,9 @@ std::string fusion_blocker(const ir::Graph& graph, const PlanBuilder& builder, c
   // A DWPW group (fusion_dwpw.h): the nodes before the pointwise conv have
   // the depthwise conv's output shape and are read only up to that conv.
   // A scaled-conv group (fusion_scaled_conv.h) likewise: the Mul before
-  // the conv has the feature map's shape.
-  const size_t pw = dwpw_pointwise_index(graph, group).value_or(scaled_conv_index(graph, group).value_or(0));
+  // the conv has the feature map's shape; and a norm-GEMM group
+  // (fusion_norm_gemm.h): the LayerNormalization before the MatMul.
+  const size_t pw = prologue_gemm_index(graph, group);
   // An attention group's intermediates (scores, probabilities, scaled
   // operands) have their own shapes (fusion_attention.h).
   const bool attention = match_attention(graph, group).has_value();
@@ -467,6 +480,8 @@ Status lower_fused_impl(PlanBuilder& builder, const ir::Graph& graph, const Fusi
       KILN_ASSIGN_OR_RETURN(kernels, lower_conv_sum(builder, graph, group));
     } else if (scaled_conv_index(graph, group)) {
       KILN_ASSIGN_OR_RETURN(kernels, lower_scaled_conv(builder, graph, group));
+    } else if (norm_gemm_index(graph, group)) {
+      KILN_ASSIGN_OR_RETURN(kernels, lower_norm_gemm(builder, graph, group));
     } else {
       KILN_ASSIGN_OR_RETURN(kernels, lower_dwpw(builder, graph, group, anchor_index, lowerings));
     }
@@ -511,8 +526,7 @@ Status lower_fused(PlanBuilder& builder, const ir::Graph& graph, const FusionGro
   // Afterwards no kernel binds it; its own layout comes back (also for a
   // group that does not fuse, whose nodes are lowered again).
   const std::optional<size_t> sum_index = conv_sum_add_index(graph, group);
-  const size_t anchor_index = sum_index.value_or(
-      dwpw_pointwise_index(graph, group).value_or(scaled_conv_index(graph, group).value_or(0)));
+  const size_t anchor_index = sum_index.value_or(prologue_gemm_index(graph, group));
   const TensorId anchor = builder.tensor_of(graph.node(group.nodes[anchor_index]).outputs[0]);
   const TensorId out = builder.tensor_of(graph.node(group.nodes.back()).outputs[0]);
   const DeviceLayout saved = builder.tensor(anchor).layout;

@@ -11,7 +11,7 @@
 // node of the group and by nothing outside it (no other node, sub-graph or
 // graph output).
 //
-// Six group shapes fuse here (lower_fused; attention and store views have
+// These group shapes fuse here (lower_fused; attention and store views have
 // their own, fusion_attention.h and fusion_store_views.h):
 //  1. Elementwise chain: every node lowers to one composable map kernel
 //     (Family::kMap, no KernelDesc::params, no extensions, helpers only from
@@ -67,6 +67,10 @@
 //  8. Scaled conv (fusion_scaled_conv.h): a Mul of a feature map by one
 //     value per channel, read only by a 1x1 Conv, then a tail as in 2: the
 //     conv's GEMM reads its A operand times the scale ("scaledconv_").
+//  9. Normalized GEMM (fusion_norm_gemm.h): a LayerNormalization over the
+//     last axis read only by a MatMul with a constant 2-D weight, then a
+//     tail as in 2: the MatMul's GEMM computes its tile rows' statistics
+//     first and reads the normalized rows ("normmatmul_").
 //  Intermediates have the output's shape, so a node reads them exactly at
 //  the element it computes; external inputs keep whatever indexing
 //  (broadcasting) the node's lowering chose.

@@ -625,6 +625,69 @@ TEST_F(FusionEpilogue, ScaledConvStridedScaleFirstSymbolicBatch) {
                {.name = "scaledconv_"});
 }
 
+// Group shape 9 (planner/fusion_norm_gemm.h): LayerNormalization(x) read
+// only by a MatMul with a constant weight, then a tail; the GEMM computes
+// its tile rows' statistics and reads the normalized rows. `k` columns,
+// `rows` leading dims of x; `beta` adds the norm's bias.
+ir::ValueId norm_gemm_block(Net& net, ir::ValueId x, int64_t k, int64_t n, bool beta) {
+  std::vector<ir::ValueId> in = {x, net.constant(random_tensor({k}, 41, 0.5f, 1.5f))};
+  if (beta) in.push_back(net.constant(random_tensor({k}, 42)));
+  const ir::ValueId z = net.op("LayerNormalization", std::move(in),
+                               {{"axis", one(-1)}, {"epsilon", ir::Attribute::of_float(1e-5f)}});
+  const ir::ValueId mm = net.op("MatMul", {z, net.constant(random_tensor({k, n}, 43, -0.3f, 0.3f))});
+  return net.op("Relu", {net.op("Add", {mm, net.constant(random_tensor({n}, 44))})});
+}
+
+TEST_F(FusionEpilogue, NormGemmNormalizesTheRowsItStages) {
+  // Rows far from zero (mean ~40, spread ~5): the statistics' shifted sums
+  // keep their digits. An image output packed on its last axis (N) takes
+  // the GEMM's stores directly.
+  Net net;
+  const ir::ValueId y = norm_gemm_block(net, net.input("x", {2, 20, 96}), 96, 64, true);
+  expect_fused(net.finish({y}), {{random_tensor({2, 20, 96}, 45, 35.0f, 45.0f)}},
+               {.dispatches = 1, .name = "normmatmul_"});
+}
+
+TEST_F(FusionEpilogue, NormGemmSplitKSymbolicRowsNoBias) {
+  // K split in slices (each slice's workgroups still normalize by the
+  // whole row), rows symbolic: a new count compiles no shader.
+  Net net;
+  const ir::Dim r = ir::Dim::symbol("r");
+  const ir::ValueId y = norm_gemm_block(net, net.input("x", {r, 7, 72}), 72, 40, false);
+  for (size_t i = 0; i < net.g.num_nodes(); ++i)
+    if (net.g.node(static_cast<ir::NodeId>(i)).op == "MatMul")
+      net.g.node(static_cast<ir::NodeId>(i)).annotations[kKernelKey] = "split_k=3,splitk_reduce=separate";
+  expect_fused(net.finish({y}), {{random_tensor({3, 7, 72}, 46, -2.0f, 3.0f)}, {random_tensor({5, 7, 72}, 47)}},
+               {.dispatches = 2, .name = "normmatmul_splitk"});
+}
+
+TEST_F(FusionEpilogue, NormGemmThroughAChannelsLastView) {
+  // ConvNeXt's block: an NCHW map viewed channels-last (Transpose), its
+  // norm over the channels (K = 36, no multiple of 8), the first Linear.
+  // Its image output is packed on the channels of the NCHW layout, not N:
+  // the GEMM stores a row-major scratch that a copy moves.
+  Net net;
+  const ir::ValueId x = net.input("x", {1, 36, 5, 6});
+  const ir::ValueId t = net.op("Transpose", {x}, {{"perm", ints({0, 2, 3, 1})}});
+  const ir::ValueId y = norm_gemm_block(net, t, 36, 48, true);
+  expect_fused(net.finish({y}), {{random_tensor({1, 36, 5, 6}, 48, -1.0f, 3.0f)}},
+               {.dispatches = 1, .name = "fused_transpose_normmatmul_", .image_dispatches = 2,
+                .image_name = "gemm_copy_out+add+relu"});
+}
+
+TEST_F(FusionEpilogue, NormGemmWhoseNormIsReadByTheTailRunsUnfused) {
+  Net net;
+  const ir::ValueId x = net.input("x", {4, 32});
+  const ir::ValueId z = net.op("LayerNormalization", {x, net.constant(random_tensor({32}, 49, 0.5f, 1.5f))},
+                               {{"axis", one(-1)}});
+  const ir::ValueId mm = net.op("MatMul", {z, net.constant(random_tensor({32, 32}, 50))});
+  const ir::ValueId y = net.op("Add", {mm, z});
+  auto plan = build_plan(net.finish({y}), TargetInfo{}, PlanOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  ASSERT_EQ(plan->fusion_notes.size(), 1u);
+  EXPECT_EQ(kernel_names(*plan).find("normmatmul"), std::string::npos) << kernel_names(*plan);
+}
+
 // Group shape 4 (planner/fusion_row_norm.h): a transformer's fc2 -> bias ->
 // residual add -> LayerNormalization. x [1, 20, 96] @ W [96, 64] split in
 // `slices` (0: unsplit), the residual stream X = . + b + r, Z = LN(X).

@@ -189,6 +189,12 @@ std::optional<CoopMatConfig> choose_coopmat(const GemmProblem& p, const TargetIn
     deeper.bk = default_coopmat_bk(p, *c);
     if (valid_config(deeper, target)) c = deeper;
   }
+  // A row prologue's shared memory beside the tiles' (GemmProblem::row_prologue).
+  const auto fits = [&](const CoopMatConfig& x) {
+    return !p.row_prologue || shared_bytes(x) + row_prologue_bytes(x.bm, int64_t{x.wm} * x.wn * x.subgroup_size) <=
+                                  target.max_shared_memory;
+  };
+  if (c && !fits(*c)) return std::nullopt;
   const std::optional<CoopMatTile>& t = target.coopmat_tile;
   if (!c || !t) return c;
   CoopMatConfig forced = *c;
@@ -200,7 +206,7 @@ std::optional<CoopMatConfig> choose_coopmat(const GemmProblem& p, const TargetIn
   }
   forced.bk = t->bk;
   forced.stages = t->stages;
-  return valid_config(forced, target) ? forced : c;
+  return valid_config(forced, target) && fits(forced) ? forced : c;
 }
 
 KernelDesc make_coopmat_gemm_kernel(const GemmProblem& p, const CoopMatConfig& c, CoopMatSplitK split) {
@@ -215,6 +221,7 @@ KernelDesc make_coopmat_gemm_kernel(const GemmProblem& p, const CoopMatConfig& c
   d.helpers += p.vector_helpers;
   d.body = coopmat_body(c, p, split);
   d.local_size = {static_cast<uint32_t>(c.wm * c.wn) * c.subgroup_size, 1, 1};
+  d.helpers = row_prologue_macros(p, c.bm, d.local_size[0]) + d.helpers;
   d.groups = {ir::Dim::ceil_div(p.n, ir::Dim(c.bn)), ir::Dim::ceil_div(p.m, ir::Dim(c.bm)), p.batch};
   return d;
 }

@@ -500,6 +500,29 @@ TEST(GemmCoopMatKernels, FusedEpiloguesAndDepthwisePointwiseAreValidSpirv) {
   EXPECT_NE(text.find("return A_src_data8[A_src_index("), std::string::npos) << text;
 }
 
+// A LayerNormalization read by a MatMul (fusion_norm_gemm.h): the
+// tensor-core kernel runs the row prologue and normalizes its 16-byte A
+// units, or through a channels-last view reads element by element.
+TEST(GemmCoopMatKernels, NormGemmIsValidSpirv) {
+  const std::map<std::string, ir::Attribute> last = {{"axis", ir::Attribute::of_int(-1)}};
+  const ir::Graph rows = fused_graph(
+      ir::SymShape::from_concrete({1, 100, 96}),
+      {{"LayerNormalization", {random_tensor({96}, 1), random_tensor({96}, 2)}},
+       {"MatMul", {random_tensor({96, 128}, 3)}},
+       {"Relu", {}}},
+      {last});
+  std::string text;
+  expect_valid(rows, nv_target(), Storage::kBuffer, "normmatmul_coopmat32x64+relu", &text);
+  EXPECT_NE(text.find("uvec4 gemm_a8("), std::string::npos) << text;
+  expect_valid(rows, khr_target(), Storage::kBuffer, "normmatmul_coopmat32x64+relu");
+  expect_valid(rows, nv_target(), Storage::kImage, "normmatmul_coopmat32x64+relu");
+  const ir::Graph view = fused_graph(
+      ir::SymShape::from_concrete({1, 64, 10, 10}),
+      {{"Transpose", {}}, {"LayerNormalization", {random_tensor({64}, 4)}}, {"MatMul", {random_tensor({64, 256}, 5)}}},
+      {{{"perm", ir::Attribute::of_ints({0, 2, 3, 1})}}, last});
+  expect_valid(view, nv_target(), Storage::kBuffer, "fused_transpose_normmatmul_coopmat32x64");
+}
+
 // A few tensor-core workgroups over a deep K would leave the GPU idle:
 // such a GEMM splits K on the tensor cores, its slices added by the last
 // workgroup per tile (one dispatch; resnet50's 7x7 stage: M = 49,

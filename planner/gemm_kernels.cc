@@ -139,6 +139,7 @@ KernelDesc splitk_reduce_kernel(const GemmProblem& p, const KernelDesc& tile_pas
     r.extensions.push_back("GL_KHR_shader_subgroup_shuffle");
   }
   r.local_size = {static_cast<uint32_t>(lanes > 1 ? 128 : 64), 1, 1};
+  r.helpers = row_prologue_macros(p, 1, 1) + r.helpers;
   r.groups = {ir::Dim::ceil_div(p.batch * p.m * ir::Dim::ceil_div(p.n, ir::Dim(4)) * ir::Dim(lanes),
                                 ir::Dim(static_cast<int64_t>(r.local_size[0]))),
               ir::Dim(1), ir::Dim(1)};
@@ -228,7 +229,7 @@ TileConfig choose_tile(const GemmProblem& p) {
 std::string tile_name(const TileConfig& c) { return "tile" + str(c.bm) + "x" + str(c.bn); }
 
 // Few rows take the GEMV kernel (see gemv_body).
-bool use_gemv(const GemmProblem& p) { return p.m.is_const() && p.m.value() <= 4; }
+bool use_gemv(const GemmProblem& p) { return p.m.is_const() && p.m.value() <= 4 && !p.row_prologue; }
 
 // A kMap kernel copying `src` (a row-major buffer of dst's shape) into
 // `dst`: the second half of bind_gemm_output's scratch route.
@@ -261,6 +262,11 @@ KernelDesc gemm_kernel_base(const GemmProblem& p, std::string name) {
   return d;
 }
 
+std::string row_prologue_macros(const GemmProblem& p, int64_t rows, int64_t threads) {
+  if (!p.row_prologue) return std::string();
+  return "#define GEMM_TILE_ROWS " + std::to_string(rows) + "\n#define GEMM_THREADS " + std::to_string(threads) + "\n";
+}
+
 bool half_buffer_operand(const GemmProblem& p, const std::string& name) {
   if (name.empty()) return false;
   for (const KernelTensor& t : p.tensors)
@@ -284,6 +290,7 @@ KernelDesc make_gemm_kernel(const GemmProblem& p, int64_t compute_units) {
   d.name += "_" + tile_name(c);
   d.body = tiled_body(c, p, false);
   d.local_size = {static_cast<uint32_t>(c.bn / 4), static_cast<uint32_t>(c.bm / c.tm), 1};
+  d.helpers = row_prologue_macros(p, c.bm, int64_t{d.local_size[0]} * d.local_size[1]) + d.helpers;
   d.groups = {ir::Dim::ceil_div(p.n, ir::Dim(c.bn)), ir::Dim::ceil_div(p.m, ir::Dim(c.bm)), p.batch};
   return d;
 }
@@ -451,6 +458,10 @@ Status emit_scalar_gemm(LoweringContext& ctx, const GemmProblem& p) {
 Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
   GemmProblem p = problem;
   KILN_ASSIGN_OR_RETURN(p.hint, kernel_hint(ctx.node()));
+  // A row prologue gives each tile row at least one invocation: a tile
+  // hint of (BN / 4) * TM < BM invocations cannot run one.
+  if (p.row_prologue && p.hint.tile_m && p.hint.tile_n && *p.hint.tile_n < 4 * (*p.hint.tile_m == 128 ? 8 : *p.hint.tile_m / 16))
+    return unimplemented("a kiln.kernel tile of fewer invocations than rows, with a row prologue");
   // fp16 on a device with cooperative matrices: the tensor-core kernel.
   // When its grid is so small for the depth of K that the GPU would idle
   // while a few workgroups walk all of K, it splits K: each slice's

@@ -83,11 +83,29 @@ struct GemmProblem {
   // [split][batch][N][M], so that the reduce pass reads them in that order
   // too (emit_nchw_gemm and lower_conv set it for buffer outputs).
   bool store_m_major = false;
+  // `helpers` define GEMM_ROW_PROLOGUE and
+  //   void gemm_row_prologue(int b, int m0, int tid);
+  // which every invocation of a tiled kernel (scalar or tensor-core) runs
+  // for its tile of rows m0 .. m0 + GEMM_TILE_ROWS - 1 before the K loop,
+  // a barrier following, so that gemm_a can read what it computed (a
+  // LayerNormalization's row statistics: fusion_norm_gemm.h). Every kernel
+  // of the problem gets the macros GEMM_TILE_ROWS (its tile's rows) and
+  // GEMM_THREADS (its invocations, at least GEMM_TILE_ROWS), 1 and 1 in a
+  // split-K reduce pass, which runs no prologue. The prologue's shared
+  // memory stays within row_prologue_bytes; emit_gemm picks no GEMV for it.
+  bool row_prologue = false;
   // The node's kiln.kernel hint (plan_hints.h); emit_gemm fills it in. A
   // tile or split_k hint selects the scalar tiled kernel with that tile and
   // split (GEMV for M <= 4 is kept: it has no tiles).
   KernelHint hint;
 };
+
+// The most shared memory a row prologue (GemmProblem::row_prologue) takes
+// in a kernel of `rows` tile rows and `threads` invocations: 8 bytes each.
+constexpr int64_t row_prologue_bytes(int64_t rows, int64_t threads) { return 8 * (rows + threads); }
+// "#define GEMM_TILE_ROWS <rows>" and "#define GEMM_THREADS <threads>" lines
+// where `p` has a row prologue, else nothing.
+std::string row_prologue_macros(const GemmProblem& p, int64_t rows, int64_t threads);
 
 // The kernel for `p` (kCustom). Variant by constant sizes: M <= 4 a GEMV
 // (threads along N, K split across the workgroup and reduced in shared
@@ -177,6 +195,13 @@ Status emit_nchw_gemm(LoweringContext& ctx, GemmProblem& p);
 //    (may declare locals from b, m, n) then Y_st4(`coords`, v).
 std::string gemm_store4_buffer(const std::string& index);
 std::string gemm_store4_image(const std::string& setup, const std::string& coords);
+
+// For gemm_store4_image of a GEMM whose rows (b * GEMM_M + m) are Y's
+// leading axes flattened and whose N is Y's last axis (lower_linalg.cc):
+// statements declaring Y's coordinates c0 .. c<rank-2> of the row, and
+// "c0, .., c<rank-2>, <column>".
+std::string decompose_rows(size_t y_rank);
+std::string row_coords(size_t y_rank, const std::string& column);
 
 // The MatMul and Gemm lowerings of lower_linalg.cc with a constant B cut
 // into column chunks of at most `max_constant_bytes` each, or of the

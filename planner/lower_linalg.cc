@@ -45,25 +45,6 @@ std::string batch_index_fn(const std::string& fn, const std::string& t, const st
   return s + "  return idx;\n}\n";
 }
 
-// Statements decomposing the row index `r` (consumed) into Y's coordinates
-// c0 .. c<rank-2> (Y's last axis is the GEMM's N axis), declared here.
-std::string decompose_rows(size_t y_rank) {
-  std::string s;
-  if (y_rank < 2) return s;
-  s += "  int row = b * GEMM_M + m;\n";
-  for (size_t k = y_rank - 1; k-- > 1;)
-    s += "  int c" + std::to_string(k) + " = row % " + dn("Y", k) + "; row /= " + dn("Y", k) + ";\n";
-  s += "  int c0 = row;\n";
-  return s;
-}
-
-// "c0, .., c<rank-2>, <column>": Y's coordinates for decompose_rows' row.
-std::string row_coords(size_t y_rank, const std::string& column) {
-  std::string s;
-  for (size_t k = 0; k + 1 < y_rank; ++k) s += "c" + std::to_string(k) + ", ";
-  return s + column;
-}
-
 // A float constant (derived from the node's input `input`) uploaded as a
 // row-major buffer in the precision the planner gives that input.
 TensorId upload_float(LoweringContext& ctx, Tensor t, size_t input) {
@@ -154,6 +135,22 @@ void add_column_params(GemmProblem& p, int64_t begin, int64_t n) {
 }
 
 }  // namespace
+
+std::string decompose_rows(size_t y_rank) {
+  std::string s;
+  if (y_rank < 2) return s;
+  s += "  int row = b * GEMM_M + m;\n";
+  for (size_t k = y_rank - 1; k-- > 1;)
+    s += "  int c" + std::to_string(k) + " = row % " + dn("Y", k) + "; row /= " + dn("Y", k) + ";\n";
+  s += "  int c0 = row;\n";
+  return s;
+}
+
+std::string row_coords(size_t y_rank, const std::string& column) {
+  std::string s;
+  for (size_t k = 0; k + 1 < y_rank; ++k) s += "c" + std::to_string(k) + ", ";
+  return s + column;
+}
 
 // ---------------------------------------------------------------------------
 // MatMul: numpy matmul with 1-D promotion and broadcast batch dims.

@@ -52,6 +52,8 @@
 //!                     workgroup to arrive at its tile (counter GC, model
 //!                     state; GP coherent) adds the GEMM_SPLIT slices in
 //!                     order and stores them, as gemm_tile.comp's FIXUP does
+//! Where the helpers define GEMM_ROW_PROLOGUE, every invocation first runs
+//! gemm_row_prologue(b, m0, tid) and a barrier follows (gemm_kernels.h).
 
 const int FM = @FM@, FN = @FN@, FK = @FK@;
 const int BM = @BM@, BN = @BN@, BK = @BK@;
@@ -233,6 +235,12 @@ void main() {
   fcoopmatNV<32, gl_ScopeSubgroup, FM, FN> acc_lo[TM * TN];  // A * (B's lo tiles)
   [[unroll]] for (int i = 0; i < TM * TN; ++i) acc_lo[i] = fcoopmatNV<32, gl_ScopeSubgroup, FM, FN>(0.0);
 //@end
+#ifdef GEMM_ROW_PROLOGUE
+  // Per-row statistics the helpers' gemm_a reads (a LayerNorm before the
+  // GEMM: fusion_norm_gemm.h), for the tile's rows, before any A load.
+  gemm_row_prologue(b, m0, tid);
+  barrier();
+#endif
   cm_fetch(b, m0, n0, am, aq, bk, bq, k_begin, k_end);
 //@if DOUBLE_BUFFER
   cm_stage(0, am, aq, bk, bq);

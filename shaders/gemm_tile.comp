@@ -23,6 +23,8 @@
 //!                   neighbouring invocations own neighbouring rows (ty),
 //!                   so a warp's stores share memory sectors, and with
 //!                   SPLIT_K the partials go to GP as [split][batch][N][M]
+//!   (GEMM_ROW_PROLOGUE, where the helpers define it: every invocation
+//!   first runs gemm_row_prologue(b, m0, tid), then a barrier; gemm_kernels.h)
 //!   FIXUP           with SPLIT_K: no second pass. Each workgroup, its
 //!                   partial tile in GP (coherent), counts its arrival in
 //!                   GC[tile] (int, model state, zero between dispatches);
@@ -91,6 +93,12 @@ void main() {
   for (int i = 0; i < TM; ++i) acc[i] = vec4(0.0);
   @A_T@ pa[A_LD];  // the next K step's tile elements
   @B_T@ pb[B_LD];
+#ifdef GEMM_ROW_PROLOGUE
+  // Per-row statistics the helpers' gemm_a reads (a LayerNorm before the
+  // GEMM: fusion_norm_gemm.h), for the tile's rows, before any A load.
+  gemm_row_prologue(b, m0, tid);
+  barrier();
+#endif
   {
     for (int j = 0; j < A_LD; ++j) {
 //@if A_M_FASTEST

@@ -30,6 +30,12 @@
 //   (j) a Mul in no group of a feature map by one value per channel, read
 //       only by a 1x1 Conv heading a (b) group: it joins, and the conv's
 //       GEMM reads its input times the scale (add_scaled_convs);
+//   (k) on request (KILN_FUSION_NORM_GEMM=on: measured slower so far), a
+//       LayerNormalization over the last axis (alone, or with the view
+//       prologues it reads through) whose output only a MatMul with a
+//       constant 2-D weight reads, heading an anchor (b) group or alone: the
+//       groups merge, and the MatMul's GEMM normalizes the rows it stages
+//       (add_norm_gemms);
 //   and, at the start of (a), (b) and (d) groups or with a lone consumer (also
 //   a Concat), data-movement nodes (Transpose, Reshape, Slice, Gather of one
 //   constant index, ...) the consumer reads through an index view instead
@@ -123,6 +129,7 @@ class Partitioner {
     groups = add_dw_norms(groups);
     groups = add_squeeze_excites(groups);
     groups = add_scaled_convs(groups);
+    groups = add_norm_gemms(groups);
     std::vector<int> group_of(dag_.nodes.size());
     for (size_t i = 0; i < group_of.size(); ++i) group_of[i] = static_cast<int>(groups.size() + i);
     // A shared view counts as a group of its own: each clone reads only the
@@ -881,6 +888,95 @@ class Partitioner {
     return groups;
   }
 
+  // Group shape (k), planner/fusion_norm_gemm.h: a LayerNormalization `n`
+  // over the last axis of a matrix of known width, with constant scale and
+  // bias, alone or in a group of its view prologues only (ConvNeXt: dwconv
+  // -> Transpose -> norm, where no dw-norm group took it), whose output only
+  // a MatMul `c` reads, as its A, with a constant 2-D B, heading an anchor
+  // (b) group or alone: the two merge, and c's GEMM computes its tile
+  // rows' statistics before its K loop and normalizes the rows it stages —
+  // the normalized tensor never reaches memory and the norm's dispatch is
+  // gone (AGO's intensive fusion of a reduction into the complex op that
+  // reads it; the statistics are recomputed once per column tile of the
+  // GEMM). No cycle: n's group has one edge out, into c's group.
+  //
+  // Measured, it does not pay where Kiln runs today, so it is made only on
+  // request (KILN_FUSION_NORM_GEMM=on; statistic `norm-gemms-off` = 1
+  // otherwise). On an H200 (bench/results/h200-2026-11-29-session26) the
+  // statistics pass cost each of ConvNeXt's first Linears about what the
+  // norm's own dispatch did at K = 96-192 and more at K = 384-768 (its
+  // channels-last view also denies the GEMM its 16-byte A units):
+  // convnext_tiny fp16 0.74 -> 0.85 GPU ms, swin_t 0.82 -> 0.84; on
+  // lavapipe swin_t 2.27 -> 2.38-2.51 s (each column tile recomputes its
+  // rows' statistics on a CPU core). Fewer dispatches either way.
+  std::vector<std::vector<int>> add_norm_gemms(std::vector<std::vector<int>> groups) {
+    if (const char* v = std::getenv("KILN_FUSION_NORM_GEMM"); v == nullptr || std::strcmp(v, "on") != 0) {
+      ++norm_gemms_off_;
+      return groups;
+    }
+    std::vector<int> group_of(dag_.nodes.size(), -1);
+    for (size_t k = 0; k < groups.size(); ++k)
+      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+    std::vector<std::vector<int>> made;
+    std::set<size_t> emptied;
+    for (int i = 0; i < static_cast<int>(dag_.nodes.size()); ++i) {
+      const kiln::fusion::DagNode& nd = dag_.nodes[static_cast<size_t>(i)];
+      const kiln_node_id_t n = nodes_[static_cast<size_t>(i)];
+      if (!is_op(n, "LayerNormalization") || nd.escapes || nd.succs.size() != 1 || g_.outputs(n).size() != 1) continue;
+      const auto in = g_.inputs(n);
+      const auto x = g_.shape(in[0]);
+      const int64_t axis = g_.attr_int(n, "axis", -1);
+      if (!x || x->size() < 2 || !x->back().is_const ||
+          (axis != -1 && axis != static_cast<int64_t>(x->size()) - 1))
+        continue;
+      bool constants = in.size() >= 2;
+      for (size_t k = 1; k < in.size(); ++k) constants = constants && (in[k] == KILN_NO_ID || g_.is_constant(in[k]));
+      const int c = nd.succs[0];
+      const kiln_node_id_t mm = nodes_[static_cast<size_t>(c)];
+      if (!constants || !is_op(mm, "MatMul") || g_.inputs(mm).size() != 2 || g_.inputs(mm)[0] != g_.outputs(n)[0])
+        continue;
+      const auto w = g_.static_shape(g_.inputs(mm)[1]);
+      if (!g_.is_constant(g_.inputs(mm)[1]) || !w || w->size() != 2) continue;
+      // The norm's group: the norm alone, or its view prologues and it.
+      const int gn = group_of[static_cast<size_t>(i)];
+      std::vector<int> norm_part{i};
+      if (gn >= 0) {
+        const std::vector<int>& grp = groups[static_cast<size_t>(gn)];
+        if (without_views(grp) != std::vector<int>{i} || dw_norms_.count(grp.front()) || row_norms_.count(grp.front()))
+          continue;
+        norm_part = grp;
+      } else if (gn < -1) {
+        continue;
+      }
+      // The MatMul's group: it alone, or an anchor (b) group it heads.
+      const int gc = group_of[static_cast<size_t>(c)];
+      std::vector<int> gemm_part{c};
+      if (gc >= 0) {
+        const std::vector<int>& grp = groups[static_cast<size_t>(gc)];
+        if (grp.front() != c || is_view_.count(c) || row_norms_.count(c) || attention_.count(c) ||
+            kiln::fusion::classify(dag_, grp) != GroupKind::kAnchor)
+          continue;
+        gemm_part = grp;
+      } else if (gc < -1) {
+        continue;
+      }
+      std::vector<int> members = norm_part;
+      members.insert(members.end(), gemm_part.begin(), gemm_part.end());
+      std::sort(members.begin(), members.end());
+      for (int m : members) group_of[static_cast<size_t>(m)] = -2;  // taken
+      if (gn >= 0) emptied.insert(static_cast<size_t>(gn));
+      if (gc >= 0) emptied.insert(static_cast<size_t>(gc));
+      made.push_back(std::move(members));
+      norm_gemms_.insert(i);
+    }
+    std::vector<std::vector<int>> out;
+    for (size_t k = 0; k < groups.size(); ++k)
+      if (!emptied.count(k)) out.push_back(std::move(groups[k]));
+    out.insert(out.end(), made.begin(), made.end());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
   // The elements of Conv `c`'s weight (input 1), -1 when unknown.
   int64_t weight_elements(int c) const {
     const auto in = g_.inputs(nodes_[static_cast<size_t>(c)]);
@@ -1010,7 +1106,7 @@ class Partitioner {
   }
 
   void statistics(const std::vector<std::vector<int>>& groups, const std::vector<int>& group_of, double td) {
-    int64_t grouped = 0, complex_max = 0, kinds[static_cast<int>(GroupKind::kScaledConv) + 1] = {};
+    int64_t grouped = 0, complex_max = 0, kinds[static_cast<int>(GroupKind::kNormGemm) + 1] = {};
     for (const auto& members : groups) {
       grouped += static_cast<int64_t>(members.size());
       int64_t complex = 0;
@@ -1023,6 +1119,7 @@ class Partitioner {
                              : dw_norms_.count(core.front())  ? GroupKind::kDwNorm
                              : squeeze_excites_.count(core.front()) ? GroupKind::kSqueezeExcite
                              : scaled_convs_.count(core.front()) ? GroupKind::kScaledConv
+                             : norm_gemms_.count(core.front()) ? GroupKind::kNormGemm
                              : core.size() < 2               ? GroupKind::kIllegal
                                                              : kiln::fusion::classify(dag_, core);
       ++kinds[static_cast<int>(kind)];
@@ -1051,6 +1148,8 @@ class Partitioner {
       rw_.add_statistic("groups-squeeze-excite", kinds[static_cast<int>(GroupKind::kSqueezeExcite)]);
     if (kinds[static_cast<int>(GroupKind::kScaledConv)])
       rw_.add_statistic("groups-scaled-conv", kinds[static_cast<int>(GroupKind::kScaledConv)]);
+    if (kinds[static_cast<int>(GroupKind::kNormGemm)])
+      rw_.add_statistic("groups-norm-gemm", kinds[static_cast<int>(GroupKind::kNormGemm)]);
     if (view_nodes_) rw_.add_statistic("view-prologue-nodes", view_nodes_);
     if (views_cloned_) rw_.add_statistic("views-cloned", views_cloned_);
     if (store_view_nodes_) rw_.add_statistic("store-view-nodes", store_view_nodes_);
@@ -1062,6 +1161,7 @@ class Partitioner {
     if (squeeze_excites_off_) rw_.add_statistic("squeeze-excites-off", squeeze_excites_off_);
     if (squeeze_excites_refused_) rw_.add_statistic("squeeze-excites-refused", squeeze_excites_refused_);
     if (scaled_convs_off_) rw_.add_statistic("scaled-convs-off", scaled_convs_off_);
+    if (norm_gemms_off_) rw_.add_statistic("norm-gemms-off", norm_gemms_off_);
     rw_.add_statistic("complex-ops-per-group-max", complex_max);
     // Weights grow with tensor sizes, which a model may make absurd: the
     // statistics saturate (NaN counts as 0) instead of overflowing the cast.
@@ -1091,9 +1191,10 @@ class Partitioner {
   std::set<int> dw_norms_;      // ... and of each dw-norm group (its depthwise conv)
   std::set<int> squeeze_excites_;  // ... and of each squeeze-excite group (its pool)
   std::set<int> scaled_convs_;     // ... and of each scaled-conv group (its Mul)
+  std::set<int> norm_gemms_;       // ... and of each norm-GEMM group (its LayerNormalization)
   int64_t dwpw_groups_ = 0, dwpw_refused_ = 0, cleared_ = 0, view_nodes_ = 0, views_cloned_ = 0;
   int64_t store_view_nodes_ = 0, dwpw_forced_ = 0, conv_sums_off_ = 0, dw_norms_off_ = 0, dw_norms_refused_ = 0;
-  int64_t squeeze_excites_off_ = 0, squeeze_excites_refused_ = 0, scaled_convs_off_ = 0;
+  int64_t squeeze_excites_off_ = 0, squeeze_excites_refused_ = 0, scaled_convs_off_ = 0, norm_gemms_off_ = 0;
   // KILN_FUSION_DWPW=fuse|split overrides FusePlanner for every DW/PW pair
   // (for timing both ways: bench/dwpw_timing.py); unset or anything else:
   // FusePlanner decides.

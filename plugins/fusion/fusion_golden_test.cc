@@ -39,7 +39,7 @@ TEST(FusionGoldenFiles, CoverTheCases) {
   for (const char* f : {"chains.kir", "residual.kir", "multi_consumer.kir", "cycles.kir", "control_flow.kir",
                         "dynamic.kir", "dwpw.kir", "shape_chain.kir", "attention.kir", "views.kir",
                         "views_shared.kir", "store_views.kir", "depth_space.kir", "layout_chains.kir", "conv_sum.kir",
-                        "dw_norm.kir", "squeeze_excite.kir", "scaled_conv.kir"})
+                        "dw_norm.kir", "squeeze_excite.kir", "scaled_conv.kir", "norm_gemm.kir"})
     EXPECT_TRUE(files.count(f)) << f;
 }
 
@@ -113,6 +113,51 @@ TEST(FusionStatistics, CountsAttentionGroups) {
   EXPECT_EQ(stats.at("groups"), 1);
   EXPECT_EQ(stats.at("grouped-nodes"), 4);
   EXPECT_EQ(stats.at("complex-ops-per-group-max"), 3);
+}
+
+// Norm-GEMM groups (shape (k)) only on request: a channels-last Transpose
+// -> LayerNorm -> MatMul -> bias -> Relu becomes one group of five with
+// KILN_FUSION_NORM_GEMM=on, and two groups otherwise; a norm read by two
+// MatMuls, or over another axis than the last, never joins one.
+TEST(FusionStatistics, NormGemmsOnRequest) {
+  const std::string w = "dense<[1,0.5,-0.5,1,0.25,1,1,-0.25,0.5,-1,0.25,0.75,-0.5,0.5,1,0]>";
+  const std::string one = "graph @g opset 17 {\n  input %x : f32[1,4,2,3]\n  const %g : f32[4] = dense<[1,0.5,2,1]>\n"
+                          "  const %w : f32[4,4] = " + w + "\n  const %c : f32[4] = dense<[0,1,0,-1]>\n"
+                          "  %t = Transpose(%x) {perm = [0,2,3,1]} : f32[1,2,3,4]\n"
+                          "  %n = LayerNormalization(%t, %g) {axis = -1} : f32[1,2,3,4]\n"
+                          "  %m = MatMul(%n, %w) : f32[1,2,3,4]\n  %a = Add(%m, %c) : f32[1,2,3,4]\n"
+                          "  %r = Relu(%a) : f32[1,2,3,4]\n  return %r\n}\n";
+  const std::string two = "graph @g opset 17 {\n  input %x : f32[2,3,4]\n  const %g : f32[4] = dense<[1,0.5,2,1]>\n"
+                          "  const %w : f32[4,4] = " + w + "\n"
+                          "  %n = LayerNormalization(%x, %g) {axis = -1} : f32[2,3,4]\n"
+                          "  %p = MatMul(%n, %w) : f32[2,3,4]\n  %q = MatMul(%n, %w) : f32[2,3,4]\n"
+                          "  %s = Add(%p, %q) : f32[2,3,4]\n  return %s\n}\n";
+  const auto run = [](const std::string& text, const char* env, std::string* annotated) {
+    if (env) setenv("KILN_FUSION_NORM_GEMM", env, 1);
+    PluginRegistry reg;
+    EXPECT_TRUE(reg.load_static(kiln_fusion_plugin_query, "static:kiln.fusion").ok());
+    auto g = ir::parse_graph(text);
+    EXPECT_TRUE(g.ok()) << g.status().message();
+    PassManager pm(reg);
+    PipelineOptions options;
+    options.passes = {"fusion"};
+    EXPECT_TRUE(pm.run(**g, options).ok());
+    unsetenv("KILN_FUSION_NORM_GEMM");
+    if (annotated) *annotated = ir::print_graph(**g);
+    return pm.records()[0].statistics;
+  };
+  std::string text;
+  const auto on = run(one, "on", &text);
+  EXPECT_EQ(on.at("groups-norm-gemm"), 1);
+  EXPECT_EQ(on.at("groups"), 1);
+  EXPECT_EQ(on.at("grouped-nodes"), 5);
+  EXPECT_EQ(on.count("norm-gemms-off"), 0u);
+  EXPECT_NE(text.find("%m = MatMul(%n, %w) #{kiln.fusion_group = \"fg0\"}"), std::string::npos) << text;
+  const auto off = run(one, nullptr, nullptr);
+  EXPECT_EQ(off.count("groups-norm-gemm"), 0u);
+  EXPECT_EQ(off.at("groups"), 2);
+  EXPECT_EQ(off.at("norm-gemms-off"), 1);
+  EXPECT_EQ(run(two, "on", nullptr).count("groups-norm-gemm"), 0u);
 }
 
 // Squeeze-excite groups (shape (i)): a block whose two 1x1 convs hold more

@@ -26,6 +26,7 @@ const char* group_kind_name(GroupKind kind) {
     case GroupKind::kDwNorm: return "dw-norm";
     case GroupKind::kSqueezeExcite: return "squeeze-excite";
     case GroupKind::kScaledConv: return "scaled-conv";
+    case GroupKind::kNormGemm: return "norm-gemm";
     case GroupKind::kIllegal: break;
   }
   return "illegal";

@@ -65,6 +65,11 @@ enum class GroupKind : uint8_t {
   // squeeze-excite scale; planner/fusion_scaled_conv.h): made after
   // clustering (fusion.cc add_scaled_convs), never by classify.
   kScaledConv,
+  // (k) LayerNormalization (and its view prologues) -> a MatMul's (b)
+  // group (a pre-norm block's norm -> first Linear; planner/
+  // fusion_norm_gemm.h): made after clustering (fusion.cc add_norm_gemms),
+  // never by classify.
+  kNormGemm,
 };
 const char* group_kind_name(GroupKind kind);
 
