@@ -268,12 +268,20 @@ Status lower_fused_store_views(PlanBuilder& builder, const ir::Graph& graph, con
     layout.packed_axis = a;
     forward.vec_axis = a;
   }
-  // 1. The anchor part, as it would run alone, its output laid out so.
+  // 1. The anchor part, as it would run alone, its output laid out so. A
+  // buffer output whose innermost axis is the anchor's innermost row axis
+  // (ConvNeXt's MatMul over channels-last rows stored through a Transpose
+  // to NCHW) is contiguous along a GEMM's rows: its GEMM stores m-major.
   const DeviceLayout saved = builder.tensor(anchor).layout;
   builder.tensor(anchor).layout = layout;
+  builder.set_m_major_store_hint(out_layout.storage == Storage::kBuffer && anchor_shape.size() >= 2 &&
+                                 !program.outputs.empty() &&
+                                 passed_axis(program, static_cast<int>(program.outputs.size()) - 1) ==
+                                     static_cast<int>(anchor_shape.size()) - 2);
   StatusOr<std::vector<KernelDesc>> lowered =
       split.anchor_part.size() > 1 ? lower_fused_kernels(builder, graph, FusionGroup{group.id, split.anchor_part}, lowerings)
                                    : lower_alone(builder, graph, head, lowerings);
+  builder.set_m_major_store_hint(false);
   builder.tensor(anchor).layout = saved;
   KILN_ASSIGN_OR_RETURN(std::vector<KernelDesc> kernels, std::move(lowered));
   // 2. Its kernels may write its output only through the stores.

@@ -83,11 +83,13 @@ std::string vit_norm_model() {
 
 // ConvNeXt's block exit: fc2 (MatMul + bias), layer scale, NHWC -> NCHW,
 // residual.
-std::string convnext_model(const std::string& n = "1", int h = 5, int w = 6) {
+// `kernel`: a kiln.kernel hint for the MatMul.
+std::string convnext_model(const std::string& n = "1", int h = 5, int w = 6, const std::string& kernel = "") {
   const std::string hw = std::to_string(h) + "," + std::to_string(w);
+  const std::string mm = kernel.empty() ? kG : " #{kiln.fusion_group = \"s\", kiln.kernel = \"" + kernel + "\"}";
   return "graph @g opset 17 {\n  input %x : f32[" + n + "," + hw + ",16]\n  input %r : f32[" + n + ",12," + hw +
          "]\n  const %w : f32[16,12] = " + values(192, 3) + "\n  const %b : f32[12] = " + values(12, 4) + "\n  const %s : f32[12] = " + values(12, 5) + "\n"
-         "  %m = MatMul(%x, %w)" + kG + " : f32[" + n + "," + hw + ",12]\n"
+         "  %m = MatMul(%x, %w)" + mm + " : f32[" + n + "," + hw + ",12]\n"
          "  %a = Add(%m, %b)" + kG + " : f32[" + n + "," + hw + ",12]\n"
          "  %l = Mul(%a, %s)" + kG + " : f32[" + n + "," + hw + ",12]\n"
          "  %t = Transpose(%l) {perm = [0,3,1,2]}" + kG + " : f32[" + n + ",12," + hw + "]\n"
@@ -234,6 +236,24 @@ TEST_F(FusionStoreViews, VitGemmReshapeReshapeAdd) {
 TEST_F(FusionStoreViews, ConvnextMatMulBiasScaleTransposeResidual) {
   expect_store_view(convnext_model(), {{random_tensor({1, 5, 6, 16}, 13), random_tensor({1, 12, 5, 6}, 14)}},
                     {.name = "+add+mul+transpose+add"}, {"t"});
+}
+
+TEST_F(FusionStoreViews, ConvnextSplitMatMulStoresRowMajorToNchw) {
+  // Through the Transpose to NCHW the MatMul's rows (pixels) are the
+  // output's contiguous axis (PlanBuilder::m_major_store_hint): the
+  // tensor-core kernel then stores m-major
+  // (GemmCoopMatKernels.StoreThroughATransposeToNchwIsValidSpirv), the
+  // scalar split kernel and its reduce pass row-major (emit_gemm), with
+  // the same results either way.
+  expect_store_view(convnext_model("1", 5, 6, "split_k=2,splitk_reduce=separate"),
+                    {{random_tensor({1, 5, 6, 16}, 15), random_tensor({1, 12, 5, 6}, 16)}},
+                    {.dispatches = 2, .name = "matmul_splitk_reduce+add+mul+transpose+add"}, {"t"});
+  auto g = parse_shaped_graph(convnext_model("1", 5, 6, "split_k=2,splitk_reduce=separate"));
+  ASSERT_TRUE(g);
+  auto plan = build_plan(*g, TargetInfo{}, PlanOptions{});
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  ASSERT_EQ(plan->dispatch_count(), 2u);
+  EXPECT_EQ(plan->steps[1].kernel.helpers.find("#define REDUCE_M_MAJOR 1"), std::string::npos);
 }
 
 TEST_F(FusionStoreViews, ConvReshapeAddRelu) {

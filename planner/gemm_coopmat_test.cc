@@ -523,6 +523,29 @@ TEST(GemmCoopMatKernels, NormGemmIsValidSpirv) {
   expect_valid(view, nv_target(), Storage::kBuffer, "fused_transpose_normmatmul_coopmat32x64");
 }
 
+// ConvNeXt's Linear over channels-last rows stored through a Transpose to
+// NCHW: the tensor-core kernel stores m-major (its rows are the output's
+// contiguous axis), whole and split.
+TEST(GemmCoopMatKernels, StoreThroughATransposeToNchwIsValidSpirv) {
+  const auto chain = [](int64_t k) {
+    return fused_graph(ir::SymShape::from_concrete({1, 7, 7, k}),
+                       {{"MatMul", {random_tensor({k, 96}, 1)}}, {"Add", {random_tensor({96}, 2)}}, {"Transpose", {}}},
+                       {{}, {}, {{"perm", ir::Attribute::of_ints({0, 3, 1, 2})}}});
+  };
+  std::string text;
+  expect_valid(chain(64), nv_target(), Storage::kBuffer, "matmul_coopmat32x64+add+transpose", &text);
+  EXPECT_NE(text.find("  return q % FM;"), std::string::npos) << text;  // M_MAJOR's quads down the column
+  expect_valid(chain(1536), nv_target(), Storage::kBuffer, "matmul_splitk_reduce+add+transpose", &text);
+  EXPECT_NE(text.find("#define REDUCE_M_MAJOR 1"), std::string::npos) << text;
+  // Stored through reshapes only, the columns stay contiguous: row-major.
+  const ir::Graph rows = fused_graph(
+      ir::SymShape::from_concrete({1, 49, 1536}),
+      {{"MatMul", {random_tensor({1536, 96}, 3)}}, {"Reshape", {Tensor::from_vector<int64_t>({4}, {1, 7, 7, 96})}}},
+      {});
+  expect_valid(rows, nv_target(), Storage::kBuffer, "matmul_splitk_reduce+reshape", &text);
+  EXPECT_EQ(text.find("#define REDUCE_M_MAJOR 1"), std::string::npos) << text;
+}
+
 // A few tensor-core workgroups over a deep K would leave the GPU idle:
 // such a GEMM splits K on the tensor cores, its slices added by the last
 // workgroup per tile (one dispatch; resnet50's 7x7 stage: M = 49,

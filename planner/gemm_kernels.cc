@@ -376,7 +376,14 @@ Status emit_coopmat_gemm(LoweringContext& ctx, const GemmProblem& p, const CoopM
 }
 
 // The scalar tiled kernel (or GEMV) for `p`, K split as its grid and hint ask.
-Status emit_scalar_gemm(LoweringContext& ctx, const GemmProblem& p) {
+Status emit_scalar_gemm(LoweringContext& ctx, const GemmProblem& problem) {
+  // The scalar kernel stores m-major only where its A loads run along m
+  // too (a convolution's): a MatMul stored through a view to NCHW
+  // (ConvNeXt's fc2, fp32 on an H200) lost in its split tile pass what
+  // the reduce pass gained (+15 / -11 us over 17 GEMMs; bench/results/
+  // h200-2026-11-29-session26 call 5). The tensor-core kernel keeps it.
+  GemmProblem p = problem;
+  p.store_m_major = p.store_m_major && p.a_m_fastest;
   KernelDesc d = make_gemm_kernel(p, ctx.target().compute_units);
   KILN_RETURN_IF_ERROR(check_grid(ctx, d));
   const ir::Dim tiles = d.groups[0] * d.groups[1] * d.groups[2];

@@ -195,6 +195,10 @@ Status lower_matmul_limited(LoweringContext& ctx, uint64_t max_constant_bytes) {
   // Images store four texel lanes along their packed axis: that must be N.
   const bool image_ok = !b_vec && ctx.layout(ctx.output(0)).packed_axis == static_cast<int>(sy.size()) - 1;
   const GemmOutput out = bind_gemm_output(ctx, image_ok);
+  // Stored through a view that makes the rows contiguous (ConvNeXt's
+  // channels-last Linear back to NCHW): neighbouring invocations store
+  // neighbouring rows (same results).
+  base.store_m_major = out.is_buffer() && ctx.m_major_store_hint();
   base.m = fold ? batch * m : m;
   base.batch = fold ? ir::Dim(1) : batch;
   base.k = k;
@@ -324,6 +328,7 @@ Status lower_gemm_limited(LoweringContext& ctx, uint64_t max_constant_bytes) {
   if (!trans_a && base.k.is_const() && base.k.value() % 8 == 0)
     base.vector_helpers = "#define GEMM_A8 1\nuvec4 gemm_a8(int b, int m, int k) { return A_ld8h(m * GEMM_K + k); }\n";
   const GemmOutput out = bind_gemm_output(ctx, ctx.layout(ctx.output(0)).packed_axis == 1);
+  base.store_m_major = out.is_buffer() && ctx.m_major_store_hint();  // as MatMul's
   h += out.is_buffer() ? gemm_store4_buffer("m * " + row_n + " + " + col + "nj")
                        : gemm_store4_image("", "m, " + col + "n");
   base.helpers = std::move(h);

@@ -14,6 +14,7 @@ LoweringContext::LoweringContext(PlanBuilder& builder, const ir::Graph& graph, i
 
 const TargetInfo& LoweringContext::target() const { return builder_.target(); }
 ElemType LoweringContext::float_type() const { return builder_.options().precision; }
+bool LoweringContext::m_major_store_hint() const { return builder_.m_major_store_hint(); }
 ElemType LoweringContext::input_elem_type(size_t i) const { return builder_.value_elem_type(node_.inputs[i]); }
 
 bool LoweringContext::has_input(size_t i) const { return i < node_.inputs.size() && node_.inputs[i] != ir::kNoValue; }

@@ -63,6 +63,9 @@ class LoweringContext {
   const TargetInfo& target() const;
   // The float element type of activations (kF32, or kF16 for --precision fp16).
   ElemType float_type() const;
+  // PlanBuilder::m_major_store_hint: the node's output is stored through a
+  // view that makes its rows, not its columns, contiguous.
+  bool m_major_store_hint() const;
   // The device element type of input i's value: for floats float_type(), or
   // kF32 where the precision policy keeps a constant fp32 (precision_policy.h).
   // A lowering re-packing a constant input stores the copy in this type.

@@ -40,11 +40,18 @@ class PlanBuilder {
                              const StorageHint& hint = {}) const;
 
   const TargetInfo& target() const { return target_; }
+  // Set while a store-view group's anchor is lowered whose view sends the
+  // anchor's innermost row axis to the output's innermost axis (ConvNeXt's
+  // channels-last MatMul stored through a Transpose to NCHW): a GEMM
+  // anchor then prefers m-major stores (GemmProblem::store_m_major).
+  bool m_major_store_hint() const { return m_major_store_hint_; }
+  void set_m_major_store_hint(bool on) { m_major_store_hint_ = on; }
   const PlanOptions& options() const { return options_; }
   ExecutionPlan& plan() { return plan_; }
   std::vector<KernelDesc>& pending_kernels() { return pending_; }
 
  private:
+  bool m_major_store_hint_ = false;
   const ir::Graph& graph_;
   const TargetInfo& target_;
   PlanOptions options_;
