@@ -351,16 +351,14 @@ StatusOr<std::vector<KernelDesc>> lower_alone(PlanBuilder& builder, const ir::Gr
     if (v != ir::kNoValue && !builder.value_ranked(v)) return unimplemented(node.describe() + " has an input of unknown rank");
   LoweringContext ctx(builder, graph, node.id);
   KILN_RETURN_IF_ERROR(fn(ctx));
-  std::vector<KernelDesc> kernels = std::move(builder.pending_kernels());
-  builder.pending_kernels().clear();
+  std::vector<KernelDesc> kernels = builder.take_pending_kernels();
   return kernels;
 }
 
 StatusOr<std::vector<KernelDesc>> lower_fused_kernels(PlanBuilder& builder, const ir::Graph& graph,
                                                       const FusionGroup& group, const LoweringRegistry& lowerings) {
   KILN_RETURN_IF_ERROR(lower_fused(builder, graph, group, lowerings));
-  std::vector<KernelDesc> kernels = std::move(builder.pending_kernels());
-  builder.pending_kernels().clear();
+  std::vector<KernelDesc> kernels = builder.take_pending_kernels();
   return kernels;
 }
 

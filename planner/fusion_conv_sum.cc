@@ -134,8 +134,7 @@ StatusOr<std::vector<KernelDesc>> lower_conv_sum(PlanBuilder& builder, const ir:
   h += "float gemm_epilogue(int b, int m, int n, float acc) { return " + bias + "; }\n";
   p.helpers = std::move(h);
   KILN_RETURN_IF_ERROR(emit_nchw_gemm(ctx, p));
-  std::vector<KernelDesc> kernels = std::move(builder.pending_kernels());
-  builder.pending_kernels().clear();
+  std::vector<KernelDesc> kernels = builder.take_pending_kernels();
   return kernels;
 }
 

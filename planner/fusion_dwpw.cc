@@ -163,16 +163,10 @@ StatusOr<std::vector<KernelDesc>> lower_dwpw(PlanBuilder& builder, const ir::Gra
   KILN_ASSIGN_OR_RETURN(Tensor packed, transpose_pointwise_weight(*pw_w));
   p.tensors.push_back(ctx.bind("W", ctx.add_constant(std::move(packed), {Storage::kBuffer, ctx.input_elem_type(1)})));
   h += "float gemm_b(int b, int k, int n) { return W_ld(k * GEMM_N + n); }\n";
-  if (ctx.has_input(2)) {
-    p.tensors.push_back(ctx.bind("Bias", ctx.input(2)));
-    h += "float gemm_epilogue(int b, int m, int n, float acc) { return acc + Bias_at(n); }\n";
-  } else {
-    h += "float gemm_epilogue(int b, int m, int n, float acc) { return acc; }\n";
-  }
+  h += pointwise_bias_epilogue(ctx, p);
   p.helpers = std::move(h);
   KILN_RETURN_IF_ERROR(emit_nchw_gemm(ctx, p));
-  std::vector<KernelDesc> kernels = std::move(builder.pending_kernels());
-  builder.pending_kernels().clear();
+  std::vector<KernelDesc> kernels = builder.take_pending_kernels();
   // The depthwise window's multiply-adds, once per GEMM A element.
   for (KernelDesc& kd : kernels)
     if (!(kd.flops.is_const() && kd.flops.value() == 0))

@@ -11,22 +11,14 @@
 namespace kiln::planner {
 namespace {
 
-std::string str(int64_t v) { return std::to_string(v); }
-
 // X's element at row m, column k (X of `rank` dims, rows its first rank - 1
 // dims flattened). A buffer reads one flat index; a view (fusion_views.h)
 // reads by coordinates, whose row part depends on m alone and hoists out of
 // the GEMM's K loop (a view's X_ld decomposes its flat index on every call).
 std::string x_read(size_t rank) {
-  std::string coords, inner;
-  for (size_t i = rank - 1; i-- > 0;) {
-    std::string v = inner.empty() ? "m" : "(m / (" + inner + "))";
-    if (i > 0) v += " % X_D" + str(static_cast<int64_t>(i));
-    coords = v + ", " + coords;
-    inner = inner.empty() ? "X_D" + str(static_cast<int64_t>(i)) : inner + " * X_D" + str(static_cast<int64_t>(i));
-  }
-  return "float kiln_norm_x(int m, int k) {\n#ifdef X_IS_VIEW\n  return X_at(" + coords +
-         "k);\n#else\n  return X_ld(m * GEMM_K + k);\n#endif\n}\n";
+  const std::string row = join_args(row_major_coords("X", 0, rank - 1, "m"));
+  return "float kiln_norm_x(int m, int k) {\n#ifdef X_IS_VIEW\n  return X_at(" + row +
+         ", k);\n#else\n  return X_ld(m * GEMM_K + k);\n#endif\n}\n";
 }
 
 // The row prologue (GemmProblem::row_prologue): GEMM_THREADS / GEMM_TILE_ROWS
@@ -184,8 +176,7 @@ StatusOr<std::vector<KernelDesc>> lower_norm_gemm(PlanBuilder& builder, const ir
     p.vector_helpers += "#define GEMM_B8 1\nuvec4 gemm_b8(int b, int k, int n) { return B_ld8h(k * GEMM_N + n); }\n";
   KILN_RETURN_IF_ERROR(emit_gemm(ctx, p));
   finish_gemm_output(ctx, out);
-  std::vector<KernelDesc> kernels = std::move(builder.pending_kernels());
-  builder.pending_kernels().clear();
+  std::vector<KernelDesc> kernels = builder.take_pending_kernels();
   return kernels;
 }
 

@@ -92,16 +92,10 @@ StatusOr<std::vector<KernelDesc>> lower_scaled_conv(PlanBuilder& builder, const 
   h += "float gemm_b(int b, int k, int n) { return W_ld(k * GEMM_N + n); }\n";
   if (co % 8 == 0)
     p.vector_helpers = "#define GEMM_B8 1\nuvec4 gemm_b8(int b, int k, int n) { return W_ld8h(k * GEMM_N + n); }\n";
-  if (ctx.has_input(2)) {
-    p.tensors.push_back(ctx.bind("Bias", ctx.input(2)));
-    h += "float gemm_epilogue(int b, int m, int n, float acc) { return acc + Bias_at(n); }\n";
-  } else {
-    h += "float gemm_epilogue(int b, int m, int n, float acc) { return acc; }\n";
-  }
+  h += pointwise_bias_epilogue(ctx, p);
   p.helpers = std::move(h);
   KILN_RETURN_IF_ERROR(emit_nchw_gemm(ctx, p));
-  std::vector<KernelDesc> kernels = std::move(builder.pending_kernels());
-  builder.pending_kernels().clear();
+  std::vector<KernelDesc> kernels = builder.take_pending_kernels();
   return kernels;
 }
 

@@ -215,6 +215,11 @@ Status lower_gemm_limited(LoweringContext& ctx, uint64_t max_constant_bytes);
 // (lower_conv.cc; the fused DW/PW and scaled-conv GEMMs read it so).
 StatusOr<Tensor> transpose_pointwise_weight(const Tensor& w);
 
+// The gemm_epilogue (GLSL) of a group-1 1x1 conv's GEMM lowered in `ctx`:
+// its bias (input 2, bound on `p` as "Bias") added per output channel n,
+// or nothing where it has none (the fused DW/PW and scaled-conv GEMMs).
+std::string pointwise_bias_epilogue(LoweringContext& ctx, GemmProblem& p);
+
 // GLSL statements that return `scale` times tensor `x`'s element at image
 // `img` (an expression), channel `c` and the GEMM's output pixel m, where x
 // is a buffer of [images, channels, pixels...] with `spatial` pixel axes and

@@ -441,19 +441,17 @@ StatusOr<Tensor> transpose_pointwise_weight(const Tensor& w) {
   return packed;
 }
 
+std::string pointwise_bias_epilogue(LoweringContext& ctx, GemmProblem& p) {
+  if (!ctx.has_input(2)) return "float gemm_epilogue(int b, int m, int n, float acc) { return acc; }\n";
+  p.tensors.push_back(ctx.bind("Bias", ctx.input(2)));
+  return "float gemm_epilogue(int b, int m, int n, float acc) { return acc + Bias_at(n); }\n";
+}
+
 std::string pointwise_plane_read(const std::string& x, const std::string& img, const std::string& c, size_t spatial,
                                  const std::string& scale) {
   const std::string times = scale.empty() ? "" : " * " + scale;
-  // Pixel axis i's coordinate: m over the extents of the axes after it,
-  // modulo its own (the outermost needs no modulo).
-  std::string coords, inner;
-  for (size_t i = spatial; i-- > 0;) {
-    std::string v = inner.empty() ? "m" : "(m / (" + inner + "))";
-    if (i > 0) v += " % " + dn(x, 2 + i);
-    coords = ", " + v + coords;
-    inner = inner.empty() ? dn(x, 2 + i) : inner + " * " + dn(x, 2 + i);
-  }
-  return "#ifdef " + x + "_IS_VIEW\n  return " + x + "_at(" + img + ", " + c + coords + ")" + times +
+  const std::string pixel = join_args(row_major_coords(x, 2, spatial, "m"));
+  return "#ifdef " + x + "_IS_VIEW\n  return " + x + "_at(" + img + ", " + c + ", " + pixel + ")" + times +
          ";\n#else\n  return " + x + "_ld((" + img + " * " + dn(x, 1) + " + " + c + ") * GEMM_M + m)" + times +
          ";\n#endif\n";
 }

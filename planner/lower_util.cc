@@ -38,6 +38,18 @@ std::string coord_list(size_t rank, std::string_view prefix) {
   return s;
 }
 
+std::vector<std::string> row_major_coords(const std::string& t, size_t first, size_t count, const std::string& index) {
+  std::vector<std::string> coords(count);
+  std::string inner;  // the extents of the axes after axis i
+  for (size_t i = count; i-- > 0;) {
+    const std::string d = t + "_D" + std::to_string(first + i);
+    coords[i] = inner.empty() ? index : "(" + index + " / (" + inner + "))";
+    if (i > 0) coords[i] += " % " + d;
+    inner = inner.empty() ? d : inner + " * " + d;
+  }
+  return coords;
+}
+
 std::string join_args(const std::vector<std::string>& args) {
   std::string s;
   for (size_t i = 0; i < args.size(); ++i) {

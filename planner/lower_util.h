@@ -33,6 +33,11 @@ std::string glsl_int(int64_t v);
 std::string coord_list(size_t rank, std::string_view prefix = "oc");
 // Joins expressions with ", " (an accessor's argument list).
 std::string join_args(const std::vector<std::string>& args);
+// The coordinates along axes first .. first + count - 1 of tensor `t` (its
+// dims t_D<i>) of `index`, a GLSL int expression that numbers those axes'
+// positions row-major: one expression per axis, the outermost with no
+// modulo ("(m / (X_D3)), m % X_D3" for axes 2 and 3 and index m).
+std::vector<std::string> row_major_coords(const std::string& t, size_t first, size_t count, const std::string& index);
 
 // The coordinates (one per axis of `in`, rank 0 giving one "0") that read
 // tensor `name` of shape `in` for the output element at oc0.. of shape

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "planner/execution_plan.h"
@@ -49,6 +50,13 @@ class PlanBuilder {
   const PlanOptions& options() const { return options_; }
   ExecutionPlan& plan() { return plan_; }
   std::vector<KernelDesc>& pending_kernels() { return pending_; }
+  // The pending kernels, leaving none (a fused lowering collects what the
+  // lowerings it ran emitted).
+  std::vector<KernelDesc> take_pending_kernels() {
+    std::vector<KernelDesc> kernels = std::move(pending_);
+    pending_.clear();
+    return kernels;
+  }
 
  private:
   bool m_major_store_hint_ = false;

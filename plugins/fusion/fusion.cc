@@ -498,9 +498,7 @@ class Partitioner {
   // The merge makes no cycle: the anchor part's only edge out is the
   // chain, whose only edge out goes into the tail.
   std::vector<std::vector<int>> add_store_views(std::vector<std::vector<int>> groups) {
-    std::vector<int> group_of(dag_.nodes.size(), -1);
-    for (size_t k = 0; k < groups.size(); ++k)
-      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+    std::vector<int> group_of = group_index(groups);
     std::vector<bool> dropped(groups.size(), false);
     for (int a = 0; a < static_cast<int>(dag_.nodes.size()); ++a) {
       // `a` the sink of an anchor part: a lone anchor or an (b) group's sink.
@@ -579,9 +577,7 @@ class Partitioner {
   // the merge adds no edge into the group, and nothing outside lies between
   // the group and the norm.
   std::vector<std::vector<int>> add_row_norms(std::vector<std::vector<int>> groups) {
-    std::vector<int> group_of(dag_.nodes.size(), -1);
-    for (size_t k = 0; k < groups.size(); ++k)
-      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+    std::vector<int> group_of = group_index(groups);
     for (int i = 0; i < static_cast<int>(dag_.nodes.size()); ++i) {
       const kiln::fusion::DagNode& d = dag_.nodes[static_cast<size_t>(i)];
       if (group_of[static_cast<size_t>(i)] >= 0 || d.role != Role::kAnchor || d.data_pred < 0) continue;
@@ -639,9 +635,7 @@ class Partitioner {
       ++conv_sums_off_;
       return groups;
     }
-    std::vector<int> group_of(dag_.nodes.size(), -1);
-    for (size_t k = 0; k < groups.size(); ++k)
-      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+    std::vector<int> group_of = group_index(groups);
     for (auto& members : groups) {
       if (members.size() < 2 || is_view_.count(members.front()) || row_norms_.count(members.front()) ||
           attention_.count(members.front()) || kiln::fusion::classify(dag_, members) != GroupKind::kAnchor)
@@ -701,9 +695,7 @@ class Partitioner {
     }
     const bool forced = env != nullptr && std::strcmp(env, "on") == 0;
     const bool device_pays = device_limits().compute_units < kFewComputeUnits;
-    std::vector<int> group_of(dag_.nodes.size(), -1);
-    for (size_t k = 0; k < groups.size(); ++k)
-      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+    std::vector<int> group_of = group_index(groups);
     for (auto& members : groups) {
       const std::vector<int> core = without_views(members);
       if (core.size() != 1 || core.back() != members.back() ||
@@ -769,9 +761,7 @@ class Partitioner {
     }
     const bool any_size = (env != nullptr && std::strcmp(env, "on") == 0) ||
                           device_limits().compute_units < kFewComputeUnits;
-    std::vector<int> group_of(dag_.nodes.size(), -1);
-    for (size_t k = 0; k < groups.size(); ++k)
-      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+    std::vector<int> group_of = group_index(groups);
     const auto conv_group = [&](int c) { return conv_group_of(c, groups, group_of); };
     std::vector<bool> dropped(groups.size(), false);
     std::vector<std::vector<int>> made;
@@ -842,9 +832,7 @@ class Partitioner {
       ++scaled_convs_off_;
       return groups;
     }
-    std::vector<int> group_of(dag_.nodes.size(), -1);
-    for (size_t k = 0; k < groups.size(); ++k)
-      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+    std::vector<int> group_of = group_index(groups);
     const auto same = [](const kiln::plugin::Dim& a, const kiln::plugin::Dim& b) {
       return !a.is_unknown && !b.is_unknown && a.is_const == b.is_const &&
              (a.is_const ? a.value == b.value : a.expr == b.expr);
@@ -914,9 +902,7 @@ class Partitioner {
       ++norm_gemms_off_;
       return groups;
     }
-    std::vector<int> group_of(dag_.nodes.size(), -1);
-    for (size_t k = 0; k < groups.size(); ++k)
-      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+    std::vector<int> group_of = group_index(groups);
     std::vector<std::vector<int>> made;
     std::set<size_t> emptied;
     for (int i = 0; i < static_cast<int>(dag_.nodes.size()); ++i) {
@@ -975,6 +961,14 @@ class Partitioner {
     out.insert(out.end(), made.begin(), made.end());
     std::sort(out.begin(), out.end());
     return out;
+  }
+
+  // Each DAG node's group in `groups` (its index), -1 for a node in none.
+  std::vector<int> group_index(const std::vector<std::vector<int>>& groups) const {
+    std::vector<int> group_of(dag_.nodes.size(), -1);
+    for (size_t k = 0; k < groups.size(); ++k)
+      for (int m : groups[k]) group_of[static_cast<size_t>(m)] = static_cast<int>(k);
+    return group_of;
   }
 
   // The elements of Conv `c`'s weight (input 1), -1 when unknown.

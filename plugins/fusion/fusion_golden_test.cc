@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <string>
 
@@ -21,6 +22,32 @@ namespace {
 using plugin_testing::GoldenCase;
 
 std::vector<GoldenCase> load_cases() { return plugin_testing::load_golden_cases(KILN_FUSION_TESTDATA); }
+
+// Runs the fusion pass alone over `text` with the environment variable
+// `env` set to `value` (left unset when null) and, when `compute_units` is
+// not 0, a device of that many compute units; its statistics, and in
+// `annotated` (when given) the graph it left.
+std::map<std::string, int64_t> run_fusion(const std::string& text, const char* env, const char* value,
+                                          uint32_t compute_units = 0, std::string* annotated = nullptr) {
+  if (value) setenv(env, value, 1);
+  PluginRegistry reg;
+  EXPECT_TRUE(reg.load_static(kiln_fusion_plugin_query, "static:kiln.fusion").ok());
+  auto g = ir::parse_graph(text);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  PassManager pm(reg);
+  PipelineOptions options;
+  options.passes = {"fusion"};
+  if (compute_units > 0) {
+    kiln_target_info_t t{};
+    t.struct_size = sizeof(t);
+    t.compute_units = compute_units;
+    options.target = t;
+  }
+  EXPECT_TRUE(pm.run(**g, options).ok());
+  unsetenv(env);
+  if (annotated) *annotated = ir::print_graph(**g);
+  return pm.records()[0].statistics;
+}
 
 class FusionGolden : public ::testing::TestWithParam<GoldenCase> {};
 
@@ -132,19 +159,8 @@ TEST(FusionStatistics, NormGemmsOnRequest) {
                           "  %n = LayerNormalization(%x, %g) {axis = -1} : f32[2,3,4]\n"
                           "  %p = MatMul(%n, %w) : f32[2,3,4]\n  %q = MatMul(%n, %w) : f32[2,3,4]\n"
                           "  %s = Add(%p, %q) : f32[2,3,4]\n  return %s\n}\n";
-  const auto run = [](const std::string& text, const char* env, std::string* annotated) {
-    if (env) setenv("KILN_FUSION_NORM_GEMM", env, 1);
-    PluginRegistry reg;
-    EXPECT_TRUE(reg.load_static(kiln_fusion_plugin_query, "static:kiln.fusion").ok());
-    auto g = ir::parse_graph(text);
-    EXPECT_TRUE(g.ok()) << g.status().message();
-    PassManager pm(reg);
-    PipelineOptions options;
-    options.passes = {"fusion"};
-    EXPECT_TRUE(pm.run(**g, options).ok());
-    unsetenv("KILN_FUSION_NORM_GEMM");
-    if (annotated) *annotated = ir::print_graph(**g);
-    return pm.records()[0].statistics;
+  const auto run = [](const std::string& text, const char* value, std::string* annotated) {
+    return run_fusion(text, "KILN_FUSION_NORM_GEMM", value, 0, annotated);
   };
   std::string text;
   const auto on = run(one, "on", &text);
@@ -176,22 +192,8 @@ TEST(FusionStatistics, SqueezeExciteWeightsBoundOnManyComputeUnits) {
                            "\n  %p = GlobalAveragePool(%x) : f32[1,128,1,1]\n  %h = Conv(%p, %w1) : f32[1,81,1,1]\n"
                            "  %r = Relu(%h) : f32[1,81,1,1]\n  %e = Conv(%r, %w2) : f32[1,128,1,1]\n"
                            "  %g = Sigmoid(%e) : f32[1,128,1,1]\n  return %g\n}\n";
-  const auto run = [&](uint32_t compute_units, const char* env) {
-    if (env) setenv("KILN_FUSION_SQUEEZE_EXCITE", env, 1);
-    PluginRegistry reg;
-    EXPECT_TRUE(reg.load_static(kiln_fusion_plugin_query, "static:kiln.fusion").ok());
-    auto g = ir::parse_graph(text);
-    EXPECT_TRUE(g.ok()) << g.status().message();
-    PassManager pm(reg);
-    PipelineOptions options;
-    options.passes = {"fusion"};
-    kiln_target_info_t t{};
-    t.struct_size = sizeof(t);
-    t.compute_units = compute_units;
-    options.target = t;
-    EXPECT_TRUE(pm.run(**g, options).ok());
-    unsetenv("KILN_FUSION_SQUEEZE_EXCITE");
-    return pm.records()[0].statistics;
+  const auto run = [&](uint32_t compute_units, const char* value) {
+    return run_fusion(text, "KILN_FUSION_SQUEEZE_EXCITE", value, compute_units);
   };
   const auto gpu = run(132, nullptr);
   EXPECT_EQ(gpu.count("groups-squeeze-excite"), 0u);
@@ -237,17 +239,7 @@ TEST(FusionShared, ClonesASharedViewPerExtraGroupOnce) {
 // model decides again. Each decision the variable made is counted.
 TEST(FusionShared, DwPwOverrideForcesEitherWay) {
   const auto run = [](const char* graph_text, const char* override) {
-    if (override) setenv("KILN_FUSION_DWPW", override, 1);
-    PluginRegistry reg;
-    EXPECT_TRUE(reg.load_static(kiln_fusion_plugin_query, "static:kiln.fusion").ok());
-    auto g = ir::parse_graph(graph_text);
-    EXPECT_TRUE(g.ok()) << g.status().message();
-    PassManager pm(reg);
-    PipelineOptions options;
-    options.passes = {"fusion"};
-    EXPECT_TRUE(pm.run(**g, options).ok());
-    unsetenv("KILN_FUSION_DWPW");
-    return pm.records()[0].statistics;
+    return run_fusion(graph_text, "KILN_FUSION_DWPW", override);
   };
   const std::string pair = R"(graph @g opset 17 {
   input %x : f32[BATCH,4,6,6]
