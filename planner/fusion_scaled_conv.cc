@@ -72,12 +72,12 @@ StatusOr<std::vector<KernelDesc>> lower_scaled_conv(PlanBuilder& builder, const 
   p.a_m_fastest = true;  // neighbouring output pixels read neighbouring input pixels
   p.a_tensor = "X";
   p.b_tensor = "W";
-  p.conv_units = GemmProblem::ConvUnits::kPointwise;
+  const bool unit_stride = wa->strides[0] == 1 && wa->strides[1] == 1;
+  p.conv_units = unit_stride ? GemmProblem::ConvUnits::kPointwise : GemmProblem::ConvUnits::kStridedPointwise;
   p.params = {{"SC_ST0", ir::Dim(wa->strides[0])}, {"SC_ST1", ir::Dim(wa->strides[1])}};
   p.tensors.push_back(ctx.bind("X", builder.tensor_of(mul.inputs[static_cast<size_t>(xi)])));
   p.tensors.push_back(ctx.bind("S", builder.tensor_of(mul.inputs[static_cast<size_t>(1 - xi)])));
   // A(img, pixel, k): X's channel k at the conv's stride, times S's gate.
-  const bool unit_stride = wa->strides[0] == 1 && wa->strides[1] == 1;
   std::string h = "float gemm_a(int b, int m, int k) {\n  float s = S_ld((S_D0 == 1 ? 0 : b) * S_D1 + k);\n";
   if (unit_stride && p.tensors[0].layout.storage == Storage::kBuffer) {
     // X's [channel][pixel] plane is A's column.

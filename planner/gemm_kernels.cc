@@ -37,7 +37,8 @@ int gemv_columns(const ir::Dim& n, const ir::Dim& batch, int64_t compute_units) 
 // with (BN/4) x (BM/TM) invocations (always 16 invocation rows), each
 // holding a TM x 4 register block.
 struct TileConfig {
-  int bm = 64, bn = 64, tm = 4;
+  int bm = 64, bn = 64, tm = 4, bk = 16;
+  bool latency_bound = false;  // chosen for a small grid (choose_tile)
 };
 
 // The tiled kernel. Invocation (tx, ty) owns columns n0 + 4*tx .. +3, so the
@@ -91,6 +92,7 @@ std::string tiled_body(const TileConfig& c, const GemmProblem& p, bool split_k, 
                                            .set("BM", c.bm)
                                            .set("BN", c.bn)
                                            .set("TM", c.tm)
+                                           .set("BK", c.bk)
                                            .flag("A_M_FASTEST", p.a_m_fastest)
                                            .flag("QUADS", c.tm >= 4)
                                            .flag("M_MAJOR", p.store_m_major && !fixup)
@@ -217,7 +219,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // number kBusyTiles, though: at batch 1 (a 56x56 ResNet stage is M = 3136,
 // N = 64..256, i.e. 25..100 such tiles) twice as many 64 x 64 tiles spread
 // the same work over more of the GPU's cores.
-TileConfig choose_tile(const GemmProblem& p) {
+TileConfig choose_rows_and_columns(const GemmProblem& p) {
   if (p.hint.tile_m) return {*p.hint.tile_m, *p.hint.tile_n, *p.hint.tile_m == 128 ? 8 : *p.hint.tile_m / 16};
   if (p.m.is_const() && p.n.is_const() && p.batch.is_const() && p.m.value() >= 1024 && p.n.value() > 32 &&
       ceil_div(p.m.value(), 128) * ceil_div(p.n.value(), 64) * p.batch.value() >= kBusyTiles)
@@ -226,7 +228,95 @@ TileConfig choose_tile(const GemmProblem& p) {
   return {bm, bn, bm / 16};  // 16 invocation rows
 }
 
-std::string tile_name(const TileConfig& c) { return "tile" + str(c.bm) + "x" + str(c.bn); }
+// The shared memory of a tiled kernel's A and B tiles (gemm_tile.comp).
+int64_t tile_shared_bytes(const TileConfig& c) {
+  const int64_t a_row = c.tm >= 4 ? (c.bm / 4 + 1) * 16 : (c.bm + 1) * 4;
+  return c.bk * (a_row + c.bn * 4);
+}
+
+// A unit-stride 1x1 convolution of little work (at most kSmallGemmFlops) whose tiles
+// would leave a large GPU mostly idle is bound by latency, not arithmetic:
+// its few workgroups each walk K one shared-memory step after another, a
+// global load's latency per step, and split-K adds a reduce dispatch (~3-5
+// us on an H200) to fill the GPU. Such a convolution takes tiles halved
+// (down to 32 x 32) until the grid keeps the GPU busy, and K steps as deep
+// as K asks (16, 32 or 64) — where that leaves at most kMaxUnsplitSteps
+// steps, so that it needs no split; otherwise it keeps its tiles and split.
+// Measured on an H200, node by node, against the plain tiles
+// (bench/results/h200-2026-11-29-session27): mobilenet_v2's 14x14
+// expansions (M = 196, K = 64, 9.6 MFLOP) 6.8 -> 4.7 us, shufflenet_v2's
+// 14x14 convolutions 9.2 -> 5.8 us and its channel-shuffle view
+// convolutions 14.0 -> 10.0 us, squeezenet1_1's squeeze and expand 1x1s
+// 0.5-3.2 us each, densenet121's unsplit 1x1s 2-3 us each; the same small
+// tiles lost where they still needed a split (densenet121's 1x1s over K =
+// 512-1000, 0.6-1.7 us each) and on the other shapes: 3x3 and grouped
+// convolutions (squeezenet1_1's expand 3x3s +1.3-6.4 us, regnet_y_800mf's
+// grouped 3x3s +4-13 us), the fused conv-sums, swin_t's 4x4 patchify stem
+// (13.7 -> 35.3 us), resnet18's strided 1x1 downsampling convolutions
+// (+2.3 and +6.6 us in fp32 at 14x14 and 7x7). A device of few compute units
+// (lavapipe) is busy with any grid, and an unknown one keeps the plain tiles.
+constexpr int64_t kSmallGemmFlops = 64'000'000;
+constexpr int64_t kMaxUnsplitSteps = 4;
+
+bool latency_bound(const GemmProblem& p, const TileConfig& c, const TargetInfo& target) {
+  if (!target.gemm_sweep.latency_tiles || target.compute_units == 0 || p.hint.tile_m || p.hint.split_k ||
+      p.conv_units != GemmProblem::ConvUnits::kPointwise || !p.m.is_const() || !p.n.is_const() ||
+      !p.k.is_const() || !p.batch.is_const())
+    return false;
+  const int64_t flops = 2 * p.m.value() * p.n.value() * p.k.value() * p.batch.value();
+  const int64_t tiles = ceil_div(p.m.value(), c.bm) * ceil_div(p.n.value(), c.bn) * p.batch.value();
+  return flops <= kSmallGemmFlops && tiles < busy_tiles(target.compute_units);
+}
+
+TileConfig choose_tile(const GemmProblem& p, const TargetInfo& target) {
+  TileConfig c = choose_rows_and_columns(p);
+  const int64_t rows_and_columns = row_prologue_bytes(c.bm, (c.bn / 4) * (c.bm / c.tm));
+  if (latency_bound(p, c, target)) {
+    const int64_t busy = busy_tiles(target.compute_units);
+    const auto tiles = [&](const TileConfig& t) {
+      return ceil_div(p.m.value(), t.bm) * ceil_div(p.n.value(), t.bn) * p.batch.value();
+    };
+    TileConfig small = c;
+    // Halve the longer side (rows where even) until the grid is busy.
+    while (tiles(small) < busy && (small.bm > 32 || small.bn > 32)) {
+      if (small.bn <= 32 || (small.bm >= small.bn && small.bm > 32))
+        small.bm /= 2;
+      else
+        small.bn /= 2;
+      small.tm = small.bm / 16;
+    }
+    const int64_t k = p.k.value();
+    small.bk = k <= 16 ? 16 : k <= 32 ? 32 : 64;
+    small.latency_bound = true;
+    if (ceil_div(k, small.bk) <= kMaxUnsplitSteps &&
+        tile_shared_bytes(small) + row_prologue_bytes(small.bm, (small.bn / 4) * (small.bm / small.tm)) <=
+            target.max_shared_memory)
+      c = small;
+  }
+  if (target.gemm_sweep.tile_k != 0) {
+    TileConfig forced = c;
+    forced.bk = target.gemm_sweep.tile_k;
+    if (tile_shared_bytes(forced) + rows_and_columns <= target.max_shared_memory) c = forced;
+  }
+  return c;
+}
+
+// The split-K slices of the scalar kernel on tiles `c` (`tiles` of them,
+// 0 when not constant): choose_split's, except that the latency-bound
+// tiles of choose_tile are never split.
+int64_t choose_scalar_split(const GemmProblem& p, const TileConfig& c, int64_t tiles, const TargetInfo& target) {
+  if (c.latency_bound) return 1;
+  return choose_split(tiles, p.k, target.compute_units);
+}
+
+// At most the sweep's slices, where it sets a limit.
+int64_t limit_split(int64_t split, const TargetInfo& target) {
+  return target.gemm_sweep.max_split > 0 ? std::min<int64_t>(split, target.gemm_sweep.max_split) : split;
+}
+
+std::string tile_name(const TileConfig& c) {
+  return "tile" + str(c.bm) + "x" + str(c.bn) + (c.bk == 16 ? "" : "k" + str(c.bk));
+}
 
 // Few rows take the GEMV kernel (see gemv_body).
 bool use_gemv(const GemmProblem& p) { return p.m.is_const() && p.m.value() <= 4 && !p.row_prologue; }
@@ -274,7 +364,8 @@ bool half_buffer_operand(const GemmProblem& p, const std::string& name) {
   return false;
 }
 
-KernelDesc make_gemm_kernel(const GemmProblem& p, int64_t compute_units) {
+KernelDesc make_gemm_kernel(const GemmProblem& p, const TargetInfo& target) {
+  const int64_t compute_units = target.compute_units;
   KernelDesc d = gemm_kernel_base(p, p.name);
 
   if (use_gemv(p)) {
@@ -286,7 +377,7 @@ KernelDesc make_gemm_kernel(const GemmProblem& p, int64_t compute_units) {
     d.groups = {ir::Dim::ceil_div(p.n, ir::Dim(gv_x)), ir::Dim::ceil_div(p.m, ir::Dim(mr)), p.batch};
     return d;
   }
-  const TileConfig c = choose_tile(p);
+  const TileConfig c = choose_tile(p, target);
   d.name += "_" + tile_name(c);
   d.body = tiled_body(c, p, false);
   d.local_size = {static_cast<uint32_t>(c.bn / 4), static_cast<uint32_t>(c.bm / c.tm), 1};
@@ -384,22 +475,24 @@ Status emit_scalar_gemm(LoweringContext& ctx, const GemmProblem& problem) {
   // h200-2026-11-29-session26 call 5). The tensor-core kernel keeps it.
   GemmProblem p = problem;
   p.store_m_major = p.store_m_major && p.a_m_fastest;
-  KernelDesc d = make_gemm_kernel(p, ctx.target().compute_units);
+  KernelDesc d = make_gemm_kernel(p, ctx.target());
   KILN_RETURN_IF_ERROR(check_grid(ctx, d));
   const ir::Dim tiles = d.groups[0] * d.groups[1] * d.groups[2];
   // A split_k hint needs a constant K to cut (otherwise the kernel walks all of K).
   const int64_t split = use_gemv(p)                    ? 1
                         : p.hint.split_k && p.k.is_const() ? std::min<int64_t>(*p.hint.split_k, p.k.value())
-                                                           : choose_split(tiles.is_const() ? tiles.value() : 0, p.k,
-                                                                          ctx.target().compute_units);
+                                                           : limit_split(choose_scalar_split(p, choose_tile(p, ctx.target()),
+                                                                                             tiles.is_const() ? tiles.value() : 0,
+                                                                                             ctx.target()),
+                                                                         ctx.target());
   if (split <= 1) {
     ctx.emit(std::move(d));
     return ok_status();
   }
   // K slices of a multiple of BK, recounted so that none is empty.
-  const int64_t chunk = ((p.k.value() + split - 1) / split + 15) / 16 * 16;
+  const TileConfig c = choose_tile(p, ctx.target());
+  const int64_t chunk = ((p.k.value() + split - 1) / split + c.bk - 1) / c.bk * c.bk;
   const int64_t slices = (p.k.value() + chunk - 1) / chunk;
-  const TileConfig c = choose_tile(p);
   d.params.push_back({"GEMM_KCHUNK", ir::Dim(chunk)});
   d.groups[2] = p.batch * ir::Dim(slices);
   // Split-K without a second dispatch (stream-K's fix-up): the last
@@ -483,8 +576,8 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
             choose_coopmat(p, ctx.target(), ctx.float_type(), use == CoopMatUse::kSplitB)) {
       KernelDesc d = make_coopmat_gemm_kernel(p, *c);
       const ir::Dim cm_tiles = d.groups[0] * d.groups[1] * d.groups[2];
-      const int64_t split =
-          choose_split(cm_tiles.is_const() ? cm_tiles.value() : 0, p.k, ctx.target().compute_units);
+      const int64_t split = limit_split(
+          choose_split(cm_tiles.is_const() ? cm_tiles.value() : 0, p.k, ctx.target().compute_units), ctx.target());
       // 1x1 convolutions narrower than 128 output channels that would split
       // K run on the scalar split-K kernel instead: on an H100 (fp16 against
       // the fp32 plan's scalar kernel, node by node, bench/results/
@@ -512,7 +605,8 @@ Status emit_gemm(LoweringContext& ctx, const GemmProblem& problem) {
       // tiles 1.05-1.15x for the 14x14 ones (efficientnet_b0 196 x 480 x 80,
       // 196 x 672 x 112). Wide and deep ones keep the tensor cores
       // (resnet50's 49 x 2048 x 512 took 0.95x, 196 x 512 x 1024 0.8x).
-      const bool pointwise = p.conv_units == GemmProblem::ConvUnits::kPointwise;
+      const bool pointwise = p.conv_units == GemmProblem::ConvUnits::kPointwise ||
+                             p.conv_units == GemmProblem::ConvUnits::kStridedPointwise;
       const bool sizes = p.m.is_const() && p.n.is_const() && p.k.is_const() && p.batch.is_const();
       const bool wide_and_deep =
           sizes && (p.n.value() >= 2048 || (p.m.value() >= 128 && p.n.value() >= 512 && p.k.value() >= 1024));

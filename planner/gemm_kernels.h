@@ -62,12 +62,14 @@ struct GemmProblem {
   bool a_m_fastest = false;
   // How the tensor-core kernel stages an implicit-GEMM convolution's A
   // units (8 consecutive k): kNone for a MatMul/Gemm; kPointwise for a 1x1
-  // convolution (K = input channels, emit_gemm routes the small ones);
+  // convolution (K = input channels, emit_gemm routes the small ones) whose
+  // output pixels are its input pixels, kStridedPointwise for one with
+  // strides or padding (each output pixel finds its input pixel);
   // for a larger kernel (K ordered tap-major, K = tap x CG + c) kChannelRuns
   // when a unit is 8 channels of one tap (CG a multiple of 8: one input
   // pixel's index math, GEMM_A8), kGathered when each of its 8 elements
   // finds its own tap and pixel (an RGB stem's CG = 3). emit_gemm routes by it.
-  enum class ConvUnits : uint8_t { kNone, kPointwise, kChannelRuns, kGathered };
+  enum class ConvUnits : uint8_t { kNone, kPointwise, kStridedPointwise, kChannelRuns, kGathered };
   ConvUnits conv_units = ConvUnits::kNone;
   // `helpers` also define float16_t gemm_a_h(b, m, k): A's element as its
   // fp16 buffer stores it, which the scalar kernel's fp16 staging reads
@@ -111,12 +113,15 @@ std::string row_prologue_macros(const GemmProblem& p, int64_t rows, int64_t thre
 // (threads along N, K split across the workgroup and reduced in shared
 // memory), otherwise a tiled kernel with BM in {16, 32, 64} rows and BN in
 // {16, 32, 64} columns (BM = 128, BN = 64 for large constant M and N when
-// such tiles still fill the GPU), BK = 16, A and B tiles staged in shared
-// memory (the next K step's prefetched into registers meanwhile) and each
-// invocation holding a TM x 4 register block, TM = BM / 16.
-// `compute_units` (0: unknown) narrows the GEMV's column tiles for large
-// GPUs (gemv_columns in the .cc).
-KernelDesc make_gemm_kernel(const GemmProblem& p, int64_t compute_units = 0);
+// such tiles still fill the GPU), BK = 16 — or, for a latency-bound 1x1
+// convolution on a GPU of many compute units, tiles down to 32 x 32 and BK
+// up to 64 (choose_tile in the .cc) — A and B tiles staged in shared memory
+// (the next K step's prefetched into registers meanwhile) and each
+// invocation holding a TM x 4 register block, TM = BM / 16. The target's
+// compute units (0: unknown) narrow the GEMV's column tiles for large GPUs
+// (gemv_columns in the .cc) and bound the latency-bound tiles; its
+// gemm_sweep forces choices for sweeps.
+KernelDesc make_gemm_kernel(const GemmProblem& p, const TargetInfo& target);
 // Whether gemm_a (gemm_b) of `p` reads its tensor `name` (p.a_tensor /
 // p.b_tensor; empty: unknown, and then not) from an fp16 buffer.
 bool half_buffer_operand(const GemmProblem& p, const std::string& name);

@@ -331,7 +331,7 @@ Status conv_gemm(LoweringContext& ctx, const ConvGeometry& g) {
   // (repack_conv_weights): K = tap * CG + c.
   const Tensor* w = ctx.input_constant(1);
   const bool tap_major = w && kk > 1;
-  if (kk == 1) p.conv_units = GemmProblem::ConvUnits::kPointwise;
+  if (kk == 1) p.conv_units = pointwise ? GemmProblem::ConvUnits::kPointwise : GemmProblem::ConvUnits::kStridedPointwise;
   if (pointwise && p.tensors.back().layout.storage == Storage::kBuffer) {
     // Output pixels are input pixels: A is X's [channel][pixel] plane.
     h += "float gemm_a(int b, int m, int k) {\n  int img = b / CV_G, g = b % CV_G;\n" +

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "planner/execution_plan.h"
 #include "planner/plan_hints.h"
 #include "planner/testing/op_check.h"
 #include "platform/vulkan/vk_test_env.h"
@@ -195,6 +196,66 @@ TEST_F(LowerConvTest, ConvTranspose) {
   EXPECT_TRUE(check_op(conv({1, 2, 4, 5}, {2, 3, 3, 3}, true,
                             {{"strides", ints({2, 2})}, {"auto_pad", ir::Attribute::of_string("SAME_UPPER")}}, 87,
                             "ConvTranspose")));
+}
+
+// Deeper K steps of the scalar kernel (32 and 64, forced through
+// $KILN_GEMM_SWEEP; the planner takes them for latency-bound GEMMs on large
+// GPUs): K not a multiple of the step (72 = 64 + 8, 40 = 32 + 8), 32 x 32
+// tiles as choose_tile shrinks to, a split whose slices round to the step,
+// an NCHW output (m-major), a strided 3x3 and fp16 staging.
+TEST_F(LowerConvTest, DeepKStepsOfTheScalarKernel) {
+  for (const char* sweep : {"k=32", "k=64"}) {
+    testing::ScopedEnv env("KILN_GEMM_SWEEP", sweep);
+    for (const char* hint : {"tile=32x32,coopmat=off", "tile=64x32,split_k=2,splitk_reduce=separate"}) {
+      SCOPED_TRACE(std::string(sweep) + " " + hint);
+      OpCheck c = conv({2, 72, 5, 5}, {38, 72, 1, 1}, true, {}, 101);
+      c.annotations[planner::kKernelKey] = hint;
+      c.expect_kernel = std::string("k") + (sweep + 2);
+      EXPECT_TRUE(check_op(c));
+      OpCheck s = conv({1, 40, 9, 9}, {20, 40, 3, 3}, false,
+                       {{"strides", ints({2, 2})}, {"pads", ints({1, 1, 1, 1})}}, 103);
+      s.annotations[planner::kKernelKey] = hint;
+      EXPECT_TRUE(check_op(s));
+    }
+  }
+}
+
+// On a GPU of many compute units a 1x1 convolution of little work whose
+// 64 x 64 tiles would leave it idle takes 32 x 32 tiles and K steps as deep
+// as K (one 64-deep step for K = 64, no split); one over a deep K (15 steps
+// of 64 for K = 960) keeps its tiles and split, and so do strided 1x1s and
+// 3x3s, small or not; a device of two compute units (lavapipe) keeps the tiles it had.
+TEST(LowerConvPlan, LatencyBoundConvolutionsTakeSmallTilesAndDeepSteps) {
+  TargetInfo gpu;
+  gpu.compute_units = 132;
+  gpu.max_shared_memory = 49152;
+  TargetInfo cpu = gpu;
+  cpu.compute_units = 2;
+  const auto kernels = [](const TargetInfo& t, Shape x, Shape w, std::map<std::string, ir::Attribute> attrs) {
+    const ir::Graph g = testing::one_node_graph("Conv", ir::SymShape::from_concrete(x), {random_tensor(w, 105)}, attrs);
+    auto plan = build_plan(g, t, PlanOptions{});
+    EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+    std::vector<std::string> names;
+    if (plan.ok())
+      for (const PlanStep& step : plan->steps)
+        if (step.kind == PlanStep::Kind::kDispatch) names.push_back(step.kernel.name);
+    return names;
+  };
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(kernels(gpu, {1, 64, 14, 14}, {384, 64, 1, 1}, {}), Names{"conv_tile32x32k64"});
+  EXPECT_EQ(kernels(gpu, {1, 24, 28, 28}, {64, 24, 1, 1}, {}), Names{"conv_tile32x32k32"});
+  EXPECT_EQ(kernels(gpu, {1, 960, 7, 7}, {160, 960, 1, 1}, {}),
+            (Names{"conv_splitk_tile64x64", "conv_splitk_reduce"}));
+  EXPECT_EQ(kernels(gpu, {1, 128, 14, 14}, {256, 128, 1, 1}, {{"strides", ints({2, 2})}}),
+            (Names{"conv_splitk_tile64x64", "conv_splitk_reduce"}));
+  EXPECT_EQ(kernels(gpu, {1, 32, 14, 14}, {64, 32, 3, 3}, {{"pads", ints({1, 1, 1, 1})}}),
+            (Names{"conv_splitk_tile64x64", "conv_splitk_reduce"}));
+  EXPECT_EQ(kernels(gpu, {1, 256, 14, 14}, {256, 256, 3, 3}, {{"pads", ints({1, 1, 1, 1})}}),
+            (Names{"conv_splitk_tile64x64", "conv_splitk_reduce"}));
+  EXPECT_EQ(kernels(cpu, {1, 64, 14, 14}, {384, 64, 1, 1}, {}), Names{"conv_tile64x64"});
+  TargetInfo ablation = gpu;  // $KILN_GEMM_SWEEP=latency=off
+  ablation.gemm_sweep.latency_tiles = false;
+  EXPECT_EQ(kernels(ablation, {1, 64, 14, 14}, {384, 64, 1, 1}, {}), Names{"conv_tile64x64"});
 }
 
 }  // namespace

@@ -588,9 +588,45 @@ TEST(LowerLinalgKernels, VariantsAreValidSpirv) {
                        Storage::kBuffer, "conv_depthwise");
   expect_kernels_valid(testing::one_node_graph("Conv", x, {random_tensor({8, 1, 3, 3}, 79), random_tensor({8}, 81)}, dw), t,
                        ElemType::kF16, Storage::kImage, "conv_depthwise_texel");
+  // The latency-bound tiles of a GPU of many compute units (deep K steps).
+  TargetInfo gpu = t;
+  gpu.compute_units = 132;
+  gpu.max_shared_memory = 49152;
+  const ir::Graph pointwise = testing::one_node_graph("Conv", ir::SymShape::from_concrete({1, 64, 14, 14}),
+                                                      {random_tensor({96, 64, 1, 1}, 82)}, {});
+  expect_kernels_valid(pointwise, gpu, ElemType::kF16, Storage::kBuffer, "conv_tile32x32k64");
+  expect_kernels_valid(pointwise, gpu, ElemType::kF32, Storage::kImage, "conv_tile32x32k64");
   const std::map<std::string, ir::Attribute> up = {{"strides", ir::Attribute::of_ints({2, 2})}};
   expect_kernels_valid(testing::one_node_graph("ConvTranspose", x, {random_tensor({8, 4, 2, 2}, 80)}, up), t, ElemType::kF32,
                        Storage::kImage, "conv_transpose");
+}
+
+// $KILN_GEMM_SWEEP: a comma list of k=, split= and latency= items; anything
+// else is an error naming the value and the item.
+TEST(GemmSweepEnv, ParsesItemsAndNamesBadOnes) {
+  {
+    testing::ScopedEnv env("KILN_GEMM_SWEEP", "");
+    auto s = runtime::gemm_sweep_from_env();
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s->tile_k, 0);
+    EXPECT_EQ(s->max_split, 0);
+    EXPECT_TRUE(s->latency_tiles);
+  }
+  {
+    testing::ScopedEnv env("KILN_GEMM_SWEEP", "k=64,split=12,latency=off");
+    auto s = runtime::gemm_sweep_from_env();
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    EXPECT_EQ(s->tile_k, 64);
+    EXPECT_EQ(s->max_split, 12);
+    EXPECT_FALSE(s->latency_tiles);
+  }
+  for (const char* bad : {"k=48", "split=0", "split=17", "split=", "split=4x", "latency=maybe", "k=32,,split=2", "big"}) {
+    testing::ScopedEnv env("KILN_GEMM_SWEEP", bad);
+    auto s = runtime::gemm_sweep_from_env();
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.status().to_string().find(bad), std::string::npos) << s.status().to_string();
+  }
 }
 
 }  // namespace

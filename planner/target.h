@@ -36,6 +36,17 @@ struct CoopMatTile {
   int bm = 64, bn = 64, wm = 2, wn = 2, bk = 32, stages = 1;
 };
 
+// tile_k: K per shared-memory step of the scalar kernel (16, 32 or 64; a
+// depth whose tiles exceed the shared memory is ignored). max_split: at most
+// this many split-K slices for any GEMM (1: none). latency_tiles false: no
+// small tiles and deep steps for latency-bound GEMMs (gemm_kernels.cc
+// latency_bound), the plain tiles for ablations.
+struct GemmSweep {
+  int tile_k = 0;
+  int max_split = 0;
+  bool latency_tiles = true;
+};
+
 struct TargetInfo {
   uint64_t max_storage_buffer_range = 128ull << 20;
   uint32_t max_image_dimension_2d = 16384;
@@ -72,6 +83,9 @@ struct TargetInfo {
   // from $KILN_COOPMAT_TILE; bench/kernels/README.md): unset, the planner
   // chooses. One the target cannot run leaves the planner's choice.
   std::optional<CoopMatTile> coopmat_tile;
+  // Tiled-GEMM choices forced for kernel sweeps (the runtime reads them from
+  // $KILN_GEMM_SWEEP; bench/kernels/README.md); zero or false: the planner's.
+  GemmSweep gemm_sweep;
   uint32_t vulkan_version = (1u << 22) | (1u << 12);  // VK_MAKE_API_VERSION(0,1,1,0)
 };
 

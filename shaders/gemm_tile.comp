@@ -4,6 +4,7 @@
 //! register block; K advances BK at a time through shared tiles, the next
 //! step's loads prefetched into registers.
 //!   @BM@ @BN@ @TM@  tile rows, tile columns, rows per invocation
+//!   @BK@            K per shared-memory step (16, 32 or 64)
 //!   A_M_FASTEST     consecutive invocations load consecutive m of A (else k)
 //!   @A_T@ @B_T@     the prefetch registers' type: float16_t where the operand
 //!                   is an fp16 buffer, whose elements then wait unconverted
@@ -41,7 +42,7 @@
 //!                   for the next run. The order of the additions varies from
 //!                   run to run (the last bits may).
 
-const int BM = @BM@, BN = @BN@, BK = 16, TM = @TM@;
+const int BM = @BM@, BN = @BN@, BK = @BK@, TM = @TM@;
 const int TX = BN / 4, TY = BM / TM, NT = TX * TY;
 const int A_LD = BM * BK / NT, B_LD = BN * BK / NT;  // tile elements each invocation loads
 //@if QUADS

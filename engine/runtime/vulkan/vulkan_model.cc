@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 
 #include "planner/device_data.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
@@ -99,6 +100,28 @@ StatusOr<std::optional<planner::CoopMatTile>> coopmat_tile_from_env() {
   return std::optional<planner::CoopMatTile>(planner::CoopMatTile{v[0], v[1], v[2], v[3], v[4], v[5]});
 }
 
+StatusOr<planner::GemmSweep> gemm_sweep_from_env() {
+  planner::GemmSweep sweep;
+  const char* env = std::getenv("KILN_GEMM_SWEEP");
+  if (env == nullptr || *env == '\0') return sweep;
+  std::stringstream items(env);
+  for (std::string item; std::getline(items, item, ',');) {
+    if (item == "k=16" || item == "k=32" || item == "k=64") {
+      sweep.tile_k = std::stoi(item.substr(2));
+    } else if (item.rfind("split=", 0) == 0 && item.size() > 6 && item.size() <= 8 &&
+               item.find_first_not_of("0123456789", 6) == std::string::npos &&
+               std::stoi(item.substr(6)) >= 1 && std::stoi(item.substr(6)) <= 16) {
+      sweep.max_split = std::stoi(item.substr(6));
+    } else if (item == "latency=on" || item == "latency=off") {
+      sweep.latency_tiles = item == "latency=on";
+    } else {
+      return invalid_argument(std::string("KILN_GEMM_SWEEP='") + env + "': '" + item +
+                              "' is not k=16|32|64, split=1..16 or latency=on|off");
+    }
+  }
+  return sweep;
+}
+
 planner::TargetInfo target_info(const vk::Device& device, CoopMatMode mode) {
   const vk::Capabilities& c = device.capabilities();
   const vk::EnabledFeatures& e = device.enabled();
@@ -162,6 +185,7 @@ StatusOr<std::unique_ptr<VulkanModel>> VulkanModel::compile(vk::Device& device, 
   }
   impl->target = target_info(device, coopmat);
   KILN_ASSIGN_OR_RETURN(impl->target.coopmat_tile, coopmat_tile_from_env());
+  KILN_ASSIGN_OR_RETURN(impl->target.gemm_sweep, gemm_sweep_from_env());
   const planner::CoopMatFlavour forced = coopmat == CoopMatMode::kNV    ? planner::CoopMatFlavour::kNV
                                          : coopmat == CoopMatMode::kKHR ? planner::CoopMatFlavour::kKHR
                                                                         : planner::CoopMatFlavour::kNone;

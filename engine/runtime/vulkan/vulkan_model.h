@@ -146,6 +146,14 @@ StatusOr<CoopMatMode> coopmat_mode_from_env();
 // the first four positive (or all zero), BK 32 or 64 and STAGES 1 or 2.
 StatusOr<std::optional<planner::CoopMatTile>> coopmat_tile_from_env();
 
+// The one place $KILN_GEMM_SWEEP is read: tiled-GEMM choices forced for
+// kernel sweeps (planner::TargetInfo::gemm_sweep), a comma list of k=16|32|64
+// (the scalar kernel's K step), split=1..16 (most split-K slices) and
+// latency=on|off (small tiles for latency-bound GEMMs), e.g. "k=64,split=1";
+// unset or empty: the planner's choices. Errors: kInvalidArgument naming an
+// item that is none of these.
+StatusOr<planner::GemmSweep> gemm_sweep_from_env();
+
 // What the planner may assume about `device` (limits, fp16, subgroups) with
 // cooperative matrices as `mode` allows (kAuto reads nothing: it is
 // kDevice here). A forced dialect the device lacks leaves coopmat kNone.
