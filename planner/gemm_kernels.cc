@@ -268,9 +268,15 @@ bool latency_bound(const GemmProblem& p, const TileConfig& c, const TargetInfo& 
   return flops <= kSmallGemmFlops && tiles < busy_tiles(target.compute_units);
 }
 
+// Whether the tiles `c` and `p`'s row prologue (if any) fit the target's
+// shared memory.
+bool fits_shared_memory(const GemmProblem& p, const TileConfig& c, const TargetInfo& target) {
+  const int64_t prologue = p.row_prologue ? row_prologue_bytes(c.bm, (c.bn / 4) * (c.bm / c.tm)) : 0;
+  return tile_shared_bytes(c) + prologue <= target.max_shared_memory;
+}
+
 TileConfig choose_tile(const GemmProblem& p, const TargetInfo& target) {
   TileConfig c = choose_rows_and_columns(p);
-  const int64_t rows_and_columns = row_prologue_bytes(c.bm, (c.bn / 4) * (c.bm / c.tm));
   if (latency_bound(p, c, target)) {
     const int64_t busy = busy_tiles(target.compute_units);
     const auto tiles = [&](const TileConfig& t) {
@@ -288,30 +294,14 @@ TileConfig choose_tile(const GemmProblem& p, const TargetInfo& target) {
     const int64_t k = p.k.value();
     small.bk = k <= 16 ? 16 : k <= 32 ? 32 : 64;
     small.latency_bound = true;
-    if (ceil_div(k, small.bk) <= kMaxUnsplitSteps &&
-        tile_shared_bytes(small) + row_prologue_bytes(small.bm, (small.bn / 4) * (small.bm / small.tm)) <=
-            target.max_shared_memory)
-      c = small;
+    if (ceil_div(k, small.bk) <= kMaxUnsplitSteps && fits_shared_memory(p, small, target)) c = small;
   }
   if (target.gemm_sweep.tile_k != 0) {
     TileConfig forced = c;
     forced.bk = target.gemm_sweep.tile_k;
-    if (tile_shared_bytes(forced) + rows_and_columns <= target.max_shared_memory) c = forced;
+    if (fits_shared_memory(p, forced, target)) c = forced;
   }
   return c;
-}
-
-// The split-K slices of the scalar kernel on tiles `c` (`tiles` of them,
-// 0 when not constant): choose_split's, except that the latency-bound
-// tiles of choose_tile are never split.
-int64_t choose_scalar_split(const GemmProblem& p, const TileConfig& c, int64_t tiles, const TargetInfo& target) {
-  if (c.latency_bound) return 1;
-  return choose_split(tiles, p.k, target.compute_units);
-}
-
-// At most the sweep's slices, where it sets a limit.
-int64_t limit_split(int64_t split, const TargetInfo& target) {
-  return target.gemm_sweep.max_split > 0 ? std::min<int64_t>(split, target.gemm_sweep.max_split) : split;
 }
 
 std::string tile_name(const TileConfig& c) {
@@ -320,6 +310,23 @@ std::string tile_name(const TileConfig& c) {
 
 // Few rows take the GEMV kernel (see gemv_body).
 bool use_gemv(const GemmProblem& p) { return p.m.is_const() && p.m.value() <= 4 && !p.row_prologue; }
+
+// At most the sweep's slices, where it sets a limit.
+int64_t limit_split(int64_t split, const TargetInfo& target) {
+  return target.gemm_sweep.max_split > 0 ? std::min<int64_t>(split, target.gemm_sweep.max_split) : split;
+}
+
+// The split-K slices of the scalar kernel for `p` on tiles `c` (`tiles` of
+// them, 0 when not constant): a split_k hint's (where K is constant to
+// cut), else choose_split's — never for choose_tile's latency-bound tiles —
+// at most the sweep's limit.
+int64_t choose_scalar_split(const GemmProblem& p, const TileConfig& c, int64_t tiles, const TargetInfo& target) {
+  if (use_gemv(p)) return 1;
+  if (p.hint.split_k && p.k.is_const()) return std::min<int64_t>(*p.hint.split_k, p.k.value());
+  const int64_t split = c.latency_bound ? 1 : choose_split(tiles, p.k, target.compute_units);
+  return limit_split(split, target);
+}
+
 
 // A kMap kernel copying `src` (a row-major buffer of dst's shape) into
 // `dst`: the second half of bind_gemm_output's scratch route.
@@ -478,19 +485,13 @@ Status emit_scalar_gemm(LoweringContext& ctx, const GemmProblem& problem) {
   KernelDesc d = make_gemm_kernel(p, ctx.target());
   KILN_RETURN_IF_ERROR(check_grid(ctx, d));
   const ir::Dim tiles = d.groups[0] * d.groups[1] * d.groups[2];
-  // A split_k hint needs a constant K to cut (otherwise the kernel walks all of K).
-  const int64_t split = use_gemv(p)                    ? 1
-                        : p.hint.split_k && p.k.is_const() ? std::min<int64_t>(*p.hint.split_k, p.k.value())
-                                                           : limit_split(choose_scalar_split(p, choose_tile(p, ctx.target()),
-                                                                                             tiles.is_const() ? tiles.value() : 0,
-                                                                                             ctx.target()),
-                                                                         ctx.target());
+  const TileConfig c = choose_tile(p, ctx.target());
+  const int64_t split = choose_scalar_split(p, c, tiles.is_const() ? tiles.value() : 0, ctx.target());
   if (split <= 1) {
     ctx.emit(std::move(d));
     return ok_status();
   }
   // K slices of a multiple of BK, recounted so that none is empty.
-  const TileConfig c = choose_tile(p, ctx.target());
   const int64_t chunk = ((p.k.value() + split - 1) / split + c.bk - 1) / c.bk * c.bk;
   const int64_t slices = (p.k.value() + chunk - 1) / chunk;
   d.params.push_back({"GEMM_KCHUNK", ir::Dim(chunk)});
