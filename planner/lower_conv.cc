@@ -122,20 +122,28 @@ StatusOr<Tensor> repack_conv_weights(const Tensor& w, int64_t group, bool tap_ma
   const int64_t cout = w.dim(0), cg = w.dim(1), kk = w.numel() / std::max<int64_t>(1, cout * cg);
   const int64_t ng = cout / group, kdim = cg * kk;
   KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(w.dtype(), {group, kdim, ng}));
-  // K position of ONNX's k = c * kk + tap.
-  const auto to_k = [&](int64_t k) { return tap_major ? (k % kk) * cg + k / kk : k; };
-  // Each group is an [ng x kdim] -> [kdim x ng] transpose, walked in square
-  // tiles so that both the reads and the writes stay within a few cache
-  // lines: row by row, every write lands on another cache line, and this
-  // repack was the largest part of a warm-cache compile of resnet50.
-  constexpr int64_t kTile = 32;
+  // K position of ONNX's k = c * kk + tap, looked up: a division and a
+  // remainder per element by a divisor known only at run time cost more
+  // than the copy itself (resnet50 has 25M weights).
+  std::vector<int64_t> to_k(static_cast<size_t>(kdim));
+  for (int64_t k = 0; k < kdim; ++k) to_k[static_cast<size_t>(k)] = tap_major ? (k % kk) * cg + k / kk : k;
+  // Each group is an [ng x kdim] -> [kdim x ng] transpose. It walks 16
+  // output channels at a time: their 16 source rows stream side by side in
+  // k while each destination row takes 16 contiguous floats. Row by row
+  // every write landed on another cache line (this repack was the largest
+  // part of a warm-cache compile of resnet50), and square 32 x 32 tiles took
+  // twice as long as this (2.0 against 1.0 ns per element on resnet50's
+  // shapes, this machine's CPU).
+  constexpr int64_t kRows = 16;
   auto move = [&](auto set) {
     for (int64_t g = 0; g < group; ++g)
-      for (int64_t n0 = 0; n0 < ng; n0 += kTile)
-        for (int64_t k0 = 0; k0 < kdim; k0 += kTile)
-          for (int64_t n = n0; n < std::min(ng, n0 + kTile); ++n)
-            for (int64_t k = k0; k < std::min(kdim, k0 + kTile); ++k)
-              set((g * kdim + to_k(k)) * ng + n, (g * ng + n) * kdim + k);
+      for (int64_t n0 = 0; n0 < ng; n0 += kRows) {
+        const int64_t n1 = std::min(ng, n0 + kRows);
+        for (int64_t k = 0; k < kdim; ++k) {
+          const int64_t to = (g * kdim + to_k[static_cast<size_t>(k)]) * ng, from = g * ng * kdim + k;
+          for (int64_t n = n0; n < n1; ++n) set(to + n, from + n * kdim);
+        }
+      }
   };
   // float32 (nearly every model) by pointer: resnet50 has 25M weights.
   if (w.dtype() == DType::kFloat32) {
@@ -436,6 +444,14 @@ StatusOr<ops::WindowAttrs> read_geometry(LoweringContext& ctx, ConvGeometry* g) 
 StatusOr<Tensor> transpose_pointwise_weight(const Tensor& w) {
   const int64_t co = w.dim(0), ci = w.dim(1);
   KILN_ASSIGN_OR_RETURN(Tensor packed, Tensor::allocate(w.dtype(), {ci, co}));
+  // float32 (nearly every model) by pointer, as repack_conv_weights.
+  if (w.dtype() == DType::kFloat32) {
+    const float* src = w.data<float>();
+    float* dst = packed.data<float>();
+    for (int64_t n = 0; n < co; ++n)
+      for (int64_t k = 0; k < ci; ++k) dst[k * co + n] = src[n * ci + k];
+    return packed;
+  }
   for (int64_t n = 0; n < co; ++n)
     for (int64_t k = 0; k < ci; ++k) packed.set_f64(k * co + n, w.get_f64(n * ci + k));
   return packed;
