@@ -2,6 +2,7 @@
 // concatenated K (see fusion_conv_sum.h).
 #include "planner/fusion_conv_sum.h"
 
+#include <algorithm>
 #include <string>
 
 #include "engine/ops/window_util.h"
@@ -105,12 +106,16 @@ StatusOr<std::vector<KernelDesc>> lower_conv_sum(PlanBuilder& builder, const ir:
   // B: [W0 | W1] as [K0 + K1][Co].
   KILN_ASSIGN_OR_RETURN(Tensor packed, Tensor::allocate(w[0]->dtype(), {k0 + k1, co}));
   // Each weight [Co][Ki] transposed below the other's rows; float32 (nearly
-  // every model) by pointer, as lower_conv.cc's repack: it runs on every
-  // compile, warm cache or not.
+  // every model) by pointer, 16 output channels at a time as lower_conv.cc's
+  // repack: it runs on every compile, warm cache or not.
+  constexpr int64_t kRows = 16;
   const auto stack = [&](auto set) {
-    for (int64_t n = 0; n < co; ++n) {
-      for (int64_t k = 0; k < k0; ++k) set(0, k * co + n, n * k0 + k);
-      for (int64_t k = 0; k < k1; ++k) set(1, (k0 + k) * co + n, n * k1 + k);
+    for (int64_t n0 = 0; n0 < co; n0 += kRows) {
+      const int64_t n1 = std::min(co, n0 + kRows);
+      for (int64_t k = 0; k < k0; ++k)
+        for (int64_t n = n0; n < n1; ++n) set(0, k * co + n, n * k0 + k);
+      for (int64_t k = 0; k < k1; ++k)
+        for (int64_t n = n0; n < n1; ++n) set(1, (k0 + k) * co + n, n * k1 + k);
     }
   };
   if (w[0]->dtype() == DType::kFloat32 && w[1]->dtype() == DType::kFloat32) {
