@@ -42,9 +42,12 @@ std::vector<std::string> default_pipeline(const PluginRegistry& registry, bool i
 // fails to load.
 Status load_standard_plugins(PluginRegistry& registry, const PipelineSetup& setup, const LogFn& log);
 
-// Runs options.passes (or the default pipeline, minus options.disabled) on
-// `graph` with the plugins of `registry`. On success returns the per-pass
-// records (time, statistics).
+// Runs options.passes once (or the default pipeline, minus options.disabled:
+// the passes before "fusion" repeated until the graph stops shrinking, then
+// the rest, the third-party plugins' passes included, once — again after
+// more canonicalization only where they shrank the graph) on `graph` with
+// the plugins of `registry`. On success returns the per-pass records (time,
+// statistics) in the order they ran.
 StatusOr<std::vector<PassRecord>> run_pipeline(const PluginRegistry& registry, ir::Graph& graph,
                                                const PipelineOptions& options);
 

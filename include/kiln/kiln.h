@@ -236,10 +236,10 @@ typedef struct kiln_session_options_t {
   uint32_t max_signatures;
   /* \since 0.2. The pass pipeline the session runs on its own copy of the
    * model before compiling it (the model itself is not changed). NULL, ""
-   * or "default": the default pipeline (canonicalization to a fixed point,
-   * rdp, fusion, memplan), followed by every pass of the loaded third-party
-   * plugins; "none": no pass; else a comma-separated list of pass names
-   * run once, in that order. */
+   * or "default": the default pipeline (canonicalization and rdp to a fixed
+   * point, then fusion, layout and memplan), followed by every pass of the
+   * loaded third-party plugins; "none": no pass; else a comma-separated
+   * list of pass names run once, in that order. */
   const char* passes;
   /* Comma-separated pass names the pipeline leaves out (NULL: none). */
   const char* disabled_passes;
