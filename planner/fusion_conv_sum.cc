@@ -2,7 +2,8 @@
 // concatenated K (see fusion_conv_sum.h).
 #include "planner/fusion_conv_sum.h"
 
-#include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <string>
 
 #include "engine/ops/window_util.h"
@@ -103,28 +104,16 @@ StatusOr<std::vector<KernelDesc>> lower_conv_sum(PlanBuilder& builder, const ir:
   }
   h += "}\n";
 
-  // B: [W0 | W1] as [K0 + K1][Co].
-  KILN_ASSIGN_OR_RETURN(Tensor packed, Tensor::allocate(w[0]->dtype(), {k0 + k1, co}));
-  // Each weight [Co][Ki] transposed below the other's rows; float32 (nearly
-  // every model) by pointer, 16 output channels at a time as lower_conv.cc's
-  // repack: it runs on every compile, warm cache or not.
-  constexpr int64_t kRows = 16;
-  const auto stack = [&](auto set) {
-    for (int64_t n0 = 0; n0 < co; n0 += kRows) {
-      const int64_t n1 = std::min(co, n0 + kRows);
-      for (int64_t k = 0; k < k0; ++k)
-        for (int64_t n = n0; n < n1; ++n) set(0, k * co + n, n * k0 + k);
-      for (int64_t k = 0; k < k1; ++k)
-        for (int64_t n = n0; n < n1; ++n) set(1, (k0 + k) * co + n, n * k1 + k);
-    }
-  };
-  if (w[0]->dtype() == DType::kFloat32 && w[1]->dtype() == DType::kFloat32) {
-    const float* src[2] = {w[0]->data<float>(), w[1]->data<float>()};
-    float* dst = packed.data<float>();
-    stack([&](int i, int64_t to, int64_t from) { dst[to] = src[i][from]; });
-  } else {
-    stack([&](int i, int64_t to, int64_t from) { packed.set_f64(to, w[i]->get_f64(from)); });
+  // B: [W0 | W1] as [K0 + K1][Co]: each weight [Co][Ki] transposed
+  // (transpose_pointwise_weight), the second's rows below the first's.
+  KILN_ASSIGN_OR_RETURN(Tensor t0, transpose_pointwise_weight(*w[0]));
+  KILN_ASSIGN_OR_RETURN(Tensor t1, transpose_pointwise_weight(*w[1]));
+  if (t1.dtype() != t0.dtype()) {
+    KILN_ASSIGN_OR_RETURN(t1, t1.cast(t0.dtype()));
   }
+  KILN_ASSIGN_OR_RETURN(Tensor packed, Tensor::allocate(t0.dtype(), {k0 + k1, co}));
+  std::memcpy(packed.raw_data(), t0.raw_data(), t0.nbytes());
+  std::memcpy(static_cast<std::byte*>(packed.raw_data()) + t0.nbytes(), t1.raw_data(), t1.nbytes());
   p.tensors.push_back(ctx.bind("W", ctx.add_constant(std::move(packed), {Storage::kBuffer, wtype})));
   h += "float gemm_b(int b, int k, int n) { return W_ld(k * GEMM_N + n); }\n";
   if (co % 8 == 0)

@@ -371,7 +371,21 @@ bool half_buffer_operand(const GemmProblem& p, const std::string& name) {
   return false;
 }
 
-KernelDesc make_gemm_kernel(const GemmProblem& p, const TargetInfo& target) {
+namespace {
+
+// The scalar kernel for `p` (kCustom) on tiles `c` (choose_tile's). Variant by constant sizes: M <= 4 a GEMV
+// (threads along N, K split across the workgroup and reduced in shared
+// memory), otherwise a tiled kernel with BM in {16, 32, 64} rows and BN in
+// {16, 32, 64} columns (BM = 128, BN = 64 for large constant M and N when
+// such tiles still fill the GPU), BK = 16 — or, for a latency-bound 1x1
+// convolution on a GPU of many compute units, tiles down to 32 x 32 and BK
+// up to 64 (choose_tile in the .cc) — A and B tiles staged in shared memory
+// (the next K step's prefetched into registers meanwhile) and each
+// invocation holding a TM x 4 register block, TM = BM / 16. The target's
+// compute units (0: unknown) narrow the GEMV's column tiles for large GPUs
+// (gemv_columns in the .cc) and bound the latency-bound tiles; its
+// gemm_sweep forces choices for sweeps.
+KernelDesc make_gemm_kernel(const GemmProblem& p, const TargetInfo& target, const TileConfig& c) {
   const int64_t compute_units = target.compute_units;
   KernelDesc d = gemm_kernel_base(p, p.name);
 
@@ -384,7 +398,6 @@ KernelDesc make_gemm_kernel(const GemmProblem& p, const TargetInfo& target) {
     d.groups = {ir::Dim::ceil_div(p.n, ir::Dim(gv_x)), ir::Dim::ceil_div(p.m, ir::Dim(mr)), p.batch};
     return d;
   }
-  const TileConfig c = choose_tile(p, target);
   d.name += "_" + tile_name(c);
   d.body = tiled_body(c, p, false);
   d.local_size = {static_cast<uint32_t>(c.bn / 4), static_cast<uint32_t>(c.bm / c.tm), 1};
@@ -392,8 +405,6 @@ KernelDesc make_gemm_kernel(const GemmProblem& p, const TargetInfo& target) {
   d.groups = {ir::Dim::ceil_div(p.n, ir::Dim(c.bn)), ir::Dim::ceil_div(p.m, ir::Dim(c.bm)), p.batch};
   return d;
 }
-
-namespace {
 
 // How the fp16 plan's GEMM `p` may use the cooperative-matrix kernel, by
 // the float tensors it reads in fp32 (weights the precision policy keeps):
@@ -482,10 +493,10 @@ Status emit_scalar_gemm(LoweringContext& ctx, const GemmProblem& problem) {
   // h200-2026-11-29-session26 call 5). The tensor-core kernel keeps it.
   GemmProblem p = problem;
   p.store_m_major = p.store_m_major && p.a_m_fastest;
-  KernelDesc d = make_gemm_kernel(p, ctx.target());
+  const TileConfig c = choose_tile(p, ctx.target());
+  KernelDesc d = make_gemm_kernel(p, ctx.target(), c);
   KILN_RETURN_IF_ERROR(check_grid(ctx, d));
   const ir::Dim tiles = d.groups[0] * d.groups[1] * d.groups[2];
-  const TileConfig c = choose_tile(p, ctx.target());
   const int64_t split = choose_scalar_split(p, c, tiles.is_const() ? tiles.value() : 0, ctx.target());
   if (split <= 1) {
     ctx.emit(std::move(d));

@@ -109,19 +109,6 @@ constexpr int64_t row_prologue_bytes(int64_t rows, int64_t threads) { return 8 *
 // where `p` has a row prologue, else nothing.
 std::string row_prologue_macros(const GemmProblem& p, int64_t rows, int64_t threads);
 
-// The kernel for `p` (kCustom). Variant by constant sizes: M <= 4 a GEMV
-// (threads along N, K split across the workgroup and reduced in shared
-// memory), otherwise a tiled kernel with BM in {16, 32, 64} rows and BN in
-// {16, 32, 64} columns (BM = 128, BN = 64 for large constant M and N when
-// such tiles still fill the GPU), BK = 16 — or, for a latency-bound 1x1
-// convolution on a GPU of many compute units, tiles down to 32 x 32 and BK
-// up to 64 (choose_tile in the .cc) — A and B tiles staged in shared memory
-// (the next K step's prefetched into registers meanwhile) and each
-// invocation holding a TM x 4 register block, TM = BM / 16. The target's
-// compute units (0: unknown) narrow the GEMV's column tiles for large GPUs
-// (gemv_columns in the .cc) and bound the latency-bound tiles; its
-// gemm_sweep forces choices for sweeps.
-KernelDesc make_gemm_kernel(const GemmProblem& p, const TargetInfo& target);
 // Whether gemm_a (gemm_b) of `p` reads its tensor `name` (p.a_tensor /
 // p.b_tensor; empty: unknown, and then not) from an fp16 buffer.
 bool half_buffer_operand(const GemmProblem& p, const std::string& name);

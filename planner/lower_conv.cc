@@ -442,19 +442,8 @@ StatusOr<ops::WindowAttrs> read_geometry(LoweringContext& ctx, ConvGeometry* g) 
 }  // namespace
 
 StatusOr<Tensor> transpose_pointwise_weight(const Tensor& w) {
-  const int64_t co = w.dim(0), ci = w.dim(1);
-  KILN_ASSIGN_OR_RETURN(Tensor packed, Tensor::allocate(w.dtype(), {ci, co}));
-  // float32 (nearly every model) by pointer, as repack_conv_weights.
-  if (w.dtype() == DType::kFloat32) {
-    const float* src = w.data<float>();
-    float* dst = packed.data<float>();
-    for (int64_t n = 0; n < co; ++n)
-      for (int64_t k = 0; k < ci; ++k) dst[k * co + n] = src[n * ci + k];
-    return packed;
-  }
-  for (int64_t n = 0; n < co; ++n)
-    for (int64_t k = 0; k < ci; ++k) packed.set_f64(k * co + n, w.get_f64(n * ci + k));
-  return packed;
+  KILN_ASSIGN_OR_RETURN(Tensor packed, repack_conv_weights(w, 1, false));  // [1][ci][co]
+  return packed.reshaped({w.dim(1), w.dim(0)});
 }
 
 std::string pointwise_bias_epilogue(LoweringContext& ctx, GemmProblem& p) {

@@ -24,12 +24,12 @@ using plugin_testing::GoldenCase;
 std::vector<GoldenCase> load_cases() { return plugin_testing::load_golden_cases(KILN_FUSION_TESTDATA); }
 
 // Runs the fusion pass alone over `text` with the environment variable
-// `env` set to `value` (left unset when null) and, when `compute_units` is
+// `env` (when not null) set to `value` (left unset when null) and, when `compute_units` is
 // not 0, a device of that many compute units; its statistics, and in
 // `annotated` (when given) the graph it left.
 std::map<std::string, int64_t> run_fusion(const std::string& text, const char* env, const char* value,
                                           uint32_t compute_units = 0, std::string* annotated = nullptr) {
-  if (value) setenv(env, value, 1);
+  if (env && value) setenv(env, value, 1);
   PluginRegistry reg;
   EXPECT_TRUE(reg.load_static(kiln_fusion_plugin_query, "static:kiln.fusion").ok());
   auto g = ir::parse_graph(text);
@@ -44,7 +44,7 @@ std::map<std::string, int64_t> run_fusion(const std::string& text, const char* e
     options.target = t;
   }
   EXPECT_TRUE(pm.run(**g, options).ok());
-  unsetenv(env);
+  if (env) unsetenv(env);
   if (annotated) *annotated = ir::print_graph(**g);
   return pm.records()[0].statistics;
 }
@@ -127,15 +127,7 @@ constexpr const char* kAttention = R"(graph @g opset 17 {
 // An attention group is counted as such, with its three anchors; the Relu
 // after it is a group of its own (clustering never sees attention nodes).
 TEST(FusionStatistics, CountsAttentionGroups) {
-  PluginRegistry reg;
-  ASSERT_TRUE(reg.load_static(kiln_fusion_plugin_query, "static:kiln.fusion").ok());
-  auto g = ir::parse_graph(kAttention);
-  ASSERT_TRUE(g.ok()) << g.status().message();
-  PassManager pm(reg);
-  PipelineOptions options;
-  options.passes = {"fusion"};
-  ASSERT_TRUE(pm.run(**g, options).ok());
-  const auto& stats = pm.records()[0].statistics;
+  const std::map<std::string, int64_t> stats = run_fusion(kAttention, nullptr, nullptr);
   EXPECT_EQ(stats.at("attention-groups"), 1);
   EXPECT_EQ(stats.at("groups"), 1);
   EXPECT_EQ(stats.at("grouped-nodes"), 4);

@@ -104,14 +104,18 @@ StatusOr<planner::GemmSweep> gemm_sweep_from_env() {
   planner::GemmSweep sweep;
   const char* env = std::getenv("KILN_GEMM_SWEEP");
   if (env == nullptr || *env == '\0') return sweep;
+  // The slices of a split=N item (1..16), 0 for anything else.
+  const auto split_of = [](const std::string& item) {
+    int n = 0;
+    char tail = 0;
+    return std::sscanf(item.c_str(), "split=%d%c", &n, &tail) == 1 && n >= 1 && n <= 16 ? n : 0;
+  };
   std::stringstream items(env);
   for (std::string item; std::getline(items, item, ',');) {
     if (item == "k=16" || item == "k=32" || item == "k=64") {
       sweep.tile_k = std::stoi(item.substr(2));
-    } else if (item.rfind("split=", 0) == 0 && item.size() > 6 && item.size() <= 8 &&
-               item.find_first_not_of("0123456789", 6) == std::string::npos &&
-               std::stoi(item.substr(6)) >= 1 && std::stoi(item.substr(6)) <= 16) {
-      sweep.max_split = std::stoi(item.substr(6));
+    } else if (const int split = split_of(item); split > 0) {
+      sweep.max_split = split;
     } else if (item == "latency=on" || item == "latency=off") {
       sweep.latency_tiles = item == "latency=on";
     } else {
