@@ -89,8 +89,15 @@ void for_each_slot(const DeviceLayout& layout, const Shape& shape, Fn&& fn) {
 
 std::vector<std::byte> to_device(const Tensor& t, const DeviceLayout& layout) {
   std::vector<std::byte> out(device_bytes(layout, t.shape()));
+  to_device(t, layout, out.data());
+  return out;
+}
+
+void to_device(const Tensor& t, const DeviceLayout& layout, std::byte* out) {
+  // An image's texels past the packed axis's end hold zeros.
+  if (layout.storage == Storage::kImage) std::memset(out, 0, device_bytes(layout, t.shape()));
   if (layout.type == ElemType::kI32) {
-    auto* d = reinterpret_cast<int32_t*>(out.data());
+    auto* d = reinterpret_cast<int32_t*>(out);
     if (dtype_is_float(t.dtype())) {
       for_each_slot(layout, t.shape(), [&](int64_t i, int64_t s) { d[s] = saturate_i32(t.get_f64(i)); });
     } else {
@@ -99,7 +106,7 @@ std::vector<std::byte> to_device(const Tensor& t, const DeviceLayout& layout) {
                                                         std::numeric_limits<int32_t>::max()));
       });
     }
-    return out;
+    return;
   }
   // Float: go through a float32 view of the data (typed loops, no per-element dispatch).
   Tensor f32;
@@ -111,11 +118,11 @@ std::vector<std::byte> to_device(const Tensor& t, const DeviceLayout& layout) {
     src = f32.data<float>();
   }
   if (layout.type == ElemType::kF32) {
-    auto* d = reinterpret_cast<float*>(out.data());
+    auto* d = reinterpret_cast<float*>(out);
     if (layout.storage == Storage::kBuffer) std::memcpy(d, src, static_cast<size_t>(t.numel()) * 4);
     else for_each_slot(layout, t.shape(), [&](int64_t i, int64_t s) { d[s] = src[i]; });
   } else {
-    auto* d = reinterpret_cast<uint16_t*>(out.data());
+    auto* d = reinterpret_cast<uint16_t*>(out);
     if (layout.storage == Storage::kBuffer) {
       floats_to_halves(src, d, static_cast<size_t>(t.numel()));
     } else {
@@ -124,7 +131,6 @@ std::vector<std::byte> to_device(const Tensor& t, const DeviceLayout& layout) {
       for_each_slot(layout, t.shape(), [&](int64_t i, int64_t s) { d[s] = halves[static_cast<size_t>(i)]; });
     }
   }
-  return out;
 }
 
 StatusOr<Tensor> from_device(const std::byte* data, size_t size, const DeviceLayout& layout, DType dtype,

@@ -23,6 +23,9 @@ void image_size(const planner::DeviceLayout& layout, const Shape& shape, uint32_
 
 // `t` converted and arranged as the device stores it.
 std::vector<std::byte> to_device(const Tensor& t, const planner::DeviceLayout& layout);
+// The same, written to `out` (device_bytes(layout, t.shape()) bytes): for
+// memory that is already there, such as a mapped staging buffer.
+void to_device(const Tensor& t, const planner::DeviceLayout& layout, std::byte* out);
 // The tensor of `dtype` and `shape` from device bytes (size device_bytes()).
 StatusOr<Tensor> from_device(const std::byte* data, size_t size, const planner::DeviceLayout& layout, DType dtype,
                              const Shape& shape);

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/ops/gemm_kernel.h"  // ops::parallel_for
 #include "engine/ops/window_util.h"
 #include "planner/gemm_kernels.h"
 #include "planner/lower_util.h"
@@ -134,16 +135,20 @@ StatusOr<Tensor> repack_conv_weights(const Tensor& w, int64_t group, bool tap_ma
   // part of a warm-cache compile of resnet50), and square 32 x 32 tiles took
   // twice as long as this (2.0 against 1.0 ns per element on resnet50's
   // shapes, this machine's CPU).
+  // Blocks of 16 channels are independent, so a large weight spreads them
+  // over the CPU's threads (a warm-cache compile is mostly this repack and
+  // the weights' upload); small ones are not worth starting threads for.
   constexpr int64_t kRows = 16;
+  const int64_t blocks = (ng + kRows - 1) / kRows;
+  const int threads = w.numel() >= (int64_t{1} << 20) ? ops::cpu_thread_count() : 1;
   auto move = [&](auto set) {
-    for (int64_t g = 0; g < group; ++g)
-      for (int64_t n0 = 0; n0 < ng; n0 += kRows) {
-        const int64_t n1 = std::min(ng, n0 + kRows);
-        for (int64_t k = 0; k < kdim; ++k) {
-          const int64_t to = (g * kdim + to_k[static_cast<size_t>(k)]) * ng, from = g * ng * kdim + k;
-          for (int64_t n = n0; n < n1; ++n) set(to + n, from + n * kdim);
-        }
+    ops::parallel_for(group * blocks, threads, [&](int64_t task, int) {
+      const int64_t g = task / blocks, n0 = task % blocks * kRows, n1 = std::min(ng, n0 + kRows);
+      for (int64_t k = 0; k < kdim; ++k) {
+        const int64_t to = (g * kdim + to_k[static_cast<size_t>(k)]) * ng, from = g * ng * kdim + k;
+        for (int64_t n = n0; n < n1; ++n) set(to + n, from + n * kdim);
       }
+    });
   };
   // float32 (nearly every model) by pointer: resnet50 has 25M weights.
   if (w.dtype() == DType::kFloat32) {

@@ -247,7 +247,38 @@ StatusOr<std::unique_ptr<MemoryArena>> MemoryArena::create(Device& device, VkDev
 
 MemoryArena::~MemoryArena() {
   assert(live_ == 0 && "every Buffer and Image must be destroyed before their MemoryArena");
+  if (mapped_ != nullptr) device_.fn().vkUnmapMemory(device_.handle(), memory_);
   if (memory_ != VK_NULL_HANDLE) device_.fn().vkFreeMemory(device_.handle(), memory_, nullptr);
+}
+
+bool MemoryArena::host_visible() const {
+  return (device_.memory_properties().memoryTypes[memory_type_].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) != 0;
+}
+
+StatusOr<std::byte*> MemoryArena::map() {
+  if (!host_visible()) return failed_precondition("the arena's memory is not host-visible");
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (mapped_ == nullptr) {
+    void* p = nullptr;
+    KILN_RETURN_IF_ERROR(
+        device_.check(device_.fn().vkMapMemory(device_.handle(), memory_, 0, VK_WHOLE_SIZE, 0, &p), "vkMapMemory"));
+    mapped_ = static_cast<std::byte*>(p);
+  }
+  return mapped_;
+}
+
+Status MemoryArena::flush(VkDeviceSize offset, VkDeviceSize size) {
+  if ((device_.memory_properties().memoryTypes[memory_type_].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0)
+    return ok_status();
+  // The range widened to nonCoherentAtomSize (or the allocation's end), as
+  // vkFlushMappedMemoryRanges requires.
+  const VkDeviceSize atom = std::max<VkDeviceSize>(1, device_.capabilities().non_coherent_atom_size);
+  VkMappedMemoryRange range{VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE};
+  range.memory = memory_;
+  range.offset = offset / atom * atom;
+  const VkDeviceSize end = align_up(offset + size, atom);
+  range.size = end >= capacity_ ? VK_WHOLE_SIZE : end - range.offset;
+  return device_.check(device_.fn().vkFlushMappedMemoryRanges(device_.handle(), 1, &range), "vkFlushMappedMemoryRanges");
 }
 
 StatusOr<VkDeviceSize> MemoryArena::reserve(VkDeviceSize size, VkDeviceSize alignment, VkDeviceSize* reserved,

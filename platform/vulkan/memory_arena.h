@@ -150,6 +150,20 @@ class MemoryArena {
   StatusOr<Buffer> bind_buffer(VkDeviceSize offset, VkDeviceSize size);
   StatusOr<Image> bind_image(VkDeviceSize offset, uint32_t width, uint32_t height, ImageFormat format);
 
+  // Whether the host can write the arena's memory directly (CPU drivers,
+  // integrated and unified-memory GPUs): then a buffer can be filled in
+  // place, with no staging copy.
+  bool host_visible() const;
+  // The host address of the arena's first byte (mapped on the first call,
+  // until the arena goes). Host writes reach the device once flush()ed and
+  // submitted; the caller keeps them apart from device use of the same
+  // bytes. Errors: kFailedPrecondition (not host-visible), VkResult errors.
+  // Thread-safe.
+  StatusOr<std::byte*> map();
+  // Makes host writes to [offset, offset + size) available to the device
+  // (a no-op for coherent memory). Errors: VkResult errors.
+  Status flush(VkDeviceSize offset, VkDeviceSize size);
+
   Device& device() const { return device_; }
   VkDeviceMemory memory() const { return memory_; }
   uint32_t memory_type_index() const { return memory_type_; }
@@ -178,6 +192,7 @@ class MemoryArena {
   uint32_t memory_type_ = 0;
   VkDeviceSize capacity_ = 0;
   VkDeviceSize granularity_ = 1;
+  std::byte* mapped_ = nullptr;  // guarded by mutex_
 
   mutable std::mutex mutex_;
   std::map<VkDeviceSize, VkDeviceSize> free_;  // offset -> size, non-adjacent

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -80,6 +81,65 @@ TEST_F(MemoryTest, TransfersLargerThanStagingAreChunked) {
   std::vector<float> back(data.size());
   ASSERT_TRUE((*small)->download(*buffer, back.data(), bytes).ok());
   EXPECT_EQ((*small)->chunks(), 50u);
+  EXPECT_EQ(back, data);
+}
+
+TEST_F(MemoryTest, UploadBatchesPackRegionsIntoStagingFills) {
+  // 4 KiB of staging, regions placed 64-byte aligned: 1000 and 3000 bytes
+  // share the first fill, 100 spill into the second (the empty one takes
+  // none); 10000 bytes exceed the staging and go in three chunks.
+  auto small = Transfer::create(device(), 4096);
+  ASSERT_TRUE(small.ok());
+  const std::vector<size_t> sizes = {1000, 3000, 100, 0, 10000};
+  std::vector<Buffer> buffers;
+  std::vector<std::vector<std::byte>> want;
+  std::vector<Transfer::Region> regions;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    auto b = arena_->create_buffer(std::max<size_t>(sizes[i] + 16, 16));
+    ASSERT_TRUE(b.ok()) << b.status().to_string();
+    buffers.push_back(std::move(b).value());
+    std::vector<std::byte> bytes(sizes[i]);
+    for (size_t j = 0; j < bytes.size(); ++j) bytes[j] = static_cast<std::byte>((j * 7 + i * 31) & 0xff);
+    want.push_back(std::move(bytes));
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const std::vector<std::byte>& bytes = want[i];
+    regions.push_back({&buffers[i], 16, sizes[i], [&bytes](std::byte* dst) {
+                         std::memcpy(dst, bytes.data(), bytes.size());
+                       }});
+  }
+  Status s = (*small)->upload_batch(regions, 3);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  EXPECT_EQ((*small)->chunks(), 2u + 3u);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0) continue;
+    std::vector<std::byte> back(sizes[i]);
+    ASSERT_TRUE((*small)->download(buffers[i], back.data(), back.size(), 16).ok());
+    EXPECT_EQ(back, want[i]) << "region " << i;
+  }
+
+  // A region past its buffer's end, or without a fill, is refused.
+  std::vector<Transfer::Region> past = {{&buffers[0], 1000, 100, [](std::byte*) {}}};
+  EXPECT_EQ((*small)->upload_batch(past).code(), StatusCode::kOutOfRange);
+  std::vector<Transfer::Region> no_fill = {{&buffers[0], 0, 8, nullptr}};
+  EXPECT_EQ((*small)->upload_batch(no_fill).code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(MemoryTest, HostVisibleArenasMapForInPlaceWrites) {
+  auto buffer = arena_->create_buffer(4096);
+  ASSERT_TRUE(buffer.ok());
+  if (!arena_->host_visible()) {
+    EXPECT_EQ(arena_->map().status().code(), StatusCode::kFailedPrecondition);
+    GTEST_SKIP() << "the device's memory is not host-visible";
+  }
+  auto base = arena_->map();
+  ASSERT_TRUE(base.ok()) << base.status().to_string();
+  std::vector<float> data = random_floats(1024, 3);
+  std::memcpy(*base + buffer->arena_offset(), data.data(), 4096);
+  ASSERT_TRUE(arena_->flush(buffer->arena_offset(), 4096).ok());
+  EXPECT_EQ(*arena_->map(), *base);  // mapped once
+  std::vector<float> back(data.size());
+  ASSERT_TRUE(transfer_->download(*buffer, back.data(), 4096).ok());
   EXPECT_EQ(back, data);
 }
 

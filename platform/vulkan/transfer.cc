@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "platform/vulkan/barriers.h"
 #include "platform/vulkan/fault_injection.h"
+#include "platform/vulkan/parallel_jobs.h"
 
 namespace kiln::vk {
 namespace {
@@ -116,9 +118,12 @@ Status Transfer::upload(const Buffer& buffer, const void* data, size_t size, VkD
   KILN_RETURN_IF_ERROR(check_range(buffer, size, offset, "upload"));
   if (size == 0) return ok_status();
   std::lock_guard<std::mutex> lock(mutex_);
+  return upload_locked(buffer, static_cast<const std::byte*>(data), size, offset);
+}
+
+Status Transfer::upload_locked(const Buffer& buffer, const std::byte* src, size_t size, VkDeviceSize offset) {
   KILN_RETURN_IF_ERROR(ensure_staging(std::min<VkDeviceSize>(size, staging_cap_)));
   const VolkDeviceTable& fn = device_.fn();
-  const auto* src = static_cast<const std::byte*>(data);
   for (size_t done = 0; done < size;) {
     VkDeviceSize n = std::min<VkDeviceSize>(size - done, staging_size_);
     std::memcpy(mapped_, src + done, n);
@@ -135,6 +140,66 @@ Status Transfer::upload(const Buffer& buffer, const void* data, size_t size, VkD
     }));
     ++chunks_;
     done += n;
+  }
+  return ok_status();
+}
+
+Status Transfer::upload_batch(std::span<const Region> regions, unsigned threads) {
+  KILN_RETURN_IF_ERROR(device_.status());
+  // Regions start 64 bytes apart in the staging buffer: every fill writes
+  // whole cache lines of its own (no two threads share one).
+  constexpr VkDeviceSize kAlign = 64;
+  VkDeviceSize staged = 0;
+  for (const Region& r : regions) {
+    if (r.buffer == nullptr || !r.fill) return invalid_argument("upload batch: a region without a buffer or a fill");
+    KILN_RETURN_IF_ERROR(check_range(*r.buffer, r.size, r.offset, "upload"));
+    if (r.size <= staging_cap_) staged += (r.size + kAlign - 1) / kAlign * kAlign;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (staged > 0) KILN_RETURN_IF_ERROR(ensure_staging(std::min(staged, staging_cap_)));
+  const VolkDeviceTable& fn = device_.fn();
+  std::vector<size_t> batch;      // the regions of one staging fill
+  std::vector<VkDeviceSize> at;   // and where each lies in the staging buffer
+  for (size_t i = 0; i < regions.size();) {
+    const Region& first = regions[i];
+    if (first.size == 0) {
+      ++i;
+      continue;
+    }
+    if (first.size > staging_size_) {
+      std::vector<std::byte> bytes(first.size);
+      first.fill(bytes.data());
+      KILN_RETURN_IF_ERROR(upload_locked(*first.buffer, bytes.data(), bytes.size(), first.offset));
+      ++i;
+      continue;
+    }
+    batch.clear();
+    at.clear();
+    VkDeviceSize used = 0;
+    for (; i < regions.size(); ++i) {
+      const Region& r = regions[i];
+      if (r.size == 0) continue;
+      const VkDeviceSize place = (used + kAlign - 1) / kAlign * kAlign;
+      if (r.size > staging_size_ || place + r.size > staging_size_) break;
+      batch.push_back(i);
+      at.push_back(place);
+      used = place + r.size;
+    }
+    parallel_jobs(batch.size(), threads, [&](size_t j) { regions[batch[j]].fill(mapped_ + at[j]); });
+    KILN_RETURN_IF_ERROR(flush_staging(used));
+    KILN_RETURN_IF_ERROR(submitter_->run([&](VkCommandBuffer cmd) {
+      VkMemoryBarrier before = memory_barrier(kUseWrites, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+      fn.vkCmdPipelineBarrier(cmd, kUseStages, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
+      for (size_t j = 0; j < batch.size(); ++j) {
+        const Region& r = regions[batch[j]];
+        VkBufferCopy copy{at[j], r.offset, r.size};
+        fn.vkCmdCopyBuffer(cmd, staging_, r.buffer->handle(), 1, &copy);
+      }
+      VkMemoryBarrier after = memory_barrier(VK_ACCESS_TRANSFER_WRITE_BIT, kUseAccess);
+      fn.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, kUseStages, 0, 1, &after, 0, nullptr, 0, nullptr);
+      return ok_status();
+    }));
+    ++chunks_;
   }
   return ok_status();
 }

@@ -10,8 +10,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 
 #include "engine/base/status.h"
 #include "platform/vulkan/memory_arena.h"
@@ -38,6 +40,24 @@ class Transfer {
   // compute or transfer commands see the new bytes. Errors: kOutOfRange when
   // the range exceeds the buffer, kDeviceLost, VkResult errors. Thread-safe.
   Status upload(const Buffer& buffer, const void* data, size_t size, VkDeviceSize offset = 0);
+  // One region of an upload batch: `size` bytes at `offset` in `buffer`,
+  // which `fill` writes straight into host-visible staging memory (so the
+  // bytes need no host copy of their own first).
+  struct Region {
+    const Buffer* buffer = nullptr;
+    VkDeviceSize offset = 0;
+    size_t size = 0;
+    std::function<void(std::byte* dst)> fill;
+  };
+  // Uploads every region, as upload() does each, in as few submissions as
+  // the staging size allows: regions are packed into the staging buffer in
+  // order and each full staging buffer is one submission of copies (a
+  // model's hundreds of constants took one synchronous submission each).
+  // The fills of one staging buffer run on up to `threads` threads (they
+  // must not throw). A region larger than the staging buffer is filled into
+  // host memory and copied in chunks. Errors as upload(); kInvalidArgument
+  // for a region without a buffer or fill. Thread-safe.
+  Status upload_batch(std::span<const Region> regions, unsigned threads = 1);
   // Copies `size` bytes of `buffer` from `offset` into `out`.
   Status download(const Buffer& buffer, void* out, size_t size, VkDeviceSize offset = 0);
 
@@ -62,6 +82,8 @@ class Transfer {
   Status ensure_staging(VkDeviceSize size);
   void release_staging();
   Status flush_staging(VkDeviceSize size);
+  // upload() with mutex_ held.
+  Status upload_locked(const Buffer& buffer, const std::byte* data, size_t size, VkDeviceSize offset);
   Status invalidate_staging(VkDeviceSize size);
 
   Device& device_;

@@ -325,19 +325,34 @@ Status VulkanModel::Impl::upload_constants() {
   if (bound.empty() && stateful.empty()) return ok_status();
   KILN_RETURN_IF_ERROR(check_memory_limit(total + (1 << 20), "the model's weights and state"));
   KILN_ASSIGN_OR_RETURN(weights_arena, vk::MemoryArena::create(device, total + (1 << 20)));
+  // Every constant's device bytes are written straight into host-visible
+  // memory, the conversions spread over the compile threads: into the
+  // weights themselves where the device lets the host write them (CPU
+  // drivers, unified memory; the buffers are new, so no device work uses
+  // them yet), else into the staging buffer, one submission copying as many
+  // constants as it holds.
+  std::vector<vk::Transfer::Region> regions;
   for (TensorId id : bound) {
     const PlanTensor& t = plan.tensors[static_cast<size_t>(id)];
     if (t.layout.storage != Storage::kBuffer)
       return unimplemented("constant tensors are stored in buffers; tensor %" + std::to_string(id) + " is an image");
-    std::vector<std::byte> bytes = to_device(t.constant, t.layout);
-    if (bytes.size() > device.capabilities().max_storage_buffer_range)
-      return unimplemented("a constant of " + std::to_string(bytes.size()) +
-                           " bytes exceeds the device's storage-buffer range of " +
+    const size_t size = device_bytes(t.layout, t.constant.shape());
+    if (size > device.capabilities().max_storage_buffer_range)
+      return unimplemented("a constant of " + std::to_string(size) + " bytes exceeds the device's storage-buffer range of " +
                            std::to_string(device.capabilities().max_storage_buffer_range) + " bytes");
-    KILN_ASSIGN_OR_RETURN(vk::Buffer buffer, weights_arena->create_buffer(std::max<size_t>(bytes.size(), 16)));
-    if (!bytes.empty()) KILN_RETURN_IF_ERROR(transfer->upload(buffer, bytes.data(), bytes.size()));
-    compile_stats.weight_bytes += bytes.size();
-    weights.emplace(id, std::move(buffer));
+    KILN_ASSIGN_OR_RETURN(vk::Buffer buffer, weights_arena->create_buffer(std::max<size_t>(size, 16)));
+    compile_stats.weight_bytes += size;
+    const vk::Buffer& placed = weights.emplace(id, std::move(buffer)).first->second;
+    regions.push_back({&placed, 0, size, [&t](std::byte* dst) { to_device(t.constant, t.layout, dst); }});
+  }
+  const unsigned threads = vk::resolve_compile_threads(options.compile_threads);
+  if (weights_arena->host_visible()) {
+    KILN_ASSIGN_OR_RETURN(std::byte * base, weights_arena->map());
+    vk::parallel_jobs(regions.size(), threads,
+                      [&](size_t i) { regions[i].fill(base + regions[i].buffer->arena_offset() + regions[i].offset); });
+    KILN_RETURN_IF_ERROR(weights_arena->flush(0, weights_arena->capacity()));
+  } else {
+    KILN_RETURN_IF_ERROR(transfer->upload_batch(regions, threads));
   }
   for (const auto& [id, shape] : stateful)
     compile_stats.state_bytes += device_bytes(plan.tensors[static_cast<size_t>(id)].layout, shape);

@@ -14,7 +14,9 @@
 // other slots', so on several queues nothing orders two slots' runs and
 // the device may execute them at once.
 #include <algorithm>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "planner/device_data.h"
 #include "engine/runtime/vulkan/vulkan_model_impl.h"
@@ -142,13 +144,14 @@ StatusOr<std::map<TensorId, Shape>> VulkanModel::Impl::state_shapes() const {
 }
 
 Status VulkanModel::Impl::create_state(vk::MemoryArena& arena, const std::map<TensorId, Shape>& shapes) {
+  std::vector<vk::Transfer::Region> regions;
   for (const auto& [id, shape] : shapes) {
-    const std::vector<std::byte> zeros(device_bytes(plan.tensors[static_cast<size_t>(id)].layout, shape));
-    KILN_ASSIGN_OR_RETURN(vk::Buffer buffer, arena.create_buffer(std::max<size_t>(zeros.size(), 16)));
-    if (!zeros.empty()) KILN_RETURN_IF_ERROR(transfer->upload(buffer, zeros.data(), zeros.size()));
-    state.emplace(id, std::move(buffer));
+    const size_t size = device_bytes(plan.tensors[static_cast<size_t>(id)].layout, shape);
+    KILN_ASSIGN_OR_RETURN(vk::Buffer buffer, arena.create_buffer(std::max<size_t>(size, 16)));
+    const vk::Buffer& placed = state.emplace(id, std::move(buffer)).first->second;
+    regions.push_back({&placed, 0, size, [size](std::byte* dst) { std::memset(dst, 0, size); }});
   }
-  return ok_status();
+  return transfer->upload_batch(regions);
 }
 
 StatusOr<std::unique_ptr<VulkanModel::Impl>> VulkanModel::Impl::make_slot(size_t index) const {
