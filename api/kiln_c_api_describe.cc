@@ -55,6 +55,10 @@ std::string session_json(const kiln_session_t& s) {
     w.key("plan_ms").number(c.plan_ms).key("kernels_ms").number(c.kernels_ms).key("upload_ms").number(c.upload_ms);
     w.key("shaders_ms").number(c.shaders_ms).key("pipelines_ms").number(c.pipelines_ms);
     w.key("compile_threads").number(static_cast<uint64_t>(c.compile_threads));
+    if (!c.slowest_shader.empty())
+      w.key("slowest_shader").string(c.slowest_shader).key("slowest_shader_ms").number(c.slowest_shader_ms);
+    if (!c.slowest_pipeline.empty())
+      w.key("slowest_pipeline").string(c.slowest_pipeline).key("slowest_pipeline_ms").number(c.slowest_pipeline_ms);
     w.key("pipelines").number(c.kernels).key("shader_compiles").number(c.shader_compiles);
     w.key("shader_cache_hits").number(c.shader_cache_hits).key("weight_bytes").number(c.weight_bytes);
     w.key("state_bytes").number(c.state_bytes);

@@ -76,6 +76,12 @@ struct CompileBatchReport {
   unsigned threads = 0;      // threads that ran jobs (0: nothing was left to build)
   size_t distinct = 0;       // requests left after merging equal cache keys
   size_t failed = SIZE_MAX;  // the request whose error was returned
+  // The entry that took longest to build or to fetch from the cache (a
+  // batch's floor on any number of threads: one driver compile can outlast
+  // all the others together), as its first request, and its milliseconds;
+  // SIZE_MAX when the batch had no entry.
+  size_t slowest = SIZE_MAX;
+  double slowest_ms = 0;
 };
 
 class KernelCache {

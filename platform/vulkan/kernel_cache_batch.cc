@@ -20,6 +20,7 @@
 // (lavapipe, and the desktop ones as far as documented) build the create
 // infos of one call one after another.
 #include <atomic>
+#include <chrono>
 #include <unordered_map>
 
 #include "platform/vulkan/kernel_cache.h"
@@ -57,11 +58,14 @@ StatusOr<std::vector<T>> build_merged(const Merged& merged, unsigned threads, Co
   const size_t distinct = merged.first.size();
   std::vector<T> built(distinct, nullptr);
   std::vector<Status> errors(distinct);
+  std::vector<double> took_ms(distinct, -1);
   std::atomic<bool> failed{false};
   const unsigned used = parallel_jobs(
       distinct, threads,
       [&](size_t e) {
+        const auto start = std::chrono::steady_clock::now();
         auto r = build(e);
+        took_ms[e] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
         if (r.ok()) {
           built[e] = r.value();
         } else {
@@ -73,6 +77,11 @@ StatusOr<std::vector<T>> build_merged(const Merged& merged, unsigned threads, Co
   if (report != nullptr) {
     report->threads = used;
     report->distinct = distinct;
+    for (size_t e = 0; e < distinct; ++e)
+      if (took_ms[e] >= 0 && (report->slowest == SIZE_MAX || took_ms[e] > report->slowest_ms)) {
+        report->slowest = merged.first[e];
+        report->slowest_ms = took_ms[e];
+      }
   }
   for (size_t e = 0; e < distinct; ++e) {
     if (errors[e].ok()) continue;

@@ -85,6 +85,13 @@ TEST_F(KernelCacheBatchTest, ThreadsChangeNothingButTheThreadCount) {
   EXPECT_EQ(parallel_report.threads, 4u);
   EXPECT_EQ(serial_report.distinct, 6u);
   EXPECT_EQ(parallel_report.distinct, 6u);
+  // The slowest entry is named by its first request (6 and 8 repeat 1 and 0).
+  for (const CompileBatchReport* r : {&serial_report, &parallel_report}) {
+    EXPECT_LT(r->slowest, requests_.size());
+    EXPECT_NE(r->slowest, 6u);
+    EXPECT_NE(r->slowest, 8u);
+    EXPECT_GT(r->slowest_ms, 0.0);
+  }
   ASSERT_EQ(a->size(), requests_.size());
   ASSERT_EQ(b->size(), requests_.size());
   for (size_t i = 0; i < requests_.size(); ++i) {

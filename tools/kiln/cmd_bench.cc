@@ -97,6 +97,8 @@ struct CompileRecord {
   double plan_ms = 0, kernels_ms = 0, upload_ms = 0;
   double shaders_ms = 0, pipelines_ms = 0;  // of kernels_ms: the shader and pipeline batches
   uint64_t compile_threads = 0;             // threads those batches ran on
+  std::string slowest_shader, slowest_pipeline;  // the entries that bound those batches, and their ms
+  double slowest_shader_ms = 0, slowest_pipeline_ms = 0;
   uint64_t pipelines = 0, weight_bytes = 0;
   uint64_t compiles = 0, disk_hits = 0, memory_hits = 0, pipelines_created = 0, pipeline_cache_bytes_loaded = 0;
 };
@@ -310,6 +312,14 @@ CompileRecord compile_record(const Compiled& c) {
   rec.shaders_ms = number(s, "shaders_ms");
   rec.pipelines_ms = number(s, "pipelines_ms");
   rec.compile_threads = count(s, "compile_threads");
+  if (const std::string* v = s->get_string("slowest_shader")) {
+    rec.slowest_shader = *v;
+    rec.slowest_shader_ms = number(s, "slowest_shader_ms");
+  }
+  if (const std::string* v = s->get_string("slowest_pipeline")) {
+    rec.slowest_pipeline = *v;
+    rec.slowest_pipeline_ms = number(s, "slowest_pipeline_ms");
+  }
   rec.pipelines = count(s, "pipelines");
   rec.weight_bytes = count(s, "weight_bytes");
   const JsonValue* k = s->get("kernel_cache");
@@ -763,6 +773,14 @@ void compile_json(JsonWriter& w, const std::optional<CompileRecord>& c) {
     w.key("shaders_ms"), number(w, c->shaders_ms);
     w.key("pipelines_ms"), number(w, c->pipelines_ms);
     w.key("compile_threads").number(c->compile_threads);
+    if (!c->slowest_shader.empty()) {
+      w.key("slowest_shader").string(c->slowest_shader);
+      w.key("slowest_shader_ms"), number(w, c->slowest_shader_ms);
+    }
+    if (!c->slowest_pipeline.empty()) {
+      w.key("slowest_pipeline").string(c->slowest_pipeline);
+      w.key("slowest_pipeline_ms"), number(w, c->slowest_pipeline_ms);
+    }
     w.key("pipelines").number(c->pipelines).key("shader_compiles").number(c->compiles);
     w.key("shader_disk_hits").number(c->disk_hits).key("shader_memory_hits").number(c->memory_hits);
     w.key("pipelines_created").number(c->pipelines_created);

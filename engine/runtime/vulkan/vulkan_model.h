@@ -169,6 +169,11 @@ struct VulkanCompileStats {
   double shaders_ms = 0;       // of kernels_ms: the shader batch (shaderc or cache)
   double pipelines_ms = 0;     // of kernels_ms: the pipeline batch
   uint32_t compile_threads = 0;  // most threads either batch ran on
+  // The kernel whose shader (pipeline) took longest to build and its ms
+  // (vk::CompileBatchReport::slowest): with enough threads a batch takes
+  // about as long as its slowest entry. Empty when the batch built nothing.
+  std::string slowest_shader, slowest_pipeline;
+  double slowest_shader_ms = 0, slowest_pipeline_ms = 0;
   double upload_ms = 0;
   uint32_t kernels = 0;        // distinct pipelines
   uint64_t shader_compiles = 0;
