@@ -47,7 +47,8 @@ NUM_OR_NULL = (float, int, type(None))
 KERNEL_OPTIONAL = {"bytes": int, "flops": (int, type(None)), "gbps": NUM_OR_NULL, "gflops": NUM_OR_NULL,
                    "roofline": NUM_OR_NULL, "bytes_read": int, "bytes_written": int}
 # The compile's shader and pipeline batches and the threads they ran on.
-COMPILE_VULKAN_OPTIONAL = {"shaders_ms": NUM, "pipelines_ms": NUM, "compile_threads": int}
+COMPILE_VULKAN_OPTIONAL = {"shaders_ms": NUM, "pipelines_ms": NUM, "compile_threads": int, "slowest_shader": str,
+                           "slowest_shader_ms": NUM, "slowest_pipeline": str, "slowest_pipeline_ms": NUM}
 # A Kiln Vulkan model's device memory after its first run (null elsewhere);
 # the plan's fused kernels and the global memory one run's dispatches moved.
 MODEL_OPTIONAL = {"memory": (dict, type(None)), "fused_dispatches": int, "bytes_read": int, "bytes_written": int,
