@@ -122,7 +122,7 @@ TensorId upload_weights(LoweringContext& ctx, Tensor host) {
 StatusOr<Tensor> repack_conv_weights(const Tensor& w, int64_t group, bool tap_major) {
   const int64_t cout = w.dim(0), cg = w.dim(1), kk = w.numel() / std::max<int64_t>(1, cout * cg);
   const int64_t ng = cout / group, kdim = cg * kk;
-  KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate_uninitialized(w.dtype(), {group, kdim, ng}));  // every element written below
+  KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(w.dtype(), {group, kdim, ng}));
   // K position of ONNX's k = c * kk + tap, looked up: a division and a
   // remainder per element by a divisor known only at run time cost more
   // than the copy itself (resnet50 has 25M weights).

@@ -33,14 +33,6 @@ std::vector<int64_t> shape_strides(const Shape& shape) {
 }
 
 StatusOr<Tensor> Tensor::allocate(DType dtype, Shape shape) {
-  KILN_ASSIGN_OR_RETURN(Tensor t, allocate_uninitialized(dtype, std::move(shape)));
-  // The padding to whole cache lines too (as allocate_uninitialized rounds).
-  const size_t bytes = static_cast<size_t>(t.numel()) * dtype_size(dtype);
-  std::memset(t.data_.get(), 0, bytes == 0 ? 64 : (bytes + 63) / 64 * 64);
-  return t;
-}
-
-StatusOr<Tensor> Tensor::allocate_uninitialized(DType dtype, Shape shape) {
   if (dtype == DType::kUndefined) return invalid_argument("cannot allocate a tensor of undefined dtype");
   for (int64_t d : shape)
     if (d < 0) return invalid_argument("negative dimension in shape " + shape_to_string(shape));
@@ -55,6 +47,7 @@ StatusOr<Tensor> Tensor::allocate_uninitialized(DType dtype, Shape shape) {
   if (padded == 0) padded = 64;
   void* p = std::aligned_alloc(64, padded);
   if (!p) return out_of_memory("cannot allocate " + format_bytes(*checked) + " for " + what);
+  std::memset(p, 0, padded);
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);

@@ -32,10 +32,6 @@ class Tensor {
   // Allocates zero-initialized storage. Fails with kOutOfMemory or, for a
   // negative dim or an element count that overflows, kInvalidArgument.
   static StatusOr<Tensor> allocate(DType dtype, Shape shape);
-  // The same without the zero fill, for a caller that writes every element
-  // before anything reads one (a repack of a model's weights: the fill was
-  // a serial pass over fresh pages, which the writes then touch anyway).
-  static StatusOr<Tensor> allocate_uninitialized(DType dtype, Shape shape);
   // Makes a tensor from typed values (tests, constants). Aborts on OOM.
   template <typename T>
   static Tensor from_vector(Shape shape, const std::vector<T>& values);
