@@ -63,6 +63,13 @@ StatusOr<Tensor> Tensor::reshaped(Shape shape) const {
   return t;
 }
 
+Tensor Tensor::without_data() const {
+  Tensor t;
+  t.dtype_ = dtype_;
+  t.shape_ = shape_;
+  return t;
+}
+
 StatusOr<Tensor> Tensor::clone() const {
   KILN_ASSIGN_OR_RETURN(Tensor t, allocate(dtype_, shape_));
   if (nbytes()) std::memcpy(t.raw_data(), raw_data(), nbytes());

@@ -61,6 +61,10 @@ class Tensor {
   StatusOr<Tensor> reshaped(Shape shape) const;
   // Deep copy.
   StatusOr<Tensor> clone() const;
+  // This dtype and shape holding no data (raw_data() is null; nothing may
+  // read elements): for a holder that keeps only the description of data
+  // that now lives elsewhere, such as a compiled model's uploaded weights.
+  Tensor without_data() const;
   // Converts elements to another dtype (saturating casts follow C++ semantics
   // of static_cast from double; bool is value != 0).
   StatusOr<Tensor> cast(DType to) const;

@@ -363,6 +363,14 @@ Status VulkanModel::Impl::upload_constants() {
   } else {
     KILN_RETURN_IF_ERROR(transfer->upload_batch(regions, threads));
   }
+  // The constants lowerings made (repacked weights: as large as the model's
+  // weights) are never read on the host again, only their shapes: their
+  // host copies go. Graph initializers stay (the graph holds them anyway,
+  // and host steps and outputs may read them).
+  for (TensorId id : bound) {
+    PlanTensor& t = plan.tensors[static_cast<size_t>(id)];
+    if (t.origin == PlanTensor::Origin::kConstant) t.constant = t.constant.without_data();
+  }
   for (const auto& [id, shape] : stateful)
     compile_stats.state_bytes += device_bytes(plan.tensors[static_cast<size_t>(id)].layout, shape);
   return create_state(*weights_arena, stateful);

@@ -218,7 +218,8 @@ struct Signature {
 };
 
 // What every run slot of a compiled model shares, written by compile() before
-// a second slot exists and read-only afterwards: the plan, the generated
+// a second slot exists and read-only afterwards: the plan (its lowering-made
+// constants without host data once uploaded: upload_constants), the generated
 // kernels, their pipelines (owned by the device's KernelCache) and the
 // weights. Model state (PlanTensor::Origin::kState) is not here: kernels
 // write it, so each slot has its own.

@@ -1,6 +1,7 @@
 // A plan compiled on one thread and on several gives the same model: the same
 // pipelines and counters, the same outputs; a kernel that fails to compile is
-// named (kernel and node) whatever the thread count.
+// named (kernel and node) whatever the thread count. Once compiled, the
+// weights the lowerings repacked live on the device only.
 #include <gtest/gtest.h>
 
 #include "engine/runtime/reference_executor.h"
@@ -52,6 +53,44 @@ ir::Graph many_kernels_graph() {
   }
   g.add_output(v);
   return g;
+}
+
+TEST_F(ParallelCompileTest, RepackedWeightsLeaveTheHostOnceUploaded) {
+  ir::Graph g;
+  const ir::ValueId x = g.add_input("x", DType::kFloat32, ir::SymShape::from_concrete({1, 8, 6, 6}));
+  Tensor w = Tensor::allocate(DType::kFloat32, {16, 8, 3, 3}).value();
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 0.01f * static_cast<float>(i % 23 - 11);
+  const ir::ValueId wv = g.add_constant("w", w);
+  const ir::ValueId y = g.add_value("y", DType::kFloat32, ir::SymShape::from_concrete({1, 16, 4, 4}));
+  g.add_node("Conv", {x, wv}, {y});
+  g.add_output(y);
+  Tensor input = Tensor::allocate(DType::kFloat32, {1, 8, 6, 6}).value();
+  for (int64_t i = 0; i < input.numel(); ++i) input.data<float>()[i] = 0.1f * static_cast<float>(i % 13 - 6);
+  ReferenceExecutor reference(g);
+  auto want = reference.run({input});
+  ASSERT_TRUE(want.ok()) << want.status().to_string();
+
+  auto model = VulkanModel::compile(device(), fresh_cache(), g, VulkanModelOptions{});
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  // The conv's repacked weight keeps its shape (runs size their memory by
+  // it) but no host data; the graph's initializer is the graph's own.
+  size_t repacked = 0;
+  for (const planner::PlanTensor& t : (*model)->plan().tensors) {
+    if (t.origin != planner::PlanTensor::Origin::kConstant) continue;
+    ++repacked;
+    EXPECT_TRUE(t.constant.defined());
+    EXPECT_GT(t.constant.numel(), 0);
+    EXPECT_EQ(t.constant.raw_data(), nullptr);
+  }
+  EXPECT_GE(repacked, 1u);
+  EXPECT_NE(g.value(wv).constant.raw_data(), nullptr);
+  for (int round = 0; round < 2; ++round) {  // and every run reads them from the device
+    auto got = (*model)->run({input});
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    ASSERT_EQ(got->size(), 1u);
+    for (int64_t i = 0; i < (*want)[0].numel(); ++i)
+      ASSERT_NEAR((*want)[0].get_f64(i), (*got)[0].get_f64(i), 1e-4) << "round " << round << " element " << i;
+  }
 }
 
 TEST_F(ParallelCompileTest, SameModelOnOneThreadAndOnSeveral) {
