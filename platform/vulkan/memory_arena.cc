@@ -251,9 +251,11 @@ MemoryArena::~MemoryArena() {
   if (memory_ != VK_NULL_HANDLE) device_.fn().vkFreeMemory(device_.handle(), memory_, nullptr);
 }
 
-bool MemoryArena::host_visible() const {
-  return (device_.memory_properties().memoryTypes[memory_type_].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) != 0;
+VkMemoryPropertyFlags MemoryArena::memory_flags() const {
+  return device_.memory_properties().memoryTypes[memory_type_].propertyFlags;
 }
+
+bool MemoryArena::host_visible() const { return (memory_flags() & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) != 0; }
 
 StatusOr<std::byte*> MemoryArena::map() {
   if (!host_visible()) return failed_precondition("the arena's memory is not host-visible");
@@ -268,8 +270,7 @@ StatusOr<std::byte*> MemoryArena::map() {
 }
 
 Status MemoryArena::flush(VkDeviceSize offset, VkDeviceSize size) {
-  if ((device_.memory_properties().memoryTypes[memory_type_].propertyFlags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0)
-    return ok_status();
+  if ((memory_flags() & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0) return ok_status();
   // The range widened to nonCoherentAtomSize (or the allocation's end), as
   // vkFlushMappedMemoryRanges requires.
   const VkDeviceSize atom = std::max<VkDeviceSize>(1, device_.capabilities().non_coherent_atom_size);

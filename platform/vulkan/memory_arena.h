@@ -178,6 +178,7 @@ class MemoryArena {
   friend class Buffer;
   friend class Image;
   MemoryArena(Device& device) : device_(device) {}
+  VkMemoryPropertyFlags memory_flags() const;  // of the arena's memory type
   // Creates the image (not yet bound) with its requirements checked
   // against the arena's type; `desc` names it in errors.
   StatusOr<Image> make_image(uint32_t width, uint32_t height, ImageFormat format, VkMemoryRequirements* req,

@@ -123,24 +123,29 @@ Status Transfer::upload(const Buffer& buffer, const void* data, size_t size, VkD
 
 Status Transfer::upload_locked(const Buffer& buffer, const std::byte* src, size_t size, VkDeviceSize offset) {
   KILN_RETURN_IF_ERROR(ensure_staging(std::min<VkDeviceSize>(size, staging_cap_)));
-  const VolkDeviceTable& fn = device_.fn();
   for (size_t done = 0; done < size;) {
     VkDeviceSize n = std::min<VkDeviceSize>(size - done, staging_size_);
     std::memcpy(mapped_, src + done, n);
-    KILN_RETURN_IF_ERROR(flush_staging(n));
-    KILN_RETURN_IF_ERROR(submitter_->run([&](VkCommandBuffer cmd) {
-      // Earlier reads/writes of the range (and of the staging buffer) finish first.
-      VkMemoryBarrier before = memory_barrier(kUseWrites, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
-      fn.vkCmdPipelineBarrier(cmd, kUseStages, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
-      VkBufferCopy copy{0, offset + done, n};
-      fn.vkCmdCopyBuffer(cmd, staging_, buffer.handle(), 1, &copy);
-      VkMemoryBarrier after = memory_barrier(VK_ACCESS_TRANSFER_WRITE_BIT, kUseAccess);
-      fn.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, kUseStages, 0, 1, &after, 0, nullptr, 0, nullptr);
-      return ok_status();
-    }));
-    ++chunks_;
+    const StagedCopy copy{buffer.handle(), {0, offset + done, n}};
+    KILN_RETURN_IF_ERROR(submit_staged({&copy, 1}, n));
     done += n;
   }
+  return ok_status();
+}
+
+Status Transfer::submit_staged(std::span<const StagedCopy> copies, VkDeviceSize staged_bytes) {
+  KILN_RETURN_IF_ERROR(flush_staging(staged_bytes));
+  const VolkDeviceTable& fn = device_.fn();
+  KILN_RETURN_IF_ERROR(submitter_->run([&](VkCommandBuffer cmd) {
+    // Earlier reads/writes of the ranges (and of the staging buffer) finish first.
+    VkMemoryBarrier before = memory_barrier(kUseWrites, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+    fn.vkCmdPipelineBarrier(cmd, kUseStages, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
+    for (const StagedCopy& c : copies) fn.vkCmdCopyBuffer(cmd, staging_, c.buffer, 1, &c.region);
+    VkMemoryBarrier after = memory_barrier(VK_ACCESS_TRANSFER_WRITE_BIT, kUseAccess);
+    fn.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, kUseStages, 0, 1, &after, 0, nullptr, 0, nullptr);
+    return ok_status();
+  }));
+  ++chunks_;
   return ok_status();
 }
 
@@ -157,9 +162,8 @@ Status Transfer::upload_batch(std::span<const Region> regions, unsigned threads)
   }
   std::lock_guard<std::mutex> lock(mutex_);
   if (staged > 0) KILN_RETURN_IF_ERROR(ensure_staging(std::min(staged, staging_cap_)));
-  const VolkDeviceTable& fn = device_.fn();
-  std::vector<size_t> batch;      // the regions of one staging fill
-  std::vector<VkDeviceSize> at;   // and where each lies in the staging buffer
+  std::vector<size_t> batch;        // the regions of one staging fill
+  std::vector<StagedCopy> copies;   // and their copies out of the staging buffer
   for (size_t i = 0; i < regions.size();) {
     const Region& first = regions[i];
     if (first.size == 0) {
@@ -174,7 +178,7 @@ Status Transfer::upload_batch(std::span<const Region> regions, unsigned threads)
       continue;
     }
     batch.clear();
-    at.clear();
+    copies.clear();
     VkDeviceSize used = 0;
     for (; i < regions.size(); ++i) {
       const Region& r = regions[i];
@@ -182,24 +186,11 @@ Status Transfer::upload_batch(std::span<const Region> regions, unsigned threads)
       const VkDeviceSize place = (used + kAlign - 1) / kAlign * kAlign;
       if (r.size > staging_size_ || place + r.size > staging_size_) break;
       batch.push_back(i);
-      at.push_back(place);
+      copies.push_back({r.buffer->handle(), {place, r.offset, r.size}});
       used = place + r.size;
     }
-    parallel_jobs(batch.size(), threads, [&](size_t j) { regions[batch[j]].fill(mapped_ + at[j]); });
-    KILN_RETURN_IF_ERROR(flush_staging(used));
-    KILN_RETURN_IF_ERROR(submitter_->run([&](VkCommandBuffer cmd) {
-      VkMemoryBarrier before = memory_barrier(kUseWrites, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
-      fn.vkCmdPipelineBarrier(cmd, kUseStages, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
-      for (size_t j = 0; j < batch.size(); ++j) {
-        const Region& r = regions[batch[j]];
-        VkBufferCopy copy{at[j], r.offset, r.size};
-        fn.vkCmdCopyBuffer(cmd, staging_, r.buffer->handle(), 1, &copy);
-      }
-      VkMemoryBarrier after = memory_barrier(VK_ACCESS_TRANSFER_WRITE_BIT, kUseAccess);
-      fn.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, kUseStages, 0, 1, &after, 0, nullptr, 0, nullptr);
-      return ok_status();
-    }));
-    ++chunks_;
+    parallel_jobs(batch.size(), threads, [&](size_t j) { regions[batch[j]].fill(mapped_ + copies[j].region.srcOffset); });
+    KILN_RETURN_IF_ERROR(submit_staged(copies, used));
   }
   return ok_status();
 }

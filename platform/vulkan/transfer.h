@@ -84,6 +84,16 @@ class Transfer {
   Status flush_staging(VkDeviceSize size);
   // upload() with mutex_ held.
   Status upload_locked(const Buffer& buffer, const std::byte* data, size_t size, VkDeviceSize offset);
+  // One copy out of the staging buffer into `buffer`.
+  struct StagedCopy {
+    VkBuffer buffer;
+    VkBufferCopy region;
+  };
+  // Flushes the first `staged_bytes` of the staging buffer and submits
+  // `copies` between the barriers every upload needs (earlier users of the
+  // ranges first; later compute and transfers see the bytes), then waits.
+  // Caller holds mutex_.
+  Status submit_staged(std::span<const StagedCopy> copies, VkDeviceSize staged_bytes);
   Status invalidate_staging(VkDeviceSize size);
 
   Device& device_;

@@ -118,7 +118,6 @@ StatusOr<planner::GemmSweep> gemm_sweep_from_env() {
       sweep.max_split = split;
     } else if (item == "latency=on" || item == "latency=off") {
       sweep.latency_tiles = item == "latency=on";
-
     } else {
       return invalid_argument(std::string("KILN_GEMM_SWEEP='") + env + "': '" + item +
                               "' is not k=16|32|64, split=1..16 or latency=on|off");
@@ -269,13 +268,16 @@ Status VulkanModel::Impl::compile_kernels() {
   const vk::KernelCacheStats before = cache.stats();
   vk::CompileBatchReport report;
   auto t0 = Clock::now();
+  // The kernel that took a batch longest, named for compile_stats.
+  auto note_slowest = [&](const vk::CompileBatchReport& r, std::string* name, double* ms) {
+    if (r.slowest >= dispatch_steps.size()) return;
+    *name = kernels[dispatch_steps[r.slowest]].name;
+    *ms = r.slowest_ms;
+  };
   auto shaders = cache.shaders(shader_requests, threads, &report);
   compile_stats.shaders_ms = ms_since(t0);
   compile_stats.compile_threads = report.threads;
-  if (report.slowest < dispatch_steps.size()) {
-    compile_stats.slowest_shader = kernels[dispatch_steps[report.slowest]].name;
-    compile_stats.slowest_shader_ms = report.slowest_ms;
-  }
+  note_slowest(report, &compile_stats.slowest_shader, &compile_stats.slowest_shader_ms);
   if (!shaders.ok()) return step_error(std::move(shaders).status(), report);
   const vk::KernelCacheStats after = cache.stats();
   compile_stats.shader_compiles += after.compiles - before.compiles;
@@ -300,10 +302,7 @@ Status VulkanModel::Impl::compile_kernels() {
   auto created = cache.pipelines(pipeline_requests, threads, &report);
   compile_stats.pipelines_ms = ms_since(t0);
   compile_stats.compile_threads = std::max(compile_stats.compile_threads, report.threads);
-  if (report.slowest < dispatch_steps.size()) {
-    compile_stats.slowest_pipeline = kernels[dispatch_steps[report.slowest]].name;
-    compile_stats.slowest_pipeline_ms = report.slowest_ms;
-  }
+  note_slowest(report, &compile_stats.slowest_pipeline, &compile_stats.slowest_pipeline_ms);
   if (!created.ok()) return step_error(std::move(created).status(), report);
 
   std::set<const vk::ComputePipeline*> distinct;
